@@ -1,0 +1,112 @@
+// Configuration of one ATTENDRE layer: the Q memory, the K/V memory with its
+// eviction policy, and retrieval. Names follow ../shared/spec/memory-semantics.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace attendre {
+
+// Eviction policies (spec 2.4). Every policy evicts the lowest score first.
+enum class PolicyKind { fifo, lru, lfu, lra_last, lra_max, lra_sum, lfa };
+
+std::string_view to_string(PolicyKind kind);
+std::optional<PolicyKind> parse_policy(std::string_view name);
+
+// The score given to a newly inserted entry by the attention-based policies
+// (lra_*, lfa). fifo and lru start at the entry's position, lfu at 0.
+struct InitialScore {
+  enum class Kind { mean_minus_k_sigma, constant };
+  Kind kind = Kind::mean_minus_k_sigma;
+  double k = 1.0;      // for mean_minus_k_sigma: mu - k * sigma over held, unpinned entries
+  double value = 0.0;  // for constant
+
+  static InitialScore mean_minus_sigma(double k) { return {Kind::mean_minus_k_sigma, k, 0.0}; }
+  static InitialScore constant(double v) { return {Kind::constant, 1.0, v}; }
+};
+
+struct Policy {
+  PolicyKind kind = PolicyKind::fifo;
+  double lambda = 0.0;  // lfa only: exponential decay per position (0 = LFA-0)
+  InitialScore initial;
+
+  static Policy fifo() { return {PolicyKind::fifo, 0.0, {}}; }
+  static Policy lru() { return {PolicyKind::lru, 0.0, {}}; }
+  static Policy lfu() { return {PolicyKind::lfu, 0.0, {}}; }
+  static Policy lra_last(InitialScore init = {}) { return {PolicyKind::lra_last, 0.0, init}; }
+  static Policy lra_max(InitialScore init = {}) { return {PolicyKind::lra_max, 0.0, init}; }
+  static Policy lra_sum(InitialScore init = {}) { return {PolicyKind::lra_sum, 0.0, init}; }
+  static Policy lfa(double lambda, InitialScore init = {}) { return {PolicyKind::lfa, lambda, init}; }
+
+  // Known equivalences (spec 2.4). StreamingLLM is fifo with n_sink = 4 on
+  // the memory; H2O here lacks its recent window.
+  static Policy sliding_window() { return fifo(); }
+  static Policy tova() { return lra_last(); }
+  static Policy h2o() { return lfa(0.0); }
+
+  // lra_* and lfa score entries by attention weights and start at mu - k*sigma.
+  bool attention_scored() const { return kind >= PolicyKind::lra_last; }
+};
+
+enum class RetrievalMode { per_head, shared };
+enum class BiasKind { none, alibi };
+
+std::string_view to_string(RetrievalMode mode);
+
+// Head layout shared by queries, keys and values: query head h reads
+// key/value head h / (heads_q / heads_kv), which covers MHA, GQA and MQA.
+struct AttentionShape {
+  uint32_t heads_q = 1;
+  uint32_t heads_kv = 1;
+  uint32_t head_dim = 1;
+
+  uint32_t group() const { return heads_q / heads_kv; }
+  uint32_t q_row() const { return heads_q * head_dim; }    // floats per query
+  uint32_t kv_row() const { return heads_kv * head_dim; }  // floats per key or value
+};
+
+struct KvMemoryConfig {
+  uint32_t capacity = 0;  // M
+  Policy policy;
+  uint32_t n_sink = 0;    // positions < n_sink are pinned: never evicted
+  bool protect_new = true;
+  bool copy_out_evicted = false;
+};
+
+struct RetrievalConfig {
+  uint32_t top_k = 0;  // K; K >= capacity means full attention over the memory
+  RetrievalMode mode = RetrievalMode::per_head;
+  bool causal = false;
+  bool tag_mask = false;
+  std::optional<double> scale;  // default 1/sqrt(head_dim)
+  BiasKind bias = BiasKind::none;
+};
+
+struct LayerConfig {
+  AttentionShape shape;
+  uint32_t chunk = 1;       // S: positions fed per step
+  uint32_t q_capacity = 0;  // N: how many positions each query waits
+  KvMemoryConfig kv;
+  RetrievalConfig retrieval;
+
+  // Throws Error(invalid_argument or infeasible_config) naming the first
+  // problem: shapes, K, lambda and the eviction feasibility of spec 2.1.
+  void validate() const;
+
+  double scale() const;
+  // Whether retrieval reads every held entry (no top-K selection needed).
+  bool full_attention() const { return retrieval.top_k >= kv.capacity; }
+  // The most queries one step can evict: S, or N for a flush step.
+  uint32_t max_queries_per_step(bool with_flush) const;
+};
+
+// Throws infeasible_config for an insertion that must evict `needed`
+// entries when only `eligible` may go (pinned entries, protect_new).
+[[noreturn]] void fail_infeasible_insertion(uint64_t needed, uint64_t eligible);
+
+// ALiBi slope of query head h among `heads` (geometric 2^(-8(h+1)/heads)).
+double alibi_slope(uint32_t head, uint32_t heads);
+
+}  // namespace attendre

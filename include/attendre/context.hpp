@@ -1,0 +1,134 @@
+// A Vulkan device ready for attendre's compute work: instance, selected
+// physical device, logical device, one compute queue, and the device's
+// capabilities queried once. Either created here or adopted from an app.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attendre {
+
+// Device limits and optional features, queried once. Every tile and
+// workgroup size is derived from these in one function (gpu/kernel_plan).
+struct DeviceCaps {
+  std::string name;
+  std::string driver_name;
+  std::string driver_info;
+  uint32_t vendor_id = 0;
+  uint32_t device_id = 0;
+  uint32_t api_version = 0;
+  uint32_t driver_version = 0;
+  VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+
+  uint32_t max_invocations = 128;          // maxComputeWorkGroupInvocations
+  uint32_t max_group_size_x = 128;         // maxComputeWorkGroupSize[0]
+  uint32_t max_group_count_x = 65535;      // maxComputeWorkGroupCount[0]
+  uint32_t max_group_count_y = 65535;
+  uint32_t max_shared_bytes = 16384;       // maxComputeSharedMemorySize
+  uint64_t max_storage_range = 1u << 27;   // maxStorageBufferRange
+  uint64_t storage_alignment = 256;        // minStorageBufferOffsetAlignment, at least 256
+  uint32_t max_push_constants = 128;
+  uint32_t max_storage_buffers = 4;        // maxPerStageDescriptorStorageBuffers
+  uint64_t max_allocation = 1ull << 30;    // maxMemoryAllocationSize
+  uint64_t device_local_bytes = 0;         // largest DEVICE_LOCAL heap
+
+  uint32_t subgroup_size = 0;              // informational: no kernel assumes it
+  bool storage_16bit = false;              // storageBuffer16BitAccess
+  bool timestamps = false;
+  double timestamp_period_ns = 1.0;        // a double: some devices report fractions
+  uint32_t timestamp_valid_bits = 0;
+};
+
+// Clamps applied on top of the device's own limits, so that the small
+// limits of phones (and the multi-tile paths they need) run anywhere.
+struct LimitOverrides {
+  std::optional<uint32_t> max_invocations;
+  std::optional<uint32_t> max_shared_bytes;
+  std::optional<uint64_t> max_storage_range;
+
+  // The Vulkan minimums every conformant device guarantees: 128
+  // invocations, 16 KiB shared memory, 128 MiB storage ranges.
+  static LimitOverrides portable() { return {128u, 16384u, uint64_t{1} << 27}; }
+};
+
+struct ContextOptions {
+  // Device index or case-insensitive name substring; empty reads
+  // ATTENDRE_DEVICE, and failing that prefers discrete, integrated, virtual,
+  // then CPU devices.
+  std::string device;
+  // Khronos validation with every message recorded; unset reads
+  // ATTENDRE_VALIDATION (=1 enables).
+  std::optional<bool> validation;
+  // Unset reads ATTENDRE_PORTABLE_LIMITS (=1 applies LimitOverrides::portable()).
+  std::optional<LimitOverrides> limits;
+};
+
+// Handles of a device an application already created; attendre never
+// destroys them. The queue must support compute.
+struct ExternalDevice {
+  VkInstance instance = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_device = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  uint32_t queue_family = 0;
+  bool storage_16bit_enabled = false;
+};
+
+namespace vk {
+class PipelineCache;
+}
+
+// Owns (or borrows) the device-level objects. Not copyable or movable:
+// buffers and pipelines refer to it, so it must outlive them. One thread
+// at a time.
+class Context {
+ public:
+  explicit Context(const ContextOptions& options = {});
+  Context(const ExternalDevice& external, const LimitOverrides& limits = {});
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  VkInstance instance() const { return instance_; }
+  VkPhysicalDevice physical_device() const { return physical_device_; }
+  VkDevice device() const { return device_; }
+  VkQueue queue() const { return queue_; }
+  uint32_t queue_family() const { return queue_family_; }
+  const DeviceCaps& caps() const { return caps_; }
+
+  bool validation_enabled() const { return messenger_ != VK_NULL_HANDLE; }
+  // Validation messages (warnings and errors) recorded since the last clear.
+  std::vector<std::string> validation_messages() const { return *messages_; }
+  void clear_validation_messages() { messages_->clear(); }
+
+  vk::PipelineCache& pipelines() { return *pipelines_; }
+  VkCommandPool command_pool() const { return command_pool_; }
+
+ private:
+  void create_instance(bool validation);
+  void create_device();
+  void finish_setup(const LimitOverrides& limits);
+  void release();
+
+  bool owns_device_ = true;
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_device_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  VkCommandPool command_pool_ = VK_NULL_HANDLE;
+  DeviceCaps caps_;
+  std::unique_ptr<std::vector<std::string>> messages_;  // stable address for the messenger callback
+  std::unique_ptr<vk::PipelineCache> pipelines_;
+};
+
+// One line per physical device: index, name, type, API version.
+std::vector<std::string> list_devices();
+
+}  // namespace attendre

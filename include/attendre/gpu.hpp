@@ -1,0 +1,41 @@
+// The Vulkan implementation of the ATTENDRE layer. The Q and K/V memories
+// live in device-resident buffers for the whole stream; one step is one
+// command buffer with no host readback inside it, and the host reads back
+// only what a StepRequest asks for.
+#pragma once
+
+#include <attendre/context.hpp>
+#include <attendre/layer.hpp>
+
+#include <memory>
+
+namespace attendre::gpu {
+
+class Layer final : public AttendreLayer {
+ public:
+  // Throws Error: invalid_argument / infeasible_config for the config,
+  // unsupported when a size exceeds this device's limits.
+  Layer(Context& context, const LayerConfig& config);
+  ~Layer() override;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  const LayerConfig& config() const override;
+  StepResult step(const ChunkView& chunk, const StepRequest& request = {}) override;
+  StepResult drain_step(const StepRequest& request = {}) override;
+  StepResult flush(const StepRequest& request = {}) override;
+  bool has_pending_queries() const override;
+  MemorySnapshot snapshot() override;
+
+  // Device memory held by the layer (memories, scratch, staging); it does
+  // not grow with the number of positions streamed.
+  uint64_t device_bytes() const;
+  // Queries retrieved per batch inside one step (scratch is sized for it).
+  uint32_t queries_per_batch() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace attendre::gpu

@@ -1,0 +1,118 @@
+// The float64 CPU reference of spec sections 1-3. It is the contract every GPU
+// path is tested against, so it favours plain loops over speed.
+#pragma once
+
+#include <attendre/data_only_memory.hpp>
+#include <attendre/layer.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace attendre::reference {
+
+// Valid queries handed to retrieve(), in stream order.
+struct QueryBatch {
+  std::vector<int64_t> positions;
+  std::vector<uint32_t> tags;
+  std::vector<double> q;  // positions.size() * heads_q * head_dim
+  size_t size() const { return positions.size(); }
+};
+
+// Result of retrieve() for n queries and H_q heads.
+struct Retrieval {
+  uint32_t queries = 0;
+  uint32_t heads = 0;
+  // R(q,h) as indices into the memory's entries, best first (larger logit,
+  // then smaller position), with their logits and softmax weights.
+  std::vector<std::vector<uint32_t>> selected;  // [q * heads + h]
+  std::vector<std::vector<double>> logits;
+  std::vector<std::vector<double>> weights;
+  std::vector<double> outputs;  // [q][h][d]
+};
+
+// K/V memory of capacity M with an eviction policy (spec 2).
+class KeyValueMemory {
+ public:
+  struct Entry {
+    int64_t position = 0;
+    double score = 0.0;
+    uint32_t tag = 0;
+    std::vector<double> key;    // heads_kv * head_dim
+    std::vector<double> value;
+  };
+
+  // max_insert is S, the largest chunk inserted at once; used by the
+  // feasibility check of spec 2.1.
+  KeyValueMemory(const AttentionShape& shape, const KvMemoryConfig& config, uint32_t max_insert);
+
+  // Spec 2.1: inserts the valid rows of `chunk` (k, v, positions, valid, tags)
+  // and returns the evicted entries sorted by position.
+  EvictedEntries insert(const ChunkView& chunk);
+
+  // Spec 2.2 and 2.3 for a batch of valid queries.
+  Retrieval retrieve(const QueryBatch& queries, const RetrievalConfig& retrieval, double scale) const;
+
+  // Spec 2.4: policy update after attend; a no-op for an empty batch.
+  void update_scores(const QueryBatch& queries, const Retrieval& retrieval);
+
+  MemorySnapshot snapshot() const;
+  const std::vector<Entry>& entries() const { return entries_; }
+  const AttentionShape& shape() const { return shape_; }
+  const KvMemoryConfig& config() const { return config_; }
+
+  // The initial score new entries would get now (mu - k*sigma or constant),
+  // for the attention-scored policies.
+  double attention_initial_score() const;
+
+  // The smallest non-zero gap seen at a decision boundary so far: between
+  // the last kept and the first dropped candidate of every top-K and every
+  // eviction. Tests comparing an fp32 implementation skip streams whose
+  // decisions hinge on a gap below fp32 resolution.
+  double min_decision_gap() const { return min_gap_; }
+
+ private:
+  bool pinned(int64_t position) const { return position < static_cast<int64_t>(config_.n_sink); }
+  double initial_score(int64_t position, double attention_initial) const;
+
+  AttentionShape shape_;
+  KvMemoryConfig config_;
+  std::vector<Entry> entries_;
+  void note_gap(double kept, double dropped) const;
+
+  bool seen_queries_ = false;
+  int64_t max_query_position_ = 0;  // i_max of spec 2.4
+  mutable double min_gap_ = std::numeric_limits<double>::infinity();
+};
+
+// One ATTENDRE layer (spec 3) on the CPU in float64.
+class Layer final : public AttendreLayer {
+ public:
+  explicit Layer(const LayerConfig& config);
+
+  const LayerConfig& config() const override { return config_; }
+  StepResult step(const ChunkView& chunk, const StepRequest& request = {}) override;
+  StepResult drain_step(const StepRequest& request = {}) override;
+  StepResult flush(const StepRequest& request = {}) override;
+  bool has_pending_queries() const override;
+  MemorySnapshot snapshot() override { return kv_.snapshot(); }
+
+  const KeyValueMemory& kv_memory() const { return kv_; }
+
+ private:
+  struct QueryRow {
+    int64_t position = 0;
+    bool valid = false;
+    uint32_t tag = 0;
+    std::vector<double> q;
+  };
+
+  StepResult attend_evicted(std::vector<QueryRow> evicted, EvictedEntries evicted_kv, const StepRequest& request);
+
+  LayerConfig config_;
+  DataOnlyMemory<QueryRow> q_memory_;
+  KeyValueMemory kv_;
+  StreamValidator validator_;
+};
+
+}  // namespace attendre::reference

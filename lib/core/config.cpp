@@ -1,0 +1,119 @@
+#include <attendre/config.hpp>
+#include <attendre/error.hpp>
+#include <attendre/layer.hpp>
+
+#include <array>
+#include <cmath>
+
+namespace attendre {
+namespace {
+
+constexpr std::array<std::string_view, 7> kPolicyNames = {"fifo",    "lru",     "lfu", "lra_last",
+                                                           "lra_max", "lra_sum", "lfa"};
+
+std::string u(uint64_t value) { return std::to_string(value); }
+
+}  // namespace
+
+std::string_view to_string(PolicyKind kind) { return kPolicyNames[static_cast<size_t>(kind)]; }
+
+std::optional<PolicyKind> parse_policy(std::string_view name) {
+  for (size_t i = 0; i < kPolicyNames.size(); ++i)
+    if (kPolicyNames[i] == name) return static_cast<PolicyKind>(i);
+  return std::nullopt;
+}
+
+std::string_view to_string(RetrievalMode mode) {
+  return mode == RetrievalMode::per_head ? "per_head" : "shared";
+}
+
+double alibi_slope(uint32_t head, uint32_t heads) {
+  return std::exp2(-8.0 * static_cast<double>(head + 1) / static_cast<double>(heads));
+}
+
+void fail_infeasible_insertion(uint64_t needed, uint64_t eligible) {
+  fail(ErrorCode::infeasible_config, "infeasible insertion: must evict " + std::to_string(needed) +
+                                         " entries but only " + std::to_string(eligible) +
+                                         " are eligible (pinned positions < n_sink are never evicted)");
+}
+
+double LayerConfig::scale() const {
+  return retrieval.scale ? *retrieval.scale : 1.0 / std::sqrt(static_cast<double>(shape.head_dim));
+}
+
+uint32_t LayerConfig::max_queries_per_step(bool with_flush) const {
+  return with_flush && q_capacity > chunk ? q_capacity : chunk;
+}
+
+void LayerConfig::validate() const {
+  require(shape.heads_q >= 1 && shape.heads_kv >= 1 && shape.head_dim >= 1,
+          "heads_q, heads_kv and head_dim must be at least 1");
+  require(shape.heads_q % shape.heads_kv == 0, "heads_q (" + u(shape.heads_q) +
+                                                   ") must be a multiple of heads_kv (" + u(shape.heads_kv) + ")");
+  require(chunk >= 1, "chunk size S must be at least 1");
+  require(kv.capacity >= 1, "K/V capacity M must be at least 1");
+  require(retrieval.top_k >= 1, "top-K must be at least 1");
+  require(std::isfinite(kv.policy.lambda) && kv.policy.lambda >= 0.0,
+          "lfa lambda must be finite and >= 0, got " + std::to_string(kv.policy.lambda));
+  const InitialScore& init = kv.policy.initial;
+  require(std::isfinite(init.k), "initial score k must be finite");
+  require(std::isfinite(init.value), "constant initial score must be finite");
+  if (retrieval.scale) require(std::isfinite(*retrieval.scale), "scale must be finite");
+
+  // Spec 2.1: a configuration in which E eligible entries cannot exist is an
+  // error now, never a silent clamp at run time.
+  if (kv.protect_new) {
+    if (static_cast<uint64_t>(kv.capacity) < static_cast<uint64_t>(chunk) + kv.n_sink)
+      fail(ErrorCode::infeasible_config,
+           "infeasible: protect_new needs M >= S + n_sink, got M=" + u(kv.capacity) + " S=" + u(chunk) +
+               " n_sink=" + u(kv.n_sink));
+  } else if (kv.capacity < kv.n_sink) {
+    fail(ErrorCode::infeasible_config,
+         "infeasible: M=" + u(kv.capacity) + " cannot hold n_sink=" + u(kv.n_sink) + " pinned entries");
+  }
+}
+
+void StreamValidator::check(const ChunkView& chunk, const LayerConfig& config) const {
+  const AttentionShape& s = config.shape;
+  const size_t rows = chunk.rows;
+  require(chunk.rows <= config.chunk,
+          "chunk has " + u(chunk.rows) + " rows, more than the layer's S=" + u(config.chunk));
+  require(chunk.q.size() == rows * s.q_row(), "chunk q holds " + u(chunk.q.size()) + " floats, expected rows*heads_q*head_dim = " + u(rows * s.q_row()));
+  require(chunk.k.size() == rows * s.kv_row(), "chunk k holds " + u(chunk.k.size()) + " floats, expected rows*heads_kv*head_dim = " + u(rows * s.kv_row()));
+  require(chunk.v.size() == rows * s.kv_row(), "chunk v holds " + u(chunk.v.size()) + " floats, expected rows*heads_kv*head_dim = " + u(rows * s.kv_row()));
+  require(chunk.positions.size() == rows, "chunk positions hold " + u(chunk.positions.size()) + " values, expected " + u(rows));
+  require(chunk.valid.empty() || chunk.valid.size() == rows, "chunk valid flags hold " + u(chunk.valid.size()) + " values, expected " + u(rows));
+  require(chunk.tags.empty() || chunk.tags.size() == rows, "chunk tags hold " + u(chunk.tags.size()) + " values, expected " + u(rows));
+  // Non-finite inputs would make every ordering below meaningless; padding
+  // rows are never read, so only valid rows are checked.
+  auto finite_rows = [&](std::span<const float> data, size_t row_floats, const char* name) {
+    for (size_t r = 0; r < rows; ++r) {
+      if (!chunk.valid.empty() && chunk.valid[r] == 0) continue;
+      for (float x : data.subspan(r * row_floats, row_floats))
+        require(std::isfinite(x), std::string("chunk ") + name + " row " + u(r) + " holds a non-finite value");
+    }
+  };
+  finite_rows(chunk.q, s.q_row(), "q");
+  finite_rows(chunk.k, s.kv_row(), "k");
+  finite_rows(chunk.v, s.kv_row(), "v");
+  int64_t last = last_position_;
+  bool seen = seen_position_;
+  for (size_t r = 0; r < rows; ++r) {
+    if (!chunk.valid.empty() && chunk.valid[r] == 0) continue;
+    const int64_t p = chunk.positions[r];
+    require(!seen || p > last, "positions must strictly increase over valid rows: " + std::to_string(p) +
+                                   " follows " + std::to_string(last));
+    last = p;
+    seen = true;
+  }
+}
+
+void StreamValidator::accept(const ChunkView& chunk) {
+  for (uint32_t r = 0; r < chunk.rows; ++r) {
+    if (!chunk.valid.empty() && chunk.valid[r] == 0) continue;
+    last_position_ = chunk.positions[r];
+    seen_position_ = true;
+  }
+}
+
+}  // namespace attendre

@@ -1,0 +1,361 @@
+#include "gpu/kv_memory.hpp"
+
+#include "interface/constants.h"
+
+#include <attendre/error.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+namespace attendre::gpu {
+namespace {
+
+using kernels::kInvalid;
+
+bool integer_scores(PolicyKind kind) { return !Policy{kind, 0.0, {}}.attention_scored(); }
+
+std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
+
+}  // namespace
+
+KvMemory::KvMemory(Context& context, const LayerConfig& config, uint32_t max_queries, const vk::Buffer& ring,
+                   const RingLayout& ring_layout)
+    : config_(config), plan_(plan_kernels(context.caps())), ring_layout_(ring_layout), max_queries_(max_queries) {
+  config.validate();
+  const AttentionShape& shape = config.shape;
+  const uint32_t M = config.kv.capacity, S = config.chunk, Hq = shape.heads_q;
+  const DeviceCaps& caps = context.caps();
+  const uint64_t range = caps.max_storage_range;
+
+  // Limits of the kernels on this device, reported before anything is built.
+  if (shape.head_dim > plan_.max_head_dim())
+    fail(ErrorCode::unsupported, "head_dim " + std::to_string(shape.head_dim) + " exceeds attend's limit of " +
+                                     std::to_string(plan_.max_head_dim()) + " on this device");
+  if (S > kernels::kMaxChunk || next_pow2(S) > plan_.max_keep())
+    fail(ErrorCode::unsupported, "chunk size S=" + std::to_string(S) + " exceeds this device's limit of " +
+                                     std::to_string(std::min(kernels::kMaxChunk, plan_.max_keep())));
+  const bool full = config.full_attention();
+  if (!full) {
+    top_keep_ = next_pow2(config.retrieval.top_k);
+    if (top_keep_ > plan_.max_keep())
+      fail(ErrorCode::unsupported, "top_k K=" + std::to_string(config.retrieval.top_k) +
+                                       " exceeds this device's limit of " + std::to_string(plan_.max_keep()) +
+                                       " (use K >= M for full attention)");
+  }
+  list_count_ = full ? M : config.retrieval.top_k;
+
+  kv_layout_ = KvLayout::make(M, shape);
+  chunk_layout_ = ChunkLayout::make(S, shape);
+  evicted_layout_ = EvictedLayout::make(config.kv.copy_out_evicted ? S : 0, shape);
+  if (kv_layout_.words * 4 > range)
+    fail(ErrorCode::unsupported, "K/V memory needs " + mib(kv_layout_.words * 4) +
+                                     ", over the device's storage-buffer range of " + mib(range) +
+                                     "; lower M, heads_kv or head_dim");
+
+  // Scratch is sized for a batch of queries; the batch shrinks until every
+  // scratch buffer fits one storage-buffer range.
+  const bool shared = config.retrieval.mode == RetrievalMode::shared;
+  const bool updates = config.kv.policy.kind != PolicyKind::fifo;
+  const uint64_t list_tiles = (M + plan_.select_tile - 1) / plan_.select_tile;
+  const uint64_t per_query_logits = uint64_t{Hq} * M + (shared ? M : 0);
+  const uint64_t per_query_lists = full ? 0 : uint64_t{shared ? 1 : Hq} * list_tiles * top_keep_ * 3;
+  const uint64_t per_query_weights = uint64_t{Hq} * list_count_;
+  const uint64_t per_query_usage = updates ? 2ull * M : 0;
+  const uint64_t outputs_words = align_words(uint64_t{max_queries} * shape.q_row());
+  const uint64_t words = range / 4;
+  uint64_t batch = max_queries;
+  auto fit = [&](uint64_t fixed, uint64_t per_query) {
+    if (per_query == 0) return;
+    batch = std::min(batch, fixed >= words ? 0 : (words - fixed) / per_query);
+  };
+  fit(0, per_query_logits);
+  fit(0, per_query_lists);
+  fit(outputs_words, per_query_weights);
+  fit(0, per_query_usage);
+  batch_ = static_cast<uint32_t>(batch);
+  if (batch_ == 0)
+    fail(ErrorCode::unsupported, "one query's scratch (M=" + std::to_string(M) + ", heads_q=" + std::to_string(Hq) +
+                                     ") exceeds the device's storage-buffer range of " + mib(range));
+
+  summed_offset_ = uint64_t{batch_} * Hq * M;
+  weights_offset_ = outputs_words;
+  weight_stride_ = list_count_;
+  usage_stride_ = M;
+  used_offset_ = uint64_t{batch_} * M;
+  const uint64_t evict_list_words =
+      uint64_t{(M + S + plan_.select_tile - 1) / plan_.select_tile} * next_pow2(S) * 3;
+
+  kv_ = vk::Buffer(context, kv_layout_.words * 4, vk::MemoryIntent::device, "kv memory");
+  chunk_ = vk::Buffer(context, chunk_layout_.words * 4, vk::MemoryIntent::device, "kv chunk");
+  logits_ = vk::Buffer(context, batch_ * per_query_logits * 4, vk::MemoryIntent::device, "logits");
+  lists_ = vk::Buffer(context, std::max(batch_ * per_query_lists, evict_list_words) * 4, vk::MemoryIntent::device,
+                      "select lists");
+  attention_ = vk::Buffer(context, (outputs_words + batch_ * per_query_weights) * 4, vk::MemoryIntent::device,
+                          "attention");
+  usage_ = vk::Buffer(context, std::max<uint64_t>(1, batch_ * per_query_usage) * 4, vk::MemoryIntent::device, "usage");
+  if (config.kv.copy_out_evicted)
+    evicted_ = vk::Buffer(context, evicted_layout_.words * 4, vk::MemoryIntent::device, "evicted");
+
+  arena_ = std::make_unique<vk::DescriptorArena>(context);
+  insert_ = kernels::InsertKernels(context, *arena_, plan_,
+                                   {{&kv_}, {&chunk_}, {&lists_}, {evicted_ ? &evicted_ : nullptr}});
+  retrieve_ = kernels::RetrieveKernels(context, *arena_, plan_,
+                                       {{&ring}, {&kv_}, {&logits_}, {&lists_}, {&attention_}, {&usage_}});
+}
+
+uint64_t KvMemory::device_bytes() const {
+  uint64_t total = 0;
+  for (const vk::Buffer* b : {&kv_, &chunk_, &logits_, &lists_, &attention_, &usage_, &evicted_})
+    if (*b) total += b->size();
+  return total;
+}
+
+namespace {
+
+struct Fresh {
+  uint32_t rows = 0, pinned = 0;
+};
+
+Fresh count_fresh(std::span<const uint8_t> valid, std::span<const int64_t> positions, uint32_t n_sink) {
+  Fresh f;
+  for (size_t r = 0; r < valid.size(); ++r) {
+    if (!valid[r]) continue;
+    ++f.rows;
+    if (positions[r] < static_cast<int64_t>(n_sink)) ++f.pinned;
+  }
+  return f;
+}
+
+}  // namespace
+
+uint32_t KvMemory::plan_insert(std::span<const uint8_t> valid, std::span<const int64_t> positions) const {
+  const KvMemoryConfig& kv = config_.kv;
+  const Fresh fresh = count_fresh(valid, positions, kv.n_sink);
+  const uint32_t evictions = held_ + fresh.rows > kv.capacity ? held_ + fresh.rows - kv.capacity : 0;
+  const uint32_t eligible = (held_ - pinned_) + (kv.protect_new ? 0 : fresh.rows - fresh.pinned);
+  if (evictions > eligible) fail_infeasible_insertion(evictions, eligible);
+  return evictions;
+}
+
+void KvMemory::record_insert(vk::CommandRecorder& rec, std::span<const uint8_t> valid,
+                             std::span<const int64_t> positions) {
+  const KvMemoryConfig& kv = config_.kv;
+  const uint32_t M = kv.capacity, S = config_.chunk;
+  const uint32_t evictions = plan_insert(valid, positions);
+  const Fresh fresh = count_fresh(valid, positions, kv.n_sink);
+  last_evictions_ = evictions;
+  if (fresh.rows == 0) return;
+
+  const InitialScore& init = kv.policy.initial;
+  kernels::InsertParams p{};
+  p.held = held_;
+  p.capacity = M;
+  p.rows = S;
+  p.victims = evictions;
+  p.n_sink = kv.n_sink;
+  p.policy = static_cast<uint32_t>(kv.policy.kind);
+  p.init_constant = init.kind == InitialScore::Kind::constant ? 1u : 0u;
+  p.init_k = static_cast<float>(init.k);
+  p.init_value = static_cast<float>(init.value);
+  p.kv_row = kv_layout_.kv_row;
+  p.kv_key_offset = kv_layout_.keys;
+  p.kv_value_offset = kv_layout_.values;
+  p.kv_pos_offset = kv_layout_.positions;
+  p.kv_score_offset = kv_layout_.scores;
+  p.kv_tag_offset = kv_layout_.tags;
+  p.chunk_key_offset = chunk_layout_.keys;
+  p.chunk_value_offset = chunk_layout_.values;
+  p.chunk_pos_offset = chunk_layout_.positions;
+  p.chunk_valid_offset = chunk_layout_.valid;
+  p.chunk_tag_offset = chunk_layout_.tags;
+  p.chunk_init_offset = chunk_layout_.init;
+  p.chunk_place_offset = chunk_layout_.placement;
+  p.out_key_offset = evicted_layout_.keys;
+  p.out_value_offset = evicted_layout_.values;
+  p.out_pos_offset = evicted_layout_.positions;
+  p.out_score_offset = evicted_layout_.scores;
+
+  if (kv.policy.attention_scored()) {
+    insert_.score_stats(rec, p);
+    rec.barrier("victim selection and scatter read the initial score");
+  }
+  if (evictions > 0) {
+    kernels::SelectTileParams s{};
+    s.count = held_ + (kv.protect_new ? 0 : S);
+    s.keep = next_pow2(evictions);
+    s.kv_pos_offset = kv_layout_.positions;
+    s.held = held_;
+    s.n_sink = kv.n_sink;
+    s.new_rows = kv.protect_new ? 0 : S;
+    s.int_scores = integer_scores(kv.policy.kind) ? 1u : 0u;
+    s.policy = p.policy;
+    s.kv_score_offset = kv_layout_.scores;
+    s.chunk_pos_offset = chunk_layout_.positions;
+    s.chunk_valid_offset = chunk_layout_.valid;
+    s.chunk_init_offset = chunk_layout_.init;
+    insert_.select_victims(rec, s);
+    rec.barrier("the compaction plan reads the victims");
+  }
+  insert_.plan(rec, p);
+  rec.barrier("scatter and copy-out read the placement");
+  if (evicted_ && evictions > 0) {
+    insert_.evict_copy(rec, p);
+    rec.barrier("copy-out reads the freed slots before scatter overwrites them");
+  }
+  insert_.scatter(rec, p);
+  rec.barrier("retrieval reads the inserted entries");
+  held_ = held_ + fresh.rows - evictions;
+  pinned_ += fresh.pinned;
+}
+
+void KvMemory::record_retrieve(vk::CommandRecorder& rec, const QueryRange& range) {
+  if (range.last_valid == kInvalid || range.count == 0) return;  // spec 2.4: no valid query, no change
+  const int64_t step_max = range.last_valid_position;
+  const int64_t i_max = seen_queries_ ? std::max(max_query_position_, step_max) : step_max;
+  const int64_t i_prev = seen_queries_ ? max_query_position_ : i_max;
+  for (uint32_t first = 0; first < range.count; first += batch_)
+    retrieve_batch(rec, range, first, std::min(batch_, range.count - first), static_cast<int32_t>(i_max),
+                   static_cast<int32_t>(i_prev));
+  seen_queries_ = true;
+  max_query_position_ = i_max;
+}
+
+void KvMemory::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& range, uint32_t first, uint32_t count,
+                              int32_t i_max, int32_t i_prev) {
+  const AttentionShape& shape = config_.shape;
+  const RetrievalConfig& retrieval = config_.retrieval;
+  const uint32_t M = config_.kv.capacity;
+  const bool full = config_.full_attention();
+  const bool shared = retrieval.mode == RetrievalMode::shared;
+
+  kernels::ScoreParams sp{};
+  sp.ring_first = range.ring_first + first;
+  sp.ring_capacity = ring_layout_.capacity;
+  sp.queries = count;
+  sp.held = held_;
+  sp.logit_stride = M;
+  sp.heads_q = shape.heads_q;
+  sp.heads_kv = shape.heads_kv;
+  sp.head_dim = shape.head_dim;
+  sp.scale = static_cast<float>(config_.scale());
+  sp.causal = retrieval.causal ? 1u : 0u;
+  sp.tag_mask = retrieval.tag_mask ? 1u : 0u;
+  sp.alibi = retrieval.bias == BiasKind::alibi ? 1u : 0u;
+  sp.ring_pos_offset = ring_layout_.positions;
+  sp.ring_valid_offset = ring_layout_.valid;
+  sp.ring_tag_offset = ring_layout_.tags;
+  sp.kv_key_offset = kv_layout_.keys;
+  sp.kv_pos_offset = kv_layout_.positions;
+  sp.kv_tag_offset = kv_layout_.tags;
+  retrieve_.score(rec, sp);
+  rec.barrier("selection and attend read the logits");
+
+  kernels::RetrieveParams rp{};
+  rp.queries = count;
+  rp.heads_q = shape.heads_q;
+  rp.heads_kv = shape.heads_kv;
+  rp.head_dim = shape.head_dim;
+  rp.held = held_;
+  rp.logit_stride = M;
+  rp.summed_offset = static_cast<uint32_t>(summed_offset_);
+  rp.full = full ? 1u : 0u;
+  rp.shared_lists = shared ? 1u : 0u;
+  rp.list_count = full ? held_ : list_count_;
+  rp.list_tiles = retrieve_.select().tiles(held_);
+  rp.list_keep = top_keep_;
+  rp.kv_value_offset = kv_layout_.values;
+  rp.out_offset = static_cast<uint32_t>(outputs_offset());
+  rp.out_first_query = first;
+  rp.weight_offset = static_cast<uint32_t>(weights_offset_);
+  rp.weight_stride = static_cast<uint32_t>(weight_stride_);
+  rp.usage_stride = static_cast<uint32_t>(usage_stride_);
+  rp.used_offset = static_cast<uint32_t>(used_offset_);
+
+  if (!full) {
+    if (shared) {
+      retrieve_.sum_heads(rec, rp);
+      rec.barrier("top-K reads the summed logits");
+    }
+    kernels::SelectTileParams s{};
+    s.count = held_;
+    s.keep = top_keep_;
+    s.source_offset = shared ? rp.summed_offset : 0;
+    s.source_stride = M;
+    s.kv_pos_offset = kv_layout_.positions;
+    retrieve_.top_k(rec, s, shared ? count : count * shape.heads_q);
+    rec.barrier("attend reads the top-K lists");
+  }
+  retrieve_.attend(rec, rp);
+  rec.barrier("usage reads the weights; the next batch rewrites the logits");
+  if (config_.kv.policy.kind == PolicyKind::fifo) return;
+
+  retrieve_.usage(rec, rp);
+  rec.barrier("policy update reads the usage");
+  kernels::PolicyParams pp{};
+  pp.policy = static_cast<uint32_t>(config_.kv.policy.kind);
+  pp.held = held_;
+  pp.queries = count;
+  pp.ring_first = range.ring_first + first;
+  pp.ring_capacity = ring_layout_.capacity;
+  pp.ring_pos_offset = ring_layout_.positions;
+  pp.ring_valid_offset = ring_layout_.valid;
+  pp.usage_stride = rp.usage_stride;
+  pp.used_offset = rp.used_offset;
+  pp.first_batch = first == 0 ? 1u : 0u;
+  pp.last_query = range.last_valid >= first && range.last_valid < first + count ? range.last_valid - first : kInvalid;
+  pp.i_max = i_max;
+  pp.i_prev = i_prev;
+  pp.lambda = static_cast<float>(config_.kv.policy.lambda);
+  pp.inv_heads = 1.0f / static_cast<float>(shape.heads_q);
+  pp.kv_score_offset = kv_layout_.scores;
+  retrieve_.policy_update(rec, pp);
+  rec.barrier("later work reads the scores; the next batch rewrites the usage");
+}
+
+void KvMemory::record_snapshot(vk::CommandRecorder& rec, const vk::Buffer& readback, VkDeviceSize offset) const {
+  rec.copy(kv_, kv_layout_.positions * 4ull, readback, offset, held_ * 4ull);
+  rec.copy(kv_, kv_layout_.scores * 4ull, readback, offset + held_ * 4ull, held_ * 4ull);
+}
+
+MemorySnapshot KvMemory::decode_snapshot(const void* words) const {
+  const auto* w = static_cast<const uint32_t*>(words);
+  const bool ints = integer_scores(config_.kv.policy.kind);
+  std::vector<uint32_t> order(held_);
+  std::iota(order.begin(), order.end(), 0u);
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return static_cast<int32_t>(w[a]) < static_cast<int32_t>(w[b]); });
+  MemorySnapshot snap;
+  for (uint32_t i : order) {
+    snap.positions.push_back(static_cast<int32_t>(w[i]));
+    float f;
+    std::memcpy(&f, &w[held_ + i], 4);
+    snap.scores.push_back(ints ? static_cast<double>(static_cast<int32_t>(w[held_ + i])) : static_cast<double>(f));
+  }
+  return snap;
+}
+
+void KvMemory::record_evicted(vk::CommandRecorder& rec, const vk::Buffer& readback, VkDeviceSize offset) const {
+  require(static_cast<bool>(evicted_), "evicted entries requested but copy_out_evicted is off");
+  rec.copy(evicted_, 0, readback, offset, evicted_layout_.words * 4ull);
+}
+
+EvictedEntries KvMemory::decode_evicted(const void* words) const {
+  const auto* w = static_cast<const uint32_t*>(words);
+  const bool ints = integer_scores(config_.kv.policy.kind);
+  const uint32_t n = last_evictions_, row = evicted_layout_.kv_row;
+  EvictedEntries out;
+  for (uint32_t e = 0; e < n; ++e) {
+    out.positions.push_back(static_cast<int32_t>(w[evicted_layout_.positions + e]));
+    const uint32_t bits = w[evicted_layout_.scores + e];
+    float f;
+    std::memcpy(&f, &bits, 4);
+    out.scores.push_back(ints ? static_cast<double>(static_cast<int32_t>(bits)) : static_cast<double>(f));
+  }
+  const auto* floats = reinterpret_cast<const float*>(w);
+  out.keys.assign(floats + evicted_layout_.keys, floats + evicted_layout_.keys + uint64_t{n} * row);
+  out.values.assign(floats + evicted_layout_.values, floats + evicted_layout_.values + uint64_t{n} * row);
+  return out;
+}
+
+}  // namespace attendre::gpu

@@ -1,0 +1,102 @@
+// The K/V memory on the device (spec 2): keys, values, positions and scores
+// in one device-resident buffer, with the kernels that insert into it and
+// retrieve from it. It only records work: the owner submits. The host keeps
+// what it can know without reading back (how many slots are held, how many
+// are pinned), which is enough to size every dispatch.
+#pragma once
+
+#include "gpu/kernel_plan.hpp"
+#include "gpu/layouts.hpp"
+#include "kernels/insert.hpp"
+#include "kernels/retrieve.hpp"
+#include "vulkan/buffer.hpp"
+
+#include <attendre/config.hpp>
+#include <attendre/layer.hpp>
+
+#include <memory>
+#include <span>
+
+namespace attendre::gpu {
+
+// The step's evicted queries, as rows of the Q ring.
+struct QueryRange {
+  uint32_t ring_first = 0;             // unwrapped ring index of the first query
+  uint32_t count = 0;                  // queries, valid or not
+  uint32_t last_valid = 0xFFFFFFFFu;   // index of the last valid query, or none
+  int64_t last_valid_position = 0;
+};
+
+class KvMemory {
+ public:
+  // `ring` holds the queries that retrieve; `max_queries` bounds one step's.
+  KvMemory(Context& context, const LayerConfig& config, uint32_t max_queries, const vk::Buffer& ring,
+           const RingLayout& ring_layout);
+
+  // The number of evictions inserting these rows needs; throws
+  // infeasible_config if they cannot happen (spec 2.1). Changes nothing.
+  uint32_t plan_insert(std::span<const uint8_t> valid, std::span<const int64_t> positions) const;
+  // Records spec 2.1 for the chunk rows already in chunk_buffer(): valid
+  // flags and positions are the host's copy of those rows. Throws
+  // infeasible_config (recording nothing) if the eviction cannot happen.
+  void record_insert(vk::CommandRecorder& recorder, std::span<const uint8_t> valid,
+                     std::span<const int64_t> positions);
+  // Records spec 2.2-2.4 for the queries in `range`; outputs land in
+  // attention_buffer() at outputs_offset(), row i for query i of the range.
+  void record_retrieve(vk::CommandRecorder& recorder, const QueryRange& range);
+  // Records copies of positions and scores of the held slots into
+  // `readback` at `offset` (2 * held words).
+  void record_snapshot(vk::CommandRecorder& recorder, const vk::Buffer& readback, VkDeviceSize offset) const;
+  // Reads what record_snapshot copied, sorted by position.
+  MemorySnapshot decode_snapshot(const void* words) const;
+  // Evicted entries of the last insertion (copy_out_evicted only).
+  void record_evicted(vk::CommandRecorder& recorder, const vk::Buffer& readback, VkDeviceSize offset) const;
+  EvictedEntries decode_evicted(const void* words) const;
+
+  uint32_t held() const { return held_; }
+  uint32_t last_evictions() const { return last_evictions_; }
+  const vk::Buffer& chunk_buffer() const { return chunk_; }
+  const ChunkLayout& chunk_layout() const { return chunk_layout_; }
+  const vk::Buffer& kv_buffer() const { return kv_; }
+  const KvLayout& kv_layout() const { return kv_layout_; }
+  const vk::Buffer& attention_buffer() const { return attention_; }
+  uint64_t outputs_offset() const { return 0; }
+  uint32_t queries_per_batch() const { return batch_; }
+  // Device bytes held by this memory and its scratch.
+  uint64_t device_bytes() const;
+  uint64_t evicted_words() const { return evicted_layout_.words; }
+  uint64_t snapshot_words() const { return 2ull * config_.kv.capacity; }
+
+ private:
+  void retrieve_batch(vk::CommandRecorder& recorder, const QueryRange& range, uint32_t first, uint32_t count,
+                      int32_t i_max, int32_t i_prev);
+
+  LayerConfig config_;
+  KernelPlan plan_;
+  RingLayout ring_layout_;
+  KvLayout kv_layout_;
+  ChunkLayout chunk_layout_;
+  EvictedLayout evicted_layout_;
+  uint32_t max_queries_ = 0;
+  uint32_t batch_ = 0;        // queries retrieved per batch (scratch is sized for it)
+  uint32_t top_keep_ = 0;     // list length of top-K: next power of two >= K
+  uint32_t list_count_ = 0;   // K
+  uint64_t usage_stride_ = 0;
+  uint64_t used_offset_ = 0;
+  uint64_t weights_offset_ = 0;
+  uint64_t weight_stride_ = 0;
+  uint64_t summed_offset_ = 0;
+
+  vk::Buffer kv_, chunk_, logits_, lists_, attention_, usage_, evicted_;
+  std::unique_ptr<vk::DescriptorArena> arena_;
+  kernels::InsertKernels insert_;
+  kernels::RetrieveKernels retrieve_;
+
+  uint32_t held_ = 0;
+  uint32_t pinned_ = 0;
+  uint32_t last_evictions_ = 0;
+  bool seen_queries_ = false;
+  int64_t max_query_position_ = 0;
+};
+
+}  // namespace attendre::gpu

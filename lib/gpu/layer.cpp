@@ -1,0 +1,224 @@
+// One ATTENDRE layer step on the device (spec section 3): the chunk is
+// uploaded into the Q ring and the K/V chunk buffer, then insertion,
+// retrieval with the evicted queries, attend and the policy update are
+// recorded into one command buffer and submitted once.
+#include "gpu/kv_memory.hpp"
+#include "gpu/layouts.hpp"
+#include "vulkan/buffer.hpp"
+#include "vulkan/commands.hpp"
+
+#include <attendre/data_only_memory.hpp>
+#include <attendre/error.hpp>
+#include <attendre/gpu.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+namespace attendre::gpu {
+namespace {
+
+struct QueryMeta {
+  int64_t position = 0;
+  bool valid = false;
+  uint32_t tag = 0;
+  uint64_t sequence = 0;  // ring row = sequence % ring capacity
+};
+
+// Host-visible staging for one chunk, laid out as the destinations expect.
+struct UploadLayout {
+  uint64_t queries = 0, chunk = 0, ring_meta = 0, words = 0;
+  static UploadLayout make(const LayerConfig& config, const ChunkLayout& chunk_layout) {
+    UploadLayout l;
+    SectionCursor c;
+    l.queries = c.take(uint64_t{config.chunk} * config.shape.q_row());
+    l.chunk = c.take(chunk_layout.init);  // keys .. tags of the chunk buffer, in place
+    l.ring_meta = c.take(3ull * config.chunk);  // positions, valid, tags
+    l.words = c.words;
+    return l;
+  }
+};
+
+}  // namespace
+
+struct Layer::Impl {
+  Impl(Context& ctx, const LayerConfig& cfg)
+      : context(ctx),
+        config((cfg.validate(), cfg)),
+        ring_layout(RingLayout::make(cfg.q_capacity + cfg.chunk, cfg.shape)),
+        ring(ctx, ring_layout.words * 4, vk::MemoryIntent::device, "q ring"),
+        kv(ctx, cfg, cfg.max_queries_per_step(true), ring, ring_layout),
+        upload_layout(UploadLayout::make(cfg, kv.chunk_layout())),
+        upload(ctx, upload_layout.words * 4, vk::MemoryIntent::upload, "chunk upload"),
+        outputs_words(align_words(uint64_t{cfg.max_queries_per_step(true)} * cfg.shape.q_row())),
+        readback(ctx, (outputs_words + align_words(kv.snapshot_words()) + kv.evicted_words()) * 4,
+                 vk::MemoryIntent::readback, "readback"),
+        submission(ctx),
+        q_memory(cfg.q_capacity) {
+    if (ring_layout.words * 4 > ctx.caps().max_storage_range)
+      fail(ErrorCode::unsupported, "Q memory ring exceeds the device's storage-buffer range; lower N or S");
+  }
+
+  StepResult run(std::vector<QueryMeta> evicted, const ChunkView* chunk, const StepRequest& request);
+  void stage_chunk(vk::CommandRecorder& rec, const ChunkView& chunk, std::vector<uint8_t>& valid,
+                   std::vector<int64_t>& positions);
+
+  Context& context;
+  LayerConfig config;
+  RingLayout ring_layout;
+  vk::Buffer ring;
+  KvMemory kv;
+  UploadLayout upload_layout;
+  vk::Buffer upload;
+  uint64_t outputs_words;
+  vk::Buffer readback;
+  vk::Submission submission;
+  DataOnlyMemory<QueryMeta> q_memory;
+  uint64_t next_sequence = 0;
+  StreamValidator validator;
+};
+
+Layer::Layer(Context& context, const LayerConfig& config) : impl_(std::make_unique<Impl>(context, config)) {}
+Layer::~Layer() = default;
+
+const LayerConfig& Layer::config() const { return impl_->config; }
+uint64_t Layer::device_bytes() const {
+  return impl_->ring.size() + impl_->kv.device_bytes() + impl_->upload.size() + impl_->readback.size();
+}
+uint32_t Layer::queries_per_batch() const { return impl_->kv.queries_per_batch(); }
+
+bool Layer::has_pending_queries() const {
+  const auto& entries = impl_->q_memory.entries();
+  return std::any_of(entries.begin(), entries.end(), [](const QueryMeta& m) { return m.valid; });
+}
+
+StepResult Layer::step(const ChunkView& chunk, const StepRequest& request) {
+  Impl& m = *impl_;
+  require(!request.evicted || m.config.kv.copy_out_evicted, "evicted entries requested but copy_out_evicted is off");
+  m.validator.check(chunk, m.config);
+  for (uint32_t r = 0; r < chunk.rows; ++r) {
+    const bool valid = chunk.valid.empty() || chunk.valid[r] != 0;
+    if (valid && (chunk.positions[r] < std::numeric_limits<int32_t>::min() ||
+                  chunk.positions[r] > std::numeric_limits<int32_t>::max()))
+      fail(ErrorCode::invalid_argument, "position " + std::to_string(chunk.positions[r]) +
+                                            " does not fit the GPU path's int32 positions");
+  }
+  std::vector<uint8_t> valid(m.config.chunk, 0);
+  std::vector<int64_t> positions(m.config.chunk, 0);
+  for (uint32_t r = 0; r < chunk.rows; ++r) {
+    valid[r] = chunk.valid.empty() || chunk.valid[r] != 0;
+    positions[r] = valid[r] ? chunk.positions[r] : 0;
+  }
+  m.kv.plan_insert(valid, positions);  // throws before anything changed
+  std::vector<QueryMeta> rows(m.config.chunk);
+  for (uint32_t r = 0; r < m.config.chunk; ++r) {
+    rows[r].sequence = m.next_sequence + r;
+    if (r >= chunk.rows) continue;  // padding
+    rows[r].valid = chunk.valid.empty() || chunk.valid[r] != 0;
+    rows[r].position = rows[r].valid ? chunk.positions[r] : 0;
+    rows[r].tag = chunk.tags.empty() ? 0u : chunk.tags[r];
+  }
+  StepResult result = m.run(m.q_memory.insert(std::move(rows)), &chunk, request);
+  m.validator.accept(chunk);
+  return result;
+}
+
+StepResult Layer::drain_step(const StepRequest& request) { return step(ChunkView{}, request); }
+
+StepResult Layer::flush(const StepRequest& request) {
+  require(!request.evicted, "a flush step inserts nothing, so it evicts nothing");
+  return impl_->run(impl_->q_memory.take_all(), nullptr, request);
+}
+
+MemorySnapshot Layer::snapshot() {
+  Impl& m = *impl_;
+  vk::CommandRecorder rec = m.submission.begin();
+  m.kv.record_snapshot(rec, m.readback, m.outputs_words * 4);
+  m.submission.submit();
+  m.submission.wait();
+  return m.kv.decode_snapshot(static_cast<const uint32_t*>(m.readback.mapped()) + m.outputs_words);
+}
+
+void Layer::Impl::stage_chunk(vk::CommandRecorder& rec, const ChunkView& chunk, std::vector<uint8_t>& valid,
+                              std::vector<int64_t>& positions) {
+  const uint32_t S = config.chunk, R = ring_layout.capacity;
+  const uint32_t q_row = config.shape.q_row(), kv_row = config.shape.kv_row();
+  const ChunkLayout& cl = kv.chunk_layout();
+  auto* words = static_cast<uint32_t*>(upload.mapped());
+  auto* floats = static_cast<float*>(upload.mapped());
+  std::memset(words, 0, upload_layout.words * 4);  // padding rows: zeros, invalid
+  valid.assign(S, 0);
+  positions.assign(S, 0);
+  for (uint32_t r = 0; r < chunk.rows; ++r) {
+    valid[r] = chunk.valid.empty() || chunk.valid[r] != 0;
+    if (!valid[r]) continue;
+    positions[r] = chunk.positions[r];
+    std::copy_n(chunk.q.data() + uint64_t{r} * q_row, q_row, floats + upload_layout.queries + uint64_t{r} * q_row);
+    std::copy_n(chunk.k.data() + uint64_t{r} * kv_row, kv_row, floats + upload_layout.chunk + cl.keys + uint64_t{r} * kv_row);
+    std::copy_n(chunk.v.data() + uint64_t{r} * kv_row, kv_row, floats + upload_layout.chunk + cl.values + uint64_t{r} * kv_row);
+    const uint32_t position = static_cast<uint32_t>(static_cast<int32_t>(chunk.positions[r]));
+    const uint32_t tag = chunk.tags.empty() ? 0u : chunk.tags[r];
+    words[upload_layout.chunk + cl.positions + r] = position;
+    words[upload_layout.chunk + cl.valid + r] = 1u;
+    words[upload_layout.chunk + cl.tags + r] = tag;
+    words[upload_layout.ring_meta + r] = position;
+    words[upload_layout.ring_meta + S + r] = 1u;
+    words[upload_layout.ring_meta + 2 * S + r] = tag;
+  }
+  rec.copy(upload, upload_layout.chunk * 4, kv.chunk_buffer(), 0, uint64_t{cl.init} * 4);
+  // The chunk's ring rows may wrap around the end of the ring: two regions.
+  const uint32_t first = static_cast<uint32_t>(next_sequence % R);
+  const uint32_t head = std::min(S, R - first);
+  auto to_ring = [&](uint64_t src_words, uint64_t dst_words, uint32_t row_words) {
+    rec.copy(upload, src_words * 4, ring, (dst_words + uint64_t{first} * row_words) * 4, uint64_t{head} * row_words * 4);
+    rec.copy(upload, (src_words + uint64_t{head} * row_words) * 4, ring, dst_words * 4,
+             uint64_t{S - head} * row_words * 4);
+  };
+  to_ring(upload_layout.queries, ring_layout.queries, q_row);
+  to_ring(upload_layout.ring_meta, ring_layout.positions, 1);
+  to_ring(upload_layout.ring_meta + S, ring_layout.valid, 1);
+  to_ring(upload_layout.ring_meta + 2 * S, ring_layout.tags, 1);
+  rec.barrier("kernels read the uploaded chunk and queries");
+}
+
+StepResult Layer::Impl::run(std::vector<QueryMeta> evicted, const ChunkView* chunk, const StepRequest& request) {
+  QueryRange range;
+  range.count = static_cast<uint32_t>(evicted.size());
+  if (!evicted.empty()) range.ring_first = static_cast<uint32_t>(evicted.front().sequence % ring_layout.capacity);
+  for (uint32_t i = 0; i < range.count; ++i)
+    if (evicted[i].valid) range.last_valid = i, range.last_valid_position = evicted[i].position;
+
+  vk::CommandRecorder rec = submission.begin();  // waits for the previous step: the upload buffer is free
+  if (chunk) {
+    std::vector<uint8_t> valid;
+    std::vector<int64_t> positions;
+    stage_chunk(rec, *chunk, valid, positions);
+    kv.record_insert(rec, valid, positions);
+    next_sequence += config.chunk;
+  }
+  kv.record_retrieve(rec, range);
+  const bool read_outputs = request.outputs && range.last_valid != 0xFFFFFFFFu;
+  if (read_outputs) rec.copy(kv.attention_buffer(), kv.outputs_offset() * 4, readback, 0, uint64_t{range.count} * config.shape.q_row() * 4);
+  if (request.snapshot) kv.record_snapshot(rec, readback, outputs_words * 4);
+  const uint64_t evicted_at = outputs_words + align_words(kv.snapshot_words());
+  if (request.evicted) kv.record_evicted(rec, readback, evicted_at * 4);
+  submission.submit();
+
+  StepResult result;
+  for (const QueryMeta& meta : evicted)
+    if (meta.valid) result.emitted_positions.push_back(meta.position);
+  if (!read_outputs && !request.snapshot && !request.evicted) return result;
+  submission.wait();
+  const auto* words = static_cast<const uint32_t*>(readback.mapped());
+  if (read_outputs) {
+    const auto* floats = reinterpret_cast<const float*>(words);
+    const uint32_t q_row = config.shape.q_row();
+    for (uint32_t i = 0; i < range.count; ++i)
+      if (evicted[i].valid) result.outputs.insert(result.outputs.end(), floats + uint64_t{i} * q_row, floats + uint64_t{i + 1} * q_row);
+  }
+  if (request.snapshot) result.snapshot = kv.decode_snapshot(words + outputs_words);
+  if (request.evicted) result.evicted = kv.decode_evicted(words + evicted_at);
+  return result;
+}
+
+}  // namespace attendre::gpu

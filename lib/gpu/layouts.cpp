@@ -1,0 +1,74 @@
+#include "gpu/layouts.hpp"
+
+#include <attendre/error.hpp>
+
+#include <limits>
+
+namespace attendre::gpu {
+
+uint32_t SectionCursor::take(uint64_t count) {
+  const uint64_t at = words;
+  words = align_words(words + count);
+  // Kernels index with 32-bit words; the range limit is checked by the owner.
+  if (at > std::numeric_limits<uint32_t>::max())
+    fail(ErrorCode::out_of_device_memory, "memory layout exceeds 2^32 words");
+  return static_cast<uint32_t>(at);
+}
+
+KvLayout KvLayout::make(uint32_t capacity, const AttentionShape& shape) {
+  KvLayout l;
+  l.capacity = capacity;
+  l.kv_row = shape.kv_row();
+  SectionCursor c;
+  l.keys = c.take(uint64_t{capacity} * l.kv_row);
+  l.values = c.take(uint64_t{capacity} * l.kv_row);
+  l.positions = c.take(capacity);
+  l.scores = c.take(capacity);
+  l.tags = c.take(capacity);
+  l.words = c.words;
+  return l;
+}
+
+RingLayout RingLayout::make(uint32_t capacity, const AttentionShape& shape) {
+  RingLayout l;
+  l.capacity = capacity;
+  l.q_row = shape.q_row();
+  SectionCursor c;
+  l.queries = c.take(uint64_t{capacity} * l.q_row);
+  l.positions = c.take(capacity);
+  l.valid = c.take(capacity);
+  l.tags = c.take(capacity);
+  l.words = c.words;
+  return l;
+}
+
+ChunkLayout ChunkLayout::make(uint32_t rows, const AttentionShape& shape) {
+  ChunkLayout l;
+  l.rows = rows;
+  l.kv_row = shape.kv_row();
+  SectionCursor c;
+  l.keys = c.take(uint64_t{rows} * l.kv_row);
+  l.values = c.take(uint64_t{rows} * l.kv_row);
+  l.positions = c.take(rows);
+  l.valid = c.take(rows);
+  l.tags = c.take(rows);
+  l.init = c.take(1);
+  l.placement = c.take(rows);
+  l.words = c.words;
+  return l;
+}
+
+EvictedLayout EvictedLayout::make(uint32_t rows, const AttentionShape& shape) {
+  EvictedLayout l;
+  l.rows = rows;
+  l.kv_row = shape.kv_row();
+  SectionCursor c;
+  l.keys = c.take(uint64_t{rows} * l.kv_row);
+  l.values = c.take(uint64_t{rows} * l.kv_row);
+  l.positions = c.take(rows);
+  l.scores = c.take(rows);
+  l.words = c.words;
+  return l;
+}
+
+}  // namespace attendre::gpu

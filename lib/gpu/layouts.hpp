@@ -1,0 +1,57 @@
+// Where each array lives inside the buffers of the GPU memories, in 32-bit
+// words. Sections start on 256-byte boundaries (the portable
+// minStorageBufferOffsetAlignment), so any of them can be bound on its own.
+#pragma once
+
+#include <attendre/config.hpp>
+
+#include <cstdint>
+
+namespace attendre::gpu {
+
+inline constexpr uint64_t kSectionWords = 64;  // 256 bytes
+
+inline uint64_t align_words(uint64_t words) { return (words + kSectionWords - 1) / kSectionWords * kSectionWords; }
+
+// Appends sections one after the other.
+struct SectionCursor {
+  uint64_t words = 0;
+  uint32_t take(uint64_t count);
+};
+
+// K/V memory: keys and values [M][heads_kv][head_dim], then per slot its
+// position (int32), policy score (float or int32 bits) and tag.
+struct KvLayout {
+  uint32_t capacity = 0, kv_row = 0;
+  uint32_t keys = 0, values = 0, positions = 0, scores = 0, tags = 0;
+  uint64_t words = 0;
+  static KvLayout make(uint32_t capacity, const AttentionShape& shape);
+};
+
+// Q memory ring of `capacity` rows: q [row][heads_q][head_dim], then per row
+// position, valid flag and tag.
+struct RingLayout {
+  uint32_t capacity = 0, q_row = 0;
+  uint32_t queries = 0, positions = 0, valid = 0, tags = 0;
+  uint64_t words = 0;
+  static RingLayout make(uint32_t capacity, const AttentionShape& shape);
+};
+
+// One chunk of new K/V rows as inserted this step, the initial score word
+// and the slot planned for each row.
+struct ChunkLayout {
+  uint32_t rows = 0, kv_row = 0;
+  uint32_t keys = 0, values = 0, positions = 0, valid = 0, tags = 0, init = 0, placement = 0;
+  uint64_t words = 0;
+  static ChunkLayout make(uint32_t rows, const AttentionShape& shape);
+};
+
+// Evicted entries copied out: keys, values [E][kv_row], positions, scores.
+struct EvictedLayout {
+  uint32_t rows = 0, kv_row = 0;
+  uint32_t keys = 0, values = 0, positions = 0, scores = 0;
+  uint64_t words = 0;
+  static EvictedLayout make(uint32_t rows, const AttentionShape& shape);
+};
+
+}  // namespace attendre::gpu

@@ -1,0 +1,39 @@
+// The insertion kernels of one K/V memory: score_stats (initial score),
+// select (eviction victims), insert_plan (compaction), evict_copy (optional
+// copy-out) and insert_scatter.
+#pragma once
+
+#include "gpu/kernel_plan.hpp"
+#include "interface/insert.h"
+#include "kernels/kernel.hpp"
+#include "kernels/select.hpp"
+
+namespace attendre::kernels {
+
+struct InsertBuffers {
+  vk::BufferBinding kv, chunk, lists;
+  vk::BufferBinding evicted;  // buffer == nullptr: no copy-out
+};
+
+class InsertKernels {
+ public:
+  InsertKernels() = default;
+  InsertKernels(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, const InsertBuffers& buffers);
+
+  void score_stats(vk::CommandRecorder& recorder, const InsertParams& params) const { stats_.dispatch(recorder, params, 1); }
+  void select_victims(vk::CommandRecorder& recorder, const SelectTileParams& params) const {
+    select_.record(recorder, params, 1);
+  }
+  void plan(vk::CommandRecorder& recorder, const InsertParams& params) const { plan_kernel_.dispatch(recorder, params, 1); }
+  void evict_copy(vk::CommandRecorder& recorder, const InsertParams& params) const;
+  void scatter(vk::CommandRecorder& recorder, const InsertParams& params) const;
+
+  const Select& select() const { return select_; }
+
+ private:
+  gpu::KernelPlan plan_;
+  Kernel stats_, plan_kernel_, scatter_, copy_;
+  Select select_;
+};
+
+}  // namespace attendre::kernels

@@ -1,0 +1,45 @@
+// A compute pipeline (from the context's cache) and the descriptor set that
+// binds its buffers: the unit every kernel wrapper is built from.
+#pragma once
+
+#include "vulkan/commands.hpp"
+#include "vulkan/pipeline.hpp"
+
+#include <attendre/context.hpp>
+#include <attendre/shader_ids.hpp>
+
+#include <initializer_list>
+#include <vector>
+
+namespace attendre::kernels {
+
+using shaders::ShaderId;
+
+class Kernel {
+ public:
+  Kernel() = default;
+  template <class Params>
+  static Kernel make(Context& context, vk::DescriptorArena& arena, ShaderId shader,
+                     std::vector<uint32_t> specialization, std::initializer_list<vk::BufferBinding> bindings) {
+    return Kernel(context, arena, shader, sizeof(Params), std::move(specialization), bindings);
+  }
+
+  template <class Params>
+  void dispatch(vk::CommandRecorder& recorder, const Params& params, uint32_t x, uint32_t y = 1,
+                uint32_t z = 1) const {
+    recorder.dispatch(*pipeline_, set_, params, x, y, z);
+  }
+
+  explicit operator bool() const { return pipeline_ != nullptr; }
+
+ private:
+  Kernel(Context& context, vk::DescriptorArena& arena, ShaderId shader, uint32_t push_bytes,
+         std::vector<uint32_t> specialization, std::initializer_list<vk::BufferBinding> bindings);
+
+  const vk::ComputePipeline* pipeline_ = nullptr;
+  VkDescriptorSet set_ = VK_NULL_HANDLE;
+};
+
+inline uint32_t ceil_div(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
+
+}  // namespace attendre::kernels

@@ -1,0 +1,44 @@
+#include "kernels/retrieve.hpp"
+
+namespace attendre::kernels {
+
+RetrieveKernels::RetrieveKernels(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan,
+                                 const RetrieveBuffers& b)
+    : plan_(plan) {
+  score_ = Kernel::make<ScoreParams>(
+      context, arena, ShaderId::score,
+      {plan.score_workgroup, plan.score_tile_rows, plan.score_tile_slots, plan.score_tile_dims},
+      {b.ring, b.kv, b.logits});
+  sum_heads_ = Kernel::make<RetrieveParams>(context, arena, ShaderId::sum_heads, {plan.workgroup}, {b.logits});
+  attend_ = Kernel::make<RetrieveParams>(context, arena, ShaderId::attend, {plan.attend_workgroup},
+                                         {b.logits, b.lists, b.kv, b.attention});
+  usage_ = Kernel::make<RetrieveParams>(context, arena, ShaderId::usage, {plan.workgroup},
+                                        {b.lists, b.attention, b.usage});
+  policy_update_ =
+      Kernel::make<PolicyParams>(context, arena, ShaderId::policy_update, {plan.workgroup}, {b.kv, b.usage, b.ring});
+  select_ = Select(context, arena, plan, Select::Source::logits, b.logits, b.kv, b.lists);
+}
+
+void RetrieveKernels::score(vk::CommandRecorder& recorder, const ScoreParams& p) const {
+  const uint32_t group = p.heads_q / p.heads_kv;
+  score_.dispatch(recorder, p, ceil_div(p.held, plan_.score_tile_slots),
+                  ceil_div(uint64_t{p.queries} * group, plan_.score_tile_rows), p.heads_kv);
+}
+
+void RetrieveKernels::sum_heads(vk::CommandRecorder& recorder, const RetrieveParams& p) const {
+  sum_heads_.dispatch(recorder, p, ceil_div(p.held, plan_.workgroup), p.queries);
+}
+
+void RetrieveKernels::attend(vk::CommandRecorder& recorder, const RetrieveParams& p) const {
+  attend_.dispatch(recorder, p, p.heads_q, p.queries);
+}
+
+void RetrieveKernels::usage(vk::CommandRecorder& recorder, const RetrieveParams& p) const {
+  usage_.dispatch(recorder, p, p.queries);
+}
+
+void RetrieveKernels::policy_update(vk::CommandRecorder& recorder, const PolicyParams& p) const {
+  policy_update_.dispatch(recorder, p, ceil_div(p.held, plan_.workgroup));
+}
+
+}  // namespace attendre::kernels

@@ -1,0 +1,41 @@
+// The retrieval kernels of one K/V memory, recorded per batch of queries:
+// score -> (sum_heads) -> select top-K -> attend -> usage -> policy_update.
+#pragma once
+
+#include "gpu/kernel_plan.hpp"
+#include "interface/policy.h"
+#include "interface/retrieve.h"
+#include "interface/score.h"
+#include "kernels/kernel.hpp"
+#include "kernels/select.hpp"
+
+namespace attendre::kernels {
+
+struct RetrieveBuffers {
+  vk::BufferBinding ring, kv, logits, lists, attention, usage;
+};
+
+class RetrieveKernels {
+ public:
+  RetrieveKernels() = default;
+  RetrieveKernels(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan,
+                  const RetrieveBuffers& buffers);
+
+  void score(vk::CommandRecorder& recorder, const ScoreParams& params) const;
+  void sum_heads(vk::CommandRecorder& recorder, const RetrieveParams& params) const;
+  void top_k(vk::CommandRecorder& recorder, const SelectTileParams& params, uint32_t rows) const {
+    select_.record(recorder, params, rows);
+  }
+  void attend(vk::CommandRecorder& recorder, const RetrieveParams& params) const;
+  void usage(vk::CommandRecorder& recorder, const RetrieveParams& params) const;
+  void policy_update(vk::CommandRecorder& recorder, const PolicyParams& params) const;
+
+  const Select& select() const { return select_; }
+
+ private:
+  gpu::KernelPlan plan_;
+  Kernel score_, sum_heads_, attend_, usage_, policy_update_;
+  Select select_;
+};
+
+}  // namespace attendre::kernels

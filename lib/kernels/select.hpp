@@ -1,0 +1,38 @@
+// Bitonic selection of the `keep` smallest (key, tie) entries of each row:
+// a tile pass (select_tile.comp) and, when a row spans several tiles, a merge
+// (select_merge.comp). Serves top-K over logits and eviction victims.
+#pragma once
+
+#include "gpu/kernel_plan.hpp"
+#include "interface/select_merge.h"
+#include "interface/select_tile.h"
+#include "kernels/kernel.hpp"
+
+namespace attendre::kernels {
+
+class Select {
+ public:
+  enum class Source { logits, evict };
+
+  Select() = default;
+  // logits: (logits, K/V memory, lists); evict: (K/V memory, chunk, lists).
+  Select(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, Source source,
+         vk::BufferBinding first, vk::BufferBinding second, vk::BufferBinding lists);
+
+  uint32_t tiles(uint32_t count) const { return count == 0 ? 1 : ceil_div(count, tile_); }
+  // Words of the list buffer for `rows` rows of `count` candidates keeping `keep`.
+  uint64_t list_words(uint32_t rows, uint32_t count, uint32_t keep) const {
+    return uint64_t{rows} * tiles(count) * keep * 3;
+  }
+
+  // Records both passes for rows [0, rows); fills params.tiles. `keep` must be
+  // a power of two <= max_keep.
+  void record(vk::CommandRecorder& recorder, SelectTileParams params, uint32_t rows) const;
+
+ private:
+  Kernel tile_pass_, merge_;
+  uint32_t tile_ = 0;
+  uint32_t max_rows_per_dispatch_ = 65535;
+};
+
+}  // namespace attendre::kernels

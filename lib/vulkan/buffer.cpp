@@ -1,0 +1,96 @@
+#include "vulkan/buffer.hpp"
+
+#include "vulkan/check.hpp"
+
+#include <attendre/error.hpp>
+
+#include <utility>
+
+namespace attendre::vk {
+namespace {
+
+// Picks the first memory type with all of `required`, preferring one with
+// all of `preferred` as well.
+uint32_t find_memory_type(VkPhysicalDevice physical, uint32_t allowed, VkMemoryPropertyFlags required,
+                          VkMemoryPropertyFlags preferred, const char* label) {
+  VkPhysicalDeviceMemoryProperties props;
+  vkGetPhysicalDeviceMemoryProperties(physical, &props);
+  int fallback = -1;
+  for (uint32_t i = 0; i < props.memoryTypeCount; ++i) {
+    if (!(allowed & (1u << i))) continue;
+    const VkMemoryPropertyFlags flags = props.memoryTypes[i].propertyFlags;
+    if ((flags & required) != required) continue;
+    if ((flags & preferred) == preferred) return i;
+    if (fallback < 0) fallback = static_cast<int>(i);
+  }
+  if (fallback < 0) fail(ErrorCode::unsupported, std::string("no suitable memory type for buffer '") + label + "'");
+  return static_cast<uint32_t>(fallback);
+}
+
+}  // namespace
+
+Buffer::Buffer(Context& context, VkDeviceSize bytes, MemoryIntent intent, const char* label)
+    : device_(context.device()), size_(bytes) {
+  if (bytes == 0) size_ = bytes = 16;  // Vulkan forbids empty buffers; keep the call sites simple
+  if (bytes > context.caps().max_allocation)
+    fail(ErrorCode::out_of_device_memory, std::string("buffer '") + label + "' needs " + std::to_string(bytes) +
+                                              " bytes, over the device's maxMemoryAllocationSize of " +
+                                              std::to_string(context.caps().max_allocation));
+  VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  info.size = bytes;
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  check(vkCreateBuffer(device_, &info, nullptr, &buffer_), "vkCreateBuffer");
+
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(device_, buffer_, &req);
+  VkMemoryPropertyFlags required = 0, preferred = 0;
+  switch (intent) {
+    case MemoryIntent::device: preferred = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT; break;
+    case MemoryIntent::upload:
+      required = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+      preferred = required;
+      break;
+    case MemoryIntent::readback:
+      required = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+      preferred = required | VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+      break;
+  }
+  VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  alloc.allocationSize = req.size;
+  try {
+    alloc.memoryTypeIndex = find_memory_type(context.physical_device(), req.memoryTypeBits, required, preferred, label);
+    check(vkAllocateMemory(device_, &alloc, nullptr, &memory_), "vkAllocateMemory");
+    check(vkBindBufferMemory(device_, buffer_, memory_, 0), "vkBindBufferMemory");
+    if (intent != MemoryIntent::device) check(vkMapMemory(device_, memory_, 0, VK_WHOLE_SIZE, 0, &mapped_), "vkMapMemory");
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+Buffer::~Buffer() { release(); }
+
+Buffer::Buffer(Buffer&& other) noexcept { *this = std::move(other); }
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    device_ = std::exchange(other.device_, VK_NULL_HANDLE);
+    buffer_ = std::exchange(other.buffer_, VK_NULL_HANDLE);
+    memory_ = std::exchange(other.memory_, VK_NULL_HANDLE);
+    size_ = std::exchange(other.size_, 0);
+    mapped_ = std::exchange(other.mapped_, nullptr);
+  }
+  return *this;
+}
+
+void Buffer::release() {
+  if (buffer_) vkDestroyBuffer(device_, buffer_, nullptr);
+  if (memory_) vkFreeMemory(device_, memory_, nullptr);  // unmaps implicitly
+  buffer_ = VK_NULL_HANDLE;
+  memory_ = VK_NULL_HANDLE;
+  mapped_ = nullptr;
+}
+
+}  // namespace attendre::vk

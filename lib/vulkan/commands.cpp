@@ -1,0 +1,120 @@
+#include "vulkan/commands.hpp"
+
+#include "vulkan/buffer.hpp"
+#include "vulkan/check.hpp"
+
+#include <attendre/error.hpp>
+
+namespace attendre::vk {
+
+void CommandRecorder::dispatch(const ComputePipeline& pipeline, VkDescriptorSet set, const void* push,
+                               uint32_t push_bytes, uint32_t groups_x, uint32_t groups_y, uint32_t groups_z) {
+  if (groups_x == 0 || groups_y == 0 || groups_z == 0) return;  // nothing to do is not an error
+  vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle());
+  vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout(), 0, 1, &set, 0, nullptr);
+  if (push_bytes) vkCmdPushConstants(cmd_, pipeline.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
+  vkCmdDispatch(cmd_, groups_x, groups_y, groups_z);
+}
+
+void CommandRecorder::barrier(const char* /*why*/) {
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                          VK_ACCESS_TRANSFER_WRITE_BIT;
+  const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  vkCmdPipelineBarrier(cmd_, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+}
+
+void CommandRecorder::copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& dst, VkDeviceSize dst_offset,
+                           VkDeviceSize bytes) {
+  if (bytes == 0) return;
+  VkBufferCopy region{src_offset, dst_offset, bytes};
+  vkCmdCopyBuffer(cmd_, src.handle(), dst.handle(), 1, &region);
+}
+
+void CommandRecorder::fill(const Buffer& dst, VkDeviceSize offset, VkDeviceSize bytes, uint32_t value) {
+  if (bytes == 0) return;
+  vkCmdFillBuffer(cmd_, dst.handle(), offset, bytes, value);
+}
+
+void CommandRecorder::timestamp(const TimestampPool& pool, uint32_t index) {
+  vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool.handle(), index);
+}
+
+void CommandRecorder::reset(const TimestampPool& pool) { vkCmdResetQueryPool(cmd_, pool.handle(), 0, pool.count()); }
+
+Submission::Submission(Context& context) : context_(context) {
+  VkCommandBufferAllocateInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  info.commandPool = context.command_pool();
+  info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  info.commandBufferCount = 1;
+  check(vkAllocateCommandBuffers(context.device(), &info, &cmd_), "vkAllocateCommandBuffers");
+  VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  const VkResult r = vkCreateFence(context.device(), &fence_info, nullptr, &fence_);
+  if (r != VK_SUCCESS) {
+    vkFreeCommandBuffers(context.device(), context.command_pool(), 1, &cmd_);
+    check(r, "vkCreateFence");
+  }
+}
+
+Submission::~Submission() {
+  // Never destroy work in flight; a lost device makes the wait fail, which
+  // a destructor must swallow.
+  if (pending_) vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, UINT64_MAX);
+  vkDestroyFence(context_.device(), fence_, nullptr);
+  vkFreeCommandBuffers(context_.device(), context_.command_pool(), 1, &cmd_);
+}
+
+CommandRecorder Submission::begin() {
+  wait();
+  check(vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer");
+  VkCommandBufferBeginInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  info.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(vkBeginCommandBuffer(cmd_, &info), "vkBeginCommandBuffer");
+  recording_ = true;
+  return CommandRecorder(cmd_);
+}
+
+void Submission::submit() {
+  require(recording_, "Submission::submit without begin");
+  recording_ = false;
+  check(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
+  check(vkResetFences(context_.device(), 1, &fence_), "vkResetFences");
+  VkSubmitInfo info{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  info.commandBufferCount = 1;
+  info.pCommandBuffers = &cmd_;
+  check(vkQueueSubmit(context_.queue(), 1, &info, fence_), "vkQueueSubmit");
+  pending_ = true;
+}
+
+void Submission::wait() {
+  if (!pending_) return;
+  pending_ = false;
+  check(vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+}
+
+TimestampPool::TimestampPool(Context& context, uint32_t count)
+    : device_(context.device()), count_(count), period_ns_(context.caps().timestamp_period_ns) {
+  if (!context.caps().timestamps) fail(ErrorCode::unsupported, "the device's compute queue has no timestamps");
+  const uint32_t bits = context.caps().timestamp_valid_bits;
+  mask_ = bits >= 64 ? ~uint64_t{0} : ((uint64_t{1} << bits) - 1);
+  VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+  info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+  info.queryCount = count;
+  check(vkCreateQueryPool(device_, &info, nullptr, &pool_), "vkCreateQueryPool");
+}
+
+TimestampPool::~TimestampPool() { vkDestroyQueryPool(device_, pool_, nullptr); }
+
+std::vector<double> TimestampPool::read_ns() const {
+  std::vector<uint64_t> ticks(count_);
+  check(vkGetQueryPoolResults(device_, pool_, 0, count_, ticks.size() * sizeof(uint64_t), ticks.data(),
+                              sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+        "vkGetQueryPoolResults");
+  std::vector<double> ns(count_);
+  for (uint32_t i = 0; i < count_; ++i)
+    ns[i] = static_cast<double>((ticks[i] - ticks[0]) & mask_) * period_ns_;
+  return ns;
+}
+
+}  // namespace attendre::vk

@@ -1,0 +1,245 @@
+#include "vulkan/check.hpp"
+#include "vulkan/device_select.hpp"
+#include "vulkan/pipeline.hpp"
+
+#include <attendre/context.hpp>
+#include <attendre/error.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace attendre {
+namespace {
+
+constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
+
+bool env_flag(const char* name) {
+  const char* value = std::getenv(name);
+  return value && std::strcmp(value, "1") == 0;
+}
+
+std::string env_string(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+VKAPI_ATTR VkBool32 VKAPI_CALL record_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                              VkDebugUtilsMessageTypeFlagsEXT,
+                                              const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
+  auto* messages = static_cast<std::vector<std::string>*>(user);
+  const char* level = severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning";
+  messages->push_back(std::string(level) + ": " + (data->pMessage ? data->pMessage : "(no message)"));
+  return VK_FALSE;  // never abort the call that triggered the message
+}
+
+bool has_layer(const char* name) {
+  uint32_t count = 0;
+  vkEnumerateInstanceLayerProperties(&count, nullptr);
+  std::vector<VkLayerProperties> layers(count);
+  vkEnumerateInstanceLayerProperties(&count, layers.data());
+  return std::any_of(layers.begin(), layers.end(),
+                     [&](const VkLayerProperties& l) { return std::strcmp(l.layerName, name) == 0; });
+}
+
+DeviceCaps query_caps(VkPhysicalDevice physical, uint32_t queue_family) {
+  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props2.pNext = &subgroup;
+  vkGetPhysicalDeviceProperties2(physical, &props2);
+  const VkPhysicalDeviceProperties& p = props2.properties;
+  const VkPhysicalDeviceLimits& l = p.limits;
+
+  VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  features2.pNext = &storage16;
+  vkGetPhysicalDeviceFeatures2(physical, &features2);
+
+  VkPhysicalDeviceMaintenance3Properties maintenance3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+  VkPhysicalDeviceProperties2 props_m3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props_m3.pNext = &maintenance3;
+  vkGetPhysicalDeviceProperties2(physical, &props_m3);
+
+  uint32_t family_count = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &family_count, nullptr);
+  std::vector<VkQueueFamilyProperties> families(family_count);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &family_count, families.data());
+
+  VkPhysicalDeviceMemoryProperties memory;
+  vkGetPhysicalDeviceMemoryProperties(physical, &memory);
+
+  DeviceCaps c;
+  c.name = p.deviceName;
+  c.vendor_id = p.vendorID;
+  c.device_id = p.deviceID;
+  c.api_version = p.apiVersion;
+  c.driver_version = p.driverVersion;
+  c.type = p.deviceType;
+  c.max_invocations = l.maxComputeWorkGroupInvocations;
+  c.max_group_size_x = l.maxComputeWorkGroupSize[0];
+  c.max_group_count_x = l.maxComputeWorkGroupCount[0];
+  c.max_group_count_y = l.maxComputeWorkGroupCount[1];
+  c.max_shared_bytes = l.maxComputeSharedMemorySize;
+  c.max_storage_range = l.maxStorageBufferRange;
+  c.storage_alignment = std::max<uint64_t>(256, l.minStorageBufferOffsetAlignment);
+  c.max_push_constants = l.maxPushConstantsSize;
+  c.max_storage_buffers = l.maxPerStageDescriptorStorageBuffers;
+  c.max_allocation = maintenance3.maxMemoryAllocationSize;
+  for (uint32_t i = 0; i < memory.memoryHeapCount; ++i)
+    if (memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+      c.device_local_bytes = std::max<uint64_t>(c.device_local_bytes, memory.memoryHeaps[i].size);
+  c.subgroup_size = subgroup.subgroupSize;
+  c.storage_16bit = storage16.storageBuffer16BitAccess == VK_TRUE;
+  c.timestamp_valid_bits = families[queue_family].timestampValidBits;
+  c.timestamps = c.timestamp_valid_bits > 0 && l.timestampPeriod > 0.0f;
+  c.timestamp_period_ns = static_cast<double>(l.timestampPeriod);
+  return c;
+}
+
+void apply_limits(DeviceCaps& caps, const LimitOverrides& limits) {
+  if (limits.max_invocations) {
+    caps.max_invocations = std::min(caps.max_invocations, *limits.max_invocations);
+    caps.max_group_size_x = std::min(caps.max_group_size_x, *limits.max_invocations);
+  }
+  if (limits.max_shared_bytes) caps.max_shared_bytes = std::min(caps.max_shared_bytes, *limits.max_shared_bytes);
+  if (limits.max_storage_range) caps.max_storage_range = std::min(caps.max_storage_range, *limits.max_storage_range);
+}
+
+}  // namespace
+
+Context::Context(const ContextOptions& options) : messages_(std::make_unique<std::vector<std::string>>()) {
+  try {
+    create_instance(options.validation.value_or(env_flag("ATTENDRE_VALIDATION")));
+    const std::string selector = options.device.empty() ? env_string("ATTENDRE_DEVICE") : options.device;
+    const vk::DeviceChoice choice = vk::select_device(instance_, selector);
+    physical_device_ = choice.device;
+    queue_family_ = choice.queue_family;
+    caps_ = query_caps(physical_device_, queue_family_);
+    create_device();
+    LimitOverrides limits = options.limits.value_or(
+        env_flag("ATTENDRE_PORTABLE_LIMITS") ? LimitOverrides::portable() : LimitOverrides{});
+    finish_setup(limits);
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+Context::Context(const ExternalDevice& external, const LimitOverrides& limits)
+    : owns_device_(false), messages_(std::make_unique<std::vector<std::string>>()) {
+  require(external.instance && external.physical_device && external.device && external.queue,
+          "ExternalDevice needs instance, physical device, device and queue");
+  instance_ = external.instance;
+  physical_device_ = external.physical_device;
+  device_ = external.device;
+  queue_ = external.queue;
+  queue_family_ = external.queue_family;
+  caps_ = query_caps(physical_device_, queue_family_);
+  caps_.storage_16bit = caps_.storage_16bit && external.storage_16bit_enabled;
+  try {
+    finish_setup(limits);
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+void Context::create_instance(bool validation) {
+  if (validation && !has_layer(kValidationLayer))
+    fail(ErrorCode::unsupported, "validation requested but VK_LAYER_KHRONOS_validation is not installed");
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "attendre";
+  app.pEngineName = "attendre";
+  app.apiVersion = VK_API_VERSION_1_1;  // the baseline; newer devices still run 1.1 code
+  VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  info.pApplicationInfo = &app;
+  const char* extension = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+  VkDebugUtilsMessengerCreateInfoEXT messenger_info{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  messenger_info.messageSeverity =
+      VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  messenger_info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                               VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                               VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+  messenger_info.pfnUserCallback = record_message;
+  messenger_info.pUserData = messages_.get();
+  if (validation) {
+    info.enabledLayerCount = 1;
+    info.ppEnabledLayerNames = &kValidationLayer;
+    info.enabledExtensionCount = 1;
+    info.ppEnabledExtensionNames = &extension;
+    info.pNext = &messenger_info;  // also catches messages from vkCreateInstance itself
+  }
+  vk::check(vkCreateInstance(&info, nullptr, &instance_), "vkCreateInstance");
+  if (validation) {
+    auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
+    if (!create) fail(ErrorCode::unsupported, "VK_EXT_debug_utils is not available");
+    vk::check(create(instance_, &messenger_info, nullptr, &messenger_), "vkCreateDebugUtilsMessengerEXT");
+  }
+}
+
+void Context::create_device() {
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  queue_info.queueFamilyIndex = queue_family_;
+  queue_info.queueCount = 1;
+  queue_info.pQueuePriorities = &priority;
+  // Optional features are enabled only where supported; kernels check caps_.
+  VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  storage16.storageBuffer16BitAccess = caps_.storage_16bit ? VK_TRUE : VK_FALSE;
+  VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  info.pNext = &storage16;
+  info.queueCreateInfoCount = 1;
+  info.pQueueCreateInfos = &queue_info;
+  vk::check(vkCreateDevice(physical_device_, &info, nullptr, &device_), "vkCreateDevice");
+  vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+}
+
+void Context::finish_setup(const LimitOverrides& limits) {
+  apply_limits(caps_, limits);
+  VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pool_info.queueFamilyIndex = queue_family_;
+  vk::check(vkCreateCommandPool(device_, &pool_info, nullptr, &command_pool_), "vkCreateCommandPool");
+  pipelines_ = std::make_unique<vk::PipelineCache>(*this);
+}
+
+Context::~Context() { release(); }
+
+void Context::release() {
+  if (device_) vkDeviceWaitIdle(device_);
+  pipelines_.reset();
+  if (command_pool_) vkDestroyCommandPool(device_, command_pool_, nullptr);
+  command_pool_ = VK_NULL_HANDLE;
+  if (owns_device_) {
+    if (device_) vkDestroyDevice(device_, nullptr);
+    if (messenger_) {
+      auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+          vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
+      if (destroy) destroy(instance_, messenger_, nullptr);
+    }
+    if (instance_) vkDestroyInstance(instance_, nullptr);
+  }
+  device_ = VK_NULL_HANDLE;
+  messenger_ = VK_NULL_HANDLE;
+  instance_ = VK_NULL_HANDLE;
+}
+
+std::vector<std::string> list_devices() {
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.apiVersion = VK_API_VERSION_1_1;
+  VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  info.pApplicationInfo = &app;
+  VkInstance instance = VK_NULL_HANDLE;
+  vk::check(vkCreateInstance(&info, nullptr, &instance), "vkCreateInstance");
+  uint32_t count = 0;
+  vkEnumeratePhysicalDevices(instance, &count, nullptr);
+  std::vector<VkPhysicalDevice> devices(count);
+  vkEnumeratePhysicalDevices(instance, &count, devices.data());
+  std::vector<std::string> lines;
+  for (uint32_t i = 0; i < count; ++i) lines.push_back(vk::describe_device(devices[i], i));
+  vkDestroyInstance(instance, nullptr);
+  return lines;
+}
+
+}  // namespace attendre

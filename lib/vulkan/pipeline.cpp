@@ -1,0 +1,132 @@
+#include "vulkan/pipeline.hpp"
+
+#include "vulkan/buffer.hpp"
+#include "vulkan/check.hpp"
+
+#include <attendre/error.hpp>
+
+namespace attendre::vk {
+namespace {
+
+constexpr uint32_t kSetsPerPool = 64;
+constexpr uint32_t kMaxBindings = 4;  // the portable minimum of storage buffers per stage
+
+}  // namespace
+
+ComputePipeline::ComputePipeline(Context& context, const PipelineKey& key) : device_(context.device()), key_(key) {
+  const DeviceCaps& caps = context.caps();
+  if (key.bindings > kMaxBindings || key.bindings > caps.max_storage_buffers)
+    fail(ErrorCode::unsupported, std::string(shaders::name(key.shader)) + " binds " + std::to_string(key.bindings) +
+                                     " storage buffers, more than the device allows");
+  if (key.push_bytes > caps.max_push_constants)
+    fail(ErrorCode::unsupported, std::string(shaders::name(key.shader)) + " needs " + std::to_string(key.push_bytes) +
+                                     " push-constant bytes, more than the device's " +
+                                     std::to_string(caps.max_push_constants));
+  try {
+    const std::span<const uint32_t> code = shaders::spirv(key.shader);
+    VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    module_info.codeSize = code.size_bytes();
+    module_info.pCode = code.data();
+    check(vkCreateShaderModule(device_, &module_info, nullptr, &module_), "vkCreateShaderModule");
+
+    std::vector<VkDescriptorSetLayoutBinding> bindings(key.bindings);
+    for (uint32_t i = 0; i < key.bindings; ++i)
+      bindings[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    VkDescriptorSetLayoutCreateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    set_info.bindingCount = key.bindings;
+    set_info.pBindings = bindings.data();
+    check(vkCreateDescriptorSetLayout(device_, &set_info, nullptr, &set_layout_), "vkCreateDescriptorSetLayout");
+
+    VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, key.push_bytes};
+    VkPipelineLayoutCreateInfo layout_info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    layout_info.setLayoutCount = 1;
+    layout_info.pSetLayouts = &set_layout_;
+    layout_info.pushConstantRangeCount = key.push_bytes ? 1 : 0;
+    layout_info.pPushConstantRanges = &push;
+    check(vkCreatePipelineLayout(device_, &layout_info, nullptr, &layout_), "vkCreatePipelineLayout");
+
+    std::vector<VkSpecializationMapEntry> entries(key.specialization.size());
+    for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
+    VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(), key.specialization.size() * 4,
+                              key.specialization.data()};
+    VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    info.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+    info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    info.stage.module = module_;
+    info.stage.pName = "main";
+    info.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec;
+    info.layout = layout_;
+    check(vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &info, nullptr, &pipeline_), "vkCreateComputePipelines");
+  } catch (...) {
+    destroy();
+    throw;
+  }
+}
+
+ComputePipeline::~ComputePipeline() { destroy(); }
+
+void ComputePipeline::destroy() {
+  if (pipeline_) vkDestroyPipeline(device_, pipeline_, nullptr);
+  if (layout_) vkDestroyPipelineLayout(device_, layout_, nullptr);
+  if (set_layout_) vkDestroyDescriptorSetLayout(device_, set_layout_, nullptr);
+  if (module_) vkDestroyShaderModule(device_, module_, nullptr);
+  pipeline_ = VK_NULL_HANDLE;
+  layout_ = VK_NULL_HANDLE;
+  set_layout_ = VK_NULL_HANDLE;
+  module_ = VK_NULL_HANDLE;
+}
+
+const ComputePipeline& PipelineCache::get(const PipelineKey& key) {
+  auto it = pipelines_.find(key);
+  if (it == pipelines_.end()) it = pipelines_.emplace(key, std::make_unique<ComputePipeline>(context_, key)).first;
+  return *it->second;
+}
+
+DescriptorArena::~DescriptorArena() {
+  for (VkDescriptorPool pool : pools_) vkDestroyDescriptorPool(device_, pool, nullptr);
+}
+
+VkDescriptorSet DescriptorArena::allocate(VkDescriptorSetLayout layout) {
+  VkDescriptorSetAllocateInfo info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+  info.descriptorSetCount = 1;
+  info.pSetLayouts = &layout;
+  VkDescriptorSet set = VK_NULL_HANDLE;
+  if (!pools_.empty()) {
+    info.descriptorPool = pools_.back();
+    const VkResult r = vkAllocateDescriptorSets(device_, &info, &set);
+    if (r == VK_SUCCESS) return set;
+    if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL) check(r, "vkAllocateDescriptorSets");
+  }
+  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * kMaxBindings};
+  VkDescriptorPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  pool_info.maxSets = kSetsPerPool;
+  pool_info.poolSizeCount = 1;
+  pool_info.pPoolSizes = &size;
+  VkDescriptorPool pool = VK_NULL_HANDLE;
+  check(vkCreateDescriptorPool(device_, &pool_info, nullptr, &pool), "vkCreateDescriptorPool");
+  pools_.push_back(pool);
+  info.descriptorPool = pool;
+  check(vkAllocateDescriptorSets(device_, &info, &set), "vkAllocateDescriptorSets");
+  return set;
+}
+
+VkDescriptorSet DescriptorArena::bind(const ComputePipeline& pipeline, std::span<const BufferBinding> bindings) {
+  require(bindings.size() == pipeline.key().bindings,
+          std::string(shaders::name(pipeline.key().shader)) + ": wrong number of buffer bindings");
+  const VkDescriptorSet set = allocate(pipeline.set_layout());
+  std::vector<VkDescriptorBufferInfo> infos(bindings.size());
+  std::vector<VkWriteDescriptorSet> writes(bindings.size());
+  for (uint32_t i = 0; i < bindings.size(); ++i) {
+    infos[i] = {bindings[i].buffer->handle(), bindings[i].offset, bindings[i].range};
+    writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    writes[i].dstSet = set;
+    writes[i].dstBinding = i;
+    writes[i].descriptorCount = 1;
+    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[i].pBufferInfo = &infos[i];
+  }
+  vkUpdateDescriptorSets(device_, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+  return set;
+}
+
+}  // namespace attendre::vk

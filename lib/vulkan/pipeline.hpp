@@ -1,0 +1,91 @@
+// Compute pipelines built from the embedded SPIR-V, cached per context, and
+// the descriptor sets that bind buffers to them.
+#pragma once
+
+#include <attendre/context.hpp>
+#include <attendre/shader_ids.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace attendre::vk {
+
+class Buffer;
+
+// Identity of a pipeline: which shader variant, how many storage-buffer
+// bindings (0..n-1), how many push-constant bytes, and the values of
+// specialization constants 0..k-1 (all 32-bit).
+struct PipelineKey {
+  shaders::ShaderId shader{};
+  uint32_t bindings = 0;
+  uint32_t push_bytes = 0;
+  std::vector<uint32_t> specialization;
+  auto operator<=>(const PipelineKey&) const = default;
+};
+
+class ComputePipeline {
+ public:
+  ComputePipeline(Context& context, const PipelineKey& key);
+  ~ComputePipeline();
+  ComputePipeline(const ComputePipeline&) = delete;
+  ComputePipeline& operator=(const ComputePipeline&) = delete;
+
+  VkPipeline handle() const { return pipeline_; }
+  VkPipelineLayout layout() const { return layout_; }
+  VkDescriptorSetLayout set_layout() const { return set_layout_; }
+  const PipelineKey& key() const { return key_; }
+
+ private:
+  void destroy();
+
+  VkDevice device_;
+  PipelineKey key_;
+  VkShaderModule module_ = VK_NULL_HANDLE;
+  VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
+  VkPipelineLayout layout_ = VK_NULL_HANDLE;
+  VkPipeline pipeline_ = VK_NULL_HANDLE;
+};
+
+// Identical pipelines are shared by every kernel of a context (a stack of
+// L layers with one configuration builds each pipeline once).
+class PipelineCache {
+ public:
+  explicit PipelineCache(Context& context) : context_(context) {}
+  const ComputePipeline& get(const PipelineKey& key);
+  size_t size() const { return pipelines_.size(); }
+
+ private:
+  Context& context_;
+  std::map<PipelineKey, std::unique_ptr<ComputePipeline>> pipelines_;
+};
+
+// A buffer range bound to one storage-buffer binding.
+struct BufferBinding {
+  const Buffer* buffer = nullptr;
+  VkDeviceSize offset = 0;
+  VkDeviceSize range = VK_WHOLE_SIZE;
+};
+
+// Descriptor pools owned by one user (a layer, a test); sets live as long
+// as the arena. Pools are added as needed.
+class DescriptorArena {
+ public:
+  explicit DescriptorArena(Context& context) : device_(context.device()) {}
+  ~DescriptorArena();
+  DescriptorArena(const DescriptorArena&) = delete;
+  DescriptorArena& operator=(const DescriptorArena&) = delete;
+
+  // A set for `pipeline` with bindings[i] at binding i.
+  VkDescriptorSet bind(const ComputePipeline& pipeline, std::span<const BufferBinding> bindings);
+
+ private:
+  VkDescriptorSet allocate(VkDescriptorSetLayout layout);
+
+  VkDevice device_;
+  std::vector<VkDescriptorPool> pools_;
+};
+
+}  // namespace attendre::vk

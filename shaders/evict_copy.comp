@@ -1,0 +1,47 @@
+#version 450
+// Optional copy-out of the evicted entries, ascending by position (spec
+// 2.1.4): a victim's output row is the number of victims with a smaller
+// position. Runs before insert_scatter overwrites the freed slots.
+//
+// Bindings: 0 victim list read, 1 K/V memory read, 2 chunk read,
+//           3 evicted entries (keys, values, positions, scores) write
+// Spec constants: 0 workgroup size W
+// Dispatch: (ceil(kv_row / W), victims)
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+#include "interface/insert.h"
+#include "new_entry.glsl"
+
+layout(local_size_x_id = 0) in;
+
+layout(std430, binding = 0) readonly buffer Lists { uint lists[]; };
+layout(std430, binding = 1) readonly buffer KvMemory { uint kv[]; };
+layout(std430, binding = 2) readonly buffer Chunk { uint chunk[]; };
+layout(std430, binding = 3) writeonly buffer Evicted { uint evicted[]; };
+
+int position_of(uint v) {
+  return (v & kNewRow) == 0u ? int(kv[pc.kv_pos_offset + v]) : int(chunk[pc.chunk_pos_offset + (v & ~kNewRow)]);
+}
+
+void main() {
+  const uint e = gl_WorkGroupID.y;
+  const uint v = lists[3u * e + 2u];
+  const int position = position_of(v);
+  uint rank = 0u;
+  for (uint o = 0u; o < pc.victims; ++o) rank += position_of(lists[3u * o + 2u]) < position ? 1u : 0u;
+
+  const bool is_new = (v & kNewRow) != 0u;
+  const uint r = v & ~kNewRow;
+  const uint i = gl_GlobalInvocationID.x;
+  if (i < pc.kv_row) {
+    evicted[pc.out_key_offset + rank * pc.kv_row + i] =
+        is_new ? chunk[pc.chunk_key_offset + r * pc.kv_row + i] : kv[pc.kv_key_offset + v * pc.kv_row + i];
+    evicted[pc.out_value_offset + rank * pc.kv_row + i] =
+        is_new ? chunk[pc.chunk_value_offset + r * pc.kv_row + i] : kv[pc.kv_value_offset + v * pc.kv_row + i];
+  }
+  if (i == 0u) {
+    evicted[pc.out_pos_offset + rank] = uint(position);
+    evicted[pc.out_score_offset + rank] = is_new ? initial_score_bits(pc.policy, position, chunk[pc.chunk_init_offset])
+                                                 : kv[pc.kv_score_offset + v];
+  }
+}

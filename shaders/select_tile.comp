@@ -1,0 +1,85 @@
+#version 450
+// Partial selection: each workgroup sorts one tile of TILE candidates of one
+// row in shared memory (bitonic) and writes its `keep` smallest (key, tie)
+// entries. Built twice:
+//   SOURCE_LOGITS  top-K: key = larger logit first, tie = smaller position,
+//                  payload = slot (masked slots carry the -inf key and sort last)
+//   SOURCE_EVICT   victims: key = policy score (lowest first), tie = smaller
+//                  position, payload = slot or kNewRow | chunk row; pinned
+//                  entries and protected new rows are not candidates
+//
+// Bindings (LOGITS): 0 logits read, 1 K/V memory read, 2 lists write
+// Bindings (EVICT):  0 K/V memory read, 1 chunk read, 2 lists write
+// Spec constants: 0 workgroup size W, 1 TILE (power of two)
+// Dispatch: (tiles, rows)
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+#include "interface/select_tile.h"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint TILE = 1024;
+
+#ifdef SOURCE_LOGITS
+layout(std430, binding = 0) readonly buffer Logits { float logits[]; };
+layout(std430, binding = 1) readonly buffer KvMemory { uint kv[]; };
+#else
+layout(std430, binding = 0) readonly buffer KvMemory { uint kv[]; };
+layout(std430, binding = 1) readonly buffer Chunk { uint chunk[]; };
+#endif
+layout(std430, binding = 2) writeonly buffer Lists { uint lists[]; };
+
+#include "bitonic.glsl"
+#include "new_entry.glsl"
+
+void fetch(uint row, uint index, out uint key, out uint tie, out uint payload) {
+#ifdef SOURCE_LOGITS
+  key = ~ordered_float(logits[pc.source_offset + row * pc.source_stride + index]);
+  tie = ordered_int(int(kv[pc.kv_pos_offset + index]));
+  payload = index;
+#else
+  key = kInvalid;
+  tie = kInvalid;
+  payload = kInvalid;
+  int position;
+  uint score_bits;
+  if (index < pc.held) {
+    position = int(kv[pc.kv_pos_offset + index]);
+    score_bits = kv[pc.kv_score_offset + index];
+    payload = index;
+  } else {
+    const uint r = index - pc.held;
+    if (chunk[pc.chunk_valid_offset + r] == 0u) return;
+    position = int(chunk[pc.chunk_pos_offset + r]);
+    // A new row competes with its initial score.
+    score_bits = initial_score_bits(pc.policy, position, chunk[pc.chunk_init_offset]);
+    payload = kNewRow | r;
+  }
+  if (position < int(pc.n_sink)) {  // pinned: never a victim
+    payload = kInvalid;
+    return;
+  }
+  key = pc.int_scores != 0u ? ordered_int(int(score_bits)) : ordered_float(uintBitsToFloat(score_bits));
+  tie = ordered_int(position);
+#endif
+}
+
+void main() {
+  const uint W = gl_WorkGroupSize.x;
+  const uint tile = gl_WorkGroupID.x;
+  const uint row = pc.row_offset + gl_WorkGroupID.y;
+  for (uint i = gl_LocalInvocationID.x; i < TILE; i += W) {
+    const uint index = tile * TILE + i;
+    uint key = kInvalid, tie = kInvalid, payload = kInvalid;
+    if (index < pc.count) fetch(row, index, key, tie, payload);
+    s_key[i] = key;
+    s_tie[i] = tie;
+    s_payload[i] = payload;
+  }
+  bitonic_sort();
+  const uint base = ((row * pc.tiles) + tile) * pc.keep * 3u;
+  for (uint i = gl_LocalInvocationID.x; i < pc.keep; i += W) {
+    lists[base + 3u * i] = s_key[i];
+    lists[base + 3u * i + 1u] = s_tie[i];
+    lists[base + 3u * i + 2u] = s_payload[i];
+  }
+}

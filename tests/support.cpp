@@ -1,0 +1,121 @@
+#include "support.hpp"
+
+#include <attendre/error.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+
+namespace attendre::test {
+
+Context& gpu() {
+  static std::unique_ptr<Context> context = std::make_unique<Context>();
+  return *context;
+}
+
+Context& tiny_gpu() {
+  static std::unique_ptr<Context> context = [] {
+    ContextOptions options;
+    options.limits = LimitOverrides{32u, 1536u, std::nullopt};  // 32 invocations, 64-entry select tiles
+    return std::make_unique<Context>(options);
+  }();
+  return *context;
+}
+
+void check_no_validation_messages(Context& context) {
+  const std::vector<std::string> messages = context.validation_messages();
+  for (const std::string& m : messages) FAIL_CHECK("validation: " << m);
+  context.clear_validation_messages();
+  if (std::getenv("ATTENDRE_VALIDATION")) CHECK(context.validation_enabled());
+}
+
+ChunkView Stream::chunk(uint32_t first, uint32_t count) const {
+  ChunkView c;
+  c.rows = count;
+  c.q = std::span<const float>(q).subspan(uint64_t{first} * shape.q_row(), uint64_t{count} * shape.q_row());
+  c.k = std::span<const float>(k).subspan(uint64_t{first} * shape.kv_row(), uint64_t{count} * shape.kv_row());
+  c.v = std::span<const float>(v).subspan(uint64_t{first} * shape.kv_row(), uint64_t{count} * shape.kv_row());
+  c.positions = std::span<const int64_t>(positions).subspan(first, count);
+  c.valid = std::span<const uint8_t>(valid).subspan(first, count);
+  c.tags = std::span<const uint32_t>(tags).subspan(first, count);
+  return c;
+}
+
+Stream random_stream(const AttentionShape& shape, uint32_t rows, uint64_t seed, const StreamOptions& options) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> quarter(-4, 4);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  auto value = [&] { return options.quantized ? static_cast<float>(quarter(rng)) * 0.25f : normal(rng); };
+  Stream s;
+  s.shape = shape;
+  s.rows = rows;
+  s.q.resize(uint64_t{rows} * shape.q_row());
+  s.k.resize(uint64_t{rows} * shape.kv_row());
+  s.v.resize(uint64_t{rows} * shape.kv_row());
+  for (float& x : s.q) x = value();
+  for (float& x : s.k) x = value();
+  for (float& x : s.v) x = value();
+  int64_t position = options.first_position;
+  std::uniform_int_distribution<uint32_t> gap(1, std::max(1u, options.max_position_gap));
+  std::uniform_int_distribution<uint32_t> tag(0, std::max(1u, options.tag_values) - 1);
+  for (uint32_t r = 0; r < rows; ++r) {
+    s.positions.push_back(position);
+    position += gap(rng);
+    s.valid.push_back(unit(rng) < options.invalid_fraction ? 0 : 1);
+    s.tags.push_back(options.tag_values ? tag(rng) : 0u);
+  }
+  return s;
+}
+
+std::vector<StepRecord> run_stream(AttendreLayer& layer, const Stream& stream, bool flush) {
+  const uint32_t S = layer.config().chunk;
+  StepRequest request;
+  request.snapshot = true;
+  std::vector<StepRecord> records;
+  auto keep = [&](StepResult r) {
+    records.push_back({std::move(r.emitted_positions), std::move(r.outputs), std::move(r.snapshot)});
+  };
+  for (uint32_t first = 0; first < stream.rows; first += S)
+    keep(layer.step(stream.chunk(first, std::min(S, stream.rows - first)), request));
+  if (flush) {
+    if (layer.has_pending_queries()) keep(layer.flush(request));
+  } else {
+    while (layer.has_pending_queries()) keep(layer.drain_step(request));
+  }
+  return records;
+}
+
+namespace {
+
+bool close(double expected, double actual, double tolerance) {
+  return std::abs(expected - actual) <= tolerance * std::max(1.0, std::abs(expected));
+}
+
+}  // namespace
+
+void check_runs_match(const std::vector<StepRecord>& expected, const std::vector<StepRecord>& actual,
+                      double score_tolerance, double output_tolerance, const std::string& label) {
+  INFO(label);
+  REQUIRE(expected.size() == actual.size());
+  for (size_t t = 0; t < expected.size(); ++t) {
+    INFO("step " << t);
+    REQUIRE(expected[t].emitted == actual[t].emitted);
+    REQUIRE(expected[t].snapshot.positions == actual[t].snapshot.positions);
+    const auto& es = expected[t].snapshot.scores;
+    const auto& as = actual[t].snapshot.scores;
+    for (size_t i = 0; i < es.size(); ++i) {
+      if (!close(es[i], as[i], score_tolerance))
+        FAIL("score of position " << expected[t].snapshot.positions[i] << ": expected " << es[i] << ", got " << as[i]);
+    }
+    REQUIRE(expected[t].outputs.size() == actual[t].outputs.size());
+    for (size_t i = 0; i < expected[t].outputs.size(); ++i)
+      if (!close(expected[t].outputs[i], actual[t].outputs[i], output_tolerance))
+        FAIL("output " << i << ": expected " << expected[t].outputs[i] << ", got " << actual[t].outputs[i]);
+  }
+}
+
+}  // namespace attendre::test

@@ -1,0 +1,65 @@
+// Shared by the tests: one validated GPU context per process, random
+// streams, and a driver that steps two layers side by side.
+#pragma once
+
+#include <attendre/context.hpp>
+#include <attendre/layer.hpp>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace attendre::test {
+
+// The process-wide context: validation on when ATTENDRE_VALIDATION=1 (ctest
+// sets it), portable limits when ATTENDRE_PORTABLE_LIMITS=1.
+Context& gpu();
+
+// A context with deliberately tiny limits, so small memories already cross
+// select tiles, score tiles and multi-pass merges.
+Context& tiny_gpu();
+
+// Fails the current test with every validation message recorded so far.
+void check_no_validation_messages(Context& context);
+
+struct StreamOptions {
+  double invalid_fraction = 0.0;  // rows marked invalid at random
+  bool quantized = false;         // values in multiples of 1/4 (exact fp32 dots, many ties)
+  uint32_t tag_values = 0;        // > 0: random tags in [0, tag_values)
+  int64_t first_position = 0;
+  uint32_t max_position_gap = 1;  // positions advance by 1..gap
+};
+
+// A recorded stream of T rows for one layer shape (spec section 6 inputs).
+struct Stream {
+  AttentionShape shape;
+  uint32_t rows = 0;
+  std::vector<float> q, k, v;
+  std::vector<int64_t> positions;
+  std::vector<uint8_t> valid;
+  std::vector<uint32_t> tags;
+
+  // Rows [first, first + count) as a chunk (count may be less than S).
+  ChunkView chunk(uint32_t first, uint32_t count) const;
+};
+
+Stream random_stream(const AttentionShape& shape, uint32_t rows, uint64_t seed, const StreamOptions& options = {});
+
+// Per step, what the replay tool records (spec 6).
+struct StepRecord {
+  std::vector<int64_t> emitted;
+  std::vector<float> outputs;
+  MemorySnapshot snapshot;
+};
+
+// Feeds `stream` through `layer` in chunks of S, then drains (or flushes)
+// until no valid query is pending. One record per step.
+std::vector<StepRecord> run_stream(AttendreLayer& layer, const Stream& stream, bool flush = false);
+
+// Asserts two runs agree: same emitted positions and retained positions at
+// every step, scores and outputs within tolerance (relative to magnitude).
+void check_runs_match(const std::vector<StepRecord>& expected, const std::vector<StepRecord>& actual,
+                      double score_tolerance, double output_tolerance, const std::string& label);
+
+}  // namespace attendre::test
