@@ -1,11 +1,15 @@
 #version 450
-// Merges the per-tile lists of one row into tile 0: the running best list
-// plus as many further lists as fit in TILE are sorted together (bitonic)
-// and the best `keep` survive, until every tile was consumed.
+// One pass of a merge tree over the per-tile lists of a row: workgroup g
+// folds the TILE / keep lists g*stride*F + j*stride (j < F = TILE / keep)
+// into list g*stride*F by one bitonic sort of all of them, keeping the best
+// `keep`. The host repeats passes (stride = 1, F, F^2, ...) until list 0
+// holds the row's answer. Each invocation sorts once per pass, so its work
+// stays bounded whatever the row length (some drivers, lavapipe among them,
+// cut loops off after a fixed number of iterations per invocation).
 //
 // Bindings: 0 lists [row][tile][keep] x (key, tie, payload)   read/write
 // Spec constants: 0 workgroup size W, 1 TILE (power of two, >= 2 * keep)
-// Dispatch: (1, rows)
+// Dispatch: (ceil(tiles / (stride * F)), rows)
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "interface/select_merge.h"
@@ -20,28 +24,21 @@ layout(std430, binding = 0) buffer Lists { uint lists[]; };
 void main() {
   const uint W = gl_WorkGroupSize.x;
   const uint row = pc.row_offset + gl_WorkGroupID.y;
+  const uint fan_in = TILE / pc.keep;
+  const uint first = gl_WorkGroupID.x * pc.stride * fan_in;
   const uint row_base = row * pc.tiles * pc.keep * 3u;
-  const uint per_round = TILE / pc.keep - 1u;  // lists added to the running best each round
-  for (uint i = gl_LocalInvocationID.x; i < pc.keep; i += W) {
-    s_key[i] = lists[row_base + 3u * i];
-    s_tie[i] = lists[row_base + 3u * i + 1u];
-    s_payload[i] = lists[row_base + 3u * i + 2u];
+  for (uint i = gl_LocalInvocationID.x; i < TILE; i += W) {
+    const uint tile = first + (i / pc.keep) * pc.stride, at = row_base + (tile * pc.keep + i % pc.keep) * 3u;
+    const bool present = tile < pc.tiles;
+    s_key[i] = present ? lists[at] : kInvalid;
+    s_tie[i] = present ? lists[at + 1u] : kInvalid;
+    s_payload[i] = present ? lists[at + 2u] : kInvalid;
   }
-  for (uint next = 1u; next < pc.tiles; next += per_round) {
-    for (uint i = pc.keep + gl_LocalInvocationID.x; i < TILE; i += W) {
-      const uint tile = next + (i / pc.keep) - 1u, slot = i % pc.keep;
-      const uint at = row_base + (tile * pc.keep + slot) * 3u;
-      const bool present = tile < pc.tiles;
-      s_key[i] = present ? lists[at] : kInvalid;
-      s_tie[i] = present ? lists[at + 1u] : kInvalid;
-      s_payload[i] = present ? lists[at + 2u] : kInvalid;
-    }
-    bitonic_sort();
-  }
-  barrier();  // the final sort is complete before the write-back
+  bitonic_sort();
   for (uint i = gl_LocalInvocationID.x; i < pc.keep; i += W) {
-    lists[row_base + 3u * i] = s_key[i];
-    lists[row_base + 3u * i + 1u] = s_tie[i];
-    lists[row_base + 3u * i + 2u] = s_payload[i];
+    const uint at = row_base + (first * pc.keep + i) * 3u;
+    lists[at] = s_key[i];
+    lists[at + 1u] = s_tie[i];
+    lists[at + 2u] = s_payload[i];
   }
 }

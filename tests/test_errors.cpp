@@ -84,6 +84,15 @@ TEST_CASE("device limits are reported, not clamped") {
   check_error(with([](LayerConfig& c) { c.kv.capacity = 200, c.chunk = 40; }), ErrorCode::unsupported,
               "chunk size S=40 exceeds");
   check_error(with([](LayerConfig& c) { c.shape.head_dim = 1000; }), ErrorCode::unsupported, "head_dim 1000");
+  // A driver that cuts loops off (lavapipe) must refuse what would be cut.
+  if (test::gpu().caps().max_loop_iterations > 0) {
+    check_error([] {
+      LayerConfig c = base_config();
+      c.kv.capacity = 40000;
+      c.retrieval.top_k = 40000;
+      gpu::Layer layer(test::gpu(), c);
+    }, ErrorCode::unsupported, "loop limit");
+  }
   // K >= M is full attention and needs no selection, whatever the tile.
   gpu::Layer full(test::tiny_gpu(), [] {
     LayerConfig c = base_config();

@@ -133,7 +133,7 @@ TEST_CASE("every valid position leaves the layer exactly once, in order, delayed
   test::check_no_validation_messages(test::gpu());
 }
 
-TEST_CASE("fifo is a sliding window; fifo with 4 sinks is StreamingLLM") {
+TEST_CASE("fifo is a sliding window and fifo with 4 sinks is StreamingLLM") {
   test::StreamOptions options;
   options.invalid_fraction = 0.15;
   const test::Stream s = test::random_stream({2, 2, 8}, 47, 14, options);

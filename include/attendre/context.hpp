@@ -38,6 +38,12 @@ struct DeviceCaps {
   uint64_t device_local_bytes = 0;         // largest DEVICE_LOCAL heap
 
   uint32_t subgroup_size = 0;              // informational: no kernel assumes it
+
+  // Driver quirks, each with its reason (after ncnn's bug flags):
+  // lavapipe's shader compiler silently leaves any loop after 65535
+  // iterations per invocation, so kernels whose loops grow with a size must
+  // stay under it there (0: no such limit).
+  uint32_t max_loop_iterations = 0;
   bool storage_16bit = false;              // storageBuffer16BitAccess
   bool timestamps = false;
   double timestamp_period_ns = 1.0;        // a double: some devices report fractions

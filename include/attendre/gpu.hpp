@@ -27,6 +27,10 @@ class Layer final : public AttendreLayer {
   bool has_pending_queries() const override;
   MemorySnapshot snapshot() override;
 
+  // Blocks until every submitted step finished on the device (steps that
+  // read nothing back return as soon as they are submitted).
+  void wait();
+
   // Device memory held by the layer (memories, scratch, staging); it does
   // not grow with the number of positions streamed.
   uint64_t device_bytes() const;

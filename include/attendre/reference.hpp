@@ -49,6 +49,11 @@ class KeyValueMemory {
   // Spec 2.1: inserts the valid rows of `chunk` (k, v, positions, valid, tags)
   // and returns the evicted entries sorted by position.
   EvictedEntries insert(const ChunkView& chunk);
+  // The same for rows already in float64 (a stack's projections); empty
+  // `valid` or `tags` mean all valid, tag 0.
+  EvictedEntries insert_rows(std::span<const double> k, std::span<const double> v,
+                             std::span<const int64_t> positions, std::span<const uint8_t> valid,
+                             std::span<const uint32_t> tags);
 
   // Spec 2.2 and 2.3 for a batch of valid queries.
   Retrieval retrieve(const QueryBatch& queries, const RetrievalConfig& retrieval, double scale) const;

@@ -1,6 +1,7 @@
 #include "gpu/kernel_plan.hpp"
 
 #include "interface/constants.h"
+#include "interface/matmul.h"
 
 #include <algorithm>
 
@@ -45,6 +46,42 @@ KernelPlan plan_kernels(const DeviceCaps& caps) {
 
   plan.attend_workgroup = std::min<uint32_t>(64, plan.workgroup);
   plan.insert_workgroup = plan.workgroup;
+
+  // Matmul GEMM: a near-square grid of invocations, each owning a micro-tile
+  // of up to kMatmulMaxMicro^2 outputs; the `in` step shrinks until the two
+  // tiles (padded against bank conflicts) and the row bases fit in `shared`.
+  plan.matmul_workgroup = plan.workgroup;
+  plan.matmul_micro_rows = plan.matmul_micro_outputs = kernels::kMatmulMaxMicro;
+  auto gemm_bytes = [&](uint32_t tile_in) {
+    return 4u * (tile_in * (plan.matmul_tile_rows + 1 + plan.matmul_tile_outputs + 1) + plan.matmul_tile_rows);
+  };
+  for (;;) {
+    uint32_t threads_out = 1;
+    while (threads_out * threads_out < plan.matmul_workgroup) threads_out *= 2;
+    plan.matmul_tile_outputs = threads_out * plan.matmul_micro_outputs;
+    plan.matmul_tile_rows = plan.matmul_workgroup / threads_out * plan.matmul_micro_rows;
+    plan.matmul_tile_in = 16;
+    while (plan.matmul_tile_in > 1 && gemm_bytes(plan.matmul_tile_in) > shared) plan.matmul_tile_in /= 2;
+    if (gemm_bytes(plan.matmul_tile_in) <= shared || plan.matmul_workgroup == 1) break;
+    if (plan.matmul_micro_rows > 1) {  // fewer outputs per invocation first, then fewer invocations
+      plan.matmul_micro_rows /= 2;
+      plan.matmul_micro_outputs /= 2;
+    } else {
+      plan.matmul_workgroup /= 2;
+    }
+  }
+
+  // Matvec and norm: one float per invocation and row in shared memory.
+  plan.matvec_workgroup = plan.workgroup;
+  while (plan.matvec_workgroup > 1 && 4u * kernels::kMatvecMaxRows * plan.matvec_workgroup > shared)
+    plan.matvec_workgroup /= 2;
+  plan.norm_workgroup = plan.workgroup;
+  while (plan.norm_workgroup > 1 && 4u * plan.norm_workgroup > shared) plan.norm_workgroup /= 2;
+
+  // 65535 is every device's minimum, and keeps x * y (the folded group
+  // index) within 32 bits.
+  plan.max_groups_x = std::min<uint32_t>(caps.max_group_count_x, 65535);
+  plan.max_groups_y = std::min<uint32_t>(caps.max_group_count_y, 65535);
   return plan;
 }
 

@@ -20,6 +20,23 @@ struct KernelPlan {
   uint32_t attend_workgroup = 64;
   uint32_t insert_workgroup = 128;  // insert_plan scans: rows / workgroup per invocation
 
+  // Transformer block kernels. Matmul GEMM: each of matmul_workgroup
+  // invocations accumulates a matmul_micro_rows x matmul_micro_outputs
+  // micro-tile of a matmul_tile_rows x matmul_tile_outputs output tile,
+  // stepping through `in` by matmul_tile_in (workgroup = tile_rows / micro_rows
+  // * tile_outputs / micro_outputs).
+  uint32_t matmul_workgroup = 128;
+  uint32_t matmul_tile_rows = 32;
+  uint32_t matmul_tile_outputs = 64;
+  uint32_t matmul_tile_in = 16;
+  uint32_t matmul_micro_rows = 4;
+  uint32_t matmul_micro_outputs = 4;
+  uint32_t matvec_workgroup = 128;  // matrix-vector path (rows <= kMatvecMaxRows); a power of two
+  uint32_t norm_workgroup = 128;    // one row per workgroup, tree reduction; a power of two
+  // Workgroups per dispatch dimension; larger grids are folded (kernels loop).
+  uint32_t max_groups_x = 65535;
+  uint32_t max_groups_y = 65535;
+
   // Largest K (and eviction count) one select can keep: two lists must fit a tile.
   uint32_t max_keep() const { return select_tile / 2; }
   // Largest head_dim attend accumulates.

@@ -15,100 +15,59 @@ using kernels::kInvalid;
 
 bool integer_scores(PolicyKind kind) { return !Policy{kind, 0.0, {}}.attention_scored(); }
 
-std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
-
 }  // namespace
 
-KvMemory::KvMemory(Context& context, const LayerConfig& config, uint32_t max_queries, const vk::Buffer& ring,
-                   const RingLayout& ring_layout)
-    : config_(config), plan_(plan_kernels(context.caps())), ring_layout_(ring_layout), max_queries_(max_queries) {
+RetrievalPlan KvMemory::plan(const Context& context, const LayerConfig& config, uint32_t max_queries) {
+  return plan_retrieval(config, plan_kernels(context.caps()), max_queries, context.caps());
+}
+
+KvMemory::KvMemory(Context& context, const LayerConfig& config, uint32_t max_queries, uint32_t max_insert,
+                   const vk::Buffer& ring, const RingLayout& ring_layout, RetrievalScratch* scratch)
+    : config_(config), kernels_(plan_kernels(context.caps())), ring_layout_(ring_layout) {
   config.validate();
-  const AttentionShape& shape = config.shape;
-  const uint32_t M = config.kv.capacity, S = config.chunk, Hq = shape.heads_q;
-  const DeviceCaps& caps = context.caps();
-  const uint64_t range = caps.max_storage_range;
-
-  // Limits of the kernels on this device, reported before anything is built.
-  if (shape.head_dim > plan_.max_head_dim())
-    fail(ErrorCode::unsupported, "head_dim " + std::to_string(shape.head_dim) + " exceeds attend's limit of " +
-                                     std::to_string(plan_.max_head_dim()) + " on this device");
-  if (S > kernels::kMaxChunk || next_pow2(S) > plan_.max_keep())
-    fail(ErrorCode::unsupported, "chunk size S=" + std::to_string(S) + " exceeds this device's limit of " +
-                                     std::to_string(std::min(kernels::kMaxChunk, plan_.max_keep())));
-  const bool full = config.full_attention();
-  if (!full) {
-    top_keep_ = next_pow2(config.retrieval.top_k);
-    if (top_keep_ > plan_.max_keep())
-      fail(ErrorCode::unsupported, "top_k K=" + std::to_string(config.retrieval.top_k) +
-                                       " exceeds this device's limit of " + std::to_string(plan_.max_keep()) +
-                                       " (use K >= M for full attention)");
+  config_.chunk = max_insert;  // the insertion kernels size everything by the largest insertion
+  plan_ = plan_retrieval(config_, kernels_, max_queries, context.caps());
+  kv_layout_ = KvLayout::make(config.kv.capacity, config.shape);
+  chunk_layout_ = ChunkLayout::make(max_insert, config.shape);
+  evicted_layout_ = EvictedLayout::make(config.kv.copy_out_evicted ? max_insert : 0, config.shape);
+  if (kv_layout_.words * 4 > context.caps().max_storage_range)
+    fail(ErrorCode::unsupported, "K/V memory needs " + std::to_string(kv_layout_.words * 4 >> 20) +
+                                     " MiB, over the device's storage-buffer range of " +
+                                     std::to_string(context.caps().max_storage_range >> 20) +
+                                     " MiB; lower M, heads_kv or head_dim");
+  if (scratch) {
+    const ScratchWords& have = scratch->words();
+    require(have.logits >= plan_.words.logits && have.lists >= plan_.words.lists &&
+                have.attention >= plan_.words.attention && have.usage >= plan_.words.usage,
+            "shared retrieval scratch is smaller than this memory needs");
+    scratch_ = scratch;
+  } else {
+    own_scratch_ = std::make_unique<RetrievalScratch>(context, plan_.words);
+    scratch_ = own_scratch_.get();
   }
-  list_count_ = full ? M : config.retrieval.top_k;
-
-  kv_layout_ = KvLayout::make(M, shape);
-  chunk_layout_ = ChunkLayout::make(S, shape);
-  evicted_layout_ = EvictedLayout::make(config.kv.copy_out_evicted ? S : 0, shape);
-  if (kv_layout_.words * 4 > range)
-    fail(ErrorCode::unsupported, "K/V memory needs " + mib(kv_layout_.words * 4) +
-                                     ", over the device's storage-buffer range of " + mib(range) +
-                                     "; lower M, heads_kv or head_dim");
-
-  // Scratch is sized for a batch of queries; the batch shrinks until every
-  // scratch buffer fits one storage-buffer range.
-  const bool shared = config.retrieval.mode == RetrievalMode::shared;
-  const bool updates = config.kv.policy.kind != PolicyKind::fifo;
-  const uint64_t list_tiles = (M + plan_.select_tile - 1) / plan_.select_tile;
-  const uint64_t per_query_logits = uint64_t{Hq} * M + (shared ? M : 0);
-  const uint64_t per_query_lists = full ? 0 : uint64_t{shared ? 1 : Hq} * list_tiles * top_keep_ * 3;
-  const uint64_t per_query_weights = uint64_t{Hq} * list_count_;
-  const uint64_t per_query_usage = updates ? 2ull * M : 0;
-  const uint64_t outputs_words = align_words(uint64_t{max_queries} * shape.q_row());
-  const uint64_t words = range / 4;
-  uint64_t batch = max_queries;
-  auto fit = [&](uint64_t fixed, uint64_t per_query) {
-    if (per_query == 0) return;
-    batch = std::min(batch, fixed >= words ? 0 : (words - fixed) / per_query);
-  };
-  fit(0, per_query_logits);
-  fit(0, per_query_lists);
-  fit(outputs_words, per_query_weights);
-  fit(0, per_query_usage);
-  batch_ = static_cast<uint32_t>(batch);
-  if (batch_ == 0)
-    fail(ErrorCode::unsupported, "one query's scratch (M=" + std::to_string(M) + ", heads_q=" + std::to_string(Hq) +
-                                     ") exceeds the device's storage-buffer range of " + mib(range));
-
-  summed_offset_ = uint64_t{batch_} * Hq * M;
-  weights_offset_ = outputs_words;
-  weight_stride_ = list_count_;
-  usage_stride_ = M;
-  used_offset_ = uint64_t{batch_} * M;
-  const uint64_t evict_list_words =
-      uint64_t{(M + S + plan_.select_tile - 1) / plan_.select_tile} * next_pow2(S) * 3;
 
   kv_ = vk::Buffer(context, kv_layout_.words * 4, vk::MemoryIntent::device, "kv memory");
   chunk_ = vk::Buffer(context, chunk_layout_.words * 4, vk::MemoryIntent::device, "kv chunk");
-  logits_ = vk::Buffer(context, batch_ * per_query_logits * 4, vk::MemoryIntent::device, "logits");
-  lists_ = vk::Buffer(context, std::max(batch_ * per_query_lists, evict_list_words) * 4, vk::MemoryIntent::device,
-                      "select lists");
-  attention_ = vk::Buffer(context, (outputs_words + batch_ * per_query_weights) * 4, vk::MemoryIntent::device,
-                          "attention");
-  usage_ = vk::Buffer(context, std::max<uint64_t>(1, batch_ * per_query_usage) * 4, vk::MemoryIntent::device, "usage");
   if (config.kv.copy_out_evicted)
     evicted_ = vk::Buffer(context, evicted_layout_.words * 4, vk::MemoryIntent::device, "evicted");
 
   arena_ = std::make_unique<vk::DescriptorArena>(context);
-  insert_ = kernels::InsertKernels(context, *arena_, plan_,
-                                   {{&kv_}, {&chunk_}, {&lists_}, {evicted_ ? &evicted_ : nullptr}});
-  retrieve_ = kernels::RetrieveKernels(context, *arena_, plan_,
-                                       {{&ring}, {&kv_}, {&logits_}, {&lists_}, {&attention_}, {&usage_}});
+  insert_ = kernels::InsertKernels(context, *arena_, kernels_,
+                                   {{&kv_}, {&chunk_}, {&scratch_->lists()}, {evicted_ ? &evicted_ : nullptr}},
+                                   config.kv.capacity, max_insert);
+  retrieve_ = kernels::RetrieveKernels(context, *arena_, kernels_,
+                                       {{&ring},
+                                        {&kv_},
+                                        {&scratch_->logits()},
+                                        {&scratch_->lists()},
+                                        {&scratch_->attention()},
+                                        {&scratch_->usage()}},
+                                       config.kv.capacity, std::max(1u, plan_.top_keep));
 }
 
 uint64_t KvMemory::device_bytes() const {
-  uint64_t total = 0;
-  for (const vk::Buffer* b : {&kv_, &chunk_, &logits_, &lists_, &attention_, &usage_, &evicted_})
-    if (*b) total += b->size();
-  return total;
+  uint64_t total = kv_.size() + chunk_.size() + (evicted_ ? evicted_.size() : 0);
+  return total + (own_scratch_ ? own_scratch_->device_bytes() : 0);
 }
 
 namespace {
@@ -209,24 +168,25 @@ void KvMemory::record_insert(vk::CommandRecorder& rec, std::span<const uint8_t> 
   pinned_ += fresh.pinned;
 }
 
-void KvMemory::record_retrieve(vk::CommandRecorder& rec, const QueryRange& range) {
+void KvMemory::record_retrieve(vk::CommandRecorder& rec, const QueryRange& range, bool force_causal) {
   if (range.last_valid == kInvalid || range.count == 0) return;  // spec 2.4: no valid query, no change
   const int64_t step_max = range.last_valid_position;
   const int64_t i_max = seen_queries_ ? std::max(max_query_position_, step_max) : step_max;
   const int64_t i_prev = seen_queries_ ? max_query_position_ : i_max;
-  for (uint32_t first = 0; first < range.count; first += batch_)
-    retrieve_batch(rec, range, first, std::min(batch_, range.count - first), static_cast<int32_t>(i_max),
-                   static_cast<int32_t>(i_prev));
+  const bool causal = force_causal || config_.retrieval.causal;
+  for (uint32_t first = 0; first < range.count; first += plan_.batch)
+    retrieve_batch(rec, range, first, std::min(plan_.batch, range.count - first), static_cast<int32_t>(i_max),
+                   static_cast<int32_t>(i_prev), causal);
   seen_queries_ = true;
   max_query_position_ = i_max;
 }
 
 void KvMemory::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& range, uint32_t first, uint32_t count,
-                              int32_t i_max, int32_t i_prev) {
+                              int32_t i_max, int32_t i_prev, bool causal) {
   const AttentionShape& shape = config_.shape;
   const RetrievalConfig& retrieval = config_.retrieval;
   const uint32_t M = config_.kv.capacity;
-  const bool full = config_.full_attention();
+  const bool full = plan_.full;
   const bool shared = retrieval.mode == RetrievalMode::shared;
 
   kernels::ScoreParams sp{};
@@ -239,7 +199,7 @@ void KvMemory::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& range,
   sp.heads_kv = shape.heads_kv;
   sp.head_dim = shape.head_dim;
   sp.scale = static_cast<float>(config_.scale());
-  sp.causal = retrieval.causal ? 1u : 0u;
+  sp.causal = causal ? 1u : 0u;
   sp.tag_mask = retrieval.tag_mask ? 1u : 0u;
   sp.alibi = retrieval.bias == BiasKind::alibi ? 1u : 0u;
   sp.ring_pos_offset = ring_layout_.positions;
@@ -258,19 +218,19 @@ void KvMemory::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& range,
   rp.head_dim = shape.head_dim;
   rp.held = held_;
   rp.logit_stride = M;
-  rp.summed_offset = static_cast<uint32_t>(summed_offset_);
+  rp.summed_offset = static_cast<uint32_t>(plan_.summed_offset);
   rp.full = full ? 1u : 0u;
   rp.shared_lists = shared ? 1u : 0u;
-  rp.list_count = full ? held_ : list_count_;
+  rp.list_count = full ? held_ : plan_.list_count;
   rp.list_tiles = retrieve_.select().tiles(held_);
-  rp.list_keep = top_keep_;
+  rp.list_keep = plan_.top_keep;
   rp.kv_value_offset = kv_layout_.values;
   rp.out_offset = static_cast<uint32_t>(outputs_offset());
   rp.out_first_query = first;
-  rp.weight_offset = static_cast<uint32_t>(weights_offset_);
-  rp.weight_stride = static_cast<uint32_t>(weight_stride_);
-  rp.usage_stride = static_cast<uint32_t>(usage_stride_);
-  rp.used_offset = static_cast<uint32_t>(used_offset_);
+  rp.weight_offset = static_cast<uint32_t>(plan_.weights_offset);
+  rp.weight_stride = plan_.list_count;
+  rp.usage_stride = M;
+  rp.used_offset = static_cast<uint32_t>(plan_.used_offset);
 
   if (!full) {
     if (shared) {
@@ -279,7 +239,7 @@ void KvMemory::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& range,
     }
     kernels::SelectTileParams s{};
     s.count = held_;
-    s.keep = top_keep_;
+    s.keep = plan_.top_keep;
     s.source_offset = shared ? rp.summed_offset : 0;
     s.source_stride = M;
     s.kv_pos_offset = kv_layout_.positions;

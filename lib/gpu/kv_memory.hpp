@@ -7,6 +7,7 @@
 
 #include "gpu/kernel_plan.hpp"
 #include "gpu/layouts.hpp"
+#include "gpu/retrieval_scratch.hpp"
 #include "kernels/insert.hpp"
 #include "kernels/retrieve.hpp"
 #include "vulkan/buffer.hpp"
@@ -29,9 +30,14 @@ struct QueryRange {
 
 class KvMemory {
  public:
-  // `ring` holds the queries that retrieve; `max_queries` bounds one step's.
-  KvMemory(Context& context, const LayerConfig& config, uint32_t max_queries, const vk::Buffer& ring,
-           const RingLayout& ring_layout);
+  // `ring` holds the queries that retrieve; `max_queries` bounds one step's;
+  // `max_insert` bounds the rows of one insertion (S, or more for a stack's
+  // flush). `scratch` is shared with other memories, or null to own one.
+  KvMemory(Context& context, const LayerConfig& config, uint32_t max_queries, uint32_t max_insert,
+           const vk::Buffer& ring, const RingLayout& ring_layout, RetrievalScratch* scratch = nullptr);
+
+  // The scratch this memory needs, for sizing a shared RetrievalScratch.
+  static RetrievalPlan plan(const Context& context, const LayerConfig& config, uint32_t max_queries);
 
   // The number of evictions inserting these rows needs; throws
   // infeasible_config if they cannot happen (spec 2.1). Changes nothing.
@@ -43,7 +49,8 @@ class KvMemory {
                      std::span<const int64_t> positions);
   // Records spec 2.2-2.4 for the queries in `range`; outputs land in
   // attention_buffer() at outputs_offset(), row i for query i of the range.
-  void record_retrieve(vk::CommandRecorder& recorder, const QueryRange& range);
+  // `force_causal` masks future keys whatever the config (decoding).
+  void record_retrieve(vk::CommandRecorder& recorder, const QueryRange& range, bool force_causal = false);
   // Records copies of positions and scores of the held slots into
   // `readback` at `offset` (2 * held words).
   void record_snapshot(vk::CommandRecorder& recorder, const vk::Buffer& readback, VkDeviceSize offset) const;
@@ -59,35 +66,29 @@ class KvMemory {
   const ChunkLayout& chunk_layout() const { return chunk_layout_; }
   const vk::Buffer& kv_buffer() const { return kv_; }
   const KvLayout& kv_layout() const { return kv_layout_; }
-  const vk::Buffer& attention_buffer() const { return attention_; }
+  const vk::Buffer& attention_buffer() const { return scratch_->attention(); }
   uint64_t outputs_offset() const { return 0; }
-  uint32_t queries_per_batch() const { return batch_; }
-  // Device bytes held by this memory and its scratch.
+  uint32_t queries_per_batch() const { return plan_.batch; }
+  // Device bytes held by this memory, with its scratch if it owns it.
   uint64_t device_bytes() const;
   uint64_t evicted_words() const { return evicted_layout_.words; }
   uint64_t snapshot_words() const { return 2ull * config_.kv.capacity; }
 
  private:
   void retrieve_batch(vk::CommandRecorder& recorder, const QueryRange& range, uint32_t first, uint32_t count,
-                      int32_t i_max, int32_t i_prev);
+                      int32_t i_max, int32_t i_prev, bool causal);
 
   LayerConfig config_;
-  KernelPlan plan_;
+  KernelPlan kernels_;
+  RetrievalPlan plan_;
   RingLayout ring_layout_;
   KvLayout kv_layout_;
   ChunkLayout chunk_layout_;
   EvictedLayout evicted_layout_;
-  uint32_t max_queries_ = 0;
-  uint32_t batch_ = 0;        // queries retrieved per batch (scratch is sized for it)
-  uint32_t top_keep_ = 0;     // list length of top-K: next power of two >= K
-  uint32_t list_count_ = 0;   // K
-  uint64_t usage_stride_ = 0;
-  uint64_t used_offset_ = 0;
-  uint64_t weights_offset_ = 0;
-  uint64_t weight_stride_ = 0;
-  uint64_t summed_offset_ = 0;
 
-  vk::Buffer kv_, chunk_, logits_, lists_, attention_, usage_, evicted_;
+  vk::Buffer kv_, chunk_, evicted_;
+  std::unique_ptr<RetrievalScratch> own_scratch_;
+  RetrievalScratch* scratch_ = nullptr;
   std::unique_ptr<vk::DescriptorArena> arena_;
   kernels::InsertKernels insert_;
   kernels::RetrieveKernels retrieve_;

@@ -4,6 +4,7 @@
 // recorded into one command buffer and submitted once.
 #include "gpu/kv_memory.hpp"
 #include "gpu/layouts.hpp"
+#include "gpu/query_ring.hpp"
 #include "vulkan/buffer.hpp"
 #include "vulkan/commands.hpp"
 
@@ -17,13 +18,6 @@
 
 namespace attendre::gpu {
 namespace {
-
-struct QueryMeta {
-  int64_t position = 0;
-  bool valid = false;
-  uint32_t tag = 0;
-  uint64_t sequence = 0;  // ring row = sequence % ring capacity
-};
 
 // Host-visible staging for one chunk, laid out as the destinations expect.
 struct UploadLayout {
@@ -45,36 +39,29 @@ struct Layer::Impl {
   Impl(Context& ctx, const LayerConfig& cfg)
       : context(ctx),
         config((cfg.validate(), cfg)),
-        ring_layout(RingLayout::make(cfg.q_capacity + cfg.chunk, cfg.shape)),
-        ring(ctx, ring_layout.words * 4, vk::MemoryIntent::device, "q ring"),
-        kv(ctx, cfg, cfg.max_queries_per_step(true), ring, ring_layout),
+        ring(ctx, cfg.shape, cfg.q_capacity, cfg.chunk),
+        kv(ctx, cfg, cfg.max_queries_per_step(true), cfg.chunk, ring.buffer(), ring.layout()),
         upload_layout(UploadLayout::make(cfg, kv.chunk_layout())),
         upload(ctx, upload_layout.words * 4, vk::MemoryIntent::upload, "chunk upload"),
         outputs_words(align_words(uint64_t{cfg.max_queries_per_step(true)} * cfg.shape.q_row())),
         readback(ctx, (outputs_words + align_words(kv.snapshot_words()) + kv.evicted_words()) * 4,
                  vk::MemoryIntent::readback, "readback"),
-        submission(ctx),
-        q_memory(cfg.q_capacity) {
-    if (ring_layout.words * 4 > ctx.caps().max_storage_range)
-      fail(ErrorCode::unsupported, "Q memory ring exceeds the device's storage-buffer range; lower N or S");
-  }
+        submission(ctx) {}
 
-  StepResult run(std::vector<QueryMeta> evicted, const ChunkView* chunk, const StepRequest& request);
-  void stage_chunk(vk::CommandRecorder& rec, const ChunkView& chunk, std::vector<uint8_t>& valid,
-                   std::vector<int64_t>& positions);
+  StepResult run(std::vector<QueryMeta> evicted, const ChunkView* chunk, const std::vector<QueryMeta>* inserted,
+                 uint64_t first, const StepRequest& request);
+  void stage_chunk(vk::CommandRecorder& rec, const ChunkView& chunk, const std::vector<QueryMeta>& inserted,
+                   uint64_t first, std::vector<uint8_t>& valid, std::vector<int64_t>& positions);
 
   Context& context;
   LayerConfig config;
-  RingLayout ring_layout;
-  vk::Buffer ring;
+  QueryRing ring;
   KvMemory kv;
   UploadLayout upload_layout;
   vk::Buffer upload;
   uint64_t outputs_words;
   vk::Buffer readback;
   vk::Submission submission;
-  DataOnlyMemory<QueryMeta> q_memory;
-  uint64_t next_sequence = 0;
   StreamValidator validator;
 };
 
@@ -83,14 +70,12 @@ Layer::~Layer() = default;
 
 const LayerConfig& Layer::config() const { return impl_->config; }
 uint64_t Layer::device_bytes() const {
-  return impl_->ring.size() + impl_->kv.device_bytes() + impl_->upload.size() + impl_->readback.size();
+  return impl_->ring.buffer().size() + impl_->kv.device_bytes() + impl_->upload.size() + impl_->readback.size();
 }
 uint32_t Layer::queries_per_batch() const { return impl_->kv.queries_per_batch(); }
+void Layer::wait() { impl_->submission.wait(); }
 
-bool Layer::has_pending_queries() const {
-  const auto& entries = impl_->q_memory.entries();
-  return std::any_of(entries.begin(), entries.end(), [](const QueryMeta& m) { return m.valid; });
-}
+bool Layer::has_pending_queries() const { return impl_->ring.has_pending(); }
 
 StepResult Layer::step(const ChunkView& chunk, const StepRequest& request) {
   Impl& m = *impl_;
@@ -112,13 +97,14 @@ StepResult Layer::step(const ChunkView& chunk, const StepRequest& request) {
   m.kv.plan_insert(valid, positions);  // throws before anything changed
   std::vector<QueryMeta> rows(m.config.chunk);
   for (uint32_t r = 0; r < m.config.chunk; ++r) {
-    rows[r].sequence = m.next_sequence + r;
     if (r >= chunk.rows) continue;  // padding
     rows[r].valid = chunk.valid.empty() || chunk.valid[r] != 0;
     rows[r].position = rows[r].valid ? chunk.positions[r] : 0;
     rows[r].tag = chunk.tags.empty() ? 0u : chunk.tags[r];
   }
-  StepResult result = m.run(m.q_memory.insert(std::move(rows)), &chunk, request);
+  const uint64_t first = m.ring.next_sequence();
+  std::vector<QueryMeta> evicted = m.ring.insert(rows);
+  StepResult result = m.run(std::move(evicted), &chunk, &rows, first, request);
   m.validator.accept(chunk);
   return result;
 }
@@ -127,7 +113,7 @@ StepResult Layer::drain_step(const StepRequest& request) { return step(ChunkView
 
 StepResult Layer::flush(const StepRequest& request) {
   require(!request.evicted, "a flush step inserts nothing, so it evicts nothing");
-  return impl_->run(impl_->q_memory.take_all(), nullptr, request);
+  return impl_->run(impl_->ring.take_all(), nullptr, nullptr, 0, request);
 }
 
 MemorySnapshot Layer::snapshot() {
@@ -139,9 +125,9 @@ MemorySnapshot Layer::snapshot() {
   return m.kv.decode_snapshot(static_cast<const uint32_t*>(m.readback.mapped()) + m.outputs_words);
 }
 
-void Layer::Impl::stage_chunk(vk::CommandRecorder& rec, const ChunkView& chunk, std::vector<uint8_t>& valid,
-                              std::vector<int64_t>& positions) {
-  const uint32_t S = config.chunk, R = ring_layout.capacity;
+void Layer::Impl::stage_chunk(vk::CommandRecorder& rec, const ChunkView& chunk, const std::vector<QueryMeta>& inserted,
+                              uint64_t first, std::vector<uint8_t>& valid, std::vector<int64_t>& positions) {
+  const uint32_t S = config.chunk;
   const uint32_t q_row = config.shape.q_row(), kv_row = config.shape.kv_row();
   const ChunkLayout& cl = kv.chunk_layout();
   auto* words = static_cast<uint32_t*>(upload.mapped());
@@ -150,51 +136,33 @@ void Layer::Impl::stage_chunk(vk::CommandRecorder& rec, const ChunkView& chunk, 
   valid.assign(S, 0);
   positions.assign(S, 0);
   for (uint32_t r = 0; r < chunk.rows; ++r) {
-    valid[r] = chunk.valid.empty() || chunk.valid[r] != 0;
+    valid[r] = inserted[r].valid;
     if (!valid[r]) continue;
     positions[r] = chunk.positions[r];
     std::copy_n(chunk.q.data() + uint64_t{r} * q_row, q_row, floats + upload_layout.queries + uint64_t{r} * q_row);
     std::copy_n(chunk.k.data() + uint64_t{r} * kv_row, kv_row, floats + upload_layout.chunk + cl.keys + uint64_t{r} * kv_row);
     std::copy_n(chunk.v.data() + uint64_t{r} * kv_row, kv_row, floats + upload_layout.chunk + cl.values + uint64_t{r} * kv_row);
-    const uint32_t position = static_cast<uint32_t>(static_cast<int32_t>(chunk.positions[r]));
-    const uint32_t tag = chunk.tags.empty() ? 0u : chunk.tags[r];
-    words[upload_layout.chunk + cl.positions + r] = position;
+    words[upload_layout.chunk + cl.positions + r] = static_cast<uint32_t>(static_cast<int32_t>(positions[r]));
     words[upload_layout.chunk + cl.valid + r] = 1u;
-    words[upload_layout.chunk + cl.tags + r] = tag;
-    words[upload_layout.ring_meta + r] = position;
-    words[upload_layout.ring_meta + S + r] = 1u;
-    words[upload_layout.ring_meta + 2 * S + r] = tag;
+    words[upload_layout.chunk + cl.tags + r] = inserted[r].tag;
   }
+  QueryRing::pack_meta(inserted, words + upload_layout.ring_meta);
   rec.copy(upload, upload_layout.chunk * 4, kv.chunk_buffer(), 0, uint64_t{cl.init} * 4);
-  // The chunk's ring rows may wrap around the end of the ring: two regions.
-  const uint32_t first = static_cast<uint32_t>(next_sequence % R);
-  const uint32_t head = std::min(S, R - first);
-  auto to_ring = [&](uint64_t src_words, uint64_t dst_words, uint32_t row_words) {
-    rec.copy(upload, src_words * 4, ring, (dst_words + uint64_t{first} * row_words) * 4, uint64_t{head} * row_words * 4);
-    rec.copy(upload, (src_words + uint64_t{head} * row_words) * 4, ring, dst_words * 4,
-             uint64_t{S - head} * row_words * 4);
-  };
-  to_ring(upload_layout.queries, ring_layout.queries, q_row);
-  to_ring(upload_layout.ring_meta, ring_layout.positions, 1);
-  to_ring(upload_layout.ring_meta + S, ring_layout.valid, 1);
-  to_ring(upload_layout.ring_meta + 2 * S, ring_layout.tags, 1);
+  ring.record_rows(rec, upload, upload_layout.queries, ring.layout().queries, q_row, first, S);
+  ring.record_meta(rec, upload, upload_layout.ring_meta, first, S);
   rec.barrier("kernels read the uploaded chunk and queries");
 }
 
-StepResult Layer::Impl::run(std::vector<QueryMeta> evicted, const ChunkView* chunk, const StepRequest& request) {
-  QueryRange range;
-  range.count = static_cast<uint32_t>(evicted.size());
-  if (!evicted.empty()) range.ring_first = static_cast<uint32_t>(evicted.front().sequence % ring_layout.capacity);
-  for (uint32_t i = 0; i < range.count; ++i)
-    if (evicted[i].valid) range.last_valid = i, range.last_valid_position = evicted[i].position;
+StepResult Layer::Impl::run(std::vector<QueryMeta> evicted, const ChunkView* chunk,
+                            const std::vector<QueryMeta>* inserted, uint64_t first, const StepRequest& request) {
+  const QueryRange range = ring.range_of(evicted);
 
   vk::CommandRecorder rec = submission.begin();  // waits for the previous step: the upload buffer is free
   if (chunk) {
     std::vector<uint8_t> valid;
     std::vector<int64_t> positions;
-    stage_chunk(rec, *chunk, valid, positions);
+    stage_chunk(rec, *chunk, *inserted, first, valid, positions);
     kv.record_insert(rec, valid, positions);
-    next_sequence += config.chunk;
   }
   kv.record_retrieve(rec, range);
   const bool read_outputs = request.outputs && range.last_valid != 0xFFFFFFFFu;

@@ -29,15 +29,17 @@ KvLayout KvLayout::make(uint32_t capacity, const AttentionShape& shape) {
   return l;
 }
 
-RingLayout RingLayout::make(uint32_t capacity, const AttentionShape& shape) {
+RingLayout RingLayout::make(uint32_t capacity, const AttentionShape& shape, uint32_t residual_width) {
   RingLayout l;
   l.capacity = capacity;
   l.q_row = shape.q_row();
+  l.residual_width = residual_width;
   SectionCursor c;
   l.queries = c.take(uint64_t{capacity} * l.q_row);
   l.positions = c.take(capacity);
   l.valid = c.take(capacity);
   l.tags = c.take(capacity);
+  l.residuals = c.take(uint64_t{capacity} * residual_width);
   l.words = c.words;
   return l;
 }

@@ -29,12 +29,13 @@ struct KvLayout {
 };
 
 // Q memory ring of `capacity` rows: q [row][heads_q][head_dim], then per row
-// position, valid flag and tag.
+// position, valid flag and tag, then optional residual rows that wait with
+// their queries in a transformer block.
 struct RingLayout {
-  uint32_t capacity = 0, q_row = 0;
-  uint32_t queries = 0, positions = 0, valid = 0, tags = 0;
+  uint32_t capacity = 0, q_row = 0, residual_width = 0;
+  uint32_t queries = 0, positions = 0, valid = 0, tags = 0, residuals = 0;
   uint64_t words = 0;
-  static RingLayout make(uint32_t capacity, const AttentionShape& shape);
+  static RingLayout make(uint32_t capacity, const AttentionShape& shape, uint32_t residual_width = 0);
 };
 
 // One chunk of new K/V rows as inserted this step, the initial score word

@@ -3,7 +3,7 @@
 namespace attendre::kernels {
 
 InsertKernels::InsertKernels(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan,
-                             const InsertBuffers& b)
+                             const InsertBuffers& b, uint32_t capacity, uint32_t max_insert)
     : plan_(plan) {
   stats_ = Kernel::make<InsertParams>(context, arena, ShaderId::score_stats, {plan.workgroup}, {b.kv, b.chunk});
   plan_kernel_ =
@@ -12,7 +12,8 @@ InsertKernels::InsertKernels(Context& context, vk::DescriptorArena& arena, const
   if (b.evicted.buffer)
     copy_ = Kernel::make<InsertParams>(context, arena, ShaderId::evict_copy, {plan.workgroup},
                                        {b.lists, b.kv, b.chunk, b.evicted});
-  select_ = Select(context, arena, plan, Select::Source::evict, b.kv, b.chunk, b.lists);
+  select_ = Select(context, arena, plan, Select::Source::evict, b.kv, b.chunk, b.lists, capacity + max_insert,
+                   max_insert);
 }
 
 void InsertKernels::evict_copy(vk::CommandRecorder& recorder, const InsertParams& p) const {

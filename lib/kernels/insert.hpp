@@ -18,7 +18,9 @@ struct InsertBuffers {
 class InsertKernels {
  public:
   InsertKernels() = default;
-  InsertKernels(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, const InsertBuffers& buffers);
+  // `capacity` (M) and `max_insert` (S) size the victim select's tile.
+  InsertKernels(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, const InsertBuffers& buffers,
+                uint32_t capacity, uint32_t max_insert);
 
   void score_stats(vk::CommandRecorder& recorder, const InsertParams& params) const { stats_.dispatch(recorder, params, 1); }
   void select_victims(vk::CommandRecorder& recorder, const SelectTileParams& params) const {

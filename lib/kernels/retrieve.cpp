@@ -3,7 +3,7 @@
 namespace attendre::kernels {
 
 RetrieveKernels::RetrieveKernels(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan,
-                                 const RetrieveBuffers& b)
+                                 const RetrieveBuffers& b, uint32_t capacity, uint32_t keep)
     : plan_(plan) {
   score_ = Kernel::make<ScoreParams>(
       context, arena, ShaderId::score,
@@ -16,7 +16,7 @@ RetrieveKernels::RetrieveKernels(Context& context, vk::DescriptorArena& arena, c
                                         {b.lists, b.attention, b.usage});
   policy_update_ =
       Kernel::make<PolicyParams>(context, arena, ShaderId::policy_update, {plan.workgroup}, {b.kv, b.usage, b.ring});
-  select_ = Select(context, arena, plan, Select::Source::logits, b.logits, b.kv, b.lists);
+  select_ = Select(context, arena, plan, Select::Source::logits, b.logits, b.kv, b.lists, capacity, keep);
 }
 
 void RetrieveKernels::score(vk::CommandRecorder& recorder, const ScoreParams& p) const {

@@ -18,8 +18,9 @@ struct RetrieveBuffers {
 class RetrieveKernels {
  public:
   RetrieveKernels() = default;
+  // `capacity` (M) and `keep` (the top-K list length) size the select tile.
   RetrieveKernels(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan,
-                  const RetrieveBuffers& buffers);
+                  const RetrieveBuffers& buffers, uint32_t capacity, uint32_t keep);
 
   void score(vk::CommandRecorder& recorder, const ScoreParams& params) const;
   void sum_heads(vk::CommandRecorder& recorder, const RetrieveParams& params) const;

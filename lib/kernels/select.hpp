@@ -1,6 +1,7 @@
 // Bitonic selection of the `keep` smallest (key, tie) entries of each row:
-// a tile pass (select_tile.comp) and, when a row spans several tiles, a merge
-// (select_merge.comp). Serves top-K over logits and eviction victims.
+// a tile pass (select_tile.comp) and, when a row spans several tiles, a tree
+// of merge passes (select_merge.comp), each folding TILE / keep lists into
+// one. Serves top-K over logits and eviction victims.
 #pragma once
 
 #include "gpu/kernel_plan.hpp"
@@ -16,8 +17,14 @@ class Select {
 
   Select() = default;
   // logits: (logits, K/V memory, lists); evict: (K/V memory, chunk, lists).
+  // The tile is the device's largest unless rows hold at most `max_count`
+  // candidates and lists at most `max_keep` entries: then the smallest power
+  // of two that covers both, so that small memories sort small tiles.
   Select(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, Source source,
-         vk::BufferBinding first, vk::BufferBinding second, vk::BufferBinding lists);
+         vk::BufferBinding first, vk::BufferBinding second, vk::BufferBinding lists, uint32_t max_count = 0,
+         uint32_t max_keep = 1);
+
+  uint32_t tile() const { return tile_; }
 
   uint32_t tiles(uint32_t count) const { return count == 0 ? 1 : ceil_div(count, tile_); }
   // Words of the list buffer for `rows` rows of `count` candidates keeping `keep`.

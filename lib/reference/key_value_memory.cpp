@@ -66,17 +66,24 @@ double KeyValueMemory::initial_score(int64_t position, double attention_initial)
 }
 
 EvictedEntries KeyValueMemory::insert(const ChunkView& chunk) {
+  const std::vector<double> k(chunk.k.begin(), chunk.k.end()), v(chunk.v.begin(), chunk.v.end());
+  return insert_rows(k, v, chunk.positions, chunk.valid, chunk.tags);
+}
+
+EvictedEntries KeyValueMemory::insert_rows(std::span<const double> k, std::span<const double> v,
+                                           std::span<const int64_t> positions, std::span<const uint8_t> valid,
+                                           std::span<const uint32_t> tags) {
   const size_t kv_row = shape_.kv_row();
   const double attention_initial = attention_initial_score();  // over entries held before insertion
   std::vector<Entry> fresh;
-  for (uint32_t r = 0; r < chunk.rows; ++r) {
-    if (!chunk.valid.empty() && chunk.valid[r] == 0) continue;
+  for (size_t r = 0; r < positions.size(); ++r) {
+    if (!valid.empty() && valid[r] == 0) continue;
     Entry e;
-    e.position = chunk.positions[r];
+    e.position = positions[r];
     e.score = initial_score(e.position, attention_initial);
-    e.tag = chunk.tags.empty() ? 0u : chunk.tags[r];
-    e.key.assign(chunk.k.begin() + r * kv_row, chunk.k.begin() + (r + 1) * kv_row);
-    e.value.assign(chunk.v.begin() + r * kv_row, chunk.v.begin() + (r + 1) * kv_row);
+    e.tag = tags.empty() ? 0u : tags[r];
+    e.key.assign(k.begin() + r * kv_row, k.begin() + (r + 1) * kv_row);
+    e.value.assign(v.begin() + r * kv_row, v.begin() + (r + 1) * kv_row);
     fresh.push_back(std::move(e));
   }
 

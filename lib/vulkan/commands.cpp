@@ -14,6 +14,7 @@ void CommandRecorder::dispatch(const ComputePipeline& pipeline, VkDescriptorSet 
   vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout(), 0, 1, &set, 0, nullptr);
   if (push_bytes) vkCmdPushConstants(cmd_, pipeline.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
   vkCmdDispatch(cmd_, groups_x, groups_y, groups_z);
+  ++counts_.dispatches;
 }
 
 void CommandRecorder::barrier(const char* /*why*/) {
@@ -23,6 +24,7 @@ void CommandRecorder::barrier(const char* /*why*/) {
                           VK_ACCESS_TRANSFER_WRITE_BIT;
   const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
   vkCmdPipelineBarrier(cmd_, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+  ++counts_.barriers;
 }
 
 void CommandRecorder::copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& dst, VkDeviceSize dst_offset,
@@ -30,11 +32,13 @@ void CommandRecorder::copy(const Buffer& src, VkDeviceSize src_offset, const Buf
   if (bytes == 0) return;
   VkBufferCopy region{src_offset, dst_offset, bytes};
   vkCmdCopyBuffer(cmd_, src.handle(), dst.handle(), 1, &region);
+  ++counts_.copies;
 }
 
 void CommandRecorder::fill(const Buffer& dst, VkDeviceSize offset, VkDeviceSize bytes, uint32_t value) {
   if (bytes == 0) return;
   vkCmdFillBuffer(cmd_, dst.handle(), offset, bytes, value);
+  ++counts_.copies;
 }
 
 void CommandRecorder::timestamp(const TimestampPool& pool, uint32_t index) {

@@ -40,8 +40,15 @@ class CommandRecorder {
 
   VkCommandBuffer handle() const { return cmd_; }
 
+  // What was recorded so far, for reports of the command structure.
+  struct Counts {
+    uint32_t dispatches = 0, barriers = 0, copies = 0;
+  };
+  const Counts& counts() const { return counts_; }
+
  private:
   VkCommandBuffer cmd_;
+  Counts counts_;
 };
 
 // One primary command buffer and its fence, reused step after step.

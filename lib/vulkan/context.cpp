@@ -93,6 +93,7 @@ DeviceCaps query_caps(VkPhysicalDevice physical, uint32_t queue_family) {
   c.timestamp_valid_bits = families[queue_family].timestampValidBits;
   c.timestamps = c.timestamp_valid_bits > 0 && l.timestampPeriod > 0.0f;
   c.timestamp_period_ns = static_cast<double>(l.timestampPeriod);
+  if (c.type == VK_PHYSICAL_DEVICE_TYPE_CPU && c.name.rfind("llvmpipe", 0) == 0) c.max_loop_iterations = 65535;
   return c;
 }
 

@@ -1,0 +1,135 @@
+// The input side of the replay file contract (spec section 6). Every check
+// names the file and states expected vs found, because the typical failure
+// is a capture script that saved the wrong array.
+#include "replay.hpp"
+
+#include <attendre/error.hpp>
+
+#include <limits>
+#include <string>
+
+namespace attendre::replay {
+namespace {
+
+[[noreturn]] void bad_input(const std::string& file, const std::string& message) {
+  fail(ErrorCode::malformed_input, file + ": " + message);
+}
+
+std::string shape_of(const npy::Array& array) { return npy::shape_string(array.shape); }
+
+// Rank-1 arrays of length T: valid, positions, tags.
+void expect_rows(const npy::Array& array, const std::string& file, uint64_t rows) {
+  if (array.shape[0] != static_cast<int64_t>(rows))
+    bad_input(file, "shape " + shape_of(array) + ", expected (" + std::to_string(rows) + ",) to match the " +
+                        std::to_string(rows) + " rows of q");
+}
+
+uint32_t head_count(int64_t dim) {
+  return dim >= 1 && dim <= std::numeric_limits<uint32_t>::max() ? static_cast<uint32_t>(dim) : 0u;
+}
+
+std::vector<uint32_t> load_tags(const std::string& file, uint64_t rows) {
+  const npy::Array array = npy::read(file);
+  if (array.dtype != npy::DType::u32 && array.dtype != npy::DType::i64)
+    bad_input(file, "dtype is " + npy::to_string(array.dtype) + ", expected uint32 or int64");
+  if (array.shape.size() != 1)
+    bad_input(file, "shape " + shape_of(array) + " has " + std::to_string(array.shape.size()) +
+                        " dims, expected 1 (T,)");
+  expect_rows(array, file, rows);
+  if (array.dtype == npy::DType::u32) {
+    const auto values = array.as<uint32_t>();
+    return {values.begin(), values.end()};
+  }
+  std::vector<uint32_t> tags;
+  tags.reserve(rows);
+  const auto values = array.as<int64_t>();
+  for (size_t r = 0; r < values.size(); ++r) {
+    if (values[r] < 0 || values[r] > std::numeric_limits<uint32_t>::max())
+      bad_input(file, "row " + std::to_string(r) + " holds " + std::to_string(values[r]) +
+                          ", expected a tag in [0, 2^32)");
+    tags.push_back(static_cast<uint32_t>(values[r]));
+  }
+  return tags;
+}
+
+}  // namespace
+
+ChunkView Inputs::chunk(uint64_t first, uint32_t count) const {
+  const uint64_t q_row = shape.q_row(), kv_row = shape.kv_row();
+  ChunkView c;
+  c.rows = count;
+  c.q = q.as<float>().subspan(first * q_row, count * q_row);
+  c.k = k.as<float>().subspan(first * kv_row, count * kv_row);
+  c.v = v.as<float>().subspan(first * kv_row, count * kv_row);
+  c.positions = std::span<const int64_t>(positions).subspan(first, count);
+  c.valid = std::span<const uint8_t>(valid).subspan(first, count);
+  if (!tags.empty()) c.tags = std::span<const uint32_t>(tags).subspan(first, count);
+  return c;
+}
+
+Inputs load_inputs(const Options& o) {
+  Inputs in;
+  in.q = npy::read_expect(o.q_path, npy::DType::f32, 3);
+  const std::vector<int64_t>& qs = in.q.shape;
+  in.rows = static_cast<uint64_t>(qs[0]);
+  in.shape.heads_q = head_count(qs[1]);
+  in.shape.head_dim = head_count(qs[2]);
+  if (in.shape.heads_q == 0 || in.shape.head_dim == 0)
+    bad_input(o.q_path, "shape " + shape_of(in.q) + ", expected (T, H_q, D) with H_q and D in [1, 2^32)");
+
+  in.k = npy::read_expect(o.k_path, npy::DType::f32, 3);
+  const std::vector<int64_t>& ks = in.k.shape;
+  in.shape.heads_kv = head_count(ks[1]);
+  if (ks[0] != qs[0] || ks[2] != qs[2] || in.shape.heads_kv == 0)
+    bad_input(o.k_path, "shape " + shape_of(in.k) + ", expected (" + std::to_string(qs[0]) + ", H_kv, " +
+                            std::to_string(qs[2]) + ") to match q " + shape_of(in.q));
+  if (in.shape.heads_q % in.shape.heads_kv != 0)
+    bad_input(o.k_path, "H_kv=" + std::to_string(in.shape.heads_kv) + " key/value heads, but q's H_q=" +
+                            std::to_string(in.shape.heads_q) + " is not a multiple of it");
+
+  in.v = npy::read_expect(o.v_path, npy::DType::f32, 3);
+  if (in.v.shape != ks)
+    bad_input(o.v_path, "shape " + shape_of(in.v) + ", expected " + shape_of(in.k) + " like k");
+
+  if (o.valid_path) {
+    const npy::Array valid = npy::read_expect(*o.valid_path, npy::DType::u8, 1);
+    expect_rows(valid, *o.valid_path, in.rows);
+    const auto flags = valid.as<uint8_t>();
+    for (size_t r = 0; r < flags.size(); ++r)
+      if (flags[r] > 1)
+        bad_input(*o.valid_path, "row " + std::to_string(r) + " holds " + std::to_string(flags[r]) +
+                                     ", expected 0 or 1");
+    in.valid.assign(flags.begin(), flags.end());
+  } else {
+    in.valid.assign(in.rows, 1);
+  }
+
+  if (o.positions_path) {
+    const npy::Array positions = npy::read_expect(*o.positions_path, npy::DType::i64, 1);
+    expect_rows(positions, *o.positions_path, in.rows);
+    const auto values = positions.as<int64_t>();
+    in.positions.assign(values.begin(), values.end());
+  } else {
+    in.positions.resize(in.rows);
+    for (uint64_t r = 0; r < in.rows; ++r) in.positions[r] = static_cast<int64_t>(r);
+  }
+  // The layer checks this too, but only here can the message name the file
+  // and the row; the output mapping also relies on it.
+  const std::string positions_file = o.positions_path.value_or("positions");
+  bool seen = false;
+  uint64_t last_row = 0;
+  for (uint64_t r = 0; r < in.rows; ++r) {
+    if (!in.valid[r]) continue;
+    if (seen && in.positions[r] <= in.positions[last_row])
+      bad_input(positions_file, "positions must strictly increase over valid rows: row " + std::to_string(r) +
+                                    " holds " + std::to_string(in.positions[r]) + " after " +
+                                    std::to_string(in.positions[last_row]) + " at row " + std::to_string(last_row));
+    seen = true;
+    last_row = r;
+  }
+
+  if (o.tags_path) in.tags = load_tags(*o.tags_path, in.rows);
+  return in;
+}
+
+}  // namespace attendre::replay

@@ -1,0 +1,63 @@
+// The streaming stack on the device. Every block's Q and K/V memories and
+// weights stay in device buffers; one call of step(), finish()'s inner steps
+// or decode() records the whole stack into one command buffer, submitted
+// once, and the host only uploads the chunk and reads back the outputs.
+#pragma once
+
+#include <attendre/context.hpp>
+#include <attendre/stack.hpp>
+
+#include <memory>
+#include <vector>
+
+namespace attendre::gpu {
+
+// Device bytes held for one block. None of it grows with the stream.
+struct BlockMemory {
+  uint64_t weights = 0;    // projections, FFN, norms
+  uint64_t q_memory = 0;   // the Q ring: queries and the residual rows waiting with them
+  uint64_t kv_memory = 0;  // keys, values, positions, scores, and the insertion chunk
+  uint64_t total() const { return weights + q_memory + kv_memory; }
+};
+
+struct StackMemory {
+  std::vector<BlockMemory> blocks;
+  uint64_t model = 0;        // token embeddings, final norm, LM head
+  uint64_t scratch = 0;      // retrieval scratch, shared by the blocks
+  uint64_t activations = 0;  // hidden rows, FFN intermediates, logits, shared by the blocks
+  uint64_t staging = 0;      // host-visible upload and readback
+  uint64_t total() const;
+};
+
+// What a stack of this configuration holds on this device, without
+// creating it (for sizing a model before loading it).
+StackMemory plan_stack_memory(const StackConfig& config, const DeviceCaps& caps);
+
+class Stack final : public TransformerStack {
+ public:
+  // Throws Error: the config's own problems, unsupported for sizes past the
+  // device's limits or fp16 weights without 16-bit storage.
+  Stack(Context& context, const StackConfig& config, WeightSource& weights);
+  ~Stack() override;
+
+  const StackConfig& config() const override;
+  StackOutput step(const StackChunk& chunk, const StackRequest& request = {}) override;
+  StackOutput finish(const StackRequest& request = {}, bool flush = false) override;
+  StackOutput decode(const StackChunk& one, const StackRequest& request = {}) override;
+  bool has_pending() const override;
+  MemorySnapshot snapshot(size_t block) override;
+
+  // Device memory actually allocated, laid out as plan_stack_memory().
+  StackMemory memory() const;
+  // Dispatches, barriers and transfers recorded by the last submission.
+  struct Recorded {
+    uint32_t submits = 0, dispatches = 0, barriers = 0, copies = 0;
+  };
+  Recorded last_recorded() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace attendre::gpu

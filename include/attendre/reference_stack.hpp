@@ -1,0 +1,36 @@
+// The float64 CPU reference of the streaming stack (spec section 4), built
+// from the reference memories, and a dense full-sequence forward that
+// knows nothing of memories: ordinary causal or bidirectional attention.
+#pragma once
+
+#include <attendre/stack.hpp>
+
+#include <memory>
+
+namespace attendre::reference {
+
+class Stack final : public TransformerStack {
+ public:
+  Stack(const StackConfig& config, WeightSource& weights);
+  ~Stack() override;
+
+  const StackConfig& config() const override;
+  StackOutput step(const StackChunk& chunk, const StackRequest& request = {}) override;
+  StackOutput finish(const StackRequest& request = {}, bool flush = false) override;
+  StackOutput decode(const StackChunk& one, const StackRequest& request = {}) override;
+  bool has_pending() const override;
+  MemorySnapshot snapshot(size_t block) override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Every valid row of `sequence` through the blocks with plain softmax
+// attention over all valid rows (causal: those at or before it), then the
+// final norm and logits. No memory, no waiting: the spec's invariants say
+// when the stack must equal this.
+StackOutput dense_forward(const StackConfig& config, WeightSource& weights, const StackChunk& sequence, bool causal,
+                          const StackRequest& request = {});
+
+}  // namespace attendre::reference

@@ -1,0 +1,124 @@
+// A streaming decoder stack (spec section 4, paper figure 2): L transformer
+// blocks whose self-attention is an ATTENDRE layer. Block l consumes the
+// positions block l-1 emitted, so the output trails the input by the sum of
+// the blocks' N; finish() drains (or flushes) what is still waiting, and
+// decode() then continues token by token in causal mode.
+#pragma once
+
+#include <attendre/config.hpp>
+#include <attendre/layer.hpp>
+#include <attendre/transformer.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace attendre {
+
+// One pre-norm transformer block: x + Attn(norm(x)), then y + FFN(norm(y)).
+struct BlockConfig {
+  // Heads, N, M, K, policy, masks. attention.chunk is set by the stack.
+  LayerConfig attention;
+  uint32_t ffn = 0;  // FFN inner width
+  NormKind norm = NormKind::rms;
+  float norm_eps = 1e-5f;
+  ActivationKind activation = ActivationKind::silu;
+  bool gated = true;  // act(x Wgate) * (x Wup), else act(x Wup)
+  bool rope = true;
+  RopeLayout rope_layout = RopeLayout::normal;
+  uint32_t rope_dims = 0;  // 0: head_dim
+  double rope_theta = 10000.0;
+  bool qkv_bias = false, output_bias = false, ffn_bias = false;
+};
+
+struct StackConfig {
+  uint32_t hidden = 0;
+  uint32_t vocab = 0;  // 0: the caller feeds embeddings and no logits exist
+  uint32_t chunk = 1;  // S: positions fed per step
+  std::vector<BlockConfig> blocks;
+  NormKind final_norm = NormKind::rms;
+  float final_norm_eps = 1e-5f;
+  bool tied_embeddings = false;  // the LM head reuses token_embd.weight
+  WeightType weights = WeightType::f32;
+  // Size insertions for flush: block l+1 then receives block l's N rows at
+  // once, so it needs M >= N_l + n_sink under protect_new (a higher peak).
+  bool flush_capable = false;
+
+  // Throws Error naming the first problem (shapes, feasibility of every block).
+  void validate() const;
+  // The largest insertion block l receives in one step.
+  uint32_t max_rows_in(size_t block) const;
+  // The block's attention config as the stack runs it (chunk = max_rows_in).
+  LayerConfig attention(size_t block) const;
+  // Positions of padding the drain needs: sum of the blocks' N.
+  uint64_t drain_positions() const;
+};
+
+// Tensors by GGUF-style name, row-major with the first dimension outermost:
+// token_embd.weight [vocab][hidden], blk.L.attn_norm.weight [hidden],
+// blk.L.attn_q.weight [heads_q*head_dim][hidden] (and attn_k, attn_v),
+// blk.L.attn_output.weight [hidden][heads_q*head_dim], blk.L.ffn_norm.weight,
+// blk.L.ffn_gate.weight / ffn_up.weight [ffn][hidden], blk.L.ffn_down.weight
+// [hidden][ffn], output_norm.weight, output.weight [vocab][hidden]; biases
+// are NAME.bias, LayerNorm shifts are the norms' .bias.
+class WeightSource {
+ public:
+  virtual ~WeightSource() = default;
+  // Fills `out` (the product of `shape` floats) or throws Error naming the tensor.
+  virtual void read(const std::string& name, std::span<const uint64_t> shape, std::span<float> out) = 0;
+};
+
+// Deterministic weights for tests and benchmarks: each tensor drawn from a
+// generator seeded by (seed, name), so every backend sees the same values.
+// Matrices are uniform in +-sqrt(3/in) (unit variance through a product),
+// norm gains near 1, biases and shifts small.
+class RandomWeights final : public WeightSource {
+ public:
+  explicit RandomWeights(uint64_t seed) : seed_(seed) {}
+  void read(const std::string& name, std::span<const uint64_t> shape, std::span<float> out) override;
+
+ private:
+  uint64_t seed_;
+};
+
+// One chunk of at most S positions for the first block: token ids (vocab >
+// 0) or embeddings (rows * hidden). Empty `valid` means all valid.
+struct StackChunk {
+  uint32_t rows = 0;
+  std::span<const uint32_t> tokens;
+  std::span<const float> embeddings;
+  std::span<const int64_t> positions;
+  std::span<const uint8_t> valid;
+};
+
+struct StackRequest {
+  bool hidden = true;   // final hidden states (after the final norm)
+  bool logits = false;  // needs vocab > 0
+};
+
+// Valid positions that left the last block, in order, with their outputs.
+struct StackOutput {
+  std::vector<int64_t> positions;
+  std::vector<float> hidden;  // positions.size() * hidden
+  std::vector<float> logits;  // positions.size() * vocab
+  void append(StackOutput&& more);
+};
+
+class TransformerStack {
+ public:
+  virtual ~TransformerStack() = default;
+  virtual const StackConfig& config() const = 0;
+  virtual StackOutput step(const StackChunk& chunk, const StackRequest& request = {}) = 0;
+  // Drains with padding chunks (default) or flushes one block per step, until
+  // no valid position waits in any block.
+  virtual StackOutput finish(const StackRequest& request = {}, bool flush = false) = 0;
+  // After finish(): one position through every block, causal, without Q
+  // memories; its key and value are inserted under each block's policy.
+  virtual StackOutput decode(const StackChunk& one, const StackRequest& request = {}) = 0;
+  virtual bool has_pending() const = 0;
+  virtual MemorySnapshot snapshot(size_t block) = 0;
+};
+
+}  // namespace attendre

@@ -1,0 +1,22 @@
+// Vocabulary of the streaming decoder stack (transformer blocks around the
+// ATTENDRE layers): the choices a model configuration names.
+#pragma once
+
+namespace attendre {
+
+// ---------------------------------------------------------------------------
+// Block kernel choices (lib/kernels: matmul, norm, rope, activation, embedding)
+
+// Storage of matmul weights and embedding tables; math is fp32 either way (f16 needs storage_16bit).
+enum class WeightType { f32, f16 };
+
+// RMSNorm: x / sqrt(mean(x^2) + eps) * g;  LayerNorm: (x - mean) / sqrt(var + eps) * g + b.
+enum class NormKind { rms, layer };
+
+// Rotary pairs: normal (2i, 2i+1) as GPT-J / llama.cpp "normal"; neox (i, i + rope_dims / 2).
+enum class RopeLayout { normal, neox };
+
+// silu(x) = x * sigmoid(x); gelu_tanh = GELU's tanh approximation ("gelu_pytorch_tanh"); relu.
+enum class ActivationKind { silu, gelu_tanh, relu };
+
+}  // namespace attendre

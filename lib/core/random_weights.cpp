@@ -1,0 +1,50 @@
+// Deterministic pseudo-random weights: the same tensor name and seed give
+// the same values on every machine (a local generator, not <random>'s
+// implementation-defined distributions).
+#include <attendre/error.hpp>
+#include <attendre/stack.hpp>
+
+#include <cmath>
+
+namespace attendre {
+namespace {
+
+uint64_t fnv1a(const std::string& text, uint64_t seed) {
+  uint64_t h = 1469598103934665603ull ^ seed;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// splitmix64: a full-period generator with well-mixed output bits.
+uint64_t next(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+void RandomWeights::read(const std::string& name, std::span<const uint64_t> shape, std::span<float> out) {
+  uint64_t count = 1;
+  for (uint64_t d : shape) count *= d;
+  require(count == out.size(), "weights '" + name + "': output span does not match the shape");
+  uint64_t state = fnv1a(name, seed_);
+  auto uniform = [&] { return 2.0 * static_cast<double>(next(state) >> 11) * 0x1.0p-53 - 1.0; };  // [-1, 1)
+  const bool norm_gain = ends_with(name, "norm.weight");
+  const bool shift = ends_with(name, ".bias");
+  const double bound = shape.size() >= 2 ? std::sqrt(3.0 / static_cast<double>(shape.back())) : std::sqrt(3.0);
+  for (float& x : out) {
+    double v = uniform();
+    if (norm_gain) v = 1.0 + 0.1 * v;
+    else if (shift) v = 0.02 * v;
+    else v *= bound;
+    x = static_cast<float>(v);
+  }
+}
+
+}  // namespace attendre

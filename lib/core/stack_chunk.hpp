@@ -1,0 +1,20 @@
+// Validation of the chunks fed to a stack, shared by both backends so that
+// both reject the same input with the same message.
+#pragma once
+
+#include <attendre/stack.hpp>
+
+namespace attendre {
+
+class StackStreamValidator {
+ public:
+  // Throws invalid_argument naming the problem; `rows_limit` is S (or 1 when decoding).
+  void check(const StackChunk& chunk, const StackConfig& config, uint32_t rows_limit) const;
+  void accept(const StackChunk& chunk);
+
+ private:
+  int64_t last_position_ = 0;
+  bool seen_position_ = false;
+};
+
+}  // namespace attendre

@@ -1,0 +1,59 @@
+#include <attendre/error.hpp>
+#include <attendre/stack.hpp>
+
+#include <algorithm>
+#include <numeric>
+
+namespace attendre {
+
+uint32_t StackConfig::max_rows_in(size_t block) const {
+  uint32_t rows = chunk;
+  // A flush hands block l's N waiting rows to block l+1 in one step, and
+  // every block below passes on at most what it received.
+  if (flush_capable)
+    for (size_t j = 0; j < block; ++j) rows = std::max(rows, blocks[j].attention.q_capacity);
+  return rows;
+}
+
+LayerConfig StackConfig::attention(size_t block) const {
+  LayerConfig c = blocks[block].attention;
+  c.chunk = max_rows_in(block);
+  return c;
+}
+
+uint64_t StackConfig::drain_positions() const {
+  return std::accumulate(blocks.begin(), blocks.end(), uint64_t{0},
+                         [](uint64_t sum, const BlockConfig& b) { return sum + b.attention.q_capacity; });
+}
+
+void StackConfig::validate() const {
+  require(hidden >= 1, "stack hidden size must be at least 1");
+  require(chunk >= 1, "stack chunk size S must be at least 1");
+  require(!blocks.empty(), "a stack needs at least one block");
+  require(!tied_embeddings || vocab > 0, "tied embeddings need a vocabulary");
+  for (size_t l = 0; l < blocks.size(); ++l) {
+    const BlockConfig& b = blocks[l];
+    const std::string at = "block " + std::to_string(l) + ": ";
+    require(b.ffn >= 1, at + "ffn width must be at least 1");
+    require(b.norm_eps > 0.0f && final_norm_eps > 0.0f, at + "norm eps must be positive");
+    if (b.rope) {
+      const uint32_t dims = b.rope_dims ? b.rope_dims : b.attention.shape.head_dim;
+      require(dims % 2 == 0 && dims <= b.attention.shape.head_dim,
+              at + "rope_dims must be even and at most head_dim");
+      require(b.rope_theta > 0.0, at + "rope theta must be positive");
+    }
+    try {
+      attention(l).validate();
+    } catch (const Error& e) {
+      fail(e.code(), at + e.what());
+    }
+  }
+}
+
+void StackOutput::append(StackOutput&& more) {
+  positions.insert(positions.end(), more.positions.begin(), more.positions.end());
+  hidden.insert(hidden.end(), more.hidden.begin(), more.hidden.end());
+  logits.insert(logits.end(), more.logits.begin(), more.logits.end());
+}
+
+}  // namespace attendre

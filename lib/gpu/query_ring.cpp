@@ -1,0 +1,67 @@
+#include "gpu/query_ring.hpp"
+
+#include <attendre/error.hpp>
+
+#include <algorithm>
+
+namespace attendre::gpu {
+
+QueryRing::QueryRing(Context& context, const AttentionShape& shape, uint32_t capacity, uint32_t max_insert,
+                     uint32_t residual_width)
+    : layout_(RingLayout::make(capacity + max_insert, shape, residual_width)),
+      buffer_(context, layout_.words * 4, vk::MemoryIntent::device, "q ring"),
+      fifo_(capacity) {
+  if (layout_.words * 4 > context.caps().max_storage_range)
+    fail(ErrorCode::unsupported, "the Q memory ring exceeds the device's storage-buffer range; lower N or S");
+}
+
+std::vector<QueryMeta> QueryRing::insert(std::vector<QueryMeta> rows) {
+  for (QueryMeta& row : rows) row.sequence = next_sequence_++;
+  return fifo_.insert(std::move(rows));
+}
+
+std::vector<QueryMeta> QueryRing::pass_through(std::vector<QueryMeta> rows) {
+  require(fifo_.size() == 0, "the Q ring still holds queries: drain before decoding");
+  for (QueryMeta& row : rows) row.sequence = next_sequence_++;
+  return rows;
+}
+
+bool QueryRing::has_pending() const {
+  return std::any_of(fifo_.entries().begin(), fifo_.entries().end(), [](const QueryMeta& m) { return m.valid; });
+}
+
+QueryRange QueryRing::range_of(const std::vector<QueryMeta>& rows) const {
+  QueryRange range;
+  range.count = static_cast<uint32_t>(rows.size());
+  if (!rows.empty()) range.ring_first = ring_row(rows.front().sequence);
+  for (uint32_t i = 0; i < range.count; ++i)
+    if (rows[i].valid) range.last_valid = i, range.last_valid_position = rows[i].position;
+  return range;
+}
+
+void QueryRing::pack_meta(const std::vector<QueryMeta>& rows, uint32_t* words) {
+  const size_t n = rows.size();
+  for (size_t r = 0; r < n; ++r) {
+    words[r] = rows[r].valid ? static_cast<uint32_t>(static_cast<int32_t>(rows[r].position)) : 0u;
+    words[n + r] = rows[r].valid ? 1u : 0u;
+    words[2 * n + r] = rows[r].tag;
+  }
+}
+
+void QueryRing::record_rows(vk::CommandRecorder& rec, const vk::Buffer& src, uint64_t src_words,
+                            uint64_t section_words, uint32_t row_words, uint64_t first, uint32_t rows) const {
+  const uint32_t at = ring_row(first);
+  const uint32_t head = std::min(rows, layout_.capacity - at);  // rows before the wrap
+  rec.copy(src, src_words * 4, buffer_, (section_words + uint64_t{at} * row_words) * 4, uint64_t{head} * row_words * 4);
+  rec.copy(src, (src_words + uint64_t{head} * row_words) * 4, buffer_, section_words * 4,
+           uint64_t{rows - head} * row_words * 4);
+}
+
+void QueryRing::record_meta(vk::CommandRecorder& rec, const vk::Buffer& upload, uint64_t upload_words, uint64_t first,
+                            uint32_t rows) const {
+  record_rows(rec, upload, upload_words, layout_.positions, 1, first, rows);
+  record_rows(rec, upload, upload_words + rows, layout_.valid, 1, first, rows);
+  record_rows(rec, upload, upload_words + 2ull * rows, layout_.tags, 1, first, rows);
+}
+
+}  // namespace attendre::gpu

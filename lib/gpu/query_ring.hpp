@@ -1,0 +1,71 @@
+// The Q memory on the device (spec section 1): a ring of query rows (and,
+// in a transformer block, the residual rows that wait with them), with the
+// FIFO bookkeeping kept on the host. Which rows are evicted depends only on
+// counts, never on data, so the host always knows the evicted range and
+// the GPU never has to report it.
+#pragma once
+
+#include "gpu/kv_memory.hpp"
+#include "gpu/layouts.hpp"
+#include "vulkan/buffer.hpp"
+#include "vulkan/commands.hpp"
+
+#include <attendre/data_only_memory.hpp>
+
+#include <span>
+#include <vector>
+
+namespace attendre::gpu {
+
+struct QueryMeta {
+  int64_t position = 0;
+  bool valid = false;
+  uint32_t tag = 0;
+  uint64_t sequence = 0;  // ring row = sequence % ring capacity
+};
+
+class QueryRing {
+ public:
+  // Holds N = `capacity` waiting rows plus up to `max_insert` rows of one
+  // insertion; `residual_width` floats per row ride along (0: none).
+  QueryRing(Context& context, const AttentionShape& shape, uint32_t capacity, uint32_t max_insert,
+            uint32_t residual_width = 0);
+
+  // Host side of insert(): appends rows (sequences assigned here) and
+  // returns the evicted ones, oldest first.
+  std::vector<QueryMeta> insert(std::vector<QueryMeta> rows);
+  std::vector<QueryMeta> take_all() { return fifo_.take_all(); }
+  // Rows that use the ring for one step only, bypassing the FIFO (decoding
+  // needs no Q memory); only valid while the FIFO is empty.
+  std::vector<QueryMeta> pass_through(std::vector<QueryMeta> rows);
+  bool has_pending() const;
+  size_t size() const { return fifo_.size(); }
+  uint64_t next_sequence() const { return next_sequence_; }
+
+  // Ring row of the first of `rows` and the range they form for retrieval.
+  uint32_t ring_row(uint64_t sequence) const { return static_cast<uint32_t>(sequence % layout_.capacity); }
+  QueryRange range_of(const std::vector<QueryMeta>& rows) const;
+
+  // Writes positions, valid flags and tags of `rows` into `words` (3 * rows
+  // words: positions, then valid, then tags) for stage_meta's copy.
+  static void pack_meta(const std::vector<QueryMeta>& rows, uint32_t* words);
+  // Records copies of packed meta (at `upload_words` in `upload`) into the
+  // ring rows starting at sequence `first`, wrapping around the ring.
+  void record_meta(vk::CommandRecorder& rec, const vk::Buffer& upload, uint64_t upload_words, uint64_t first,
+                   uint32_t rows) const;
+  // Records a copy of `rows` contiguous rows of `row_words` words from
+  // `src` into the section at `section_words`, starting at sequence `first`.
+  void record_rows(vk::CommandRecorder& rec, const vk::Buffer& src, uint64_t src_words, uint64_t section_words,
+                   uint32_t row_words, uint64_t first, uint32_t rows) const;
+
+  const vk::Buffer& buffer() const { return buffer_; }
+  const RingLayout& layout() const { return layout_; }
+
+ private:
+  RingLayout layout_;
+  vk::Buffer buffer_;
+  DataOnlyMemory<QueryMeta> fifo_;
+  uint64_t next_sequence_ = 0;
+};
+
+}  // namespace attendre::gpu

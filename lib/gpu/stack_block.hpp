@@ -1,0 +1,79 @@
+// One transformer block of the device stack: its weights, its Q ring (query
+// rows and the residual rows waiting with them), its K/V memory, and the
+// kernels bound to them. plan() does the host bookkeeping of one step;
+// record() appends the block's GPU work for that step.
+#pragma once
+
+#include "gpu/device_tensors.hpp"
+#include "gpu/kv_memory.hpp"
+#include "gpu/query_ring.hpp"
+#include "gpu/retrieval_scratch.hpp"
+#include "kernels/activation.hpp"
+#include "kernels/norm.hpp"
+#include "kernels/rope.hpp"
+
+#include <attendre/gpu_stack.hpp>
+
+namespace attendre::gpu {
+
+// Buffers every block of a stack shares: blocks run one after another.
+struct SharedBuffers {
+  vk::Buffer x[2];   // block inputs and outputs [rows][hidden], alternating per block
+  vk::Buffer h;      // normed rows [rows][hidden]
+  vk::Buffer y;      // after attention and its residual [rows][hidden]
+  vk::Buffer gu;     // FFN [rows][2 * ffn]: gate, then up
+  vk::Buffer upload; // host-visible per-step data
+  std::unique_ptr<RetrievalScratch> scratch;
+};
+
+enum class BlockMode { stream, flush, decode };
+
+// The host's plan of one block in one step.
+struct BlockStep {
+  BlockMode mode = BlockMode::stream;
+  uint64_t first = 0;                 // ring sequence of the first inserted row
+  std::vector<QueryMeta> inserted;    // rows entering the block (valid or not)
+  std::vector<QueryMeta> evicted;     // rows leaving it, to the next block
+};
+
+class DeviceBlock {
+ public:
+  DeviceBlock(Context& context, const StackConfig& config, size_t index, const BlockTensors& tensors,
+              Uploader& uploader, SharedBuffers& shared);
+
+  // Bytes allocated for a block of this config, and the upload words its
+  // metadata needs per step.
+  static BlockMemory plan_memory(const StackConfig& config, size_t index, const DeviceCaps& caps);
+  static uint64_t upload_words(const StackConfig& config, size_t index);
+  static uint32_t max_queries(const StackConfig& config, size_t index);
+
+  BlockStep plan(std::vector<QueryMeta> in, BlockMode mode);
+  // Writes the step's metadata at `words` (upload_words() of them).
+  void stage(const BlockStep& step, uint32_t* words) const;
+  // Records the block: input rows in x[index % 2], output rows in x[1 - index % 2].
+  void record(vk::CommandRecorder& rec, const BlockStep& step, uint64_t upload_at) const;
+
+  bool has_pending() const { return ring_.has_pending(); }
+  KvMemory& kv() { return *kv_; }
+  BlockMemory memory() const;
+
+ private:
+  const StackConfig& stack_;
+  BlockConfig config_;
+  LayerConfig attention_;
+  uint32_t chunk_rows_;
+  const vk::Buffer* in_;
+  const vk::Buffer* out_;
+  SharedBuffers& shared_;
+  QueryRing ring_;
+  std::unique_ptr<KvMemory> kv_;
+  DeviceNorm attn_norm_, ffn_norm_;
+  DeviceMatrix wq_, wk_, wv_, wo_, gate_, up_, wdown_;
+  std::unique_ptr<vk::DescriptorArena> arena_;
+  kernels::Norm attn_norm_kernel_, ffn_norm_kernel_;
+  Projection q_, k_, v_, o_, gate_proj_, up_proj_, down_proj_;
+  kernels::Rope rope_q_, rope_k_;
+  kernels::Activation activation_;
+};
+
+}  // namespace attendre::gpu

@@ -1,0 +1,38 @@
+// Elementwise activation of rows (activation.comp): out = act(x), or
+// out = act(gate) * up when gated. silu, gelu_tanh and relu.
+#pragma once
+
+#include "gpu/kernel_plan.hpp"
+#include "interface/activation.h"
+#include "kernels/kernel.hpp"
+#include "kernels/rows.hpp"
+
+#include <attendre/transformer.hpp>
+
+namespace attendre::kernels {
+
+class Activation {
+ public:
+  struct Args {
+    uint32_t rows = 0, cols = 0;
+    RowRef x;    // the input (the gate when gated)
+    RowRef up;   // gated only; may address the same buffer as x (e.g. [gate | up] rows)
+    RowRef out;  // may be x's or up's rows themselves (in place), else disjoint from them
+  };
+
+  Activation() = default;
+  // Bindings: input (x, or gate and up), out (written; may be input's buffer).
+  Activation(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, ActivationKind kind,
+             bool gated, vk::BufferBinding input, vk::BufferBinding out);
+
+  // Records the activation; no barrier (the caller orders it).
+  void record(vk::CommandRecorder& recorder, const Args& args) const;
+
+ private:
+  gpu::KernelPlan plan_;
+  ActivationKind kind_ = ActivationKind::silu;
+  bool gated_ = false;
+  Kernel kernel_;
+};
+
+}  // namespace attendre::kernels

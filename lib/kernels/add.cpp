@@ -1,0 +1,30 @@
+#include "kernels/add.hpp"
+
+namespace attendre::kernels {
+
+// The GLSL block declares the same words flat (ATT_ROWS expands to four uints).
+static_assert(offsetof(AddParams, a) == 8 && sizeof(AddParams) == 56);
+
+Add::Add(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, vk::BufferBinding a,
+         vk::BufferBinding b, vk::BufferBinding c)
+    : plan_(plan) {
+  if (!b.buffer) b = a;
+  kernel_ = Kernel::make<AddParams>(context, arena, ShaderId::add, {plan.workgroup}, {a, b, c});
+}
+
+void Add::record(vk::CommandRecorder& recorder, const Args& args) const {
+  if (args.rows == 0 || args.cols == 0) return;
+  check_rows(args.a, args.rows, args.cols, false, "add A");
+  check_rows(args.b, args.rows, args.cols, false, "add B");
+  check_rows(args.c, args.rows, args.cols, true, "add C");
+  AddParams p{};
+  p.rows = args.rows;
+  p.cols = args.cols;
+  p.a = args.a;
+  p.b = args.b;
+  p.c = args.c;
+  const Grid g = fold_groups(uint64_t{args.rows} * ceil_div(args.cols, plan_.workgroup), plan_);
+  kernel_.dispatch(recorder, p, g.x, g.y);
+}
+
+}  // namespace attendre::kernels

@@ -1,0 +1,32 @@
+// C = A + B row by row (add.comp), for residual adds that Matmul's R input
+// does not cover.
+#pragma once
+
+#include "gpu/kernel_plan.hpp"
+#include "interface/add.h"
+#include "kernels/kernel.hpp"
+#include "kernels/rows.hpp"
+
+namespace attendre::kernels {
+
+class Add {
+ public:
+  struct Args {
+    uint32_t rows = 0, cols = 0;
+    RowRef a, b, c;  // c may be a's or b's rows themselves (in place), else disjoint from them
+  };
+
+  Add() = default;
+  // Bindings: a, b (empty: a's), c (written; may be a's or b's buffer).
+  Add(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, vk::BufferBinding a,
+      vk::BufferBinding b, vk::BufferBinding c);
+
+  // Records the sum; no barrier (the caller orders it).
+  void record(vk::CommandRecorder& recorder, const Args& args) const;
+
+ private:
+  gpu::KernelPlan plan_;
+  Kernel kernel_;
+};
+
+}  // namespace attendre::kernels

@@ -1,0 +1,36 @@
+#include "kernels/embedding.hpp"
+
+namespace attendre::kernels {
+
+// The GLSL block declares the same words flat (ATT_ROWS expands to four uints).
+static_assert(offsetof(EmbeddingParams, ids) == 16 && sizeof(EmbeddingParams) == 48);
+
+Embedding::Embedding(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, WeightType table_type,
+                     vk::BufferBinding ids, vk::BufferBinding table, vk::BufferBinding out)
+    : plan_(plan) {
+  const bool f16 = table_type == WeightType::f16;
+  if (f16 && !context.caps().storage_16bit)
+    fail(ErrorCode::unsupported,
+         "fp16 embedding tables need storageBuffer16BitAccess, which " + context.caps().name + " lacks");
+  kernel_ = Kernel::make<EmbeddingParams>(context, arena, f16 ? ShaderId::embedding_f16 : ShaderId::embedding_f32,
+                                          {plan.workgroup}, {ids, table, out});
+}
+
+void Embedding::record(vk::CommandRecorder& recorder, const Args& args) const {
+  if (args.rows == 0 || args.dim == 0) return;
+  require(uint64_t{args.vocab} * args.dim + args.table_offset <= 0xFFFFFFFFull,
+          "embedding table larger than 2^32 elements");
+  check_rows(args.ids, args.rows, 1, false, "embedding ids");
+  check_rows(args.out, args.rows, args.dim, true, "embedding output");
+  EmbeddingParams p{};
+  p.rows = args.rows;
+  p.dim = args.dim;
+  p.vocab = args.vocab;
+  p.table_offset = args.table_offset;
+  p.ids = args.ids;
+  p.out = args.out;
+  const Grid g = fold_groups(uint64_t{args.rows} * ceil_div(args.dim, plan_.workgroup), plan_);
+  kernel_.dispatch(recorder, p, g.x, g.y);
+}
+
+}  // namespace attendre::kernels

@@ -1,0 +1,37 @@
+// Token embedding lookup (embedding.comp): out[r] = table[ids[r]], fp32 or
+// fp16 table, fp32 rows out; an id >= vocab yields a row of zeros.
+#pragma once
+
+#include "gpu/kernel_plan.hpp"
+#include "interface/embedding.h"
+#include "kernels/kernel.hpp"
+#include "kernels/rows.hpp"
+
+#include <attendre/transformer.hpp>
+
+namespace attendre::kernels {
+
+class Embedding {
+ public:
+  struct Args {
+    uint32_t rows = 0, dim = 0, vocab = 0;
+    uint32_t table_offset = 0;  // elements of the table type: table[id][i] at table_offset + id * dim + i
+    RowRef ids;                 // uint32 id of row r at word ids.word(r)
+    RowRef out;                 // rows of dim floats
+  };
+
+  Embedding() = default;
+  // Bindings: ids, table, out (written). Throws unsupported for an fp16
+  // table on a device without storage_16bit.
+  Embedding(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, WeightType table_type,
+            vk::BufferBinding ids, vk::BufferBinding table, vk::BufferBinding out);
+
+  // Records the lookup; no barrier (the caller orders it).
+  void record(vk::CommandRecorder& recorder, const Args& args) const;
+
+ private:
+  gpu::KernelPlan plan_;
+  Kernel kernel_;
+};
+
+}  // namespace attendre::kernels

@@ -1,0 +1,48 @@
+// C[r][o] = sum_i A[r][i] * W[o][i] (+ bias[o]) (+ R[r][o]) for `rows` rows of
+// `in` floats into `out` floats (matmul.comp, matvec.comp). W is row-major
+// [out][in] in fp32 or fp16; the bias is fp32 in the same binding.
+#pragma once
+
+#include "gpu/kernel_plan.hpp"
+#include "interface/matmul.h"
+#include "kernels/kernel.hpp"
+#include "kernels/rows.hpp"
+
+#include <attendre/transformer.hpp>
+
+namespace attendre::kernels {
+
+class Matmul {
+ public:
+  struct Args {
+    uint32_t rows = 0, in = 0, out = 0;
+    RowRef a, c, r;             // r only read when residual
+    uint32_t w_offset = 0;      // elements of the weight type: W[o][i] at w_offset + o * in + i
+    uint32_t bias_offset = 0;   // words (fp32) of the weight binding: bias[o] at bias_offset + o
+    bool bias = false, residual = false;
+  };
+
+  Matmul() = default;
+  // Bindings: a (A rows), w (weights and bias), c (C rows, written), r (R rows;
+  // may be c's buffer when every R row r is C row r, or disjoint from it; an
+  // empty binding means c). A must not overlap C. Throws unsupported for
+  // WeightType::f16 on a device without storage_16bit.
+  Matmul(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, WeightType weights,
+         vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c, vk::BufferBinding r = {});
+
+  // Records the product: the matrix-vector kernel for rows <= kMatvecMaxRows,
+  // the tiled GEMM otherwise. No barrier is recorded: the caller orders it
+  // against the writes it reads and the reads of what it writes.
+  void record(vk::CommandRecorder& recorder, const Args& args) const;
+
+  // The parameters and workgroup counts record() uses (exposed for tests).
+  MatmulParams params(const Args& args) const;
+  Grid grid(const Args& args) const;
+  bool uses_matvec(uint32_t rows) const { return rows <= kMatvecMaxRows; }
+
+ private:
+  gpu::KernelPlan plan_;
+  Kernel gemm_, matvec_;
+};
+
+}  // namespace attendre::kernels

@@ -1,0 +1,37 @@
+// RMSNorm or LayerNorm of `rows` rows of `dim` floats (norm.comp), one
+// workgroup per row; Y may be X itself (in place).
+#pragma once
+
+#include "gpu/kernel_plan.hpp"
+#include "interface/norm.h"
+#include "kernels/kernel.hpp"
+#include "kernels/rows.hpp"
+
+#include <attendre/transformer.hpp>
+
+namespace attendre::kernels {
+
+class Norm {
+ public:
+  struct Args {
+    uint32_t rows = 0, dim = 0;
+    float eps = 1e-5f;
+    uint32_t g_offset = 0;  // words of the weight binding: g[dim]
+    uint32_t b_offset = 0;  // words of the weight binding: b[dim] (LayerNorm only)
+    RowRef x, y;            // y may equal x (in place); otherwise disjoint rows
+  };
+
+  Norm() = default;
+  // Bindings: x (X rows), weights (g and b), y (Y rows, written; may be x's buffer).
+  Norm(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, NormKind kind, vk::BufferBinding x,
+       vk::BufferBinding weights, vk::BufferBinding y);
+
+  // Records the normalization; no barrier (the caller orders it).
+  void record(vk::CommandRecorder& recorder, const Args& args) const;
+
+ private:
+  gpu::KernelPlan plan_;
+  Kernel kernel_;
+};
+
+}  // namespace attendre::kernels

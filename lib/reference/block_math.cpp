@@ -1,0 +1,90 @@
+#include "reference/block_math.hpp"
+
+#include "reference/ops.hpp"
+
+namespace attendre::reference {
+namespace {
+
+std::vector<double> widen(const Tensor& t) { return ops::widen(t.data); }
+std::vector<double> widen(const std::optional<Tensor>& t) { return t ? widen(*t) : std::vector<double>{}; }
+
+}  // namespace
+
+BlockMath::BlockMath(uint32_t hidden, const BlockConfig& config, const BlockTensors& t)
+    : hidden_(hidden),
+      config_(config),
+      attn_g_(widen(t.attn_norm)),
+      attn_b_(widen(t.attn_norm_bias)),
+      ffn_g_(widen(t.ffn_norm)),
+      ffn_b_(widen(t.ffn_norm_bias)),
+      wq_(widen(t.wq)),
+      wk_(widen(t.wk)),
+      wv_(widen(t.wv)),
+      wo_(widen(t.wo)),
+      bq_(widen(t.bq)),
+      bk_(widen(t.bk)),
+      bv_(widen(t.bv)),
+      bo_(widen(t.bo)),
+      gate_(widen(t.gate)),
+      up_(widen(t.up)),
+      down_(widen(t.down)),
+      bgate_(widen(t.bgate)),
+      bup_(widen(t.bup)),
+      bdown_(widen(t.bdown)) {}
+
+std::vector<double> BlockMath::norm(std::span<const double> x, const std::vector<double>& g,
+                                    const std::vector<double>& b) const {
+  return config_.norm == NormKind::rms ? ops::rms_norm(x, hidden_, g, config_.norm_eps)
+                                       : ops::layer_norm(x, hidden_, g, b, config_.norm_eps);
+}
+
+BlockMath::Projected BlockMath::project(std::span<const double> x, std::span<const int64_t> positions) const {
+  const AttentionShape& s = config_.attention.shape;
+  const auto rows = static_cast<uint32_t>(positions.size());
+  const std::vector<double> h = norm(x, attn_g_, attn_b_);
+  Projected p;
+  p.q = ops::matmul(h, wq_, rows, hidden_, s.q_row(), bq_);
+  p.k = ops::matmul(h, wk_, rows, hidden_, s.kv_row(), bk_);
+  p.v = ops::matmul(h, wv_, rows, hidden_, s.kv_row(), bv_);
+  if (config_.rope) {
+    const uint32_t dims = config_.rope_dims ? config_.rope_dims : s.head_dim;
+    p.q = ops::rope(p.q, positions, s.heads_q, s.head_dim, dims, config_.rope_theta, config_.rope_layout);
+    p.k = ops::rope(p.k, positions, s.heads_kv, s.head_dim, dims, config_.rope_theta, config_.rope_layout);
+  }
+  return p;
+}
+
+std::vector<double> BlockMath::finish(std::span<const double> attention, std::span<const double> residual) const {
+  const AttentionShape& s = config_.attention.shape;
+  const auto rows = static_cast<uint32_t>(residual.size() / hidden_);
+  const std::vector<double> y = ops::matmul(attention, wo_, rows, s.q_row(), hidden_, bo_, residual);
+  const std::vector<double> h = norm(y, ffn_g_, ffn_b_);
+  const std::vector<double> up = ops::matmul(h, up_, rows, hidden_, config_.ffn, bup_);
+  const std::vector<double> act =
+      config_.gated ? ops::gated_activation(config_.activation, ops::matmul(h, gate_, rows, hidden_, config_.ffn, bgate_), up)
+                    : ops::activation(config_.activation, up);
+  return ops::matmul(act, down_, rows, config_.ffn, hidden_, bdown_, y);
+}
+
+HeadMath::HeadMath(const StackConfig& config, const ModelTensors& t)
+    : config_(config), g_(widen(t.output_norm)), b_(widen(t.output_norm_bias)) {
+  if (t.token_embd) embedding_ = widen(*t.token_embd);
+  if (t.output) output_ = widen(*t.output);
+  else if (config.tied_embeddings) output_ = embedding_;
+}
+
+std::vector<double> HeadMath::norm(std::span<const double> x) const {
+  return config_.final_norm == NormKind::rms ? ops::rms_norm(x, config_.hidden, g_, config_.final_norm_eps)
+                                             : ops::layer_norm(x, config_.hidden, g_, b_, config_.final_norm_eps);
+}
+
+std::vector<double> HeadMath::logits(std::span<const double> normed) const {
+  const auto rows = static_cast<uint32_t>(normed.size() / config_.hidden);
+  return ops::matmul(normed, output_, rows, config_.hidden, config_.vocab);
+}
+
+std::vector<double> HeadMath::embed(std::span<const uint32_t> tokens) const {
+  return ops::embedding(embedding_, config_.hidden, tokens);
+}
+
+}  // namespace attendre::reference

@@ -1,0 +1,53 @@
+// Float64 math of one pre-norm transformer block around its attention:
+// project() before it (norm, q/k/v projections, RoPE) and finish() after it
+// (output projection, residual, norm, FFN, residual). The reference stack and
+// the dense full-sequence forward share it.
+#pragma once
+
+#include "core/model_weights.hpp"
+
+#include <attendre/stack.hpp>
+
+#include <span>
+#include <vector>
+
+namespace attendre::reference {
+
+class BlockMath {
+ public:
+  BlockMath(uint32_t hidden, const BlockConfig& config, const BlockTensors& tensors);
+
+  struct Projected {
+    std::vector<double> q, k, v;  // rows x heads x head_dim, RoPE applied
+  };
+  Projected project(std::span<const double> x, std::span<const int64_t> positions) const;
+  // x_out = y + FFN(norm(y)) with y = residual + attention Wo (+ bo).
+  std::vector<double> finish(std::span<const double> attention, std::span<const double> residual) const;
+
+  uint32_t hidden() const { return hidden_; }
+
+ private:
+  std::vector<double> norm(std::span<const double> x, const std::vector<double>& g,
+                           const std::vector<double>& b) const;
+
+  uint32_t hidden_;
+  BlockConfig config_;
+  std::vector<double> attn_g_, attn_b_, ffn_g_, ffn_b_;
+  std::vector<double> wq_, wk_, wv_, wo_, bq_, bk_, bv_, bo_;
+  std::vector<double> gate_, up_, down_, bgate_, bup_, bdown_;
+};
+
+// The final norm (output_norm) and, with a vocabulary, the logits.
+class HeadMath {
+ public:
+  HeadMath(const StackConfig& config, const ModelTensors& tensors);
+  std::vector<double> norm(std::span<const double> x) const;
+  std::vector<double> logits(std::span<const double> normed) const;
+  std::vector<double> embed(std::span<const uint32_t> tokens) const;
+
+ private:
+  StackConfig config_;
+  std::vector<double> g_, b_, embedding_, output_;
+};
+
+}  // namespace attendre::reference

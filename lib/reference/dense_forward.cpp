@@ -1,0 +1,79 @@
+// The full-sequence forward without memories: what the stack must equal when
+// nothing is evicted and every query waits long enough (spec section 4).
+#include "core/model_weights.hpp"
+#include "core/stack_chunk.hpp"
+#include "reference/block_math.hpp"
+
+#include <attendre/error.hpp>
+#include <attendre/reference_stack.hpp>
+
+#include <cmath>
+
+namespace attendre::reference {
+namespace {
+
+// Softmax attention of every row over every row (causal: earlier or same).
+std::vector<double> attend_all(const BlockMath::Projected& p, const AttentionShape& s, double scale,
+                               std::span<const int64_t> positions, bool causal) {
+  const size_t rows = positions.size();
+  const uint32_t D = s.head_dim;
+  std::vector<double> out(rows * s.q_row(), 0.0);
+  std::vector<double> w(rows);
+  for (size_t i = 0; i < rows; ++i)
+    for (uint32_t h = 0; h < s.heads_q; ++h) {
+      const uint32_t g = h / s.group();
+      double top = -INFINITY;
+      for (size_t j = 0; j < rows; ++j) {
+        w[j] = -INFINITY;
+        if (causal && positions[j] > positions[i]) continue;
+        double dot = 0.0;
+        for (uint32_t d = 0; d < D; ++d) dot += p.q[(i * s.heads_q + h) * D + d] * p.k[(j * s.heads_kv + g) * D + d];
+        w[j] = scale * dot;
+        top = std::max(top, w[j]);
+      }
+      double total = 0.0;
+      for (size_t j = 0; j < rows; ++j) total += (w[j] = std::isinf(w[j]) ? 0.0 : std::exp(w[j] - top));
+      for (size_t j = 0; j < rows; ++j)
+        for (uint32_t d = 0; d < D; ++d) out[(i * s.heads_q + h) * D + d] += w[j] / total * p.v[(j * s.heads_kv + g) * D + d];
+    }
+  return out;
+}
+
+}  // namespace
+
+StackOutput dense_forward(const StackConfig& config, WeightSource& weights, const StackChunk& sequence, bool causal,
+                          const StackRequest& request) {
+  StackStreamValidator validator;
+  validator.check(sequence, config, sequence.rows);
+  const ModelTensors tensors = load_model(config, weights);
+  const HeadMath head(config, tensors);
+  const uint32_t H = config.hidden;
+
+  // Only valid rows take part: padding is not part of the sequence.
+  StackOutput out;
+  std::vector<uint32_t> tokens;
+  std::vector<double> x;
+  for (uint32_t r = 0; r < sequence.rows; ++r) {
+    if (!sequence.valid.empty() && sequence.valid[r] == 0) continue;
+    out.positions.push_back(sequence.positions[r]);
+    if (config.vocab > 0) tokens.push_back(sequence.tokens[r]);
+    else x.insert(x.end(), sequence.embeddings.begin() + uint64_t{r} * H, sequence.embeddings.begin() + uint64_t{r + 1} * H);
+  }
+  if (out.positions.empty()) return out;
+  if (config.vocab > 0) x = head.embed(tokens);
+  for (size_t l = 0; l < config.blocks.size(); ++l) {
+    const BlockConfig& b = config.blocks[l];
+    const BlockMath math(H, b, tensors.blocks[l]);
+    const BlockMath::Projected p = math.project(x, out.positions);
+    x = math.finish(attend_all(p, b.attention.shape, b.attention.scale(), out.positions, causal), x);
+  }
+  const std::vector<double> normed = head.norm(x);
+  if (request.hidden) out.hidden.assign(normed.begin(), normed.end());
+  if (request.logits) {
+    const std::vector<double> logits = head.logits(normed);
+    out.logits.assign(logits.begin(), logits.end());
+  }
+  return out;
+}
+
+}  // namespace attendre::reference

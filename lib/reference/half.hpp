@@ -1,0 +1,59 @@
+// IEEE binary16 <-> binary32 conversion on the host (for fp16 weights):
+// round to nearest, ties to even; overflow to infinity; subnormals kept;
+// NaN stays NaN (quiet, payload truncated).
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace attendre::reference {
+
+inline uint16_t float_to_half(float value) {
+  const uint32_t f = std::bit_cast<uint32_t>(value);
+  const uint32_t sign = (f >> 16) & 0x8000u;
+  const uint32_t exponent = (f >> 23) & 0xFFu;
+  uint32_t mantissa = f & 0x7FFFFFu;
+  if (exponent == 0xFFu)  // infinity or NaN
+    return static_cast<uint16_t>(sign | 0x7C00u | (mantissa ? 0x200u | (mantissa >> 13) : 0u));
+  const int32_t e = static_cast<int32_t>(exponent) - 127 + 15;  // biased half exponent
+  if (e >= 31) return static_cast<uint16_t>(sign | 0x7C00u);    // overflow
+  uint32_t shift = 13;  // mantissa bits dropped
+  if (e <= 0) {         // subnormal half (or zero): make the implicit bit explicit
+    if (e < -10) return static_cast<uint16_t>(sign);  // below half the smallest subnormal
+    mantissa |= 0x800000u;
+    shift = static_cast<uint32_t>(14 - e);
+  }
+  uint32_t half = mantissa >> shift;
+  const uint32_t rest = mantissa & ((1u << shift) - 1u), halfway = 1u << (shift - 1);
+  if (rest > halfway || (rest == halfway && (half & 1u))) ++half;  // may carry into the exponent: still right
+  if (e > 0) half += static_cast<uint32_t>(e) << 10;
+  return static_cast<uint16_t>(sign | half);
+}
+
+inline float half_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t{h & 0x8000u} << 16;
+  const uint32_t exponent = (h >> 10) & 0x1Fu;
+  uint32_t mantissa = h & 0x3FFu;
+  if (exponent == 0x1Fu) return std::bit_cast<float>(sign | 0x7F800000u | (mantissa << 13));
+  if (exponent != 0) return std::bit_cast<float>(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+  if (mantissa == 0) return std::bit_cast<float>(sign);
+  // Subnormal: value = mantissa * 2^-24, exactly representable as a float.
+  const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
+  return sign ? -magnitude : magnitude;
+}
+
+inline std::vector<uint16_t> to_half(std::span<const float> values) {
+  std::vector<uint16_t> out(values.size());
+  for (size_t i = 0; i < values.size(); ++i) out[i] = float_to_half(values[i]);
+  return out;
+}
+
+inline std::vector<float> from_half(std::span<const uint16_t> values) {
+  std::vector<float> out(values.size());
+  for (size_t i = 0; i < values.size(); ++i) out[i] = half_to_float(values[i]);
+  return out;
+}
+
+}  // namespace attendre::reference

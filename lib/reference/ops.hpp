@@ -1,0 +1,45 @@
+// Float64 references of the transformer block kernels (lib/kernels: matmul,
+// norm, rope, activation, embedding): plain loops over row-major tensors,
+// the contract the GPU kernels are tested against.
+#pragma once
+
+#include <attendre/transformer.hpp>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace attendre::reference::ops {
+
+// Widening helpers: fp32 values, or fp16 bits (see reference/half.hpp).
+std::vector<double> widen(std::span<const float> values);
+std::vector<double> widen_half(std::span<const uint16_t> bits);
+
+// C[r][o] = sum_i A[r][i] * W[o][i] (+ bias[o]) (+ residual[r][o]); A is
+// [rows][in], W [out][in]; bias (out) and residual (rows * out) may be empty.
+std::vector<double> matmul(std::span<const double> a, std::span<const double> w, uint32_t rows, uint32_t in,
+                           uint32_t out, std::span<const double> bias = {}, std::span<const double> residual = {});
+
+// y = x / sqrt(mean(x^2) + eps) * g, per row of dim values.
+std::vector<double> rms_norm(std::span<const double> x, uint32_t dim, std::span<const double> g, double eps);
+
+// y = (x - mean) / sqrt(var + eps) * g + b (population variance), per row.
+std::vector<double> layer_norm(std::span<const double> x, uint32_t dim, std::span<const double> g,
+                               std::span<const double> b, double eps);
+
+// Rotary embedding of rows [heads][head_dim], one position per row: pair i <
+// rope_dims / 2 of each head turns by position * theta^(-2i / rope_dims).
+std::vector<double> rope(std::span<const double> x, std::span<const int64_t> positions, uint32_t heads,
+                         uint32_t head_dim, uint32_t rope_dims, double theta, RopeLayout layout);
+
+// One activation value: silu, gelu_tanh (tanh approximation) or relu.
+double activate(ActivationKind kind, double x);
+// act(x) elementwise.
+std::vector<double> activation(ActivationKind kind, std::span<const double> x);
+// act(gate) * up elementwise.
+std::vector<double> gated_activation(ActivationKind kind, std::span<const double> gate, std::span<const double> up);
+
+// Rows table[ids[r]] of dim values; ids >= vocab (= table.size() / dim) give zeros.
+std::vector<double> embedding(std::span<const double> table, uint32_t dim, std::span<const uint32_t> ids);
+
+}  // namespace attendre::reference::ops

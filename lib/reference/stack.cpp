@@ -1,0 +1,203 @@
+// Float64 reference of the time-shifted stack: rows flow from block to
+// block exactly as spec section 4 says, each block holding its own Q memory
+// (queries and the residual rows that wait with them) and K/V memory.
+#include "core/model_weights.hpp"
+#include "core/stack_chunk.hpp"
+#include "reference/block_math.hpp"
+
+#include <attendre/error.hpp>
+#include <attendre/reference.hpp>
+#include <attendre/reference_stack.hpp>
+
+#include <algorithm>
+
+namespace attendre::reference {
+namespace {
+
+// Rows passed between blocks, in stream order (padding rows included).
+struct Rows {
+  std::vector<int64_t> positions;
+  std::vector<uint8_t> valid;
+  std::vector<double> hidden;
+  size_t size() const { return positions.size(); }
+};
+
+struct Waiting {
+  int64_t position = 0;
+  bool valid = false;
+  std::vector<double> q, residual;
+};
+
+enum class Mode { stream, flush, decode };
+
+}  // namespace
+
+struct Stack::Impl {
+  struct Block {
+    BlockMath math;
+    LayerConfig attention;
+    DataOnlyMemory<Waiting> q_memory;
+    KeyValueMemory kv;
+  };
+
+  Impl(const StackConfig& c, WeightSource& weights)
+      : config((c.validate(), c)), tensors(load_model(c, weights)), head(c, tensors) {
+    for (size_t l = 0; l < c.blocks.size(); ++l) {
+      const LayerConfig attention = c.attention(l);
+      blocks.push_back(Block{BlockMath(c.hidden, c.blocks[l], tensors.blocks[l]), attention,
+                             DataOnlyMemory<Waiting>(attention.q_capacity),
+                             KeyValueMemory(attention.shape, attention.kv, attention.chunk)});
+    }
+  }
+
+  Rows run_block(size_t l, Rows in, Mode mode);
+  StackOutput run(Rows rows, size_t first_block, Mode mode, const StackRequest& request);
+  Rows input_rows(const StackChunk& chunk, uint32_t rows) const;
+
+  StackConfig config;
+  ModelTensors tensors;
+  HeadMath head;
+  std::vector<Block> blocks;
+  StackStreamValidator validator;
+  bool finished = false;
+};
+
+Rows Stack::Impl::input_rows(const StackChunk& chunk, uint32_t rows) const {
+  const uint32_t H = config.hidden;
+  Rows r;
+  r.positions.assign(rows, 0);
+  r.valid.assign(rows, 0);
+  r.hidden.assign(uint64_t{rows} * H, 0.0);
+  std::vector<uint32_t> tokens(rows, config.vocab);  // out of range: a zero row
+  for (uint32_t i = 0; i < chunk.rows; ++i) {
+    r.valid[i] = chunk.valid.empty() || chunk.valid[i] != 0;
+    if (!r.valid[i]) continue;
+    r.positions[i] = chunk.positions[i];
+    if (config.vocab > 0) tokens[i] = chunk.tokens[i];
+    else std::copy_n(chunk.embeddings.begin() + uint64_t{i} * H, H, r.hidden.begin() + uint64_t{i} * H);
+  }
+  if (config.vocab > 0) r.hidden = head.embed(tokens);
+  return r;
+}
+
+Rows Stack::Impl::run_block(size_t l, Rows in, Mode mode) {
+  Block& b = blocks[l];
+  const AttentionShape& s = b.attention.shape;
+  const uint32_t H = config.hidden;
+  std::vector<Waiting> evicted;
+  if (mode == Mode::flush) {
+    evicted = b.q_memory.take_all();  // getAll replaces the evicted queries
+  } else {
+    const BlockMath::Projected p = b.math.project(in.hidden, in.positions);
+    std::vector<Waiting> rows(in.size());
+    for (size_t r = 0; r < in.size(); ++r) {
+      rows[r].position = in.positions[r];
+      rows[r].valid = in.valid[r] != 0;
+      rows[r].q.assign(p.q.begin() + r * s.q_row(), p.q.begin() + (r + 1) * s.q_row());
+      rows[r].residual.assign(in.hidden.begin() + r * H, in.hidden.begin() + (r + 1) * H);
+    }
+    b.kv.insert_rows(p.k, p.v, in.positions, in.valid, {});  // padding inserts nothing
+    evicted = mode == Mode::decode ? std::move(rows) : b.q_memory.insert(std::move(rows));
+  }
+
+  QueryBatch batch;
+  std::vector<double> residual;
+  for (const Waiting& w : evicted) {
+    if (!w.valid) continue;
+    batch.positions.push_back(w.position);
+    batch.tags.push_back(0);
+    batch.q.insert(batch.q.end(), w.q.begin(), w.q.end());
+    residual.insert(residual.end(), w.residual.begin(), w.residual.end());
+  }
+  RetrievalConfig retrieval = b.attention.retrieval;
+  if (mode == Mode::decode) retrieval.causal = true;  // decoding needs no Q memory and sees no future
+  const Retrieval retrieved = b.kv.retrieve(batch, retrieval, b.attention.scale());
+  b.kv.update_scores(batch, retrieved);
+  const std::vector<double> finished_rows =
+      batch.size() ? b.math.finish(retrieved.outputs, residual) : std::vector<double>{};
+
+  Rows out;
+  out.hidden.assign(evicted.size() * H, 0.0);  // padding rows carry zeros
+  size_t next = 0;
+  for (size_t r = 0; r < evicted.size(); ++r) {
+    out.positions.push_back(evicted[r].valid ? evicted[r].position : 0);
+    out.valid.push_back(evicted[r].valid ? 1 : 0);
+    if (!evicted[r].valid) continue;
+    std::copy_n(finished_rows.begin() + next * H, H, out.hidden.begin() + r * H);
+    ++next;
+  }
+  return out;
+}
+
+StackOutput Stack::Impl::run(Rows rows, size_t first_block, Mode mode, const StackRequest& request) {
+  for (size_t l = first_block; l < blocks.size(); ++l)
+    rows = run_block(l, std::move(rows), l == first_block ? mode : (mode == Mode::decode ? mode : Mode::stream));
+  StackOutput out;
+  std::vector<double> last;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (!rows.valid[r]) continue;
+    out.positions.push_back(rows.positions[r]);
+    last.insert(last.end(), rows.hidden.begin() + r * config.hidden, rows.hidden.begin() + (r + 1) * config.hidden);
+  }
+  if (out.positions.empty()) return out;
+  const std::vector<double> normed = head.norm(last);
+  if (request.hidden) out.hidden.assign(normed.begin(), normed.end());
+  if (request.logits) {
+    require(config.vocab > 0, "logits requested from a stack without a vocabulary");
+    const std::vector<double> logits = head.logits(normed);
+    out.logits.assign(logits.begin(), logits.end());
+  }
+  return out;
+}
+
+Stack::Stack(const StackConfig& config, WeightSource& weights) : impl_(std::make_unique<Impl>(config, weights)) {}
+Stack::~Stack() = default;
+
+const StackConfig& Stack::config() const { return impl_->config; }
+
+StackOutput Stack::step(const StackChunk& chunk, const StackRequest& request) {
+  Impl& m = *impl_;
+  require(!m.finished, "step() after finish(): use decode()");
+  m.validator.check(chunk, m.config, m.config.chunk);
+  StackOutput out = m.run(m.input_rows(chunk, m.config.chunk), 0, Mode::stream, request);
+  m.validator.accept(chunk);
+  return out;
+}
+
+StackOutput Stack::finish(const StackRequest& request, bool flush) {
+  Impl& m = *impl_;
+  require(!flush || m.config.flush_capable, "flush needs a stack built with flush_capable");
+  StackOutput out;
+  if (flush) {
+    // One extra step per block: its waiting rows all retrieve at once and
+    // flow on through the blocks below.
+    for (size_t l = 0; l < m.blocks.size(); ++l) out.append(m.run(Rows{}, l, Mode::flush, request));
+  } else {
+    while (has_pending()) out.append(m.run(m.input_rows(StackChunk{}, m.config.chunk), 0, Mode::stream, request));
+  }
+  m.finished = true;
+  return out;
+}
+
+StackOutput Stack::decode(const StackChunk& one, const StackRequest& request) {
+  Impl& m = *impl_;
+  require(m.finished, "decode() before finish(): drain the stack first");
+  m.validator.check(one, m.config, 1);
+  StackOutput out = m.run(m.input_rows(one, one.rows), 0, Mode::decode, request);
+  m.validator.accept(one);
+  return out;
+}
+
+bool Stack::has_pending() const {
+  for (const Impl::Block& b : impl_->blocks)
+    for (const Waiting& w : b.q_memory.entries())
+      if (w.valid) return true;
+  return false;
+}
+
+MemorySnapshot Stack::snapshot(size_t block) {
+  require(block < impl_->blocks.size(), "no block " + std::to_string(block));
+  return impl_->blocks[block].kv.snapshot();
+}
+
+}  // namespace attendre::reference

@@ -1,0 +1,42 @@
+#version 450
+// Elementwise activation of rows: out = act(x) (plain) or
+// out = act(gate) * up (gated, as in SwiGLU / GeGLU feed-forward layers).
+//   silu(x) = x / (1 + exp(-x))
+//   gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+//               = x / (1 + exp(-2 sqrt(2/pi) (x + 0.044715 x^3)))  (no cancellation)
+//   relu(x) = max(x, 0)
+// Overflowing exp() gives inf, and x / inf the right limit, 0.
+// Each invocation reads and writes only element (row, i), so out may be the
+// gate (or x, or up) rows themselves.
+//
+// Bindings:  0 input rows: x, or gate and up (two row references)   read
+//            1 out rows                                              write
+// Spec constants: 0 workgroup size W
+// Push constants: ActivationParams (interface/activation.h)
+// Dispatch: rows * ceil(cols / W) logical groups, folded (kernels::fold_groups)
+#extension GL_GOOGLE_include_directive : require
+#include "interface/activation.h"
+#include "rows.glsl"
+
+layout(local_size_x_id = 0) in;
+
+layout(std430, binding = 0) readonly buffer Input { float input_rows[]; };
+layout(std430, binding = 1) writeonly buffer Output { float out_rows[]; };
+
+float act(float x) {
+  if (pc.kind == kActSilu) return x / (1.0 + exp(-x));
+  if (pc.kind == kActGeluTanh) return x / (1.0 + exp(-1.5957691216 * (x + 0.044715 * x * x * x)));
+  return max(x, 0.0);
+}
+
+void main() {
+  const uint W = gl_WorkGroupSize.x;
+  const uint blocks = (pc.cols + W - 1) / W;
+  for (uint group = group_index(); group < pc.rows * blocks; group += group_count()) {
+    const uint row = group / blocks, i = (group % blocks) * W + gl_LocalInvocationID.x;
+    if (i >= pc.cols) continue;
+    float v = act(input_rows[ROW_WORD(x, row) + i]);
+    if (pc.gated != 0u) v *= input_rows[ROW_WORD(up, row) + i];
+    out_rows[ROW_WORD(out, row) + i] = v;
+  }
+}

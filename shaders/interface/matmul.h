@@ -1,0 +1,29 @@
+// matmul.comp (tiled GEMM) and matvec.comp (rows <= kMatvecMaxRows):
+// C[r][o] = sum_i A[r][i] * W[o][i] (+ bias[o]) (+ R[r][o]).
+#ifndef ATTENDRE_INTERFACE_MATMUL_H
+#define ATTENDRE_INTERFACE_MATMUL_H
+#include "interface/params.h"
+#include "interface/rows.h"
+
+ATT_NAMESPACE_BEGIN
+// Largest micro-tile side (rows or outputs) one GEMM invocation accumulates.
+ATT_CONST(kMatmulMaxMicro, 4u)
+// The matrix-vector path handles at most this many rows.
+ATT_CONST(kMatvecMaxRows, 4u)
+
+ATT_PARAMS_BEGIN(MatmulParams)
+  ATT_U32(rows)
+  ATT_U32(in_dim)
+  ATT_U32(out_dim)
+  ATT_U32(w_offset)     // elements of the weight type: W[o][i] at w_offset + o * in_dim + i
+  ATT_U32(bias_offset)  // words (fp32) in the weight binding
+  ATT_U32(has_bias)
+  ATT_U32(has_residual)
+  ATT_U32(lanes)        // matvec: invocations per output (a power of two dividing the workgroup)
+  ATT_ROWS(a)           // rows of in_dim floats, binding 0
+  ATT_ROWS(c)           // rows of out_dim floats, binding 2
+  ATT_ROWS(r)           // rows of out_dim floats, binding 3
+ATT_PARAMS_END(MatmulParams)
+ATT_NAMESPACE_END
+
+#endif

@@ -1,0 +1,107 @@
+#version 450
+// C[r][o] = sum_i A[r][i] * W[o][i] (+ bias[o]) (+ R[r][o]) for many rows: a
+// shared-memory tiled GEMM. Each workgroup computes TILE_R x TILE_O outputs,
+// stepping through `in` by TILE_K; each invocation accumulates a TM x TN
+// micro-tile (rows tr + m * (TILE_R / TM), outputs to + n * (TILE_O / TN), so
+// neighbouring invocations read neighbouring shared words and write
+// neighbouring outputs). W is row-major [out][in] (PyTorch / GGUF); math is
+// fp32 for both weight types. -DWEIGHTS_F16: fp16 weights (needs the
+// storageBuffer16BitAccess feature); the bias is fp32 in either case.
+//
+// Bindings:  0 A rows (in floats each)                                read
+//            1 W at w_offset (elements), bias at bias_offset (words)  read
+//            2 C rows (out floats each)                               write
+//            3 R rows (out floats each); may be C itself when R row r
+//              is C row r (in-place residual add)                     read
+// Spec constants: 0 workgroup size W, 1 TILE_R, 2 TILE_O, 3 TILE_K, 4 TM,
+//                 5 TN (TM, TN <= kMatmulMaxMicro; W = TILE_R/TM * TILE_O/TN)
+// Push constants: MatmulParams (interface/matmul.h)
+// Dispatch: ceil(out / TILE_O) * ceil(rows / TILE_R) tiles, folded into a
+//           2-D grid (kernels::fold_groups); output tiles vary fastest.
+#extension GL_GOOGLE_include_directive : require
+#ifdef WEIGHTS_F16
+#extension GL_EXT_shader_16bit_storage : require
+#endif
+#include "interface/matmul.h"
+#include "rows.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint TILE_R = 32;
+layout(constant_id = 2) const uint TILE_O = 64;
+layout(constant_id = 3) const uint TILE_K = 16;
+layout(constant_id = 4) const uint TM = 4;
+layout(constant_id = 5) const uint TN = 4;
+
+layout(std430, binding = 0) readonly buffer ARows { float a_rows[]; };
+layout(std430, binding = 1) readonly buffer Weights32 { float w32[]; };
+#ifdef WEIGHTS_F16
+layout(std430, binding = 1) readonly buffer Weights16 { float16_t w16[]; };  // aliases Weights32
+float weight(uint i) { return float(w16[i]); }
+#else
+float weight(uint i) { return w32[i]; }
+#endif
+layout(std430, binding = 2) writeonly buffer CRows { float c_rows[]; };
+layout(std430, binding = 3) readonly buffer RRows { float r_rows[]; };
+
+// Tiles stored k-major ([k][row], [k][output]), +1 pads away bank conflicts.
+shared float a_tile[TILE_K * (TILE_R + 1)];
+shared float w_tile[TILE_K * (TILE_O + 1)];
+shared uint a_base[TILE_R];  // word of each row of the tile in A, or kInvalid past `rows`
+
+const uint kInvalidRow = 0xFFFFFFFFu;
+
+void main() {
+  const uint W = gl_WorkGroupSize.x;
+  const uint tid = gl_LocalInvocationID.x;
+  const uint threads_o = TILE_O / TN, threads_r = TILE_R / TM;
+  const uint to = tid % threads_o, tr = tid / threads_o;
+  const uint out_tiles = (pc.out_dim + TILE_O - 1) / TILE_O;
+  const uint tiles = out_tiles * ((pc.rows + TILE_R - 1) / TILE_R);
+
+  for (uint tile = group_index(); tile < tiles; tile += group_count()) {
+    const uint o0 = (tile % out_tiles) * TILE_O, row0 = (tile / out_tiles) * TILE_R;
+    for (uint r = tid; r < TILE_R; r += W) a_base[r] = row0 + r < pc.rows ? ROW_WORD(a, row0 + r) : kInvalidRow;
+    float acc[kMatmulMaxMicro * kMatmulMaxMicro];
+    for (uint j = 0; j < TM * TN; ++j) acc[j] = 0.0;
+    barrier();  // row bases complete before the tile loads use them
+
+    for (uint k0 = 0; k0 < pc.in_dim; k0 += TILE_K) {
+      // Consecutive invocations load consecutive `in` words of a row.
+      for (uint i = tid; i < TILE_R * TILE_K; i += W) {
+        const uint r = i / TILE_K, kk = i % TILE_K, base = a_base[r];
+        a_tile[kk * (TILE_R + 1) + r] = base != kInvalidRow && k0 + kk < pc.in_dim ? a_rows[base + k0 + kk] : 0.0;
+      }
+      for (uint i = tid; i < TILE_O * TILE_K; i += W) {
+        const uint o = i / TILE_K, kk = i % TILE_K;
+        w_tile[kk * (TILE_O + 1) + o] =
+            o0 + o < pc.out_dim && k0 + kk < pc.in_dim ? weight(pc.w_offset + (o0 + o) * pc.in_dim + k0 + kk) : 0.0;
+      }
+      barrier();  // tiles complete before anyone reads them
+      for (uint kk = 0; kk < TILE_K; ++kk) {
+        float av[kMatmulMaxMicro], wv[kMatmulMaxMicro];
+        for (uint m = 0; m < TM; ++m) av[m] = a_tile[kk * (TILE_R + 1) + tr + m * threads_r];
+        for (uint n = 0; n < TN; ++n) wv[n] = w_tile[kk * (TILE_O + 1) + to + n * threads_o];
+        for (uint m = 0; m < TM; ++m)
+          for (uint n = 0; n < TN; ++n) acc[m * TN + n] = fma(av[m], wv[n], acc[m * TN + n]);
+      }
+      barrier();  // everyone done reading before the next tiles overwrite them
+    }
+
+    for (uint m = 0; m < TM; ++m) {
+      const uint row = row0 + tr + m * threads_r;
+      if (row >= pc.rows) break;
+      const uint c_base = ROW_WORD(c, row);
+      const uint r_base = pc.has_residual != 0u ? ROW_WORD(r, row) : 0u;
+      for (uint n = 0; n < TN; ++n) {
+        const uint o = o0 + to + n * threads_o;
+        if (o >= pc.out_dim) break;
+        float v = acc[m * TN + n];
+        if (pc.has_bias != 0u) v += w32[pc.bias_offset + o];
+        if (pc.has_residual != 0u) v += r_rows[r_base + o];
+        c_rows[c_base + o] = v;
+      }
+    }
+    // No barrier needed before the next tile rewrites a_base and the tiles:
+    // every read of them happened before the k loop's last barrier.
+  }
+}

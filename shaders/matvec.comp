@@ -1,0 +1,73 @@
+#version 450
+// C[r][o] = sum_i A[r][i] * W[o][i] (+ bias[o]) (+ R[r][o]) for a few rows
+// (rows <= kMatvecMaxRows, e.g. decoding): a matrix-vector product. Each
+// workgroup computes W / lanes outputs; the `lanes` invocations of one output
+// split `in` (reading consecutive weights) and accumulate every row, then a
+// shared-memory tree reduction adds their partial sums. -DWEIGHTS_F16: fp16
+// weights as in matmul.comp; math is fp32.
+//
+// Bindings:  as matmul.comp (0 A read, 1 W + bias read, 2 C write, 3 R read)
+// Spec constants: 0 workgroup size W (a power of two)
+// Push constants: MatmulParams (interface/matmul.h); lanes is a power of two <= W
+// Dispatch: ceil(out / (W / lanes)) logical groups, folded (kernels::fold_groups)
+#extension GL_GOOGLE_include_directive : require
+#ifdef WEIGHTS_F16
+#extension GL_EXT_shader_16bit_storage : require
+#endif
+#include "interface/matmul.h"
+#include "rows.glsl"
+
+layout(local_size_x_id = 0) in;
+
+layout(std430, binding = 0) readonly buffer ARows { float a_rows[]; };
+layout(std430, binding = 1) readonly buffer Weights32 { float w32[]; };
+#ifdef WEIGHTS_F16
+layout(std430, binding = 1) readonly buffer Weights16 { float16_t w16[]; };  // aliases Weights32
+float weight(uint i) { return float(w16[i]); }
+#else
+float weight(uint i) { return w32[i]; }
+#endif
+layout(std430, binding = 2) writeonly buffer CRows { float c_rows[]; };
+layout(std430, binding = 3) readonly buffer RRows { float r_rows[]; };
+
+shared float partial[kMatvecMaxRows * gl_WorkGroupSize.x];  // [row][invocation]
+
+void main() {
+  const uint W = gl_WorkGroupSize.x;
+  const uint tid = gl_LocalInvocationID.x;
+  const uint lanes = pc.lanes, lane = tid % lanes;
+  const uint per_group = W / lanes;
+  const uint groups = (pc.out_dim + per_group - 1) / per_group;
+  uint a_base[kMatvecMaxRows];
+  for (uint row = 0; row < pc.rows; ++row) a_base[row] = ROW_WORD(a, row);
+
+  for (uint group = group_index(); group < groups; group += group_count()) {
+    const uint o = group * per_group + tid / lanes;
+    float acc[kMatvecMaxRows];
+    for (uint row = 0; row < kMatvecMaxRows; ++row) acc[row] = 0.0;
+    if (o < pc.out_dim) {
+      const uint w_row = pc.w_offset + o * pc.in_dim;
+      for (uint i = lane; i < pc.in_dim; i += lanes) {
+        const float w = weight(w_row + i);
+        for (uint row = 0; row < pc.rows; ++row) acc[row] = fma(a_rows[a_base[row] + i], w, acc[row]);
+      }
+    }
+    for (uint row = 0; row < pc.rows; ++row) partial[row * W + tid] = acc[row];
+    barrier();  // partial sums complete before the reduction reads them
+    // The lanes of one output are consecutive invocations: halve them.
+    for (uint s = lanes / 2; s > 0; s /= 2) {
+      if (lane < s)
+        for (uint row = 0; row < pc.rows; ++row) partial[row * W + tid] += partial[row * W + tid + s];
+      barrier();  // this level's sums written before the next level reads them
+    }
+    if (lane == 0 && o < pc.out_dim) {
+      for (uint row = 0; row < pc.rows; ++row) {
+        float v = partial[row * W + tid];
+        if (pc.has_bias != 0u) v += w32[pc.bias_offset + o];
+        if (pc.has_residual != 0u) v += r_rows[ROW_WORD(r, row) + o];
+        c_rows[ROW_WORD(c, row) + o] = v;
+      }
+    }
+    barrier();  // results read out of `partial` before the next group overwrites it
+  }
+}

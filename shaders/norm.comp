@@ -1,0 +1,66 @@
+#version 450
+// Normalizes each row of X into Y, one row per workgroup:
+//   RMSNorm (default):  y = x / sqrt(mean(x^2) + eps) * g
+//   LayerNorm (-DLAYER_NORM):  y = (x - mean) / sqrt(var + eps) * g + b,
+//   population variance, computed in a second pass over (x - mean)^2 so that
+//   rows with a large mean keep their precision.
+// Each invocation reads and writes only its own elements (i = tid, tid + W,
+// ...) after the reductions, so Y may be X itself (in place).
+//
+// Bindings:  0 X rows (dim floats each)              read
+//            1 weights: g at g_offset, b at b_offset  read
+//            2 Y rows (dim floats each); may be X     write
+// Spec constants: 0 workgroup size W (a power of two)
+// Push constants: NormParams (interface/norm.h)
+// Dispatch: rows logical groups, folded (kernels::fold_groups)
+#extension GL_GOOGLE_include_directive : require
+#include "interface/norm.h"
+#include "rows.glsl"
+
+layout(local_size_x_id = 0) in;
+
+layout(std430, binding = 0) readonly buffer XRows { float x_rows[]; };
+layout(std430, binding = 1) readonly buffer Weights { float weights[]; };
+layout(std430, binding = 2) writeonly buffer YRows { float y_rows[]; };
+
+shared float partial[gl_WorkGroupSize.x];
+
+// Sum of `v` over the workgroup, returned to every invocation.
+float workgroup_sum(float v) {
+  const uint W = gl_WorkGroupSize.x, tid = gl_LocalInvocationID.x;
+  partial[tid] = v;
+  barrier();  // every partial written before the tree reads them
+  for (uint s = W / 2; s > 0; s /= 2) {
+    if (tid < s) partial[tid] += partial[tid + s];
+    barrier();  // this level's sums written before the next level reads them
+  }
+  const float total = partial[0];
+  barrier();  // everyone has read the total before `partial` is reused
+  return total;
+}
+
+void main() {
+  const uint W = gl_WorkGroupSize.x, tid = gl_LocalInvocationID.x;
+  const float n = float(pc.dim);
+  for (uint row = group_index(); row < pc.rows; row += group_count()) {
+    const uint xb = ROW_WORD(x, row), yb = ROW_WORD(y, row);
+#ifdef LAYER_NORM
+    float s = 0.0;
+    for (uint i = tid; i < pc.dim; i += W) s += x_rows[xb + i];
+    const float mean = workgroup_sum(s) / n;
+    float q = 0.0;
+    for (uint i = tid; i < pc.dim; i += W) {
+      const float d = x_rows[xb + i] - mean;
+      q = fma(d, d, q);
+    }
+    const float inv = inversesqrt(workgroup_sum(q) / n + pc.eps);
+    for (uint i = tid; i < pc.dim; i += W)
+      y_rows[yb + i] = (x_rows[xb + i] - mean) * inv * weights[pc.g_offset + i] + weights[pc.b_offset + i];
+#else
+    float q = 0.0;
+    for (uint i = tid; i < pc.dim; i += W) q = fma(x_rows[xb + i], x_rows[xb + i], q);
+    const float inv = inversesqrt(workgroup_sum(q) / n + pc.eps);
+    for (uint i = tid; i < pc.dim; i += W) y_rows[yb + i] = x_rows[xb + i] * inv * weights[pc.g_offset + i];
+#endif
+  }
+}

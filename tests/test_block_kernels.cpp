@@ -1,0 +1,683 @@
+// The transformer block kernels (matmul + matvec, norm, rope, activation,
+// embedding, add) against their float64 references (reference/ops) on
+// randomized inputs, on the device's limits and on the tiny context (32
+// invocations, 1.5 KiB of shared memory): odd shapes that cross tiles and
+// workgroups, rows in rings that wrap, in-place variants, fp16 weights, and
+// grids folded into a handful of workgroups. Every word a kernel must not
+// write starts as a sentinel NaN and is checked afterwards.
+#include "kernel_harness.hpp"
+#include "support.hpp"
+
+#include "gpu/kernel_plan.hpp"
+#include "kernels/activation.hpp"
+#include "kernels/add.hpp"
+#include "kernels/embedding.hpp"
+#include "kernels/matmul.hpp"
+#include "kernels/norm.hpp"
+#include "kernels/rope.hpp"
+#include "reference/half.hpp"
+#include "reference/ops.hpp"
+
+#include <attendre/error.hpp>
+#include <attendre/transformer.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+
+using namespace attendre;
+using kernels::RowRef;
+namespace ops = reference::ops;
+
+namespace {
+
+constexpr uint32_t kSentinel = 0x7FC0DEADu;  // a NaN: any word a kernel must leave alone
+
+// Runs `body` on the device-limits context and on the tiny one, then checks
+// that the validation layer stayed quiet.
+void for_each_context(const std::function<void(Context&)>& body) {
+  for (Context* context : {&test::gpu(), &test::tiny_gpu()}) {
+    INFO("context " << std::string(context == &test::gpu() ? "gpu" : "tiny_gpu"));
+    body(*context);
+    test::check_no_validation_messages(*context);
+  }
+}
+
+// The plan with every grid folded into at most 3 x 2 workgroups, so that
+// each kernel's loop over logical groups runs many times.
+gpu::KernelPlan folded(gpu::KernelPlan plan) {
+  plan.max_groups_x = 3;
+  plan.max_groups_y = 2;
+  return plan;
+}
+
+std::vector<float> normal_values(size_t count, std::mt19937_64& rng, float mean = 0.0f, float sd = 1.0f) {
+  std::normal_distribution<float> normal(mean, sd);
+  std::vector<float> v(count);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+// Rows in a ring of rows + 2 slots whose row 1 wraps to slot 0, with `pad`
+// unused words after each row and `offset` words before the ring.
+RowRef wrapping(uint32_t rows, uint32_t cols, uint32_t pad, uint32_t offset) {
+  return RowRef::ring(cols + pad, rows + 2, rows + 1, offset);
+}
+
+// Words a buffer needs to hold `rows` rows of `cols` words under `ref`.
+uint64_t extent(const RowRef& ref, uint32_t rows, uint32_t cols) {
+  uint64_t end = ref.offset;
+  for (uint32_t r = 0; r < rows; ++r) end = std::max(end, ref.word(r) + cols);
+  return end + 3;  // trailing sentinels
+}
+
+void put_rows(std::vector<uint32_t>& words, const RowRef& ref, uint32_t rows, uint32_t cols,
+              std::span<const float> values) {
+  for (uint32_t r = 0; r < rows; ++r)
+    for (uint32_t i = 0; i < cols; ++i) words[ref.word(r) + i] = test::float_bits(values[size_t{r} * cols + i]);
+}
+
+std::vector<float> get_rows(std::span<const uint32_t> words, const RowRef& ref, uint32_t rows, uint32_t cols) {
+  std::vector<float> v(size_t{rows} * cols);
+  for (uint32_t r = 0; r < rows; ++r)
+    for (uint32_t i = 0; i < cols; ++i) v[size_t{r} * cols + i] = test::bits_float(words[ref.word(r) + i]);
+  return v;
+}
+
+// Fails for every word outside the written rows that changed.
+void check_untouched(std::span<const uint32_t> before, std::span<const uint32_t> after, const RowRef& ref,
+                     uint32_t rows, uint32_t cols) {
+  std::vector<uint8_t> written(before.size(), 0);
+  for (uint32_t r = 0; r < rows; ++r)
+    for (uint32_t i = 0; i < cols; ++i) written[ref.word(r) + i] = 1;
+  uint32_t stray = 0;
+  for (size_t i = 0; i < before.size(); ++i)
+    if (!written[i] && before[i] != after[i] && stray++ < 3) FAIL_CHECK("word " << i << " outside the output changed");
+  CHECK(stray == 0);
+}
+
+// Fails for every element outside tolerance(i) (NaN included), naming the first few.
+void check_close(std::span<const float> actual, std::span<const double> expected,
+                 const std::function<double(size_t)>& tolerance) {
+  REQUIRE(actual.size() == expected.size());
+  uint32_t bad = 0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    const double error = std::abs(static_cast<double>(actual[i]) - expected[i]);
+    if (!(error <= tolerance(i)) && bad++ < 3)
+      FAIL_CHECK("element " << i << ": expected " << expected[i] << ", got " << actual[i] << " (tolerance "
+                            << tolerance(i) << ")");
+  }
+  CHECK(bad == 0);
+}
+
+// fp16 elements from element `offset` on, packed two per word (low half first).
+void put_halves(std::vector<uint32_t>& words, uint32_t offset, std::span<const uint16_t> halves) {
+  for (size_t e = 0; e < halves.size(); ++e) {
+    const size_t element = offset + e, word = element / 2, shift = 16 * (element % 2);
+    words[word] = (words[word] & ~(0xFFFFu << shift)) | (uint32_t{halves[e]} << shift);
+  }
+}
+
+// A weight matrix or table in a buffer image: fp32 words, or fp16 pairs, from
+// element `offset`; returns the float64 values the GPU sees and the first free word.
+struct Weights {
+  std::vector<double> values;
+  uint32_t end_word = 0;
+};
+Weights put_weights(std::vector<uint32_t>& words, WeightType type, uint32_t offset, std::span<const float> w) {
+  Weights out;
+  if (type == WeightType::f16) {
+    const std::vector<uint16_t> halves = reference::to_half(w);
+    out.end_word = static_cast<uint32_t>((offset + w.size() + 1) / 2);
+    words.resize(std::max<size_t>(words.size(), out.end_word), kSentinel);
+    put_halves(words, offset, halves);
+    out.values = ops::widen_half(halves);
+  } else {
+    out.end_word = static_cast<uint32_t>(offset + w.size());
+    words.resize(std::max<size_t>(words.size(), out.end_word), kSentinel);
+    for (size_t i = 0; i < w.size(); ++i) words[offset + i] = test::float_bits(w[i]);
+    out.values = ops::widen(w);
+  }
+  return out;
+}
+
+std::vector<WeightType> weight_types(const Context& context) {
+  if (context.caps().storage_16bit) return {WeightType::f32, WeightType::f16};
+  return {WeightType::f32};
+}
+
+// ---------------------------------------------------------------------------
+// Matmul
+
+enum class Residual { none, in_place, separate };
+
+struct MatmulCase {
+  uint32_t rows, in, out;
+  bool bias = false;
+  Residual residual = Residual::none;
+  bool ring = false;
+};
+
+void check_matmul(Context& context, const gpu::KernelPlan& plan, WeightType type, const MatmulCase& c,
+                  std::mt19937_64& rng) {
+  INFO("rows " << c.rows << ", in " << c.in << ", out " << c.out << ", bias " << c.bias << ", residual "
+               << static_cast<int>(c.residual) << ", ring " << c.ring << ", fp16 " << (type == WeightType::f16));
+  const std::vector<float> a = normal_values(size_t{c.rows} * c.in, rng);
+  const std::vector<float> w = normal_values(size_t{c.out} * c.in, rng);
+  const std::vector<float> bias = normal_values(c.out, rng);
+  const std::vector<float> residual = normal_values(size_t{c.rows} * c.out, rng);
+
+  // Weights at an odd element offset, the bias after them in the same buffer.
+  std::vector<uint32_t> w_words;
+  kernels::Matmul::Args args;
+  args.rows = c.rows;
+  args.in = c.in;
+  args.out = c.out;
+  args.w_offset = type == WeightType::f16 ? 3 : 5;
+  const Weights weights = put_weights(w_words, type, args.w_offset, w);
+  args.bias = c.bias;
+  args.bias_offset = weights.end_word + 1;
+  w_words.resize(args.bias_offset + c.out + 2, kSentinel);
+  for (uint32_t o = 0; o < c.out; ++o) w_words[args.bias_offset + o] = test::float_bits(bias[o]);
+
+  args.a = c.ring ? wrapping(c.rows, c.in, 2, 7) : RowRef::contiguous(c.in, 1);
+  args.c = c.ring ? wrapping(c.rows, c.out, 1, 3) : RowRef::contiguous(c.out);
+  args.residual = c.residual != Residual::none;
+  std::vector<uint32_t> a_words(extent(args.a, c.rows, c.in), kSentinel);
+  put_rows(a_words, args.a, c.rows, c.in, a);
+  std::vector<uint32_t> c_words(extent(args.c, c.rows, c.out), kSentinel);
+  std::vector<uint32_t> r_words(1, kSentinel);
+  if (c.residual == Residual::in_place) {
+    args.r = args.c;
+    put_rows(c_words, args.c, c.rows, c.out, residual);
+  } else if (c.residual == Residual::separate) {
+    args.r = RowRef::ring(c.out + 3, c.rows + 1, c.rows, 2);
+    r_words.assign(extent(args.r, c.rows, c.out), kSentinel);
+    put_rows(r_words, args.r, c.rows, c.out, residual);
+  }
+
+  const vk::Buffer a_buffer = test::upload_words(context, a_words, "test A");
+  const vk::Buffer w_buffer = test::upload_words(context, w_words, "test W");
+  const vk::Buffer c_buffer = test::upload_words(context, c_words, "test C");
+  const vk::Buffer r_buffer = test::upload_words(context, r_words, "test R");
+  vk::DescriptorArena arena(context);
+  const kernels::Matmul matmul(context, arena, plan, type, {&a_buffer}, {&w_buffer}, {&c_buffer},
+                               c.residual == Residual::separate ? vk::BufferBinding{&r_buffer} : vk::BufferBinding{});
+  test::run_once(context, [&](vk::CommandRecorder& rec) { matmul.record(rec, args); });
+  const std::vector<uint32_t> after = test::download_words(context, c_buffer, 0, c_words.size());
+
+  const std::vector<double> expected =
+      ops::matmul(ops::widen(a), weights.values, c.rows, c.in, c.out, c.bias ? ops::widen(bias) : std::vector<double>{},
+                  args.residual ? ops::widen(residual) : std::vector<double>{});
+  // fp32 accumulation of `in` unit-normal products: ~1e-5 of sqrt(in).
+  const double tolerance = 1e-5 * (std::sqrt(static_cast<double>(c.in)) + 4.0);
+  check_close(get_rows(after, args.c, c.rows, c.out), expected, [&](size_t) { return tolerance; });
+  check_untouched(c_words, after, args.c, c.rows, c.out);
+}
+
+TEST_CASE("block kernels: matmul and matvec match the float64 reference (fp32 and fp16 weights)") {
+  std::mt19937_64 rng(7001);
+  const uint32_t rows_list[] = {1, 2, 3, 4, 5, 17, 64, 65, 130};
+  const uint32_t ins[] = {1, 3, 64, 127, 300};
+  const uint32_t outs[] = {1, 7, 64, 65, 513};
+  for_each_context([&](Context& context) {
+    const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+    for (WeightType type : weight_types(context)) {
+      for (uint32_t ri = 0; ri < std::size(rows_list); ++ri)
+        for (uint32_t ii = 0; ii < std::size(ins); ++ii) {
+          MatmulCase c{rows_list[ri], ins[ii], outs[(ri + ii) % 5]};
+          c.bias = (ri + ii) % 2 == 0;
+          c.residual = static_cast<Residual>((ri + 2 * ii) % 3);
+          c.ring = (ri + ii) % 3 != 1;
+          check_matmul(context, plan, type, c, rng);
+        }
+      // Wide outputs (vocabulary logits) on both paths.
+      check_matmul(context, plan, type, {1, 3, 200003, true}, rng);
+      check_matmul(context, plan, type, {5, 3, 70001, true, Residual::in_place, true}, rng);
+      // Folded grids: every workgroup loops over many tiles or output groups.
+      const gpu::KernelPlan tight = folded(plan);
+      check_matmul(context, tight, type, {2, 300, 513, true, Residual::separate, true}, rng);
+      check_matmul(context, tight, type, {130, 127, 65, true, Residual::in_place, true}, rng);
+    }
+  });
+}
+
+TEST_CASE("block kernels: matmul picks matvec for few rows and folds wide grids within the limits") {
+  Context& context = test::gpu();
+  gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+  vk::DescriptorArena arena(context);
+  const vk::Buffer buffer = test::device_words(context, 16, 0, "test dummy");
+  const kernels::Matmul matmul(context, arena, plan, WeightType::f32, {&buffer}, {&buffer}, {&buffer});
+  CHECK(matmul.uses_matvec(kernels::kMatvecMaxRows));
+  CHECK_FALSE(matmul.uses_matvec(kernels::kMatvecMaxRows + 1));
+  kernels::Matmul::Args args;
+  args.rows = 130;
+  args.in = 4096;
+  args.out = 200000;
+  args.a = RowRef::contiguous(args.in);
+  args.c = RowRef::contiguous(args.out);
+  const kernels::Grid g = matmul.grid(args);
+  CHECK(g.x <= plan.max_groups_x);
+  CHECK(g.y <= plan.max_groups_y);
+  CHECK(uint64_t{g.x} * g.y >= uint64_t{kernels::ceil_div(args.out, plan.matmul_tile_outputs)} *
+                                   kernels::ceil_div(args.rows, plan.matmul_tile_rows));
+  const kernels::MatmulParams p = matmul.params({1, 4096, 200000, args.a, args.c});
+  CHECK(p.lanes >= 1);
+  CHECK(plan.matvec_workgroup % p.lanes == 0);
+  // Output rows that would overlap are rejected.
+  args.c = RowRef::ring(args.out, 3, 0);
+  CHECK_THROWS_AS(matmul.params(args), Error);
+  test::check_no_validation_messages(context);
+}
+
+TEST_CASE("block kernels: fp16 weights on a device without 16-bit storage are unsupported") {
+  Context& gpu = test::gpu();
+  ExternalDevice external{gpu.instance(), gpu.physical_device(), gpu.device(), gpu.queue(), gpu.queue_family(), false};
+  Context context(external);
+  REQUIRE_FALSE(context.caps().storage_16bit);
+  const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+  vk::DescriptorArena arena(context);
+  const vk::Buffer buffer(context, 64, vk::MemoryIntent::device, "test dummy");
+  try {
+    kernels::Matmul(context, arena, plan, WeightType::f16, {&buffer}, {&buffer}, {&buffer});
+    FAIL("fp16 matmul was accepted");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::unsupported);
+  }
+  try {
+    kernels::Embedding(context, arena, plan, WeightType::f16, {&buffer}, {&buffer}, {&buffer});
+    FAIL("fp16 embedding was accepted");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::unsupported);
+  }
+  CHECK_NOTHROW(kernels::Matmul(context, arena, plan, WeightType::f32, {&buffer}, {&buffer}, {&buffer}));
+  test::check_no_validation_messages(gpu);
+}
+
+// ---------------------------------------------------------------------------
+// Norm
+
+void check_norm(Context& context, const gpu::KernelPlan& plan, NormKind kind, uint32_t rows, uint32_t dim,
+                bool in_place, float mean, std::mt19937_64& rng) {
+  INFO("kind " << static_cast<int>(kind) << ", rows " << rows << ", dim " << dim << ", in place " << in_place
+               << ", mean " << mean);
+  const std::vector<float> x = normal_values(size_t{rows} * dim, rng, mean, 1.0f);
+  const std::vector<float> g = normal_values(dim, rng, 1.0f, 0.2f), b = normal_values(dim, rng, 0.0f, 0.5f);
+  kernels::Norm::Args args;
+  args.rows = rows;
+  args.dim = dim;
+  args.eps = 1e-5f;
+  args.g_offset = 5;
+  args.b_offset = 5 + dim + 3;
+  std::vector<uint32_t> w_words(args.b_offset + dim + 1, kSentinel);
+  for (uint32_t i = 0; i < dim; ++i) {
+    w_words[args.g_offset + i] = test::float_bits(g[i]);
+    w_words[args.b_offset + i] = test::float_bits(b[i]);
+  }
+  args.x = wrapping(rows, dim, 1, 2);
+  args.y = in_place ? args.x : RowRef::contiguous(dim + 2, 1);
+  std::vector<uint32_t> x_words(extent(args.x, rows, dim), kSentinel);
+  put_rows(x_words, args.x, rows, dim, x);
+  std::vector<uint32_t> y_words(extent(args.y, rows, dim), kSentinel);
+
+  const vk::Buffer x_buffer = test::upload_words(context, x_words, "test X");
+  const vk::Buffer w_buffer = test::upload_words(context, w_words, "test norm weights");
+  const vk::Buffer y_buffer = test::upload_words(context, y_words, "test Y");
+  const vk::Buffer& out = in_place ? x_buffer : y_buffer;
+  vk::DescriptorArena arena(context);
+  const kernels::Norm norm(context, arena, plan, kind, {&x_buffer}, {&w_buffer}, {&out});
+  test::run_once(context, [&](vk::CommandRecorder& rec) { norm.record(rec, args); });
+  const std::vector<uint32_t>& before = in_place ? x_words : y_words;
+  const std::vector<uint32_t> after = test::download_words(context, out, 0, before.size());
+
+  const std::vector<double> expected = kind == NormKind::rms
+                                           ? ops::rms_norm(ops::widen(x), dim, ops::widen(g), args.eps)
+                                           : ops::layer_norm(ops::widen(x), dim, ops::widen(g), ops::widen(b), args.eps);
+  // A fp32 mean of size |mean| carries |mean| * 2^-24-sized errors into x - mean.
+  const double relative = 2e-5 + (kind == NormKind::layer ? 2e-7 * std::abs(mean) : 0.0);
+  check_close(get_rows(after, args.y, rows, dim), expected,
+              [&](size_t i) { return relative * (1.0 + std::abs(expected[i])); });
+  check_untouched(before, after, args.y, rows, dim);
+}
+
+TEST_CASE("block kernels: rms_norm and layer_norm match the float64 reference, in place and not") {
+  std::mt19937_64 rng(7002);
+  for_each_context([&](Context& context) {
+    const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+    for (NormKind kind : {NormKind::rms, NormKind::layer}) {
+      const uint32_t rows_list[] = {1, 3, 17, 65, 2, 5};
+      const uint32_t dims[] = {1, 3, 64, 127, 300, 1025};
+      for (uint32_t i = 0; i < 6; ++i) check_norm(context, plan, kind, rows_list[i], dims[i], i % 2 == 0, 0.0f, rng);
+      // A large mean: a one-pass variance (E[x^2] - mean^2) loses ~1e-2 here.
+      check_norm(context, plan, kind, 4, 500, true, 1000.0f, rng);
+      check_norm(context, folded(plan), kind, 17, 33, false, 3.0f, rng);
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Rope
+
+struct RopeCase {
+  uint32_t rows, heads, head_dim, rope_dims;
+  double theta;
+};
+
+void check_rope(Context& context, const gpu::KernelPlan& plan, RopeLayout layout, const RopeCase& c,
+                std::mt19937_64& rng) {
+  INFO("layout " << static_cast<int>(layout) << ", rows " << c.rows << ", heads " << c.heads << ", head_dim "
+                 << c.head_dim << ", rope_dims " << c.rope_dims << ", theta " << c.theta);
+  const uint32_t width = c.heads * c.head_dim;
+  const std::vector<float> x = normal_values(size_t{c.rows} * width, rng);
+  // Small, large (past 2^24, where float(p) is inexact), extreme and negative positions.
+  const int32_t special[] = {0, 1, 2, 1000000, 1000001, 16777217, 123456789, 2147483647, -7, -2147483647 - 1};
+  std::uniform_int_distribution<int32_t> any(-2000000000, 2000000000), small(0, 4096);
+  std::vector<int32_t> positions(c.rows);
+  for (uint32_t r = 0; r < c.rows; ++r)
+    positions[r] = r < std::size(special) ? special[r] : (r % 2 ? any(rng) : small(rng));
+
+  kernels::Rope::Args args;
+  args.rows = c.rows;
+  args.heads = c.heads;
+  args.head_dim = c.head_dim;
+  args.rope_dims = c.rope_dims;
+  args.theta = c.theta;
+  args.x = wrapping(c.rows, width, 3, 1);
+  args.positions = RowRef::ring(3, c.rows + 1, c.rows, 4);  // every third word, wrapping
+  std::vector<uint32_t> x_words(extent(args.x, c.rows, width), kSentinel);
+  put_rows(x_words, args.x, c.rows, width, x);
+  std::vector<uint32_t> p_words(extent(args.positions, c.rows, 1), kSentinel);
+  for (uint32_t r = 0; r < c.rows; ++r) p_words[args.positions.word(r)] = static_cast<uint32_t>(positions[r]);
+
+  const vk::Buffer x_buffer = test::upload_words(context, x_words, "test rope X");
+  const vk::Buffer p_buffer = test::upload_words(context, p_words, "test positions");
+  vk::DescriptorArena arena(context);
+  const kernels::Rope rope(context, arena, plan, layout, {&x_buffer}, {&p_buffer});
+  test::run_once(context, [&](vk::CommandRecorder& rec) { rope.record(rec, args); });
+  const std::vector<uint32_t> after = test::download_words(context, x_buffer, 0, x_words.size());
+
+  const std::vector<int64_t> positions64(positions.begin(), positions.end());
+  const std::vector<double> expected =
+      ops::rope(ops::widen(x), positions64, c.heads, c.head_dim, c.rope_dims, c.theta, layout);
+  // The double-float angle: ~1e-6 rad up to |p| = 2^24, then growing as
+  // |p| * ~1e-14 (lavapipe measures <= 1.3e-6 and <= 2.1e-5 at 2^31). A plain
+  // fp32 angle is off by ~0.06 rad at p = 1e6 and by whole turns past 2^24.
+  const std::vector<float> actual = get_rows(after, args.x, c.rows, width);
+  check_close(actual, expected, [&](size_t i) {
+    const double p = std::abs(static_cast<double>(positions[i / width]));
+    return (5e-6 + 2e-14 * p) * (1.0 + std::abs(expected[i]));
+  });
+  // Dims past rope_dims are untouched, bit for bit.
+  uint32_t moved = 0;
+  for (size_t i = 0; i < actual.size(); ++i)
+    if (i % c.head_dim >= c.rope_dims && test::float_bits(actual[i]) != test::float_bits(x[i])) ++moved;
+  CHECK(moved == 0);
+  check_untouched(x_words, after, args.x, c.rows, width);
+}
+
+TEST_CASE("block kernels: rope matches the float64 reference at positions up to 2^31 (normal and neox)") {
+  std::mt19937_64 rng(7003);
+  for_each_context([&](Context& context) {
+    const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+    for (RopeLayout layout : {RopeLayout::normal, RopeLayout::neox}) {
+      check_rope(context, plan, layout, {10, 1, 2, 2, 10000.0}, rng);
+      check_rope(context, plan, layout, {17, 3, 64, 64, 10000.0}, rng);
+      check_rope(context, plan, layout, {33, 2, 128, 32, 500000.0}, rng);  // partial rotation
+      check_rope(context, plan, layout, {12, 5, 6, 4, 1000000.0}, rng);
+      check_rope(context, folded(plan), layout, {40, 3, 96, 96, 10000.0}, rng);
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Activation
+
+void check_activation(Context& context, const gpu::KernelPlan& plan, ActivationKind kind, bool gated,
+                      uint32_t rows, uint32_t cols, std::mt19937_64& rng) {
+  INFO("kind " << static_cast<int>(kind) << ", gated " << gated << ", rows " << rows << ", cols " << cols);
+  std::vector<float> gate = normal_values(size_t{rows} * cols, rng, 0.0f, 3.0f);
+  const float special[] = {0.0f, -0.0f, 1e-3f, -1e-3f, 30.0f, -30.0f, 100.0f, -100.0f, -5.0f, 1e4f, -1e4f};
+  for (size_t i = 0; i < std::min(gate.size(), std::size(special)); ++i) gate[i * 7 % gate.size()] = special[i];
+  const std::vector<float> up = normal_values(size_t{rows} * cols, rng);
+
+  // Gated: [gate | up] rows in one buffer (one row stride), the output over the gate.
+  kernels::Activation::Args args;
+  args.rows = rows;
+  args.cols = cols;
+  std::vector<uint32_t> in_words, out_words;
+  if (gated) {
+    args.x = wrapping(rows, 2 * cols, 1, 3);
+    args.up = args.x;
+    args.up.offset += cols;
+    args.out = args.x;
+    in_words.assign(extent(args.x, rows, 2 * cols), kSentinel);
+    put_rows(in_words, args.up, rows, cols, up);
+  } else {
+    args.x = RowRef::contiguous(cols, 2);
+    args.out = wrapping(rows, cols, 2, 1);
+    in_words.assign(extent(args.x, rows, cols), kSentinel);
+    out_words.assign(extent(args.out, rows, cols), kSentinel);
+  }
+  put_rows(in_words, args.x, rows, cols, gate);
+
+  const vk::Buffer in_buffer = test::upload_words(context, in_words, "test activation input");
+  const vk::Buffer out_buffer = test::device_words(context, std::max<size_t>(out_words.size(), 1), kSentinel,
+                                                   "test activation output");
+  const vk::Buffer& out = gated ? in_buffer : out_buffer;
+  vk::DescriptorArena arena(context);
+  const kernels::Activation activation(context, arena, plan, kind, gated, {&in_buffer}, {&out});
+  test::run_once(context, [&](vk::CommandRecorder& rec) { activation.record(rec, args); });
+  const std::vector<uint32_t>& before = gated ? in_words : out_words;
+  const std::vector<uint32_t> after = test::download_words(context, out, 0, before.size());
+
+  const std::vector<double> expected = gated ? ops::gated_activation(kind, ops::widen(gate), ops::widen(up))
+                                             : ops::activation(kind, ops::widen(gate));
+  check_close(get_rows(after, args.out, rows, cols), expected,
+              [&](size_t i) { return 1e-6 + 2e-5 * std::abs(expected[i]); });
+  // Gated in place: the up halves (and everything else) survive.
+  check_untouched(before, after, args.out, rows, cols);
+}
+
+TEST_CASE("block kernels: silu, gelu_tanh and relu, plain and gated, match the float64 reference") {
+  std::mt19937_64 rng(7004);
+  for_each_context([&](Context& context) {
+    const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+    for (ActivationKind kind : {ActivationKind::silu, ActivationKind::gelu_tanh, ActivationKind::relu})
+      for (bool gated : {false, true}) {
+        check_activation(context, plan, kind, gated, 1, 127, rng);
+        check_activation(context, plan, kind, gated, 5, 300, rng);
+        check_activation(context, plan, kind, gated, 17, 1, rng);
+        check_activation(context, folded(plan), kind, gated, 9, 70, rng);
+      }
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Embedding
+
+void check_embedding(Context& context, const gpu::KernelPlan& plan, WeightType type, uint32_t rows, uint32_t dim,
+                     std::mt19937_64& rng) {
+  INFO("rows " << rows << ", dim " << dim << ", fp16 " << (type == WeightType::f16));
+  const uint32_t vocab = 1000;
+  const std::vector<float> table = normal_values(size_t{vocab} * dim, rng);
+  kernels::Embedding::Args args;
+  args.rows = rows;
+  args.dim = dim;
+  args.vocab = vocab;
+  args.table_offset = 3;
+  std::vector<uint32_t> t_words;
+  const Weights weights = put_weights(t_words, type, args.table_offset, table);
+  t_words.resize(weights.end_word + 2, kSentinel);
+
+  std::vector<uint32_t> ids(rows);
+  std::uniform_int_distribution<uint32_t> id(0, vocab - 1);
+  const uint32_t special[] = {0, vocab - 1, vocab, 0xFFFFFFFFu, vocab + 5};
+  for (uint32_t r = 0; r < rows; ++r) ids[r] = r < std::size(special) ? special[r] : id(rng);
+  args.ids = RowRef::ring(2, rows + 1, rows, 1);
+  args.out = wrapping(rows, dim, 1, 2);
+  std::vector<uint32_t> id_words(extent(args.ids, rows, 1), kSentinel);
+  for (uint32_t r = 0; r < rows; ++r) id_words[args.ids.word(r)] = ids[r];
+  const std::vector<uint32_t> out_words(extent(args.out, rows, dim), kSentinel);
+
+  const vk::Buffer id_buffer = test::upload_words(context, id_words, "test ids");
+  const vk::Buffer t_buffer = test::upload_words(context, t_words, "test table");
+  const vk::Buffer out_buffer = test::upload_words(context, out_words, "test embeddings");
+  vk::DescriptorArena arena(context);
+  const kernels::Embedding embedding(context, arena, plan, type, {&id_buffer}, {&t_buffer}, {&out_buffer});
+  test::run_once(context, [&](vk::CommandRecorder& rec) { embedding.record(rec, args); });
+  const std::vector<uint32_t> after = test::download_words(context, out_buffer, 0, out_words.size());
+
+  const std::vector<double> expected = ops::embedding(weights.values, dim, ids);
+  check_close(get_rows(after, args.out, rows, dim), expected, [](size_t) { return 0.0; });  // a copy: exact
+  check_untouched(out_words, after, args.out, rows, dim);
+}
+
+TEST_CASE("block kernels: embedding lookup matches the reference, zeros for out-of-range ids") {
+  std::mt19937_64 rng(7005);
+  for_each_context([&](Context& context) {
+    const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+    for (WeightType type : weight_types(context)) {
+      check_embedding(context, plan, type, 5, 1, rng);
+      check_embedding(context, plan, type, 17, 3, rng);
+      check_embedding(context, plan, type, 9, 513, rng);
+      check_embedding(context, folded(plan), type, 12, 300, rng);
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Add
+
+void check_add(Context& context, const gpu::KernelPlan& plan, uint32_t rows, uint32_t cols, bool in_place,
+               std::mt19937_64& rng) {
+  INFO("rows " << rows << ", cols " << cols << ", in place " << in_place);
+  const std::vector<float> a = normal_values(size_t{rows} * cols, rng), b = normal_values(size_t{rows} * cols, rng);
+  kernels::Add::Args args;
+  args.rows = rows;
+  args.cols = cols;
+  args.a = wrapping(rows, cols, 2, 1);
+  args.b = RowRef::contiguous(cols, 3);
+  args.c = in_place ? args.a : RowRef::ring(cols, rows, rows - 1);
+  std::vector<uint32_t> a_words(extent(args.a, rows, cols), kSentinel), b_words(extent(args.b, rows, cols), kSentinel);
+  put_rows(a_words, args.a, rows, cols, a);
+  put_rows(b_words, args.b, rows, cols, b);
+  const std::vector<uint32_t> c_words(extent(args.c, rows, cols), kSentinel);
+
+  const vk::Buffer a_buffer = test::upload_words(context, a_words, "test add A");
+  const vk::Buffer b_buffer = test::upload_words(context, b_words, "test add B");
+  const vk::Buffer c_buffer = test::upload_words(context, c_words, "test add C");
+  const vk::Buffer& out = in_place ? a_buffer : c_buffer;
+  vk::DescriptorArena arena(context);
+  const kernels::Add add(context, arena, plan, {&a_buffer}, {&b_buffer}, {&out});
+  test::run_once(context, [&](vk::CommandRecorder& rec) { add.record(rec, args); });
+  const std::vector<uint32_t>& before = in_place ? a_words : c_words;
+  const std::vector<uint32_t> after = test::download_words(context, out, 0, before.size());
+
+  std::vector<double> expected(a.size());
+  for (size_t i = 0; i < a.size(); ++i) expected[i] = static_cast<double>(a[i] + b[i]);  // one fp32 rounding
+  check_close(get_rows(after, args.c, rows, cols), expected, [](size_t) { return 0.0; });
+  check_untouched(before, after, args.c, rows, cols);
+}
+
+TEST_CASE("block kernels: add of ring-addressed rows, in place and not") {
+  std::mt19937_64 rng(7006);
+  for_each_context([&](Context& context) {
+    const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+    check_add(context, plan, 1, 1, false, rng);
+    check_add(context, plan, 17, 127, true, rng);
+    check_add(context, plan, 65, 300, false, rng);
+    check_add(context, folded(plan), 9, 70, true, rng);
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Host references (no Vulkan)
+
+TEST_CASE("block reference: fp16 conversion rounds to nearest even and round-trips every half") {
+  using reference::float_to_half;
+  using reference::half_to_float;
+  for (uint32_t h = 0; h < 0x10000u; ++h) {
+    const uint16_t bits = static_cast<uint16_t>(h);
+    const float f = half_to_float(bits);
+    if (std::isnan(f)) {
+      CHECK(std::isnan(half_to_float(float_to_half(f))));
+    } else if (float_to_half(f) != bits) {
+      FAIL("half 0x" << std::hex << h << " does not round-trip");
+    }
+  }
+  CHECK(float_to_half(1.0f) == 0x3C00);
+  CHECK(float_to_half(-2.0f) == 0xC000);
+  CHECK(float_to_half(-0.0f) == 0x8000);
+  CHECK(float_to_half(65504.0f) == 0x7BFF);
+  CHECK(float_to_half(65519.0f) == 0x7BFF);
+  CHECK(float_to_half(65520.0f) == 0x7C00);  // the tie rounds to even: infinity
+  CHECK(float_to_half(1e9f) == 0x7C00);
+  CHECK(float_to_half(-std::numeric_limits<float>::infinity()) == 0xFC00);
+  CHECK(float_to_half(1.0f + 0x1p-11f) == 0x3C00);         // tie, even stays
+  CHECK(float_to_half(1.0f + 3 * 0x1p-11f) == 0x3C02);     // tie, odd rounds up
+  CHECK(float_to_half(1.0f + 0x1p-11f + 0x1p-20f) == 0x3C01);
+  CHECK(float_to_half(0x1p-24f) == 0x0001);                // smallest subnormal
+  CHECK(float_to_half(0x1p-25f) == 0x0000);                // tie to even: zero
+  CHECK(float_to_half(0x1.8p-25f) == 0x0001);
+  CHECK(float_to_half(0x1.ff8p-15f) == 0x03FF);            // largest subnormal
+  CHECK(float_to_half(0x1.ffcp-15f) == 0x0400);            // tie past it rounds up into the normals
+  CHECK(float_to_half(1e-10f) == 0x0000);
+  CHECK(half_to_float(0x0001) == 0x1p-24f);
+  CHECK(half_to_float(0x7BFF) == 65504.0f);
+  const uint16_t nan = float_to_half(std::numeric_limits<float>::quiet_NaN());
+  CHECK(((nan & 0x7C00) == 0x7C00 && (nan & 0x3FF) != 0));
+  // Random floats: the nearest half (either neighbour is no closer).
+  std::mt19937_64 rng(7007);
+  std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-26, 16);
+  for (int i = 0; i < 20000; ++i) {
+    const float f = std::ldexp(mantissa(rng), exponent(rng));
+    const uint16_t h = float_to_half(f);
+    const double error = std::abs(static_cast<double>(half_to_float(h)) - f);
+    for (int step : {-1, 1}) {
+      const uint16_t other = static_cast<uint16_t>(h + step);
+      if ((other & 0x7C00) == 0x7C00 || ((other ^ h) & 0x8000)) continue;  // past infinity or the sign
+      if (!(error <= std::abs(static_cast<double>(half_to_float(other)) - f)))
+        FAIL("float " << f << " rounds to 0x" << std::hex << h << " but 0x" << other << " is nearer");
+    }
+  }
+}
+
+TEST_CASE("block reference: ops agree with hand-computed values") {
+  const double a[] = {1.0, 2.0, 3.0, -1.0, 0.5, 2.0};  // 2 x 3
+  const double w[] = {1.0, 0.0, -1.0, 2.0, 1.0, 0.0};  // 2 x 3
+  const double bias[] = {0.5, -0.5}, residual[] = {1.0, 2.0, 3.0, 4.0};
+  CHECK(ops::matmul(a, w, 2, 3, 2) == std::vector<double>{-2.0, 4.0, -3.0, -1.5});
+  CHECK(ops::matmul(a, w, 2, 3, 2, bias, residual) == std::vector<double>{-0.5, 5.5, 0.5, 2.0});
+  const double x[] = {1.0, 2.0, 3.0}, ones[] = {1.0, 1.0, 1.0}, zeros[] = {0.0, 0.0, 0.0};
+  const std::vector<double> ln = ops::layer_norm(x, 3, ones, zeros, 0.0);
+  CHECK(ln[0] == doctest::Approx(-std::sqrt(1.5)));
+  CHECK(ln[1] == doctest::Approx(0.0));
+  const std::vector<double> rms = ops::rms_norm(x, 3, ones, 0.0);
+  CHECK(rms[2] == doctest::Approx(3.0 / std::sqrt(14.0 / 3.0)));
+  CHECK(ops::activate(ActivationKind::silu, 1.0) == doctest::Approx(0.7310585786300049));
+  CHECK(ops::activate(ActivationKind::gelu_tanh, 1.0) == doctest::Approx(0.8411919906082768));
+  CHECK(ops::activate(ActivationKind::gelu_tanh, -3.0) == doctest::Approx(-0.0036373920817729943));
+  CHECK(ops::activate(ActivationKind::relu, -2.0) == 0.0);
+  // Position 1, theta 100, rope_dims 4: pair 0 turns by 1 rad, pair 1 by 0.1 rad.
+  const double v[] = {1.0, 0.0, 1.0, 0.0};
+  const int64_t one[] = {1};
+  const std::vector<double> normal = ops::rope(v, one, 1, 4, 4, 100.0, RopeLayout::normal);
+  CHECK(normal[0] == doctest::Approx(std::cos(1.0)));
+  CHECK(normal[1] == doctest::Approx(std::sin(1.0)));
+  CHECK(normal[3] == doctest::Approx(std::sin(0.1)));
+  const double u[] = {1.0, 0.0, 0.0, 0.0};
+  const std::vector<double> neox = ops::rope(u, one, 1, 4, 4, 100.0, RopeLayout::neox);  // pairs (0,2), (1,3)
+  CHECK(neox[0] == doctest::Approx(std::cos(1.0)));
+  CHECK(neox[2] == doctest::Approx(std::sin(1.0)));
+  const double table[] = {1.0, 2.0, 3.0, 4.0};
+  const uint32_t ids[] = {1, 2, 0};
+  CHECK(ops::embedding(table, 2, ids) == std::vector<double>{3.0, 4.0, 0.0, 0.0, 1.0, 2.0});
+}
+
+}  // namespace
