@@ -4,6 +4,7 @@
 #include "stack_support.hpp"
 #include "support.hpp"
 
+#include <attendre/gpu_stack.hpp>
 #include <attendre/reference_stack.hpp>
 
 #include <doctest/doctest.h>
@@ -17,7 +18,8 @@ namespace {
 using StackFactory = std::function<std::unique_ptr<TransformerStack>(const StackConfig&, WeightSource&)>;
 
 std::vector<std::pair<const char*, StackFactory>> stack_backends() {
-  return {{"reference", [](const StackConfig& c, WeightSource& w) { return std::make_unique<reference::Stack>(c, w); }}};
+  return {{"reference", [](const StackConfig& c, WeightSource& w) { return std::make_unique<reference::Stack>(c, w); }},
+          {"gpu", [](const StackConfig& c, WeightSource& w) { return std::make_unique<gpu::Stack>(test::gpu(), c, w); }}};
 }
 
 void check_matches_dense(const StackConfig& config, const test::TokenStream& s, bool causal) {
@@ -35,6 +37,7 @@ void check_matches_dense(const StackConfig& config, const test::TokenStream& s, 
         CHECK(e.hidden[d] == doctest::Approx(dense.hidden[i * config.hidden + d]).epsilon(2e-4).scale(1.0));
     }
   }
+  test::check_no_validation_messages(test::gpu());
 }
 
 }  // namespace
@@ -57,4 +60,185 @@ TEST_CASE("stack: every N >= T, M >= T, K = M is bidirectional full attention (L
       c.blocks[0].attention.q_capacity = 30;  // N may differ per block
       check_matches_dense(c, s, false);
     }
+}
+
+namespace {
+
+// Steps both stacks in lockstep, comparing every block's retained
+// positions and the emitted outputs at every step.
+void check_gpu_matches_reference(const StackConfig& config, const test::TokenStream& s, uint64_t weight_seed,
+                                 bool flush) {
+  RandomWeights weights(weight_seed);
+  reference::Stack cpu(config, weights);
+  gpu::Stack device(test::gpu(), config, weights);
+  StackRequest request;
+  request.logits = true;
+  auto compare = [&](const StackOutput& e, const StackOutput& a, const std::string& when) {
+    INFO(when);
+    REQUIRE(e.positions == a.positions);
+    REQUIRE(e.hidden.size() == a.hidden.size());
+    for (size_t i = 0; i < e.hidden.size(); ++i) CHECK(a.hidden[i] == doctest::Approx(e.hidden[i]).epsilon(1e-3).scale(1.0));
+    for (size_t i = 0; i < e.logits.size(); ++i) CHECK(a.logits[i] == doctest::Approx(e.logits[i]).epsilon(1e-3).scale(1.0));
+    for (size_t l = 0; l < config.blocks.size(); ++l) {
+      INFO("block " << l);
+      CHECK(cpu.snapshot(l).positions == device.snapshot(l).positions);
+    }
+  };
+  uint32_t step = 0;
+  for (uint32_t first = 0; first < s.rows(); first += config.chunk, ++step) {
+    const StackChunk c = s.chunk(first, std::min(config.chunk, s.rows() - first));
+    compare(cpu.step(c, request), device.step(c, request), "step " + std::to_string(step));
+  }
+  compare(cpu.finish(request, flush), device.finish(request, flush), "finish");
+  for (uint32_t t = 0; t < 3; ++t) {
+    const uint32_t token = (t * 7 + 3) % config.vocab;
+    const int64_t position = s.rows() + t;
+    const uint8_t valid = 1;
+    StackChunk one;
+    one.rows = 1;
+    one.tokens = {&token, 1};
+    one.positions = {&position, 1};
+    one.valid = {&valid, 1};
+    compare(cpu.decode(one, request), device.decode(one, request), "decode " + std::to_string(t));
+  }
+  INFO("smallest decision gap " << cpu.min_decision_gap());
+  test::check_no_validation_messages(test::gpu());
+}
+
+}  // namespace
+
+TEST_CASE("stack: the GPU stack equals the reference stack step by step with bounded memories") {
+  const test::TokenStream s = test::random_tokens(61, 37, 31, 0.05);
+  struct Variant {
+    const char* name;
+    uint32_t layers;
+    AttentionShape shape;
+    Policy policy;
+  };
+  for (const Variant& v : {Variant{"lra_sum MHA", 3, {2, 2, 8}, Policy::lra_sum()},
+                           Variant{"lfa GQA", 2, {4, 2, 6}, Policy::lfa(0.01)},
+                           Variant{"lru MQA", 2, {4, 1, 8}, Policy::lru()}}) {
+    INFO(v.name);
+    StackConfig c = test::small_stack(v.layers, v.shape, 6, 7, 14, 5, v.policy);
+    c.blocks.back().attention.q_capacity = 4;  // per-block N differ, and N % S != 0
+    check_gpu_matches_reference(c, s, 41, false);
+  }
+}
+
+TEST_CASE("stack: block options (LayerNorm, biases, GELU, plain FFN, NeoX RoPE, fp16, tied) match the reference") {
+  const test::TokenStream s = test::random_tokens(40, 37, 32);
+  StackConfig c = test::small_stack(2, {4, 2, 8}, 5, 3, 16, 4, Policy::lra_max());
+  c.final_norm = NormKind::layer;
+  c.tied_embeddings = true;
+  if (test::gpu().caps().storage_16bit) c.weights = WeightType::f16;
+  for (BlockConfig& b : c.blocks) {
+    b.norm = NormKind::layer;
+    b.qkv_bias = b.output_bias = b.ffn_bias = true;
+    b.activation = ActivationKind::gelu_tanh;
+    b.rope_layout = RopeLayout::neox;
+    b.rope_dims = 4;
+    b.rope_theta = 500.0;
+  }
+  c.blocks[1].gated = false;
+  c.blocks[1].activation = ActivationKind::relu;
+  c.blocks[1].rope = false;
+  check_gpu_matches_reference(c, s, 42, false);
+}
+
+TEST_CASE("stack: drain emits every valid position once, in order, delayed by the sum of N") {
+  const test::TokenStream s = test::random_tokens(45, 37, 33, 0.2);
+  StackConfig c = test::small_stack(3, {2, 1, 8}, 4, 5, 12, 4, Policy::lfu());
+  c.blocks[1].attention.q_capacity = 0;
+  c.blocks[2].attention.q_capacity = 7;
+  const uint64_t shift = c.drain_positions();
+  CHECK(shift == 12);
+  for (auto& [name, make] : stack_backends()) {
+    INFO(name);
+    RandomWeights weights(6);
+    auto stack = make(c, weights);
+    // Padding chunks one at a time (what finish() does), to see each step.
+    std::map<int64_t, size_t> emitted;
+    size_t step = 0;
+    auto keep = [&](const StackOutput& o) {
+      for (int64_t p : o.positions) CHECK(emitted.emplace(p, step).second);
+      ++step;
+    };
+    for (uint32_t first = 0; first < s.rows(); first += c.chunk)
+      keep(stack->step(s.chunk(first, std::min(c.chunk, s.rows() - first))));
+    while (stack->has_pending()) keep(stack->step(StackChunk{}));
+    CHECK(step == (s.rows() + shift + c.chunk - 1) / c.chunk);
+    std::vector<int64_t> expected;
+    for (uint32_t r = 0; r < s.rows(); ++r) {
+      if (!s.valid[r]) continue;
+      expected.push_back(s.positions[r]);
+      // Row r leaves the last block once sum(N) more rows went in behind it.
+      CHECK(emitted.at(s.positions[r]) == (r + shift) / c.chunk);
+    }
+    std::vector<int64_t> got;
+    for (const auto& [position, at] : emitted) got.push_back(position);
+    CHECK(got == expected);
+    CHECK_FALSE(stack->has_pending());
+  }
+  test::check_no_validation_messages(test::gpu());
+}
+
+TEST_CASE("stack: flush and drain produce identical outputs") {
+  // Without insertions after the input ends, every waiting query sees the
+  // same memory either way: one block with bounded memory, or deeper stacks
+  // whose memories keep everything (causal, or every N >= T).
+  const test::TokenStream s = test::random_tokens(33, 37, 34, 0.1);
+  std::vector<std::pair<const char*, StackConfig>> cases;
+  cases.emplace_back("L=1 bounded", test::small_stack(1, {2, 2, 8}, 4, 6, 12, 4, Policy::lra_sum()));
+  StackConfig causal = test::small_stack(3, {4, 2, 6}, 4, 6, 40, 40, Policy::fifo());
+  for (BlockConfig& b : causal.blocks) b.attention.retrieval.causal = true;
+  cases.emplace_back("L=3 causal, M >= T", causal);
+  cases.emplace_back("L=3, N >= T", test::small_stack(3, {2, 2, 8}, 4, 34, 80, 80, Policy::lru()));
+  for (auto& [label, config] : cases) {
+    config.flush_capable = true;
+    for (auto& [name, make] : stack_backends()) {
+      INFO(label << " on " << name);
+      RandomWeights weights(7);
+      auto drained = make(config, weights);
+      auto flushed = make(config, weights);
+      const auto a = test::run_stack(*drained, s, false);
+      const auto b = test::run_stack(*flushed, s, true);
+      REQUIRE(a.size() == b.size());
+      for (const auto& [position, e] : a)
+        for (size_t d = 0; d < e.hidden.size(); ++d)
+          CHECK(b.at(position).hidden[d] == doctest::Approx(e.hidden[d]).epsilon(1e-4).scale(1.0));
+    }
+  }
+  test::check_no_validation_messages(test::gpu());
+}
+
+TEST_CASE("stack: decoding after reading equals causal attention over prompt and decoded tokens") {
+  // N = 0, causal, fifo, M >= T: reading is causal attention, and decoding
+  // continues it one token at a time.
+  const test::TokenStream prompt = test::random_tokens(19, 37, 35);
+  StackConfig c = test::small_stack(2, {4, 2, 8}, 4, 0, 32, 32, Policy::fifo());
+  for (BlockConfig& b : c.blocks) b.attention.retrieval.causal = true;
+  const std::vector<uint32_t> next = {5, 11, 2, 30};
+  test::TokenStream whole = prompt;
+  for (uint32_t t = 0; t < next.size(); ++t) {
+    whole.tokens.push_back(next[t]);
+    whole.positions.push_back(prompt.rows() + t);
+    whole.valid.push_back(1);
+  }
+  RandomWeights weights(8);
+  StackRequest request;
+  request.logits = true;
+  const StackOutput dense = reference::dense_forward(c, weights, whole.chunk(0, whole.rows()), true, request);
+  for (auto& [name, make] : stack_backends()) {
+    INFO(name);
+    auto stack = make(c, weights);
+    test::run_stack(*stack, prompt);
+    for (uint32_t t = 0; t < next.size(); ++t) {
+      const StackOutput o = stack->decode(whole.chunk(prompt.rows() + t, 1), request);
+      REQUIRE(o.positions.size() == 1);
+      const size_t row = prompt.rows() + t;
+      for (uint32_t v = 0; v < c.vocab; ++v)
+        CHECK(o.logits[v] == doctest::Approx(dense.logits[row * c.vocab + v]).epsilon(2e-4).scale(1.0));
+    }
+  }
+  test::check_no_validation_messages(test::gpu());
 }

@@ -21,6 +21,10 @@ class Stack final : public TransformerStack {
   bool has_pending() const override;
   MemorySnapshot snapshot(size_t block) override;
 
+  // The smallest decision gap of any block's K/V memory so far (see
+  // KeyValueMemory::min_decision_gap).
+  double min_decision_gap() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -21,7 +21,9 @@ std::vector<QueryMeta> QueryRing::insert(std::vector<QueryMeta> rows) {
 }
 
 std::vector<QueryMeta> QueryRing::pass_through(std::vector<QueryMeta> rows) {
-  require(fifo_.size() == 0, "the Q ring still holds queries: drain before decoding");
+  require(!has_pending(), "the Q ring still holds queries: drain before decoding");
+  fifo_.take_all();  // drained padding: nothing waits any more
+
   for (QueryMeta& row : rows) row.sequence = next_sequence_++;
   return rows;
 }

@@ -36,7 +36,7 @@ class QueryRing {
   std::vector<QueryMeta> insert(std::vector<QueryMeta> rows);
   std::vector<QueryMeta> take_all() { return fifo_.take_all(); }
   // Rows that use the ring for one step only, bypassing the FIFO (decoding
-  // needs no Q memory); only valid while the FIFO is empty.
+  // needs no Q memory); only once no valid query waits.
   std::vector<QueryMeta> pass_through(std::vector<QueryMeta> rows);
   bool has_pending() const;
   size_t size() const { return fifo_.size(); }

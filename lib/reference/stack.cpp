@@ -10,6 +10,7 @@
 #include <attendre/reference_stack.hpp>
 
 #include <algorithm>
+#include <limits>
 
 namespace attendre::reference {
 namespace {
@@ -193,6 +194,12 @@ bool Stack::has_pending() const {
     for (const Waiting& w : b.q_memory.entries())
       if (w.valid) return true;
   return false;
+}
+
+double Stack::min_decision_gap() const {
+  double gap = std::numeric_limits<double>::infinity();
+  for (const Impl::Block& b : impl_->blocks) gap = std::min(gap, b.kv.min_decision_gap());
+  return gap;
 }
 
 MemorySnapshot Stack::snapshot(size_t block) {
