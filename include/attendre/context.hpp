@@ -134,6 +134,12 @@ class Context {
   std::unique_ptr<vk::PipelineCache> pipelines_;
 };
 
+// GPU time of one dispatch, measured with timestamps (profiling on).
+struct KernelTime {
+  std::string kernel;  // shader name
+  double ns = 0.0;
+};
+
 // One line per physical device: index, name, type, API version.
 std::vector<std::string> list_devices();
 

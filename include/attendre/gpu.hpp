@@ -31,6 +31,11 @@ class Layer final : public AttendreLayer {
   // read nothing back return as soon as they are submitted).
   void wait();
 
+  // Timestamps around every dispatch of later steps (off by default: they
+  // cost a little). last_profile() then lists the last step's kernels.
+  void set_profiling(bool enabled);
+  std::vector<KernelTime> last_profile();
+
   // Device memory held by the layer (memories, scratch, staging); it does
   // not grow with the number of positions streamed.
   uint64_t device_bytes() const;

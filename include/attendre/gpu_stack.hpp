@@ -54,6 +54,10 @@ class Stack final : public TransformerStack {
     uint32_t submits = 0, dispatches = 0, barriers = 0, copies = 0;
   };
   Recorded last_recorded() const;
+  // Timestamps around every dispatch of later submissions; last_profile()
+  // lists the last one's kernels in order.
+  void set_profiling(bool enabled);
+  std::vector<KernelTime> last_profile();
 
  private:
   struct Impl;

@@ -63,6 +63,7 @@ struct Layer::Impl {
   vk::Buffer readback;
   vk::Submission submission;
   StreamValidator validator;
+  std::unique_ptr<vk::Profiler> profiler;
 };
 
 Layer::Layer(Context& context, const LayerConfig& config) : impl_(std::make_unique<Impl>(context, config)) {}
@@ -74,6 +75,19 @@ uint64_t Layer::device_bytes() const {
 }
 uint32_t Layer::queries_per_batch() const { return impl_->kv.queries_per_batch(); }
 void Layer::wait() { impl_->submission.wait(); }
+
+void Layer::set_profiling(bool enabled) {
+  impl_->submission.wait();
+  impl_->profiler = enabled ? std::make_unique<vk::Profiler>(impl_->context, 512) : nullptr;
+}
+
+std::vector<KernelTime> Layer::last_profile() {
+  impl_->submission.wait();
+  std::vector<KernelTime> out;
+  if (impl_->profiler)
+    for (const auto& s : impl_->profiler->read()) out.push_back({s.label, s.ns});
+  return out;
+}
 
 bool Layer::has_pending_queries() const { return impl_->ring.has_pending(); }
 
@@ -158,6 +172,7 @@ StepResult Layer::Impl::run(std::vector<QueryMeta> evicted, const ChunkView* chu
   const QueryRange range = ring.range_of(evicted);
 
   vk::CommandRecorder rec = submission.begin();  // waits for the previous step: the upload buffer is free
+  rec.attach(profiler.get());
   if (chunk) {
     std::vector<uint8_t> valid;
     std::vector<int64_t> positions;

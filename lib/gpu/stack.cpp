@@ -126,6 +126,7 @@ struct Stack::Impl {
   vk::Submission submission;
   StackStreamValidator validator;
   Recorded recorded;
+  std::unique_ptr<vk::Profiler> profiler;
   bool finished = false;
 };
 
@@ -189,6 +190,7 @@ std::vector<QueryMeta> Stack::Impl::stage_input(const StackChunk* chunk, uint32_
 StackOutput Stack::Impl::run(const StackChunk* chunk, size_t first_block, BlockMode mode, const StackRequest& request) {
   require(!request.logits || config.vocab > 0, "logits requested from a stack without a vocabulary");
   vk::CommandRecorder rec = submission.begin();  // the previous step is done: staging is free
+  rec.attach(profiler.get());
   const uint32_t H = config.hidden;
   std::vector<QueryMeta> rows;
   if (first_block == 0 && mode != BlockMode::flush) {
@@ -325,5 +327,18 @@ StackMemory Stack::memory() const {
 }
 
 Stack::Recorded Stack::last_recorded() const { return impl_->recorded; }
+
+void Stack::set_profiling(bool enabled) {
+  impl_->submission.wait();
+  impl_->profiler = enabled ? std::make_unique<vk::Profiler>(impl_->context, 4096) : nullptr;
+}
+
+std::vector<KernelTime> Stack::last_profile() {
+  impl_->submission.wait();
+  std::vector<KernelTime> out;
+  if (impl_->profiler)
+    for (const auto& s : impl_->profiler->read()) out.push_back({s.label, s.ns});
+  return out;
+}
 
 }  // namespace attendre::gpu

@@ -3,9 +3,16 @@
 #include "vulkan/buffer.hpp"
 #include "vulkan/check.hpp"
 
+#include <attendre/shader_ids.hpp>
+
 #include <attendre/error.hpp>
 
 namespace attendre::vk {
+
+void CommandRecorder::attach(Profiler* profiler) {
+  profiler_ = profiler;
+  if (profiler_) profiler_->begin(cmd_);
+}
 
 void CommandRecorder::dispatch(const ComputePipeline& pipeline, VkDescriptorSet set, const void* push,
                                uint32_t push_bytes, uint32_t groups_x, uint32_t groups_y, uint32_t groups_z) {
@@ -15,6 +22,7 @@ void CommandRecorder::dispatch(const ComputePipeline& pipeline, VkDescriptorSet 
   if (push_bytes) vkCmdPushConstants(cmd_, pipeline.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
   vkCmdDispatch(cmd_, groups_x, groups_y, groups_z);
   ++counts_.dispatches;
+  if (profiler_) profiler_->mark(cmd_, std::string(shaders::name(pipeline.key().shader)));
 }
 
 void CommandRecorder::barrier(const char* /*why*/) {
@@ -97,6 +105,29 @@ void Submission::wait() {
   check(vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
 }
 
+Profiler::Profiler(Context& context, uint32_t max_dispatches) : pool_(context, max_dispatches + 1) {}
+
+void Profiler::begin(VkCommandBuffer cmd) {
+  labels_.clear();
+  vkCmdResetQueryPool(cmd, pool_.handle(), 0, pool_.count());
+  vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool_.handle(), 0);
+  started_ = true;
+}
+
+void Profiler::mark(VkCommandBuffer cmd, std::string label) {
+  if (labels_.size() + 1 >= pool_.count()) return;  // past capacity: later dispatches go unmeasured
+  labels_.push_back(std::move(label));
+  vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool_.handle(), static_cast<uint32_t>(labels_.size()));
+}
+
+std::vector<Profiler::Sample> Profiler::read() const {
+  std::vector<Sample> samples;
+  if (!started_ || labels_.empty()) return samples;
+  const std::vector<double> ns = pool_.read_ns(static_cast<uint32_t>(labels_.size()) + 1);
+  for (size_t i = 0; i < labels_.size(); ++i) samples.push_back({labels_[i], ns[i + 1] - ns[i]});
+  return samples;
+}
+
 TimestampPool::TimestampPool(Context& context, uint32_t count)
     : device_(context.device()), count_(count), period_ns_(context.caps().timestamp_period_ns) {
   if (!context.caps().timestamps) fail(ErrorCode::unsupported, "the device's compute queue has no timestamps");
@@ -110,13 +141,14 @@ TimestampPool::TimestampPool(Context& context, uint32_t count)
 
 TimestampPool::~TimestampPool() { vkDestroyQueryPool(device_, pool_, nullptr); }
 
-std::vector<double> TimestampPool::read_ns() const {
-  std::vector<uint64_t> ticks(count_);
-  check(vkGetQueryPoolResults(device_, pool_, 0, count_, ticks.size() * sizeof(uint64_t), ticks.data(),
+std::vector<double> TimestampPool::read_ns(uint32_t count) const {
+  if (count == 0 || count > count_) count = count_;
+  std::vector<uint64_t> ticks(count);
+  check(vkGetQueryPoolResults(device_, pool_, 0, count, ticks.size() * sizeof(uint64_t), ticks.data(),
                               sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
         "vkGetQueryPoolResults");
-  std::vector<double> ns(count_);
-  for (uint32_t i = 0; i < count_; ++i)
+  std::vector<double> ns(count);
+  for (uint32_t i = 0; i < count; ++i)
     ns[i] = static_cast<double>((ticks[i] - ticks[0]) & mask_) * period_ns_;
   return ns;
 }

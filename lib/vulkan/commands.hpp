@@ -7,18 +7,23 @@
 #include <attendre/context.hpp>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace attendre::vk {
 
 class Buffer;
 class TimestampPool;
+class Profiler;
 
 // Appends work to a command buffer that someone else owns (a Submission
 // here, or an application's own command buffer when embedding).
 class CommandRecorder {
  public:
   explicit CommandRecorder(VkCommandBuffer cmd) : cmd_(cmd) {}
+
+  // Timestamps around every dispatch, labelled by shader, until detached.
+  void attach(Profiler* profiler);
 
   void dispatch(const ComputePipeline& pipeline, VkDescriptorSet set, const void* push, uint32_t push_bytes,
                 uint32_t groups_x, uint32_t groups_y = 1, uint32_t groups_z = 1);
@@ -49,6 +54,7 @@ class CommandRecorder {
  private:
   VkCommandBuffer cmd_;
   Counts counts_;
+  Profiler* profiler_ = nullptr;
 };
 
 // One primary command buffer and its fence, reused step after step.
@@ -85,8 +91,8 @@ class TimestampPool {
 
   VkQueryPool handle() const { return pool_; }
   uint32_t count() const { return count_; }
-  // Nanoseconds of each written timestamp since the first one (index 0).
-  std::vector<double> read_ns() const;
+  // Nanoseconds of the first `count` timestamps (0: all) since the first one.
+  std::vector<double> read_ns(uint32_t count = 0) const;
 
  private:
   VkDevice device_;
@@ -94,6 +100,30 @@ class TimestampPool {
   uint32_t count_;
   double period_ns_;
   uint64_t mask_;
+};
+
+// GPU time of each dispatch of one submission. A timestamp goes before the
+// first dispatch and after each one; since barriers serialize the kernels of
+// a step, each difference is one kernel's time (with its barrier's wait).
+class Profiler {
+ public:
+  Profiler(Context& context, uint32_t max_dispatches);
+
+  struct Sample {
+    std::string label;
+    double ns = 0.0;
+  };
+  // The samples of the last recorded submission; call after it completed.
+  std::vector<Sample> read() const;
+
+ private:
+  friend class CommandRecorder;
+  void begin(VkCommandBuffer cmd);
+  void mark(VkCommandBuffer cmd, std::string label);
+
+  TimestampPool pool_;
+  std::vector<std::string> labels_;
+  bool started_ = false;
 };
 
 }  // namespace attendre::vk
