@@ -10,7 +10,13 @@
 #include <memory>
 #include <vector>
 
+namespace attendre::vk {
+class Buffer;
+}
+
 namespace attendre::gpu {
+
+class EncoderDecoder;
 
 // Device bytes held for one block. None of it grows with the stream.
 struct BlockMemory {
@@ -60,6 +66,10 @@ class Stack final : public TransformerStack {
   std::vector<KernelTime> last_profile();
 
  private:
+  friend class EncoderDecoder;
+  // A decoder's stack: its cross-attention blocks load from `encoder_rows`.
+  Stack(Context& context, const StackConfig& config, WeightSource& weights, const vk::Buffer* encoder_rows);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -25,6 +25,10 @@ class Stack final : public TransformerStack {
   // KeyValueMemory::min_decision_gap).
   double min_decision_gap() const;
 
+  // Loads every cross-attention block's K/V memory from encoder output rows
+  // (positions.size() * hidden values, oldest first), replacing what it held.
+  void load_encoder_memory(std::span<const int64_t> positions, std::span<const double> rows);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
@@ -32,9 +36,10 @@ class Stack final : public TransformerStack {
 
 // Every valid row of `sequence` through the blocks with plain softmax
 // attention over all valid rows (causal: those at or before it), then the
-// final norm and logits. No memory, no waiting: the spec's invariants say
-// when the stack must equal this.
+// final norm and logits. Cross-attention blocks attend to every one of
+// `encoder_rows` (rows of hidden values). No memory, no waiting: the spec's
+// invariants say when the stack must equal this.
 StackOutput dense_forward(const StackConfig& config, WeightSource& weights, const StackChunk& sequence, bool causal,
-                          const StackRequest& request = {});
+                          const StackRequest& request = {}, std::span<const float> encoder_rows = {});
 
 }  // namespace attendre::reference

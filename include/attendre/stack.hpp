@@ -21,7 +21,12 @@ namespace attendre {
 struct BlockConfig {
   // Heads, N, M, K, policy, masks. attention.chunk is set by the stack.
   LayerConfig attention;
-  uint32_t ffn = 0;  // FFN inner width
+  uint32_t ffn = 0;  // FFN inner width; 0: no FFN sublayer (the block ends after attention)
+  // Cross-attention (spec 5): keys and values come from the encoder output
+  // memory, loaded once before decoding, instead of the block's own rows.
+  // Its queries do not wait (N = 0), it reads all of the memory (K >= M)
+  // and inserts nothing while decoding; no RoPE.
+  bool cross_attention = false;
   NormKind norm = NormKind::rms;
   float norm_eps = 1e-5f;
   ActivationKind activation = ActivationKind::silu;
@@ -48,9 +53,12 @@ struct StackConfig {
 
   // Throws Error naming the first problem (shapes, feasibility of every block).
   void validate() const;
-  // The largest insertion block l receives in one step.
+  // The most rows block l receives in one step.
   uint32_t max_rows_in(size_t block) const;
-  // The block's attention config as the stack runs it (chunk = max_rows_in).
+  // The most rows one insertion into block l's K/V memory holds: its input
+  // rows, or the whole encoder output memory for a cross-attention block.
+  uint32_t max_insert(size_t block) const;
+  // The block's attention config as the stack runs it (chunk = max_insert).
   LayerConfig attention(size_t block) const;
   // Positions of padding the drain needs: sum of the blocks' N.
   uint64_t drain_positions() const;

@@ -58,14 +58,16 @@ ModelTensors load_model(const StackConfig& config, WeightSource& source) {
     t.bv = load.optional_vector(b.qkv_bias, p + "attn_v.bias", s.kv_row());
     t.wo = load.matrix(p + "attn_output.weight", H, s.q_row());
     t.bo = load.optional_vector(b.output_bias, p + "attn_output.bias", H);
-    t.ffn_norm = load.vector(p + "ffn_norm.weight", H);
-    t.ffn_norm_bias = load.optional_vector(layer_norm, p + "ffn_norm.bias", H);
-    if (b.gated) t.gate = load.matrix(p + "ffn_gate.weight", b.ffn, H);
-    t.up = load.matrix(p + "ffn_up.weight", b.ffn, H);
-    t.down = load.matrix(p + "ffn_down.weight", H, b.ffn);
-    t.bgate = load.optional_vector(b.ffn_bias && b.gated, p + "ffn_gate.bias", b.ffn);
-    t.bup = load.optional_vector(b.ffn_bias, p + "ffn_up.bias", b.ffn);
-    t.bdown = load.optional_vector(b.ffn_bias, p + "ffn_down.bias", H);
+    if (b.ffn > 0) {
+      t.ffn_norm = load.vector(p + "ffn_norm.weight", H);
+      t.ffn_norm_bias = load.optional_vector(layer_norm, p + "ffn_norm.bias", H);
+      if (b.gated) t.gate = load.matrix(p + "ffn_gate.weight", b.ffn, H);
+      t.up = load.matrix(p + "ffn_up.weight", b.ffn, H);
+      t.down = load.matrix(p + "ffn_down.weight", H, b.ffn);
+      t.bgate = load.optional_vector(b.ffn_bias && b.gated, p + "ffn_gate.bias", b.ffn);
+      t.bup = load.optional_vector(b.ffn_bias, p + "ffn_up.bias", b.ffn);
+      t.bdown = load.optional_vector(b.ffn_bias, p + "ffn_down.bias", H);
+    }
     m.blocks.push_back(std::move(t));
   }
   return m;

@@ -19,6 +19,7 @@ struct Tensor {
   uint64_t cols() const { return shape.size() > 1 ? shape[1] : 1; }
 };
 
+// A block's tensors; the FFN ones stay empty when the block has no FFN.
 struct BlockTensors {
   Tensor attn_norm, ffn_norm;
   std::optional<Tensor> attn_norm_bias, ffn_norm_bias;  // LayerNorm shifts

@@ -15,9 +15,13 @@ uint32_t StackConfig::max_rows_in(size_t block) const {
   return rows;
 }
 
+uint32_t StackConfig::max_insert(size_t block) const {
+  return blocks[block].cross_attention ? blocks[block].attention.kv.capacity : max_rows_in(block);
+}
+
 LayerConfig StackConfig::attention(size_t block) const {
   LayerConfig c = blocks[block].attention;
-  c.chunk = max_rows_in(block);
+  c.chunk = max_insert(block);
   return c;
 }
 
@@ -34,8 +38,13 @@ void StackConfig::validate() const {
   for (size_t l = 0; l < blocks.size(); ++l) {
     const BlockConfig& b = blocks[l];
     const std::string at = "block " + std::to_string(l) + ": ";
-    require(b.ffn >= 1, at + "ffn width must be at least 1");
     require(b.norm_eps > 0.0f && final_norm_eps > 0.0f, at + "norm eps must be positive");
+    if (b.cross_attention) {
+      require(b.attention.q_capacity == 0, at + "cross-attention queries do not wait: N must be 0");
+      require(b.attention.full_attention(), at + "cross-attention reads all of the encoder memory: K must be >= M");
+      require(!b.rope, at + "cross-attention takes no RoPE");
+      require(!b.attention.retrieval.causal, at + "encoder and decoder positions differ: cross-attention is not causal");
+    }
     if (b.rope) {
       const uint32_t dims = b.rope_dims ? b.rope_dims : b.attention.shape.head_dim;
       require(dims % 2 == 0 && dims <= b.attention.shape.head_dim,

@@ -65,6 +65,12 @@ KvMemory::KvMemory(Context& context, const LayerConfig& config, uint32_t max_que
                                        config.kv.capacity, std::max(1u, plan_.top_keep));
 }
 
+void KvMemory::reset() {
+  held_ = pinned_ = last_evictions_ = 0;
+  seen_queries_ = false;
+  max_query_position_ = 0;
+}
+
 uint64_t KvMemory::device_bytes() const {
   uint64_t total = kv_.size() + chunk_.size() + (evicted_ ? evicted_.size() : 0);
   return total + (own_scratch_ ? own_scratch_->device_bytes() : 0);

@@ -60,6 +60,9 @@ class KvMemory {
   void record_evicted(vk::CommandRecorder& recorder, const vk::Buffer& readback, VkDeviceSize offset) const;
   EvictedEntries decode_evicted(const void* words) const;
 
+  // Forgets every entry (a cross-attention memory before it is reloaded).
+  void reset();
+
   uint32_t held() const { return held_; }
   uint32_t last_evictions() const { return last_evictions_; }
   const vk::Buffer& chunk_buffer() const { return chunk_; }

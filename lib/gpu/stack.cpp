@@ -1,17 +1,15 @@
 // The device stack: plans every block's step on the host, then records the
 // whole stack (embedding, blocks, final norm, LM head, readback copies) into
 // one command buffer and submits it once.
-#include "gpu/stack_block.hpp"
+#include "gpu/stack_impl.hpp"
 
 #include "core/model_weights.hpp"
-#include "core/stack_chunk.hpp"
-#include "kernels/embedding.hpp"
-#include "vulkan/commands.hpp"
 
 #include <attendre/error.hpp>
 #include <attendre/gpu_stack.hpp>
 
 #include <cstring>
+#include <functional>
 #include <limits>
 
 namespace attendre::gpu {
@@ -19,41 +17,11 @@ namespace {
 
 using kernels::RowRef;
 
-// The most rows any block passes on in one step.
-uint32_t max_rows(const StackConfig& config) {
-  uint32_t rows = config.chunk;
-  for (size_t l = 0; l < config.blocks.size(); ++l) rows = std::max(rows, DeviceBlock::max_queries(config, l));
-  return rows;
-}
-
 uint32_t max_ffn(const StackConfig& config) {
   uint32_t f = 1;
   for (const BlockConfig& b : config.blocks) f = std::max(f, b.ffn);
   return f;
 }
-
-struct UploadPlan {
-  uint64_t input = 0;                // ids or embeddings
-  std::vector<uint64_t> blocks;      // each block's metadata
-  uint64_t words = 0;
-  explicit UploadPlan(const StackConfig& c) {
-    SectionCursor cursor;
-    input = cursor.take(uint64_t{c.chunk} * (c.vocab > 0 ? 1 : c.hidden));
-    for (size_t l = 0; l < c.blocks.size(); ++l) blocks.push_back(cursor.take(DeviceBlock::upload_words(c, l)));
-    words = cursor.words;
-  }
-};
-
-struct ReadbackPlan {
-  uint64_t hidden = 0, logits = 0, words = 0;
-  explicit ReadbackPlan(const StackConfig& c) {
-    SectionCursor cursor;
-    const uint32_t rows = max_rows(c);
-    hidden = cursor.take(uint64_t{rows} * c.hidden);
-    logits = cursor.take(uint64_t{rows} * c.vocab);
-    words = cursor.words;
-  }
-};
 
 ScratchWords scratch_words(const StackConfig& config, const DeviceCaps& caps) {
   ScratchWords words;
@@ -103,35 +71,9 @@ StackMemory plan_stack_memory(const StackConfig& config, const DeviceCaps& caps)
   return m;
 }
 
-struct Stack::Impl {
-  Impl(Context& ctx, const StackConfig& c, WeightSource& weights);
-
-  StackOutput run(const StackChunk* chunk, size_t first_block, BlockMode mode, const StackRequest& request);
-  std::vector<QueryMeta> stage_input(const StackChunk* chunk, uint32_t rows);
-
-  Context& context;
-  StackConfig config;
-  UploadPlan upload_plan;
-  ReadbackPlan readback_plan;
-  SharedBuffers shared;
-  vk::Buffer final_rows, logits, readback;
-  std::unique_ptr<Uploader> uploader;
-  DeviceNorm output_norm;
-  DeviceMatrix embedding_table, output;
-  std::vector<std::unique_ptr<DeviceBlock>> blocks;
-  std::unique_ptr<vk::DescriptorArena> arena;
-  kernels::Embedding embed;
-  kernels::Norm final_norm;
-  Projection head;
-  vk::Submission submission;
-  StackStreamValidator validator;
-  Recorded recorded;
-  std::unique_ptr<vk::Profiler> profiler;
-  bool finished = false;
-};
-
-Stack::Impl::Impl(Context& ctx, const StackConfig& c, WeightSource& weights)
+Stack::Impl::Impl(Context& ctx, const StackConfig& c, WeightSource& weights, const vk::Buffer* encoder_rows)
     : context(ctx), config((c.validate(), c)), upload_plan(c), readback_plan(c), submission(ctx) {
+  shared.encoder = encoder_rows;
   const DeviceCaps& caps = ctx.caps();
   const uint32_t rows = max_rows(c), H = c.hidden, F = max_ffn(c);
   check_range(caps, uint64_t{rows} * 2 * F * 4, "the FFN rows");
@@ -217,10 +159,13 @@ StackOutput Stack::Impl::run(const StackChunk* chunk, size_t first_block, BlockM
     if (m.valid) out.positions.push_back(m.position);
   const uint32_t count = static_cast<uint32_t>(rows.size());
   const bool read = !out.positions.empty() && (request.hidden || request.logits);
-  if (read) {
+  if (!out.positions.empty() && (read || on_output)) {
     final_norm.record(rec, {count, H, config.final_norm_eps, 0, output_norm.bias_offset, RowRef::contiguous(H),
                             RowRef::contiguous(H)});
-    rec.barrier("the LM head and the readback read the final rows");
+    rec.barrier("the LM head, the readback and the output memory read the final rows");
+    if (on_output) on_output(rec, final_rows, rows);
+  }
+  if (read) {
     if (request.hidden) rec.copy(final_rows, 0, readback, readback_plan.hidden * 4, uint64_t{count} * H * 4);
     if (request.logits) {
       head.record(rec, count, RowRef::contiguous(H), RowRef::contiguous(config.vocab));
@@ -245,8 +190,19 @@ StackOutput Stack::Impl::run(const StackChunk* chunk, size_t first_block, BlockM
   return out;
 }
 
+void Stack::Impl::load_encoder_memory(RowRef rows, const std::vector<int64_t>& positions) {
+  vk::CommandRecorder rec = submission.begin();
+  auto* words = static_cast<uint32_t*>(shared.upload.mapped());
+  for (size_t l = 0; l < blocks.size(); ++l)
+    if (blocks[l]->cross()) blocks[l]->record_load(rec, rows, positions, words, upload_plan.blocks[l]);
+  submission.submit();
+  submission.wait();
+}
+
 Stack::Stack(Context& context, const StackConfig& config, WeightSource& weights)
-    : impl_(std::make_unique<Impl>(context, config, weights)) {}
+    : impl_(std::make_unique<Impl>(context, config, weights, nullptr)) {}
+Stack::Stack(Context& context, const StackConfig& config, WeightSource& weights, const vk::Buffer* encoder_rows)
+    : impl_(std::make_unique<Impl>(context, config, weights, encoder_rows)) {}
 Stack::~Stack() = default;
 
 const StackConfig& Stack::config() const { return impl_->config; }

@@ -24,7 +24,7 @@ uint32_t DeviceBlock::max_queries(const StackConfig& config, size_t index) {
 }
 
 uint64_t DeviceBlock::upload_words(const StackConfig& config, size_t index) {
-  return 2 * align_words(3ull * config.max_rows_in(index));  // ring meta, chunk meta
+  return align_words(3ull * config.max_rows_in(index)) + align_words(3ull * config.max_insert(index));  // ring, chunk
 }
 
 BlockMemory DeviceBlock::plan_memory(const StackConfig& config, size_t index, const DeviceCaps& caps) {
@@ -33,16 +33,16 @@ BlockMemory DeviceBlock::plan_memory(const StackConfig& config, size_t index, co
   const uint64_t H = config.hidden;
   const bool layer_norm = b.norm == NormKind::layer;
   BlockMemory m;
-  m.weights = 2 * DeviceNorm::bytes(H, layer_norm) +
-              DeviceMatrix::bytes(caps, config.weights, s.q_row(), H, b.qkv_bias) +
+  m.weights = DeviceNorm::bytes(H, layer_norm) + DeviceMatrix::bytes(caps, config.weights, s.q_row(), H, b.qkv_bias) +
               2 * DeviceMatrix::bytes(caps, config.weights, s.kv_row(), H, b.qkv_bias) +
-              DeviceMatrix::bytes(caps, config.weights, H, s.q_row(), b.output_bias) +
-              (b.gated ? DeviceMatrix::bytes(caps, config.weights, b.ffn, H, b.ffn_bias) : 0) +
-              DeviceMatrix::bytes(caps, config.weights, b.ffn, H, b.ffn_bias) +
-              DeviceMatrix::bytes(caps, config.weights, H, b.ffn, b.ffn_bias);
-  const uint32_t rows = config.max_rows_in(index);
-  m.q_memory = RingLayout::make(b.attention.q_capacity + rows, s, config.hidden).words * 4;
-  m.kv_memory = (KvLayout::make(b.attention.kv.capacity, s).words + ChunkLayout::make(rows, s).words) * 4;
+              DeviceMatrix::bytes(caps, config.weights, H, s.q_row(), b.output_bias);
+  if (b.ffn > 0)
+    m.weights += DeviceNorm::bytes(H, layer_norm) +
+                 (b.gated ? DeviceMatrix::bytes(caps, config.weights, b.ffn, H, b.ffn_bias) : 0) +
+                 DeviceMatrix::bytes(caps, config.weights, b.ffn, H, b.ffn_bias) +
+                 DeviceMatrix::bytes(caps, config.weights, H, b.ffn, b.ffn_bias);
+  m.q_memory = RingLayout::make(b.attention.q_capacity + config.max_rows_in(index), s, config.hidden).words * 4;
+  m.kv_memory = (KvLayout::make(b.attention.kv.capacity, s).words + ChunkLayout::make(config.max_insert(index), s).words) * 4;
   return m;
 }
 
@@ -52,36 +52,46 @@ DeviceBlock::DeviceBlock(Context& context, const StackConfig& config, size_t ind
       config_(config.blocks[index]),
       attention_(config.attention(index)),
       chunk_rows_(config.max_rows_in(index)),
+      insert_rows_(config.max_insert(index)),
       in_(&shared.x[index % 2]),
       out_(&shared.x[1 - index % 2]),
       shared_(shared),
       ring_(context, attention_.shape, attention_.q_capacity, chunk_rows_, config.hidden) {
   const KernelPlan plan = plan_kernels(context.caps());
-  kv_ = std::make_unique<KvMemory>(context, attention_, max_queries(config, index), chunk_rows_, ring_.buffer(),
+  kv_ = std::make_unique<KvMemory>(context, attention_, max_queries(config, index), insert_rows_, ring_.buffer(),
                                    ring_.layout(), shared.scratch.get());
+  require(!config_.cross_attention || shared.encoder, "a cross-attention block needs an encoder output memory");
   const WeightType type = config.weights;
   attn_norm_ = DeviceNorm(context, uploader, t.attn_norm, optional(t.attn_norm_bias));
-  ffn_norm_ = DeviceNorm(context, uploader, t.ffn_norm, optional(t.ffn_norm_bias));
+  if (config_.ffn > 0) ffn_norm_ = DeviceNorm(context, uploader, t.ffn_norm, optional(t.ffn_norm_bias));
   wq_ = DeviceMatrix(context, uploader, type, t.wq, optional(t.bq));
   wk_ = DeviceMatrix(context, uploader, type, t.wk, optional(t.bk));
   wv_ = DeviceMatrix(context, uploader, type, t.wv, optional(t.bv));
   wo_ = DeviceMatrix(context, uploader, type, t.wo, optional(t.bo));
   if (t.gate) gate_ = DeviceMatrix(context, uploader, type, *t.gate, optional(t.bgate));
-  up_ = DeviceMatrix(context, uploader, type, t.up, optional(t.bup));
-  wdown_ = DeviceMatrix(context, uploader, type, t.down, optional(t.bdown));
+  if (config_.ffn > 0) {
+    up_ = DeviceMatrix(context, uploader, type, t.up, optional(t.bup));
+    wdown_ = DeviceMatrix(context, uploader, type, t.down, optional(t.bdown));
+  }
 
   arena_ = std::make_unique<vk::DescriptorArena>(context);
   vk::DescriptorArena& a = *arena_;
   const vk::Buffer& chunk = kv_->chunk_buffer();
   attn_norm_kernel_ = kernels::Norm(context, a, plan, config_.norm, {in_}, {&attn_norm_.buffer}, {&shared.h});
-  ffn_norm_kernel_ = kernels::Norm(context, a, plan, config_.norm, {&shared.y}, {&ffn_norm_.buffer}, {&shared.h});
   q_ = Projection(context, a, plan, wq_, {&shared.h}, {&ring_.buffer()});
-  k_ = Projection(context, a, plan, wk_, {&shared.h}, {&chunk});
-  v_ = Projection(context, a, plan, wv_, {&shared.h}, {&chunk});
-  o_ = Projection(context, a, plan, wo_, {&kv_->attention_buffer()}, {&shared.y}, {&ring_.buffer()});
-  if (config_.gated) gate_proj_ = Projection(context, a, plan, gate_, {&shared.h}, {&shared.gu});
-  up_proj_ = Projection(context, a, plan, up_, {&shared.h}, {&shared.gu});
-  down_proj_ = Projection(context, a, plan, wdown_, {&shared.gu}, {out_}, {&shared.y});
+  // Cross-attention keys and values come from the encoder output memory.
+  const vk::Buffer* kv_source = config_.cross_attention ? shared.encoder : &shared.h;
+  k_ = Projection(context, a, plan, wk_, {kv_source}, {&chunk});
+  v_ = Projection(context, a, plan, wv_, {kv_source}, {&chunk});
+  // Without an FFN, the attention sublayer's output is the block's output.
+  const vk::Buffer* attention_out = config_.ffn > 0 ? &shared.y : out_;
+  o_ = Projection(context, a, plan, wo_, {&kv_->attention_buffer()}, {attention_out}, {&ring_.buffer()});
+  if (config_.ffn > 0) {
+    ffn_norm_kernel_ = kernels::Norm(context, a, plan, config_.norm, {&shared.y}, {&ffn_norm_.buffer}, {&shared.h});
+    if (config_.gated) gate_proj_ = Projection(context, a, plan, gate_, {&shared.h}, {&shared.gu});
+    up_proj_ = Projection(context, a, plan, up_, {&shared.h}, {&shared.gu});
+    down_proj_ = Projection(context, a, plan, wdown_, {&shared.gu}, {out_}, {&shared.y});
+  }
   if (config_.rope) {
     rope_q_ = kernels::Rope(context, a, plan, config_.rope_layout, {&ring_.buffer()}, {&ring_.buffer()});
     rope_k_ = kernels::Rope(context, a, plan, config_.rope_layout, {&chunk}, {&chunk});
@@ -91,7 +101,7 @@ DeviceBlock::DeviceBlock(Context& context, const StackConfig& config, size_t ind
 
 BlockMemory DeviceBlock::memory() const {
   BlockMemory m;
-  m.weights = attn_norm_.buffer.size() + ffn_norm_.buffer.size();
+  m.weights = attn_norm_.buffer.size() + (ffn_norm_.buffer ? ffn_norm_.buffer.size() : 0);
   for (const DeviceMatrix* w : {&wq_, &wk_, &wv_, &wo_, &gate_, &up_, &wdown_}) m.weights += w->device_bytes();
   m.q_memory = ring_.buffer().size();
   m.kv_memory = kv_->kv_buffer().size() + kv_->chunk_buffer().size();
@@ -107,27 +117,65 @@ BlockStep DeviceBlock::plan(std::vector<QueryMeta> in, BlockMode mode) {
     return step;
   }
   require(in.size() <= chunk_rows_, "a block received more rows than it was sized for");
-  std::vector<uint8_t> valid(chunk_rows_, 0);
-  std::vector<int64_t> positions(chunk_rows_, 0);
-  for (size_t r = 0; r < in.size(); ++r) valid[r] = in[r].valid, positions[r] = in[r].position;
-  kv_->plan_insert(valid, positions);  // the config was validated: this cannot fail for positions >= 0
+  if (!config_.cross_attention) {
+    std::vector<uint8_t> valid(insert_rows_, 0);
+    std::vector<int64_t> positions(insert_rows_, 0);
+    for (size_t r = 0; r < in.size(); ++r) valid[r] = in[r].valid, positions[r] = in[r].position;
+    kv_->plan_insert(valid, positions);  // the config was validated: this cannot fail for positions >= 0
+  }
   step.inserted = in;
   step.evicted = mode == BlockMode::decode ? ring_.pass_through(std::move(in)) : ring_.insert(std::move(in));
   return step;
 }
 
-void DeviceBlock::stage(const BlockStep& step, uint32_t* words) const {
-  const uint64_t half = align_words(3ull * chunk_rows_);
-  std::memset(words, 0, 2 * half * 4);
-  QueryRing::pack_meta(step.inserted, words);
-  // The chunk's metadata covers all its rows: rows past the inserted ones are invalid.
-  uint32_t* chunk = words + half;
-  for (size_t r = 0; r < step.inserted.size(); ++r) {
-    const QueryMeta& m = step.inserted[r];
-    chunk[r] = m.valid ? static_cast<uint32_t>(static_cast<int32_t>(m.position)) : 0u;
-    chunk[chunk_rows_ + r] = m.valid ? 1u : 0u;
-    chunk[2 * chunk_rows_ + r] = m.tag;
+namespace {
+
+// The chunk's metadata covers all its rows: rows past the given ones are invalid.
+void pack_chunk_meta(const std::vector<QueryMeta>& rows, uint32_t chunk_rows, uint32_t* words) {
+  std::memset(words, 0, 3ull * chunk_rows * 4);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    words[r] = rows[r].valid ? static_cast<uint32_t>(static_cast<int32_t>(rows[r].position)) : 0u;
+    words[chunk_rows + r] = rows[r].valid ? 1u : 0u;
+    words[2 * chunk_rows + r] = rows[r].tag;
   }
+}
+
+}  // namespace
+
+void DeviceBlock::stage(const BlockStep& step, uint32_t* words) const {
+  QueryRing::pack_meta(step.inserted, words);
+  pack_chunk_meta(step.inserted, insert_rows_, words + align_words(3ull * chunk_rows_));
+}
+
+void DeviceBlock::record_chunk_meta(vk::CommandRecorder& rec, uint64_t at) const {
+  const ChunkLayout& cl = kv_->chunk_layout();
+  const uint64_t n = insert_rows_;
+  rec.copy(shared_.upload, at * 4, kv_->chunk_buffer(), uint64_t{cl.positions} * 4, n * 4);
+  rec.copy(shared_.upload, (at + n) * 4, kv_->chunk_buffer(), uint64_t{cl.valid} * 4, n * 4);
+  rec.copy(shared_.upload, (at + 2 * n) * 4, kv_->chunk_buffer(), uint64_t{cl.tags} * 4, n * 4);
+}
+
+void DeviceBlock::record_load(vk::CommandRecorder& rec, RowRef encoder_rows, const std::vector<int64_t>& positions,
+                              uint32_t* upload, uint64_t upload_at) {
+  require(config_.cross_attention, "only cross-attention blocks load the encoder memory");
+  require(positions.size() <= insert_rows_, "the encoder memory holds more rows than the block was sized for");
+  const auto n = static_cast<uint32_t>(positions.size());
+  std::vector<QueryMeta> rows(n);
+  for (uint32_t r = 0; r < n; ++r) rows[r].valid = true, rows[r].position = positions[r];
+  const uint64_t chunk_at = upload_at + align_words(3ull * chunk_rows_);
+  pack_chunk_meta(rows, insert_rows_, upload + chunk_at);
+  kv_->reset();
+  if (n == 0) return;
+  const AttentionShape& s = attention_.shape;
+  const ChunkLayout& cl = kv_->chunk_layout();
+  k_.record(rec, n, encoder_rows, RowRef::contiguous(s.kv_row(), cl.keys));
+  v_.record(rec, n, encoder_rows, RowRef::contiguous(s.kv_row(), cl.values));
+  record_chunk_meta(rec, chunk_at);
+  rec.barrier("insertion reads the encoder memory's keys, values and positions");
+  std::vector<uint8_t> valid(insert_rows_, 0);
+  std::vector<int64_t> pos(insert_rows_, 0);
+  for (uint32_t r = 0; r < n; ++r) valid[r] = 1, pos[r] = positions[r];
+  kv_->record_insert(rec, valid, pos);
 }
 
 void DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint64_t upload_at) const {
@@ -141,17 +189,15 @@ void DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint64
     attn_norm_kernel_.record(rec, {n, H, config_.norm_eps, 0, attn_norm_.bias_offset, RowRef::contiguous(H),
                                    RowRef::contiguous(H)});
     rec.barrier("the projections read the normed rows");
+    const bool own_keys = !config_.cross_attention;  // cross-attention keys were loaded from the encoder
     q_.record(rec, n, RowRef::contiguous(H), RowRef::ring(s.q_row(), ring.capacity, first_row, ring.queries));
-    k_.record(rec, n, RowRef::contiguous(H), RowRef::contiguous(s.kv_row(), cl.keys));
-    v_.record(rec, n, RowRef::contiguous(H), RowRef::contiguous(s.kv_row(), cl.values));
+    if (own_keys) {
+      k_.record(rec, n, RowRef::contiguous(H), RowRef::contiguous(s.kv_row(), cl.keys));
+      v_.record(rec, n, RowRef::contiguous(H), RowRef::contiguous(s.kv_row(), cl.values));
+    }
     ring_.record_rows(rec, *in_, 0, ring.residuals, H, step.first, n);  // the residual waits with its query
-    const uint64_t half = align_words(3ull * chunk_rows_);
     ring_.record_meta(rec, shared_.upload, upload_at, step.first, n);
-    rec.copy(shared_.upload, (upload_at + half) * 4, kv_->chunk_buffer(), uint64_t{cl.positions} * 4, chunk_rows_ * 4ull);
-    rec.copy(shared_.upload, (upload_at + half + chunk_rows_) * 4, kv_->chunk_buffer(), uint64_t{cl.valid} * 4,
-             chunk_rows_ * 4ull);
-    rec.copy(shared_.upload, (upload_at + half + 2ull * chunk_rows_) * 4, kv_->chunk_buffer(), uint64_t{cl.tags} * 4,
-             chunk_rows_ * 4ull);
+    if (own_keys) record_chunk_meta(rec, upload_at + align_words(3ull * chunk_rows_));
     rec.barrier("RoPE and insertion read the projected rows and their positions");
     if (config_.rope) {
       const uint32_t dims = config_.rope_dims ? config_.rope_dims : s.head_dim;
@@ -162,10 +208,12 @@ void DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint64
                            RowRef::contiguous(1, cl.positions)});
       rec.barrier("insertion and retrieval read rotated keys and queries");
     }
-    std::vector<uint8_t> valid(chunk_rows_, 0);
-    std::vector<int64_t> positions(chunk_rows_, 0);
-    for (uint32_t r = 0; r < n; ++r) valid[r] = step.inserted[r].valid, positions[r] = step.inserted[r].position;
-    kv_->record_insert(rec, valid, positions);
+    if (own_keys) {
+      std::vector<uint8_t> valid(insert_rows_, 0);
+      std::vector<int64_t> positions(insert_rows_, 0);
+      for (uint32_t r = 0; r < n; ++r) valid[r] = step.inserted[r].valid, positions[r] = step.inserted[r].position;
+      kv_->record_insert(rec, valid, positions);
+    }
   }
 
   const QueryRange range = ring_.range_of(step.evicted);
@@ -176,9 +224,14 @@ void DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint64
     rec.barrier("the next block reads the padding rows");
     return;
   }
-  kv_->record_retrieve(rec, range, step.mode == BlockMode::decode);
+  // Decoding is causal, except across to the encoder, which is all past.
+  kv_->record_retrieve(rec, range, step.mode == BlockMode::decode && !config_.cross_attention);
   o_.record(rec, range.count, RowRef::contiguous(s.q_row(), static_cast<uint32_t>(kv_->outputs_offset())),
             RowRef::contiguous(H), RowRef::ring(H, ring.capacity, range.ring_first, ring.residuals));
+  if (config_.ffn == 0) {
+    rec.barrier("the next block reads this block's output rows");
+    return;
+  }
   rec.barrier("the FFN norm reads the attention block's output");
   ffn_norm_kernel_.record(rec, {range.count, H, config_.norm_eps, 0, ffn_norm_.bias_offset, RowRef::contiguous(H),
                                 RowRef::contiguous(H)});

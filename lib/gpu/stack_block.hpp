@@ -24,6 +24,9 @@ struct SharedBuffers {
   vk::Buffer gu;     // FFN [rows][2 * ffn]: gate, then up
   vk::Buffer upload; // host-visible per-step data
   std::unique_ptr<RetrievalScratch> scratch;
+  // The encoder output memory rows cross-attention blocks load from (a
+  // decoder's stack only).
+  const vk::Buffer* encoder = nullptr;
 };
 
 enum class BlockMode { stream, flush, decode };
@@ -53,15 +56,27 @@ class DeviceBlock {
   // Records the block: input rows in x[index % 2], output rows in x[1 - index % 2].
   void record(vk::CommandRecorder& rec, const BlockStep& step, uint64_t upload_at) const;
 
+  // Cross-attention blocks: replaces the K/V memory with keys and values
+  // projected from `rows` encoder output rows at `encoder_rows` of the
+  // shared encoder buffer; `positions` are theirs, oldest first. The chunk
+  // metadata is staged at `upload` words (upload_words() of them).
+  void record_load(vk::CommandRecorder& rec, kernels::RowRef encoder_rows, const std::vector<int64_t>& positions,
+                   uint32_t* upload, uint64_t upload_at);
+  bool cross() const { return config_.cross_attention; }
+
   bool has_pending() const { return ring_.has_pending(); }
   KvMemory& kv() { return *kv_; }
   BlockMemory memory() const;
 
  private:
+  // Copies packed chunk metadata (positions, valid, tags) from the upload.
+  void record_chunk_meta(vk::CommandRecorder& rec, uint64_t upload_at) const;
+
   const StackConfig& stack_;
   BlockConfig config_;
   LayerConfig attention_;
-  uint32_t chunk_rows_;
+  uint32_t chunk_rows_;   // rows entering per step
+  uint32_t insert_rows_;  // rows of one K/V insertion (the whole encoder memory for cross-attention)
   const vk::Buffer* in_;
   const vk::Buffer* out_;
   SharedBuffers& shared_;

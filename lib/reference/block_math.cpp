@@ -44,6 +44,7 @@ BlockMath::Projected BlockMath::project(std::span<const double> x, std::span<con
   const std::vector<double> h = norm(x, attn_g_, attn_b_);
   Projected p;
   p.q = ops::matmul(h, wq_, rows, hidden_, s.q_row(), bq_);
+  if (config_.cross_attention) return p;
   p.k = ops::matmul(h, wk_, rows, hidden_, s.kv_row(), bk_);
   p.v = ops::matmul(h, wv_, rows, hidden_, s.kv_row(), bv_);
   if (config_.rope) {
@@ -54,10 +55,20 @@ BlockMath::Projected BlockMath::project(std::span<const double> x, std::span<con
   return p;
 }
 
+BlockMath::Projected BlockMath::project_memory(std::span<const double> encoder_rows) const {
+  const AttentionShape& s = config_.attention.shape;
+  const auto rows = static_cast<uint32_t>(encoder_rows.size() / hidden_);
+  Projected p;
+  p.k = ops::matmul(encoder_rows, wk_, rows, hidden_, s.kv_row(), bk_);
+  p.v = ops::matmul(encoder_rows, wv_, rows, hidden_, s.kv_row(), bv_);
+  return p;
+}
+
 std::vector<double> BlockMath::finish(std::span<const double> attention, std::span<const double> residual) const {
   const AttentionShape& s = config_.attention.shape;
   const auto rows = static_cast<uint32_t>(residual.size() / hidden_);
   const std::vector<double> y = ops::matmul(attention, wo_, rows, s.q_row(), hidden_, bo_, residual);
+  if (config_.ffn == 0) return y;
   const std::vector<double> h = norm(y, ffn_g_, ffn_b_);
   const std::vector<double> up = ops::matmul(h, up_, rows, hidden_, config_.ffn, bup_);
   const std::vector<double> act =

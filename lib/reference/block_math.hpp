@@ -20,11 +20,17 @@ class BlockMath {
   struct Projected {
     std::vector<double> q, k, v;  // rows x heads x head_dim, RoPE applied
   };
+  // For a cross-attention block only q is projected from the rows.
   Projected project(std::span<const double> x, std::span<const int64_t> positions) const;
-  // x_out = y + FFN(norm(y)) with y = residual + attention Wo (+ bo).
+  // Keys and values of a cross-attention block from encoder output rows
+  // (already normed by the encoder; no RoPE).
+  Projected project_memory(std::span<const double> encoder_rows) const;
+  // x_out = y + FFN(norm(y)) with y = residual + attention Wo (+ bo); y
+  // itself without an FFN.
   std::vector<double> finish(std::span<const double> attention, std::span<const double> residual) const;
 
   uint32_t hidden() const { return hidden_; }
+  const BlockConfig& config() const { return config_; }
 
  private:
   std::vector<double> norm(std::span<const double> x, const std::vector<double>& g,

@@ -12,28 +12,29 @@
 namespace attendre::reference {
 namespace {
 
-// Softmax attention of every row over every row (causal: earlier or same).
+// Softmax attention of every query row over every key row (causal: keys
+// at or before the query's position).
 std::vector<double> attend_all(const BlockMath::Projected& p, const AttentionShape& s, double scale,
-                               std::span<const int64_t> positions, bool causal) {
-  const size_t rows = positions.size();
+                               std::span<const int64_t> positions, std::span<const int64_t> key_positions, bool causal) {
+  const size_t rows = positions.size(), keys = key_positions.size();
   const uint32_t D = s.head_dim;
   std::vector<double> out(rows * s.q_row(), 0.0);
-  std::vector<double> w(rows);
+  std::vector<double> w(keys);
   for (size_t i = 0; i < rows; ++i)
     for (uint32_t h = 0; h < s.heads_q; ++h) {
       const uint32_t g = h / s.group();
       double top = -INFINITY;
-      for (size_t j = 0; j < rows; ++j) {
+      for (size_t j = 0; j < keys; ++j) {
         w[j] = -INFINITY;
-        if (causal && positions[j] > positions[i]) continue;
+        if (causal && key_positions[j] > positions[i]) continue;
         double dot = 0.0;
         for (uint32_t d = 0; d < D; ++d) dot += p.q[(i * s.heads_q + h) * D + d] * p.k[(j * s.heads_kv + g) * D + d];
         w[j] = scale * dot;
         top = std::max(top, w[j]);
       }
       double total = 0.0;
-      for (size_t j = 0; j < rows; ++j) total += (w[j] = std::isinf(w[j]) ? 0.0 : std::exp(w[j] - top));
-      for (size_t j = 0; j < rows; ++j)
+      for (size_t j = 0; j < keys; ++j) total += (w[j] = std::isinf(w[j]) ? 0.0 : std::exp(w[j] - top));
+      for (size_t j = 0; j < keys; ++j)
         for (uint32_t d = 0; d < D; ++d) out[(i * s.heads_q + h) * D + d] += w[j] / total * p.v[(j * s.heads_kv + g) * D + d];
     }
   return out;
@@ -42,7 +43,7 @@ std::vector<double> attend_all(const BlockMath::Projected& p, const AttentionSha
 }  // namespace
 
 StackOutput dense_forward(const StackConfig& config, WeightSource& weights, const StackChunk& sequence, bool causal,
-                          const StackRequest& request) {
+                          const StackRequest& request, std::span<const float> encoder_rows) {
   StackStreamValidator validator;
   validator.check(sequence, config, sequence.rows);
   const ModelTensors tensors = load_model(config, weights);
@@ -61,11 +62,22 @@ StackOutput dense_forward(const StackConfig& config, WeightSource& weights, cons
   }
   if (out.positions.empty()) return out;
   if (config.vocab > 0) x = head.embed(tokens);
+  const std::vector<double> encoder(encoder_rows.begin(), encoder_rows.end());
+  const std::vector<int64_t> encoder_positions(encoder.size() / H, 0);
   for (size_t l = 0; l < config.blocks.size(); ++l) {
     const BlockConfig& b = config.blocks[l];
     const BlockMath math(H, b, tensors.blocks[l]);
-    const BlockMath::Projected p = math.project(x, out.positions);
-    x = math.finish(attend_all(p, b.attention.shape, b.attention.scale(), out.positions, causal), x);
+    BlockMath::Projected p = math.project(x, out.positions);
+    std::span<const int64_t> keys = out.positions;
+    if (b.cross_attention) {
+      const BlockMath::Projected memory = math.project_memory(encoder);
+      p.k = memory.k;
+      p.v = memory.v;
+      keys = encoder_positions;
+    }
+    x = math.finish(attend_all(p, b.attention.shape, b.attention.scale(), out.positions, keys,
+                               causal && !b.cross_attention),
+                    x);
   }
   const std::vector<double> normed = head.norm(x);
   if (request.hidden) out.hidden.assign(normed.begin(), normed.end());

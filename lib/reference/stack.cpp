@@ -39,6 +39,7 @@ struct Stack::Impl {
     LayerConfig attention;
     DataOnlyMemory<Waiting> q_memory;
     KeyValueMemory kv;
+    const BlockConfig& math_config() const { return math.config(); }
   };
 
   Impl(const StackConfig& c, WeightSource& weights)
@@ -97,7 +98,8 @@ Rows Stack::Impl::run_block(size_t l, Rows in, Mode mode) {
       rows[r].q.assign(p.q.begin() + r * s.q_row(), p.q.begin() + (r + 1) * s.q_row());
       rows[r].residual.assign(in.hidden.begin() + r * H, in.hidden.begin() + (r + 1) * H);
     }
-    b.kv.insert_rows(p.k, p.v, in.positions, in.valid, {});  // padding inserts nothing
+    if (!b.math_config().cross_attention)
+      b.kv.insert_rows(p.k, p.v, in.positions, in.valid, {});  // padding inserts nothing
     evicted = mode == Mode::decode ? std::move(rows) : b.q_memory.insert(std::move(rows));
   }
 
@@ -111,7 +113,9 @@ Rows Stack::Impl::run_block(size_t l, Rows in, Mode mode) {
     residual.insert(residual.end(), w.residual.begin(), w.residual.end());
   }
   RetrievalConfig retrieval = b.attention.retrieval;
-  if (mode == Mode::decode) retrieval.causal = true;  // decoding needs no Q memory and sees no future
+  // Decoding needs no Q memory and sees no future, except across to the
+  // encoder, which is all past.
+  if (mode == Mode::decode && !b.math_config().cross_attention) retrieval.causal = true;
   const Retrieval retrieved = b.kv.retrieve(batch, retrieval, b.attention.scale());
   b.kv.update_scores(batch, retrieved);
   const std::vector<double> finished_rows =
@@ -194,6 +198,15 @@ bool Stack::has_pending() const {
     for (const Waiting& w : b.q_memory.entries())
       if (w.valid) return true;
   return false;
+}
+
+void Stack::load_encoder_memory(std::span<const int64_t> positions, std::span<const double> rows) {
+  for (Impl::Block& b : impl_->blocks) {
+    if (!b.math_config().cross_attention) continue;
+    b.kv = KeyValueMemory(b.attention.shape, b.attention.kv, b.attention.chunk);
+    const BlockMath::Projected p = b.math.project_memory(rows);
+    b.kv.insert_rows(p.k, p.v, positions, {}, {});
+  }
 }
 
 double Stack::min_decision_gap() const {

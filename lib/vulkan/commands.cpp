@@ -84,7 +84,9 @@ CommandRecorder Submission::begin() {
   info.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   check(vkBeginCommandBuffer(cmd_, &info), "vkBeginCommandBuffer");
   recording_ = true;
-  return CommandRecorder(cmd_);
+  CommandRecorder rec(cmd_);
+  rec.barrier("the previous submission's writes are visible to this one");
+  return rec;
 }
 
 void Submission::submit() {

@@ -1,0 +1,161 @@
+#include "limits.hpp"
+
+#include "stats.hpp"
+
+#include "gpu/kernel_plan.hpp"
+#include "interface/bench.h"
+#include "kernels/kernel.hpp"
+#include "vulkan/buffer.hpp"
+#include "vulkan/commands.hpp"
+
+#include <attendre/error.hpp>
+
+#include <algorithm>
+#include <cstdio>
+
+namespace bench {
+namespace {
+
+using attendre::kernels::BenchParams;
+using attendre::kernels::Kernel;
+using attendre::shaders::ShaderId;
+namespace vk = attendre::vk;
+
+std::string vendor_name(uint32_t id) {
+  switch (id) {
+    case 0x1002: return "AMD";
+    case 0x1010: return "ImgTec";
+    case 0x10DE: return "NVIDIA";
+    case 0x13B5: return "ARM";
+    case 0x5143: return "Qualcomm";
+    case 0x8086: return "Intel";
+    case 0x106B: return "Apple";
+    case 0x10005: return "Mesa";
+    default: break;
+  }
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "0x%04X", id);
+  return hex;
+}
+
+std::string type_name(VkPhysicalDeviceType type) {
+  switch (type) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
+    default: return "other";
+  }
+}
+
+// Median GPU time of `repeats` submissions of one dispatch, each between
+// two timestamps, after one warm-up submission.
+template <class Record>
+double time_dispatch(attendre::Context& context, uint32_t repeats, Record record) {
+  vk::TimestampPool pool(context, 2);
+  vk::Submission submission(context);
+  std::vector<double> ms;
+  for (uint32_t r = 0; r <= repeats; ++r) {
+    vk::CommandRecorder rec = submission.begin();
+    rec.reset(pool);
+    rec.timestamp(pool, 0);
+    record(rec);
+    rec.timestamp(pool, 1);
+    submission.submit();
+    submission.wait();
+    if (r > 0) ms.push_back(pool.read_ns()[1] * 1e-6);
+  }
+  return median(ms);
+}
+
+}  // namespace
+
+DeviceInfo describe_device(const attendre::Context& context) {
+  const attendre::DeviceCaps& c = context.caps();
+  DeviceInfo d;
+  d.name = c.name;
+  d.vendor = vendor_name(c.vendor_id);
+  d.vendor_id = c.vendor_id;
+  d.device_id = c.device_id;
+  d.driver = c.driver_name + (c.driver_info.empty() ? "" : " (" + c.driver_info + ")");
+  d.api_version = std::to_string(VK_API_VERSION_MAJOR(c.api_version)) + "." +
+                  std::to_string(VK_API_VERSION_MINOR(c.api_version)) + "." +
+                  std::to_string(VK_API_VERSION_PATCH(c.api_version));
+  d.type = type_name(c.type);
+  d.max_invocations = c.max_invocations;
+  d.workgroup = attendre::gpu::plan_kernels(c).workgroup;
+  d.max_shared_bytes = c.max_shared_bytes;
+  d.subgroup_size = c.subgroup_size;
+  d.max_storage_range = c.max_storage_range;
+  d.max_allocation = c.max_allocation;
+  d.device_local_bytes = c.device_local_bytes;
+  d.max_loop_iterations = c.max_loop_iterations;
+  d.storage_16bit = c.storage_16bit;
+  d.timestamp_period_ns = c.timestamp_period_ns;
+  return d;
+}
+
+Limits measure_limits(attendre::Context& context, bool quick) {
+  const attendre::DeviceCaps& caps = context.caps();
+  if (!caps.timestamps)
+    attendre::fail(attendre::ErrorCode::unsupported, "the device's compute queue has no timestamps to time kernels with");
+  const attendre::gpu::KernelPlan plan = attendre::gpu::plan_kernels(caps);
+  const uint32_t W = plan.workgroup;
+  const uint32_t repeats = quick ? 3 : 7;
+  Limits limits;
+  vk::DescriptorArena arena(context);
+
+  // Copy: buffers from 4 MiB up to the largest one binding and one
+  // allocation allow (64 MiB at most), each copied once per dispatch.
+  const uint64_t cap = std::min<uint64_t>({caps.max_storage_range, caps.max_allocation, uint64_t{64} << 20});
+  std::vector<uint64_t> sizes;
+  for (uint64_t bytes = uint64_t{4} << 20; bytes <= cap; bytes *= quick ? 16 : 4) sizes.push_back(bytes);
+  if (sizes.empty()) sizes.push_back(cap / 16 * 16);
+  const uint64_t largest = sizes.back();
+  vk::Buffer src(context, largest, vk::MemoryIntent::device, "bench copy source");
+  vk::Buffer dst(context, largest, vk::MemoryIntent::device, "bench copy destination");
+  const Kernel copy = Kernel::make<BenchParams>(context, arena, ShaderId::bench_copy, {W}, {{&src}, {&dst}});
+  {
+    vk::Submission init(context);  // defined contents: copying undefined memory is still a copy, but keep it tidy
+    vk::CommandRecorder rec = init.begin();
+    rec.fill(src, 0, largest, 0x3F800000u);
+    init.submit();
+    init.wait();
+  }
+  for (uint64_t bytes : sizes) {
+    BenchParams p{};
+    p.count = static_cast<uint32_t>(bytes / 16);
+    // About 16 vec4s per invocation: enough work per invocation, enough invocations to fill the device.
+    const uint32_t groups = std::clamp<uint32_t>(p.count / (W * 16), 1, plan.max_groups_x);
+    const double ms = time_dispatch(context, repeats, [&](vk::CommandRecorder& rec) { copy.dispatch(rec, p, groups); });
+    const double gbps = 2.0 * static_cast<double>(bytes) / (ms * 1e-3) * 1e-9;
+    limits.copy.push_back({bytes, ms, gbps});
+    limits.copy_gbps = std::max(limits.copy_gbps, gbps);
+  }
+
+  // FMA: grids from a few workgroups per compute unit to many, a fixed
+  // number of iterations (well inside drivers' loop limits).
+  const uint32_t iterations = 256;
+  const std::vector<uint32_t> grid_groups = quick ? std::vector<uint32_t>{256, 2048}
+                                                  : std::vector<uint32_t>{64, 256, 1024, 4096};
+  const uint32_t max_groups = std::min(grid_groups.back(), plan.max_groups_x);
+  vk::Buffer out(context, uint64_t{max_groups} * W * 16, vk::MemoryIntent::device, "bench fma results");
+  const Kernel fma = Kernel::make<BenchParams>(context, arena, ShaderId::bench_fma, {W}, {{&out}});
+  for (uint32_t groups : grid_groups) {
+    groups = std::min(groups, max_groups);
+    BenchParams p{};
+    p.iterations = iterations;
+    p.multiplier = 0.999f;
+    p.addend = 0.001f;
+    const double ms = time_dispatch(context, repeats, [&](vk::CommandRecorder& rec) { fma.dispatch(rec, p, groups); });
+    const double invocations = double(groups) * W;
+    const double flops = invocations * iterations * attendre::kernels::kBenchFmaChains *
+                         attendre::kernels::kBenchFmaRounds * 4.0 * 2.0;
+    const double gflops = flops / (ms * 1e-3) * 1e-9;
+    limits.fma.push_back({static_cast<uint64_t>(invocations), ms, gflops});
+    limits.fma_gflops = std::max(limits.fma_gflops, gflops);
+  }
+  return limits;
+}
+
+}  // namespace bench

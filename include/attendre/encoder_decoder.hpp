@@ -1,0 +1,91 @@
+// Encoder-decoder with an encoder output memory (spec section 5, paper
+// figure 3): the encoder streams the input through bidirectional ATTENDRE
+// blocks; its outputs enter a FIFO data-only memory of capacity O; once
+// encoding finished, every cross-attention block of the decoder loads the
+// whole memory, and decoding runs token by token.
+#pragma once
+
+#include <attendre/context.hpp>
+#include <attendre/stack.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace attendre {
+
+struct EncoderDecoderConfig {
+  StackConfig encoder;  // tensors named "enc." + the stack names
+  // Causal self-attention blocks and cross-attention blocks (cross_attention
+  // = true, M >= encoder_memory), in the caller's order; tensors "dec." + names.
+  StackConfig decoder;
+  uint32_t encoder_memory = 0;  // O
+
+  void validate() const;
+};
+
+// A WeightSource whose tensor names all start with `prefix`.
+class PrefixedWeights final : public WeightSource {
+ public:
+  PrefixedWeights(WeightSource& inner, std::string prefix) : inner_(inner), prefix_(std::move(prefix)) {}
+  void read(const std::string& name, std::span<const uint64_t> shape, std::span<float> out) override {
+    inner_.read(prefix_ + name, shape, out);
+  }
+
+ private:
+  WeightSource& inner_;
+  std::string prefix_;
+};
+
+class EncoderDecoder {
+ public:
+  virtual ~EncoderDecoder() = default;
+  virtual const EncoderDecoderConfig& config() const = 0;
+  // Streams a chunk through the encoder; its valid outputs enter the memory.
+  virtual void encode(const StackChunk& chunk) = 0;
+  // Drains the encoder, then loads every cross-attention block.
+  virtual void finish_encoding() = 0;
+  // One decoder position after finish_encoding().
+  virtual StackOutput decode(const StackChunk& one, const StackRequest& request = {}) = 0;
+  // Positions the encoder output memory holds, oldest first.
+  virtual std::vector<int64_t> encoder_memory_positions() const = 0;
+};
+
+namespace reference {
+
+class EncoderDecoder final : public attendre::EncoderDecoder {
+ public:
+  EncoderDecoder(const EncoderDecoderConfig& config, WeightSource& weights);
+  ~EncoderDecoder() override;
+  const EncoderDecoderConfig& config() const override;
+  void encode(const StackChunk& chunk) override;
+  void finish_encoding() override;
+  StackOutput decode(const StackChunk& one, const StackRequest& request = {}) override;
+  std::vector<int64_t> encoder_memory_positions() const override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace reference
+
+namespace gpu {
+
+class EncoderDecoder final : public attendre::EncoderDecoder {
+ public:
+  EncoderDecoder(Context& context, const EncoderDecoderConfig& config, WeightSource& weights);
+  ~EncoderDecoder() override;
+  const EncoderDecoderConfig& config() const override;
+  void encode(const StackChunk& chunk) override;
+  void finish_encoding() override;
+  StackOutput decode(const StackChunk& one, const StackRequest& request = {}) override;
+  std::vector<int64_t> encoder_memory_positions() const override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpu
+}  // namespace attendre

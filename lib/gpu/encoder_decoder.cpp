@@ -1,0 +1,94 @@
+// The encoder-decoder on the device: the encoder's final rows go into the
+// encoder output memory (a device ring of O rows) inside the encoder's own
+// command buffers; loading the decoder's cross-attention memories and
+// decoding never bring them back to the host.
+#include "gpu/stack_impl.hpp"
+
+#include <attendre/data_only_memory.hpp>
+#include <attendre/encoder_decoder.hpp>
+#include <attendre/error.hpp>
+#include <attendre/gpu_stack.hpp>
+
+namespace attendre::gpu {
+namespace {
+
+struct MemoryRow {
+  int64_t position = 0;
+  uint64_t sequence = 0;  // ring slot = sequence % O
+};
+
+}  // namespace
+
+struct EncoderDecoder::Impl {
+  Impl(Context& ctx, const EncoderDecoderConfig& c, WeightSource& weights)
+      : config((c.validate(), c)),
+        encoder_weights(weights, "enc."),
+        decoder_weights(weights, "dec."),
+        memory(ctx, uint64_t{c.encoder_memory} * c.encoder.hidden * 4, vk::MemoryIntent::device, "encoder memory"),
+        encoder(ctx, c.encoder, encoder_weights),
+        decoder(ctx, c.decoder, decoder_weights, &memory),
+        fifo(c.encoder_memory) {
+    // The encoder's valid outputs enter the FIFO memory as its step records them.
+    encoder.impl_->on_output = [this](vk::CommandRecorder& rec, const vk::Buffer& rows,
+                                      const std::vector<QueryMeta>& metas) {
+      const uint64_t H = config.encoder.hidden, O = config.encoder_memory;
+      std::vector<MemoryRow> entering;
+      for (size_t i = 0; i < metas.size(); ++i) {
+        if (!metas[i].valid) continue;
+        const uint64_t slot = next_sequence % O;
+        rec.copy(rows, i * H * 4, memory, slot * H * 4, H * 4);
+        entering.push_back({metas[i].position, next_sequence++});
+      }
+      fifo.insert(std::move(entering));
+    };
+  }
+
+  EncoderDecoderConfig config;
+  PrefixedWeights encoder_weights, decoder_weights;
+  vk::Buffer memory;
+  Stack encoder, decoder;
+  DataOnlyMemory<MemoryRow> fifo;
+  uint64_t next_sequence = 0;
+  bool encoded = false;
+};
+
+EncoderDecoder::EncoderDecoder(Context& context, const EncoderDecoderConfig& config, WeightSource& weights)
+    : impl_(std::make_unique<Impl>(context, config, weights)) {}
+EncoderDecoder::~EncoderDecoder() = default;
+
+const EncoderDecoderConfig& EncoderDecoder::config() const { return impl_->config; }
+
+void EncoderDecoder::encode(const StackChunk& chunk) {
+  require(!impl_->encoded, "encode() after finish_encoding()");
+  StackRequest nothing;
+  nothing.hidden = false;
+  impl_->encoder.step(chunk, nothing);
+}
+
+void EncoderDecoder::finish_encoding() {
+  Impl& m = *impl_;
+  require(!m.encoded, "finish_encoding() twice");
+  StackRequest nothing;
+  nothing.hidden = false;
+  m.encoder.finish(nothing);
+  std::vector<int64_t> positions;
+  for (const MemoryRow& r : m.fifo.entries()) positions.push_back(r.position);
+  const uint32_t first = m.fifo.size() ? static_cast<uint32_t>(m.fifo.entries().front().sequence % m.config.encoder_memory) : 0;
+  m.decoder.impl_->load_encoder_memory(
+      kernels::RowRef::ring(m.config.encoder.hidden, m.config.encoder_memory, first), positions);
+  m.decoder.finish();  // nothing waits in the decoder: decoding may start
+  m.encoded = true;
+}
+
+StackOutput EncoderDecoder::decode(const StackChunk& one, const StackRequest& request) {
+  require(impl_->encoded, "decode() before finish_encoding()");
+  return impl_->decoder.decode(one, request);
+}
+
+std::vector<int64_t> EncoderDecoder::encoder_memory_positions() const {
+  std::vector<int64_t> positions;
+  for (const MemoryRow& r : impl_->fifo.entries()) positions.push_back(r.position);
+  return positions;
+}
+
+}  // namespace attendre::gpu

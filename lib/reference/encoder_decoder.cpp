@@ -1,0 +1,78 @@
+// Float64 reference of the encoder-decoder (spec section 5).
+#include <attendre/data_only_memory.hpp>
+#include <attendre/encoder_decoder.hpp>
+#include <attendre/error.hpp>
+#include <attendre/reference_stack.hpp>
+
+namespace attendre::reference {
+namespace {
+
+struct EncoderRow {
+  int64_t position = 0;
+  std::vector<double> hidden;
+};
+
+}  // namespace
+
+struct EncoderDecoder::Impl {
+  Impl(const EncoderDecoderConfig& c, WeightSource& weights)
+      : config((c.validate(), c)),
+        encoder_weights(weights, "enc."),
+        decoder_weights(weights, "dec."),
+        encoder(c.encoder, encoder_weights),
+        decoder(c.decoder, decoder_weights),
+        memory(c.encoder_memory) {}
+
+  void keep(const StackOutput& out) {
+    const uint32_t H = config.encoder.hidden;
+    std::vector<EncoderRow> rows;
+    for (size_t i = 0; i < out.positions.size(); ++i)
+      rows.push_back({out.positions[i], std::vector<double>(out.hidden.begin() + i * H, out.hidden.begin() + (i + 1) * H)});
+    memory.insert(std::move(rows));  // FIFO: the oldest outputs leave when O is exceeded
+  }
+
+  EncoderDecoderConfig config;
+  PrefixedWeights encoder_weights, decoder_weights;
+  Stack encoder, decoder;
+  DataOnlyMemory<EncoderRow> memory;
+  bool encoded = false;
+};
+
+EncoderDecoder::EncoderDecoder(const EncoderDecoderConfig& config, WeightSource& weights)
+    : impl_(std::make_unique<Impl>(config, weights)) {}
+EncoderDecoder::~EncoderDecoder() = default;
+
+const EncoderDecoderConfig& EncoderDecoder::config() const { return impl_->config; }
+
+void EncoderDecoder::encode(const StackChunk& chunk) {
+  require(!impl_->encoded, "encode() after finish_encoding()");
+  impl_->keep(impl_->encoder.step(chunk));
+}
+
+void EncoderDecoder::finish_encoding() {
+  Impl& m = *impl_;
+  require(!m.encoded, "finish_encoding() twice");
+  m.keep(m.encoder.finish());
+  std::vector<int64_t> positions;
+  std::vector<double> rows;
+  for (const EncoderRow& r : m.memory.get_all()) {
+    positions.push_back(r.position);
+    rows.insert(rows.end(), r.hidden.begin(), r.hidden.end());
+  }
+  m.decoder.load_encoder_memory(positions, rows);
+  m.decoder.finish();  // nothing waits in the decoder: decoding may start
+  m.encoded = true;
+}
+
+StackOutput EncoderDecoder::decode(const StackChunk& one, const StackRequest& request) {
+  require(impl_->encoded, "decode() before finish_encoding()");
+  return impl_->decoder.decode(one, request);
+}
+
+std::vector<int64_t> EncoderDecoder::encoder_memory_positions() const {
+  std::vector<int64_t> positions;
+  for (const EncoderRow& r : impl_->memory.entries()) positions.push_back(r.position);
+  return positions;
+}
+
+}  // namespace attendre::reference
