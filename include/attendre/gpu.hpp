@@ -47,4 +47,31 @@ class Layer final : public AttendreLayer {
   std::unique_ptr<Impl> impl_;
 };
 
+// The K/V memory alone on the device (paper Table 1): insert() keys and
+// values, retrieve() with queries. The memory stays on the device between
+// calls; each call is one submission and reads back what it returns.
+class KeyValueMemory {
+ public:
+  // `max_insert` rows per insert(), `max_queries` per retrieve().
+  KeyValueMemory(Context& context, const AttentionShape& shape, const KvMemoryConfig& config,
+                 const RetrievalConfig& retrieval, uint32_t max_insert, uint32_t max_queries);
+  ~KeyValueMemory();
+  KeyValueMemory(const KeyValueMemory&) = delete;
+  KeyValueMemory& operator=(const KeyValueMemory&) = delete;
+
+  // Spec 2.1 for the valid rows of `rows` (k, v, positions, valid, tags;
+  // q unused). The evicted entries come back, sorted by position, when the
+  // config copies them out.
+  EvictedEntries insert(const ChunkView& rows);
+  // Spec 2.2-2.4 for the valid rows of `queries` (q, positions, valid,
+  // tags; k and v unused): o[query][head][dim] of each valid query, in
+  // order, after which the policy scores are updated.
+  std::vector<float> retrieve(const ChunkView& queries);
+  MemorySnapshot snapshot();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 }  // namespace attendre::gpu

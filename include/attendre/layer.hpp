@@ -61,8 +61,13 @@ struct StepResult {
 // use it, so both reject the same input with the same message.
 class StreamValidator {
  public:
-  // Throws invalid_argument naming the problem; changes nothing.
-  void check(const ChunkView& chunk, const LayerConfig& config) const;
+  // Which parts of a chunk a call uses: a layer step uses all of them, a
+  // K/V insertion the keys and values, a retrieval the queries.
+  enum class Parts { all, keys, queries };
+
+  // Throws invalid_argument naming the problem; changes nothing. Positions
+  // must increase across the stream except for queries-only chunks.
+  void check(const ChunkView& chunk, const LayerConfig& config, Parts parts = Parts::all) const;
   // Records the chunk's positions once the step that used it succeeded.
   void accept(const ChunkView& chunk);
 

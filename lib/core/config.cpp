@@ -73,14 +73,21 @@ void LayerConfig::validate() const {
   }
 }
 
-void StreamValidator::check(const ChunkView& chunk, const LayerConfig& config) const {
+void StreamValidator::check(const ChunkView& chunk, const LayerConfig& config, Parts parts) const {
+  const bool queries = parts != Parts::keys, keys = parts != Parts::queries;
   const AttentionShape& s = config.shape;
   const size_t rows = chunk.rows;
   require(chunk.rows <= config.chunk,
           "chunk has " + u(chunk.rows) + " rows, more than the layer's S=" + u(config.chunk));
-  require(chunk.q.size() == rows * s.q_row(), "chunk q holds " + u(chunk.q.size()) + " floats, expected rows*heads_q*head_dim = " + u(rows * s.q_row()));
-  require(chunk.k.size() == rows * s.kv_row(), "chunk k holds " + u(chunk.k.size()) + " floats, expected rows*heads_kv*head_dim = " + u(rows * s.kv_row()));
-  require(chunk.v.size() == rows * s.kv_row(), "chunk v holds " + u(chunk.v.size()) + " floats, expected rows*heads_kv*head_dim = " + u(rows * s.kv_row()));
+  if (queries)
+    require(chunk.q.size() == rows * s.q_row(), "chunk q holds " + u(chunk.q.size()) +
+                                                   " floats, expected rows*heads_q*head_dim = " + u(rows * s.q_row()));
+  if (keys) {
+    require(chunk.k.size() == rows * s.kv_row(), "chunk k holds " + u(chunk.k.size()) +
+                                                    " floats, expected rows*heads_kv*head_dim = " + u(rows * s.kv_row()));
+    require(chunk.v.size() == rows * s.kv_row(), "chunk v holds " + u(chunk.v.size()) +
+                                                    " floats, expected rows*heads_kv*head_dim = " + u(rows * s.kv_row()));
+  }
   require(chunk.positions.size() == rows, "chunk positions hold " + u(chunk.positions.size()) + " values, expected " + u(rows));
   require(chunk.valid.empty() || chunk.valid.size() == rows, "chunk valid flags hold " + u(chunk.valid.size()) + " values, expected " + u(rows));
   require(chunk.tags.empty() || chunk.tags.size() == rows, "chunk tags hold " + u(chunk.tags.size()) + " values, expected " + u(rows));
@@ -93,9 +100,12 @@ void StreamValidator::check(const ChunkView& chunk, const LayerConfig& config) c
         require(std::isfinite(x), std::string("chunk ") + name + " row " + u(r) + " holds a non-finite value");
     }
   };
-  finite_rows(chunk.q, s.q_row(), "q");
-  finite_rows(chunk.k, s.kv_row(), "k");
-  finite_rows(chunk.v, s.kv_row(), "v");
+  if (queries) finite_rows(chunk.q, s.q_row(), "q");
+  if (keys) {
+    finite_rows(chunk.k, s.kv_row(), "k");
+    finite_rows(chunk.v, s.kv_row(), "v");
+  }
+  if (!keys) return;  // queries alone need not follow the stream's order
   int64_t last = last_position_;
   bool seen = seen_position_;
   for (size_t r = 0; r < rows; ++r) {

@@ -5,6 +5,7 @@
 #include "gpu/kv_memory.hpp"
 #include "gpu/layouts.hpp"
 #include "gpu/query_ring.hpp"
+#include "gpu/staging.hpp"
 #include "vulkan/buffer.hpp"
 #include "vulkan/commands.hpp"
 
@@ -95,27 +96,12 @@ StepResult Layer::step(const ChunkView& chunk, const StepRequest& request) {
   Impl& m = *impl_;
   require(!request.evicted || m.config.kv.copy_out_evicted, "evicted entries requested but copy_out_evicted is off");
   m.validator.check(chunk, m.config);
-  for (uint32_t r = 0; r < chunk.rows; ++r) {
-    const bool valid = chunk.valid.empty() || chunk.valid[r] != 0;
-    if (valid && (chunk.positions[r] < std::numeric_limits<int32_t>::min() ||
-                  chunk.positions[r] > std::numeric_limits<int32_t>::max()))
-      fail(ErrorCode::invalid_argument, "position " + std::to_string(chunk.positions[r]) +
-                                            " does not fit the GPU path's int32 positions");
-  }
-  std::vector<uint8_t> valid(m.config.chunk, 0);
-  std::vector<int64_t> positions(m.config.chunk, 0);
-  for (uint32_t r = 0; r < chunk.rows; ++r) {
-    valid[r] = chunk.valid.empty() || chunk.valid[r] != 0;
-    positions[r] = valid[r] ? chunk.positions[r] : 0;
-  }
+  check_int32_positions(chunk);
+  const std::vector<QueryMeta> rows = query_metas(chunk, m.config.chunk);
+  std::vector<uint8_t> valid;
+  std::vector<int64_t> positions;
+  for (const QueryMeta& row : rows) valid.push_back(row.valid), positions.push_back(row.position);
   m.kv.plan_insert(valid, positions);  // throws before anything changed
-  std::vector<QueryMeta> rows(m.config.chunk);
-  for (uint32_t r = 0; r < m.config.chunk; ++r) {
-    if (r >= chunk.rows) continue;  // padding
-    rows[r].valid = chunk.valid.empty() || chunk.valid[r] != 0;
-    rows[r].position = rows[r].valid ? chunk.positions[r] : 0;
-    rows[r].tag = chunk.tags.empty() ? 0u : chunk.tags[r];
-  }
   const uint64_t first = m.ring.next_sequence();
   std::vector<QueryMeta> evicted = m.ring.insert(rows);
   StepResult result = m.run(std::move(evicted), &chunk, &rows, first, request);
@@ -141,27 +127,12 @@ MemorySnapshot Layer::snapshot() {
 
 void Layer::Impl::stage_chunk(vk::CommandRecorder& rec, const ChunkView& chunk, const std::vector<QueryMeta>& inserted,
                               uint64_t first, std::vector<uint8_t>& valid, std::vector<int64_t>& positions) {
-  const uint32_t S = config.chunk;
-  const uint32_t q_row = config.shape.q_row(), kv_row = config.shape.kv_row();
-  const ChunkLayout& cl = kv.chunk_layout();
+  const uint32_t S = config.chunk, q_row = config.shape.q_row();
   auto* words = static_cast<uint32_t*>(upload.mapped());
-  auto* floats = static_cast<float*>(upload.mapped());
-  std::memset(words, 0, upload_layout.words * 4);  // padding rows: zeros, invalid
-  valid.assign(S, 0);
-  positions.assign(S, 0);
-  for (uint32_t r = 0; r < chunk.rows; ++r) {
-    valid[r] = inserted[r].valid;
-    if (!valid[r]) continue;
-    positions[r] = chunk.positions[r];
-    std::copy_n(chunk.q.data() + uint64_t{r} * q_row, q_row, floats + upload_layout.queries + uint64_t{r} * q_row);
-    std::copy_n(chunk.k.data() + uint64_t{r} * kv_row, kv_row, floats + upload_layout.chunk + cl.keys + uint64_t{r} * kv_row);
-    std::copy_n(chunk.v.data() + uint64_t{r} * kv_row, kv_row, floats + upload_layout.chunk + cl.values + uint64_t{r} * kv_row);
-    words[upload_layout.chunk + cl.positions + r] = static_cast<uint32_t>(static_cast<int32_t>(positions[r]));
-    words[upload_layout.chunk + cl.valid + r] = 1u;
-    words[upload_layout.chunk + cl.tags + r] = inserted[r].tag;
-  }
+  pack_query_rows(chunk, q_row, S, reinterpret_cast<float*>(words + upload_layout.queries));
+  pack_kv_rows(chunk, kv.chunk_layout(), words + upload_layout.chunk, valid, positions);
   QueryRing::pack_meta(inserted, words + upload_layout.ring_meta);
-  rec.copy(upload, upload_layout.chunk * 4, kv.chunk_buffer(), 0, uint64_t{cl.init} * 4);
+  rec.copy(upload, upload_layout.chunk * 4, kv.chunk_buffer(), 0, uint64_t{kv.chunk_layout().init} * 4);
   ring.record_rows(rec, upload, upload_layout.queries, ring.layout().queries, q_row, first, S);
   ring.record_meta(rec, upload, upload_layout.ring_meta, first, S);
   rec.barrier("kernels read the uploaded chunk and queries");
