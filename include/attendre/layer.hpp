@@ -56,6 +56,19 @@ struct StepResult {
   EvictedEntries evicted;   // filled when requested
 };
 
+// Where a stream stands: positions must strictly increase over its valid
+// rows (an empty `valid` means all valid), chunk after chunk.
+class PositionCursor {
+ public:
+  // Throws invalid_argument naming the first position out of order.
+  void check(std::span<const int64_t> positions, std::span<const uint8_t> valid) const;
+  void accept(std::span<const int64_t> positions, std::span<const uint8_t> valid);
+
+ private:
+  int64_t last_ = 0;
+  bool seen_ = false;
+};
+
 // Checks chunks against a layer's shape and the stream so far: span sizes,
 // rows <= S, and strictly increasing positions over valid rows. Both backends
 // use it, so both reject the same input with the same message.
@@ -72,8 +85,7 @@ class StreamValidator {
   void accept(const ChunkView& chunk);
 
  private:
-  int64_t last_position_ = 0;
-  bool seen_position_ = false;
+  PositionCursor cursor_;
 };
 
 class AttendreLayer {

@@ -106,23 +106,28 @@ void StreamValidator::check(const ChunkView& chunk, const LayerConfig& config, P
     finite_rows(chunk.v, s.kv_row(), "v");
   }
   if (!keys) return;  // queries alone need not follow the stream's order
-  int64_t last = last_position_;
-  bool seen = seen_position_;
-  for (size_t r = 0; r < rows; ++r) {
-    if (!chunk.valid.empty() && chunk.valid[r] == 0) continue;
-    const int64_t p = chunk.positions[r];
-    require(!seen || p > last, "positions must strictly increase over valid rows: " + std::to_string(p) +
-                                   " follows " + std::to_string(last));
-    last = p;
+  cursor_.check(chunk.positions, chunk.valid);
+}
+
+void StreamValidator::accept(const ChunkView& chunk) { cursor_.accept(chunk.positions, chunk.valid); }
+
+void PositionCursor::check(std::span<const int64_t> positions, std::span<const uint8_t> valid) const {
+  int64_t last = last_;
+  bool seen = seen_;
+  for (size_t r = 0; r < positions.size(); ++r) {
+    if (!valid.empty() && valid[r] == 0) continue;
+    require(!seen || positions[r] > last, "positions must strictly increase over valid rows: " +
+                                              std::to_string(positions[r]) + " follows " + std::to_string(last));
+    last = positions[r];
     seen = true;
   }
 }
 
-void StreamValidator::accept(const ChunkView& chunk) {
-  for (uint32_t r = 0; r < chunk.rows; ++r) {
-    if (!chunk.valid.empty() && chunk.valid[r] == 0) continue;
-    last_position_ = chunk.positions[r];
-    seen_position_ = true;
+void PositionCursor::accept(std::span<const int64_t> positions, std::span<const uint8_t> valid) {
+  for (size_t r = 0; r < positions.size(); ++r) {
+    if (!valid.empty() && valid[r] == 0) continue;
+    last_ = positions[r];
+    seen_ = true;
   }
 }
 

@@ -26,24 +26,9 @@ void StackStreamValidator::check(const StackChunk& chunk, const StackConfig& con
         require(std::isfinite(chunk.embeddings[r * config.hidden + i]),
                 "stack chunk embedding row " + std::to_string(r) + " holds a non-finite value");
   }
-  int64_t last = last_position_;
-  bool seen = seen_position_;
-  for (uint64_t r = 0; r < rows; ++r) {
-    if (!valid(r)) continue;
-    require(!seen || chunk.positions[r] > last, "positions must strictly increase over valid rows: " +
-                                                    std::to_string(chunk.positions[r]) + " follows " +
-                                                    std::to_string(last));
-    last = chunk.positions[r];
-    seen = true;
-  }
+  cursor_.check(chunk.positions, chunk.valid);
 }
 
-void StackStreamValidator::accept(const StackChunk& chunk) {
-  for (uint32_t r = 0; r < chunk.rows; ++r) {
-    if (!chunk.valid.empty() && chunk.valid[r] == 0) continue;
-    last_position_ = chunk.positions[r];
-    seen_position_ = true;
-  }
-}
+void StackStreamValidator::accept(const StackChunk& chunk) { cursor_.accept(chunk.positions, chunk.valid); }
 
 }  // namespace attendre

@@ -2,6 +2,7 @@
 // both reject the same input with the same message.
 #pragma once
 
+#include <attendre/layer.hpp>
 #include <attendre/stack.hpp>
 
 namespace attendre {
@@ -13,8 +14,7 @@ class StackStreamValidator {
   void accept(const StackChunk& chunk);
 
  private:
-  int64_t last_position_ = 0;
-  bool seen_position_ = false;
+  PositionCursor cursor_;
 };
 
 }  // namespace attendre

@@ -60,17 +60,14 @@ EvictedEntries KeyValueMemory::insert(const ChunkView& rows) {
   Impl& m = *impl_;
   m.keys.check(rows, m.config, StreamValidator::Parts::keys);
   check_int32_positions(rows);
-  const std::vector<QueryMeta> metas = query_metas(rows, m.config.chunk);
-  std::vector<uint8_t> valid;
-  std::vector<int64_t> positions;
-  for (const QueryMeta& row : metas) valid.push_back(row.valid), positions.push_back(row.position);
-  m.kv.plan_insert(valid, positions);  // throws before anything changed
+  InsertionRows in = insertion_rows(query_metas(rows, m.config.chunk), m.config.chunk);
+  m.kv.plan_insert(in.valid, in.positions);  // throws before anything changed
   m.keys.accept(rows);
   vk::CommandRecorder rec = m.submission.begin();
-  pack_kv_rows(rows, m.kv.chunk_layout(), static_cast<uint32_t*>(m.upload.mapped()), valid, positions);
+  pack_kv_rows(rows, m.kv.chunk_layout(), static_cast<uint32_t*>(m.upload.mapped()));
   rec.copy(m.upload, 0, m.kv.chunk_buffer(), 0, m.chunk_words * 4);
   rec.barrier("insertion reads the uploaded rows");
-  m.kv.record_insert(rec, valid, positions);
+  m.kv.record_insert(rec, in.valid, in.positions);
   const uint64_t evicted_at = m.query_words + align_words(m.kv.snapshot_words());
   if (m.config.kv.copy_out_evicted) m.kv.record_evicted(rec, m.readback, evicted_at * 4);
   m.submission.submit();

@@ -52,7 +52,7 @@ struct Layer::Impl {
   StepResult run(std::vector<QueryMeta> evicted, const ChunkView* chunk, const std::vector<QueryMeta>* inserted,
                  uint64_t first, const StepRequest& request);
   void stage_chunk(vk::CommandRecorder& rec, const ChunkView& chunk, const std::vector<QueryMeta>& inserted,
-                   uint64_t first, std::vector<uint8_t>& valid, std::vector<int64_t>& positions);
+                   uint64_t first);
 
   Context& context;
   LayerConfig config;
@@ -98,10 +98,8 @@ StepResult Layer::step(const ChunkView& chunk, const StepRequest& request) {
   m.validator.check(chunk, m.config);
   check_int32_positions(chunk);
   const std::vector<QueryMeta> rows = query_metas(chunk, m.config.chunk);
-  std::vector<uint8_t> valid;
-  std::vector<int64_t> positions;
-  for (const QueryMeta& row : rows) valid.push_back(row.valid), positions.push_back(row.position);
-  m.kv.plan_insert(valid, positions);  // throws before anything changed
+  const InsertionRows in = insertion_rows(rows, m.config.chunk);
+  m.kv.plan_insert(in.valid, in.positions);  // throws before anything changed
   const uint64_t first = m.ring.next_sequence();
   std::vector<QueryMeta> evicted = m.ring.insert(rows);
   StepResult result = m.run(std::move(evicted), &chunk, &rows, first, request);
@@ -126,11 +124,11 @@ MemorySnapshot Layer::snapshot() {
 }
 
 void Layer::Impl::stage_chunk(vk::CommandRecorder& rec, const ChunkView& chunk, const std::vector<QueryMeta>& inserted,
-                              uint64_t first, std::vector<uint8_t>& valid, std::vector<int64_t>& positions) {
+                              uint64_t first) {
   const uint32_t S = config.chunk, q_row = config.shape.q_row();
   auto* words = static_cast<uint32_t*>(upload.mapped());
   pack_query_rows(chunk, q_row, S, reinterpret_cast<float*>(words + upload_layout.queries));
-  pack_kv_rows(chunk, kv.chunk_layout(), words + upload_layout.chunk, valid, positions);
+  pack_kv_rows(chunk, kv.chunk_layout(), words + upload_layout.chunk);
   QueryRing::pack_meta(inserted, words + upload_layout.ring_meta);
   rec.copy(upload, upload_layout.chunk * 4, kv.chunk_buffer(), 0, uint64_t{kv.chunk_layout().init} * 4);
   ring.record_rows(rec, upload, upload_layout.queries, ring.layout().queries, q_row, first, S);
@@ -145,10 +143,9 @@ StepResult Layer::Impl::run(std::vector<QueryMeta> evicted, const ChunkView* chu
   vk::CommandRecorder rec = submission.begin();  // waits for the previous step: the upload buffer is free
   rec.attach(profiler.get());
   if (chunk) {
-    std::vector<uint8_t> valid;
-    std::vector<int64_t> positions;
-    stage_chunk(rec, *chunk, *inserted, first, valid, positions);
-    kv.record_insert(rec, valid, positions);
+    stage_chunk(rec, *chunk, *inserted, first);
+    const InsertionRows in = insertion_rows(*inserted, config.chunk);
+    kv.record_insert(rec, in.valid, in.positions);
   }
   kv.record_retrieve(rec, range);
   const bool read_outputs = request.outputs && range.last_valid != 0xFFFFFFFFu;

@@ -6,6 +6,15 @@
 
 namespace attendre::gpu {
 
+InsertionRows insertion_rows(const std::vector<QueryMeta>& rows, uint32_t count) {
+  InsertionRows out{std::vector<uint8_t>(count, 0), std::vector<int64_t>(count, 0)};
+  for (size_t r = 0; r < rows.size() && r < count; ++r) {
+    out.valid[r] = rows[r].valid ? 1 : 0;
+    out.positions[r] = rows[r].valid ? rows[r].position : 0;
+  }
+  return out;
+}
+
 QueryRing::QueryRing(Context& context, const AttentionShape& shape, uint32_t capacity, uint32_t max_insert,
                      uint32_t residual_width)
     : layout_(RingLayout::make(capacity + max_insert, shape, residual_width)),

@@ -24,6 +24,14 @@ struct QueryMeta {
   uint64_t sequence = 0;  // ring row = sequence % ring capacity
 };
 
+// Valid flags and positions of rows entering a K/V memory, padded with
+// invalid rows to the insertion's `count` rows (what KvMemory plans with).
+struct InsertionRows {
+  std::vector<uint8_t> valid;
+  std::vector<int64_t> positions;
+};
+InsertionRows insertion_rows(const std::vector<QueryMeta>& rows, uint32_t count);
+
 class QueryRing {
  public:
   // Holds N = `capacity` waiting rows plus up to `max_insert` rows of one

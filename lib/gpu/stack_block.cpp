@@ -118,10 +118,8 @@ BlockStep DeviceBlock::plan(std::vector<QueryMeta> in, BlockMode mode) {
   }
   require(in.size() <= chunk_rows_, "a block received more rows than it was sized for");
   if (!config_.cross_attention) {
-    std::vector<uint8_t> valid(insert_rows_, 0);
-    std::vector<int64_t> positions(insert_rows_, 0);
-    for (size_t r = 0; r < in.size(); ++r) valid[r] = in[r].valid, positions[r] = in[r].position;
-    kv_->plan_insert(valid, positions);  // the config was validated: this cannot fail for positions >= 0
+    const InsertionRows rows = insertion_rows(in, insert_rows_);
+    kv_->plan_insert(rows.valid, rows.positions);  // the config was validated: this cannot fail for positions >= 0
   }
   step.inserted = in;
   step.evicted = mode == BlockMode::decode ? ring_.pass_through(std::move(in)) : ring_.insert(std::move(in));
@@ -162,6 +160,7 @@ void DeviceBlock::record_load(vk::CommandRecorder& rec, RowRef encoder_rows, con
   const auto n = static_cast<uint32_t>(positions.size());
   std::vector<QueryMeta> rows(n);
   for (uint32_t r = 0; r < n; ++r) rows[r].valid = true, rows[r].position = positions[r];
+  const InsertionRows in = insertion_rows(rows, insert_rows_);
   const uint64_t chunk_at = upload_at + align_words(3ull * chunk_rows_);
   pack_chunk_meta(rows, insert_rows_, upload + chunk_at);
   kv_->reset();
@@ -172,10 +171,7 @@ void DeviceBlock::record_load(vk::CommandRecorder& rec, RowRef encoder_rows, con
   v_.record(rec, n, encoder_rows, RowRef::contiguous(s.kv_row(), cl.values));
   record_chunk_meta(rec, chunk_at);
   rec.barrier("insertion reads the encoder memory's keys, values and positions");
-  std::vector<uint8_t> valid(insert_rows_, 0);
-  std::vector<int64_t> pos(insert_rows_, 0);
-  for (uint32_t r = 0; r < n; ++r) valid[r] = 1, pos[r] = positions[r];
-  kv_->record_insert(rec, valid, pos);
+  kv_->record_insert(rec, in.valid, in.positions);
 }
 
 void DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint64_t upload_at) const {
@@ -209,10 +205,8 @@ void DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint64
       rec.barrier("insertion and retrieval read rotated keys and queries");
     }
     if (own_keys) {
-      std::vector<uint8_t> valid(insert_rows_, 0);
-      std::vector<int64_t> positions(insert_rows_, 0);
-      for (uint32_t r = 0; r < n; ++r) valid[r] = step.inserted[r].valid, positions[r] = step.inserted[r].position;
-      kv_->record_insert(rec, valid, positions);
+      const InsertionRows rows = insertion_rows(step.inserted, insert_rows_);
+      kv_->record_insert(rec, rows.valid, rows.positions);
     }
   }
 

@@ -23,20 +23,15 @@ std::vector<QueryMeta> query_metas(const ChunkView& chunk, uint32_t rows) {
   return metas;
 }
 
-void pack_kv_rows(const ChunkView& chunk, const ChunkLayout& l, uint32_t* words, std::vector<uint8_t>& valid,
-                  std::vector<int64_t>& positions) {
+void pack_kv_rows(const ChunkView& chunk, const ChunkLayout& l, uint32_t* words) {
   std::memset(words, 0, uint64_t{l.init} * 4);  // padding rows: zeros, invalid
-  valid.assign(l.rows, 0);
-  positions.assign(l.rows, 0);
   auto* floats = reinterpret_cast<float*>(words);
   const uint64_t kv_row = l.kv_row;
   for (uint32_t r = 0; r < chunk.rows; ++r) {
     if (!is_valid(chunk, r)) continue;
-    valid[r] = 1;
-    positions[r] = chunk.positions[r];
     std::copy_n(chunk.k.data() + r * kv_row, kv_row, floats + l.keys + r * kv_row);
     std::copy_n(chunk.v.data() + r * kv_row, kv_row, floats + l.values + r * kv_row);
-    words[l.positions + r] = static_cast<uint32_t>(static_cast<int32_t>(positions[r]));
+    words[l.positions + r] = static_cast<uint32_t>(static_cast<int32_t>(chunk.positions[r]));
     words[l.valid + r] = 1u;
     words[l.tags + r] = chunk.tags.empty() ? 0u : chunk.tags[r];
   }

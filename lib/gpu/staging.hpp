@@ -17,9 +17,8 @@ std::vector<QueryMeta> query_metas(const ChunkView& chunk, uint32_t rows);
 
 // Keys, values, positions, valid flags and tags of the chunk's valid rows
 // into `words` at the chunk layout's offsets (the sections before `init`,
-// zeroed first); fills the per-row flags and positions the host plans with.
-void pack_kv_rows(const ChunkView& chunk, const ChunkLayout& layout, uint32_t* words, std::vector<uint8_t>& valid,
-                  std::vector<int64_t>& positions);
+// zeroed first).
+void pack_kv_rows(const ChunkView& chunk, const ChunkLayout& layout, uint32_t* words);
 
 // The valid rows' queries into `rows` rows of q_row floats (zeros elsewhere).
 void pack_query_rows(const ChunkView& chunk, uint32_t q_row, uint32_t rows, float* out);
