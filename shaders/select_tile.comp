@@ -1,7 +1,7 @@
 #version 450
-// Partial selection: each workgroup sorts one tile of TILE candidates of one
-// row in shared memory (bitonic) and writes its `keep` smallest (key, tie)
-// entries. Built twice:
+// Partial selection: each workgroup selects, in shared memory, the `keep`
+// smallest (key, tie) entries of one tile of TILE candidates of one row
+// (bitonic top-k, bitonic.glsl) and writes them sorted. Built twice:
 //   SOURCE_LOGITS  top-K: key = larger logit first, tie = smaller position,
 //                  payload = slot (masked slots carry the -inf key and sort last)
 //   SOURCE_EVICT   victims: key = policy score (lowest first), tie = smaller
@@ -75,7 +75,7 @@ void main() {
     s_tie[i] = tie;
     s_payload[i] = payload;
   }
-  bitonic_sort();
+  bitonic_top(pc.keep, false);
   const uint base = ((row * pc.tiles) + tile) * pc.keep * 3u;
   for (uint i = gl_LocalInvocationID.x; i < pc.keep; i += W) {
     lists[base + 3u * i] = s_key[i];
