@@ -1,0 +1,160 @@
+// The matmul and matvec kernels against the float64 reference: fp32 and
+// fp16 weights, odd shapes crossing tiles, rings that wrap, residuals, and
+// grids folded within the device's limits (block_harness.hpp).
+#include "block_harness.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace attendre;
+using namespace attendre::test::block;
+
+namespace {
+// ---------------------------------------------------------------------------
+// Matmul
+
+enum class Residual { none, in_place, separate };
+
+struct MatmulCase {
+  uint32_t rows, in, out;
+  bool bias = false;
+  Residual residual = Residual::none;
+  bool ring = false;
+};
+
+void check_matmul(Context& context, const gpu::KernelPlan& plan, WeightType type, const MatmulCase& c,
+                  std::mt19937_64& rng) {
+  INFO("rows " << c.rows << ", in " << c.in << ", out " << c.out << ", bias " << c.bias << ", residual "
+               << static_cast<int>(c.residual) << ", ring " << c.ring << ", fp16 " << (type == WeightType::f16));
+  const std::vector<float> a = normal_values(size_t{c.rows} * c.in, rng);
+  const std::vector<float> w = normal_values(size_t{c.out} * c.in, rng);
+  const std::vector<float> bias = normal_values(c.out, rng);
+  const std::vector<float> residual = normal_values(size_t{c.rows} * c.out, rng);
+
+  // Weights at an odd element offset, the bias after them in the same buffer.
+  std::vector<uint32_t> w_words;
+  kernels::Matmul::Args args;
+  args.rows = c.rows;
+  args.in = c.in;
+  args.out = c.out;
+  args.w_offset = type == WeightType::f16 ? 3 : 5;
+  const Weights weights = put_weights(w_words, type, args.w_offset, w);
+  args.bias = c.bias;
+  args.bias_offset = weights.end_word + 1;
+  w_words.resize(args.bias_offset + c.out + 2, kSentinel);
+  for (uint32_t o = 0; o < c.out; ++o) w_words[args.bias_offset + o] = test::float_bits(bias[o]);
+
+  args.a = c.ring ? wrapping(c.rows, c.in, 2, 7) : RowRef::contiguous(c.in, 1);
+  args.c = c.ring ? wrapping(c.rows, c.out, 1, 3) : RowRef::contiguous(c.out);
+  args.residual = c.residual != Residual::none;
+  std::vector<uint32_t> a_words(extent(args.a, c.rows, c.in), kSentinel);
+  put_rows(a_words, args.a, c.rows, c.in, a);
+  std::vector<uint32_t> c_words(extent(args.c, c.rows, c.out), kSentinel);
+  std::vector<uint32_t> r_words(1, kSentinel);
+  if (c.residual == Residual::in_place) {
+    args.r = args.c;
+    put_rows(c_words, args.c, c.rows, c.out, residual);
+  } else if (c.residual == Residual::separate) {
+    args.r = RowRef::ring(c.out + 3, c.rows + 1, c.rows, 2);
+    r_words.assign(extent(args.r, c.rows, c.out), kSentinel);
+    put_rows(r_words, args.r, c.rows, c.out, residual);
+  }
+
+  const vk::Buffer a_buffer = test::upload_words(context, a_words, "test A");
+  const vk::Buffer w_buffer = test::upload_words(context, w_words, "test W");
+  const vk::Buffer c_buffer = test::upload_words(context, c_words, "test C");
+  const vk::Buffer r_buffer = test::upload_words(context, r_words, "test R");
+  vk::DescriptorArena arena(context);
+  const kernels::Matmul matmul(context, arena, plan, type, {&a_buffer}, {&w_buffer}, {&c_buffer},
+                               c.residual == Residual::separate ? vk::BufferBinding{&r_buffer} : vk::BufferBinding{});
+  test::run_once(context, [&](vk::CommandRecorder& rec) { matmul.record(rec, args); });
+  const std::vector<uint32_t> after = test::download_words(context, c_buffer, 0, c_words.size());
+
+  const std::vector<double> expected =
+      ops::matmul(ops::widen(a), weights.values, c.rows, c.in, c.out, c.bias ? ops::widen(bias) : std::vector<double>{},
+                  args.residual ? ops::widen(residual) : std::vector<double>{});
+  // fp32 accumulation of `in` unit-normal products: ~1e-5 of sqrt(in).
+  const double tolerance = 1e-5 * (std::sqrt(static_cast<double>(c.in)) + 4.0);
+  check_close(get_rows(after, args.c, c.rows, c.out), expected, [&](size_t) { return tolerance; });
+  check_untouched(c_words, after, args.c, c.rows, c.out);
+}
+
+TEST_CASE("block kernels: matmul and matvec match the float64 reference (fp32 and fp16 weights)") {
+  std::mt19937_64 rng(7001);
+  const uint32_t rows_list[] = {1, 2, 3, 4, 5, 17, 64, 65, 130};
+  const uint32_t ins[] = {1, 3, 64, 127, 300};
+  const uint32_t outs[] = {1, 7, 64, 65, 513};
+  for_each_context([&](Context& context) {
+    const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+    for (WeightType type : weight_types(context)) {
+      for (uint32_t ri = 0; ri < std::size(rows_list); ++ri)
+        for (uint32_t ii = 0; ii < std::size(ins); ++ii) {
+          MatmulCase c{rows_list[ri], ins[ii], outs[(ri + ii) % 5]};
+          c.bias = (ri + ii) % 2 == 0;
+          c.residual = static_cast<Residual>((ri + 2 * ii) % 3);
+          c.ring = (ri + ii) % 3 != 1;
+          check_matmul(context, plan, type, c, rng);
+        }
+      // Wide outputs (vocabulary logits) on both paths.
+      check_matmul(context, plan, type, {1, 3, 200003, true}, rng);
+      check_matmul(context, plan, type, {5, 3, 70001, true, Residual::in_place, true}, rng);
+      // Folded grids: every workgroup loops over many tiles or output groups.
+      const gpu::KernelPlan tight = folded(plan);
+      check_matmul(context, tight, type, {2, 300, 513, true, Residual::separate, true}, rng);
+      check_matmul(context, tight, type, {130, 127, 65, true, Residual::in_place, true}, rng);
+    }
+  });
+}
+
+TEST_CASE("block kernels: matmul picks matvec for few rows and folds wide grids within the limits") {
+  Context& context = test::gpu();
+  gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+  vk::DescriptorArena arena(context);
+  const vk::Buffer buffer = test::device_words(context, 16, 0, "test dummy");
+  const kernels::Matmul matmul(context, arena, plan, WeightType::f32, {&buffer}, {&buffer}, {&buffer});
+  CHECK(matmul.uses_matvec(kernels::kMatvecMaxRows));
+  CHECK_FALSE(matmul.uses_matvec(kernels::kMatvecMaxRows + 1));
+  kernels::Matmul::Args args;
+  args.rows = 130;
+  args.in = 4096;
+  args.out = 200000;
+  args.a = RowRef::contiguous(args.in);
+  args.c = RowRef::contiguous(args.out);
+  const kernels::Grid g = matmul.grid(args);
+  CHECK(g.x <= plan.max_groups_x);
+  CHECK(g.y <= plan.max_groups_y);
+  CHECK(uint64_t{g.x} * g.y >= uint64_t{kernels::ceil_div(args.out, plan.matmul_tile_outputs)} *
+                                   kernels::ceil_div(args.rows, plan.matmul_tile_rows));
+  const kernels::MatmulParams p = matmul.params({1, 4096, 200000, args.a, args.c});
+  CHECK(p.lanes >= 1);
+  CHECK(plan.matvec_workgroup % p.lanes == 0);
+  // Output rows that would overlap are rejected.
+  args.c = RowRef::ring(args.out, 3, 0);
+  CHECK_THROWS_AS(matmul.params(args), Error);
+  test::check_no_validation_messages(context);
+}
+
+TEST_CASE("block kernels: fp16 weights on a device without 16-bit storage are unsupported") {
+  Context& gpu = test::gpu();
+  ExternalDevice external{gpu.instance(), gpu.physical_device(), gpu.device(), gpu.queue(), gpu.queue_family(), false};
+  Context context(external);
+  REQUIRE_FALSE(context.caps().storage_16bit);
+  const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+  vk::DescriptorArena arena(context);
+  const vk::Buffer buffer(context, 64, vk::MemoryIntent::device, "test dummy");
+  try {
+    kernels::Matmul(context, arena, plan, WeightType::f16, {&buffer}, {&buffer}, {&buffer});
+    FAIL("fp16 matmul was accepted");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::unsupported);
+  }
+  try {
+    kernels::Embedding(context, arena, plan, WeightType::f16, {&buffer}, {&buffer}, {&buffer});
+    FAIL("fp16 embedding was accepted");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::unsupported);
+  }
+  CHECK_NOTHROW(kernels::Matmul(context, arena, plan, WeightType::f32, {&buffer}, {&buffer}, {&buffer}));
+  test::check_no_validation_messages(gpu);
+}
+
+}  // namespace
