@@ -18,6 +18,9 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint TILE_R = 16;
 layout(constant_id = 2) const uint TILE_M = 64;
 layout(constant_id = 3) const uint TILE_D = 16;
+// Spec-constant expressions: loops over them unroll and keep acc in registers.
+const uint ROW_STEP = gl_WorkGroupSize.x / TILE_M;
+const uint OUTPUTS = TILE_R / ROW_STEP;
 
 layout(std430, binding = 0) readonly buffer QRing { uint ring[]; };
 layout(std430, binding = 1) readonly buffer KvMemory { uint kv[]; };
@@ -35,12 +38,10 @@ void main() {
   const uint slot0 = gl_WorkGroupID.x * TILE_M;
   const uint rows = pc.queries * group;
 
-  // Thread t owns slot column t % TILE_M and rows t / TILE_M + a * (W / TILE_M).
+  // Thread t owns slot column t % TILE_M and rows t / TILE_M + a * ROW_STEP.
   const uint col = tid % TILE_M;
-  const uint row_step = W / TILE_M;
-  const uint outputs = TILE_R / row_step;
-  float acc[kMaxScoreOutputsPerThread];
-  for (uint a = 0; a < outputs; ++a) acc[a] = 0.0;
+  float acc[OUTPUTS];
+  for (uint a = 0; a < OUTPUTS; ++a) acc[a] = 0.0;
 
   for (uint d0 = 0; d0 < pc.head_dim; d0 += TILE_D) {
     for (uint i = tid; i < TILE_R * TILE_D; i += W) {
@@ -63,8 +64,8 @@ void main() {
     barrier();  // tiles complete before anyone reads them
     for (uint dd = 0; dd < TILE_D; ++dd) {
       const float k = k_tile[col * (TILE_D + 1) + dd];
-      for (uint a = 0; a < outputs; ++a)
-        acc[a] = fma(q_tile[(tid / TILE_M + a * row_step) * (TILE_D + 1) + dd], k, acc[a]);
+      for (uint a = 0; a < OUTPUTS; ++a)
+        acc[a] = fma(q_tile[(tid / TILE_M + a * ROW_STEP) * (TILE_D + 1) + dd], k, acc[a]);
     }
     barrier();  // everyone done reading before the next tiles overwrite them
   }
@@ -73,8 +74,8 @@ void main() {
   if (slot >= pc.held) return;
   const int p_key = int(kv[pc.kv_pos_offset + slot]);
   const uint key_tag = kv[pc.kv_tag_offset + slot];
-  for (uint a = 0; a < outputs; ++a) {
-    const uint row = row0 + tid / TILE_M + a * row_step;
+  for (uint a = 0; a < OUTPUTS; ++a) {
+    const uint row = row0 + tid / TILE_M + a * ROW_STEP;
     if (row >= rows) break;
     const uint query = row / group, h = g * group + row % group;
     const uint ring_row = (pc.ring_first + query) % pc.ring_capacity;

@@ -19,49 +19,9 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint TILE = 1024;
 
-#ifdef SOURCE_LOGITS
-layout(std430, binding = 0) readonly buffer Logits { float logits[]; };
-layout(std430, binding = 1) readonly buffer KvMemory { uint kv[]; };
-#else
-layout(std430, binding = 0) readonly buffer KvMemory { uint kv[]; };
-layout(std430, binding = 1) readonly buffer Chunk { uint chunk[]; };
-#endif
-layout(std430, binding = 2) writeonly buffer Lists { uint lists[]; };
 
+#include "select_fetch.glsl"
 #include "bitonic.glsl"
-#include "new_entry.glsl"
-
-void fetch(uint row, uint index, out uint key, out uint tie, out uint payload) {
-#ifdef SOURCE_LOGITS
-  key = ~ordered_float(logits[pc.source_offset + row * pc.source_stride + index]);
-  tie = ordered_int(int(kv[pc.kv_pos_offset + index]));
-  payload = index;
-#else
-  key = kInvalid;
-  tie = kInvalid;
-  payload = kInvalid;
-  int position;
-  uint score_bits;
-  if (index < pc.held) {
-    position = int(kv[pc.kv_pos_offset + index]);
-    score_bits = kv[pc.kv_score_offset + index];
-    payload = index;
-  } else {
-    const uint r = index - pc.held;
-    if (chunk[pc.chunk_valid_offset + r] == 0u) return;
-    position = int(chunk[pc.chunk_pos_offset + r]);
-    // A new row competes with its initial score.
-    score_bits = initial_score_bits(pc.policy, position, chunk[pc.chunk_init_offset]);
-    payload = kNewRow | r;
-  }
-  if (position < int(pc.n_sink)) {  // pinned: never a victim
-    payload = kInvalid;
-    return;
-  }
-  key = pc.int_scores != 0u ? ordered_int(int(score_bits)) : ordered_float(uintBitsToFloat(score_bits));
-  tie = ordered_int(position);
-#endif
-}
 
 void main() {
   const uint W = gl_WorkGroupSize.x;

@@ -309,7 +309,7 @@ void check_insertion(Context& context, vk::DescriptorArena& arena, const InsertC
   const uint32_t keep = gpu::next_pow2(std::max(E, 1u));
   const uint32_t count = H + in.new_rows;
   const vk::Buffer lists = test::device_words(
-      context, uint64_t{std::max(1u, kernels::ceil_div(count, plan.select_tile))} * keep * 3, kInvalid, "test lists");
+      context, uint64_t{std::max(1u, kernels::ceil_div(count, plan.select_span()))} * keep * 3, kInvalid, "test lists");
   const vk::Buffer evicted = test::device_words(context, out_words, 0x0BADF00Du, "test evicted");
   const kernels::InsertKernels insert(context, arena, plan, {{&kv_buffer}, {&chunk_buffer}, {&lists}, {&evicted}}, M, S);
 

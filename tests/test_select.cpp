@@ -152,7 +152,7 @@ void check_top_k(Context& context, vk::DescriptorArena& arena, uint32_t count, u
 
   const vk::Buffer kv_buffer = test::upload_words(context, kv, "test kv");
   const vk::Buffer logit_buffer = test::upload_words(context, logit_words, "test logits");
-  const uint32_t tiles = kernels::ceil_div(count, plan.select_tile);
+  const uint32_t tiles = kernels::ceil_div(count, plan.select_span());
   const uint64_t list_words = uint64_t{rows} * tiles * keep * 3;
   const vk::Buffer lists = test::device_words(context, list_words, 0xDEADBEEFu, "test lists");
   const kernels::Select select(context, arena, plan, kernels::Select::Source::logits, {&logit_buffer}, {&kv_buffer},
@@ -268,7 +268,7 @@ void check_victims(Context& context, vk::DescriptorArena& arena, const EvictCase
     INFO("held " << c.held << ", new rows " << c.new_rows << " of " << c.rows << ", n_sink " << c.n_sink << ", keep "
                  << keep << ", policy " << policy << ", scores " << static_cast<int>(scores) << ", tile "
                  << plan.select_tile);
-    const uint64_t list_words = uint64_t{std::max(1u, (count + plan.select_tile - 1) / plan.select_tile)} * keep * 3;
+    const uint64_t list_words = uint64_t{std::max(1u, (count + plan.select_span() - 1) / plan.select_span())} * keep * 3;
     const vk::Buffer lists = test::device_words(context, list_words, 0xDEADBEEFu, "test lists");
     const kernels::Select select(context, arena, plan, kernels::Select::Source::evict, {&kv_buffer}, {&chunk_buffer},
                                  {&lists});

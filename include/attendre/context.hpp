@@ -39,6 +39,14 @@ struct DeviceCaps {
 
   uint32_t subgroup_size = 0;              // informational: no kernel assumes it
 
+  // Kernel family: `tiled` kernels share tiles through shared memory and
+  // barriers, which suits GPUs; `direct` kernels (one invocation per output
+  // or row, vector loads, no barriers in loops) suit CPU devices such as
+  // lavapipe, which runs a workgroup's invocations as coroutines on one core
+  // and pays a context switch per SIMD group at every barrier.
+  enum class KernelStyle { tiled, direct };
+  KernelStyle kernel_style = KernelStyle::tiled;
+
   // Driver quirks, each with its reason (after ncnn's bug flags):
   // lavapipe's shader compiler silently leaves any loop after 65535
   // iterations per invocation, so kernels whose loops grow with a size must
@@ -72,6 +80,9 @@ struct ContextOptions {
   std::optional<bool> validation;
   // Unset reads ATTENDRE_PORTABLE_LIMITS (=1 applies LimitOverrides::portable()).
   std::optional<LimitOverrides> limits;
+  // Unset reads ATTENDRE_KERNELS (tiled or direct); else direct on CPU
+  // devices, tiled elsewhere. Forcing one tests it on any device.
+  std::optional<DeviceCaps::KernelStyle> kernels;
 };
 
 // Handles of a device an application already created; attendre never

@@ -45,6 +45,7 @@ KernelPlan plan_kernels(const DeviceCaps& caps) {
   plan.score_tile_dims = 16;
 
   plan.attend_workgroup = std::min<uint32_t>(64, plan.workgroup);
+  plan.direct = caps.kernel_style == DeviceCaps::KernelStyle::direct;
   plan.insert_workgroup = plan.workgroup;
 
   // Matmul GEMM: a near-square grid of invocations, each owning a micro-tile

@@ -37,8 +37,14 @@ struct KernelPlan {
   uint32_t max_groups_x = 65535;
   uint32_t max_groups_y = 65535;
 
+  // DeviceCaps::KernelStyle::direct: barrier-free kernels (CPU devices).
+  bool direct = false;
+  uint32_t direct_segment = 1024;  // candidates one select_direct invocation scans
+
   // Largest K (and eviction count) one select can keep: two lists must fit a tile.
   uint32_t max_keep() const { return select_tile / 2; }
+  // Candidates per select list: a tile, or a direct segment.
+  uint32_t select_span() const { return direct ? direct_segment : select_tile; }
   // Largest head_dim attend accumulates.
   uint32_t max_head_dim() const;
 };

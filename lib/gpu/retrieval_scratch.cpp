@@ -55,13 +55,13 @@ RetrievalPlan plan_retrieval(const LayerConfig& config, const KernelPlan& plan, 
 
   const bool shared = config.retrieval.mode == RetrievalMode::shared;
   const bool updates = config.kv.policy.kind != PolicyKind::fifo;
-  const uint64_t tiles = (M + plan.select_tile - 1) / plan.select_tile;
+  const uint64_t tiles = (M + plan.select_span() - 1) / plan.select_span();
   const uint64_t per_query_logits = uint64_t{Hq} * M + (shared ? M : 0);
   const uint64_t per_query_lists = r.full ? 0 : uint64_t{shared ? 1 : Hq} * tiles * r.top_keep * 3;
   const uint64_t per_query_weights = uint64_t{Hq} * r.list_count;
   const uint64_t per_query_usage = updates ? 2ull * M : 0;
   r.outputs_words = align_words(uint64_t{max_queries} * shape.q_row());
-  const uint64_t evict_list_words = uint64_t{(M + S + plan.select_tile - 1) / plan.select_tile} * next_pow2(S) * 3;
+  const uint64_t evict_list_words = uint64_t{(M + S + plan.select_span() - 1) / plan.select_span()} * next_pow2(S) * 3;
 
   // The batch shrinks until every scratch buffer fits one storage range.
   const uint64_t range = max_range_bytes / 4;

@@ -13,6 +13,11 @@ namespace {
 // reduction's barriers are amortized; lanes = pow2 >= in / kMatvecElements.
 constexpr uint32_t kMatvecElements = 8;
 
+// Rows one matmul_direct invocation computes for its output: enough to
+// reuse the weight row from cache, few enough that one invocation's loops
+// stay far below lavapipe's iteration limit (ROWS * in / 4).
+constexpr uint32_t kDirectRows = 8;
+
 }  // namespace
 
 Matmul::Matmul(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, WeightType weights,
@@ -29,6 +34,9 @@ Matmul::Matmul(Context& context, vk::DescriptorArena& arena, const gpu::KernelPl
                                      {a, w, c, r});
   matvec_ = Kernel::make<MatmulParams>(context, arena, f16 ? ShaderId::matvec_f16 : ShaderId::matvec_f32,
                                        {plan.matvec_workgroup}, {a, w, c, r});
+  if (plan.direct)
+    direct_ = Kernel::make<MatmulParams>(context, arena, f16 ? ShaderId::matmul_direct_f16 : ShaderId::matmul_direct_f32,
+                                         {plan.workgroup, kDirectRows}, {a, w, c, r});
 }
 
 MatmulParams Matmul::params(const Args& args) const {
@@ -52,6 +60,8 @@ MatmulParams Matmul::params(const Args& args) const {
 }
 
 Grid Matmul::grid(const Args& args) const {
+  if (plan_.direct)
+    return fold_groups(uint64_t{ceil_div(args.out, plan_.workgroup)} * ceil_div(args.rows, kDirectRows), plan_);
   if (uses_matvec(args.rows)) {
     const uint32_t per_group = plan_.matvec_workgroup / params(args).lanes;
     return fold_groups(ceil_div(args.out, per_group), plan_);
@@ -64,7 +74,7 @@ void Matmul::record(vk::CommandRecorder& recorder, const Args& args) const {
   if (args.rows == 0 || args.out == 0) return;
   const MatmulParams p = params(args);
   const Grid g = grid(args);
-  (uses_matvec(args.rows) ? matvec_ : gemm_).dispatch(recorder, p, g.x, g.y);
+  (plan_.direct ? direct_ : uses_matvec(args.rows) ? matvec_ : gemm_).dispatch(recorder, p, g.x, g.y);
 }
 
 }  // namespace attendre::kernels

@@ -30,8 +30,9 @@ class Matmul {
   Matmul(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, WeightType weights,
          vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c, vk::BufferBinding r = {});
 
-  // Records the product: the matrix-vector kernel for rows <= kMatvecMaxRows,
-  // the tiled GEMM otherwise. No barrier is recorded: the caller orders it
+  // Records the product: on direct-style devices matmul_direct.comp, else
+  // the matrix-vector kernel for rows <= kMatvecMaxRows and the tiled GEMM
+  // otherwise. No barrier is recorded: the caller orders it
   // against the writes it reads and the reads of what it writes.
   void record(vk::CommandRecorder& recorder, const Args& args) const;
 
@@ -42,7 +43,7 @@ class Matmul {
 
  private:
   gpu::KernelPlan plan_;
-  Kernel gemm_, matvec_;
+  Kernel gemm_, matvec_, direct_;
 };
 
 }  // namespace attendre::kernels

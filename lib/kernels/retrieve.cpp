@@ -5,10 +5,12 @@ namespace attendre::kernels {
 RetrieveKernels::RetrieveKernels(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan,
                                  const RetrieveBuffers& b, uint32_t capacity, uint32_t keep)
     : plan_(plan) {
-  score_ = Kernel::make<ScoreParams>(
-      context, arena, ShaderId::score,
-      {plan.score_workgroup, plan.score_tile_rows, plan.score_tile_slots, plan.score_tile_dims},
-      {b.ring, b.kv, b.logits});
+  score_ = plan.direct ? Kernel::make<ScoreParams>(context, arena, ShaderId::score_direct,
+                                                  {plan.workgroup, plan.score_tile_rows}, {b.ring, b.kv, b.logits})
+                       : Kernel::make<ScoreParams>(
+                             context, arena, ShaderId::score,
+                             {plan.score_workgroup, plan.score_tile_rows, plan.score_tile_slots, plan.score_tile_dims},
+                             {b.ring, b.kv, b.logits});
   sum_heads_ = Kernel::make<RetrieveParams>(context, arena, ShaderId::sum_heads, {plan.workgroup}, {b.logits});
   attend_ = Kernel::make<RetrieveParams>(context, arena, ShaderId::attend, {plan.attend_workgroup},
                                          {b.logits, b.lists, b.kv, b.attention});
@@ -21,7 +23,8 @@ RetrieveKernels::RetrieveKernels(Context& context, vk::DescriptorArena& arena, c
 
 void RetrieveKernels::score(vk::CommandRecorder& recorder, const ScoreParams& p) const {
   const uint32_t group = p.heads_q / p.heads_kv;
-  score_.dispatch(recorder, p, ceil_div(p.held, plan_.score_tile_slots),
+  const uint32_t slots_per_group = plan_.direct ? plan_.workgroup : plan_.score_tile_slots;
+  score_.dispatch(recorder, p, ceil_div(p.held, slots_per_group),
                   ceil_div(uint64_t{p.queries} * group, plan_.score_tile_rows), p.heads_kv);
 }
 

@@ -9,18 +9,53 @@ namespace attendre::kernels {
 Select::Select(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, Source source,
                vk::BufferBinding first, vk::BufferBinding second, vk::BufferBinding lists, uint32_t max_count,
                uint32_t max_keep)
-    : tile_(plan.select_tile), max_rows_per_dispatch_(context.caps().max_group_count_y) {
+    : direct_(plan.direct), tile_(plan.select_tile), max_rows_per_dispatch_(context.caps().max_group_count_y) {
+  const bool logits = source == Source::logits;
+  if (direct_) {
+    tile_ = plan.direct_segment;
+    workgroup_ = plan.workgroup;
+    keep_max_ = max_count > 0 ? std::min(plan.max_keep(), gpu::next_pow2(max_keep)) : plan.max_keep();
+    const std::vector<uint32_t> spec = {workgroup_, keep_max_};
+    tile_pass_ = Kernel::make<SelectTileParams>(
+        context, arena, logits ? ShaderId::select_direct_logits : ShaderId::select_direct_evict, spec,
+        {first, second, lists});
+    merge_ = Kernel::make<SelectMergeParams>(context, arena, ShaderId::select_merge_direct, spec, {lists});
+    return;
+  }
   if (max_count > 0) tile_ = std::min(plan.select_tile, std::max(gpu::next_pow2(max_count), 2 * gpu::next_pow2(max_keep)));
+  keep_max_ = tile_ / 2;
   const std::vector<uint32_t> spec = {std::min(plan.select_workgroup, std::max(1u, tile_ / 2)), tile_};
-  const ShaderId shader = source == Source::logits ? ShaderId::select_tile_logits : ShaderId::select_tile_evict;
+  const ShaderId shader = logits ? ShaderId::select_tile_logits : ShaderId::select_tile_evict;
   tile_pass_ = Kernel::make<SelectTileParams>(context, arena, shader, spec, {first, second, lists});
   merge_ = Kernel::make<SelectMergeParams>(context, arena, ShaderId::select_merge, spec, {lists});
 }
 
+void Select::record_direct(vk::CommandRecorder& recorder, SelectTileParams params, uint32_t rows) const {
+  params.segment = tile_;
+  // One invocation per (row, segment); rows go in slices that keep the grid within its limits.
+  const uint32_t rows_per_dispatch = std::max(1u, static_cast<uint32_t>(std::min<uint64_t>(
+                                                      rows, uint64_t{max_rows_per_dispatch_} * workgroup_ / params.tiles)));
+  for (uint32_t first = 0; first < rows; first += rows_per_dispatch) {
+    params.row_offset = first;
+    params.rows = std::min(rows - first, rows_per_dispatch);
+    tile_pass_.dispatch(recorder, params, ceil_div(uint64_t{params.rows} * params.tiles, workgroup_));
+  }
+  for (uint32_t stride = 1; stride < params.tiles; stride *= 2) {
+    recorder.barrier("the merge pass reads the lists the previous pass wrote");
+    const uint32_t pairs = ceil_div(params.tiles, 2ull * stride);
+    for (uint32_t first = 0; first < rows; first += rows_per_dispatch) {
+      const uint32_t n = std::min(rows - first, rows_per_dispatch);
+      const SelectMergeParams merge{params.tiles, params.keep, first, stride, n};
+      merge_.dispatch(recorder, merge, ceil_div(uint64_t{n} * pairs, workgroup_));
+    }
+  }
+}
+
 void Select::record(vk::CommandRecorder& recorder, SelectTileParams params, uint32_t rows) const {
-  require(params.keep >= 1 && params.keep * 2 <= tile_ && (params.keep & (params.keep - 1)) == 0,
+  require(params.keep >= 1 && params.keep <= keep_max_ && (params.keep & (params.keep - 1)) == 0,
           "select: keep must be a power of two of at most half a tile");
   params.tiles = tiles(params.count);
+  if (direct_) return record_direct(recorder, params, rows);
   for (uint32_t first = 0; first < rows; first += max_rows_per_dispatch_) {
     params.row_offset = first;
     tile_pass_.dispatch(recorder, params, params.tiles, std::min(rows - first, max_rows_per_dispatch_));
@@ -31,7 +66,7 @@ void Select::record(vk::CommandRecorder& recorder, SelectTileParams params, uint
     recorder.barrier("the merge pass reads the lists the previous pass wrote");
     const uint32_t groups = ceil_div(params.tiles, stride * fan_in);
     for (uint32_t first = 0; first < rows; first += max_rows_per_dispatch_) {
-      const SelectMergeParams merge{params.tiles, params.keep, first, static_cast<uint32_t>(stride)};
+      const SelectMergeParams merge{params.tiles, params.keep, first, static_cast<uint32_t>(stride), 0};
       merge_.dispatch(recorder, merge, groups, std::min(rows - first, max_rows_per_dispatch_));
     }
   }

@@ -1,7 +1,10 @@
-// Bitonic selection of the `keep` smallest (key, tie) entries of each row:
-// a tile pass (select_tile.comp) and, when a row spans several tiles, a tree
-// of merge passes (select_merge.comp), each folding TILE / keep lists into
-// one. Serves top-K over logits and eviction victims.
+// Selection of the `keep` smallest (key, tie) entries of each row: a tile
+// pass and, when a row spans several tiles, a tree of merge passes. Tiled
+// (GPUs): bitonic top-k per tile in shared memory (select_tile.comp) and
+// merges folding TILE / keep lists (select_merge.comp). Direct (CPU
+// devices): a private heap per segment and invocation (select_direct.comp)
+// and pairwise linear merges (select_merge_direct.comp). Serves top-K over
+// logits and eviction victims.
 #pragma once
 
 #include "gpu/kernel_plan.hpp"
@@ -37,8 +40,13 @@ class Select {
   void record(vk::CommandRecorder& recorder, SelectTileParams params, uint32_t rows) const;
 
  private:
+  void record_direct(vk::CommandRecorder& recorder, SelectTileParams params, uint32_t rows) const;
+
   Kernel tile_pass_, merge_;
+  bool direct_ = false;
+  uint32_t workgroup_ = 1;
   uint32_t tile_ = 0;
+  uint32_t keep_max_ = 0;  // the largest list one record() may keep
   uint32_t max_rows_per_dispatch_ = 65535;
 };
 

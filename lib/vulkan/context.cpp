@@ -97,6 +97,15 @@ DeviceCaps query_caps(VkPhysicalDevice physical, uint32_t queue_family) {
   return c;
 }
 
+DeviceCaps::KernelStyle kernel_style(std::optional<DeviceCaps::KernelStyle> requested, const DeviceCaps& caps) {
+  if (requested) return *requested;
+  const std::string env = env_string("ATTENDRE_KERNELS");
+  if (env == "tiled") return DeviceCaps::KernelStyle::tiled;
+  if (env == "direct") return DeviceCaps::KernelStyle::direct;
+  if (!env.empty()) fail(ErrorCode::invalid_argument, "ATTENDRE_KERNELS must be tiled or direct, got '" + env + "'");
+  return caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? DeviceCaps::KernelStyle::direct : DeviceCaps::KernelStyle::tiled;
+}
+
 void apply_limits(DeviceCaps& caps, const LimitOverrides& limits) {
   if (limits.max_invocations) {
     caps.max_invocations = std::min(caps.max_invocations, *limits.max_invocations);
@@ -119,6 +128,7 @@ Context::Context(const ContextOptions& options) : messages_(std::make_unique<std
     create_device();
     LimitOverrides limits = options.limits.value_or(
         env_flag("ATTENDRE_PORTABLE_LIMITS") ? LimitOverrides::portable() : LimitOverrides{});
+    caps_.kernel_style = kernel_style(options.kernels, caps_);
     finish_setup(limits);
   } catch (...) {
     release();
@@ -137,6 +147,7 @@ Context::Context(const ExternalDevice& external, const LimitOverrides& limits)
   queue_family_ = external.queue_family;
   caps_ = query_caps(physical_device_, queue_family_);
   caps_.storage_16bit = caps_.storage_16bit && external.storage_16bit_enabled;
+  caps_.kernel_style = kernel_style(std::nullopt, caps_);
   try {
     finish_setup(limits);
   } catch (...) {

@@ -10,6 +10,7 @@ ATT_PARAMS_BEGIN(SelectMergeParams)
   ATT_U32(keep)        // entries per list
   ATT_U32(row_offset)
   ATT_U32(stride)      // distance between the lists one workgroup folds (fan_in^pass)
+  ATT_U32(rows)        // select_merge_direct: rows of this dispatch
 ATT_PARAMS_END(SelectMergeParams)
 ATT_NAMESPACE_END
 

@@ -10,9 +10,11 @@ ATT_NAMESPACE_BEGIN
 // sorted ascending; after the merge, tile 0 of each row holds the answer.
 ATT_PARAMS_BEGIN(SelectTileParams)
   ATT_U32(count)          // candidates per row
-  ATT_U32(tiles)          // ceil(count / TILE)
+  ATT_U32(tiles)          // ceil(count / TILE), or ceil(count / segment) for select_direct
+  ATT_U32(segment)        // select_direct: candidates one invocation scans
   ATT_U32(keep)           // entries kept per tile list, a power of two <= TILE / 2
   ATT_U32(row_offset)     // first row of this dispatch (rows are dispatched in y)
+  ATT_U32(rows)           // select_direct: rows of this dispatch
   // SOURCE_LOGITS: logits [row][source_stride] at source_offset (words)
   ATT_U32(source_offset)
   ATT_U32(source_stride)

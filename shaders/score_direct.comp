@@ -1,0 +1,58 @@
+#version 450
+// Direct scoring, for devices where barriers and shared-memory gathers are
+// dear (CPU devices such as lavapipe): each invocation owns one K/V slot
+// and computes its logits for ROWS (query, head-in-group) rows, reading
+// keys and queries straight from their buffers with vec4 loads (scalar when
+// head_dim is not a multiple of 4). Same output as score.comp.
+//
+// Bindings:  as score.comp (0 Q ring, 1 K/V memory, 2 logits)
+// Spec constants: 0 workgroup size W, 1 ROWS rows per invocation
+// Dispatch: (ceil(held / W), ceil(queries * group / ROWS), heads_kv)
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+#include "interface/score.h"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint ROWS = 16;
+
+layout(std430, binding = 0) readonly buffer QRing { uint ring[]; };
+layout(std430, binding = 0) readonly buffer QRing4 { vec4 ring4[]; };  // aliases QRing
+layout(std430, binding = 1) readonly buffer KvMemory { uint kv[]; };
+layout(std430, binding = 1) readonly buffer KvMemory4 { vec4 kv4[]; };  // aliases KvMemory
+layout(std430, binding = 2) writeonly buffer Logits { float logits[]; };
+
+float dot_row(uint q_word, uint k_word) {
+  float total = 0.0;
+  if ((pc.head_dim & 3u) == 0u) {  // every row then starts on a vec4
+    vec4 acc = vec4(0.0);
+    for (uint d = 0u; d < pc.head_dim / 4u; ++d) acc = fma(ring4[q_word / 4u + d], kv4[k_word / 4u + d], acc);
+    total = (acc.x + acc.y) + (acc.z + acc.w);
+  } else {
+    for (uint d = 0u; d < pc.head_dim; ++d) total = fma(uintBitsToFloat(ring[q_word + d]), uintBitsToFloat(kv[k_word + d]), total);
+  }
+  return total;
+}
+
+void main() {
+  const uint slot = gl_GlobalInvocationID.x;
+  if (slot >= pc.held) return;
+  const uint group = pc.heads_q / pc.heads_kv, g = gl_WorkGroupID.z;
+  const uint rows = pc.queries * group, row0 = gl_WorkGroupID.y * ROWS;
+  const uint k_word = pc.kv_key_offset + (slot * pc.heads_kv + g) * pc.head_dim;
+  const int p_key = int(kv[pc.kv_pos_offset + slot]);
+  const uint key_tag = kv[pc.kv_tag_offset + slot];
+  for (uint row = row0; row < min(rows, row0 + ROWS); ++row) {
+    const uint query = row / group, h = g * group + row % group;
+    const uint ring_row = (pc.ring_first + query) % pc.ring_capacity;
+    const int p_query = int(ring[pc.ring_pos_offset + ring_row]);
+    bool masked = ring[pc.ring_valid_offset + ring_row] == 0u;
+    masked = masked || (pc.causal != 0u && p_key > p_query);
+    masked = masked || (pc.tag_mask != 0u && key_tag != ring[pc.ring_tag_offset + ring_row]);
+    float logit = pc.scale * dot_row((ring_row * pc.heads_q + h) * pc.head_dim, k_word);
+    if (pc.alibi != 0u) {
+      const float slope = exp2(-8.0 * float(h + 1u) / float(pc.heads_q));
+      logit -= slope * abs(float(p_query - p_key));
+    }
+    logits[(query * pc.heads_q + h) * pc.logit_stride + slot] = masked ? NEG_INF : logit;
+  }
+}
