@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 namespace bench {
 namespace {
@@ -68,6 +70,29 @@ double time_dispatch(attendre::Context& context, uint32_t repeats, Record record
   return median(ms);
 }
 
+// Driver name and info from VK_KHR_driver_properties when the device has it
+// (querying a physical device needs the extension supported, not enabled).
+std::string driver_string(const attendre::Context& context) {
+  const attendre::DeviceCaps& c = context.caps();
+  if (!c.driver_name.empty()) return c.driver_name + (c.driver_info.empty() ? "" : " (" + c.driver_info + ")");
+  uint32_t count = 0;
+  vkEnumerateDeviceExtensionProperties(context.physical_device(), nullptr, &count, nullptr);
+  std::vector<VkExtensionProperties> extensions(count);
+  vkEnumerateDeviceExtensionProperties(context.physical_device(), nullptr, &count, extensions.data());
+  for (const VkExtensionProperties& e : extensions) {
+    if (std::string(e.extensionName) != VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME) continue;
+    VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    props.pNext = &driver;
+    vkGetPhysicalDeviceProperties2(context.physical_device(), &props);
+    const std::string info = driver.driverInfo;
+    return std::string(driver.driverName) + (info.empty() ? "" : " (" + info + ")");
+  }
+  return "driver version " + std::to_string(VK_API_VERSION_MAJOR(c.driver_version)) + "." +
+         std::to_string(VK_API_VERSION_MINOR(c.driver_version)) + "." +
+         std::to_string(VK_API_VERSION_PATCH(c.driver_version));
+}
+
 }  // namespace
 
 DeviceInfo describe_device(const attendre::Context& context) {
@@ -77,7 +102,7 @@ DeviceInfo describe_device(const attendre::Context& context) {
   d.vendor = vendor_name(c.vendor_id);
   d.vendor_id = c.vendor_id;
   d.device_id = c.device_id;
-  d.driver = c.driver_name + (c.driver_info.empty() ? "" : " (" + c.driver_info + ")");
+  d.driver = driver_string(context);
   d.api_version = std::to_string(VK_API_VERSION_MAJOR(c.api_version)) + "." +
                   std::to_string(VK_API_VERSION_MINOR(c.api_version)) + "." +
                   std::to_string(VK_API_VERSION_PATCH(c.api_version));
@@ -114,30 +139,37 @@ Limits measure_limits(attendre::Context& context, bool quick) {
   const uint64_t largest = sizes.back();
   vk::Buffer src(context, largest, vk::MemoryIntent::device, "bench copy source");
   vk::Buffer dst(context, largest, vk::MemoryIntent::device, "bench copy destination");
-  const Kernel copy = Kernel::make<BenchParams>(context, arena, ShaderId::bench_copy, {W}, {{&src}, {&dst}});
   {
-    vk::Submission init(context);  // defined contents: copying undefined memory is still a copy, but keep it tidy
+    vk::Submission init(context);  // defined contents, so every run copies the same bits
     vk::CommandRecorder rec = init.begin();
     rec.fill(src, 0, largest, 0x3F800000u);
     init.submit();
     init.wait();
   }
-  for (uint64_t bytes : sizes) {
-    BenchParams p{};
-    p.count = static_cast<uint32_t>(bytes / 16);
-    // About 16 vec4s per invocation: enough work per invocation, enough invocations to fill the device.
-    const uint32_t groups = std::clamp<uint32_t>(p.count / (W * 16), 1, plan.max_groups_x);
-    const double ms = time_dispatch(context, repeats, [&](vk::CommandRecorder& rec) { copy.dispatch(rec, p, groups); });
-    const double gbps = 2.0 * static_cast<double>(bytes) / (ms * 1e-3) * 1e-9;
-    limits.copy.push_back({bytes, ms, gbps});
-    limits.copy_gbps = std::max(limits.copy_gbps, gbps);
+  struct Variant {
+    const char* name;
+    ShaderId shader;
+    uint32_t element_bytes;
+  };
+  for (const Variant& v : {Variant{"vec4", ShaderId::bench_copy, 16}, Variant{"float", ShaderId::bench_copy_scalar, 4}}) {
+    const Kernel copy = Kernel::make<BenchParams>(context, arena, v.shader, {W}, {{&src}, {&dst}});
+    for (uint64_t bytes : sizes) {
+      BenchParams p{};
+      p.count = static_cast<uint32_t>(bytes / v.element_bytes);
+      // About 16 elements per invocation: enough work each, enough invocations to fill the device.
+      const uint32_t groups = std::clamp<uint32_t>(p.count / (W * 16), 1, plan.max_groups_x);
+      const double ms = time_dispatch(context, repeats, [&](vk::CommandRecorder& rec) { copy.dispatch(rec, p, groups); });
+      const double gbps = 2.0 * static_cast<double>(bytes) / (ms * 1e-3) * 1e-9;
+      limits.copy.push_back({v.name, bytes, ms, gbps});
+      limits.copy_gbps = std::max(limits.copy_gbps, gbps);
+    }
   }
 
   // FMA: grids from a few workgroups per compute unit to many, a fixed
   // number of iterations (well inside drivers' loop limits).
   const uint32_t iterations = 256;
-  const std::vector<uint32_t> grid_groups = quick ? std::vector<uint32_t>{256, 2048}
-                                                  : std::vector<uint32_t>{64, 256, 1024, 4096};
+  const std::vector<uint32_t> grid_groups = quick ? std::vector<uint32_t>{64, 256}
+                                                  : std::vector<uint32_t>{64, 256, 1024};
   const uint32_t max_groups = std::min(grid_groups.back(), plan.max_groups_x);
   vk::Buffer out(context, uint64_t{max_groups} * W * 16, vk::MemoryIntent::device, "bench fma results");
   const Kernel fma = Kernel::make<BenchParams>(context, arena, ShaderId::bench_fma, {W}, {{&out}});
@@ -152,7 +184,7 @@ Limits measure_limits(attendre::Context& context, bool quick) {
     const double flops = invocations * iterations * attendre::kernels::kBenchFmaChains *
                          attendre::kernels::kBenchFmaRounds * 4.0 * 2.0;
     const double gflops = flops / (ms * 1e-3) * 1e-9;
-    limits.fma.push_back({static_cast<uint64_t>(invocations), ms, gflops});
+    limits.fma.push_back({"vec4 x 8 chains", static_cast<uint64_t>(invocations), ms, gflops});
     limits.fma_gflops = std::max(limits.fma_gflops, gflops);
   }
   return limits;

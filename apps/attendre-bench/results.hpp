@@ -24,6 +24,7 @@ struct DeviceInfo {
 
 // One size (copy) or grid (FMA) of the limit measurements.
 struct LimitSample {
+  std::string variant;  // copy: element type; fma: the chain layout
   uint64_t size = 0;  // copy: bytes per buffer; fma: invocations
   double ms = 0.0;    // median GPU time
   double rate = 0.0;  // GB/s or GFLOP/s
@@ -68,22 +69,33 @@ struct Preset {
   uint32_t S = 0, M = 0, N = 0, K = 0;
   std::string policy, precision;
   std::vector<std::string> notes;    // every deviation from the named model, in words
-  double ms_per_step = 0.0, tokens_per_s = 0.0, overhead_ms = 0.0;
+  double ms_per_step = 0.0, tokens_per_s = 0.0;
+  double overhead_ms = 0.0;  // median over profiled steps of (step wall time - its kernels' GPU time)
   double ms_per_step_full_depth = 0.0;  // ms_per_step scaled to layers_model (equal when they match)
-  std::vector<KernelSplit> kernel_ms;   // summed per kernel over the step, mean over profiled steps
+  std::vector<KernelSplit> kernel_ms;   // summed per kernel over the step, median over profiled steps
   uint64_t gpu_bytes = 0;               // memory().total() of the stack that ran
   uint64_t planned_full_bytes = 0;      // plan_stack_memory of the full-depth model
   uint32_t steps_timed = 0, dispatches = 0, barriers = 0;
 };
 
+// What a preset's full-depth model holds on this device (plan_stack_memory),
+// printed for every preset, run or not.
+struct MemoryPlan {
+  std::string name;
+  uint32_t layers = 0, vocab = 0;
+  std::string precision;
+  uint64_t gpu_bytes = 0;
+};
+
 struct ScalingPoint {
-  uint64_t positions = 0;
-  double ms_per_step = 0.0;
+  uint64_t positions = 0;     // document length when the timed steps start (dense: entries held)
+  double ms_per_step = 0.0;   // wall clock, mean of the timed steps, outputs not read back
+  uint64_t streamed = 0;      // positions really fed before the timed steps (bounded: fewer once positions jump ahead)
 };
 
 struct Scaling {
-  std::string layer;                  // the layer shape both series share, in words
-  uint32_t S = 0, M = 0, K = 0;
+  uint32_t heads_q = 0, heads_kv = 0, head_dim = 0;  // the shape both series share
+  uint32_t S = 0, M = 0, N = 0, K = 0;               // the bounded layer (dense: M = K = length)
   std::vector<ScalingPoint> bounded, dense;
   std::string dense_stopped;          // why the dense series ends where it does (empty: it ran to the end)
   std::optional<uint64_t> crossover;  // first measured length where dense costs more per step
@@ -95,6 +107,7 @@ struct Results {
   std::vector<KernelResult> kernels;
   std::vector<Skipped> skipped;
   std::vector<Preset> presets;
+  std::vector<MemoryPlan> plans;
   std::optional<Scaling> scaling;
   bool quick = false;
   std::string filter;

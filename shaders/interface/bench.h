@@ -11,7 +11,7 @@ ATT_CONST(kBenchFmaChains, 8u)
 ATT_CONST(kBenchFmaRounds, 4u)
 
 ATT_PARAMS_BEGIN(BenchParams)
-  ATT_U32(count)       // bench_copy: vec4 elements to copy
+  ATT_U32(count)       // bench_copy: elements (vec4, or float for COPY_SCALAR) to copy
   ATT_U32(iterations)  // bench_fma: loop iterations per invocation
   ATT_F32(multiplier)  // bench_fma: x = x * multiplier + addend, |multiplier| < 1 keeps x bounded
   ATT_F32(addend)

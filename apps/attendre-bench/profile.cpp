@@ -1,0 +1,104 @@
+#include "profile.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace bench {
+namespace {
+
+bool is_matmul(const std::string& shader) { return shader.rfind("matmul", 0) == 0 || shader.rfind("matvec", 0) == 0; }
+bool is_norm(const std::string& shader) { return shader.rfind("norm_", 0) == 0; }
+
+// The layer kernels' names; empty for block kernels.
+std::string layer_kernel(const std::string& shader, const std::string& policy_name, std::string& last_select) {
+  // Tiled (GPUs) and direct (CPU devices) variants count as the same kernel.
+  if (shader == "score" || shader == "score_direct" || shader == "sum_heads") return "score";
+  if (shader == "select_tile_logits" || shader == "select_direct_logits") return last_select = "topk";
+  if (shader == "select_tile_evict" || shader == "select_direct_evict") return last_select = "evict_select";
+  if (shader == "select_merge" || shader == "select_merge_direct") return last_select.empty() ? "topk" : last_select;
+  if (shader == "attend") return "attend";
+  if (shader == "usage" || shader == "policy_update") return policy_name;
+  if (shader == "score_stats" || shader == "insert_plan" || shader == "insert_scatter" || shader == "evict_copy")
+    return "compact";
+  return {};
+}
+
+// The role of matmul i inside its run of consecutive matmuls [first, last]:
+// after the attention norm come q, k, v; after the FFN norm (the run ends at
+// the activation) gate and up; after the activation down; after the
+// retrieval kernels o; after the final norm with nothing behind it the LM head.
+std::string matmul_role(const std::vector<attendre::KernelTime>& p, size_t first, size_t last, size_t i) {
+  const std::string before = first > 0 ? p[first - 1].kernel : "";
+  const std::string after = last + 1 < p.size() ? p[last + 1].kernel : "";
+  const size_t run = last - first + 1, at = i - first;
+  if (before == "activation") return "down";
+  if (is_norm(before)) {
+    if (after == "activation") return run >= 2 ? (at == 0 ? "gate" : "up") : "up";
+    if (after.empty()) return "lm_head";
+    static const char* qkv[] = {"q", "k", "v"};
+    return at < 3 ? qkv[at] : "part";
+  }
+  return "o";
+}
+
+}  // namespace
+
+std::vector<Dispatch> classify(const std::vector<attendre::KernelTime>& p, const std::string& policy_name) {
+  std::vector<Dispatch> out;
+  std::string last_select;
+  bool rope_q_seen = false;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const std::string& shader = p[i].kernel;
+    Dispatch d;
+    d.ms = p[i].ns * 1e-6;
+    d.precision = shader.size() > 4 && shader.compare(shader.size() - 4, 4, "_f16") == 0 ? "f16" : "f32";
+    d.name = layer_kernel(shader, policy_name, last_select);
+    if (d.name.empty()) {
+      d.name = shader;
+      if (d.name.size() > 4 && (d.name.ends_with("_f16") || d.name.ends_with("_f32"))) d.name.resize(d.name.size() - 4);
+      if (d.name == "matmul_direct") d.name = "matmul";  // the CPU-device variant of the same product
+    }
+    if (is_matmul(shader)) {
+      size_t first = i, last = i;
+      while (first > 0 && is_matmul(p[first - 1].kernel)) --first;
+      while (last + 1 < p.size() && is_matmul(p[last + 1].kernel)) ++last;
+      d.role = matmul_role(p, first, last, i);
+    } else if (is_norm(shader)) {
+      size_t next = i + 1;
+      while (next < p.size() && is_matmul(p[next].kernel)) ++next;
+      d.role = next == i + 1 || next == p.size() ? "final" : next < p.size() && p[next].kernel == "activation" ? "ffn" : "attn";
+      rope_q_seen = false;
+    } else if (shader == "rope") {
+      d.role = std::string(1, rope_q_seen ? 'k' : 'q');  // the block rotates its queries, then its keys
+      rope_q_seen = true;
+    } else if (shader == "activation") {
+      d.role = "ffn";
+    } else if (shader.rfind("embedding", 0) == 0) {
+      d.role = "tokens";
+    } else if (shader == "add") {
+      d.role = "residual";
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+void print_dispatches(const std::string& title, const std::vector<attendre::KernelTime>& profile,
+                      const std::vector<Dispatch>& dispatches) {
+  std::printf("\n  dispatches of one step, %s:\n", title.c_str());
+  for (size_t i = 0; i < profile.size() && i < dispatches.size(); ++i)
+    std::printf("    %-20s %-14s %-6s %10.3f ms\n", profile[i].kernel.c_str(), dispatches[i].name.c_str(),
+                dispatches[i].role.c_str(), dispatches[i].ms);
+}
+
+std::vector<std::pair<std::string, double>> sum_by_name(const std::vector<Dispatch>& dispatches) {
+  std::vector<std::pair<std::string, double>> sums;
+  for (const Dispatch& d : dispatches) {
+    auto it = std::find_if(sums.begin(), sums.end(), [&](const auto& s) { return s.first == d.name; });
+    if (it == sums.end()) sums.emplace_back(d.name, d.ms);
+    else it->second += d.ms;
+  }
+  return sums;
+}
+
+}  // namespace bench
