@@ -4,7 +4,11 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+
 #include <algorithm>
+#include <array>
+#include <cstdio>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -116,6 +120,19 @@ void check_runs_match(const std::vector<StepRecord>& expected, const std::vector
       if (!close(expected[t].outputs[i], actual[t].outputs[i], output_tolerance))
         FAIL("output " << i << ": expected " << expected[t].outputs[i] << ", got " << actual[t].outputs[i]);
   }
+}
+
+ToolOutcome run_tool(const std::string& binary, const std::string& arguments) {
+  const std::string command = "'" + binary + "' " + arguments + " 2>&1";
+  ToolOutcome outcome;
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buffer{};
+  size_t got = 0;
+  while ((got = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) outcome.output.append(buffer.data(), got);
+  const int status = pclose(pipe);
+  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return outcome;
 }
 
 }  // namespace attendre::test

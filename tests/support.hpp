@@ -62,4 +62,11 @@ std::vector<StepRecord> run_stream(AttendreLayer& layer, const Stream& stream, b
 void check_runs_match(const std::vector<StepRecord>& expected, const std::vector<StepRecord>& actual,
                       double score_tolerance, double output_tolerance, const std::string& label);
 
+// Runs a built tool as a user would; stdout and stderr come back together.
+struct ToolOutcome {
+  int exit_code = -1;
+  std::string output;
+};
+ToolOutcome run_tool(const std::string& binary, const std::string& arguments);
+
 }  // namespace attendre::test

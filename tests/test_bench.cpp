@@ -3,6 +3,8 @@
 // required key present, every number finite, measurements positive,
 // efficiency in (0, 1.5], kernel names from the documented set). No timing
 // thresholds: the numbers depend on the machine.
+#include "support.hpp"
+
 #include <doctest/doctest.h>
 
 #ifdef ATTENDRE_BENCH_BINARY
@@ -26,23 +28,9 @@
 
 namespace {
 
-struct Outcome {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
+using Outcome = attendre::test::ToolOutcome;
 
-Outcome run_bench(const std::string& arguments) {
-  const std::string command = std::string("'") + ATTENDRE_BENCH_BINARY + "' " + arguments + " 2>&1";
-  Outcome outcome;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  size_t got = 0;
-  while ((got = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) outcome.output.append(buffer.data(), got);
-  const int status = pclose(pipe);
-  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return outcome;
-}
+Outcome run_bench(const std::string& arguments) { return attendre::test::run_tool(ATTENDRE_BENCH_BINARY, arguments); }
 
 // A JSON value; objects keep their keys in order and reject duplicates.
 struct Json {

@@ -1,6 +1,8 @@
 // attendre-demo run as a newcomer would: one row per policy with numbers in
 // range, the demo's point (attention-scored eviction keeps what full
 // attention looks at, fifo does not), and one-line errors for bad options.
+#include "support.hpp"
+
 #include <doctest/doctest.h>
 
 #ifdef ATTENDRE_DEMO_BINARY
@@ -16,23 +18,9 @@
 
 namespace {
 
-struct Outcome {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
+using Outcome = attendre::test::ToolOutcome;
 
-Outcome run_demo(const std::string& arguments) {
-  const std::string command = std::string("'") + ATTENDRE_DEMO_BINARY + "' " + arguments + " 2>&1";
-  Outcome outcome;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  size_t got = 0;
-  while ((got = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) outcome.output.append(buffer.data(), got);
-  const int status = pclose(pipe);
-  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return outcome;
-}
+Outcome run_demo(const std::string& arguments) { return attendre::test::run_tool(ATTENDRE_DEMO_BINARY, arguments); }
 
 struct Row {
   unsigned kept = 0, planted = 0;
