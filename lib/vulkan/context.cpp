@@ -47,6 +47,13 @@ DeviceCaps query_caps(VkPhysicalDevice physical, uint32_t queue_family) {
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props2.pNext = &subgroup;
   vkGetPhysicalDeviceProperties2(physical, &props2);
+  // Driver name and version string: core in Vulkan 1.2, absent before.
+  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  if (props2.properties.apiVersion >= VK_API_VERSION_1_2) {
+    VkPhysicalDeviceProperties2 props_driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    props_driver.pNext = &driver;
+    vkGetPhysicalDeviceProperties2(physical, &props_driver);
+  }
   const VkPhysicalDeviceProperties& p = props2.properties;
   const VkPhysicalDeviceLimits& l = p.limits;
 
@@ -70,6 +77,8 @@ DeviceCaps query_caps(VkPhysicalDevice physical, uint32_t queue_family) {
 
   DeviceCaps c;
   c.name = p.deviceName;
+  c.driver_name = driver.driverName;
+  c.driver_info = driver.driverInfo;
   c.vendor_id = p.vendorID;
   c.device_id = p.deviceID;
   c.api_version = p.apiVersion;
