@@ -7,6 +7,10 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <iterator>
 #include <array>
 #include <cstdio>
 #include <cmath>
@@ -120,6 +124,24 @@ void check_runs_match(const std::vector<StepRecord>& expected, const std::vector
       if (!close(expected[t].outputs[i], actual[t].outputs[i], output_tolerance))
         FAIL("output " << i << ": expected " << expected[t].outputs[i] << ", got " << actual[t].outputs[i]);
   }
+}
+
+TempDir::TempDir() {
+  static std::atomic<int> counter{0};
+  const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
+  path = std::filesystem::temp_directory_path() /
+         ("attendre-test-" + std::to_string(stamp) + "-" + std::to_string(counter.fetch_add(1)));
+  std::filesystem::create_directories(path);
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;  // a leftover temp folder must not fail a test
+  std::filesystem::remove_all(path, ignored);
+}
+
+std::string slurp(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 ToolOutcome run_tool(const std::string& binary, const std::string& arguments) {

@@ -6,6 +6,7 @@
 #include <attendre/layer.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -61,6 +62,19 @@ std::vector<StepRecord> run_stream(AttendreLayer& layer, const Stream& stream, b
 // every step, scores and outputs within tolerance (relative to magnitude).
 void check_runs_match(const std::vector<StepRecord>& expected, const std::vector<StepRecord>& actual,
                       double score_tolerance, double output_tolerance, const std::string& label);
+
+// A folder unique to this process and test case, removed when it ends.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+// A whole file's bytes ("" when it cannot be read).
+std::string slurp(const std::filesystem::path& path);
 
 // Runs a built tool as a user would; stdout and stderr come back together.
 struct ToolOutcome {

@@ -1,5 +1,7 @@
 // Tests for attendre::npy: round trips, hand-built fixtures in the layouts
 // other writers produce, and every rejection with its code and message.
+#include "support.hpp"
+
 #include <doctest/doctest.h>
 
 #include <array>
@@ -19,29 +21,9 @@ using attendre::ErrorCode;
 
 namespace {
 
-// A folder unique to this process and test case, removed when the test ends.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
-    path = fs::temp_directory_path() /
-           ("attendre-npy-test-" + std::to_string(stamp) + "-" + std::to_string(counter.fetch_add(1)));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;  // a leftover temp folder must not fail a test
-    fs::remove_all(path, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  fs::path operator/(const std::string& name) const { return path / name; }
-};
+using attendre::test::TempDir;
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using attendre::test::slurp;
 
 void put(const fs::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
@@ -273,15 +255,15 @@ TEST_CASE("npy write rejects misuse and writes atomically") {
 
   // A folder that does not exist: nothing is created, not even the folder.
   const std::array<float, 6> six = {1, 2, 3, 4, 5, 6};
-  check_error([&] { npy::write<float>(dir / "missing" / "w.npy", shape, six); }, ErrorCode::io_error, "w.npy");
+  check_error([&] { npy::write<float>(dir.path / "missing" / "w.npy", shape, six); }, ErrorCode::io_error, "w.npy");
   CHECK(!fs::exists(dir / "missing"));
   CHECK(fs::is_empty(dir.path));
 
   // The rename fails when the target is a non-empty folder; the temp file
   // must be gone and the folder untouched.
-  fs::create_directories(dir / "taken" / "inside");
+  fs::create_directories(dir.path / "taken" / "inside");
   check_error([&] { npy::write<float>(dir / "taken", shape, six); }, ErrorCode::io_error, "cannot rename");
-  CHECK(fs::is_directory(dir / "taken" / "inside"));
+  CHECK(fs::is_directory(dir.path / "taken" / "inside"));
   CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
 
   // A failed write leaves the previous file intact.

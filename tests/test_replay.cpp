@@ -30,29 +30,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A folder unique to this process and test case, removed when the test ends.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
-    path = fs::temp_directory_path() /
-           ("attendre-replay-test-" + std::to_string(stamp) + "-" + std::to_string(counter.fetch_add(1)));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
+using attendre::test::TempDir;
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using attendre::test::slurp;
 
 void put_file(const fs::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
