@@ -48,7 +48,6 @@ class Stack final : public TransformerStack {
 
   const StackConfig& config() const override;
   StackOutput step(const StackChunk& chunk, const StackRequest& request = {}) override;
-  StackOutput finish(const StackRequest& request = {}, bool flush = false) override;
   StackOutput decode(const StackChunk& one, const StackRequest& request = {}) override;
   bool has_pending() const override;
   MemorySnapshot snapshot(size_t block) override;
@@ -64,6 +63,11 @@ class Stack final : public TransformerStack {
   // lists the last one's kernels in order.
   void set_profiling(bool enabled);
   std::vector<KernelTime> last_profile();
+
+ protected:
+  StackOutput drain_step(const StackRequest& request) override;
+  StackOutput flush_block(size_t block, const StackRequest& request) override;
+  void mark_finished() override;
 
  private:
   friend class EncoderDecoder;

@@ -16,7 +16,6 @@ class Stack final : public TransformerStack {
 
   const StackConfig& config() const override;
   StackOutput step(const StackChunk& chunk, const StackRequest& request = {}) override;
-  StackOutput finish(const StackRequest& request = {}, bool flush = false) override;
   StackOutput decode(const StackChunk& one, const StackRequest& request = {}) override;
   bool has_pending() const override;
   MemorySnapshot snapshot(size_t block) override;
@@ -28,6 +27,11 @@ class Stack final : public TransformerStack {
   // Loads every cross-attention block's K/V memory from encoder output rows
   // (positions.size() * hidden values, oldest first), replacing what it held.
   void load_encoder_memory(std::span<const int64_t> positions, std::span<const double> rows);
+
+ protected:
+  StackOutput drain_step(const StackRequest& request) override;
+  StackOutput flush_block(size_t block, const StackRequest& request) override;
+  void mark_finished() override;
 
  private:
   struct Impl;

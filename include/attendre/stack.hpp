@@ -121,12 +121,20 @@ class TransformerStack {
   virtual StackOutput step(const StackChunk& chunk, const StackRequest& request = {}) = 0;
   // Drains with padding chunks (default) or flushes one block per step, until
   // no valid position waits in any block.
-  virtual StackOutput finish(const StackRequest& request = {}, bool flush = false) = 0;
+  StackOutput finish(const StackRequest& request = {}, bool flush = false);
   // After finish(): one position through every block, causal, without Q
   // memories; its key and value are inserted under each block's policy.
   virtual StackOutput decode(const StackChunk& one, const StackRequest& request = {}) = 0;
   virtual bool has_pending() const = 0;
   virtual MemorySnapshot snapshot(size_t block) = 0;
+
+ protected:
+  // finish()'s steps: a chunk of padding through every block; or block
+  // `block`'s waiting rows retrieving at once and flowing on below it.
+  virtual StackOutput drain_step(const StackRequest& request) = 0;
+  virtual StackOutput flush_block(size_t block, const StackRequest& request) = 0;
+  // After finish(): decode() may run, step() may not.
+  virtual void mark_finished() = 0;
 };
 
 }  // namespace attendre

@@ -59,6 +59,18 @@ void StackConfig::validate() const {
   }
 }
 
+StackOutput TransformerStack::finish(const StackRequest& request, bool flush) {
+  require(!flush || config().flush_capable, "flush needs a stack built with flush_capable");
+  StackOutput out;
+  if (flush) {
+    for (size_t l = 0; l < config().blocks.size(); ++l) out.append(flush_block(l, request));
+  } else {
+    while (has_pending()) out.append(drain_step(request));
+  }
+  mark_finished();
+  return out;
+}
+
 void StackOutput::append(StackOutput&& more) {
   positions.insert(positions.end(), more.positions.begin(), more.positions.end());
   hidden.insert(hidden.end(), more.hidden.begin(), more.hidden.end());

@@ -229,18 +229,17 @@ StackOutput Stack::step(const StackChunk& chunk, const StackRequest& request) {
   return out;
 }
 
-StackOutput Stack::finish(const StackRequest& request, bool flush) {
+StackOutput Stack::drain_step(const StackRequest& request) {
   Impl& m = *impl_;
-  require(!flush || m.config.flush_capable, "flush needs a stack built with flush_capable");
-  StackOutput out;
-  if (flush) {
-    for (size_t l = 0; l < m.blocks.size(); ++l) out.append(m.run(nullptr, l, BlockMode::flush, request));
-  } else {
-    while (has_pending()) out.append(m.run(nullptr, 0, BlockMode::stream, request));
-  }
-  m.finished = true;
-  return out;
+  return m.run(nullptr, 0, BlockMode::stream, request);
 }
+
+StackOutput Stack::flush_block(size_t block, const StackRequest& request) {
+  Impl& m = *impl_;
+  return m.run(nullptr, block, BlockMode::flush, request);
+}
+
+void Stack::mark_finished() { impl_->finished = true; }
 
 StackOutput Stack::decode(const StackChunk& one, const StackRequest& request) {
   Impl& m = *impl_;

@@ -169,20 +169,17 @@ StackOutput Stack::step(const StackChunk& chunk, const StackRequest& request) {
   return out;
 }
 
-StackOutput Stack::finish(const StackRequest& request, bool flush) {
+StackOutput Stack::drain_step(const StackRequest& request) {
   Impl& m = *impl_;
-  require(!flush || m.config.flush_capable, "flush needs a stack built with flush_capable");
-  StackOutput out;
-  if (flush) {
-    // One extra step per block: its waiting rows all retrieve at once and
-    // flow on through the blocks below.
-    for (size_t l = 0; l < m.blocks.size(); ++l) out.append(m.run(Rows{}, l, Mode::flush, request));
-  } else {
-    while (has_pending()) out.append(m.run(m.input_rows(StackChunk{}, m.config.chunk), 0, Mode::stream, request));
-  }
-  m.finished = true;
-  return out;
+  return m.run(m.input_rows(StackChunk{}, m.config.chunk), 0, Mode::stream, request);
 }
+
+StackOutput Stack::flush_block(size_t block, const StackRequest& request) {
+  Impl& m = *impl_;
+  return m.run(Rows{}, block, Mode::flush, request);
+}
+
+void Stack::mark_finished() { impl_->finished = true; }
 
 StackOutput Stack::decode(const StackChunk& one, const StackRequest& request) {
   Impl& m = *impl_;
