@@ -104,19 +104,12 @@ std::vector<float> KeyValueMemory::retrieve(const ChunkView& queries) {
   std::vector<float> out;
   if (!any) return out;
   m.submission.wait();
-  const auto* floats = static_cast<const float*>(m.readback.mapped());
-  for (uint32_t i = 0; i < range.count; ++i)
-    if (evicted[i].valid) out.insert(out.end(), floats + uint64_t{i} * q_row, floats + uint64_t{i + 1} * q_row);
+  append_valid_rows(static_cast<const float*>(m.readback.mapped()), evicted, q_row, out);
   return out;
 }
 
 MemorySnapshot KeyValueMemory::snapshot() {
-  Impl& m = *impl_;
-  vk::CommandRecorder rec = m.submission.begin();
-  m.kv.record_snapshot(rec, m.readback, m.query_words * 4);
-  m.submission.submit();
-  m.submission.wait();
-  return m.kv.decode_snapshot(static_cast<const uint32_t*>(m.readback.mapped()) + m.query_words);
+  return impl_->kv.read_snapshot(impl_->submission, impl_->readback, impl_->query_words);
 }
 
 }  // namespace attendre::gpu

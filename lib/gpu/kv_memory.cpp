@@ -284,6 +284,15 @@ void KvMemory::record_snapshot(vk::CommandRecorder& rec, const vk::Buffer& readb
   rec.copy(kv_, kv_layout_.scores * 4ull, readback, offset + held_ * 4ull, held_ * 4ull);
 }
 
+MemorySnapshot KvMemory::read_snapshot(vk::Submission& submission, const vk::Buffer& readback,
+                                       uint64_t offset_words) const {
+  vk::CommandRecorder rec = submission.begin();
+  record_snapshot(rec, readback, offset_words * 4);
+  submission.submit();
+  submission.wait();
+  return decode_snapshot(static_cast<const uint32_t*>(readback.mapped()) + offset_words);
+}
+
 MemorySnapshot KvMemory::decode_snapshot(const void* words) const {
   const auto* w = static_cast<const uint32_t*>(words);
   const bool ints = integer_scores(config_.kv.policy.kind);

@@ -56,6 +56,8 @@ class KvMemory {
   void record_snapshot(vk::CommandRecorder& recorder, const vk::Buffer& readback, VkDeviceSize offset) const;
   // Reads what record_snapshot copied, sorted by position.
   MemorySnapshot decode_snapshot(const void* words) const;
+  // Both in one submission of its own, waited for: a snapshot between steps.
+  MemorySnapshot read_snapshot(vk::Submission& submission, const vk::Buffer& readback, uint64_t offset_words) const;
   // Evicted entries of the last insertion (copy_out_evicted only).
   void record_evicted(vk::CommandRecorder& recorder, const vk::Buffer& readback, VkDeviceSize offset) const;
   EvictedEntries decode_evicted(const void* words) const;

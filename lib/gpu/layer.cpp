@@ -114,14 +114,7 @@ StepResult Layer::flush(const StepRequest& request) {
   return impl_->run(impl_->ring.take_all(), nullptr, nullptr, 0, request);
 }
 
-MemorySnapshot Layer::snapshot() {
-  Impl& m = *impl_;
-  vk::CommandRecorder rec = m.submission.begin();
-  m.kv.record_snapshot(rec, m.readback, m.outputs_words * 4);
-  m.submission.submit();
-  m.submission.wait();
-  return m.kv.decode_snapshot(static_cast<const uint32_t*>(m.readback.mapped()) + m.outputs_words);
-}
+MemorySnapshot Layer::snapshot() { return impl_->kv.read_snapshot(impl_->submission, impl_->readback, impl_->outputs_words); }
 
 void Layer::Impl::stage_chunk(vk::CommandRecorder& rec, const ChunkView& chunk, const std::vector<QueryMeta>& inserted,
                               uint64_t first) {
@@ -162,10 +155,7 @@ StepResult Layer::Impl::run(std::vector<QueryMeta> evicted, const ChunkView* chu
   submission.wait();
   const auto* words = static_cast<const uint32_t*>(readback.mapped());
   if (read_outputs) {
-    const auto* floats = reinterpret_cast<const float*>(words);
-    const uint32_t q_row = config.shape.q_row();
-    for (uint32_t i = 0; i < range.count; ++i)
-      if (evicted[i].valid) result.outputs.insert(result.outputs.end(), floats + uint64_t{i} * q_row, floats + uint64_t{i + 1} * q_row);
+    append_valid_rows(reinterpret_cast<const float*>(words), evicted, config.shape.q_row(), result.outputs);
   }
   if (request.snapshot) result.snapshot = kv.decode_snapshot(words + outputs_words);
   if (request.evicted) result.evicted = kv.decode_evicted(words + evicted_at);

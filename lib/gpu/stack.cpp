@@ -261,11 +261,7 @@ bool Stack::has_pending() const {
 MemorySnapshot Stack::snapshot(size_t block) {
   Impl& m = *impl_;
   require(block < m.blocks.size(), "no block " + std::to_string(block));
-  vk::CommandRecorder rec = m.submission.begin();
-  m.blocks[block]->kv().record_snapshot(rec, m.readback, 0);
-  m.submission.submit();
-  m.submission.wait();
-  return m.blocks[block]->kv().decode_snapshot(m.readback.mapped());
+  return m.blocks[block]->kv().read_snapshot(m.submission, m.readback, 0);
 }
 
 StackMemory Stack::memory() const {

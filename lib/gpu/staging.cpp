@@ -43,6 +43,12 @@ void pack_query_rows(const ChunkView& chunk, uint32_t q_row, uint32_t rows, floa
     if (is_valid(chunk, r)) std::copy_n(chunk.q.data() + uint64_t{r} * q_row, q_row, out + uint64_t{r} * q_row);
 }
 
+void append_valid_rows(const float* rows, const std::vector<QueryMeta>& metas, uint32_t row_floats,
+                       std::vector<float>& out) {
+  for (size_t i = 0; i < metas.size(); ++i)
+    if (metas[i].valid) out.insert(out.end(), rows + i * row_floats, rows + (i + 1) * row_floats);
+}
+
 void check_int32_positions(const ChunkView& chunk) {
   for (uint32_t r = 0; r < chunk.rows; ++r) {
     if (!is_valid(chunk, r)) continue;

@@ -23,6 +23,11 @@ void pack_kv_rows(const ChunkView& chunk, const ChunkLayout& layout, uint32_t* w
 // The valid rows' queries into `rows` rows of q_row floats (zeros elsewhere).
 void pack_query_rows(const ChunkView& chunk, uint32_t q_row, uint32_t rows, float* out);
 
+// Appends the rows of `rows` (row_floats each, one per meta) whose meta is
+// valid: what a step read back, reduced to what it emits.
+void append_valid_rows(const float* rows, const std::vector<QueryMeta>& metas, uint32_t row_floats,
+                       std::vector<float>& out);
+
 // Throws invalid_argument when a valid row's position does not fit the
 // device's int32 positions.
 void check_int32_positions(const ChunkView& chunk);
