@@ -31,7 +31,7 @@ KeyValueMemory::KeyValueMemory(const AttentionShape& shape, const KvMemoryConfig
   check.kv = config;
   check.retrieval.top_k = 1;
   check.validate();
-  entries_.reserve(config.capacity + max_insert);
+  // Entries grow with what is held: M may be far larger than any stream.
 }
 
 void KeyValueMemory::note_gap(double kept, double dropped) const {
