@@ -6,10 +6,11 @@
 //               = x / (1 + exp(-2 sqrt(2/pi) (x + 0.044715 x^3)))  (no cancellation)
 //   relu(x) = max(x, 0)
 // Overflowing exp() gives inf, and x / inf the right limit, 0.
-// Each invocation reads and writes only element (row, i), so out may be the
-// gate (or x, or up) rows themselves.
+// Each invocation reads and writes only element (row, i), so with -DIN_PLACE
+// the out rows are rows of binding 0 (e.g. the gate rows themselves) and
+// there is no binding 1.
 //
-// Bindings:  0 input rows: x, or gate and up (two row references)   read
+// Bindings:  0 input rows: x, or gate and up (two row references)   read (IN_PLACE: read/write)
 //            1 out rows                                              write
 // Spec constants: 0 workgroup size W
 // Push constants: ActivationParams (interface/activation.h)
@@ -20,8 +21,13 @@
 
 layout(local_size_x_id = 0) in;
 
+#ifdef IN_PLACE
+layout(std430, binding = 0) buffer Input { float input_rows[]; };
+#define out_rows input_rows
+#else
 layout(std430, binding = 0) readonly buffer Input { float input_rows[]; };
 layout(std430, binding = 1) writeonly buffer Output { float out_rows[]; };
+#endif
 
 float act(float x) {
   if (pc.kind == kActSilu) return x / (1.0 + exp(-x));

@@ -10,9 +10,10 @@
 //
 // Bindings:  0 A rows (in floats each)                                read
 //            1 W at w_offset (elements), bias at bias_offset (words)  read
-//            2 C rows (out floats each)                               write
-//            3 R rows (out floats each); may be C itself when R row r
-//              is C row r (in-place residual add)                     read
+//            2 C rows (out floats each); they hold R when has_residual
+//              is kResidualInC                                        read/write
+//            3 R rows (out floats each) for kResidualSeparate; never
+//              C (bound to A when unused)                             read
 // Spec constants: 0 workgroup size W, 1 TILE_R, 2 TILE_O, 3 TILE_K, 4 TM,
 //                 5 TN (TM, TN <= kMatmulMaxMicro; W = TILE_R/TM * TILE_O/TN)
 // Push constants: MatmulParams (interface/matmul.h)
@@ -40,7 +41,7 @@ float weight(uint i) { return float(w16[i]); }
 #else
 float weight(uint i) { return w32[i]; }
 #endif
-layout(std430, binding = 2) writeonly buffer CRows { float c_rows[]; };
+layout(std430, binding = 2) buffer CRows { float c_rows[]; };
 layout(std430, binding = 3) readonly buffer RRows { float r_rows[]; };
 
 // Tiles stored k-major ([k][row], [k][output]), +1 pads away bank conflicts.
@@ -91,13 +92,14 @@ void main() {
       const uint row = row0 + tr + m * threads_r;
       if (row >= pc.rows) break;
       const uint c_base = ROW_WORD(c, row);
-      const uint r_base = pc.has_residual != 0u ? ROW_WORD(r, row) : 0u;
+      const uint r_base = pc.has_residual == kResidualSeparate ? ROW_WORD(r, row) : 0u;
       for (uint n = 0; n < TN; ++n) {
         const uint o = o0 + to + n * threads_o;
         if (o >= pc.out_dim) break;
         float v = acc[m * TN + n];
         if (pc.has_bias != 0u) v += w32[pc.bias_offset + o];
-        if (pc.has_residual != 0u) v += r_rows[r_base + o];
+        if (pc.has_residual == kResidualSeparate) v += r_rows[r_base + o];
+        if (pc.has_residual == kResidualInC) v += c_rows[c_base + o];
         c_rows[c_base + o] = v;
       }
     }

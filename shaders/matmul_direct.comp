@@ -34,7 +34,7 @@ layout(std430, binding = 1) readonly buffer Weights32x4 { vec4 w32x4[]; };
 float weight(uint i) { return w32[i]; }
 vec4 weight4(uint i) { return w32x4[i]; }
 #endif
-layout(std430, binding = 2) writeonly buffer CRows { float c_rows[]; };
+layout(std430, binding = 2) buffer CRows { float c_rows[]; };
 layout(std430, binding = 3) readonly buffer RRows { float r_rows[]; };
 
 void main() {
@@ -60,7 +60,8 @@ void main() {
         for (uint i = 0u; i < pc.in_dim; ++i) sum = fma(a_rows[a_row + i], weight(w_row + i), sum);
       }
       sum += bias;
-      if (pc.has_residual != 0u) sum += r_rows[ROW_WORD(r, r) + o];
+      if (pc.has_residual == kResidualSeparate) sum += r_rows[ROW_WORD(r, r) + o];
+      if (pc.has_residual == kResidualInC) sum += c_rows[ROW_WORD(c, r) + o];
       c_rows[ROW_WORD(c, r) + o] = sum;
     }
   }

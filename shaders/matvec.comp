@@ -6,7 +6,7 @@
 // shared-memory tree reduction adds their partial sums. -DWEIGHTS_F16: fp16
 // weights as in matmul.comp; math is fp32.
 //
-// Bindings:  as matmul.comp (0 A read, 1 W + bias read, 2 C write, 3 R read)
+// Bindings:  as matmul.comp (0 A read, 1 W + bias read, 2 C read/write, 3 R read)
 // Spec constants: 0 workgroup size W (a power of two)
 // Push constants: MatmulParams (interface/matmul.h); lanes is a power of two <= W
 // Dispatch: ceil(out / (W / lanes)) logical groups, folded (kernels::fold_groups)
@@ -27,7 +27,7 @@ float weight(uint i) { return float(w16[i]); }
 #else
 float weight(uint i) { return w32[i]; }
 #endif
-layout(std430, binding = 2) writeonly buffer CRows { float c_rows[]; };
+layout(std430, binding = 2) buffer CRows { float c_rows[]; };
 layout(std430, binding = 3) readonly buffer RRows { float r_rows[]; };
 
 shared float partial[kMatvecMaxRows * gl_WorkGroupSize.x];  // [row][invocation]
@@ -64,7 +64,8 @@ void main() {
       for (uint row = 0; row < pc.rows; ++row) {
         float v = partial[row * W + tid];
         if (pc.has_bias != 0u) v += w32[pc.bias_offset + o];
-        if (pc.has_residual != 0u) v += r_rows[ROW_WORD(r, row) + o];
+        if (pc.has_residual == kResidualSeparate) v += r_rows[ROW_WORD(r, row) + o];
+        if (pc.has_residual == kResidualInC) v += c_rows[ROW_WORD(c, row) + o];
         c_rows[ROW_WORD(c, row) + o] = v;
       }
     }

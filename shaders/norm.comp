@@ -5,11 +5,12 @@
 //   population variance, computed in a second pass over (x - mean)^2 so that
 //   rows with a large mean keep their precision.
 // Each invocation reads and writes only its own elements (i = tid, tid + W,
-// ...) after the reductions, so Y may be X itself (in place).
+// ...) after the reductions, so -DIN_PLACE normalizes X into itself (Y rows
+// are then rows of binding 0, and there is no binding 2).
 //
-// Bindings:  0 X rows (dim floats each)              read
+// Bindings:  0 X rows (dim floats each)              read (IN_PLACE: read/write)
 //            1 weights: g at g_offset, b at b_offset  read
-//            2 Y rows (dim floats each); may be X     write
+//            2 Y rows (dim floats each)               write
 // Spec constants: 0 workgroup size W (a power of two)
 // Push constants: NormParams (interface/norm.h)
 // Dispatch: rows logical groups, folded (kernels::fold_groups)
@@ -19,9 +20,14 @@
 
 layout(local_size_x_id = 0) in;
 
+#ifdef IN_PLACE
+layout(std430, binding = 0) buffer XRows { float x_rows[]; };
+#define y_rows x_rows
+#else
 layout(std430, binding = 0) readonly buffer XRows { float x_rows[]; };
-layout(std430, binding = 1) readonly buffer Weights { float weights[]; };
 layout(std430, binding = 2) writeonly buffer YRows { float y_rows[]; };
+#endif
+layout(std430, binding = 1) readonly buffer Weights { float weights[]; };
 
 shared float partial[gl_WorkGroupSize.x];
 

@@ -32,7 +32,7 @@ inline uint32_t ordered_int(int32_t i) { return static_cast<uint32_t>(i) ^ 0x800
 template <class Record>
 void run_once(Context& context, Record&& record) {
   vk::Submission submission(context);
-  vk::CommandRecorder recorder = submission.begin();
+  vk::CommandRecorder& recorder = submission.begin();
   record(recorder);
   submission.submit();
   submission.wait();

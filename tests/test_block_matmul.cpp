@@ -109,8 +109,9 @@ TEST_CASE("block kernels: matmul picks matvec for few rows and folds wide grids 
   Context& context = test::gpu();
   gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
   vk::DescriptorArena arena(context);
-  const vk::Buffer buffer = test::device_words(context, 16, 0, "test dummy");
-  const kernels::Matmul matmul(context, arena, plan, WeightType::f32, {&buffer}, {&buffer}, {&buffer});
+  const vk::Buffer a = test::device_words(context, 16, 0, "test A"), w = test::device_words(context, 16, 0, "test W"),
+                   c = test::device_words(context, 16, 0, "test C");
+  const kernels::Matmul matmul(context, arena, plan, WeightType::f32, {&a}, {&w}, {&c});
   CHECK(matmul.uses_matvec(kernels::kMatvecMaxRows));
   CHECK_FALSE(matmul.uses_matvec(kernels::kMatvecMaxRows + 1));
   kernels::Matmul::Args args;
@@ -140,20 +141,21 @@ TEST_CASE("block kernels: fp16 weights on a device without 16-bit storage are un
   REQUIRE_FALSE(context.caps().storage_16bit);
   const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
   vk::DescriptorArena arena(context);
-  const vk::Buffer buffer(context, 64, vk::MemoryIntent::device, "test dummy");
+  const vk::Buffer in(context, 64, vk::MemoryIntent::device, "test in"), w(context, 64, vk::MemoryIntent::device, "test W"),
+      out(context, 64, vk::MemoryIntent::device, "test out");
   try {
-    kernels::Matmul(context, arena, plan, WeightType::f16, {&buffer}, {&buffer}, {&buffer});
+    kernels::Matmul(context, arena, plan, WeightType::f16, {&in}, {&w}, {&out});
     FAIL("fp16 matmul was accepted");
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::unsupported);
   }
   try {
-    kernels::Embedding(context, arena, plan, WeightType::f16, {&buffer}, {&buffer}, {&buffer});
+    kernels::Embedding(context, arena, plan, WeightType::f16, {&in}, {&w}, {&out});
     FAIL("fp16 embedding was accepted");
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::unsupported);
   }
-  CHECK_NOTHROW(kernels::Matmul(context, arena, plan, WeightType::f32, {&buffer}, {&buffer}, {&buffer}));
+  CHECK_NOTHROW(kernels::Matmul(context, arena, plan, WeightType::f32, {&in}, {&w}, {&out}));
   test::check_no_validation_messages(gpu);
 }
 

@@ -385,10 +385,12 @@ TEST_CASE("select rejects a keep that is not a power of two or exceeds half a ti
   Context& context = test::tiny_gpu();
   const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
   vk::DescriptorArena arena(context);
-  const vk::Buffer buffer = test::device_words(context, 1024, 0u, "test scratch");
-  const kernels::Select select(context, arena, plan, kernels::Select::Source::logits, {&buffer}, {&buffer}, {&buffer});
+  const vk::Buffer logits = test::device_words(context, 1024, 0u, "test logits");
+  const vk::Buffer kv = test::device_words(context, 1024, 0u, "test kv");
+  const vk::Buffer lists = test::device_words(context, 1024, 0u, "test lists");
+  const kernels::Select select(context, arena, plan, kernels::Select::Source::logits, {&logits}, {&kv}, {&lists});
   vk::Submission submission(context);
-  vk::CommandRecorder rec = submission.begin();
+  vk::CommandRecorder& rec = submission.begin();
   kernels::SelectTileParams p{};
   p.count = 10;
   for (uint32_t keep : {0u, 3u, plan.max_keep() * 2}) {

@@ -58,7 +58,7 @@ double time_dispatch(attendre::Context& context, uint32_t repeats, Record record
   vk::Submission submission(context);
   std::vector<double> ms;
   for (uint32_t r = 0; r <= repeats; ++r) {
-    vk::CommandRecorder rec = submission.begin();
+    vk::CommandRecorder& rec = submission.begin();
     rec.reset(pool);
     rec.timestamp(pool, 0);
     record(rec);
@@ -141,7 +141,7 @@ Limits measure_limits(attendre::Context& context, bool quick) {
   vk::Buffer dst(context, largest, vk::MemoryIntent::device, "bench copy destination");
   {
     vk::Submission init(context);  // defined contents, so every run copies the same bits
-    vk::CommandRecorder rec = init.begin();
+    vk::CommandRecorder& rec = init.begin();
     rec.fill(src, 0, largest, 0x3F800000u);
     init.submit();
     init.wait();

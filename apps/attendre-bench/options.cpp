@@ -144,8 +144,9 @@ std::string usage_text() {
          "                   behind a kernel's time\n"
          "  --device D       Vulkan device index or name substring (else ATTENDRE_DEVICE)\n"
          "\n"
-         "ATTENDRE_VALIDATION=1 enables the Khronos validation layer (any message\n"
-         "makes the bench exit 3). Errors print one line and exit 1 (2: bad usage).\n";
+         "ATTENDRE_VALIDATION=1 enables the Khronos validation layer with its\n"
+         "synchronization checks (core: without them; gpu: GPU-assisted checks too);\n"
+         "any message makes the bench exit 3. Errors print one line and exit 1 (2: bad usage).\n";
 }
 
 }  // namespace bench

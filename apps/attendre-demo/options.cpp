@@ -77,7 +77,8 @@ std::string usage_text() {
          "                     falls back to cpu.\n"
          "\n"
          "ATTENDRE_DEVICE picks the Vulkan device; ATTENDRE_VALIDATION=1 enables the\n"
-         "Khronos validation layer (any message makes the demo exit 3).\n";
+         "Khronos validation layer with its synchronization checks (core: without\n"
+         "them; gpu: GPU-assisted checks too); any message makes the demo exit 3.\n";
 }
 
 }  // namespace demo

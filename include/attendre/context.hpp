@@ -70,19 +70,31 @@ struct LimitOverrides {
   static LimitOverrides portable() { return {128u, 16384u, uint64_t{1} << 27}; }
 };
 
+// How much the Khronos validation layer checks. Every level records its
+// messages (Context::validation_messages()).
+enum class Validation {
+  off,
+  core,             // API usage
+  synchronization,  // core + synchronization validation (hazards between commands)
+  gpu_assisted,     // synchronization + GPU-assisted checks of shader accesses (slow)
+};
+
 struct ContextOptions {
   // Device index or case-insensitive name substring; empty reads
   // ATTENDRE_DEVICE, and failing that prefers discrete, integrated, virtual,
   // then CPU devices.
   std::string device;
-  // Khronos validation with every message recorded; unset reads
-  // ATTENDRE_VALIDATION (=1 enables).
-  std::optional<bool> validation;
+  // Unset reads ATTENDRE_VALIDATION: 0 (off), 1 (synchronization), core,
+  // gpu (gpu_assisted); any other value is an error.
+  std::optional<Validation> validation;
   // Unset reads ATTENDRE_PORTABLE_LIMITS (=1 applies LimitOverrides::portable()).
   std::optional<LimitOverrides> limits;
   // Unset reads ATTENDRE_KERNELS (tiled or direct); else direct on CPU
   // devices, tiled elsewhere. Forcing one tests it on any device.
   std::optional<DeviceCaps::KernelStyle> kernels;
+  // How long a wait for the device may take before the device is reported
+  // as lost (ErrorCode::device_lost): a hung device must not hang the app.
+  uint32_t fence_timeout_ms = 60000;
 };
 
 // Handles of a device an application already created; attendre never
@@ -119,15 +131,19 @@ class Context {
   const DeviceCaps& caps() const { return caps_; }
 
   bool validation_enabled() const { return messenger_ != VK_NULL_HANDLE; }
+  Validation validation() const { return validation_; }
   // Validation messages (warnings and errors) recorded since the last clear.
   std::vector<std::string> validation_messages() const { return *messages_; }
   void clear_validation_messages() { messages_->clear(); }
 
   vk::PipelineCache& pipelines() { return *pipelines_; }
   VkCommandPool command_pool() const { return command_pool_; }
+  // vkCmdInsertDebugUtilsLabelEXT when VK_EXT_debug_utils is enabled, else nullptr.
+  PFN_vkCmdInsertDebugUtilsLabelEXT debug_label() const { return debug_label_; }
+  uint64_t fence_timeout_ns() const { return fence_timeout_ns_; }
 
  private:
-  void create_instance(bool validation);
+  void create_instance(Validation validation);
   void create_device();
   void finish_setup(const LimitOverrides& limits);
   void release();
@@ -140,6 +156,9 @@ class Context {
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
   VkCommandPool command_pool_ = VK_NULL_HANDLE;
+  PFN_vkCmdInsertDebugUtilsLabelEXT debug_label_ = nullptr;
+  Validation validation_ = Validation::off;
+  uint64_t fence_timeout_ns_ = 60'000'000'000ull;
   DeviceCaps caps_;
   std::unique_ptr<std::vector<std::string>> messages_;  // stable address for the messenger callback
   std::unique_ptr<vk::PipelineCache> pipelines_;

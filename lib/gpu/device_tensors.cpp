@@ -36,7 +36,7 @@ void Uploader::upload(const vk::Buffer& dst, uint64_t dst_bytes, const void* dat
     staging_ = vk::Buffer(context_, std::max<uint64_t>(bytes, 1 << 20), vk::MemoryIntent::upload, "weight staging");
   std::memcpy(staging_.mapped(), data, bytes);
   vk::Submission submission(context_);
-  vk::CommandRecorder rec = submission.begin();
+  vk::CommandRecorder& rec = submission.begin();
   rec.copy(staging_, 0, dst, dst_bytes, bytes);
   submission.submit();
   submission.wait();

@@ -63,10 +63,9 @@ EvictedEntries KeyValueMemory::insert(const ChunkView& rows) {
   InsertionRows in = insertion_rows(query_metas(rows, m.config.chunk), m.config.chunk);
   m.kv.plan_insert(in.valid, in.positions);  // throws before anything changed
   m.keys.accept(rows);
-  vk::CommandRecorder rec = m.submission.begin();
+  vk::CommandRecorder& rec = m.submission.begin();
   pack_kv_rows(rows, m.kv.chunk_layout(), static_cast<uint32_t*>(m.upload.mapped()));
   rec.copy(m.upload, 0, m.kv.chunk_buffer(), 0, m.chunk_words * 4);
-  rec.barrier("insertion reads the uploaded rows");
   m.kv.record_insert(rec, in.valid, in.positions);
   const uint64_t evicted_at = m.query_words + align_words(m.kv.snapshot_words());
   if (m.config.kv.copy_out_evicted) m.kv.record_evicted(rec, m.readback, evicted_at * 4);
@@ -86,7 +85,7 @@ std::vector<float> KeyValueMemory::retrieve(const ChunkView& queries) {
   m.keys.check(queries, query_shape, StreamValidator::Parts::queries);
   check_int32_positions(queries);
   const std::vector<QueryMeta> metas = query_metas(queries, queries.rows);
-  vk::CommandRecorder rec = m.submission.begin();
+  vk::CommandRecorder& rec = m.submission.begin();
   auto* words = static_cast<uint32_t*>(m.upload.mapped());
   const uint64_t q_at = align_words(m.chunk_words), meta_at = q_at + m.query_words;
   const uint64_t first = m.ring.next_sequence();
@@ -95,7 +94,6 @@ std::vector<float> KeyValueMemory::retrieve(const ChunkView& queries) {
   QueryRing::pack_meta(metas, words + meta_at);
   m.ring.record_rows(rec, m.upload, q_at, m.ring.layout().queries, q_row, first, queries.rows);
   m.ring.record_meta(rec, m.upload, meta_at, first, queries.rows);
-  rec.barrier("retrieval reads the uploaded queries");
   const QueryRange range = m.ring.range_of(evicted);
   m.kv.record_retrieve(rec, range);
   const bool any = range.last_valid != 0xFFFFFFFFu;

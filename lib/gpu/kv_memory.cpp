@@ -141,10 +141,8 @@ void KvMemory::record_insert(vk::CommandRecorder& rec, std::span<const uint8_t> 
   p.out_pos_offset = evicted_layout_.positions;
   p.out_score_offset = evicted_layout_.scores;
 
-  if (kv.policy.attention_scored()) {
-    insert_.score_stats(rec, p);
-    rec.barrier("victim selection and scatter read the initial score");
-  }
+  // The recorder orders these kernels by what each reads and writes.
+  if (kv.policy.attention_scored()) insert_.score_stats(rec, p);
   if (evictions > 0) {
     kernels::SelectTileParams s{};
     s.count = held_ + (kv.protect_new ? 0 : S);
@@ -160,16 +158,10 @@ void KvMemory::record_insert(vk::CommandRecorder& rec, std::span<const uint8_t> 
     s.chunk_valid_offset = chunk_layout_.valid;
     s.chunk_init_offset = chunk_layout_.init;
     insert_.select_victims(rec, s);
-    rec.barrier("the compaction plan reads the victims");
   }
   insert_.plan(rec, p);
-  rec.barrier("scatter and copy-out read the placement");
-  if (evicted_ && evictions > 0) {
-    insert_.evict_copy(rec, p);
-    rec.barrier("copy-out reads the freed slots before scatter overwrites them");
-  }
+  if (evicted_ && evictions > 0) insert_.evict_copy(rec, p);
   insert_.scatter(rec, p);
-  rec.barrier("retrieval reads the inserted entries");
   held_ = held_ + fresh.rows - evictions;
   pinned_ += fresh.pinned;
 }
@@ -215,7 +207,6 @@ void KvMemory::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& range,
   sp.kv_pos_offset = kv_layout_.positions;
   sp.kv_tag_offset = kv_layout_.tags;
   retrieve_.score(rec, sp);
-  rec.barrier("selection and attend read the logits");
 
   kernels::RetrieveParams rp{};
   rp.queries = count;
@@ -241,7 +232,6 @@ void KvMemory::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& range,
   if (!full) {
     if (shared) {
       retrieve_.sum_heads(rec, rp);
-      rec.barrier("top-K reads the summed logits");
     }
     kernels::SelectTileParams s{};
     s.count = held_;
@@ -250,14 +240,11 @@ void KvMemory::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& range,
     s.source_stride = M;
     s.kv_pos_offset = kv_layout_.positions;
     retrieve_.top_k(rec, s, shared ? count : count * shape.heads_q);
-    rec.barrier("attend reads the top-K lists");
   }
   retrieve_.attend(rec, rp);
-  rec.barrier("usage reads the weights; the next batch rewrites the logits");
   if (config_.kv.policy.kind == PolicyKind::fifo) return;
 
   retrieve_.usage(rec, rp);
-  rec.barrier("policy update reads the usage");
   kernels::PolicyParams pp{};
   pp.policy = static_cast<uint32_t>(config_.kv.policy.kind);
   pp.held = held_;
@@ -276,7 +263,6 @@ void KvMemory::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& range,
   pp.inv_heads = 1.0f / static_cast<float>(shape.heads_q);
   pp.kv_score_offset = kv_layout_.scores;
   retrieve_.policy_update(rec, pp);
-  rec.barrier("later work reads the scores; the next batch rewrites the usage");
 }
 
 void KvMemory::record_snapshot(vk::CommandRecorder& rec, const vk::Buffer& readback, VkDeviceSize offset) const {
@@ -286,7 +272,7 @@ void KvMemory::record_snapshot(vk::CommandRecorder& rec, const vk::Buffer& readb
 
 MemorySnapshot KvMemory::read_snapshot(vk::Submission& submission, const vk::Buffer& readback,
                                        uint64_t offset_words) const {
-  vk::CommandRecorder rec = submission.begin();
+  vk::CommandRecorder& rec = submission.begin();
   record_snapshot(rec, readback, offset_words * 4);
   submission.submit();
   submission.wait();

@@ -126,14 +126,13 @@ void Layer::Impl::stage_chunk(vk::CommandRecorder& rec, const ChunkView& chunk, 
   rec.copy(upload, upload_layout.chunk * 4, kv.chunk_buffer(), 0, uint64_t{kv.chunk_layout().init} * 4);
   ring.record_rows(rec, upload, upload_layout.queries, ring.layout().queries, q_row, first, S);
   ring.record_meta(rec, upload, upload_layout.ring_meta, first, S);
-  rec.barrier("kernels read the uploaded chunk and queries");
 }
 
 StepResult Layer::Impl::run(std::vector<QueryMeta> evicted, const ChunkView* chunk,
                             const std::vector<QueryMeta>* inserted, uint64_t first, const StepRequest& request) {
   const QueryRange range = ring.range_of(evicted);
 
-  vk::CommandRecorder rec = submission.begin();  // waits for the previous step: the upload buffer is free
+  vk::CommandRecorder& rec = submission.begin();  // waits for the previous step: the upload buffer is free
   rec.attach(profiler.get());
   if (chunk) {
     stage_chunk(rec, *chunk, *inserted, first);

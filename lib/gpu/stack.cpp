@@ -36,7 +36,8 @@ ScratchWords scratch_words(const StackConfig& config, const DeviceCaps& caps) {
 uint64_t activation_bytes(const StackConfig& c) {
   const uint64_t rows = max_rows(c);
   // x[2], h, y, gu, then the final norm rows and logits.
-  return (4 * rows * c.hidden + rows * 2 * max_ffn(c) + rows * c.hidden + rows * c.vocab) * 4;
+  const uint64_t ffn = FfnLayout::make(static_cast<uint32_t>(rows), max_ffn(c)).words;
+  return (4 * rows * c.hidden + ffn + rows * c.hidden + rows * c.vocab) * 4;
 }
 
 void check_range(const DeviceCaps& caps, uint64_t bytes, const std::string& what) {
@@ -76,14 +77,15 @@ Stack::Impl::Impl(Context& ctx, const StackConfig& c, WeightSource& weights, con
   shared.encoder = encoder_rows;
   const DeviceCaps& caps = ctx.caps();
   const uint32_t rows = max_rows(c), H = c.hidden, F = max_ffn(c);
-  check_range(caps, uint64_t{rows} * 2 * F * 4, "the FFN rows");
+  shared.ffn = FfnLayout::make(rows, F);
+  check_range(caps, shared.ffn.words * 4, "the FFN rows");
   check_range(caps, uint64_t{rows} * c.vocab * 4, "the logits of one step");
   const ModelTensors tensors = load_model(c, weights);
 
   for (vk::Buffer& x : shared.x) x = vk::Buffer(ctx, uint64_t{rows} * H * 4, vk::MemoryIntent::device, "block rows");
   shared.h = vk::Buffer(ctx, uint64_t{rows} * H * 4, vk::MemoryIntent::device, "normed rows");
   shared.y = vk::Buffer(ctx, uint64_t{rows} * H * 4, vk::MemoryIntent::device, "attention block rows");
-  shared.gu = vk::Buffer(ctx, uint64_t{rows} * 2 * F * 4, vk::MemoryIntent::device, "ffn rows");
+  shared.gu = vk::Buffer(ctx, shared.ffn.words * 4, vk::MemoryIntent::device, "ffn rows");
   shared.upload = vk::Buffer(ctx, upload_plan.words * 4, vk::MemoryIntent::upload, "stack upload");
   shared.scratch = std::make_unique<RetrievalScratch>(ctx, scratch_words(c, caps));
   final_rows = vk::Buffer(ctx, uint64_t{rows} * H * 4, vk::MemoryIntent::device, "final rows");
@@ -131,7 +133,7 @@ std::vector<QueryMeta> Stack::Impl::stage_input(const StackChunk* chunk, uint32_
 
 StackOutput Stack::Impl::run(const StackChunk* chunk, size_t first_block, BlockMode mode, const StackRequest& request) {
   require(!request.logits || config.vocab > 0, "logits requested from a stack without a vocabulary");
-  vk::CommandRecorder rec = submission.begin();  // the previous step is done: staging is free
+  vk::CommandRecorder& rec = submission.begin();  // the previous step is done: staging is free
   rec.attach(profiler.get());
   const uint32_t H = config.hidden;
   std::vector<QueryMeta> rows;
@@ -143,7 +145,6 @@ StackOutput Stack::Impl::run(const StackChunk* chunk, size_t first_block, BlockM
     } else {
       rec.copy(shared.upload, upload_plan.input * 4, shared.x[0], 0, uint64_t{n} * H * 4);
     }
-    rec.barrier("the first block reads its input rows");
   }
   auto* upload_words = static_cast<uint32_t*>(shared.upload.mapped());
   for (size_t l = first_block; l < blocks.size(); ++l) {
@@ -162,14 +163,12 @@ StackOutput Stack::Impl::run(const StackChunk* chunk, size_t first_block, BlockM
   if (!out.positions.empty() && (read || on_output)) {
     final_norm.record(rec, {count, H, config.final_norm_eps, 0, output_norm.bias_offset, RowRef::contiguous(H),
                             RowRef::contiguous(H)});
-    rec.barrier("the LM head, the readback and the output memory read the final rows");
     if (on_output) on_output(rec, final_rows, rows);
   }
   if (read) {
     if (request.hidden) rec.copy(final_rows, 0, readback, readback_plan.hidden * 4, uint64_t{count} * H * 4);
     if (request.logits) {
       head.record(rec, count, RowRef::contiguous(H), RowRef::contiguous(config.vocab));
-      rec.barrier("the readback reads the logits");
       rec.copy(logits, 0, readback, readback_plan.logits * 4, uint64_t{count} * config.vocab * 4);
     }
   }
@@ -191,7 +190,7 @@ StackOutput Stack::Impl::run(const StackChunk* chunk, size_t first_block, BlockM
 }
 
 void Stack::Impl::load_encoder_memory(RowRef rows, const std::vector<int64_t>& positions) {
-  vk::CommandRecorder rec = submission.begin();
+  vk::CommandRecorder& rec = submission.begin();
   auto* words = static_cast<uint32_t*>(shared.upload.mapped());
   for (size_t l = 0; l < blocks.size(); ++l)
     if (blocks[l]->cross()) blocks[l]->record_load(rec, rows, positions, words, upload_plan.blocks[l]);

@@ -16,6 +16,17 @@ const Tensor* optional(const std::optional<Tensor>& t) { return t ? &*t : nullpt
 
 }  // namespace
 
+FfnLayout FfnLayout::make(uint32_t rows, uint32_t ffn) {
+  FfnLayout l;
+  l.rows = rows;
+  l.ffn = ffn;
+  SectionCursor c;
+  l.gate = c.take(uint64_t{rows} * ffn);
+  l.up = c.take(uint64_t{rows} * ffn);
+  l.words = c.words;
+  return l;
+}
+
 uint32_t DeviceBlock::max_queries(const StackConfig& config, size_t index) {
   // Evictions never exceed the rows inserted, except a flush, which hands
   // over all N waiting rows at once.
@@ -74,29 +85,44 @@ DeviceBlock::DeviceBlock(Context& context, const StackConfig& config, size_t ind
     wdown_ = DeviceMatrix(context, uploader, type, t.down, optional(t.bdown));
   }
 
+  // Each kernel binds exactly the sections it touches, so that work on
+  // disjoint sections (the q, k and v projections, the residual and
+  // metadata copies) needs no barrier between them.
   arena_ = std::make_unique<vk::DescriptorArena>(context);
   vk::DescriptorArena& a = *arena_;
+  using Section = vk::BufferBinding;
+  const vk::Buffer& ring = ring_.buffer();
+  const RingLayout& rl = ring_.layout();
   const vk::Buffer& chunk = kv_->chunk_buffer();
+  const ChunkLayout& cl = kv_->chunk_layout();
+  const Section queries = Section::words(ring, rl.queries, uint64_t{rl.capacity} * rl.q_row);
+  const Section keys = Section::words(chunk, cl.keys, uint64_t{cl.rows} * cl.kv_row);
+  const Section values = Section::words(chunk, cl.values, uint64_t{cl.rows} * cl.kv_row);
+  const FfnLayout& fl = shared.ffn;
+  const Section gate = Section::words(shared.gu, fl.gate, uint64_t{fl.rows} * fl.ffn);
+  const Section up = Section::words(shared.gu, fl.up, uint64_t{fl.rows} * fl.ffn);
   attn_norm_kernel_ = kernels::Norm(context, a, plan, config_.norm, {in_}, {&attn_norm_.buffer}, {&shared.h});
-  q_ = Projection(context, a, plan, wq_, {&shared.h}, {&ring_.buffer()});
+  q_ = Projection(context, a, plan, wq_, {&shared.h}, queries);
   // Cross-attention keys and values come from the encoder output memory.
   const vk::Buffer* kv_source = config_.cross_attention ? shared.encoder : &shared.h;
-  k_ = Projection(context, a, plan, wk_, {kv_source}, {&chunk});
-  v_ = Projection(context, a, plan, wv_, {kv_source}, {&chunk});
+  k_ = Projection(context, a, plan, wk_, {kv_source}, keys);
+  v_ = Projection(context, a, plan, wv_, {kv_source}, values);
   // Without an FFN, the attention sublayer's output is the block's output.
   const vk::Buffer* attention_out = config_.ffn > 0 ? &shared.y : out_;
-  o_ = Projection(context, a, plan, wo_, {&kv_->attention_buffer()}, {attention_out}, {&ring_.buffer()});
+  o_ = Projection(context, a, plan, wo_, {&kv_->attention_buffer()}, {attention_out},
+                  Section::words(ring, rl.residuals, uint64_t{rl.capacity} * rl.residual_width));
   if (config_.ffn > 0) {
     ffn_norm_kernel_ = kernels::Norm(context, a, plan, config_.norm, {&shared.y}, {&ffn_norm_.buffer}, {&shared.h});
-    if (config_.gated) gate_proj_ = Projection(context, a, plan, gate_, {&shared.h}, {&shared.gu});
-    up_proj_ = Projection(context, a, plan, up_, {&shared.h}, {&shared.gu});
-    down_proj_ = Projection(context, a, plan, wdown_, {&shared.gu}, {out_}, {&shared.y});
+    if (config_.gated) gate_proj_ = Projection(context, a, plan, gate_, {&shared.h}, gate);
+    up_proj_ = Projection(context, a, plan, up_, {&shared.h}, config_.gated ? up : gate);
+    down_proj_ = Projection(context, a, plan, wdown_, gate, {out_}, {&shared.y});
+    // In place: the activated rows replace the gate rows.
+    activation_ = kernels::Activation(context, a, plan, config_.activation, config_.gated, {&shared.gu}, {&shared.gu});
   }
   if (config_.rope) {
-    rope_q_ = kernels::Rope(context, a, plan, config_.rope_layout, {&ring_.buffer()}, {&ring_.buffer()});
-    rope_k_ = kernels::Rope(context, a, plan, config_.rope_layout, {&chunk}, {&chunk});
+    rope_q_ = kernels::Rope(context, a, plan, config_.rope_layout, queries, Section::words(ring, rl.positions, rl.capacity));
+    rope_k_ = kernels::Rope(context, a, plan, config_.rope_layout, keys, Section::words(chunk, cl.positions, cl.rows));
   }
-  activation_ = kernels::Activation(context, a, plan, config_.activation, config_.gated, {&shared.gu}, {&shared.gu});
 }
 
 BlockMemory DeviceBlock::memory() const {
@@ -166,11 +192,9 @@ void DeviceBlock::record_load(vk::CommandRecorder& rec, RowRef encoder_rows, con
   kv_->reset();
   if (n == 0) return;
   const AttentionShape& s = attention_.shape;
-  const ChunkLayout& cl = kv_->chunk_layout();
-  k_.record(rec, n, encoder_rows, RowRef::contiguous(s.kv_row(), cl.keys));
-  v_.record(rec, n, encoder_rows, RowRef::contiguous(s.kv_row(), cl.values));
+  k_.record(rec, n, encoder_rows, RowRef::contiguous(s.kv_row()));
+  v_.record(rec, n, encoder_rows, RowRef::contiguous(s.kv_row()));
   record_chunk_meta(rec, chunk_at);
-  rec.barrier("insertion reads the encoder memory's keys, values and positions");
   kv_->record_insert(rec, in.valid, in.positions);
 }
 
@@ -178,31 +202,27 @@ void DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint64
   const uint32_t H = stack_.hidden, n = static_cast<uint32_t>(step.inserted.size());
   const AttentionShape& s = attention_.shape;
   const RingLayout& ring = ring_.layout();
-  const ChunkLayout& cl = kv_->chunk_layout();
   const uint32_t first_row = ring_.ring_row(step.first);
 
   if (n > 0) {
     attn_norm_kernel_.record(rec, {n, H, config_.norm_eps, 0, attn_norm_.bias_offset, RowRef::contiguous(H),
                                    RowRef::contiguous(H)});
-    rec.barrier("the projections read the normed rows");
     const bool own_keys = !config_.cross_attention;  // cross-attention keys were loaded from the encoder
-    q_.record(rec, n, RowRef::contiguous(H), RowRef::ring(s.q_row(), ring.capacity, first_row, ring.queries));
+    // Row references are relative to the sections the kernels bind.
+    q_.record(rec, n, RowRef::contiguous(H), RowRef::ring(s.q_row(), ring.capacity, first_row));
     if (own_keys) {
-      k_.record(rec, n, RowRef::contiguous(H), RowRef::contiguous(s.kv_row(), cl.keys));
-      v_.record(rec, n, RowRef::contiguous(H), RowRef::contiguous(s.kv_row(), cl.values));
+      k_.record(rec, n, RowRef::contiguous(H), RowRef::contiguous(s.kv_row()));
+      v_.record(rec, n, RowRef::contiguous(H), RowRef::contiguous(s.kv_row()));
     }
     ring_.record_rows(rec, *in_, 0, ring.residuals, H, step.first, n);  // the residual waits with its query
     ring_.record_meta(rec, shared_.upload, upload_at, step.first, n);
     if (own_keys) record_chunk_meta(rec, upload_at + align_words(3ull * chunk_rows_));
-    rec.barrier("RoPE and insertion read the projected rows and their positions");
     if (config_.rope) {
       const uint32_t dims = config_.rope_dims ? config_.rope_dims : s.head_dim;
       rope_q_.record(rec, {n, s.heads_q, s.head_dim, dims, config_.rope_theta,
-                           RowRef::ring(s.q_row(), ring.capacity, first_row, ring.queries),
-                           RowRef::ring(1, ring.capacity, first_row, ring.positions)});
-      rope_k_.record(rec, {n, s.heads_kv, s.head_dim, dims, config_.rope_theta, RowRef::contiguous(s.kv_row(), cl.keys),
-                           RowRef::contiguous(1, cl.positions)});
-      rec.barrier("insertion and retrieval read rotated keys and queries");
+                           RowRef::ring(s.q_row(), ring.capacity, first_row), RowRef::ring(1, ring.capacity, first_row)});
+      rope_k_.record(rec, {n, s.heads_kv, s.head_dim, dims, config_.rope_theta, RowRef::contiguous(s.kv_row()),
+                           RowRef::contiguous(1)});
     }
     if (own_keys) {
       const InsertionRows rows = insertion_rows(step.inserted, insert_rows_);
@@ -215,30 +235,24 @@ void DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint64
   if (range.last_valid == 0xFFFFFFFFu) {
     // Only padding leaves: its rows flow on as zeros and retrieve nothing.
     rec.fill(*out_, 0, uint64_t{range.count} * H * 4, 0u);
-    rec.barrier("the next block reads the padding rows");
     return;
   }
   // Decoding is causal, except across to the encoder, which is all past.
   kv_->record_retrieve(rec, range, step.mode == BlockMode::decode && !config_.cross_attention);
   o_.record(rec, range.count, RowRef::contiguous(s.q_row(), static_cast<uint32_t>(kv_->outputs_offset())),
-            RowRef::contiguous(H), RowRef::ring(H, ring.capacity, range.ring_first, ring.residuals));
-  if (config_.ffn == 0) {
-    rec.barrier("the next block reads this block's output rows");
-    return;
-  }
-  rec.barrier("the FFN norm reads the attention block's output");
+            RowRef::contiguous(H), RowRef::ring(H, ring.capacity, range.ring_first));
+  if (config_.ffn == 0) return;
   ffn_norm_kernel_.record(rec, {range.count, H, config_.norm_eps, 0, ffn_norm_.bias_offset, RowRef::contiguous(H),
                                 RowRef::contiguous(H)});
-  rec.barrier("the FFN projections read the normed rows");
   const uint32_t F = config_.ffn;
-  const RowRef gate = RowRef::contiguous(2 * F, 0), up = RowRef::contiguous(2 * F, F);
-  if (config_.gated) gate_proj_.record(rec, range.count, RowRef::contiguous(H), gate);
-  up_proj_.record(rec, range.count, RowRef::contiguous(H), config_.gated ? up : gate);
-  rec.barrier("the activation reads the FFN projections");
-  activation_.record(rec, {range.count, F, gate, up, gate});
-  rec.barrier("the down projection reads the activations");
-  down_proj_.record(rec, range.count, gate, RowRef::contiguous(H), RowRef::contiguous(H));
-  rec.barrier("the next block reads this block's output rows");
+  const FfnLayout& fl = shared_.ffn;
+  // The projections bind their own section; the activation binds both.
+  const RowRef section = RowRef::contiguous(F);
+  if (config_.gated) gate_proj_.record(rec, range.count, RowRef::contiguous(H), section);
+  up_proj_.record(rec, range.count, RowRef::contiguous(H), section);
+  activation_.record(rec, {range.count, F, RowRef::contiguous(F, fl.gate), RowRef::contiguous(F, fl.up),
+                           RowRef::contiguous(F, fl.gate)});
+  down_proj_.record(rec, range.count, section, RowRef::contiguous(H), RowRef::contiguous(H));
 }
 
 }  // namespace attendre::gpu

@@ -16,12 +16,23 @@
 
 namespace attendre::gpu {
 
+// The FFN rows in SharedBuffers::gu: gate rows [rows][ffn], then up rows
+// [rows][ffn], as two sections so that the gate and up projections write
+// disjoint ranges and need no barrier between them.
+struct FfnLayout {
+  uint32_t rows = 0, ffn = 0;
+  uint32_t gate = 0, up = 0;
+  uint64_t words = 0;
+  static FfnLayout make(uint32_t rows, uint32_t ffn);
+};
+
 // Buffers every block of a stack shares: blocks run one after another.
 struct SharedBuffers {
   vk::Buffer x[2];   // block inputs and outputs [rows][hidden], alternating per block
   vk::Buffer h;      // normed rows [rows][hidden]
   vk::Buffer y;      // after attention and its residual [rows][hidden]
-  vk::Buffer gu;     // FFN [rows][2 * ffn]: gate, then up
+  vk::Buffer gu;     // FFN rows (FfnLayout)
+  FfnLayout ffn;
   vk::Buffer upload; // host-visible per-step data
   std::unique_ptr<RetrievalScratch> scratch;
   // The encoder output memory rows cross-attention blocks load from (a

@@ -12,7 +12,10 @@ static_assert(static_cast<uint32_t>(ActivationKind::relu) == kActRelu);
 Activation::Activation(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan,
                        ActivationKind kind, bool gated, vk::BufferBinding input, vk::BufferBinding out)
     : plan_(plan), kind_(kind), gated_(gated) {
-  kernel_ = Kernel::make<ActivationParams>(context, arena, ShaderId::activation, {plan.workgroup}, {input, out});
+  if (in_place(input, out, "activation"))
+    kernel_ = Kernel::make<ActivationParams>(context, arena, ShaderId::activation_in_place, {plan.workgroup}, {input});
+  else
+    kernel_ = Kernel::make<ActivationParams>(context, arena, ShaderId::activation, {plan.workgroup}, {input, out});
 }
 
 void Activation::record(vk::CommandRecorder& recorder, const Args& args) const {

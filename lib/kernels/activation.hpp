@@ -21,7 +21,8 @@ class Activation {
   };
 
   Activation() = default;
-  // Bindings: input (x, or gate and up), out (written; may be input's buffer).
+  // Bindings: input (x, or gate and up), out (written; either input itself,
+  // which works in place, or disjoint from it).
   Activation(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, ActivationKind kind,
              bool gated, vk::BufferBinding input, vk::BufferBinding out);
 

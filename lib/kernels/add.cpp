@@ -9,7 +9,10 @@ Add::Add(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& pl
          vk::BufferBinding b, vk::BufferBinding c)
     : plan_(plan) {
   if (!b.buffer) b = a;
-  kernel_ = Kernel::make<AddParams>(context, arena, ShaderId::add, {plan.workgroup}, {a, b, c});
+  if (in_place(a, c, "add"))
+    kernel_ = Kernel::make<AddParams>(context, arena, ShaderId::add_in_place, {plan.workgroup}, {a, b});
+  else
+    kernel_ = Kernel::make<AddParams>(context, arena, ShaderId::add, {plan.workgroup}, {a, b, c});
 }
 
 void Add::record(vk::CommandRecorder& recorder, const Args& args) const {

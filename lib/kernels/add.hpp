@@ -17,7 +17,8 @@ class Add {
   };
 
   Add() = default;
-  // Bindings: a, b (empty: a's), c (written; may be a's or b's buffer).
+  // Bindings: a, b (empty: a's), c (written; either a itself, which adds in
+  // place, or disjoint from a and b).
   Add(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, vk::BufferBinding a,
       vk::BufferBinding b, vk::BufferBinding c);
 

@@ -27,7 +27,7 @@ class Kernel {
   template <class Params>
   void dispatch(vk::CommandRecorder& recorder, const Params& params, uint32_t x, uint32_t y = 1,
                 uint32_t z = 1) const {
-    recorder.dispatch(*pipeline_, set_, params, x, y, z);
+    recorder.dispatch(*pipeline_, set_, uses_, &params, sizeof(Params), x, y, z);
   }
 
   explicit operator bool() const { return pipeline_ != nullptr; }
@@ -38,7 +38,13 @@ class Kernel {
 
   const vk::ComputePipeline* pipeline_ = nullptr;
   VkDescriptorSet set_ = VK_NULL_HANDLE;
+  std::vector<vk::BufferUse> uses_;  // each binding's range and access, for derived barriers
 };
+
+// Whether a kernel writing `out` while reading `in` works in place: the same
+// binding (one read/write binding in the IN_PLACE shader variant), or
+// disjoint ones. Throws for bindings that overlap without being equal.
+bool in_place(const vk::BufferBinding& in, const vk::BufferBinding& out, const char* kernel);
 
 inline uint32_t ceil_div(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
 

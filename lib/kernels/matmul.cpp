@@ -27,7 +27,10 @@ Matmul::Matmul(Context& context, vk::DescriptorArena& arena, const gpu::KernelPl
   if (f16 && !context.caps().storage_16bit)
     fail(ErrorCode::unsupported, "fp16 matmul weights need storageBuffer16BitAccess, which " +
                                      context.caps().name + " lacks");
-  if (!r.buffer) r = c;
+  // Without a separate R, the residual (if any) is read from C itself, and
+  // binding 3 takes A: it must hold a buffer, and one the dispatch only reads.
+  residual_in_c_ = !r.buffer;
+  if (!r.buffer) r = a;
   gemm_ = Kernel::make<MatmulParams>(context, arena, f16 ? ShaderId::matmul_f16 : ShaderId::matmul_f32,
                                      {plan.matmul_workgroup, plan.matmul_tile_rows, plan.matmul_tile_outputs,
                                       plan.matmul_tile_in, plan.matmul_micro_rows, plan.matmul_micro_outputs},
@@ -43,6 +46,10 @@ MatmulParams Matmul::params(const Args& args) const {
   check_rows(args.a, args.rows, args.in, false, "matmul A");
   check_rows(args.c, args.rows, args.out, true, "matmul C");
   if (args.residual) check_rows(args.r, args.rows, args.out, false, "matmul R");
+  if (args.residual && residual_in_c_)
+    require(args.r.offset == args.c.offset && args.r.stride == args.c.stride && args.r.first == args.c.first &&
+                args.r.capacity == args.c.capacity,
+            "matmul: a residual added in place needs R rows to be the C rows (bind a separate R otherwise)");
   MatmulParams p{};
   p.rows = args.rows;
   p.in_dim = args.in;
@@ -50,7 +57,7 @@ MatmulParams Matmul::params(const Args& args) const {
   p.w_offset = args.w_offset;
   p.bias_offset = args.bias_offset;
   p.has_bias = args.bias ? 1u : 0u;
-  p.has_residual = args.residual ? 1u : 0u;
+  p.has_residual = !args.residual ? kResidualNone : residual_in_c_ ? kResidualInC : kResidualSeparate;
   p.a = args.a;
   p.c = args.c;
   p.r = args.r;

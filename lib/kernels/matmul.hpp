@@ -23,10 +23,10 @@ class Matmul {
   };
 
   Matmul() = default;
-  // Bindings: a (A rows), w (weights and bias), c (C rows, written), r (R rows;
-  // may be c's buffer when every R row r is C row r, or disjoint from it; an
-  // empty binding means c). A must not overlap C. Throws unsupported for
-  // WeightType::f16 on a device without storage_16bit.
+  // Bindings: a (A rows), w (weights and bias), c (C rows, written), r (R rows,
+  // disjoint from C; an empty binding means that R row r is C row r: the
+  // residual is added in place). A must not overlap C. Throws unsupported
+  // for WeightType::f16 on a device without storage_16bit.
   Matmul(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, WeightType weights,
          vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c, vk::BufferBinding r = {});
 
@@ -43,6 +43,7 @@ class Matmul {
 
  private:
   gpu::KernelPlan plan_;
+  bool residual_in_c_ = false;
   Kernel gemm_, matvec_, direct_;
 };
 

@@ -8,8 +8,13 @@ static_assert(offsetof(NormParams, x) == 20 && sizeof(NormParams) == 52);
 Norm::Norm(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, NormKind kind,
            vk::BufferBinding x, vk::BufferBinding weights, vk::BufferBinding y)
     : plan_(plan) {
-  kernel_ = Kernel::make<NormParams>(context, arena, kind == NormKind::layer ? ShaderId::norm_layer : ShaderId::norm_rms,
-                                     {plan.norm_workgroup}, {x, weights, y});
+  const bool layer = kind == NormKind::layer;
+  if (in_place(x, y, "norm"))
+    kernel_ = Kernel::make<NormParams>(context, arena, layer ? ShaderId::norm_layer_in_place : ShaderId::norm_rms_in_place,
+                                       {plan.norm_workgroup}, {x, weights});
+  else
+    kernel_ = Kernel::make<NormParams>(context, arena, layer ? ShaderId::norm_layer : ShaderId::norm_rms,
+                                       {plan.norm_workgroup}, {x, weights, y});
 }
 
 void Norm::record(vk::CommandRecorder& recorder, const Args& args) const {

@@ -22,7 +22,8 @@ class Norm {
   };
 
   Norm() = default;
-  // Bindings: x (X rows), weights (g and b), y (Y rows, written; may be x's buffer).
+  // Bindings: x (X rows), weights (g and b), y (Y rows, written; either x
+  // itself, which normalizes in place, or disjoint from it).
   Norm(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, NormKind kind, vk::BufferBinding x,
        vk::BufferBinding weights, vk::BufferBinding y);
 

@@ -41,7 +41,6 @@ void Select::record_direct(vk::CommandRecorder& recorder, SelectTileParams param
     tile_pass_.dispatch(recorder, params, ceil_div(uint64_t{params.rows} * params.tiles, workgroup_));
   }
   for (uint32_t stride = 1; stride < params.tiles; stride *= 2) {
-    recorder.barrier("the merge pass reads the lists the previous pass wrote");
     const uint32_t pairs = ceil_div(params.tiles, 2ull * stride);
     for (uint32_t first = 0; first < rows; first += rows_per_dispatch) {
       const uint32_t n = std::min(rows - first, rows_per_dispatch);
@@ -63,7 +62,6 @@ void Select::record(vk::CommandRecorder& recorder, SelectTileParams params, uint
   // A tree of merge passes, each folding fan_in lists into one.
   const uint32_t fan_in = tile_ / params.keep;
   for (uint64_t stride = 1; stride < params.tiles; stride *= fan_in) {
-    recorder.barrier("the merge pass reads the lists the previous pass wrote");
     const uint32_t groups = ceil_div(params.tiles, stride * fan_in);
     for (uint32_t first = 0; first < rows; first += max_rows_per_dispatch_) {
       const SelectMergeParams merge{params.tiles, params.keep, first, static_cast<uint32_t>(stride), 0};

@@ -30,7 +30,7 @@ uint32_t find_memory_type(VkPhysicalDevice physical, uint32_t allowed, VkMemoryP
 }  // namespace
 
 Buffer::Buffer(Context& context, VkDeviceSize bytes, MemoryIntent intent, const char* label)
-    : device_(context.device()), size_(bytes) {
+    : device_(context.device()), size_(bytes), label_(label) {
   if (bytes == 0) size_ = bytes = 16;  // Vulkan forbids empty buffers; keep the call sites simple
   if (bytes > context.caps().max_allocation)
     fail(ErrorCode::out_of_device_memory, std::string("buffer '") + label + "' needs " + std::to_string(bytes) +
@@ -81,6 +81,7 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
     memory_ = std::exchange(other.memory_, VK_NULL_HANDLE);
     size_ = std::exchange(other.size_, 0);
     mapped_ = std::exchange(other.mapped_, nullptr);
+    label_ = std::move(other.label_);
   }
   return *this;
 }

@@ -5,6 +5,7 @@
 #include <attendre/context.hpp>
 
 #include <cstdint>
+#include <string>
 
 namespace attendre::vk {
 
@@ -30,6 +31,8 @@ class Buffer {
   VkDeviceSize size() const { return size_; }
   // Host pointer for upload/readback buffers (nullptr for device buffers).
   void* mapped() const { return mapped_; }
+  // What the buffer holds, as given at creation (names it in messages and barrier labels).
+  const std::string& label() const { return label_; }
   explicit operator bool() const { return buffer_ != VK_NULL_HANDLE; }
 
  private:
@@ -40,6 +43,7 @@ class Buffer {
   VkDeviceMemory memory_ = VK_NULL_HANDLE;
   VkDeviceSize size_ = 0;
   void* mapped_ = nullptr;
+  std::string label_;
 };
 
 }  // namespace attendre::vk

@@ -14,18 +14,50 @@ void CommandRecorder::attach(Profiler* profiler) {
   if (profiler_) profiler_->begin(cmd_);
 }
 
-void CommandRecorder::dispatch(const ComputePipeline& pipeline, VkDescriptorSet set, const void* push,
-                               uint32_t push_bytes, uint32_t groups_x, uint32_t groups_y, uint32_t groups_z) {
+void CommandRecorder::dispatch(const ComputePipeline& pipeline, VkDescriptorSet set, std::span<const BufferUse> uses,
+                               const void* push, uint32_t push_bytes, uint32_t groups_x, uint32_t groups_y,
+                               uint32_t groups_z) {
   if (groups_x == 0 || groups_y == 0 || groups_z == 0) return;  // nothing to do is not an error
+  const char* name = shaders::name(pipeline.key().shader).data();
+  scratch_.clear();
+  for (const BufferUse& u : uses)
+    if (u.reads || u.writes) scratch_.push_back({u.buffer, u.offset, u.offset + u.size, u.reads, u.writes, name});
+  order(scratch_);
   vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle());
   vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout(), 0, 1, &set, 0, nullptr);
   if (push_bytes) vkCmdPushConstants(cmd_, pipeline.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
   vkCmdDispatch(cmd_, groups_x, groups_y, groups_z);
   ++counts_.dispatches;
-  if (profiler_) profiler_->mark(cmd_, std::string(shaders::name(pipeline.key().shader)));
+  if (profiler_) profiler_->mark(cmd_, name);
 }
 
-void CommandRecorder::barrier(const char* /*why*/) {
+void CommandRecorder::order(std::span<const BufferAccess> accesses) {
+  if (derive_) {
+    for (const BufferAccess& next : accesses) {
+      const BufferAccess* earlier = pending_.conflict(next);
+      if (!earlier) continue;
+      if (label_) {
+        record_barrier(std::string(next.command) + (next.writes ? " writes " : " reads ") + next.buffer->label() +
+                       " [" + std::to_string(next.begin) + ", " + std::to_string(next.end) + ") after " +
+                       earlier->command + (earlier->writes ? " wrote it" : " read it"));
+      } else {
+        record_barrier({});
+      }
+      break;
+    }
+  }
+  for (const BufferAccess& a : accesses) {
+    pending_.add(a);
+    if (a.writes && a.buffer->mapped()) host_writes_ = true;
+  }
+}
+
+void CommandRecorder::record_barrier(const std::string& why) {
+  if (label_ && !why.empty()) {
+    VkDebugUtilsLabelEXT label{VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT};
+    label.pLabelName = why.c_str();
+    label_(cmd_, &label);
+  }
   VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
@@ -33,11 +65,27 @@ void CommandRecorder::barrier(const char* /*why*/) {
   const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
   vkCmdPipelineBarrier(cmd_, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
   ++counts_.barriers;
+  pending_.clear();
+}
+
+void CommandRecorder::barrier(const char* why) { record_barrier(why); }
+
+void CommandRecorder::host_barrier() {
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+  ++counts_.barriers;
+  host_writes_ = false;
 }
 
 void CommandRecorder::copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& dst, VkDeviceSize dst_offset,
                            VkDeviceSize bytes) {
   if (bytes == 0) return;
+  const BufferAccess accesses[] = {{&src, src_offset, src_offset + bytes, true, false, "copy"},
+                                   {&dst, dst_offset, dst_offset + bytes, false, true, "copy"}};
+  order(accesses);
   VkBufferCopy region{src_offset, dst_offset, bytes};
   vkCmdCopyBuffer(cmd_, src.handle(), dst.handle(), 1, &region);
   ++counts_.copies;
@@ -45,6 +93,8 @@ void CommandRecorder::copy(const Buffer& src, VkDeviceSize src_offset, const Buf
 
 void CommandRecorder::fill(const Buffer& dst, VkDeviceSize offset, VkDeviceSize bytes, uint32_t value) {
   if (bytes == 0) return;
+  const BufferAccess access{&dst, offset, offset + bytes, false, true, "fill"};
+  order({&access, 1});
   vkCmdFillBuffer(cmd_, dst.handle(), offset, bytes, value);
   ++counts_.copies;
 }
@@ -72,26 +122,30 @@ Submission::Submission(Context& context) : context_(context) {
 Submission::~Submission() {
   // Never destroy work in flight; a lost device makes the wait fail, which
   // a destructor must swallow.
-  if (pending_) vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, UINT64_MAX);
+  if (pending_) vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, context_.fence_timeout_ns());
   vkDestroyFence(context_.device(), fence_, nullptr);
   vkFreeCommandBuffers(context_.device(), context_.command_pool(), 1, &cmd_);
 }
 
-CommandRecorder Submission::begin() {
+CommandRecorder& Submission::begin() {
   wait();
   check(vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer");
   VkCommandBufferBeginInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   info.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   check(vkBeginCommandBuffer(cmd_, &info), "vkBeginCommandBuffer");
   recording_ = true;
-  CommandRecorder rec(cmd_);
-  rec.barrier("the previous submission's writes are visible to this one");
-  return rec;
+  recorder_.emplace(cmd_, context_.debug_label());
+  // Earlier submissions (this one's previous step, uploads, other objects'
+  // steps on the queue) wrote buffers this one reads: the tracker cannot see
+  // them, so one barrier orders all of them before this submission.
+  recorder_->barrier("earlier submissions' writes are visible to this one");
+  return *recorder_;
 }
 
 void Submission::submit() {
   require(recording_, "Submission::submit without begin");
   recording_ = false;
+  if (recorder_->host_writes()) recorder_->host_barrier();
   check(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
   check(vkResetFences(context_.device(), 1, &fence_), "vkResetFences");
   VkSubmitInfo info{VK_STRUCTURE_TYPE_SUBMIT_INFO};
@@ -104,7 +158,12 @@ void Submission::submit() {
 void Submission::wait() {
   if (!pending_) return;
   pending_ = false;
-  check(vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  const VkResult r = vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, context_.fence_timeout_ns());
+  if (r == VK_TIMEOUT)
+    fail(ErrorCode::device_lost, "the device did not finish a submission within " +
+                                     std::to_string(context_.fence_timeout_ns() / 1000000000) +
+                                     " s (ContextOptions::fence_timeout): treated as lost");
+  check(r, "vkWaitForFences");
 }
 
 Profiler::Profiler(Context& context, uint32_t max_dispatches) : pool_(context, max_dispatches + 1) {}

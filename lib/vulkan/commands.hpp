@@ -2,11 +2,14 @@
 // reusable command buffer with its fence, and GPU timestamps.
 #pragma once
 
+#include "vulkan/hazards.hpp"
 #include "vulkan/pipeline.hpp"
 
 #include <attendre/context.hpp>
 
 #include <cstdint>
+#include <span>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,32 +19,55 @@ class Buffer;
 class TimestampPool;
 class Profiler;
 
+// A buffer range that one dispatch binds, and whether the shader reads or
+// writes it (from its SPIR-V, see spirv_reflect.hpp).
+struct BufferUse {
+  const Buffer* buffer = nullptr;
+  VkDeviceSize offset = 0, size = 0;
+  bool reads = false, writes = false;
+};
+
 // Appends work to a command buffer that someone else owns (a Submission
 // here, or an application's own command buffer when embedding).
+//
+// Barriers are derived, never placed by hand: every dispatch, copy and fill
+// declares the byte ranges it reads and writes, and a barrier is recorded
+// right before a command whose ranges overlap a write since the last
+// barrier, or that writes over a pending read (HazardTracker). Nothing
+// relies on a device executing commands in order.
 class CommandRecorder {
  public:
-  explicit CommandRecorder(VkCommandBuffer cmd) : cmd_(cmd) {}
+  // `label` inserts debug labels naming each barrier's reason when the
+  // context has VK_EXT_debug_utils (nullptr: none).
+  CommandRecorder(VkCommandBuffer cmd, PFN_vkCmdInsertDebugUtilsLabelEXT label = nullptr)
+      : cmd_(cmd), label_(label) {}
+  CommandRecorder(const CommandRecorder&) = delete;
+  CommandRecorder& operator=(const CommandRecorder&) = delete;
 
   // Timestamps around every dispatch, labelled by shader, until detached.
   void attach(Profiler* profiler);
 
-  void dispatch(const ComputePipeline& pipeline, VkDescriptorSet set, const void* push, uint32_t push_bytes,
-                uint32_t groups_x, uint32_t groups_y = 1, uint32_t groups_z = 1);
-  template <class Params>
-  void dispatch(const ComputePipeline& pipeline, VkDescriptorSet set, const Params& params, uint32_t groups_x,
-                uint32_t groups_y = 1, uint32_t groups_z = 1) {
-    dispatch(pipeline, set, &params, sizeof(Params), groups_x, groups_y, groups_z);
-  }
-
-  // Makes every earlier shader or transfer write visible to every later
-  // shader or transfer access. `why` documents the dependency at the call
-  // site (and names it in debuggers).
-  void barrier(const char* why);
+  // `uses`: every buffer range the descriptor set binds, with its access.
+  void dispatch(const ComputePipeline& pipeline, VkDescriptorSet set, std::span<const BufferUse> uses,
+                const void* push, uint32_t push_bytes, uint32_t groups_x, uint32_t groups_y = 1,
+                uint32_t groups_z = 1);
 
   void copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& dst, VkDeviceSize dst_offset, VkDeviceSize bytes);
   void fill(const Buffer& dst, VkDeviceSize offset, VkDeviceSize bytes, uint32_t value);
   void timestamp(const TimestampPool& pool, uint32_t index);
   void reset(const TimestampPool& pool);
+
+  // Orders everything recorded before against everything after: for work
+  // the tracker cannot see (earlier submissions, an application's commands).
+  void barrier(const char* why);
+  // Makes device writes to host-visible buffers visible to the host; the
+  // owner records it last, before the host reads mapped memory.
+  void host_barrier();
+  bool host_writes() const { return host_writes_; }
+
+  // Tests only: record no derived barrier, to prove that synchronization
+  // validation reports the hazards they prevent.
+  void disable_derived_barriers_for_test() { derive_ = false; }
 
   VkCommandBuffer handle() const { return cmd_; }
 
@@ -52,9 +78,19 @@ class CommandRecorder {
   const Counts& counts() const { return counts_; }
 
  private:
+  // Records a barrier first if `accesses` must wait for pending ones, then
+  // adds them to the pending set.
+  void order(std::span<const BufferAccess> accesses);
+  void record_barrier(const std::string& why);
+
   VkCommandBuffer cmd_;
+  PFN_vkCmdInsertDebugUtilsLabelEXT label_;
+  HazardTracker pending_;
   Counts counts_;
   Profiler* profiler_ = nullptr;
+  bool derive_ = true;
+  bool host_writes_ = false;
+  std::vector<BufferAccess> scratch_;  // reused per dispatch
 };
 
 // One primary command buffer and its fence, reused step after step.
@@ -65,8 +101,10 @@ class Submission {
   Submission(const Submission&) = delete;
   Submission& operator=(const Submission&) = delete;
 
-  // Waits for the previous submission, then starts recording anew.
-  CommandRecorder begin();
+  // Waits for the previous submission, then starts recording anew; the
+  // recorder stays valid until submit().
+  CommandRecorder& begin();
+  // Ends recording (with a host barrier when mapped memory was written) and submits.
   void submit();
   // Blocks until the submitted work finished; device loss surfaces here.
   void wait();
@@ -76,6 +114,7 @@ class Submission {
   Context& context_;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
+  std::optional<CommandRecorder> recorder_;
   bool pending_ = false;
   bool recording_ = false;
 };

@@ -14,9 +14,23 @@ namespace {
 
 constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
 
+// A 0/1 switch; anything else is an error, so a typo never silently
+// leaves a switch off.
 bool env_flag(const char* name) {
   const char* value = std::getenv(name);
-  return value && std::strcmp(value, "1") == 0;
+  if (!value || std::strcmp(value, "0") == 0 || *value == '\0') return false;
+  if (std::strcmp(value, "1") == 0) return true;
+  fail(ErrorCode::invalid_argument, std::string(name) + " must be 0 or 1, got '" + value + "'");
+}
+
+Validation env_validation() {
+  const char* value = std::getenv("ATTENDRE_VALIDATION");
+  if (!value || *value == '\0' || std::strcmp(value, "0") == 0) return Validation::off;
+  if (std::strcmp(value, "1") == 0) return Validation::synchronization;
+  if (std::strcmp(value, "core") == 0) return Validation::core;
+  if (std::strcmp(value, "gpu") == 0) return Validation::gpu_assisted;
+  fail(ErrorCode::invalid_argument, std::string("ATTENDRE_VALIDATION must be 0, 1 (core and synchronization), "
+                                                "core or gpu (GPU-assisted), got '") + value + "'");
 }
 
 std::string env_string(const char* name) {
@@ -128,7 +142,8 @@ void apply_limits(DeviceCaps& caps, const LimitOverrides& limits) {
 
 Context::Context(const ContextOptions& options) : messages_(std::make_unique<std::vector<std::string>>()) {
   try {
-    create_instance(options.validation.value_or(env_flag("ATTENDRE_VALIDATION")));
+    fence_timeout_ns_ = uint64_t{options.fence_timeout_ms} * 1000000ull;
+    create_instance(options.validation ? *options.validation : env_validation());
     const std::string selector = options.device.empty() ? env_string("ATTENDRE_DEVICE") : options.device;
     const vk::DeviceChoice choice = vk::select_device(instance_, selector);
     physical_device_ = choice.device;
@@ -165,7 +180,9 @@ Context::Context(const ExternalDevice& external, const LimitOverrides& limits)
   }
 }
 
-void Context::create_instance(bool validation) {
+void Context::create_instance(Validation level) {
+  const bool validation = level != Validation::off;
+  validation_ = level;
   if (validation && !has_layer(kValidationLayer))
     fail(ErrorCode::unsupported, "validation requested but VK_LAYER_KHRONOS_validation is not installed");
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
@@ -174,7 +191,7 @@ void Context::create_instance(bool validation) {
   app.apiVersion = VK_API_VERSION_1_1;  // the baseline; newer devices still run 1.1 code
   VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   info.pApplicationInfo = &app;
-  const char* extension = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+  const char* extensions[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME};
   VkDebugUtilsMessengerCreateInfoEXT messenger_info{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
   messenger_info.messageSeverity =
       VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
@@ -183,11 +200,21 @@ void Context::create_instance(bool validation) {
                                VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
   messenger_info.pfnUserCallback = record_message;
   messenger_info.pUserData = messages_.get();
+  // The validation layer provides VK_EXT_validation_features, which turns
+  // on its synchronization and GPU-assisted checks.
+  std::vector<VkValidationFeatureEnableEXT> enables;
+  if (level == Validation::synchronization || level == Validation::gpu_assisted)
+    enables.push_back(VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT);
+  if (level == Validation::gpu_assisted) enables.push_back(VK_VALIDATION_FEATURE_ENABLE_GPU_ASSISTED_EXT);
+  VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+  features.enabledValidationFeatureCount = static_cast<uint32_t>(enables.size());
+  features.pEnabledValidationFeatures = enables.data();
   if (validation) {
     info.enabledLayerCount = 1;
     info.ppEnabledLayerNames = &kValidationLayer;
-    info.enabledExtensionCount = 1;
-    info.ppEnabledExtensionNames = &extension;
+    info.enabledExtensionCount = enables.empty() ? 1 : 2;
+    info.ppEnabledExtensionNames = extensions;
+    messenger_info.pNext = enables.empty() ? nullptr : &features;
     info.pNext = &messenger_info;  // also catches messages from vkCreateInstance itself
   }
   vk::check(vkCreateInstance(&info, nullptr, &instance_), "vkCreateInstance");
@@ -195,7 +222,11 @@ void Context::create_instance(bool validation) {
     auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
         vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
     if (!create) fail(ErrorCode::unsupported, "VK_EXT_debug_utils is not available");
+    messenger_info.pNext = nullptr;
     vk::check(create(instance_, &messenger_info, nullptr, &messenger_), "vkCreateDebugUtilsMessengerEXT");
+    // Labels name each derived barrier's reason in validation messages and captures.
+    debug_label_ = reinterpret_cast<PFN_vkCmdInsertDebugUtilsLabelEXT>(
+        vkGetInstanceProcAddr(instance_, "vkCmdInsertDebugUtilsLabelEXT"));
   }
 }
 

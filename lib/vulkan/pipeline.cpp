@@ -22,8 +22,13 @@ ComputePipeline::ComputePipeline(Context& context, const PipelineKey& key) : dev
     fail(ErrorCode::unsupported, std::string(shaders::name(key.shader)) + " needs " + std::to_string(key.push_bytes) +
                                      " push-constant bytes, more than the device's " +
                                      std::to_string(caps.max_push_constants));
+  const std::span<const uint32_t> code = shaders::spirv(key.shader);
+  access_ = reflect_storage_bindings(code);
+  if (access_.size() != key.bindings)
+    fail(ErrorCode::invalid_argument, std::string(shaders::name(key.shader)) + " declares " +
+                                          std::to_string(access_.size()) + " storage bindings, the kernel binds " +
+                                          std::to_string(key.bindings));
   try {
-    const std::span<const uint32_t> code = shaders::spirv(key.shader);
     VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     module_info.codeSize = code.size_bytes();
     module_info.pCode = code.data();
@@ -74,6 +79,13 @@ void ComputePipeline::destroy() {
   layout_ = VK_NULL_HANDLE;
   set_layout_ = VK_NULL_HANDLE;
   module_ = VK_NULL_HANDLE;
+}
+
+bool BufferBinding::overlaps(const BufferBinding& other) const {
+  if (!buffer || buffer != other.buffer) return false;
+  const VkDeviceSize end = range == VK_WHOLE_SIZE ? buffer->size() : offset + range;
+  const VkDeviceSize other_end = other.range == VK_WHOLE_SIZE ? buffer->size() : other.offset + other.range;
+  return offset < other_end && other.offset < end;
 }
 
 const ComputePipeline& PipelineCache::get(const PipelineKey& key) {

@@ -2,6 +2,8 @@
 // the descriptor sets that bind buffers to them.
 #pragma once
 
+#include "vulkan/spirv_reflect.hpp"
+
 #include <attendre/context.hpp>
 #include <attendre/shader_ids.hpp>
 
@@ -37,12 +39,15 @@ class ComputePipeline {
   VkPipelineLayout layout() const { return layout_; }
   VkDescriptorSetLayout set_layout() const { return set_layout_; }
   const PipelineKey& key() const { return key_; }
+  // Whether the shader reads and writes binding i (from its SPIR-V).
+  const BindingAccess& access(uint32_t binding) const { return access_[binding]; }
 
  private:
   void destroy();
 
   VkDevice device_;
   PipelineKey key_;
+  std::vector<BindingAccess> access_;
   VkShaderModule module_ = VK_NULL_HANDLE;
   VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
@@ -67,6 +72,15 @@ struct BufferBinding {
   const Buffer* buffer = nullptr;
   VkDeviceSize offset = 0;
   VkDeviceSize range = VK_WHOLE_SIZE;
+
+  // `count` words from word `first` (a section of a layout: its start meets
+  // every device's minStorageBufferOffsetAlignment, at most 256 bytes).
+  static BufferBinding words(const Buffer& buffer, uint64_t first, uint64_t count) {
+    return {&buffer, first * 4, count * 4};
+  }
+  // Whether the two bindings share a byte (same buffer, intersecting ranges).
+  bool overlaps(const BufferBinding& other) const;
+  bool operator==(const BufferBinding&) const = default;
 };
 
 // Descriptor pools owned by one user (a layer, a test); sets live as long

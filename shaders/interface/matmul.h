@@ -10,6 +10,11 @@ ATT_NAMESPACE_BEGIN
 ATT_CONST(kMatmulMaxMicro, 4u)
 // The matrix-vector path handles at most this many rows.
 ATT_CONST(kMatvecMaxRows, 4u)
+// has_residual: where R comes from. In place, the C rows hold R before the
+// product and are read then written by the same invocation, through one binding.
+ATT_CONST(kResidualNone, 0u)
+ATT_CONST(kResidualSeparate, 1u)  // R rows in binding 3
+ATT_CONST(kResidualInC, 2u)       // R row r is C row r
 
 ATT_PARAMS_BEGIN(MatmulParams)
   ATT_U32(rows)
@@ -18,11 +23,11 @@ ATT_PARAMS_BEGIN(MatmulParams)
   ATT_U32(w_offset)     // elements of the weight type: W[o][i] at w_offset + o * in_dim + i
   ATT_U32(bias_offset)  // words (fp32) in the weight binding
   ATT_U32(has_bias)
-  ATT_U32(has_residual)
+  ATT_U32(has_residual)  // kResidualNone, kResidualSeparate or kResidualInC
   ATT_U32(lanes)        // matvec: invocations per output (a power of two dividing the workgroup)
   ATT_ROWS(a)           // rows of in_dim floats, binding 0
   ATT_ROWS(c)           // rows of out_dim floats, binding 2
-  ATT_ROWS(r)           // rows of out_dim floats, binding 3
+  ATT_ROWS(r)           // rows of out_dim floats, binding 3 (kResidualSeparate)
 ATT_PARAMS_END(MatmulParams)
 ATT_NAMESPACE_END
 

@@ -1,0 +1,154 @@
+// Barriers derived from what commands read and write (vk::CommandRecorder):
+// where the recorder puts them, that the Vulkan synchronization validation
+// run by the whole suite really reports a missing one, and that kernels
+// refuse to bind one buffer range twice when a binding writes it.
+#include "kernel_harness.hpp"
+#include "support.hpp"
+
+#include "gpu/kernel_plan.hpp"
+#include "kernels/add.hpp"
+#include "kernels/norm.hpp"
+#include "vulkan/hazards.hpp"
+#include "vulkan/spirv_reflect.hpp"
+
+#include <attendre/error.hpp>
+#include <attendre/shader_ids.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+
+namespace attendre {
+namespace {
+
+using kernels::RowRef;
+
+TEST_CASE("hazards: read after write, write after read and write after write overlap, reads never wait") {
+  vk::HazardTracker tracker;
+  const auto* a = reinterpret_cast<const vk::Buffer*>(0x10);  // identities only: never dereferenced
+  const auto* b = reinterpret_cast<const vk::Buffer*>(0x20);
+  tracker.add({a, 0, 100, false, true, "write a[0,100)"});
+  tracker.add({b, 0, 100, true, false, "read b[0,100)"});
+  CHECK(tracker.conflict({a, 99, 200, true, false, "read"}) != nullptr);     // RAW, one byte of overlap
+  CHECK(tracker.conflict({a, 100, 200, true, true, "read/write"}) == nullptr);  // adjacent, disjoint
+  CHECK(tracker.conflict({a, 50, 60, false, true, "write"}) != nullptr);     // WAW
+  CHECK(tracker.conflict({b, 10, 20, false, true, "write"}) != nullptr);     // WAR
+  CHECK(tracker.conflict({b, 10, 20, true, false, "read"}) == nullptr);      // RAR
+  tracker.clear();
+  CHECK(tracker.conflict({a, 0, 100, true, true, "read/write"}) == nullptr);
+}
+
+TEST_CASE("spirv reflection: each binding's reads and writes come from the shader's qualifiers") {
+  // norm.comp: X readonly, weights readonly, Y writeonly; in place, X is read and written.
+  const std::vector<vk::BindingAccess> norm = vk::reflect_storage_bindings(shaders::spirv(shaders::ShaderId::norm_rms));
+  REQUIRE(norm.size() == 3);
+  CHECK((norm[0].reads && !norm[0].writes));
+  CHECK((norm[1].reads && !norm[1].writes));
+  CHECK((!norm[2].reads && norm[2].writes));
+  const std::vector<vk::BindingAccess> in_place =
+      vk::reflect_storage_bindings(shaders::spirv(shaders::ShaderId::norm_rms_in_place));
+  REQUIRE(in_place.size() == 2);
+  CHECK((in_place[0].reads && in_place[0].writes));
+  // matmul: aliasing views of the weight binding merge into one read.
+  const std::vector<vk::BindingAccess> matmul =
+      vk::reflect_storage_bindings(shaders::spirv(shaders::ShaderId::matmul_direct_f32));
+  REQUIRE(matmul.size() == 4);
+  CHECK((matmul[1].reads && !matmul[1].writes));
+  CHECK(matmul[2].writes);
+  CHECK_THROWS_AS(vk::reflect_storage_bindings(std::vector<uint32_t>{1, 2, 3}), Error);
+}
+
+TEST_CASE("recorder: a barrier goes exactly before the first command that depends on a pending access") {
+  Context& context = test::gpu();
+  const vk::Buffer a = test::device_words(context, 256, 1u, "test a");
+  const vk::Buffer b = test::device_words(context, 256, 2u, "test b");
+  const vk::Buffer c = test::device_words(context, 256, 3u, "test c");
+  vk::Submission submission(context);
+  vk::CommandRecorder& rec = submission.begin();
+  const uint32_t start = rec.counts().barriers;  // the barrier ordering earlier submissions
+  rec.copy(a, 0, b, 0, 256);      // reads a[0,256), writes b[0,256)
+  rec.copy(a, 0, c, 0, 256);      // reads a again, writes c: independent
+  rec.copy(a, 512, b, 512, 256);  // writes b's second quarter: disjoint from the first copy
+  CHECK(rec.counts().barriers == start);
+  rec.copy(b, 0, c, 768, 64);     // reads b[0,64): written by the first copy
+  CHECK(rec.counts().barriers == start + 1);
+  rec.fill(a, 0, 64, 7u);         // writes a[0,64): read by the first copies, before the barrier
+  CHECK(rec.counts().barriers == start + 1);
+  rec.fill(b, 64, 64, 7u);        // writes b[64,128): read by nothing since the barrier
+  CHECK(rec.counts().barriers == start + 1);
+  rec.copy(a, 0, c, 0, 4);        // reads a[0,4): written by the fill since the barrier
+  CHECK(rec.counts().barriers == start + 2);
+  submission.submit();
+  submission.wait();
+  CHECK(test::download_words(context, c, 0, 1)[0] == 7u);
+  CHECK(test::download_words(context, c, 192, 1)[0] == 1u);  // b held a copy of a
+  test::check_no_validation_messages(context);
+}
+
+// Records add(A, B) -> C, then add(C, B) -> D: the second reads what the first wrote.
+void record_dependent_adds(Context& context, vk::CommandRecorder& rec, const vk::Buffer& a, const vk::Buffer& b,
+                           const vk::Buffer& c, const vk::Buffer& d, vk::DescriptorArena& arena) {
+  const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+  const kernels::Add first(context, arena, plan, {&a}, {&b}, {&c});
+  const kernels::Add second(context, arena, plan, {&c}, {&b}, {&d});
+  const RowRef rows = RowRef::contiguous(64);
+  first.record(rec, {4, 64, rows, rows, rows});
+  second.record(rec, {4, 64, rows, rows, rows});
+}
+
+TEST_CASE("synchronization validation reports a planted missing barrier, and none with derived barriers") {
+  ContextOptions options;
+  options.validation = Validation::synchronization;  // whatever ATTENDRE_VALIDATION says
+  Context context(options);
+  const vk::Buffer a = test::device_words(context, 256, 0u, "test a");
+  const vk::Buffer b = test::device_words(context, 256, 0u, "test b");
+  const vk::Buffer c = test::device_words(context, 256, 0u, "test c");
+  const vk::Buffer d = test::device_words(context, 256, 0u, "test d");
+  vk::DescriptorArena arena(context);
+  context.clear_validation_messages();
+
+  auto run = [&](bool derive) {
+    vk::Submission submission(context);
+    vk::CommandRecorder& rec = submission.begin();
+    if (!derive) rec.disable_derived_barriers_for_test();
+    record_dependent_adds(context, rec, a, b, c, d, arena);
+    rec.copy(d, 0, a, 0, 64);  // a transfer write over what the first add read
+    submission.submit();
+    submission.wait();
+  };
+  run(false);
+  const std::vector<std::string> planted = context.validation_messages();
+  auto reported = [&](const char* hazard) {
+    return std::any_of(planted.begin(), planted.end(),
+                       [&](const std::string& m) { return m.find(hazard) != std::string::npos; });
+  };
+  CHECK(reported("SYNC-HAZARD-READ-AFTER-WRITE"));
+  CHECK(reported("SYNC-HAZARD-WRITE-AFTER-READ"));
+  context.clear_validation_messages();
+
+  run(true);
+  test::check_no_validation_messages(context);
+}
+
+TEST_CASE("kernels refuse bindings that overlap when one of them is written") {
+  Context& context = test::gpu();
+  const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+  vk::DescriptorArena arena(context);
+  const vk::Buffer x = test::device_words(context, 512, 0u, "test x");
+  const vk::Buffer w = test::device_words(context, 64, 0u, "test weights");
+  // Y over part of X without being X: no shader variant can do that safely.
+  try {
+    kernels::Norm(context, arena, plan, NormKind::rms, {&x, 0, 1024}, {&w}, {&x, 512, 1024});
+    FAIL("overlapping bindings were accepted");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("overlap") != std::string::npos);
+  }
+  // The same binding selects the in-place variant; disjoint sections of one buffer are fine.
+  CHECK_NOTHROW(kernels::Norm(context, arena, plan, NormKind::rms, {&x}, {&w}, {&x}));
+  CHECK_NOTHROW(kernels::Norm(context, arena, plan, NormKind::rms, {&x, 0, 1024}, {&w}, {&x, 1024, 1024}));
+  test::check_no_validation_messages(context);
+}
+
+}  // namespace
+}  // namespace attendre
