@@ -6,6 +6,8 @@
 #include "interface/constants.h"
 
 #define NEG_INF uintBitsToFloat(0xFF800000u)
+// The largest finite float (FLT_MAX), for clamps that keep results finite.
+#define kFloatMax uintBitsToFloat(0x7F7FFFFFu)
 
 // Monotone map float -> uint (a < b  <=>  key(a) < key(b)); -0 counts as +0,
 // as it does for the float64 reference.

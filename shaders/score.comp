@@ -50,7 +50,9 @@ void main() {
       if (row < rows && d0 + dd < pc.head_dim) {
         const uint query = row / group, h = g * group + row % group;
         const uint ring_row = (pc.ring_first + query) % pc.ring_capacity;
-        x = uintBitsToFloat(ring[(ring_row * pc.heads_q + h) * pc.head_dim + d0 + dd]);
+        // Scaled before the dot product, so that no partial sum can
+        // overflow where the logit itself fits (see score_direct.comp).
+        x = pc.scale * uintBitsToFloat(ring[(ring_row * pc.heads_q + h) * pc.head_dim + d0 + dd]);
       }
       q_tile[r * (TILE_D + 1) + dd] = x;
     }
@@ -83,7 +85,7 @@ void main() {
     bool masked = ring[pc.ring_valid_offset + ring_row] == 0u;
     masked = masked || (pc.causal != 0u && p_key > p_query);
     masked = masked || (pc.tag_mask != 0u && key_tag != ring[pc.ring_tag_offset + ring_row]);
-    float logit = pc.scale * acc[a];
+    float logit = acc[a];
     if (pc.alibi != 0u) {
       const float slope = exp2(-8.0 * float(h + 1u) / float(pc.heads_q));
       logit -= slope * abs(float(p_query - p_key));

@@ -21,14 +21,19 @@ layout(std430, binding = 1) readonly buffer KvMemory { uint kv[]; };
 layout(std430, binding = 1) readonly buffer KvMemory4 { vec4 kv4[]; };  // aliases KvMemory
 layout(std430, binding = 2) writeonly buffer Logits { float logits[]; };
 
-float dot_row(uint q_word, uint k_word) {
+// scale * dot(q, k), with the scale applied to q first: then every partial
+// sum is bounded by scale * |q| * |k|, which the host keeps within 2^126
+// (StreamValidator), where scaling the dot afterwards could overflow first.
+float scaled_dot(uint q_word, uint k_word) {
   float total = 0.0;
   if ((pc.head_dim & 3u) == 0u) {  // every row then starts on a vec4
     vec4 acc = vec4(0.0);
-    for (uint d = 0u; d < pc.head_dim / 4u; ++d) acc = fma(ring4[q_word / 4u + d], kv4[k_word / 4u + d], acc);
+    for (uint d = 0u; d < pc.head_dim / 4u; ++d)
+      acc = fma(pc.scale * ring4[q_word / 4u + d], kv4[k_word / 4u + d], acc);
     total = (acc.x + acc.y) + (acc.z + acc.w);
   } else {
-    for (uint d = 0u; d < pc.head_dim; ++d) total = fma(uintBitsToFloat(ring[q_word + d]), uintBitsToFloat(kv[k_word + d]), total);
+    for (uint d = 0u; d < pc.head_dim; ++d)
+      total = fma(pc.scale * uintBitsToFloat(ring[q_word + d]), uintBitsToFloat(kv[k_word + d]), total);
   }
   return total;
 }
@@ -48,7 +53,7 @@ void main() {
     bool masked = ring[pc.ring_valid_offset + ring_row] == 0u;
     masked = masked || (pc.causal != 0u && p_key > p_query);
     masked = masked || (pc.tag_mask != 0u && key_tag != ring[pc.ring_tag_offset + ring_row]);
-    float logit = pc.scale * dot_row((ring_row * pc.heads_q + h) * pc.head_dim, k_word);
+    float logit = scaled_dot((ring_row * pc.heads_q + h) * pc.head_dim, k_word);
     if (pc.alibi != 0u) {
       const float slope = exp2(-8.0 * float(h + 1u) / float(pc.heads_q));
       logit -= slope * abs(float(p_query - p_key));

@@ -43,7 +43,7 @@ void fetch(uint row, uint index, out uint key, out uint tie, out uint payload) {
     score_bits = initial_score_bits(pc.policy, position, chunk[pc.chunk_init_offset]);
     payload = kNewRow | r;
   }
-  if (position < int(pc.n_sink)) {  // pinned: never a victim
+  if (pc.n_sink > 0u && position < int(pc.n_sink)) {  // pinned: never a victim (none when n_sink is 0)
     payload = kInvalid;
     return;
   }

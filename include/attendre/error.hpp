@@ -17,6 +17,7 @@ enum class ErrorCode {
   vulkan_error,          // any other Vulkan failure
   io_error,              // a file could not be opened, read or written
   malformed_input,       // a file or buffer whose content breaks its format
+  numerical_error,       // the device computed NaN or infinity (named step and stage)
 };
 
 const char* to_string(ErrorCode code);

@@ -70,8 +70,10 @@ class PositionCursor {
 };
 
 // Checks chunks against a layer's shape and the stream so far: span sizes,
-// rows <= S, and strictly increasing positions over valid rows. Both backends
-// use it, so both reject the same input with the same message.
+// rows <= S, finite values, strictly increasing positions over valid rows,
+// and magnitudes that keep fp32 logits and outputs finite (scale * |q_h| *
+// |k_g| and |v| within 2^126, over every query and key of the stream). Both
+// backends use it, so both reject the same input with the same message.
 class StreamValidator {
  public:
   // Which parts of a chunk a call uses: a layer step uses all of them, a
@@ -81,11 +83,19 @@ class StreamValidator {
   // Throws invalid_argument naming the problem; changes nothing. Positions
   // must increase across the stream except for queries-only chunks.
   void check(const ChunkView& chunk, const LayerConfig& config, Parts parts = Parts::all) const;
-  // Records the chunk's positions once the step that used it succeeded.
-  void accept(const ChunkView& chunk);
+  // Records the chunk's positions and norms once the step that used it succeeded.
+  void accept(const ChunkView& chunk, const LayerConfig& config, Parts parts = Parts::all);
 
  private:
+  struct Norms {
+    double query = 0.0, key = 0.0, value = 0.0;  // largest head norms of q, k; largest |v|
+    uint32_t query_row = 0, key_row = 0, value_row = 0;
+  };
+  Norms chunk_norms(const ChunkView& chunk, const LayerConfig& config, Parts parts) const;
+  void check_magnitudes(const ChunkView& chunk, const LayerConfig& config, Parts parts) const;
+
   PositionCursor cursor_;
+  Norms seen_;
 };
 
 class AttendreLayer {

@@ -77,7 +77,8 @@ class KeyValueMemory {
   double min_decision_gap() const { return min_gap_; }
 
  private:
-  bool pinned(int64_t position) const { return position < static_cast<int64_t>(config_.n_sink); }
+  // Spec 2.1, with n_sink = 0 pinning nothing (not even negative positions).
+  bool pinned(int64_t position) const { return config_.n_sink > 0 && position < static_cast<int64_t>(config_.n_sink); }
   double initial_score(int64_t position, double attention_initial) const;
 
   AttentionShape shape_;

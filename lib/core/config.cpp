@@ -1,9 +1,12 @@
+#include "core/numerics.hpp"
+
 #include <attendre/config.hpp>
 #include <attendre/error.hpp>
 #include <attendre/layer.hpp>
 
 #include <array>
 #include <cmath>
+#include <cstdio>
 
 namespace attendre {
 namespace {
@@ -12,6 +15,20 @@ constexpr std::array<std::string_view, 7> kPolicyNames = {"fifo",    "lru",     
                                                            "lra_max", "lra_sum", "lfa"};
 
 std::string u(uint64_t value) { return std::to_string(value); }
+
+std::string g(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", value);
+  return text;
+}
+
+// The device computes in fp32: a parameter outside its normal range would
+// silently become infinite (and NaN once multiplied by 0) or flush to zero.
+void require_float32(double value, const char* what) {
+  if (!numerics::fits_float32(value))
+    fail(ErrorCode::invalid_argument, std::string(what) + " is " + g(value) +
+                                          ": it must be 0 or a float32 magnitude in [1.18e-38, 3.4e38]");
+}
 
 }  // namespace
 
@@ -53,12 +70,12 @@ void LayerConfig::validate() const {
   require(chunk >= 1, "chunk size S must be at least 1");
   require(kv.capacity >= 1, "K/V capacity M must be at least 1");
   require(retrieval.top_k >= 1, "top-K must be at least 1");
-  require(std::isfinite(kv.policy.lambda) && kv.policy.lambda >= 0.0,
-          "lfa lambda must be finite and >= 0, got " + std::to_string(kv.policy.lambda));
+  require(!(kv.policy.lambda < 0.0), "lfa lambda must be >= 0, got " + g(kv.policy.lambda));
+  require_float32(kv.policy.lambda, "lfa lambda");
   const InitialScore& init = kv.policy.initial;
-  require(std::isfinite(init.k), "initial score k must be finite");
-  require(std::isfinite(init.value), "constant initial score must be finite");
-  if (retrieval.scale) require(std::isfinite(*retrieval.scale), "scale must be finite");
+  require_float32(init.k, "initial score k");
+  require_float32(init.value, "constant initial score");
+  if (retrieval.scale) require_float32(*retrieval.scale, "scale");
 
   // Spec 2.1: a configuration in which E eligible entries cannot exist is an
   // error now, never a silent clamp at run time.
@@ -105,11 +122,67 @@ void StreamValidator::check(const ChunkView& chunk, const LayerConfig& config, P
     finite_rows(chunk.k, s.kv_row(), "k");
     finite_rows(chunk.v, s.kv_row(), "v");
   }
+  check_magnitudes(chunk, config, parts);
   if (!keys) return;  // queries alone need not follow the stream's order
   cursor_.check(chunk.positions, chunk.valid);
 }
 
-void StreamValidator::accept(const ChunkView& chunk) { cursor_.accept(chunk.positions, chunk.valid); }
+StreamValidator::Norms StreamValidator::chunk_norms(const ChunkView& chunk, const LayerConfig& config,
+                                                    Parts parts) const {
+  const AttentionShape& s = config.shape;
+  Norms n;
+  auto head_norms = [&](std::span<const float> data, uint32_t heads, double& best, uint32_t& row) {
+    for (uint32_t r = 0; r < chunk.rows; ++r) {
+      if (!chunk.valid.empty() && chunk.valid[r] == 0) continue;
+      for (uint32_t h = 0; h < heads; ++h) {
+        double squares = 0.0;
+        for (uint32_t d = 0; d < s.head_dim; ++d) {
+          const double x = data[(uint64_t{r} * heads + h) * s.head_dim + d];
+          squares += x * x;
+        }
+        if (std::sqrt(squares) > best) best = std::sqrt(squares), row = r;
+      }
+    }
+  };
+  if (parts != Parts::keys) head_norms(chunk.q, s.heads_q, n.query, n.query_row);
+  if (parts != Parts::queries) {
+    head_norms(chunk.k, s.heads_kv, n.key, n.key_row);
+    for (uint32_t r = 0; r < chunk.rows; ++r) {
+      if (!chunk.valid.empty() && chunk.valid[r] == 0) continue;
+      for (uint64_t i = 0; i < s.kv_row(); ++i) {
+        const double x = std::abs(static_cast<double>(chunk.v[r * uint64_t{s.kv_row()} + i]));
+        if (x > n.value) n.value = x, n.value_row = r;
+      }
+    }
+  }
+  return n;
+}
+
+// Every query meets every key held with it, and both norms only grow over
+// the stream, so bounding the largest query norm seen times the largest key
+// norm seen bounds every logit the layer will compute.
+void StreamValidator::check_magnitudes(const ChunkView& chunk, const LayerConfig& config, Parts parts) const {
+  const Norms n = chunk_norms(chunk, config, parts);
+  if (n.value > numerics::kMaxValue)
+    fail(ErrorCode::invalid_argument, "chunk v row " + u(n.value_row) + " holds |v| = " + g(n.value) +
+                                          ", over the limit of " + g(numerics::kMaxValue) +
+                                          " that keeps float32 attention outputs finite");
+  const double scale = std::abs(config.scale());
+  const double query = std::max(seen_.query, n.query), key = std::max(seen_.key, n.key);
+  if (scale * query * key <= numerics::kMaxLogit) return;
+  const bool blame_query = n.query * key >= query * n.key;
+  fail(ErrorCode::invalid_argument,
+       "chunk " + std::string(blame_query ? "q row " + u(n.query_row) : "k row " + u(n.key_row)) +
+           ": scale * |q| * |k| reaches " + g(scale * query * key) + " (|q| " + g(query) + ", |k| " + g(key) +
+           "), over the limit of " + g(numerics::kMaxLogit) + " that keeps float32 logits finite");
+}
+
+void StreamValidator::accept(const ChunkView& chunk, const LayerConfig& config, Parts parts) {
+  if (parts != Parts::queries) cursor_.accept(chunk.positions, chunk.valid);
+  const Norms n = chunk_norms(chunk, config, parts);
+  seen_.query = std::max(seen_.query, n.query);
+  seen_.key = std::max(seen_.key, n.key);
+}
 
 void PositionCursor::check(std::span<const int64_t> positions, std::span<const uint8_t> valid) const {
   int64_t last = last_;

@@ -13,6 +13,7 @@ const char* to_string(ErrorCode code) {
     case ErrorCode::vulkan_error: return "vulkan error";
     case ErrorCode::io_error: return "i/o error";
     case ErrorCode::malformed_input: return "malformed input";
+    case ErrorCode::numerical_error: return "numerical error";
   }
   return "unknown error";
 }

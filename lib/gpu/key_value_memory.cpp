@@ -29,7 +29,8 @@ struct KeyValueMemory::Impl {
   Impl(Context& ctx, const LayerConfig& c, uint32_t queries)
       : config(c),
         ring(ctx, c.shape, 0, queries),
-        kv(ctx, c, queries, c.chunk, ring.buffer(), ring.layout()),
+        checks(ctx, 2),
+        kv(ctx, c, queries, c.chunk, ring.buffer(), ring.layout(), checks, ""),
         chunk_words(kv.chunk_layout().init),
         query_words(align_words(uint64_t{queries} * c.shape.q_row())),
         upload(ctx, (align_words(chunk_words) + query_words + 3ull * queries) * 4, vk::MemoryIntent::upload,
@@ -41,12 +42,14 @@ struct KeyValueMemory::Impl {
 
   LayerConfig config;
   QueryRing ring;
+  FiniteChecks checks;
   KvMemory kv;
   uint64_t chunk_words, query_words;
   vk::Buffer upload, readback;
   vk::Submission submission;
   uint32_t max_queries;
   StreamValidator keys;
+  uint64_t retrievals = 0;
 };
 
 KeyValueMemory::KeyValueMemory(Context& context, const AttentionShape& shape, const KvMemoryConfig& config,
@@ -62,7 +65,7 @@ EvictedEntries KeyValueMemory::insert(const ChunkView& rows) {
   check_int32_positions(rows);
   InsertionRows in = insertion_rows(query_metas(rows, m.config.chunk), m.config.chunk);
   m.kv.plan_insert(in.valid, in.positions);  // throws before anything changed
-  m.keys.accept(rows);
+  m.keys.accept(rows, m.config, StreamValidator::Parts::keys);
   vk::CommandRecorder& rec = m.submission.begin();
   pack_kv_rows(rows, m.kv.chunk_layout(), static_cast<uint32_t*>(m.upload.mapped()));
   rec.copy(m.upload, 0, m.kv.chunk_buffer(), 0, m.chunk_words * 4);
@@ -96,12 +99,15 @@ std::vector<float> KeyValueMemory::retrieve(const ChunkView& queries) {
   m.ring.record_meta(rec, m.upload, meta_at, first, queries.rows);
   const QueryRange range = m.ring.range_of(evicted);
   m.kv.record_retrieve(rec, range);
+  m.keys.accept(queries, query_shape, StreamValidator::Parts::queries);
   const bool any = range.last_valid != 0xFFFFFFFFu;
   if (any) rec.copy(m.kv.attention_buffer(), 0, m.readback, 0, uint64_t{range.count} * q_row * 4);
   m.submission.submit();
   std::vector<float> out;
+  const uint64_t retrieval = m.retrievals++;
   if (!any) return out;
   m.submission.wait();
+  m.checks.verify("retrieval " + std::to_string(retrieval));
   append_valid_rows(static_cast<const float*>(m.readback.mapped()), evicted, q_row, out);
   return out;
 }

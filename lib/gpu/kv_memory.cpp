@@ -22,8 +22,9 @@ RetrievalPlan KvMemory::plan(const Context& context, const LayerConfig& config, 
 }
 
 KvMemory::KvMemory(Context& context, const LayerConfig& config, uint32_t max_queries, uint32_t max_insert,
-                   const vk::Buffer& ring, const RingLayout& ring_layout, RetrievalScratch* scratch)
-    : config_(config), kernels_(plan_kernels(context.caps())), ring_layout_(ring_layout) {
+                   const vk::Buffer& ring, const RingLayout& ring_layout, FiniteChecks& checks,
+                   const std::string& stage, RetrievalScratch* scratch)
+    : config_(config), kernels_(plan_kernels(context.caps())), ring_layout_(ring_layout), checks_(checks) {
   config.validate();
   config_.chunk = max_insert;  // the insertion kernels size everything by the largest insertion
   plan_ = plan_retrieval(config_, kernels_, max_queries, context.caps());
@@ -63,6 +64,11 @@ KvMemory::KvMemory(Context& context, const LayerConfig& config, uint32_t max_que
                                         {&scratch_->attention()},
                                         {&scratch_->usage()}},
                                        config.kv.capacity, std::max(1u, plan_.top_keep));
+  outputs_site_ = checks.add("the attention outputs" + stage,
+                             vk::BufferBinding::words(scratch_->attention(), 0, plan_.outputs_words));
+  if (config.kv.policy.attention_scored())
+    scores_site_ = checks.add("the policy scores" + stage,
+                              vk::BufferBinding::words(kv_, kv_layout_.scores, config.kv.capacity));
 }
 
 void KvMemory::reset() {
@@ -87,7 +93,7 @@ Fresh count_fresh(std::span<const uint8_t> valid, std::span<const int64_t> posit
   for (size_t r = 0; r < valid.size(); ++r) {
     if (!valid[r]) continue;
     ++f.rows;
-    if (positions[r] < static_cast<int64_t>(n_sink)) ++f.pinned;
+    if (n_sink > 0 && positions[r] < static_cast<int64_t>(n_sink)) ++f.pinned;  // n_sink = 0 pins nothing
   }
   return f;
 }
@@ -177,6 +183,8 @@ void KvMemory::record_retrieve(vk::CommandRecorder& rec, const QueryRange& range
                    static_cast<int32_t>(i_prev), causal);
   seen_queries_ = true;
   max_query_position_ = i_max;
+  checks_.record(rec, outputs_site_, 0, range.count * config_.shape.q_row());
+  if (config_.kv.policy.attention_scored()) checks_.record(rec, scores_site_, 0, held_);
 }
 
 void KvMemory::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& range, uint32_t first, uint32_t count,

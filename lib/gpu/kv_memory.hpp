@@ -5,6 +5,7 @@
 // are pinned), which is enough to size every dispatch.
 #pragma once
 
+#include "gpu/finite_checks.hpp"
 #include "gpu/kernel_plan.hpp"
 #include "gpu/layouts.hpp"
 #include "gpu/retrieval_scratch.hpp"
@@ -33,8 +34,11 @@ class KvMemory {
   // `ring` holds the queries that retrieve; `max_queries` bounds one step's;
   // `max_insert` bounds the rows of one insertion (S, or more for a stack's
   // flush). `scratch` is shared with other memories, or null to own one.
+  // Retrieval checks its outputs and scores for NaN and infinity at two sites
+  // of `checks`, named after `stage` ("attention outputs of block 2").
   KvMemory(Context& context, const LayerConfig& config, uint32_t max_queries, uint32_t max_insert,
-           const vk::Buffer& ring, const RingLayout& ring_layout, RetrievalScratch* scratch = nullptr);
+           const vk::Buffer& ring, const RingLayout& ring_layout, FiniteChecks& checks, const std::string& stage,
+           RetrievalScratch* scratch = nullptr);
 
   // The scratch this memory needs, for sizing a shared RetrievalScratch.
   static RetrievalPlan plan(const Context& context, const LayerConfig& config, uint32_t max_queries);
@@ -97,6 +101,8 @@ class KvMemory {
   std::unique_ptr<vk::DescriptorArena> arena_;
   kernels::InsertKernels insert_;
   kernels::RetrieveKernels retrieve_;
+  FiniteChecks& checks_;
+  uint32_t outputs_site_ = 0, scores_site_ = 0;
 
   uint32_t held_ = 0;
   uint32_t pinned_ = 0;

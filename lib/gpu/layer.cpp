@@ -41,7 +41,8 @@ struct Layer::Impl {
       : context(ctx),
         config((cfg.validate(), cfg)),
         ring(ctx, cfg.shape, cfg.q_capacity, cfg.chunk),
-        kv(ctx, cfg, cfg.max_queries_per_step(true), cfg.chunk, ring.buffer(), ring.layout()),
+        checks(ctx, 2),
+        kv(ctx, cfg, cfg.max_queries_per_step(true), cfg.chunk, ring.buffer(), ring.layout(), checks, ""),
         upload_layout(UploadLayout::make(cfg, kv.chunk_layout())),
         upload(ctx, upload_layout.words * 4, vk::MemoryIntent::upload, "chunk upload"),
         outputs_words(align_words(uint64_t{cfg.max_queries_per_step(true)} * cfg.shape.q_row())),
@@ -53,10 +54,13 @@ struct Layer::Impl {
                  uint64_t first, const StepRequest& request);
   void stage_chunk(vk::CommandRecorder& rec, const ChunkView& chunk, const std::vector<QueryMeta>& inserted,
                    uint64_t first);
+  // Waits for the last submitted step and reports its non-finite values.
+  void finish_pending();
 
   Context& context;
   LayerConfig config;
   QueryRing ring;
+  FiniteChecks checks;
   KvMemory kv;
   UploadLayout upload_layout;
   vk::Buffer upload;
@@ -65,7 +69,16 @@ struct Layer::Impl {
   vk::Submission submission;
   StreamValidator validator;
   std::unique_ptr<vk::Profiler> profiler;
+  uint64_t steps = 0;         // submitted so far
+  bool unverified = false;    // the last step's checks are still to be read
 };
+
+void Layer::Impl::finish_pending() {
+  submission.wait();
+  if (!unverified) return;
+  unverified = false;
+  checks.verify("step " + std::to_string(steps - 1));
+}
 
 Layer::Layer(Context& context, const LayerConfig& config) : impl_(std::make_unique<Impl>(context, config)) {}
 Layer::~Layer() = default;
@@ -75,15 +88,15 @@ uint64_t Layer::device_bytes() const {
   return impl_->ring.buffer().size() + impl_->kv.device_bytes() + impl_->upload.size() + impl_->readback.size();
 }
 uint32_t Layer::queries_per_batch() const { return impl_->kv.queries_per_batch(); }
-void Layer::wait() { impl_->submission.wait(); }
+void Layer::wait() { impl_->finish_pending(); }
 
 void Layer::set_profiling(bool enabled) {
-  impl_->submission.wait();
+  impl_->finish_pending();
   impl_->profiler = enabled ? std::make_unique<vk::Profiler>(impl_->context, 512) : nullptr;
 }
 
 std::vector<KernelTime> Layer::last_profile() {
-  impl_->submission.wait();
+  impl_->finish_pending();
   std::vector<KernelTime> out;
   if (impl_->profiler)
     for (const auto& s : impl_->profiler->read()) out.push_back({s.label, s.ns});
@@ -103,7 +116,7 @@ StepResult Layer::step(const ChunkView& chunk, const StepRequest& request) {
   const uint64_t first = m.ring.next_sequence();
   std::vector<QueryMeta> evicted = m.ring.insert(rows);
   StepResult result = m.run(std::move(evicted), &chunk, &rows, first, request);
-  m.validator.accept(chunk);
+  m.validator.accept(chunk, m.config);
   return result;
 }
 
@@ -114,7 +127,10 @@ StepResult Layer::flush(const StepRequest& request) {
   return impl_->run(impl_->ring.take_all(), nullptr, nullptr, 0, request);
 }
 
-MemorySnapshot Layer::snapshot() { return impl_->kv.read_snapshot(impl_->submission, impl_->readback, impl_->outputs_words); }
+MemorySnapshot Layer::snapshot() {
+  impl_->finish_pending();
+  return impl_->kv.read_snapshot(impl_->submission, impl_->readback, impl_->outputs_words);
+}
 
 void Layer::Impl::stage_chunk(vk::CommandRecorder& rec, const ChunkView& chunk, const std::vector<QueryMeta>& inserted,
                               uint64_t first) {
@@ -132,7 +148,8 @@ StepResult Layer::Impl::run(std::vector<QueryMeta> evicted, const ChunkView* chu
                             const std::vector<QueryMeta>* inserted, uint64_t first, const StepRequest& request) {
   const QueryRange range = ring.range_of(evicted);
 
-  vk::CommandRecorder& rec = submission.begin();  // waits for the previous step: the upload buffer is free
+  finish_pending();  // the previous step is done: the upload buffer is free
+  vk::CommandRecorder& rec = submission.begin();
   rec.attach(profiler.get());
   if (chunk) {
     stage_chunk(rec, *chunk, *inserted, first);
@@ -146,12 +163,14 @@ StepResult Layer::Impl::run(std::vector<QueryMeta> evicted, const ChunkView* chu
   const uint64_t evicted_at = outputs_words + align_words(kv.snapshot_words());
   if (request.evicted) kv.record_evicted(rec, readback, evicted_at * 4);
   submission.submit();
+  ++steps;
+  unverified = true;
 
   StepResult result;
   for (const QueryMeta& meta : evicted)
     if (meta.valid) result.emitted_positions.push_back(meta.position);
   if (!read_outputs && !request.snapshot && !request.evicted) return result;
-  submission.wait();
+  finish_pending();
   const auto* words = static_cast<const uint32_t*>(readback.mapped());
   if (read_outputs) {
     append_valid_rows(reinterpret_cast<const float*>(words), evicted, config.shape.q_row(), result.outputs);

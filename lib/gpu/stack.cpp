@@ -88,6 +88,7 @@ Stack::Impl::Impl(Context& ctx, const StackConfig& c, WeightSource& weights, con
   shared.gu = vk::Buffer(ctx, shared.ffn.words * 4, vk::MemoryIntent::device, "ffn rows");
   shared.upload = vk::Buffer(ctx, upload_plan.words * 4, vk::MemoryIntent::upload, "stack upload");
   shared.scratch = std::make_unique<RetrievalScratch>(ctx, scratch_words(c, caps));
+  shared.checks = std::make_unique<FiniteChecks>(ctx, DeviceBlock::kFiniteSites * c.blocks.size() + 1);
   final_rows = vk::Buffer(ctx, uint64_t{rows} * H * 4, vk::MemoryIntent::device, "final rows");
   logits = vk::Buffer(ctx, uint64_t{rows} * c.vocab * 4, vk::MemoryIntent::device, "logits");
   readback = vk::Buffer(ctx, readback_plan.words * 4, vk::MemoryIntent::readback, "stack readback");
@@ -112,7 +113,15 @@ Stack::Impl::Impl(Context& ctx, const StackConfig& c, WeightSource& weights, con
                                {&shared.upload, upload_plan.input * 4, uint64_t{c.chunk} * 4},
                                {&embedding_table.parts()[0].buffer}, {&shared.x[0]});
     head = Projection(ctx, *arena, plan, c.tied_embeddings ? embedding_table : output, {&final_rows}, {&logits});
+    logits_site = shared.checks->add("the logits", {&logits});
   }
+}
+
+void Stack::Impl::finish_pending() {
+  submission.wait();
+  if (!unverified) return;
+  unverified = false;
+  shared.checks->verify("step " + std::to_string(steps - 1));
 }
 
 std::vector<QueryMeta> Stack::Impl::stage_input(const StackChunk* chunk, uint32_t rows) {
@@ -133,7 +142,8 @@ std::vector<QueryMeta> Stack::Impl::stage_input(const StackChunk* chunk, uint32_
 
 StackOutput Stack::Impl::run(const StackChunk* chunk, size_t first_block, BlockMode mode, const StackRequest& request) {
   require(!request.logits || config.vocab > 0, "logits requested from a stack without a vocabulary");
-  vk::CommandRecorder& rec = submission.begin();  // the previous step is done: staging is free
+  finish_pending();  // the previous step is done: staging is free
+  vk::CommandRecorder& rec = submission.begin();
   rec.attach(profiler.get());
   const uint32_t H = config.hidden;
   std::vector<QueryMeta> rows;
@@ -169,13 +179,16 @@ StackOutput Stack::Impl::run(const StackChunk* chunk, size_t first_block, BlockM
     if (request.hidden) rec.copy(final_rows, 0, readback, readback_plan.hidden * 4, uint64_t{count} * H * 4);
     if (request.logits) {
       head.record(rec, count, RowRef::contiguous(H), RowRef::contiguous(config.vocab));
+      shared.checks->record(rec, logits_site, 0, count * config.vocab);
       rec.copy(logits, 0, readback, readback_plan.logits * 4, uint64_t{count} * config.vocab * 4);
     }
   }
   recorded = {1, rec.counts().dispatches, rec.counts().barriers, rec.counts().copies};
   submission.submit();
+  ++steps;
+  unverified = true;
   if (!read) return out;
-  submission.wait();
+  finish_pending();
   const auto* floats = static_cast<const float*>(readback.mapped());
   for (uint32_t r = 0; r < count; ++r) {
     if (!rows[r].valid) continue;
@@ -190,6 +203,7 @@ StackOutput Stack::Impl::run(const StackChunk* chunk, size_t first_block, BlockM
 }
 
 void Stack::Impl::load_encoder_memory(RowRef rows, const std::vector<int64_t>& positions) {
+  finish_pending();
   vk::CommandRecorder& rec = submission.begin();
   auto* words = static_cast<uint32_t*>(shared.upload.mapped());
   for (size_t l = 0; l < blocks.size(); ++l)
@@ -260,6 +274,7 @@ bool Stack::has_pending() const {
 MemorySnapshot Stack::snapshot(size_t block) {
   Impl& m = *impl_;
   require(block < m.blocks.size(), "no block " + std::to_string(block));
+  m.finish_pending();
   return m.blocks[block]->kv().read_snapshot(m.submission, m.readback, 0);
 }
 
@@ -279,12 +294,12 @@ StackMemory Stack::memory() const {
 Stack::Recorded Stack::last_recorded() const { return impl_->recorded; }
 
 void Stack::set_profiling(bool enabled) {
-  impl_->submission.wait();
+  impl_->finish_pending();
   impl_->profiler = enabled ? std::make_unique<vk::Profiler>(impl_->context, 4096) : nullptr;
 }
 
 std::vector<KernelTime> Stack::last_profile() {
-  impl_->submission.wait();
+  impl_->finish_pending();
   std::vector<KernelTime> out;
   if (impl_->profiler)
     for (const auto& s : impl_->profiler->read()) out.push_back({s.label, s.ns});

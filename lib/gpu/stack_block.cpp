@@ -69,8 +69,10 @@ DeviceBlock::DeviceBlock(Context& context, const StackConfig& config, size_t ind
       shared_(shared),
       ring_(context, attention_.shape, attention_.q_capacity, chunk_rows_, config.hidden) {
   const KernelPlan plan = plan_kernels(context.caps());
+  const std::string stage = " of block " + std::to_string(index);
   kv_ = std::make_unique<KvMemory>(context, attention_, max_queries(config, index), insert_rows_, ring_.buffer(),
-                                   ring_.layout(), shared.scratch.get());
+                                   ring_.layout(), *shared.checks, stage, shared.scratch.get());
+  output_site_ = shared.checks->add("the output rows" + stage, {out_});
   require(!config_.cross_attention || shared.encoder, "a cross-attention block needs an encoder output memory");
   const WeightType type = config.weights;
   attn_norm_ = DeviceNorm(context, uploader, t.attn_norm, optional(t.attn_norm_bias));
@@ -241,7 +243,7 @@ void DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint64
   kv_->record_retrieve(rec, range, step.mode == BlockMode::decode && !config_.cross_attention);
   o_.record(rec, range.count, RowRef::contiguous(s.q_row(), static_cast<uint32_t>(kv_->outputs_offset())),
             RowRef::contiguous(H), RowRef::ring(H, ring.capacity, range.ring_first));
-  if (config_.ffn == 0) return;
+  if (config_.ffn == 0) return shared_.checks->record(rec, output_site_, 0, range.count * H);
   ffn_norm_kernel_.record(rec, {range.count, H, config_.norm_eps, 0, ffn_norm_.bias_offset, RowRef::contiguous(H),
                                 RowRef::contiguous(H)});
   const uint32_t F = config_.ffn;
@@ -253,6 +255,7 @@ void DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint64
   activation_.record(rec, {range.count, F, RowRef::contiguous(F, fl.gate), RowRef::contiguous(F, fl.up),
                            RowRef::contiguous(F, fl.gate)});
   down_proj_.record(rec, range.count, section, RowRef::contiguous(H), RowRef::contiguous(H));
+  shared_.checks->record(rec, output_site_, 0, range.count * H);
 }
 
 }  // namespace attendre::gpu

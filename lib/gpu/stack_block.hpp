@@ -35,6 +35,7 @@ struct SharedBuffers {
   FfnLayout ffn;
   vk::Buffer upload; // host-visible per-step data
   std::unique_ptr<RetrievalScratch> scratch;
+  std::unique_ptr<FiniteChecks> checks;  // NaN/inf checks of every block's results
   // The encoder output memory rows cross-attention blocks load from (a
   // decoder's stack only).
   const vk::Buffer* encoder = nullptr;
@@ -60,6 +61,8 @@ class DeviceBlock {
   static BlockMemory plan_memory(const StackConfig& config, size_t index, const DeviceCaps& caps);
   static uint64_t upload_words(const StackConfig& config, size_t index);
   static uint32_t max_queries(const StackConfig& config, size_t index);
+  // Finite-check sites one block registers (attention outputs, policy scores, output rows).
+  static constexpr uint32_t kFiniteSites = 3;
 
   BlockStep plan(std::vector<QueryMeta> in, BlockMode mode);
   // Writes the step's metadata at `words` (upload_words() of them).
@@ -100,6 +103,7 @@ class DeviceBlock {
   Projection q_, k_, v_, o_, gate_proj_, up_proj_, down_proj_;
   kernels::Rope rope_q_, rope_k_;
   kernels::Activation activation_;
+  uint32_t output_site_ = 0;  // the finite check of this block's output rows
 };
 
 }  // namespace attendre::gpu

@@ -52,6 +52,8 @@ struct Stack::Impl {
   Impl(Context& ctx, const StackConfig& c, WeightSource& weights, const vk::Buffer* encoder_rows);
 
   StackOutput run(const StackChunk* chunk, size_t first_block, BlockMode mode, const StackRequest& request);
+  // Waits for the last submitted step and reports its non-finite values.
+  void finish_pending();
   // Loads every cross-attention block from `rows` rows of the encoder buffer.
   void load_encoder_memory(kernels::RowRef rows, const std::vector<int64_t>& positions);
   std::vector<QueryMeta> stage_input(const StackChunk* chunk, uint32_t rows);
@@ -74,6 +76,9 @@ struct Stack::Impl {
   StackStreamValidator validator;
   Recorded recorded;
   std::unique_ptr<vk::Profiler> profiler;
+  uint32_t logits_site = 0;
+  uint64_t steps = 0;       // submitted so far
+  bool unverified = false;  // the last step's checks are still to be read
   bool finished = false;
   // Called after the final norm with the rows that left the last block (an
   // encoder hands them to its output memory here, on the device).

@@ -1,5 +1,7 @@
 #include "gpu/staging.hpp"
 
+#include "core/numerics.hpp"
+
 #include <attendre/error.hpp>
 
 #include <algorithm>
@@ -10,6 +12,11 @@ namespace attendre::gpu {
 namespace {
 
 bool is_valid(const ChunkView& chunk, uint32_t r) { return chunk.valid.empty() || chunk.valid[r] != 0; }
+
+// Copies `count` inputs as every backend reads them (subnormals as zero).
+void copy_inputs(const float* from, uint64_t count, float* to) {
+  std::transform(from, from + count, to, numerics::flush_subnormal);
+}
 
 }  // namespace
 
@@ -29,8 +36,8 @@ void pack_kv_rows(const ChunkView& chunk, const ChunkLayout& l, uint32_t* words)
   const uint64_t kv_row = l.kv_row;
   for (uint32_t r = 0; r < chunk.rows; ++r) {
     if (!is_valid(chunk, r)) continue;
-    std::copy_n(chunk.k.data() + r * kv_row, kv_row, floats + l.keys + r * kv_row);
-    std::copy_n(chunk.v.data() + r * kv_row, kv_row, floats + l.values + r * kv_row);
+    copy_inputs(chunk.k.data() + r * kv_row, kv_row, floats + l.keys + r * kv_row);
+    copy_inputs(chunk.v.data() + r * kv_row, kv_row, floats + l.values + r * kv_row);
     words[l.positions + r] = static_cast<uint32_t>(static_cast<int32_t>(chunk.positions[r]));
     words[l.valid + r] = 1u;
     words[l.tags + r] = chunk.tags.empty() ? 0u : chunk.tags[r];
@@ -40,7 +47,7 @@ void pack_kv_rows(const ChunkView& chunk, const ChunkLayout& l, uint32_t* words)
 void pack_query_rows(const ChunkView& chunk, uint32_t q_row, uint32_t rows, float* out) {
   std::fill_n(out, uint64_t{rows} * q_row, 0.0f);
   for (uint32_t r = 0; r < std::min(rows, chunk.rows); ++r)
-    if (is_valid(chunk, r)) std::copy_n(chunk.q.data() + uint64_t{r} * q_row, q_row, out + uint64_t{r} * q_row);
+    if (is_valid(chunk, r)) copy_inputs(chunk.q.data() + uint64_t{r} * q_row, q_row, out + uint64_t{r} * q_row);
 }
 
 void append_valid_rows(const float* rows, const std::vector<QueryMeta>& metas, uint32_t row_floats,

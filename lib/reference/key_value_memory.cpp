@@ -1,5 +1,7 @@
 // Float64 reference of the K/V memory: insertion with eviction (spec 2.1),
 // top-K retrieval and attend (2.2, 2.3) and the policy updates (2.4).
+#include "core/numerics.hpp"
+
 #include <attendre/error.hpp>
 #include <attendre/reference.hpp>
 
@@ -53,7 +55,9 @@ double KeyValueMemory::attention_initial_score() const {
   double squares = 0.0;
   for (const Entry& e : entries_)
     if (!pinned(e.position)) squares += (e.score - mean) * (e.score - mean);
-  return mean - init.k * std::sqrt(squares / static_cast<double>(n));
+  // The device stores scores in fp32: the clamp keeps both backends equal
+  // (and finite) when k * sigma leaves the fp32 range.
+  return numerics::clamp_to_float32(mean - init.k * std::sqrt(squares / static_cast<double>(n)));
 }
 
 double KeyValueMemory::initial_score(int64_t position, double attention_initial) const {
@@ -66,7 +70,10 @@ double KeyValueMemory::initial_score(int64_t position, double attention_initial)
 }
 
 EvictedEntries KeyValueMemory::insert(const ChunkView& chunk) {
-  const std::vector<double> k(chunk.k.begin(), chunk.k.end()), v(chunk.v.begin(), chunk.v.end());
+  // fp32 inputs as every backend reads them: subnormals are zero.
+  std::vector<double> k, v;
+  for (float x : chunk.k) k.push_back(numerics::flush_subnormal(x));
+  for (float x : chunk.v) v.push_back(numerics::flush_subnormal(x));
   return insert_rows(k, v, chunk.positions, chunk.valid, chunk.tags);
 }
 

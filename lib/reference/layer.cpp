@@ -1,4 +1,6 @@
 // Float64 reference of one ATTENDRE layer step (spec section 3).
+#include "core/numerics.hpp"
+
 #include <attendre/error.hpp>
 #include <attendre/reference.hpp>
 
@@ -21,13 +23,14 @@ StepResult Layer::step(const ChunkView& chunk, const StepRequest& request) {
     row.position = chunk.positions[r];
     row.valid = chunk.valid.empty() || chunk.valid[r] != 0;
     row.tag = chunk.tags.empty() ? 0u : chunk.tags[r];
-    if (row.valid) row.q.assign(chunk.q.begin() + r * q_row, chunk.q.begin() + (r + 1) * q_row);
+    if (row.valid)
+      for (size_t i = r * q_row; i < (r + 1) * q_row; ++i) row.q.push_back(numerics::flush_subnormal(chunk.q[i]));
   }
   // 2. before 1.: the two memories are independent, and the K/V insertion
   // is the one that may reject the chunk, before anything changed.
   EvictedEntries evicted_kv = kv_.insert(chunk);
   std::vector<QueryRow> evicted = q_memory_.insert(std::move(rows));
-  validator_.accept(chunk);
+  validator_.accept(chunk, config_);
   return attend_evicted(std::move(evicted), std::move(evicted_kv), request);
 }
 

@@ -1,0 +1,19 @@
+#include "kernels/check_finite.hpp"
+
+#include "kernels/rows.hpp"
+
+namespace attendre::kernels {
+
+CheckFinite::CheckFinite(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan,
+                         vk::BufferBinding values, vk::BufferBinding flag)
+    : plan_(plan) {
+  kernel_ = Kernel::make<FiniteParams>(context, arena, ShaderId::check_finite, {plan.workgroup}, {values, flag});
+}
+
+void CheckFinite::record(vk::CommandRecorder& recorder, uint32_t first, uint32_t count) const {
+  if (count == 0) return;
+  const Grid g = fold_groups(ceil_div(count, plan_.workgroup), plan_);
+  kernel_.dispatch(recorder, FiniteParams{first, count}, g.x, g.y);
+}
+
+}  // namespace attendre::kernels

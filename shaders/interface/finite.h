@@ -1,0 +1,13 @@
+// check_finite.comp: flags NaN or infinity among `count` floats.
+#ifndef ATTENDRE_INTERFACE_FINITE_H
+#define ATTENDRE_INTERFACE_FINITE_H
+#include "interface/params.h"
+
+ATT_NAMESPACE_BEGIN
+ATT_PARAMS_BEGIN(FiniteParams)
+  ATT_U32(first)  // word of binding 0
+  ATT_U32(count)  // floats
+ATT_PARAMS_END(FiniteParams)
+ATT_NAMESPACE_END
+
+#endif
