@@ -120,9 +120,11 @@ Submission::Submission(Context& context) : context_(context) {
 }
 
 Submission::~Submission() {
-  // Never destroy work in flight; a lost device makes the wait fail, which
-  // a destructor must swallow.
-  if (pending_) vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, context_.fence_timeout_ns());
+  // Never destroy work in flight. A device that does not finish it in time
+  // is lost: its fence and command buffer are left to the device's
+  // destruction rather than freed under its feet (or waited for forever).
+  if (pending_ && vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, context_.fence_timeout_ns()) != VK_SUCCESS)
+    return;
   vkDestroyFence(context_.device(), fence_, nullptr);
   vkFreeCommandBuffers(context_.device(), context_.command_pool(), 1, &cmd_);
 }
@@ -157,13 +159,15 @@ void Submission::submit() {
 
 void Submission::wait() {
   if (!pending_) return;
-  pending_ = false;
+  // The submission stays pending when the wait fails: its objects must not
+  // be reused or destroyed while the device may still run it.
   const VkResult r = vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, context_.fence_timeout_ns());
   if (r == VK_TIMEOUT)
     fail(ErrorCode::device_lost, "the device did not finish a submission within " +
                                      std::to_string(context_.fence_timeout_ns() / 1000000000) +
-                                     " s (ContextOptions::fence_timeout): treated as lost");
+                                     " s (ContextOptions::fence_timeout_ms): treated as lost");
   check(r, "vkWaitForFences");
+  pending_ = false;
 }
 
 Profiler::Profiler(Context& context, uint32_t max_dispatches) : pool_(context, max_dispatches + 1) {}
