@@ -82,3 +82,32 @@ TEST_CASE("context: a submission the device does not finish within the fence tim
 
 }  // namespace
 }  // namespace attendre
+
+namespace attendre {
+namespace {
+
+TEST_CASE("context: forced non-coherent host memory is synchronized only by flush and invalidate") {
+  ContextOptions options;
+  LimitOverrides limits;
+  limits.non_coherent_host = true;
+  options.limits = limits;
+  Context context(options);
+  vk::Buffer upload(context, 64, vk::MemoryIntent::upload, "test upload");
+  vk::Buffer readback(context, 64, vk::MemoryIntent::readback, "test readback");
+  auto* host = static_cast<uint32_t*>(upload.mapped());
+  host[0] = 7u;
+  upload.invalidate();  // no flush: the device's copy never saw the 7
+  CHECK(host[0] != 7u);
+  host[0] = 42u;
+  // A submission flushes what its commands read and invalidates what they wrote.
+  vk::Submission submission(context);
+  vk::CommandRecorder& rec = submission.begin();
+  rec.copy(upload, 0, readback, 0, 64);
+  submission.submit();
+  submission.wait();
+  CHECK(static_cast<const uint32_t*>(readback.mapped())[0] == 42u);
+  test::check_no_validation_messages(context);
+}
+
+}  // namespace
+}  // namespace attendre

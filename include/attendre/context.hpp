@@ -36,6 +36,12 @@ struct DeviceCaps {
   uint32_t max_storage_buffers = 4;        // maxPerStageDescriptorStorageBuffers
   uint64_t max_allocation = 1ull << 30;    // maxMemoryAllocationSize
   uint64_t device_local_bytes = 0;         // largest DEVICE_LOCAL heap
+  uint64_t non_coherent_atom = 256;        // nonCoherentAtomSize
+  // Host-visible memory is handled as non-coherent: flushed after host
+  // writes, invalidated before host reads. Forced (LimitOverrides) on
+  // coherent devices, where mapped memory is then emulated through a host
+  // copy that only those calls synchronize, so a missing one shows.
+  bool non_coherent_host = false;
 
   uint32_t subgroup_size = 0;              // informational: no kernel assumes it
 
@@ -64,10 +70,12 @@ struct LimitOverrides {
   std::optional<uint32_t> max_invocations;
   std::optional<uint32_t> max_shared_bytes;
   std::optional<uint64_t> max_storage_range;
+  bool non_coherent_host = false;  // treat host-visible memory as non-coherent (emulated if coherent)
 
   // The Vulkan minimums every conformant device guarantees: 128
-  // invocations, 16 KiB shared memory, 128 MiB storage ranges.
-  static LimitOverrides portable() { return {128u, 16384u, uint64_t{1} << 27}; }
+  // invocations, 16 KiB shared memory, 128 MiB storage ranges, and host
+  // memory that is not coherent (as on many phones).
+  static LimitOverrides portable() { return {128u, 16384u, uint64_t{1} << 27, true}; }
 };
 
 // How much the Khronos validation layer checks. Every level records its

@@ -4,6 +4,7 @@
 
 #include <attendre/error.hpp>
 
+#include <cstring>
 #include <utility>
 
 namespace attendre::vk {
@@ -11,10 +12,8 @@ namespace {
 
 // Picks the first memory type with all of `required`, preferring one with
 // all of `preferred` as well.
-uint32_t find_memory_type(VkPhysicalDevice physical, uint32_t allowed, VkMemoryPropertyFlags required,
-                          VkMemoryPropertyFlags preferred, const char* label) {
-  VkPhysicalDeviceMemoryProperties props;
-  vkGetPhysicalDeviceMemoryProperties(physical, &props);
+uint32_t find_memory_type(const VkPhysicalDeviceMemoryProperties& props, uint32_t allowed,
+                          VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred, const char* label) {
   int fallback = -1;
   for (uint32_t i = 0; i < props.memoryTypeCount; ++i) {
     if (!(allowed & (1u << i))) continue;
@@ -48,21 +47,30 @@ Buffer::Buffer(Context& context, VkDeviceSize bytes, MemoryIntent intent, const 
   switch (intent) {
     case MemoryIntent::device: preferred = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT; break;
     case MemoryIntent::upload:
-      required = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-      preferred = required;
+      required = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+      preferred = required | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
       break;
     case MemoryIntent::readback:
-      required = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+      required = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
       preferred = required | VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
       break;
   }
   VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   alloc.allocationSize = req.size;
   try {
-    alloc.memoryTypeIndex = find_memory_type(context.physical_device(), req.memoryTypeBits, required, preferred, label);
+    VkPhysicalDeviceMemoryProperties props;
+    vkGetPhysicalDeviceMemoryProperties(context.physical_device(), &props);
+    alloc.memoryTypeIndex = find_memory_type(props, req.memoryTypeBits, required, preferred, label);
     check(vkAllocateMemory(device_, &alloc, nullptr, &memory_), "vkAllocateMemory");
     check(vkBindBufferMemory(device_, buffer_, memory_, 0), "vkBindBufferMemory");
-    if (intent != MemoryIntent::device) check(vkMapMemory(device_, memory_, 0, VK_WHOLE_SIZE, 0, &mapped_), "vkMapMemory");
+    if (intent != MemoryIntent::device) {
+      check(vkMapMemory(device_, memory_, 0, VK_WHOLE_SIZE, 0, &mapped_), "vkMapMemory");
+      coherent_ = (props.memoryTypes[alloc.memoryTypeIndex].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
+      if (coherent_ && context.caps().non_coherent_host) {
+        shadow_ = std::make_unique<std::byte[]>(bytes);
+        std::memcpy(shadow_.get(), mapped_, bytes);
+      }
+    }
   } catch (...) {
     release();
     throw;
@@ -70,6 +78,25 @@ Buffer::Buffer(Context& context, VkDeviceSize bytes, MemoryIntent intent, const 
 }
 
 Buffer::~Buffer() { release(); }
+
+void Buffer::flush() const {
+  if (shadow_) std::memcpy(mapped_, shadow_.get(), size_);
+  if (!mapped_ || coherent_) return;
+  VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE};
+  range.memory = memory_;
+  range.size = VK_WHOLE_SIZE;
+  check(vkFlushMappedMemoryRanges(device_, 1, &range), "vkFlushMappedMemoryRanges");
+}
+
+void Buffer::invalidate() const {
+  if (mapped_ && !coherent_) {
+    VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE};
+    range.memory = memory_;
+    range.size = VK_WHOLE_SIZE;
+    check(vkInvalidateMappedMemoryRanges(device_, 1, &range), "vkInvalidateMappedMemoryRanges");
+  }
+  if (shadow_) std::memcpy(shadow_.get(), mapped_, size_);
+}
 
 Buffer::Buffer(Buffer&& other) noexcept { *this = std::move(other); }
 
@@ -81,6 +108,8 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
     memory_ = std::exchange(other.memory_, VK_NULL_HANDLE);
     size_ = std::exchange(other.size_, 0);
     mapped_ = std::exchange(other.mapped_, nullptr);
+    coherent_ = std::exchange(other.coherent_, true);
+    shadow_ = std::move(other.shadow_);
     label_ = std::move(other.label_);
   }
   return *this;
@@ -92,6 +121,7 @@ void Buffer::release() {
   buffer_ = VK_NULL_HANDLE;
   memory_ = VK_NULL_HANDLE;
   mapped_ = nullptr;
+  shadow_.reset();
 }
 
 }  // namespace attendre::vk

@@ -7,6 +7,8 @@
 
 #include <attendre/error.hpp>
 
+#include <algorithm>
+
 namespace attendre::vk {
 
 void CommandRecorder::attach(Profiler* profiler) {
@@ -48,7 +50,12 @@ void CommandRecorder::order(std::span<const BufferAccess> accesses) {
   }
   for (const BufferAccess& a : accesses) {
     pending_.add(a);
-    if (a.writes && a.buffer->mapped()) host_writes_ = true;
+    if (!a.buffer->mapped()) continue;
+    auto note = [&](std::vector<const Buffer*>& list) {
+      if (std::find(list.begin(), list.end(), a.buffer) == list.end()) list.push_back(a.buffer);
+    };
+    if (a.reads) note(host_reads_);
+    if (a.writes) note(host_writes_);
   }
 }
 
@@ -77,7 +84,6 @@ void CommandRecorder::host_barrier() {
   vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                        VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0, nullptr);
   ++counts_.barriers;
-  host_writes_ = false;
 }
 
 void CommandRecorder::copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& dst, VkDeviceSize dst_offset,
@@ -147,8 +153,10 @@ CommandRecorder& Submission::begin() {
 void Submission::submit() {
   require(recording_, "Submission::submit without begin");
   recording_ = false;
-  if (recorder_->host_writes()) recorder_->host_barrier();
+  if (!recorder_->host_writes().empty()) recorder_->host_barrier();
   check(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
+  for (const Buffer* b : recorder_->host_reads()) b->flush();
+  to_invalidate_ = recorder_->host_writes();
   check(vkResetFences(context_.device(), 1, &fence_), "vkResetFences");
   VkSubmitInfo info{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   info.commandBufferCount = 1;
@@ -168,6 +176,8 @@ void Submission::wait() {
                                      " s (ContextOptions::fence_timeout_ms): treated as lost");
   check(r, "vkWaitForFences");
   pending_ = false;
+  for (const Buffer* b : to_invalidate_) b->invalidate();
+  to_invalidate_.clear();
 }
 
 Profiler::Profiler(Context& context, uint32_t max_dispatches) : pool_(context, max_dispatches + 1) {}

@@ -63,7 +63,10 @@ class CommandRecorder {
   // Makes device writes to host-visible buffers visible to the host; the
   // owner records it last, before the host reads mapped memory.
   void host_barrier();
-  bool host_writes() const { return host_writes_; }
+  // Host-visible buffers the commands read (to flush before submitting) and
+  // write (to invalidate once they completed).
+  const std::vector<const Buffer*>& host_reads() const { return host_reads_; }
+  const std::vector<const Buffer*>& host_writes() const { return host_writes_; }
 
   // Tests only: record no derived barrier, to prove that synchronization
   // validation reports the hazards they prevent.
@@ -89,7 +92,7 @@ class CommandRecorder {
   Counts counts_;
   Profiler* profiler_ = nullptr;
   bool derive_ = true;
-  bool host_writes_ = false;
+  std::vector<const Buffer*> host_reads_, host_writes_;
   std::vector<BufferAccess> scratch_;  // reused per dispatch
 };
 
@@ -104,9 +107,11 @@ class Submission {
   // Waits for the previous submission, then starts recording anew; the
   // recorder stays valid until submit().
   CommandRecorder& begin();
-  // Ends recording (with a host barrier when mapped memory was written) and submits.
+  // Ends recording (with a host barrier when mapped memory was written),
+  // flushes the mapped memory the commands read, and submits.
   void submit();
-  // Blocks until the submitted work finished; device loss surfaces here.
+  // Blocks until the submitted work finished and invalidates the mapped
+  // memory it wrote; device loss surfaces here.
   void wait();
   bool pending() const { return pending_; }
 
@@ -115,6 +120,7 @@ class Submission {
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
   std::optional<CommandRecorder> recorder_;
+  std::vector<const Buffer*> to_invalidate_;  // mapped buffers the pending submission writes
   bool pending_ = false;
   bool recording_ = false;
 };

@@ -108,6 +108,7 @@ DeviceCaps query_caps(VkPhysicalDevice physical, uint32_t queue_family) {
   c.max_push_constants = l.maxPushConstantsSize;
   c.max_storage_buffers = l.maxPerStageDescriptorStorageBuffers;
   c.max_allocation = maintenance3.maxMemoryAllocationSize;
+  c.non_coherent_atom = std::max<uint64_t>(1, l.nonCoherentAtomSize);
   for (uint32_t i = 0; i < memory.memoryHeapCount; ++i)
     if (memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
       c.device_local_bytes = std::max<uint64_t>(c.device_local_bytes, memory.memoryHeaps[i].size);
@@ -136,6 +137,7 @@ void apply_limits(DeviceCaps& caps, const LimitOverrides& limits) {
   }
   if (limits.max_shared_bytes) caps.max_shared_bytes = std::min(caps.max_shared_bytes, *limits.max_shared_bytes);
   if (limits.max_storage_range) caps.max_storage_range = std::min(caps.max_storage_range, *limits.max_storage_range);
+  caps.non_coherent_host = caps.non_coherent_host || limits.non_coherent_host;
 }
 
 }  // namespace
