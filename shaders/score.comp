@@ -86,10 +86,7 @@ void main() {
     masked = masked || (pc.causal != 0u && p_key > p_query);
     masked = masked || (pc.tag_mask != 0u && key_tag != ring[pc.ring_tag_offset + ring_row]);
     float logit = acc[a];
-    if (pc.alibi != 0u) {
-      const float slope = exp2(-8.0 * float(h + 1u) / float(pc.heads_q));
-      logit -= slope * abs(float(p_query - p_key));
-    }
+    if (pc.alibi != 0u) logit += alibi_bias(h, pc.heads_q, p_query - p_key);
     logits[(query * pc.heads_q + h) * pc.logit_stride + slot] = masked ? NEG_INF : logit;
   }
 }

@@ -5,7 +5,7 @@
 
 #include "kernel_harness.hpp"
 #include "support.hpp"
-#include "gpu/kernel_plan.hpp"
+#include "kernels/kernel_plan.hpp"
 #include "kernels/activation.hpp"
 #include "kernels/add.hpp"
 #include "kernels/embedding.hpp"
@@ -43,7 +43,7 @@ inline void for_each_context(const std::function<void(Context&)>& body) {
 
 // The plan with every grid folded into at most 3 x 2 workgroups, so that
 // each kernel's loop over logical groups runs many times.
-inline gpu::KernelPlan folded(gpu::KernelPlan plan) {
+inline kernels::KernelPlan folded(kernels::KernelPlan plan) {
   plan.max_groups_x = 3;
   plan.max_groups_y = 2;
   return plan;

@@ -14,7 +14,7 @@ namespace {
 // ---------------------------------------------------------------------------
 // Norm
 
-void check_norm(Context& context, const gpu::KernelPlan& plan, NormKind kind, uint32_t rows, uint32_t dim,
+void check_norm(Context& context, const kernels::KernelPlan& plan, NormKind kind, uint32_t rows, uint32_t dim,
                 bool in_place, float mean, std::mt19937_64& rng) {
   INFO("kind " << static_cast<int>(kind) << ", rows " << rows << ", dim " << dim << ", in place " << in_place
                << ", mean " << mean);
@@ -60,7 +60,7 @@ void check_norm(Context& context, const gpu::KernelPlan& plan, NormKind kind, ui
 TEST_CASE("block kernels: rms_norm and layer_norm match the float64 reference, in place and not") {
   std::mt19937_64 rng(7002);
   for_each_context([&](Context& context) {
-    const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+    const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
     for (NormKind kind : {NormKind::rms, NormKind::layer}) {
       const uint32_t rows_list[] = {1, 3, 17, 65, 2, 5};
       const uint32_t dims[] = {1, 3, 64, 127, 300, 1025};
@@ -80,7 +80,7 @@ struct RopeCase {
   double theta;
 };
 
-void check_rope(Context& context, const gpu::KernelPlan& plan, RopeLayout layout, const RopeCase& c,
+void check_rope(Context& context, const kernels::KernelPlan& plan, RopeLayout layout, const RopeCase& c,
                 std::mt19937_64& rng) {
   INFO("layout " << static_cast<int>(layout) << ", rows " << c.rows << ", heads " << c.heads << ", head_dim "
                  << c.head_dim << ", rope_dims " << c.rope_dims << ", theta " << c.theta);
@@ -135,7 +135,7 @@ void check_rope(Context& context, const gpu::KernelPlan& plan, RopeLayout layout
 TEST_CASE("block kernels: rope matches the float64 reference at positions up to 2^31 (normal and neox)") {
   std::mt19937_64 rng(7003);
   for_each_context([&](Context& context) {
-    const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+    const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
     for (RopeLayout layout : {RopeLayout::normal, RopeLayout::neox}) {
       check_rope(context, plan, layout, {10, 1, 2, 2, 10000.0}, rng);
       check_rope(context, plan, layout, {17, 3, 64, 64, 10000.0}, rng);
@@ -149,7 +149,7 @@ TEST_CASE("block kernels: rope matches the float64 reference at positions up to 
 // ---------------------------------------------------------------------------
 // Activation
 
-void check_activation(Context& context, const gpu::KernelPlan& plan, ActivationKind kind, bool gated,
+void check_activation(Context& context, const kernels::KernelPlan& plan, ActivationKind kind, bool gated,
                       uint32_t rows, uint32_t cols, std::mt19937_64& rng) {
   INFO("kind " << static_cast<int>(kind) << ", gated " << gated << ", rows " << rows << ", cols " << cols);
   std::vector<float> gate = normal_values(size_t{rows} * cols, rng, 0.0f, 3.0f);
@@ -198,7 +198,7 @@ void check_activation(Context& context, const gpu::KernelPlan& plan, ActivationK
 TEST_CASE("block kernels: silu, gelu_tanh and relu, plain and gated, match the float64 reference") {
   std::mt19937_64 rng(7004);
   for_each_context([&](Context& context) {
-    const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+    const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
     for (ActivationKind kind : {ActivationKind::silu, ActivationKind::gelu_tanh, ActivationKind::relu})
       for (bool gated : {false, true}) {
         check_activation(context, plan, kind, gated, 1, 127, rng);
@@ -212,7 +212,7 @@ TEST_CASE("block kernels: silu, gelu_tanh and relu, plain and gated, match the f
 // ---------------------------------------------------------------------------
 // Embedding
 
-void check_embedding(Context& context, const gpu::KernelPlan& plan, WeightType type, uint32_t rows, uint32_t dim,
+void check_embedding(Context& context, const kernels::KernelPlan& plan, WeightType type, uint32_t rows, uint32_t dim,
                      std::mt19937_64& rng) {
   INFO("rows " << rows << ", dim " << dim << ", fp16 " << (type == WeightType::f16));
   const uint32_t vocab = 1000;
@@ -252,7 +252,7 @@ void check_embedding(Context& context, const gpu::KernelPlan& plan, WeightType t
 TEST_CASE("block kernels: embedding lookup matches the reference, zeros for out-of-range ids") {
   std::mt19937_64 rng(7005);
   for_each_context([&](Context& context) {
-    const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+    const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
     for (WeightType type : weight_types(context)) {
       check_embedding(context, plan, type, 5, 1, rng);
       check_embedding(context, plan, type, 17, 3, rng);
@@ -265,7 +265,7 @@ TEST_CASE("block kernels: embedding lookup matches the reference, zeros for out-
 // ---------------------------------------------------------------------------
 // Add
 
-void check_add(Context& context, const gpu::KernelPlan& plan, uint32_t rows, uint32_t cols, bool in_place,
+void check_add(Context& context, const kernels::KernelPlan& plan, uint32_t rows, uint32_t cols, bool in_place,
                std::mt19937_64& rng) {
   INFO("rows " << rows << ", cols " << cols << ", in place " << in_place);
   const std::vector<float> a = normal_values(size_t{rows} * cols, rng), b = normal_values(size_t{rows} * cols, rng);
@@ -299,7 +299,7 @@ void check_add(Context& context, const gpu::KernelPlan& plan, uint32_t rows, uin
 TEST_CASE("block kernels: add of ring-addressed rows, in place and not") {
   std::mt19937_64 rng(7006);
   for_each_context([&](Context& context) {
-    const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+    const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
     check_add(context, plan, 1, 1, false, rng);
     check_add(context, plan, 17, 127, true, rng);
     check_add(context, plan, 65, 300, false, rng);

@@ -21,7 +21,7 @@ struct MatmulCase {
   bool ring = false;
 };
 
-void check_matmul(Context& context, const gpu::KernelPlan& plan, WeightType type, const MatmulCase& c,
+void check_matmul(Context& context, const kernels::KernelPlan& plan, WeightType type, const MatmulCase& c,
                   std::mt19937_64& rng) {
   INFO("rows " << c.rows << ", in " << c.in << ", out " << c.out << ", bias " << c.bias << ", residual "
                << static_cast<int>(c.residual) << ", ring " << c.ring << ", fp16 " << (type == WeightType::f16));
@@ -84,7 +84,7 @@ TEST_CASE("block kernels: matmul and matvec match the float64 reference (fp32 an
   const uint32_t ins[] = {1, 3, 64, 127, 300};
   const uint32_t outs[] = {1, 7, 64, 65, 513};
   for_each_context([&](Context& context) {
-    const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+    const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
     for (WeightType type : weight_types(context)) {
       for (uint32_t ri = 0; ri < std::size(rows_list); ++ri)
         for (uint32_t ii = 0; ii < std::size(ins); ++ii) {
@@ -98,7 +98,7 @@ TEST_CASE("block kernels: matmul and matvec match the float64 reference (fp32 an
       check_matmul(context, plan, type, {1, 3, 200003, true}, rng);
       check_matmul(context, plan, type, {5, 3, 70001, true, Residual::in_place, true}, rng);
       // Folded grids: every workgroup loops over many tiles or output groups.
-      const gpu::KernelPlan tight = folded(plan);
+      const kernels::KernelPlan tight = folded(plan);
       check_matmul(context, tight, type, {2, 300, 513, true, Residual::separate, true}, rng);
       check_matmul(context, tight, type, {130, 127, 65, true, Residual::in_place, true}, rng);
     }
@@ -107,7 +107,7 @@ TEST_CASE("block kernels: matmul and matvec match the float64 reference (fp32 an
 
 TEST_CASE("block kernels: matmul picks matvec for few rows and folds wide grids within the limits") {
   Context& context = test::gpu();
-  gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+  kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   vk::DescriptorArena arena(context);
   const vk::Buffer a = test::device_words(context, 16, 0, "test A"), w = test::device_words(context, 16, 0, "test W"),
                    c = test::device_words(context, 16, 0, "test C");
@@ -139,7 +139,7 @@ TEST_CASE("block kernels: fp16 weights on a device without 16-bit storage are un
   ExternalDevice external{gpu.instance(), gpu.physical_device(), gpu.device(), gpu.queue(), gpu.queue_family(), false};
   Context context(external);
   REQUIRE_FALSE(context.caps().storage_16bit);
-  const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+  const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   vk::DescriptorArena arena(context);
   const vk::Buffer in(context, 64, vk::MemoryIntent::device, "test in"), w(context, 64, vk::MemoryIntent::device, "test W"),
       out(context, 64, vk::MemoryIntent::device, "test out");

@@ -7,7 +7,7 @@
 #include "kernel_harness.hpp"
 #include "support.hpp"
 
-#include "gpu/kernel_plan.hpp"
+#include "kernels/kernel_plan.hpp"
 #include "interface/constants.h"
 #include "kernels/insert.hpp"
 
@@ -155,7 +155,7 @@ struct Sensitivity {
 // placement, and that no other chunk word changed.
 void check_plan(Context& context, vk::DescriptorArena& arena, uint32_t workgroup, const PlanInputs& in,
                 Sensitivity& sensitivity) {
-  gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+  kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   plan.insert_workgroup = workgroup;
   INFO("rows " << in.rows << ", held " << in.held << ", M " << in.capacity << ", victims " << in.victims.size()
                << ", workgroup " << workgroup);
@@ -237,7 +237,7 @@ struct InsertCase {
 };
 
 void check_insertion(Context& context, vk::DescriptorArena& arena, const InsertCase& c, std::mt19937_64& rng) {
-  const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+  const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   const uint32_t M = c.capacity, H = c.held, S = c.rows, D = 5;  // D: words per key or value row
   const bool int_scores = c.policy <= kernels::kPolicyLfu;
   INFO("M " << M << ", held " << H << ", rows " << S << ", n_sink " << c.n_sink << ", protect_new " << c.protect_new
@@ -296,17 +296,17 @@ void check_insertion(Context& context, vk::DescriptorArena& arena, const InsertC
   uint32_t fresh = 0;
   for (uint8_t v : in.row_valid) fresh += v;
   const uint32_t E = H + fresh > M ? H + fresh - M : 0;
-  const std::vector<test::ListEntry> ranked = test::expected_victims(in, std::max(1u, gpu::next_pow2(E)));
+  const std::vector<test::ListEntry> ranked = test::expected_victims(in, std::max(1u, kernels::next_pow2(E)));
   uint32_t eligible = 0;
   for (const test::ListEntry& e : ranked) eligible += e.payload != kInvalid ? 1u : 0u;
   if (E > eligible) return;  // the layer reports this as infeasible before any kernel runs
-  REQUIRE(gpu::next_pow2(std::max(E, 1u)) <= plan.max_keep());
+  REQUIRE(kernels::next_pow2(std::max(E, 1u)) <= plan.max_keep());
 
   const uint32_t out_keys = 2, out_values = out_keys + S * D + 1, out_pos = out_values + S * D + 3,
                  out_scores = out_pos + S + 1, out_words = out_scores + S + 2;
   const vk::Buffer kv_buffer = test::upload_words(context, kv, "test kv");
   const vk::Buffer chunk_buffer = test::upload_words(context, chunk, "test chunk");
-  const uint32_t keep = gpu::next_pow2(std::max(E, 1u));
+  const uint32_t keep = kernels::next_pow2(std::max(E, 1u));
   const uint32_t count = H + in.new_rows;
   const vk::Buffer lists = test::device_words(
       context, uint64_t{std::max(1u, kernels::ceil_div(count, plan.select_span()))} * keep * 3, kInvalid, "test lists");
@@ -413,7 +413,7 @@ void check_insertion(Context& context, vk::DescriptorArena& arena, const InsertC
 }
 
 void check_insertions(Context& context) {
-  const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+  const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   vk::DescriptorArena arena(context);
   std::mt19937_64 rng(31337);
   const uint32_t S = std::min(plan.max_keep(), 32u);  // evictions <= S fit one select list
@@ -433,12 +433,12 @@ void check_insertions(Context& context) {
 }  // namespace
 
 TEST_CASE("compaction plan: survivors take the tail, then freed slots in victim order (device limits)") {
-  const gpu::KernelPlan plan = gpu::plan_kernels(test::gpu().caps());
+  const kernels::KernelPlan plan = kernels::plan_kernels(test::gpu().caps());
   check_plan_sizes(test::gpu(), {plan.insert_workgroup, 1u, 64u});
 }
 
 TEST_CASE("compaction plan: survivors take the tail, then freed slots in victim order (tiny workgroups)") {
-  const gpu::KernelPlan plan = gpu::plan_kernels(test::tiny_gpu().caps());
+  const kernels::KernelPlan plan = kernels::plan_kernels(test::tiny_gpu().caps());
   check_plan_sizes(test::tiny_gpu(), {plan.insert_workgroup, 8u});
 }
 

@@ -2,7 +2,7 @@
 // reject values they do not understand, and a fence wait that gives up.
 #include "support.hpp"
 
-#include "gpu/kernel_plan.hpp"
+#include "kernels/kernel_plan.hpp"
 #include "interface/bench.h"
 #include "kernels/kernel.hpp"
 #include "vulkan/buffer.hpp"
@@ -58,7 +58,7 @@ TEST_CASE("context: a submission the device does not finish within the fence tim
   options.validation = Validation::off;  // the abandoned fence is left to the device's destruction
   options.fence_timeout_ms = 0;          // any wait for unfinished work times out
   Context context(options);
-  const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+  const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   vk::DescriptorArena arena(context);
   const uint32_t groups = 256, W = plan.workgroup;
   vk::Buffer out(context, uint64_t{groups} * W * 16, vk::MemoryIntent::device, "test fma results");

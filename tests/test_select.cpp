@@ -7,7 +7,7 @@
 #include "kernel_harness.hpp"
 #include "support.hpp"
 
-#include "gpu/kernel_plan.hpp"
+#include "kernels/kernel_plan.hpp"
 #include "interface/constants.h"
 #include "kernels/select.hpp"
 
@@ -44,10 +44,10 @@ std::string first_mismatch(const std::vector<ListEntry>& expected, const std::ve
 }
 
 // Powers of two a select on this plan accepts, from the requested K values.
-std::vector<uint32_t> keeps_for(const gpu::KernelPlan& plan, const std::vector<uint32_t>& ks) {
+std::vector<uint32_t> keeps_for(const kernels::KernelPlan& plan, const std::vector<uint32_t>& ks) {
   std::vector<uint32_t> keeps;
   for (uint32_t k : ks) {
-    const uint32_t keep = std::min(gpu::next_pow2(k), plan.max_keep());
+    const uint32_t keep = std::min(kernels::next_pow2(k), plan.max_keep());
     if (std::find(keeps.begin(), keeps.end(), keep) == keeps.end()) keeps.push_back(keep);
   }
   return keeps;
@@ -126,7 +126,7 @@ std::vector<ListEntry> expected_top(const std::vector<float>& logits, const std:
 // One dispatch of `fills.size()` rows of `count` logits each, keeping `keep`.
 void check_top_k(Context& context, vk::DescriptorArena& arena, uint32_t count, uint32_t keep,
                  const std::vector<Fill>& fills, std::mt19937_64& rng, Sensitivity& sensitivity) {
-  const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+  const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   const uint32_t rows = static_cast<uint32_t>(fills.size());
   INFO("count " << count << ", keep " << keep << ", rows " << rows << ", tile " << plan.select_tile);
 
@@ -179,7 +179,7 @@ void check_top_k(Context& context, vk::DescriptorArena& arena, uint32_t count, u
 }
 
 void check_top_k_sizes(Context& context) {
-  const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+  const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   vk::DescriptorArena arena(context);
   std::mt19937_64 rng(20240601 + plan.select_tile);
   Sensitivity sensitivity;
@@ -213,7 +213,7 @@ struct EvictCase {
 
 void check_victims(Context& context, vk::DescriptorArena& arena, const EvictCase& c, uint32_t policy, Scores scores,
                    std::mt19937_64& rng, Sensitivity& sensitivity) {
-  const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+  const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   test::EvictInputs in;
   in.n_sink = c.n_sink;
   in.new_rows = c.new_rows;
@@ -296,7 +296,7 @@ void check_victims(Context& context, vk::DescriptorArena& arena, const EvictCase
 }
 
 void check_victim_sizes(Context& context) {
-  const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+  const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   vk::DescriptorArena arena(context);
   std::mt19937_64 rng(777 + plan.select_tile);
   Sensitivity sensitivity;
@@ -357,7 +357,7 @@ TEST_CASE("select eviction victims match std::partial_sort (tiny tiles, multi-ro
 // merge passes, each workgroup folding at most TILE / keep lists) fixes it.
 TEST_CASE("select merge of a thousand tiles keeping max_keep (tiny tiles, 65537 candidates)") {
   Context& context = test::tiny_gpu();
-  const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+  const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   vk::DescriptorArena arena(context);
   std::mt19937_64 rng(65537);
   Sensitivity sensitivity;
@@ -373,7 +373,7 @@ TEST_CASE("select merge of a thousand tiles keeping max_keep (tiny tiles, 65537 
 // memory's top-K with K = max_keep.
 TEST_CASE("select merge of 100 tiles keeping max_keep (device limits)") {
   Context& context = test::gpu();
-  const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+  const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   vk::DescriptorArena arena(context);
   std::mt19937_64 rng(100);
   Sensitivity sensitivity;
@@ -383,7 +383,7 @@ TEST_CASE("select merge of 100 tiles keeping max_keep (device limits)") {
 
 TEST_CASE("select rejects a keep that is not a power of two or exceeds half a tile") {
   Context& context = test::tiny_gpu();
-  const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+  const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   vk::DescriptorArena arena(context);
   const vk::Buffer logits = test::device_words(context, 1024, 0u, "test logits");
   const vk::Buffer kv = test::device_words(context, 1024, 0u, "test kv");

@@ -5,7 +5,7 @@
 #include "kernel_harness.hpp"
 #include "support.hpp"
 
-#include "gpu/kernel_plan.hpp"
+#include "kernels/kernel_plan.hpp"
 #include "kernels/add.hpp"
 #include "kernels/norm.hpp"
 #include "vulkan/hazards.hpp"
@@ -89,7 +89,7 @@ TEST_CASE("recorder: a barrier goes exactly before the first command that depend
 // Records add(A, B) -> C, then add(C, B) -> D: the second reads what the first wrote.
 void record_dependent_adds(Context& context, vk::CommandRecorder& rec, const vk::Buffer& a, const vk::Buffer& b,
                            const vk::Buffer& c, const vk::Buffer& d, vk::DescriptorArena& arena) {
-  const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+  const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   const kernels::Add first(context, arena, plan, {&a}, {&b}, {&c});
   const kernels::Add second(context, arena, plan, {&c}, {&b}, {&d});
   const RowRef rows = RowRef::contiguous(64);
@@ -133,7 +133,7 @@ TEST_CASE("synchronization validation reports a planted missing barrier, and non
 
 TEST_CASE("kernels refuse bindings that overlap when one of them is written") {
   Context& context = test::gpu();
-  const gpu::KernelPlan plan = gpu::plan_kernels(context.caps());
+  const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   vk::DescriptorArena arena(context);
   const vk::Buffer x = test::device_words(context, 512, 0u, "test x");
   const vk::Buffer w = test::device_words(context, 64, 0u, "test weights");

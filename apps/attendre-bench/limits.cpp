@@ -2,7 +2,7 @@
 
 #include "stats.hpp"
 
-#include "gpu/kernel_plan.hpp"
+#include "kernels/kernel_plan.hpp"
 #include "interface/bench.h"
 #include "kernels/kernel.hpp"
 #include "vulkan/buffer.hpp"
@@ -108,7 +108,7 @@ DeviceInfo describe_device(const attendre::Context& context) {
                   std::to_string(VK_API_VERSION_PATCH(c.api_version));
   d.type = type_name(c.type);
   d.max_invocations = c.max_invocations;
-  d.workgroup = attendre::gpu::plan_kernels(c).workgroup;
+  d.workgroup = attendre::kernels::plan_kernels(c).workgroup;
   d.max_shared_bytes = c.max_shared_bytes;
   d.subgroup_size = c.subgroup_size;
   d.max_storage_range = c.max_storage_range;
@@ -124,7 +124,7 @@ Limits measure_limits(attendre::Context& context, bool quick) {
   const attendre::DeviceCaps& caps = context.caps();
   if (!caps.timestamps)
     attendre::fail(attendre::ErrorCode::unsupported, "the device's compute queue has no timestamps to time kernels with");
-  const attendre::gpu::KernelPlan plan = attendre::gpu::plan_kernels(caps);
+  const attendre::kernels::KernelPlan plan = attendre::kernels::plan_kernels(caps);
   const uint32_t W = plan.workgroup;
   const uint32_t repeats = quick ? 3 : 7;
   Limits limits;

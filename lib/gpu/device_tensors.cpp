@@ -78,7 +78,7 @@ uint64_t DeviceMatrix::device_bytes() const {
   return total;
 }
 
-Projection::Projection(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
+Projection::Projection(Context& context, vk::DescriptorArena& arena, const kernels::KernelPlan& plan,
                        const DeviceMatrix& matrix, vk::BufferBinding a, vk::BufferBinding c, vk::BufferBinding r)
     : matrix_(&matrix) {
   for (const MatrixPart& part : matrix.parts())

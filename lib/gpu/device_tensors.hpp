@@ -59,7 +59,7 @@ class DeviceMatrix {
 class Projection {
  public:
   Projection() = default;
-  Projection(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, const DeviceMatrix& matrix,
+  Projection(Context& context, vk::DescriptorArena& arena, const kernels::KernelPlan& plan, const DeviceMatrix& matrix,
              vk::BufferBinding a, vk::BufferBinding c, vk::BufferBinding r = {});
   // C[r][o] = A[r] . W[o] (+ bias) (+ R[r][o]) for `rows` rows; c and r
   // address whole output rows (the parts write their own columns).

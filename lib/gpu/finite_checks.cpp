@@ -12,7 +12,7 @@ namespace attendre::gpu {
 // different sites write disjoint ranges and need no barrier between them.
 FiniteChecks::FiniteChecks(Context& context, uint32_t max_sites)
     : context_(context),
-      plan_(plan_kernels(context.caps())),
+      plan_(kernels::plan_kernels(context.caps())),
       flags_(context, uint64_t{max_sites} * kSectionWords * 4, vk::MemoryIntent::readback, "finite flags"),
       arena_(std::make_unique<vk::DescriptorArena>(context)) {
   std::memset(flags_.mapped(), 0, flags_.size());

@@ -31,7 +31,7 @@ class FiniteChecks {
 
  private:
   Context& context_;
-  KernelPlan plan_;
+  kernels::KernelPlan plan_;
   vk::Buffer flags_;  // one section per site, host-visible
   std::unique_ptr<vk::DescriptorArena> arena_;
   std::vector<std::string> stages_;

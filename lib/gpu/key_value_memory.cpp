@@ -100,7 +100,7 @@ std::vector<float> KeyValueMemory::retrieve(const ChunkView& queries) {
   const QueryRange range = m.ring.range_of(evicted);
   m.kv.record_retrieve(rec, range);
   m.keys.accept(queries, query_shape, StreamValidator::Parts::queries);
-  const bool any = range.last_valid != 0xFFFFFFFFu;
+  const bool any = range.last_valid != kernels::kInvalid;
   if (any) rec.copy(m.kv.attention_buffer(), 0, m.readback, 0, uint64_t{range.count} * q_row * 4);
   m.submission.submit();
   std::vector<float> out;

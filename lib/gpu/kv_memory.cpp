@@ -18,13 +18,13 @@ bool integer_scores(PolicyKind kind) { return !Policy{kind, 0.0, {}}.attention_s
 }  // namespace
 
 RetrievalPlan KvMemory::plan(const Context& context, const LayerConfig& config, uint32_t max_queries) {
-  return plan_retrieval(config, plan_kernels(context.caps()), max_queries, context.caps());
+  return plan_retrieval(config, kernels::plan_kernels(context.caps()), max_queries, context.caps());
 }
 
 KvMemory::KvMemory(Context& context, const LayerConfig& config, uint32_t max_queries, uint32_t max_insert,
                    const vk::Buffer& ring, const RingLayout& ring_layout, FiniteChecks& checks,
                    const std::string& stage, RetrievalScratch* scratch)
-    : config_(config), kernels_(plan_kernels(context.caps())), ring_layout_(ring_layout), checks_(checks) {
+    : config_(config), kernels_(kernels::plan_kernels(context.caps())), ring_layout_(ring_layout), checks_(checks) {
   config.validate();
   config_.chunk = max_insert;  // the insertion kernels size everything by the largest insertion
   plan_ = plan_retrieval(config_, kernels_, max_queries, context.caps());
@@ -152,7 +152,7 @@ void KvMemory::record_insert(vk::CommandRecorder& rec, std::span<const uint8_t> 
   if (evictions > 0) {
     kernels::SelectTileParams s{};
     s.count = held_ + (kv.protect_new ? 0 : S);
-    s.keep = next_pow2(evictions);
+    s.keep = kernels::next_pow2(evictions);
     s.kv_pos_offset = kv_layout_.positions;
     s.held = held_;
     s.n_sink = kv.n_sink;

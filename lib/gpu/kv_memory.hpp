@@ -6,10 +6,11 @@
 #pragma once
 
 #include "gpu/finite_checks.hpp"
-#include "gpu/kernel_plan.hpp"
 #include "gpu/layouts.hpp"
 #include "gpu/retrieval_scratch.hpp"
+#include "interface/constants.h"
 #include "kernels/insert.hpp"
+#include "kernels/kernel_plan.hpp"
 #include "kernels/retrieve.hpp"
 #include "vulkan/buffer.hpp"
 
@@ -25,7 +26,7 @@ namespace attendre::gpu {
 struct QueryRange {
   uint32_t ring_first = 0;             // unwrapped ring index of the first query
   uint32_t count = 0;                  // queries, valid or not
-  uint32_t last_valid = 0xFFFFFFFFu;   // index of the last valid query, or none
+  uint32_t last_valid = kernels::kInvalid;  // index of the last valid query, or none
   int64_t last_valid_position = 0;
 };
 
@@ -88,7 +89,7 @@ class KvMemory {
                       int32_t i_max, int32_t i_prev, bool causal);
 
   LayerConfig config_;
-  KernelPlan kernels_;
+  kernels::KernelPlan kernels_;
   RetrievalPlan plan_;
   RingLayout ring_layout_;
   KvLayout kv_layout_;

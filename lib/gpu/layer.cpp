@@ -157,7 +157,7 @@ StepResult Layer::Impl::run(std::vector<QueryMeta> evicted, const ChunkView* chu
     kv.record_insert(rec, in.valid, in.positions);
   }
   kv.record_retrieve(rec, range);
-  const bool read_outputs = request.outputs && range.last_valid != 0xFFFFFFFFu;
+  const bool read_outputs = request.outputs && range.last_valid != kernels::kInvalid;
   if (read_outputs) rec.copy(kv.attention_buffer(), kv.outputs_offset() * 4, readback, 0, uint64_t{range.count} * config.shape.q_row() * 4);
   if (request.snapshot) kv.record_snapshot(rec, readback, outputs_words * 4);
   const uint64_t evicted_at = outputs_words + align_words(kv.snapshot_words());

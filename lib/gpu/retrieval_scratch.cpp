@@ -19,7 +19,7 @@ ScratchWords ScratchWords::max(const ScratchWords& o) const {
           std::max(usage, o.usage)};
 }
 
-RetrievalPlan plan_retrieval(const LayerConfig& config, const KernelPlan& plan, uint32_t max_queries,
+RetrievalPlan plan_retrieval(const LayerConfig& config, const kernels::KernelPlan& plan, uint32_t max_queries,
                              const DeviceCaps& caps) {
   const uint64_t max_range_bytes = caps.max_storage_range;
   const AttentionShape& shape = config.shape;
@@ -27,13 +27,13 @@ RetrievalPlan plan_retrieval(const LayerConfig& config, const KernelPlan& plan, 
   if (shape.head_dim > plan.max_head_dim())
     fail(ErrorCode::unsupported, "head_dim " + std::to_string(shape.head_dim) + " exceeds attend's limit of " +
                                      std::to_string(plan.max_head_dim()) + " on this device");
-  if (S > kernels::kMaxChunk || next_pow2(S) > plan.max_keep())
+  if (S > kernels::kMaxChunk || kernels::next_pow2(S) > plan.max_keep())
     fail(ErrorCode::unsupported, "chunk size S=" + std::to_string(S) + " exceeds this device's limit of " +
                                      std::to_string(std::min(kernels::kMaxChunk, plan.max_keep())));
   RetrievalPlan r;
   r.full = config.full_attention();
   if (!r.full) {
-    r.top_keep = next_pow2(config.retrieval.top_k);
+    r.top_keep = kernels::next_pow2(config.retrieval.top_k);
     if (r.top_keep > plan.max_keep())
       fail(ErrorCode::unsupported, "top_k K=" + std::to_string(config.retrieval.top_k) +
                                        " exceeds this device's limit of " + std::to_string(plan.max_keep()) +
@@ -61,7 +61,7 @@ RetrievalPlan plan_retrieval(const LayerConfig& config, const KernelPlan& plan, 
   const uint64_t per_query_weights = uint64_t{Hq} * r.list_count;
   const uint64_t per_query_usage = updates ? 2ull * M : 0;
   r.outputs_words = align_words(uint64_t{max_queries} * shape.q_row());
-  const uint64_t evict_list_words = uint64_t{(M + S + plan.select_span() - 1) / plan.select_span()} * next_pow2(S) * 3;
+  const uint64_t evict_list_words = uint64_t{(M + S + plan.select_span() - 1) / plan.select_span()} * kernels::next_pow2(S) * 3;
 
   // The batch shrinks until every scratch buffer fits one storage range.
   const uint64_t range = max_range_bytes / 4;

@@ -4,7 +4,7 @@
 // layers pays for the largest layer's scratch once, not L times.
 #pragma once
 
-#include "gpu/kernel_plan.hpp"
+#include "kernels/kernel_plan.hpp"
 #include "vulkan/buffer.hpp"
 
 #include <attendre/config.hpp>
@@ -34,7 +34,7 @@ struct RetrievalPlan {
 // when one query's scratch cannot fit a storage-buffer range, or when the
 // loops of one invocation would pass the driver's iteration limit
 // (DeviceCaps::max_loop_iterations).
-RetrievalPlan plan_retrieval(const LayerConfig& config, const KernelPlan& plan, uint32_t max_queries,
+RetrievalPlan plan_retrieval(const LayerConfig& config, const kernels::KernelPlan& plan, uint32_t max_queries,
                              const DeviceCaps& caps);
 
 class RetrievalScratch {

@@ -25,7 +25,7 @@ uint32_t max_ffn(const StackConfig& config) {
 
 ScratchWords scratch_words(const StackConfig& config, const DeviceCaps& caps) {
   ScratchWords words;
-  const KernelPlan plan = plan_kernels(caps);
+  const kernels::KernelPlan plan = kernels::plan_kernels(caps);
   for (size_t l = 0; l < config.blocks.size(); ++l) {
     LayerConfig c = config.attention(l);
     words = words.max(plan_retrieval(c, plan, DeviceBlock::max_queries(config, l), caps).words);
@@ -104,7 +104,7 @@ Stack::Impl::Impl(Context& ctx, const StackConfig& c, WeightSource& weights, con
   for (size_t l = 0; l < c.blocks.size(); ++l)
     blocks.push_back(std::make_unique<DeviceBlock>(ctx, config, l, tensors.blocks[l], *uploader, shared));
 
-  const KernelPlan plan = plan_kernels(caps);
+  const kernels::KernelPlan plan = kernels::plan_kernels(caps);
   arena = std::make_unique<vk::DescriptorArena>(ctx);
   const vk::Buffer& last = shared.x[c.blocks.size() % 2];  // the last block's output rows
   final_norm = kernels::Norm(ctx, *arena, plan, c.final_norm, {&last}, {&output_norm.buffer}, {&final_rows});

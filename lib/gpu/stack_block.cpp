@@ -68,7 +68,7 @@ DeviceBlock::DeviceBlock(Context& context, const StackConfig& config, size_t ind
       out_(&shared.x[1 - index % 2]),
       shared_(shared),
       ring_(context, attention_.shape, attention_.q_capacity, chunk_rows_, config.hidden) {
-  const KernelPlan plan = plan_kernels(context.caps());
+  const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   const std::string stage = " of block " + std::to_string(index);
   kv_ = std::make_unique<KvMemory>(context, attention_, max_queries(config, index), insert_rows_, ring_.buffer(),
                                    ring_.layout(), *shared.checks, stage, shared.scratch.get());
@@ -234,7 +234,7 @@ void DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint64
 
   const QueryRange range = ring_.range_of(step.evicted);
   if (range.count == 0) return;
-  if (range.last_valid == 0xFFFFFFFFu) {
+  if (range.last_valid == kernels::kInvalid) {
     // Only padding leaves: its rows flow on as zeros and retrieve nothing.
     rec.fill(*out_, 0, uint64_t{range.count} * H * 4, 0u);
     return;

@@ -9,7 +9,7 @@ static_assert(static_cast<uint32_t>(ActivationKind::silu) == kActSilu);
 static_assert(static_cast<uint32_t>(ActivationKind::gelu_tanh) == kActGeluTanh);
 static_assert(static_cast<uint32_t>(ActivationKind::relu) == kActRelu);
 
-Activation::Activation(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan,
+Activation::Activation(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
                        ActivationKind kind, bool gated, vk::BufferBinding input, vk::BufferBinding out)
     : plan_(plan), kind_(kind), gated_(gated) {
   if (in_place(input, out, "activation"))

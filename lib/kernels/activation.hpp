@@ -2,7 +2,7 @@
 // out = act(gate) * up when gated. silu, gelu_tanh and relu.
 #pragma once
 
-#include "gpu/kernel_plan.hpp"
+#include "kernels/kernel_plan.hpp"
 #include "interface/activation.h"
 #include "kernels/kernel.hpp"
 #include "kernels/rows.hpp"
@@ -23,14 +23,14 @@ class Activation {
   Activation() = default;
   // Bindings: input (x, or gate and up), out (written; either input itself,
   // which works in place, or disjoint from it).
-  Activation(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, ActivationKind kind,
+  Activation(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ActivationKind kind,
              bool gated, vk::BufferBinding input, vk::BufferBinding out);
 
   // Records the activation; no barrier (the caller orders it).
   void record(vk::CommandRecorder& recorder, const Args& args) const;
 
  private:
-  gpu::KernelPlan plan_;
+  KernelPlan plan_;
   ActivationKind kind_ = ActivationKind::silu;
   bool gated_ = false;
   Kernel kernel_;

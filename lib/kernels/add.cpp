@@ -5,7 +5,7 @@ namespace attendre::kernels {
 // The GLSL block declares the same words flat (ATT_ROWS expands to four uints).
 static_assert(offsetof(AddParams, a) == 8 && sizeof(AddParams) == 56);
 
-Add::Add(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, vk::BufferBinding a,
+Add::Add(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, vk::BufferBinding a,
          vk::BufferBinding b, vk::BufferBinding c)
     : plan_(plan) {
   if (!b.buffer) b = a;

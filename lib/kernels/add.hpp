@@ -2,7 +2,7 @@
 // does not cover.
 #pragma once
 
-#include "gpu/kernel_plan.hpp"
+#include "kernels/kernel_plan.hpp"
 #include "interface/add.h"
 #include "kernels/kernel.hpp"
 #include "kernels/rows.hpp"
@@ -19,14 +19,14 @@ class Add {
   Add() = default;
   // Bindings: a, b (empty: a's), c (written; either a itself, which adds in
   // place, or disjoint from a and b).
-  Add(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, vk::BufferBinding a,
+  Add(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, vk::BufferBinding a,
       vk::BufferBinding b, vk::BufferBinding c);
 
   // Records the sum; no barrier (the caller orders it).
   void record(vk::CommandRecorder& recorder, const Args& args) const;
 
  private:
-  gpu::KernelPlan plan_;
+  KernelPlan plan_;
   Kernel kernel_;
 };
 

@@ -4,7 +4,7 @@
 
 namespace attendre::kernels {
 
-CheckFinite::CheckFinite(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan,
+CheckFinite::CheckFinite(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
                          vk::BufferBinding values, vk::BufferBinding flag)
     : plan_(plan) {
   kernel_ = Kernel::make<FiniteParams>(context, arena, ShaderId::check_finite, {plan.workgroup}, {values, flag});

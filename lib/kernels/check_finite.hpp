@@ -1,7 +1,7 @@
 // Flags NaN or infinity among a range of floats (check_finite.comp).
 #pragma once
 
-#include "gpu/kernel_plan.hpp"
+#include "kernels/kernel_plan.hpp"
 #include "interface/finite.h"
 #include "kernels/kernel.hpp"
 
@@ -11,14 +11,14 @@ class CheckFinite {
  public:
   CheckFinite() = default;
   // Bindings: values (floats, read), flag (one word, set when a value is not finite).
-  CheckFinite(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, vk::BufferBinding values,
+  CheckFinite(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, vk::BufferBinding values,
               vk::BufferBinding flag);
 
   // Records the check of `count` floats from word `first` of the values binding.
   void record(vk::CommandRecorder& recorder, uint32_t first, uint32_t count) const;
 
  private:
-  gpu::KernelPlan plan_;
+  KernelPlan plan_;
   Kernel kernel_;
 };
 

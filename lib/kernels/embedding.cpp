@@ -5,7 +5,7 @@ namespace attendre::kernels {
 // The GLSL block declares the same words flat (ATT_ROWS expands to four uints).
 static_assert(offsetof(EmbeddingParams, ids) == 16 && sizeof(EmbeddingParams) == 48);
 
-Embedding::Embedding(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, WeightType table_type,
+Embedding::Embedding(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, WeightType table_type,
                      vk::BufferBinding ids, vk::BufferBinding table, vk::BufferBinding out)
     : plan_(plan) {
   const bool f16 = table_type == WeightType::f16;

@@ -2,7 +2,7 @@
 // fp16 table, fp32 rows out; an id >= vocab yields a row of zeros.
 #pragma once
 
-#include "gpu/kernel_plan.hpp"
+#include "kernels/kernel_plan.hpp"
 #include "interface/embedding.h"
 #include "kernels/kernel.hpp"
 #include "kernels/rows.hpp"
@@ -23,14 +23,14 @@ class Embedding {
   Embedding() = default;
   // Bindings: ids, table, out (written). Throws unsupported for an fp16
   // table on a device without storage_16bit.
-  Embedding(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, WeightType table_type,
+  Embedding(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, WeightType table_type,
             vk::BufferBinding ids, vk::BufferBinding table, vk::BufferBinding out);
 
   // Records the lookup; no barrier (the caller orders it).
   void record(vk::CommandRecorder& recorder, const Args& args) const;
 
  private:
-  gpu::KernelPlan plan_;
+  KernelPlan plan_;
   Kernel kernel_;
 };
 

@@ -2,7 +2,7 @@
 
 namespace attendre::kernels {
 
-InsertKernels::InsertKernels(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan,
+InsertKernels::InsertKernels(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
                              const InsertBuffers& b, uint32_t capacity, uint32_t max_insert)
     : plan_(plan) {
   stats_ = Kernel::make<InsertParams>(context, arena, ShaderId::score_stats, {plan.workgroup}, {b.kv, b.chunk});

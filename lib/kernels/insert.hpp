@@ -3,7 +3,7 @@
 // copy-out) and insert_scatter.
 #pragma once
 
-#include "gpu/kernel_plan.hpp"
+#include "kernels/kernel_plan.hpp"
 #include "interface/insert.h"
 #include "kernels/kernel.hpp"
 #include "kernels/select.hpp"
@@ -19,7 +19,7 @@ class InsertKernels {
  public:
   InsertKernels() = default;
   // `capacity` (M) and `max_insert` (S) size the victim select's tile.
-  InsertKernels(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, const InsertBuffers& buffers,
+  InsertKernels(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, const InsertBuffers& buffers,
                 uint32_t capacity, uint32_t max_insert);
 
   void score_stats(vk::CommandRecorder& recorder, const InsertParams& params) const { stats_.dispatch(recorder, params, 1); }
@@ -33,7 +33,7 @@ class InsertKernels {
   const Select& select() const { return select_; }
 
  private:
-  gpu::KernelPlan plan_;
+  KernelPlan plan_;
   Kernel stats_, plan_kernel_, scatter_, copy_;
   Select select_;
 };

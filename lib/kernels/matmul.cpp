@@ -20,7 +20,7 @@ constexpr uint32_t kDirectRows = 8;
 
 }  // namespace
 
-Matmul::Matmul(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, WeightType weights,
+Matmul::Matmul(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, WeightType weights,
                vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c, vk::BufferBinding r)
     : plan_(plan) {
   const bool f16 = weights == WeightType::f16;
@@ -47,8 +47,7 @@ MatmulParams Matmul::params(const Args& args) const {
   check_rows(args.c, args.rows, args.out, true, "matmul C");
   if (args.residual) check_rows(args.r, args.rows, args.out, false, "matmul R");
   if (args.residual && residual_in_c_)
-    require(args.r.offset == args.c.offset && args.r.stride == args.c.stride && args.r.first == args.c.first &&
-                args.r.capacity == args.c.capacity,
+    require(args.r == args.c,
             "matmul: a residual added in place needs R rows to be the C rows (bind a separate R otherwise)");
   MatmulParams p{};
   p.rows = args.rows;
@@ -62,7 +61,7 @@ MatmulParams Matmul::params(const Args& args) const {
   p.c = args.c;
   p.r = args.r;
   // Matvec: enough lanes per output that each owns ~kMatvecElements of `in`.
-  p.lanes = std::min(plan_.matvec_workgroup, gpu::next_pow2(std::max(1u, ceil_div(args.in, kMatvecElements))));
+  p.lanes = std::min(plan_.matvec_workgroup, next_pow2(std::max(1u, ceil_div(args.in, kMatvecElements))));
   return p;
 }
 

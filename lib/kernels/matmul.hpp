@@ -3,7 +3,7 @@
 // [out][in] in fp32 or fp16; the bias is fp32 in the same binding.
 #pragma once
 
-#include "gpu/kernel_plan.hpp"
+#include "kernels/kernel_plan.hpp"
 #include "interface/matmul.h"
 #include "kernels/kernel.hpp"
 #include "kernels/rows.hpp"
@@ -27,7 +27,7 @@ class Matmul {
   // disjoint from C; an empty binding means that R row r is C row r: the
   // residual is added in place). A must not overlap C. Throws unsupported
   // for WeightType::f16 on a device without storage_16bit.
-  Matmul(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, WeightType weights,
+  Matmul(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, WeightType weights,
          vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c, vk::BufferBinding r = {});
 
   // Records the product: on direct-style devices matmul_direct.comp, else
@@ -42,7 +42,7 @@ class Matmul {
   bool uses_matvec(uint32_t rows) const { return rows <= kMatvecMaxRows; }
 
  private:
-  gpu::KernelPlan plan_;
+  KernelPlan plan_;
   bool residual_in_c_ = false;
   Kernel gemm_, matvec_, direct_;
 };

@@ -5,7 +5,7 @@ namespace attendre::kernels {
 // The GLSL block declares the same words flat (ATT_ROWS expands to four uints).
 static_assert(offsetof(NormParams, x) == 20 && sizeof(NormParams) == 52);
 
-Norm::Norm(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, NormKind kind,
+Norm::Norm(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, NormKind kind,
            vk::BufferBinding x, vk::BufferBinding weights, vk::BufferBinding y)
     : plan_(plan) {
   const bool layer = kind == NormKind::layer;

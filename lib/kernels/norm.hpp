@@ -2,7 +2,7 @@
 // workgroup per row; Y may be X itself (in place).
 #pragma once
 
-#include "gpu/kernel_plan.hpp"
+#include "kernels/kernel_plan.hpp"
 #include "interface/norm.h"
 #include "kernels/kernel.hpp"
 #include "kernels/rows.hpp"
@@ -24,14 +24,14 @@ class Norm {
   Norm() = default;
   // Bindings: x (X rows), weights (g and b), y (Y rows, written; either x
   // itself, which normalizes in place, or disjoint from it).
-  Norm(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, NormKind kind, vk::BufferBinding x,
+  Norm(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, NormKind kind, vk::BufferBinding x,
        vk::BufferBinding weights, vk::BufferBinding y);
 
   // Records the normalization; no barrier (the caller orders it).
   void record(vk::CommandRecorder& recorder, const Args& args) const;
 
  private:
-  gpu::KernelPlan plan_;
+  KernelPlan plan_;
   Kernel kernel_;
 };
 

@@ -2,7 +2,7 @@
 
 namespace attendre::kernels {
 
-RetrieveKernels::RetrieveKernels(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan,
+RetrieveKernels::RetrieveKernels(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
                                  const RetrieveBuffers& b, uint32_t capacity, uint32_t keep)
     : plan_(plan) {
   score_ = plan.direct ? Kernel::make<ScoreParams>(context, arena, ShaderId::score_direct,

@@ -2,7 +2,7 @@
 // score -> (sum_heads) -> select top-K -> attend -> usage -> policy_update.
 #pragma once
 
-#include "gpu/kernel_plan.hpp"
+#include "kernels/kernel_plan.hpp"
 #include "interface/policy.h"
 #include "interface/retrieve.h"
 #include "interface/score.h"
@@ -19,7 +19,7 @@ class RetrieveKernels {
  public:
   RetrieveKernels() = default;
   // `capacity` (M) and `keep` (the top-K list length) size the select tile.
-  RetrieveKernels(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan,
+  RetrieveKernels(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
                   const RetrieveBuffers& buffers, uint32_t capacity, uint32_t keep);
 
   void score(vk::CommandRecorder& recorder, const ScoreParams& params) const;
@@ -34,7 +34,7 @@ class RetrieveKernels {
   const Select& select() const { return select_; }
 
  private:
-  gpu::KernelPlan plan_;
+  KernelPlan plan_;
   Kernel score_, sum_heads_, attend_, usage_, policy_update_;
   Select select_;
 };

@@ -7,7 +7,7 @@ namespace attendre::kernels {
 // The GLSL block declares the same words flat (ATT_ROWS expands to four uints).
 static_assert(offsetof(RopeParams, x) == 28 && sizeof(RopeParams) == 60);
 
-Rope::Rope(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, RopeLayout layout,
+Rope::Rope(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, RopeLayout layout,
            vk::BufferBinding x, vk::BufferBinding positions)
     : plan_(plan), layout_(layout) {
   kernel_ = Kernel::make<RopeParams>(context, arena, ShaderId::rope, {plan.workgroup}, {x, positions});

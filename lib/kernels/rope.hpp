@@ -5,7 +5,7 @@
 // at 2^31, plus the device's sin/cos error on [-pi, pi] (see rope.comp).
 #pragma once
 
-#include "gpu/kernel_plan.hpp"
+#include "kernels/kernel_plan.hpp"
 #include "interface/rope.h"
 #include "kernels/kernel.hpp"
 #include "kernels/rows.hpp"
@@ -26,14 +26,14 @@ class Rope {
 
   Rope() = default;
   // Bindings: x (rows, read and written), positions (int32).
-  Rope(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, RopeLayout layout,
+  Rope(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, RopeLayout layout,
        vk::BufferBinding x, vk::BufferBinding positions);
 
   // Records the rotation; no barrier (the caller orders it).
   void record(vk::CommandRecorder& recorder, const Args& args) const;
 
  private:
-  gpu::KernelPlan plan_;
+  KernelPlan plan_;
   RopeLayout layout_ = RopeLayout::normal;
   Kernel kernel_;
 };

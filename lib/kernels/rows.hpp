@@ -4,7 +4,8 @@
 // that the rows of one call may wrap around a ring buffer.
 #pragma once
 
-#include "gpu/kernel_plan.hpp"
+#include "interface/rows.h"
+#include "kernels/kernel_plan.hpp"
 
 #include <attendre/error.hpp>
 
@@ -14,27 +15,6 @@
 #include <string>
 
 namespace attendre::kernels {
-
-// Where the rows of one tensor live. The default is plain contiguous rows
-// from word 0 with stride 0: set stride (words per row) before use.
-struct RowRef {
-  uint32_t offset = 0;    // words from the start of the binding
-  uint32_t stride = 0;    // words between consecutive ring slots
-  uint32_t first = 0;     // ring slot of row 0
-  uint32_t capacity = 0xFFFFFFFFu;  // ring slots (0xFFFFFFFF: no wrap)
-
-  // Contiguous rows of `stride` words starting at word `offset`.
-  static RowRef contiguous(uint32_t stride, uint32_t offset = 0) { return {offset, stride, 0, 0xFFFFFFFFu}; }
-  // Rows in a ring of `capacity` slots of `stride` words from `offset`, row 0 in slot `first`.
-  static RowRef ring(uint32_t stride, uint32_t capacity, uint32_t first, uint32_t offset = 0) {
-    return {offset, stride, first, capacity};
-  }
-  // Word of row r (host mirror of shaders/rows.glsl).
-  uint64_t word(uint32_t r) const { return offset + uint64_t{(first + r) % capacity} * stride; }
-};
-// The GLSL side declares the same four words as flat push-constant fields.
-static_assert(sizeof(RowRef) == 16 && alignof(RowRef) == 4);
-static_assert(offsetof(RowRef, stride) == 4 && offsetof(RowRef, first) == 8 && offsetof(RowRef, capacity) == 12);
 
 // Checks that `rows` rows of `cols` words addressed by `ref` are well formed:
 // the ring index never overflows 32 bits, and (for outputs) no two rows
@@ -54,7 +34,7 @@ inline void check_rows(const RowRef& ref, uint32_t rows, uint32_t cols, bool out
 struct Grid {
   uint32_t x = 0, y = 0;
 };
-inline Grid fold_groups(uint64_t groups, const gpu::KernelPlan& plan) {
+inline Grid fold_groups(uint64_t groups, const KernelPlan& plan) {
   if (groups == 0) return {};
   const uint32_t x = static_cast<uint32_t>(std::min<uint64_t>(groups, plan.max_groups_x));
   const uint32_t y = static_cast<uint32_t>(std::min<uint64_t>((groups + x - 1) / x, plan.max_groups_y));

@@ -6,7 +6,7 @@
 
 namespace attendre::kernels {
 
-Select::Select(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, Source source,
+Select::Select(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, Source source,
                vk::BufferBinding first, vk::BufferBinding second, vk::BufferBinding lists, uint32_t max_count,
                uint32_t max_keep)
     : direct_(plan.direct), tile_(plan.select_tile), max_rows_per_dispatch_(context.caps().max_group_count_y) {
@@ -14,7 +14,7 @@ Select::Select(Context& context, vk::DescriptorArena& arena, const gpu::KernelPl
   if (direct_) {
     tile_ = plan.direct_segment;
     workgroup_ = plan.workgroup;
-    keep_max_ = max_count > 0 ? std::min(plan.max_keep(), gpu::next_pow2(max_keep)) : plan.max_keep();
+    keep_max_ = max_count > 0 ? std::min(plan.max_keep(), next_pow2(max_keep)) : plan.max_keep();
     const std::vector<uint32_t> spec = {workgroup_, keep_max_};
     tile_pass_ = Kernel::make<SelectTileParams>(
         context, arena, logits ? ShaderId::select_direct_logits : ShaderId::select_direct_evict, spec,
@@ -22,7 +22,7 @@ Select::Select(Context& context, vk::DescriptorArena& arena, const gpu::KernelPl
     merge_ = Kernel::make<SelectMergeParams>(context, arena, ShaderId::select_merge_direct, spec, {lists});
     return;
   }
-  if (max_count > 0) tile_ = std::min(plan.select_tile, std::max(gpu::next_pow2(max_count), 2 * gpu::next_pow2(max_keep)));
+  if (max_count > 0) tile_ = std::min(plan.select_tile, std::max(next_pow2(max_count), 2 * next_pow2(max_keep)));
   keep_max_ = tile_ / 2;
   const std::vector<uint32_t> spec = {std::min(plan.select_workgroup, std::max(1u, tile_ / 2)), tile_};
   const ShaderId shader = logits ? ShaderId::select_tile_logits : ShaderId::select_tile_evict;

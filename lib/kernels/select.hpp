@@ -7,7 +7,7 @@
 // logits and eviction victims.
 #pragma once
 
-#include "gpu/kernel_plan.hpp"
+#include "kernels/kernel_plan.hpp"
 #include "interface/select_merge.h"
 #include "interface/select_tile.h"
 #include "kernels/kernel.hpp"
@@ -23,7 +23,7 @@ class Select {
   // The tile is the device's largest unless rows hold at most `max_count`
   // candidates and lists at most `max_keep` entries: then the smallest power
   // of two that covers both, so that small memories sort small tiles.
-  Select(Context& context, vk::DescriptorArena& arena, const gpu::KernelPlan& plan, Source source,
+  Select(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, Source source,
          vk::BufferBinding first, vk::BufferBinding second, vk::BufferBinding lists, uint32_t max_count = 0,
          uint32_t max_keep = 1);
 

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-namespace attendre::gpu {
+namespace attendre::kernels {
 
 struct KernelPlan {
   uint32_t workgroup = 128;   // 1-D kernels; a power of two
@@ -54,4 +54,4 @@ KernelPlan plan_kernels(const DeviceCaps& caps);
 // Smallest power of two >= x (x >= 1).
 uint32_t next_pow2(uint32_t x);
 
-}  // namespace attendre::gpu
+}  // namespace attendre::kernels

@@ -1,11 +1,11 @@
-#include "gpu/kernel_plan.hpp"
+#include "kernels/kernel_plan.hpp"
 
 #include "interface/constants.h"
 #include "interface/matmul.h"
 
 #include <algorithm>
 
-namespace attendre::gpu {
+namespace attendre::kernels {
 namespace {
 
 uint32_t floor_pow2(uint64_t x) {
@@ -22,7 +22,7 @@ uint32_t next_pow2(uint32_t x) {
   return p;
 }
 
-uint32_t KernelPlan::max_head_dim() const { return attend_workgroup * kernels::kMaxDimsPerThread; }
+uint32_t KernelPlan::max_head_dim() const { return attend_workgroup * kMaxDimsPerThread; }
 
 KernelPlan plan_kernels(const DeviceCaps& caps) {
   KernelPlan plan;
@@ -40,7 +40,7 @@ KernelPlan plan_kernels(const DeviceCaps& caps) {
   plan.score_workgroup = plan.workgroup;
   plan.score_tile_slots = std::min<uint32_t>(64, plan.score_workgroup);
   plan.score_tile_rows = 16;
-  while (plan.score_tile_rows * plan.score_tile_slots / plan.score_workgroup > kernels::kMaxScoreOutputsPerThread)
+  while (plan.score_tile_rows * plan.score_tile_slots / plan.score_workgroup > kMaxScoreOutputsPerThread)
     plan.score_tile_rows /= 2;
   plan.score_tile_dims = 16;
 
@@ -52,7 +52,7 @@ KernelPlan plan_kernels(const DeviceCaps& caps) {
   // of up to kMatmulMaxMicro^2 outputs; the `in` step shrinks until the two
   // tiles (padded against bank conflicts) and the row bases fit in `shared`.
   plan.matmul_workgroup = plan.workgroup;
-  plan.matmul_micro_rows = plan.matmul_micro_outputs = kernels::kMatmulMaxMicro;
+  plan.matmul_micro_rows = plan.matmul_micro_outputs = kMatmulMaxMicro;
   auto gemm_bytes = [&](uint32_t tile_in) {
     return 4u * (tile_in * (plan.matmul_tile_rows + 1 + plan.matmul_tile_outputs + 1) + plan.matmul_tile_rows);
   };
@@ -74,7 +74,7 @@ KernelPlan plan_kernels(const DeviceCaps& caps) {
 
   // Matvec and norm: one float per invocation and row in shared memory.
   plan.matvec_workgroup = plan.workgroup;
-  while (plan.matvec_workgroup > 1 && 4u * kernels::kMatvecMaxRows * plan.matvec_workgroup > shared)
+  while (plan.matvec_workgroup > 1 && 4u * kMatvecMaxRows * plan.matvec_workgroup > shared)
     plan.matvec_workgroup /= 2;
   plan.norm_workgroup = plan.workgroup;
   while (plan.norm_workgroup > 1 && 4u * plan.norm_workgroup > shared) plan.norm_workgroup /= 2;
@@ -86,4 +86,4 @@ KernelPlan plan_kernels(const DeviceCaps& caps) {
   return plan;
 }
 
-}  // namespace attendre::gpu
+}  // namespace attendre::kernels
