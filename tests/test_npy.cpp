@@ -11,7 +11,9 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <numeric>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -218,6 +220,14 @@ TEST_CASE("npy rejects malformed files") {
   check_rejected(with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (6)}"), mal, "is not a tuple");
   check_rejected(with_header("{'descr': '<f4', 'fortran_order': False, 'shape': [6]}"), mal, "must be a tuple");
   check_rejected(with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (6,)} x"), mal, "unexpected text");
+  // Text quoted from the file is escaped (found by fuzzing: a key holding a
+  // newline broke the one-line message) and cut when long.
+  check_rejected(with_header(std::string("{'descr': '<f4', 'fortran_order': False, 'shape': (6,), 'a\nb\0': 1}", 66)),
+                 mal, "unexpected key 'a\\x0ab\\x00'");
+  check_rejected(with_header("{'descr': '<f\n', 'fortran_order': False, 'shape': (6,)}"), mal,
+                 "unsupported dtype <f\\x0a (supported");
+  check_rejected(with_header("{'descr': '" + std::string(100, 'x') + "', 'fortran_order': False, 'shape': (6,)}"), mal,
+                 "unsupported dtype " + std::string(64, 'x') + "... (supported");
 }
 
 TEST_CASE("npy read_expect and as<T> report mismatches") {
@@ -271,4 +281,138 @@ TEST_CASE("npy write rejects misuse and writes atomically") {
   const std::string before = slurp(dir / "w.npy");
   check_error([&] { npy::write<float>(dir / "w.npy", shape, five); }, ErrorCode::invalid_argument, "needs 24");
   CHECK(slurp(dir / "w.npy") == before);
+}
+
+TEST_CASE("npy blames a header length field that is too short, not the dtype or the data") {
+  TempDir dir;
+  const std::array<int64_t, 2> shape = {2, 3};
+  const std::array<float, 6> six = {1, 2, 3, 4, 5, 6};
+  npy::write<float>(dir / "good.npy", shape, six);
+  const std::string good = slurp(dir / "good.npy");
+  const std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
+  REQUIRE(good.substr(10, dict.size()) == dict);
+  // The same file with its u16 header length field rewritten.
+  const auto with_length = [&](size_t length) {
+    std::string bytes = good;
+    bytes[8] = static_cast<char>(length & 0xff);
+    bytes[9] = static_cast<char>(length >> 8);
+    return bytes;
+  };
+  const auto mal = ErrorCode::malformed_input;
+  const std::string too_short = "where the header ends (header ended at offset ";
+  // Cut right after "'descr':": once reported as a structured dtype.
+  check_rejected(with_length(9), mal,
+                 "malformed header: expected the 'descr' string " + too_short +
+                     "9; is the header length field too short?)");
+  check_rejected(with_length(13), mal, "malformed header: unterminated string " + too_short + "13;");
+  check_rejected(with_length(37), mal, "malformed header: 'fortran_order' is cut short " + too_short + "37;");
+  check_rejected(with_length(55), mal, "malformed header: expected ',' or ')' in 'shape' " + too_short + "55;");
+  // Cut after the dict, inside numpy's padding: the rest of the header
+  // looks like extra data.
+  check_rejected(with_length(dict.size()), mal,
+                 "trailing bytes: " + std::to_string(good.size() - 10 - dict.size() - 24) +
+                     " bytes after the 24 bytes of data (the header does not end with a newline: is its length field, " +
+                     std::to_string(dict.size()) + ", too short?)");
+  // Too long: the header swallows data.
+  check_rejected(with_length(good.size() - 10 - 8), mal,
+                 "unexpected text after the header dict (the header length field says " +
+                     std::to_string(good.size() - 10 - 8) + " bytes)");
+  // None of them blames the dtype, which is fine.
+  for (const size_t length : {size_t{9}, size_t{13}, dict.size()}) {
+    const std::string bytes = with_length(length);
+    try {
+      npy::parse(std::as_bytes(std::span(bytes)), "cut.npy");
+      FAIL("accepted a header length of " << length);
+    } catch (const attendre::Error& e) {
+      CHECK_MESSAGE(std::string(e.what()).find("dtype") == std::string::npos, e.what());
+    }
+  }
+}
+
+TEST_CASE("npy parse reads bytes in memory with the checks and messages of read") {
+  TempDir dir;
+  const std::array<int64_t, 2> shape = {3, 2};
+  const std::array<int32_t, 6> values = {1, -2, 3, -4, 5, -6};
+  npy::write<int32_t>(dir / "a.npy", shape, values);
+  const std::string bytes = slurp(dir / "a.npy");
+  const npy::Array from_file = npy::read(dir / "a.npy");
+  const npy::Array from_memory = npy::parse(std::as_bytes(std::span(bytes)), "memory");
+  CHECK(from_memory.dtype == from_file.dtype);
+  CHECK(from_memory.shape == from_file.shape);
+  CHECK(from_memory.data == from_file.data);
+
+  // Every prefix of a good file is refused (none is a complete file), with
+  // the given name, never read past its end.
+  for (size_t length = 0; length < bytes.size(); ++length) {
+    CAPTURE(length);
+    check_error([&] { npy::parse(std::as_bytes(std::span(bytes).first(length)), "prefix.npy"); },
+                ErrorCode::malformed_input, "prefix.npy: ");
+  }
+  // The same rejection as read(), under the caller's name.
+  const std::string bad = with_header("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }\n", kF32Data);
+  put(dir / "bad.npy", bad);
+  std::string from_read;
+  try {
+    npy::read(dir / "bad.npy");
+  } catch (const attendre::Error& e) {
+    from_read = e.what();
+  }
+  REQUIRE(from_read.rfind((dir / "bad.npy") + ": ", 0) == 0);
+  check_error([&] { npy::parse(std::as_bytes(std::span(bad)), "other.npy"); }, ErrorCode::malformed_input,
+              "other.npy: " + from_read.substr((dir / "bad.npy").size() + 2));
+}
+
+TEST_CASE("npy StreamWriter writes in pieces exactly what write writes at once") {
+  TempDir dir;
+  const std::array<int64_t, 2> shape = {3, 1000};
+  std::vector<double> values(3000, std::numeric_limits<double>::quiet_NaN());
+  for (size_t i = 0; i < 700; ++i) values[i] = static_cast<double>(i) * 0.5;
+  npy::write<double>(dir / "whole.npy", shape, values);
+  {
+    npy::StreamWriter writer(dir / "pieces.npy", npy::DType::f64, shape);
+    CHECK(writer.remaining_bytes() == 3000 * sizeof(double));
+    writer.append(std::span<const double>(values).first(300));
+    writer.append(std::span<const double>(values).subspan(300, 400));
+    writer.append_repeated(std::numeric_limits<double>::quiet_NaN(), 2300);  // more than one fill block
+    CHECK(writer.remaining_bytes() == 0);
+    writer.close();
+  }
+  CHECK(slurp(dir / "pieces.npy") == slurp(dir / "whole.npy"));
+  // A comparison that tells files apart: one value differs.
+  {
+    npy::StreamWriter writer(dir / "other.npy", npy::DType::f64, shape);
+    writer.append(std::span<const double>(values).first(699));
+    writer.append_repeated(-1.0, 2301);
+    writer.close();
+  }
+  CHECK(slurp(dir / "other.npy") != slurp(dir / "whole.npy"));
+}
+
+TEST_CASE("npy StreamWriter refuses misuse and leaves no partial file") {
+  TempDir dir;
+  const std::array<int64_t, 1> shape = {4};
+  const std::array<float, 3> three = {1, 2, 3};
+  const fs::path path = dir.path / "s.npy";
+  {
+    npy::StreamWriter writer(path, npy::DType::f32, shape);
+    CHECK(fs::exists(path));
+    writer.append(std::span<const float>(three));
+    check_error([&] { writer.append(std::span<const float>(three)); }, ErrorCode::invalid_argument,
+                "12 bytes appended, the shape has room for 4 more");
+    check_error([&] { writer.append(std::span<const double>(std::array<double, 1>{1.0})); },
+                ErrorCode::invalid_argument, "appending float64 to an array of float32");
+    check_error([&] { writer.close(); }, ErrorCode::invalid_argument, "closed with 4 bytes of data missing");
+    CHECK(!fs::exists(path));
+  }
+  {
+    // Abandoned without close(): an exception unwinding past the writer.
+    npy::StreamWriter writer(path, npy::DType::f32, shape);
+    writer.append_repeated(0.5f, 4);
+  }
+  CHECK(!fs::exists(path));
+  check_error([&] { npy::StreamWriter(dir.path / "missing" / "s.npy", npy::DType::f32, shape); }, ErrorCode::io_error,
+              "s.npy: cannot create");
+  check_error([&] { npy::StreamWriter(path, npy::DType::f32, std::array<int64_t, 1>{-4}); },
+              ErrorCode::invalid_argument, "negative dimension -4");
+  CHECK(fs::is_empty(dir.path));
 }

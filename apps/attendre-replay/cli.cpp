@@ -44,6 +44,26 @@ std::string nonempty_path(const std::string& flag, const std::string& text) {
   return text;
 }
 
+// Both memories count the rows they hold plus one chunk's insertion in 32
+// bits (the GPU's buffers and dispatches index them so), so N + S and M + S
+// must fit; past that, sums wrap around into small, wrong sizes.
+void check_row_counts(const Options& o) {
+  constexpr uint64_t kMaxRows = std::numeric_limits<uint32_t>::max();
+  const auto check = [&](const char* flag, uint32_t value, const char* symbol) {
+    const uint64_t sum = uint64_t{value} + o.chunk;
+    if (sum <= kMaxRows) return;
+    // The larger term is the one to lower.
+    const bool blame_chunk = o.chunk > value;
+    const std::string culprit = blame_chunk ? "--chunk " + std::to_string(o.chunk)
+                                            : std::string(flag) + " " + std::to_string(value);
+    usage(culprit + ": " + symbol + " + S = " + std::to_string(value) + " + " + std::to_string(o.chunk) + " = " +
+          std::to_string(sum) + " rows, more than the layer counts in 32 bits (at most " +
+          std::to_string(kMaxRows) + "); lower " + (blame_chunk ? "--chunk" : flag));
+  };
+  check("--q-capacity", o.q_capacity, "N");
+  check("--kv-capacity", o.kv_capacity, "M");
+}
+
 struct Spec {
   bool takes_value = true;
   std::function<void(const std::string& flag, const std::string& value)> apply;
@@ -154,6 +174,7 @@ Options parse_args(std::span<const std::string> args) {
     usage("--init-const only applies to --policy lra_last|lra_max|lra_sum|lfa, not " + policy);
   if (o.init_k && o.init_const) usage("--init-k and --init-const are exclusive");
   if (o.tag_mask && !o.tags_path) usage("--tag-mask needs --tags");
+  check_row_counts(o);
   return o;
 }
 
@@ -178,8 +199,8 @@ inputs (.npy, little-endian, C order):
 
 layer:
   --chunk S           rows per step, >= 1
-  --q-capacity N      Q memory capacity (output delay), >= 0
-  --kv-capacity M     K/V memory capacity, >= 1
+  --q-capacity N      Q memory capacity (output delay), >= 0, N + S < 2^32
+  --kv-capacity M     K/V memory capacity, >= 1, M + S < 2^32
   --top-k K           entries retrieved per query and head, >= 1 (K >= M: full attention)
   --policy P          eviction policy: fifo, lru, lfu, lra_last, lra_max, lra_sum, lfa
   --lambda X          lfa decay per position, >= 0 (default 0); lfa only
@@ -200,18 +221,46 @@ run:
   --out DIR           output folder, created if missing
   --help, -h          this text
 
-outputs in DIR (written only when the whole replay succeeded):
+outputs in DIR, replaced together only when the whole replay succeeded (a
+failed run leaves DIR as it was); a run whose files would not fit the free
+space is refused before it starts:
   outputs.npy         float32 [T, H_q, D]: output of each row, NaN for invalid rows
   retained.npy        int64 [steps, M]: positions held at each step's retrieval,
                       ascending, -1 padded
   scores.npy          float64 [steps, M]: their scores after the step's update, NaN for -1
 
 environment: ATTENDRE_DEVICE (see --device), ATTENDRE_VALIDATION=1 (Khronos
-validation; any message fails the run), ATTENDRE_PORTABLE_LIMITS=1.
+validation; any message fails the run), ATTENDRE_PORTABLE_LIMITS=1,
+ATTENDRE_REPLAY_INJECT_FAILURE=write|replace|rename (tests: fail there as a
+full or failing disk would).
 
 exit status: 0 success; 1 bad input file, infeasible configuration or runtime
 error; 2 command-line error; 3 Vulkan validation messages (gpu only).
 )";
+}
+
+std::string with_flag_names(const std::string& message) {
+  struct Field {
+    std::string_view symbol, flag;
+  };
+  static constexpr Field kFields[] = {
+      {"N", "--q-capacity"}, {"M", "--kv-capacity"}, {"S", "--chunk"}, {"K", "--top-k"}, {"n_sink", "--sinks"}};
+  // A field counts when it stands alone as a word: "M=5", "(M=5", "lower K or M",
+  // "M >= S" - not the K of "K/V" nor the M of "MiB".
+  const auto mentions = [&](std::string_view symbol) {
+    for (size_t at = message.find(symbol); at != std::string::npos; at = message.find(symbol, at + 1)) {
+      const size_t end = at + symbol.size();
+      const bool starts = at == 0 || message[at - 1] == ' ' || message[at - 1] == '(';
+      const bool ends = end == message.size() || std::string_view("= ,);").find(message[end]) != std::string_view::npos;
+      if (starts && ends) return true;
+    }
+    return false;
+  };
+  std::string names;
+  for (const Field& field : kFields)
+    if (mentions(field.symbol))
+      names += (names.empty() ? "" : ", ") + std::string(field.symbol) + " is " + std::string(field.flag);
+  return names.empty() ? message : message + " (" + names + ")";
 }
 
 LayerConfig make_config(const Options& o, const AttentionShape& shape) {

@@ -47,7 +47,9 @@ struct Options {
 };
 
 // Parses the arguments after argv[0]. Throws UsageError with a one-line
-// message such as "--chunk: expected a positive integer, got 'x'".
+// message such as "--chunk: expected a positive integer, got 'x'", also for
+// values that are integers but that no layer can count (N + S or M + S past
+// 32 bits), naming the flags.
 Options parse_args(std::span<const std::string> args);
 
 std::string help_text();
@@ -56,5 +58,10 @@ std::string help_text();
 // not validate: LayerConfig::validate() owns that, so the tool reports
 // exactly what the library would refuse.
 LayerConfig make_config(const Options& options, const AttentionShape& shape);
+
+// The library names configuration fields (N, M, S, K, n_sink) in its
+// messages; the user typed flags. Appends which flag each field mentioned in
+// `message` is, e.g. "... got M=5 S=4 (M is --kv-capacity, S is --chunk)".
+std::string with_flag_names(const std::string& message);
 
 }  // namespace attendre::replay

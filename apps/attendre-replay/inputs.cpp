@@ -1,10 +1,11 @@
 // The input side of the replay file contract (spec section 6). Every check
 // names the file and states expected vs found, because the typical failure
 // is a capture script that saved the wrong array.
-#include "replay.hpp"
+#include "inputs.hpp"
 
 #include <attendre/error.hpp>
 
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -26,6 +27,24 @@ void expect_rows(const npy::Array& array, const std::string& file, uint64_t rows
 
 uint32_t head_count(int64_t dim) {
   return dim >= 1 && dim <= std::numeric_limits<uint32_t>::max() ? static_cast<uint32_t>(dim) : 0u;
+}
+
+// The layer refuses non-finite values in valid rows (they would make every
+// ordering meaningless); padding rows are never read, so neither are
+// invalid rows here.
+void expect_finite(const npy::Array& array, const std::string& file, const std::vector<uint8_t>& valid) {
+  const uint64_t heads = static_cast<uint64_t>(array.shape[1]), dims = static_cast<uint64_t>(array.shape[2]);
+  const auto values = array.as<float>();
+  for (uint64_t row = 0; row < valid.size(); ++row) {
+    if (!valid[row]) continue;
+    for (uint64_t i = 0; i < heads * dims; ++i) {
+      const float x = values[row * heads * dims + i];
+      if (std::isfinite(x)) continue;
+      bad_input(file, "row " + std::to_string(row) + " (head " + std::to_string(i / dims) + ", dim " +
+                          std::to_string(i % dims) + "): " + (std::isnan(x) ? "NaN" : x > 0 ? "inf" : "-inf") +
+                          ", expected finite values in every valid row");
+    }
+  }
 }
 
 std::vector<uint32_t> load_tags(const std::string& file, uint64_t rows) {
@@ -113,8 +132,12 @@ Inputs load_inputs(const Options& o) {
     in.positions.resize(in.rows);
     for (uint64_t r = 0; r < in.rows; ++r) in.positions[r] = static_cast<int64_t>(r);
   }
-  // The layer checks this too, but only here can the message name the file
-  // and the row; the output mapping also relies on it.
+  expect_finite(in.q, o.q_path, in.valid);
+  expect_finite(in.k, o.k_path, in.valid);
+  expect_finite(in.v, o.v_path, in.valid);
+
+  // The layer checks the order too, but per chunk; here the message names
+  // the file's rows, and the output mapping relies on the order.
   const std::string positions_file = o.positions_path.value_or("positions");
   bool seen = false;
   uint64_t last_row = 0;
@@ -126,6 +149,11 @@ Inputs load_inputs(const Options& o) {
                                     std::to_string(in.positions[last_row]) + " at row " + std::to_string(last_row));
     seen = true;
     last_row = r;
+    // The GPU path stores positions as int32; the reference takes any int64.
+    if (o.device == Device::gpu && (in.positions[r] < std::numeric_limits<int32_t>::min() ||
+                                    in.positions[r] > std::numeric_limits<int32_t>::max()))
+      bad_input(positions_file, "row " + std::to_string(r) + " holds " + std::to_string(in.positions[r]) +
+                                    ", outside the int32 positions of --device gpu (--device cpu takes int64)");
   }
 
   if (o.tags_path) in.tags = load_tags(*o.tags_path, in.rows);

@@ -1,8 +1,12 @@
 // attendre-replay: runs one ATTENDRE layer over a recorded stream and writes
 // what it emitted and retained (spec section 6). Exit status: 0 success,
 // 1 input/configuration/runtime error, 2 usage error, 3 validation messages.
+#include "budget.hpp"
 #include "cli.hpp"
+#include "inputs.hpp"
+#include "output_set.hpp"
 #include "replay.hpp"
+#include "result_files.hpp"
 
 #include <attendre/context.hpp>
 #include <attendre/error.hpp>
@@ -28,24 +32,41 @@ void report(const std::string& message) {
   std::fprintf(stderr, "%s\n", line.c_str());
 }
 
+// The library's errors name configuration fields; the user typed flags.
+template <class F>
+auto naming_flags(F&& work) {
+  try {
+    return work();
+  } catch (const Error& e) {
+    throw Error(e.code(), with_flag_names(e.what()));
+  }
+}
+
 int run(const Options& options) {
   const Inputs inputs = load_inputs(options);
   const LayerConfig config = make_config(options, inputs.shape);
-  config.validate();  // before any device work, so a bad config never needs a GPU
+  naming_flags([&] { config.validate(); });  // before any device work, so a bad config never needs a GPU
+  const uint64_t steps = expected_steps(inputs, config);
+  check_host_memory(options, inputs, config, steps);
+  check_disk_space(options, inputs, config, steps);
 
-  Results results;
+  OutputSet out(options.out_dir, {ResultFiles::kNames.begin(), ResultFiles::kNames.end()});
+  ResultFiles files(out.staging(), inputs.shape, inputs.rows, steps, config.kv.capacity);
+  RunSummary summary;
   std::string device;
   if (options.device == Device::cpu) {
-    reference::Layer layer(config);
-    results = run_layer(layer, inputs);
+    summary = naming_flags([&] {
+      reference::Layer layer(config);
+      return run_layer(layer, inputs, files);
+    });
     device = "cpu (float64 reference)";
   } else {
     Context context;
-    {
-      // Destroyed before the check: teardown can raise messages too.
+    // Destroyed before the check: teardown can raise messages too.
+    summary = naming_flags([&] {
       gpu::Layer layer(context, config);
-      results = run_layer(layer, inputs);
-    }
+      return run_layer(layer, inputs, files);
+    });
     const std::vector<std::string> messages = context.validation_messages();
     if (context.validation_enabled() && !messages.empty()) {
       for (const std::string& m : messages) report("validation: " + m);
@@ -55,9 +76,10 @@ int run(const Options& options) {
     device = "gpu (" + context.caps().name + ")";
   }
 
-  write_results(options.out_dir, results);
-  std::cout << "replayed T=" << results.rows << " rows in " << results.steps << " steps (" << results.chunks
-            << " chunks + " << results.steps - results.chunks << " drain) on " << device << " -> "
+  files.close();
+  out.commit();
+  std::cout << "replayed T=" << summary.rows << " rows in " << summary.steps << " steps (" << summary.chunks
+            << " chunks + " << summary.steps - summary.chunks << " drain) on " << device << " -> "
             << options.out_dir << std::endl;
   return 0;
 }
@@ -80,7 +102,9 @@ int main(int argc, char** argv) {
     report(e.what());
     return 1;
   } catch (const std::bad_alloc&) {
-    report("out of host memory (lower --kv-capacity, --q-capacity or the stream length)");
+    // Sizes the tool can foresee are refused up front with their figures;
+    // this is what slipped past the estimate, so no flag is blamed.
+    report("out of host memory");
     return 1;
   } catch (const std::exception& e) {
     report(e.what());

@@ -3,12 +3,9 @@
 #include <attendre/error.hpp>
 
 #include <algorithm>
-#include <limits>
-#include <new>
 #include <numeric>
 #include <stdexcept>
 #include <string>
-#include <system_error>
 
 namespace attendre::replay {
 namespace {
@@ -18,9 +15,6 @@ namespace {
 [[noreturn]] void contract_broken(const std::string& message) {
   throw std::logic_error("layer broke the replay contract: " + message);
 }
-
-constexpr float kNoOutputF = std::numeric_limits<float>::quiet_NaN();
-constexpr double kNoScore = std::numeric_limits<double>::quiet_NaN();
 
 }  // namespace
 
@@ -38,33 +32,15 @@ uint64_t expected_steps(const Inputs& in, const LayerConfig& config) {
   return steps;
 }
 
-Results run_layer(AttendreLayer& layer, const Inputs& in) {
+RunSummary run_layer(AttendreLayer& layer, const Inputs& in, ResultFiles& files) {
   const LayerConfig& c = layer.config();
   const uint64_t S = c.chunk;
   const uint64_t M = c.kv.capacity;
   const uint64_t q_row = c.shape.q_row();
-  Results r;
-  r.rows = in.rows;
-  r.heads_q = c.shape.heads_q;
-  r.head_dim = c.shape.head_dim;
-  r.capacity = c.kv.capacity;
-  r.chunks = (in.rows + S - 1) / S;
+  RunSummary summary;
+  summary.rows = in.rows;
+  summary.chunks = (in.rows + S - 1) / S;
   const uint64_t bound = expected_steps(in, c);
-
-  // Allocated up front, so an impossible size fails before a long run and
-  // names what is too large.
-  const std::string results_size = std::to_string(bound) + " steps x M=" + std::to_string(M) + " entries";
-  if (bound > std::numeric_limits<size_t>::max() / 16 / M)
-    fail(ErrorCode::out_of_host_memory, "retained.npy and scores.npy would need " + results_size +
-                                            ", more than memory can address");
-  try {
-    r.outputs.assign(in.rows * q_row, kNoOutputF);
-    r.retained.assign(bound * M, -1);
-    r.scores.assign(bound * M, kNoScore);
-  } catch (const std::bad_alloc&) {
-    fail(ErrorCode::out_of_host_memory, "out of host memory for the results: " + results_size +
-                                            " (" + std::to_string(bound * M * 16 >> 20) + " MiB)");
-  }
 
   // Positions strictly increase over valid rows (checked on load), so a
   // binary search maps an emitted position back to its input row.
@@ -72,7 +48,10 @@ Results run_layer(AttendreLayer& layer, const Inputs& in) {
   for (uint64_t row = 0; row < in.rows; ++row)
     if (in.valid[row]) valid_rows.push_back(row);
   std::vector<uint8_t> emitted(in.rows, 0);
+  // One step's snapshot in ascending order: O(held), never O(M).
   std::vector<size_t> order;
+  std::vector<int64_t> retained;
+  std::vector<double> scores;
 
   uint64_t step = 0;
   auto record = [&](const StepResult& result) {
@@ -89,7 +68,7 @@ Results run_layer(AttendreLayer& layer, const Inputs& in) {
       if (emitted[*it]) contract_broken("position " + std::to_string(positions[i]) + " was emitted twice");
       emitted[*it] = 1;
       std::copy_n(result.outputs.begin() + static_cast<std::ptrdiff_t>(i * q_row), q_row,
-                  r.outputs.begin() + static_cast<std::ptrdiff_t>(*it * q_row));
+                  files.output_row(*it).begin());
     }
 
     const MemorySnapshot& snap = result.snapshot;
@@ -102,10 +81,13 @@ Results run_layer(AttendreLayer& layer, const Inputs& in) {
     order.resize(snap.positions.size());
     std::iota(order.begin(), order.end(), size_t{0});
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return snap.positions[a] < snap.positions[b]; });
-    for (size_t j = 0; j < order.size(); ++j) {
-      r.retained[step * M + j] = snap.positions[order[j]];
-      r.scores[step * M + j] = snap.scores[order[j]];
+    retained.clear();
+    scores.clear();
+    for (const size_t j : order) {
+      retained.push_back(snap.positions[j]);
+      scores.push_back(snap.scores[j]);
     }
+    files.append_step(retained, scores);
     ++step;
   };
 
@@ -122,38 +104,12 @@ Results run_layer(AttendreLayer& layer, const Inputs& in) {
     if (!emitted[row])
       contract_broken("valid row " + std::to_string(row) + " (position " + std::to_string(in.positions[row]) +
                       ") was never emitted");
-  r.steps = step;
-  r.retained.resize(step * M);
-  r.scores.resize(step * M);
-  return r;
-}
-
-void write_results(const std::filesystem::path& dir, const Results& r) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) fail(ErrorCode::io_error, dir.string() + ": cannot create the output folder: " + ec.message());
-
-  const int64_t output_shape[] = {static_cast<int64_t>(r.rows), r.heads_q, r.head_dim};
-  const int64_t step_shape[] = {static_cast<int64_t>(r.steps), r.capacity};
-  std::vector<fs::path> written;
-  written.reserve(3);  // push_back after a write must not throw
-  auto put = [&](const char* name, auto write) {
-    const fs::path path = dir / name;
-    write(path);
-    written.push_back(path);
-  };
-  try {
-    put("outputs.npy", [&](const fs::path& p) { npy::write<float>(p, output_shape, r.outputs); });
-    put("retained.npy", [&](const fs::path& p) { npy::write<int64_t>(p, step_shape, r.retained); });
-    put("scores.npy", [&](const fs::path& p) { npy::write<double>(p, step_shape, r.scores); });
-  } catch (...) {
-    // Only what this call wrote: the path that failed may hold something
-    // that is not ours (even a folder), and npy::write left it untouched.
-    std::error_code ignored;
-    for (const fs::path& path : written) fs::remove(path, ignored);
-    throw;
-  }
+  // The step files' shape was written before the run.
+  if (step != bound)
+    contract_broken("the drain ended after " + std::to_string(step) + " steps, the spec's drain rule takes " +
+                    std::to_string(bound));
+  summary.steps = step;
+  return summary;
 }
 
 }  // namespace attendre::replay

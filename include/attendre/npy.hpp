@@ -7,13 +7,18 @@
 #pragma once
 
 #include <attendre/error.hpp>
+
+#include <algorithm>
 #include <bit>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
+#include <iterator>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -88,6 +93,10 @@ struct Array {
 // its content breaks the format or uses an unsupported dtype or layout.
 Array read(const std::filesystem::path& path);
 
+// read() from bytes already in memory, with the same checks and messages;
+// `name` stands for the file in them. The fuzzing harness's entry point.
+Array parse(std::span<const std::byte> bytes, std::string_view name);
+
 // read(), then checks dtype and rank (number of dims); a mismatch throws
 // malformed_input naming the file, e.g. "q.npy: dtype is <f8, expected float32 (<f4)".
 Array read_expect(const std::filesystem::path& path, DType dtype, size_t rank);
@@ -108,5 +117,64 @@ void write(const std::filesystem::path& path, std::span<const int64_t> shape, st
 inline void write(const std::filesystem::path& path, const Array& array) {
   write(path, array.dtype, array.shape, array.data.data(), array.data.size());
 }
+
+// Writes one .npy file front to back: the header for a shape known up front,
+// then the data in pieces, so that an array far larger than memory can be
+// written in bounded blocks. Unlike write(), it writes `path` itself: the
+// caller picks a private location (a temporary folder) and moves the file
+// into place. The file only survives a successful close(); the destructor of
+// an unclosed writer removes it.
+class StreamWriter {
+ public:
+  // Creates `path` and writes the header. Throws invalid_argument on a bad
+  // shape, io_error when the file cannot be created or written.
+  StreamWriter(std::filesystem::path path, DType dtype, std::span<const int64_t> shape);
+  ~StreamWriter();
+  StreamWriter(const StreamWriter&) = delete;
+  StreamWriter& operator=(const StreamWriter&) = delete;
+
+  // Appends `bytes` bytes of data; more than the shape holds throws invalid_argument.
+  void append(const void* data, size_t bytes);
+
+  template <Element T>
+  void append(std::span<const T> values) {
+    check_element(dtype_of<T>());
+    append(values.data(), values.size_bytes());
+  }
+
+  // Appends `count` copies of `value`, through a small fixed buffer.
+  template <Element T>
+  void append_repeated(T value, uint64_t count) {
+    check_element(dtype_of<T>());
+    T block[1024];
+    std::fill(std::begin(block), std::end(block), value);
+    for (uint64_t left = count; left > 0;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(left, std::size(block)));
+      append(block, n * sizeof(T));
+      left -= n;
+    }
+  }
+
+  // Data bytes still owed to the shape.
+  uint64_t remaining_bytes() const { return remaining_; }
+
+  // Checks that the data is complete, then flushes, fsyncs and closes.
+  // Throws invalid_argument when data is missing, io_error when the file
+  // system refuses; either way the file is removed.
+  void close();
+
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  void check_element(DType element) const;
+  void append_raw(const void* data, size_t bytes);
+  [[noreturn]] void fail_io(const std::string& what);
+  void discard() noexcept;
+
+  std::filesystem::path path_;
+  DType dtype_;
+  std::FILE* file_ = nullptr;
+  uint64_t remaining_ = 0;
+};
 
 }  // namespace attendre::npy
