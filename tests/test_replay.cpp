@@ -672,6 +672,44 @@ TEST_CASE("replay: bad data names the file and its row, not a row of a chunk") {
   CHECK(wide.code == 0);
 }
 
+TEST_CASE("replay: inputs and parameters that would overflow float32 are refused on both devices and never written as NaN") {
+  TempDir dir;
+  const test::Stream s = test::random_stream({2, 1, 8}, 40, 6);
+  write_stream(dir, s);
+  const int64_t T = s.rows, q_shape[] = {T, 2, 8}, kv_shape[] = {T, 1, 8};
+  // Queries near 3e38 in file row 21: finite in float32, but their logits are not.
+  std::vector<float> huge_q(s.q);
+  for (size_t i = 21 * 16; i < 22 * 16; ++i) huge_q[i] = 3e38f;
+  npy::write<float>(dir / "q_huge.npy", std::span<const int64_t>(q_shape, 3), huge_q);
+  std::vector<float> huge_v(s.v);
+  huge_v[30 * 8 + 3] = 3e38f;
+  npy::write<float>(dir / "v_huge.npy", std::span<const int64_t>(kv_shape, 3), huge_v);
+  const std::string stream = " --q " + quote(dir / "q.npy") + " --k " + quote(dir / "k.npy") + " --v " + quote(dir / "v.npy");
+  const std::string layer = " --chunk 16 --q-capacity 8 --kv-capacity 32 --top-k 4";
+  struct Case {
+    std::string args, message;
+  };
+  const Case cases[] = {
+      {" --q " + quote(dir / "q_huge.npy") + " --k " + quote(dir / "k.npy") + " --v " + quote(dir / "v.npy") +
+           layer + " --policy lra_sum",
+       "q_huge.npy: row 21 and "},
+      {" --q " + quote(dir / "q.npy") + " --k " + quote(dir / "k.npy") + " --v " + quote(dir / "v_huge.npy") +
+           layer + " --policy lra_sum",
+       "v_huge.npy: row 30 holds |v| = 3e+38"},
+      {stream + layer + " --policy lra_sum --scale 1e300", "scale is 1e+300"},
+      {stream + layer + " --policy lfa --lambda 1e308", "lfa lambda is 1e+308"},
+      {stream + layer + " --policy lra_max --init-k 1e308", "initial score k is 1e+308"},
+  };
+  for (const char* device : {" --device cpu", " --device gpu"})
+    for (const Case& c : cases) {
+      INFO(c.args << device);
+      const Outcome o = replay(dir, c.args + device + " --out " + quote(dir / "out"));
+      INFO(o.err);
+      check_refused(o, 1, c.message);
+      CHECK(!fs::exists(dir / "out"));
+    }
+}
+
 TEST_CASE("replay: a failed run leaves the previous results byte-identical and nothing new behind") {
   TempDir dir;
   const std::string inputs = write_stream(dir, test::random_stream({2, 1, 4}, 10, 3));

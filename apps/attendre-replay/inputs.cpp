@@ -6,6 +6,7 @@
 #include <attendre/error.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 
@@ -47,6 +48,35 @@ void expect_finite(const npy::Array& array, const std::string& file, const std::
   }
 }
 
+// The largest head norm over the valid rows of `array` [T, heads, dims], and its row.
+struct Largest {
+  double norm = 0.0;
+  uint64_t row = 0;
+};
+Largest largest_head_norm(const npy::Array& array, const std::vector<uint8_t>& valid) {
+  const uint64_t heads = static_cast<uint64_t>(array.shape[1]), dims = static_cast<uint64_t>(array.shape[2]);
+  const auto values = array.as<float>();
+  Largest best;
+  for (uint64_t row = 0; row < valid.size(); ++row) {
+    if (!valid[row]) continue;
+    for (uint64_t h = 0; h < heads; ++h) {
+      double squares = 0.0;
+      for (uint64_t d = 0; d < dims; ++d) {
+        const double x = values[(row * heads + h) * dims + d];
+        squares += x * x;
+      }
+      if (std::sqrt(squares) > best.norm) best = {std::sqrt(squares), row};
+    }
+  }
+  return best;
+}
+
+std::string g(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", value);
+  return text;
+}
+
 std::vector<uint32_t> load_tags(const std::string& file, uint64_t rows) {
   const npy::Array array = npy::read(file);
   if (array.dtype != npy::DType::u32 && array.dtype != npy::DType::i64)
@@ -72,6 +102,25 @@ std::vector<uint32_t> load_tags(const std::string& file, uint64_t rows) {
 }
 
 }  // namespace
+
+void check_magnitudes(const Options& o, const Inputs& in, const LayerConfig& config) {
+  const Largest q = largest_head_norm(in.q, in.valid), k = largest_head_norm(in.k, in.valid);
+  const double scale = std::abs(config.scale()), logit = scale * q.norm * k.norm;
+  if (logit > kMaxLogitMagnitude)
+    bad_input(o.q_path, "row " + std::to_string(q.row) + " and " + o.k_path + " row " + std::to_string(k.row) +
+                            ": scale * |q| * |k| reaches " + g(logit) + ", over the limit of " +
+                            g(kMaxLogitMagnitude) + " that keeps float32 logits finite; scale the inputs down");
+  const auto values = in.v.as<float>();
+  const uint64_t row_floats = in.shape.kv_row();
+  for (uint64_t row = 0; row < in.rows; ++row) {
+    if (!in.valid[row]) continue;
+    for (uint64_t i = 0; i < row_floats; ++i)
+      if (std::abs(static_cast<double>(values[row * row_floats + i])) > kMaxValueMagnitude)
+        bad_input(o.v_path, "row " + std::to_string(row) + " holds |v| = " + g(values[row * row_floats + i]) +
+                                ", over the limit of " + g(kMaxValueMagnitude) +
+                                " that keeps float32 attention outputs finite");
+  }
+}
 
 ChunkView Inputs::chunk(uint64_t first, uint32_t count) const {
   const uint64_t q_row = shape.q_row(), kv_row = shape.kv_row();

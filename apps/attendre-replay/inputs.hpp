@@ -33,4 +33,10 @@ struct Inputs {
 // the message name the file and its row rather than a row of some chunk.
 Inputs load_inputs(const Options& options);
 
+// The magnitude limits the layer enforces (attendre's StreamValidator:
+// scale * |q_h| * |k_g| and |v| within 2^126, so that fp32 logits and
+// outputs stay finite), checked over the whole stream with the file and row
+// of the largest offender. Throws Error naming them.
+void check_magnitudes(const Options& options, const Inputs& inputs, const LayerConfig& config);
+
 }  // namespace attendre::replay

@@ -46,6 +46,7 @@ int run(const Options& options) {
   const Inputs inputs = load_inputs(options);
   const LayerConfig config = make_config(options, inputs.shape);
   naming_flags([&] { config.validate(); });  // before any device work, so a bad config never needs a GPU
+  check_magnitudes(options, inputs, config);
   const uint64_t steps = expected_steps(inputs, config);
   check_host_memory(options, inputs, config, steps);
   check_disk_space(options, inputs, config, steps);

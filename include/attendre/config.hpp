@@ -106,6 +106,13 @@ struct LayerConfig {
 // entries when only `eligible` may go (pinned entries, protect_new).
 [[noreturn]] void fail_infeasible_insertion(uint64_t needed, uint64_t eligible);
 
+// The input magnitudes every backend accepts, so that fp32 logits and
+// attention outputs stay finite (docs/spec-notes.md, "Numerics"): for every
+// query and key of a stream, |scale| * |q_h| * |k_g| (head norms) and every
+// |v| at most 2^126. Chunks beyond them are refused with the row named.
+inline constexpr double kMaxLogitMagnitude = 8.507059173023462e37;  // 2^126
+inline constexpr double kMaxValueMagnitude = 8.507059173023462e37;  // 2^126
+
 // ALiBi slope of query head h among `heads` (geometric 2^(-8(h+1)/heads)).
 double alibi_slope(uint32_t head, uint32_t heads);
 

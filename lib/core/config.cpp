@@ -70,6 +70,12 @@ void LayerConfig::validate() const {
   require(chunk >= 1, "chunk size S must be at least 1");
   require(kv.capacity >= 1, "K/V capacity M must be at least 1");
   require(retrieval.top_k >= 1, "top-K must be at least 1");
+  // The Q ring holds N + S rows and insertion plans over M + S candidates,
+  // counted in 32 bits on the device.
+  require(uint64_t{q_capacity} + chunk <= 0xFFFFFFFFull,
+          "N + S must fit 32 bits, got N=" + u(q_capacity) + " S=" + u(chunk));
+  require(uint64_t{kv.capacity} + chunk <= 0xFFFFFFFFull,
+          "M + S must fit 32 bits, got M=" + u(kv.capacity) + " S=" + u(chunk));
   require(!(kv.policy.lambda < 0.0), "lfa lambda must be >= 0, got " + g(kv.policy.lambda));
   require_float32(kv.policy.lambda, "lfa lambda");
   const InitialScore& init = kv.policy.initial;

@@ -7,6 +7,8 @@
 //  - an attention-based initial score is clamped to the fp32 range.
 #pragma once
 
+#include <attendre/config.hpp>
+
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -20,8 +22,8 @@ inline constexpr double kFloatMinNormal = std::numeric_limits<float>::min();    
 // |q_h| * |k_g| by Cauchy-Schwarz, so that every partial sum of the dot
 // product is bounded too), and the largest |value| element: 2^126, half the
 // fp32 range, leaves room for biases and rounding in the sums.
-inline constexpr double kMaxLogit = 8.507059173023462e37;  // 2^126
-inline constexpr double kMaxValue = 8.507059173023462e37;  // 2^126
+inline constexpr double kMaxLogit = kMaxLogitMagnitude;
+inline constexpr double kMaxValue = kMaxValueMagnitude;
 
 // x as every backend reads an fp32 input: subnormals become (signed) zero.
 inline float flush_subnormal(float x) {

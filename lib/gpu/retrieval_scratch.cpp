@@ -33,7 +33,9 @@ RetrievalPlan plan_retrieval(const LayerConfig& config, const kernels::KernelPla
   RetrievalPlan r;
   r.full = config.full_attention();
   if (!r.full) {
-    r.top_keep = kernels::next_pow2(config.retrieval.top_k);
+    // K <= max_keep first: next_pow2 of a K past 2^31 would wrap to 0.
+    if (config.retrieval.top_k > plan.max_keep()) r.top_keep = kernels::kInvalid;
+    else r.top_keep = kernels::next_pow2(config.retrieval.top_k);
     if (r.top_keep > plan.max_keep())
       fail(ErrorCode::unsupported, "top_k K=" + std::to_string(config.retrieval.top_k) +
                                        " exceeds this device's limit of " + std::to_string(plan.max_keep()) +
