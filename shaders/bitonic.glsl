@@ -10,6 +10,7 @@
 #ifndef ATTENDRE_BITONIC_GLSL
 #define ATTENDRE_BITONIC_GLSL
 
+// kSelectWordsPerCandidate (interface/select_tile.h) words per candidate.
 shared uint s_key[TILE];
 shared uint s_tie[TILE];
 shared uint s_payload[TILE];

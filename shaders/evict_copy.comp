@@ -5,7 +5,7 @@
 //
 // Bindings: 0 victim list read, 1 K/V memory read, 2 chunk read,
 //           3 evicted entries (keys, values, positions, scores) write
-// Spec constants: 0 workgroup size W
+// Spec constants: 0 workgroup size W, 1.. InsertConstants (interface/insert.h)
 // Dispatch: (ceil(kv_row / W), victims)
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -20,7 +20,7 @@ layout(std430, binding = 2) readonly buffer Chunk { uint chunk[]; };
 layout(std430, binding = 3) writeonly buffer Evicted { uint evicted[]; };
 
 int position_of(uint v) {
-  return (v & kNewRow) == 0u ? int(kv[pc.kv_pos_offset + v]) : int(chunk[pc.chunk_pos_offset + (v & ~kNewRow)]);
+  return (v & kNewRow) == 0u ? int(kv[sc_kv_pos_offset + v]) : int(chunk[sc_chunk_pos_offset + (v & ~kNewRow)]);
 }
 
 void main() {
@@ -33,15 +33,15 @@ void main() {
   const bool is_new = (v & kNewRow) != 0u;
   const uint r = v & ~kNewRow;
   const uint i = gl_GlobalInvocationID.x;
-  if (i < pc.kv_row) {
-    evicted[pc.out_key_offset + rank * pc.kv_row + i] =
-        is_new ? chunk[pc.chunk_key_offset + r * pc.kv_row + i] : kv[pc.kv_key_offset + v * pc.kv_row + i];
-    evicted[pc.out_value_offset + rank * pc.kv_row + i] =
-        is_new ? chunk[pc.chunk_value_offset + r * pc.kv_row + i] : kv[pc.kv_value_offset + v * pc.kv_row + i];
+  if (i < sc_kv_row) {
+    evicted[sc_out_key_offset + rank * sc_kv_row + i] =
+        is_new ? chunk[sc_chunk_key_offset + r * sc_kv_row + i] : kv[sc_kv_key_offset + v * sc_kv_row + i];
+    evicted[sc_out_value_offset + rank * sc_kv_row + i] =
+        is_new ? chunk[sc_chunk_value_offset + r * sc_kv_row + i] : kv[sc_kv_value_offset + v * sc_kv_row + i];
   }
   if (i == 0u) {
-    evicted[pc.out_pos_offset + rank] = uint(position);
-    evicted[pc.out_score_offset + rank] = is_new ? initial_score_bits(pc.policy, position, chunk[pc.chunk_init_offset])
-                                                 : kv[pc.kv_score_offset + v];
+    evicted[sc_out_pos_offset + rank] = uint(position);
+    evicted[sc_out_score_offset + rank] = is_new ? initial_score_bits(sc_policy, position, chunk[sc_chunk_init_offset])
+                                                 : kv[sc_kv_score_offset + v];
   }
 }

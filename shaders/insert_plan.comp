@@ -7,7 +7,7 @@
 //
 // Bindings: 0 victim list (tile 0 of row 0: key, tie, payload) read
 //           1 chunk (valid flags read, placement write)
-// Spec constants: 0 workgroup size W (power of two)
+// Spec constants: 0 workgroup size W (power of two), 1.. InsertConstants
 // Dispatch: (1); rows and victims <= kMaxChunk
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -44,23 +44,23 @@ void main() {
   }
   barrier();  // freed list and dropped bits complete
 
-  const uint rb = (pc.rows + W - 1u) / W;
-  const uint r0 = min(tid * rb, pc.rows), r1 = min(r0 + rb, pc.rows);
+  const uint rb = (sc_rows + W - 1u) / W;
+  const uint r0 = min(tid * rb, sc_rows), r1 = min(r0 + rb, sc_rows);
   uint survivors = 0u;
   for (uint r = r0; r < r1; ++r) {
     const bool dropped = (s_dropped[r / 32u] & (1u << (r % 32u))) != 0u;
-    survivors += (chunk[pc.chunk_valid_offset + r] != 0u && !dropped) ? 1u : 0u;
+    survivors += (chunk[sc_chunk_valid_offset + r] != 0u && !dropped) ? 1u : 0u;
   }
   uint survivor_total;
   uint rank = exclusive_scan(survivors, survivor_total);
-  const uint tail = pc.capacity - pc.held;  // never-used slots come first
+  const uint tail = sc_capacity - pc.held;  // never-used slots come first
   for (uint r = r0; r < r1; ++r) {
     const bool dropped = (s_dropped[r / 32u] & (1u << (r % 32u))) != 0u;
     uint slot = kInvalid;
-    if (chunk[pc.chunk_valid_offset + r] != 0u && !dropped) {
+    if (chunk[sc_chunk_valid_offset + r] != 0u && !dropped) {
       slot = rank < tail ? pc.held + rank : s_freed[rank - tail];
       ++rank;
     }
-    chunk[pc.chunk_place_offset + r] = slot;
+    chunk[sc_chunk_place_offset + r] = slot;
   }
 }

@@ -3,7 +3,7 @@
 // position, tag and initial score.
 //
 // Bindings: 0 K/V memory write, 1 chunk read
-// Spec constants: 0 workgroup size W
+// Spec constants: 0 workgroup size W, 1.. InsertConstants (interface/insert.h)
 // Dispatch: (ceil(kv_row / W), rows)
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -17,17 +17,17 @@ layout(std430, binding = 1) readonly buffer Chunk { uint chunk[]; };
 
 void main() {
   const uint r = gl_WorkGroupID.y;
-  const uint slot = chunk[pc.chunk_place_offset + r];
+  const uint slot = chunk[sc_chunk_place_offset + r];
   if (slot == kInvalid) return;
   const uint i = gl_GlobalInvocationID.x;
-  if (i < pc.kv_row) {
-    kv[pc.kv_key_offset + slot * pc.kv_row + i] = chunk[pc.chunk_key_offset + r * pc.kv_row + i];
-    kv[pc.kv_value_offset + slot * pc.kv_row + i] = chunk[pc.chunk_value_offset + r * pc.kv_row + i];
+  if (i < sc_kv_row) {
+    kv[sc_kv_key_offset + slot * sc_kv_row + i] = chunk[sc_chunk_key_offset + r * sc_kv_row + i];
+    kv[sc_kv_value_offset + slot * sc_kv_row + i] = chunk[sc_chunk_value_offset + r * sc_kv_row + i];
   }
   if (i == 0u) {
-    const int position = int(chunk[pc.chunk_pos_offset + r]);
-    kv[pc.kv_pos_offset + slot] = uint(position);
-    kv[pc.kv_tag_offset + slot] = chunk[pc.chunk_tag_offset + r];
-    kv[pc.kv_score_offset + slot] = initial_score_bits(pc.policy, position, chunk[pc.chunk_init_offset]);
+    const int position = int(chunk[sc_chunk_pos_offset + r]);
+    kv[sc_kv_pos_offset + slot] = uint(position);
+    kv[sc_kv_tag_offset + slot] = chunk[sc_chunk_tag_offset + r];
+    kv[sc_kv_score_offset + slot] = initial_score_bits(sc_policy, position, chunk[sc_chunk_init_offset]);
   }
 }

@@ -44,9 +44,10 @@ float weight(uint i) { return w32[i]; }
 layout(std430, binding = 2) buffer CRows { float c_rows[]; };
 layout(std430, binding = 3) readonly buffer RRows { float r_rows[]; };
 
-// Tiles stored k-major ([k][row], [k][output]), +1 pads away bank conflicts.
-shared float a_tile[TILE_K * (TILE_R + 1)];
-shared float w_tile[TILE_K * (TILE_O + 1)];
+// Tiles stored k-major ([k][row], [k][output]), +1 pads away bank conflicts
+// (sizes from interface/matmul.h, which the kernel plan budgets with).
+shared float a_tile[ATT_MATMUL_A_TILE_WORDS(TILE_K, TILE_R)];
+shared float w_tile[ATT_MATMUL_W_TILE_WORDS(TILE_K, TILE_O)];
 shared uint a_base[TILE_R];  // word of each row of the tile in A, or kInvalid past `rows`
 
 const uint kInvalidRow = 0xFFFFFFFFu;

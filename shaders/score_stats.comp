@@ -9,7 +9,7 @@
 // reference does (core/numerics.hpp).
 //
 // Bindings: 0 K/V memory read, 1 chunk (init word) write
-// Spec constants: 0 workgroup size W (power of two)
+// Spec constants: 0 workgroup size W (power of two), 1.. InsertConstants
 // Dispatch: (1)
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -38,8 +38,8 @@ void reduce(bool take_max) {
 }
 
 // Pinned entries (spec 2.1; none when n_sink is 0) are left out.
-bool counted(uint slot) { return pc.n_sink == 0u || int(kv[pc.kv_pos_offset + slot]) >= int(pc.n_sink); }
-float score(uint slot) { return uintBitsToFloat(kv[pc.kv_score_offset + slot]); }
+bool counted(uint slot) { return sc_n_sink == 0u || int(kv[sc_kv_pos_offset + slot]) >= int(sc_n_sink); }
+float score(uint slot) { return uintBitsToFloat(kv[sc_kv_score_offset + slot]); }
 
 // Every invocation gets the reduced value; s_sum is free again afterwards.
 float reduced(float value, uint count, bool take_max) {
@@ -53,8 +53,8 @@ float reduced(float value, uint count, bool take_max) {
 
 void main() {
   const uint tid = gl_LocalInvocationID.x, W = gl_WorkGroupSize.x;
-  if (pc.init_constant != 0u) {
-    if (tid == 0u) chunk[pc.chunk_init_offset] = floatBitsToUint(pc.init_value);
+  if (sc_init_constant != 0u) {
+    if (tid == 0u) chunk[sc_chunk_init_offset] = floatBitsToUint(sc_init_value);
     return;
   }
   float largest = 0.0;
@@ -66,7 +66,7 @@ void main() {
   const uint n = s_count[0];
   barrier();  // everyone read the count
   if (n == 0u || S == 0.0) {  // nothing held, or every score 0: mu = sigma = 0
-    if (tid == 0u) chunk[pc.chunk_init_offset] = floatBitsToUint(0.0);
+    if (tid == 0u) chunk[sc_chunk_init_offset] = floatBitsToUint(0.0);
     return;
   }
   float sum = 0.0;
@@ -79,7 +79,7 @@ void main() {
   const float sigma = sqrt(reduced(squares, 0u, false) / float(n));  // of score / S, within [0, 2]
   if (tid == 0u) {
     // S > 0, so S * (+-inf) is +-inf (never NaN), which the clamp bounds.
-    const float init = clamp(S * (mean - pc.init_k * sigma), -kFloatMax, kFloatMax);
-    chunk[pc.chunk_init_offset] = floatBitsToUint(init);
+    const float init = clamp(S * (mean - sc_init_k * sigma), -kFloatMax, kFloatMax);
+    chunk[sc_chunk_init_offset] = floatBitsToUint(init);
   }
 }

@@ -179,15 +179,13 @@ void check_plan(Context& context, vk::DescriptorArena& arena, uint32_t workgroup
   const vk::Buffer list_buffer = test::upload_words(context, lists, "test victims");
   const vk::Buffer chunk_buffer = test::upload_words(context, chunk, "test chunk");
   const vk::Buffer kv = test::device_words(context, 64, 0u, "test kv");
-  const kernels::InsertKernels insert(context, arena, plan, {{&kv}, {&chunk_buffer}, {&list_buffer}, {}},
-                                      in.capacity, in.rows);
-  kernels::InsertParams p{};
-  p.held = in.held;
-  p.capacity = in.capacity;
-  p.rows = in.rows;
-  p.victims = static_cast<uint32_t>(in.victims.size());
-  p.chunk_valid_offset = valid_off;
-  p.chunk_place_offset = place_off;
+  kernels::InsertConstants constants{};
+  constants.capacity = in.capacity;
+  constants.rows = in.rows;
+  constants.chunk_valid_offset = valid_off;
+  constants.chunk_place_offset = place_off;
+  const kernels::InsertKernels insert(context, arena, plan, {{&kv}, {&chunk_buffer}, {&list_buffer}, {}}, constants);
+  const kernels::InsertParams p{in.held, static_cast<uint32_t>(in.victims.size())};
   test::run_once(context, [&](vk::CommandRecorder& rec) { insert.plan(rec, p); });
   const std::vector<uint32_t> after = test::download_words(context, chunk_buffer, 0, chunk.size());
 
@@ -311,32 +309,30 @@ void check_insertion(Context& context, vk::DescriptorArena& arena, const InsertC
   const vk::Buffer lists = test::device_words(
       context, uint64_t{std::max(1u, kernels::ceil_div(count, plan.select_span()))} * keep * 3, kInvalid, "test lists");
   const vk::Buffer evicted = test::device_words(context, out_words, 0x0BADF00Du, "test evicted");
-  const kernels::InsertKernels insert(context, arena, plan, {{&kv_buffer}, {&chunk_buffer}, {&lists}, {&evicted}}, M, S);
-
-  kernels::InsertParams p{};
-  p.held = H;
-  p.capacity = M;
-  p.rows = S;
-  p.victims = E;
-  p.n_sink = c.n_sink;
-  p.policy = c.policy;
-  p.kv_row = D;
-  p.kv_key_offset = kv_keys;
-  p.kv_value_offset = kv_values;
-  p.kv_pos_offset = kv_pos;
-  p.kv_score_offset = kv_scores;
-  p.kv_tag_offset = kv_tags;
-  p.chunk_key_offset = ch_keys;
-  p.chunk_value_offset = ch_values;
-  p.chunk_pos_offset = ch_pos;
-  p.chunk_valid_offset = ch_valid;
-  p.chunk_tag_offset = ch_tags;
-  p.chunk_init_offset = ch_init;
-  p.chunk_place_offset = ch_place;
-  p.out_key_offset = out_keys;
-  p.out_value_offset = out_values;
-  p.out_pos_offset = out_pos;
-  p.out_score_offset = out_scores;
+  kernels::InsertConstants k{};
+  k.capacity = M;
+  k.rows = S;
+  k.n_sink = c.n_sink;
+  k.policy = c.policy;
+  k.kv_row = D;
+  k.kv_key_offset = kv_keys;
+  k.kv_value_offset = kv_values;
+  k.kv_pos_offset = kv_pos;
+  k.kv_score_offset = kv_scores;
+  k.kv_tag_offset = kv_tags;
+  k.chunk_key_offset = ch_keys;
+  k.chunk_value_offset = ch_values;
+  k.chunk_pos_offset = ch_pos;
+  k.chunk_valid_offset = ch_valid;
+  k.chunk_tag_offset = ch_tags;
+  k.chunk_init_offset = ch_init;
+  k.chunk_place_offset = ch_place;
+  k.out_key_offset = out_keys;
+  k.out_value_offset = out_values;
+  k.out_pos_offset = out_pos;
+  k.out_score_offset = out_scores;
+  const kernels::InsertKernels insert(context, arena, plan, {{&kv_buffer}, {&chunk_buffer}, {&lists}, {&evicted}}, k);
+  const kernels::InsertParams p{H, E};
   kernels::SelectTileParams s{};
   s.count = count;
   s.keep = keep;
@@ -353,13 +349,10 @@ void check_insertion(Context& context, vk::DescriptorArena& arena, const InsertC
   test::run_once(context, [&](vk::CommandRecorder& rec) {
     if (E > 0) {
       insert.select_victims(rec, s);
-      rec.barrier("the compaction plan reads the victims");
     }
     insert.plan(rec, p);
-    rec.barrier("scatter and copy-out read the placement");
     if (E > 0) {
       insert.evict_copy(rec, p);
-      rec.barrier("copy-out reads the freed slots before scatter overwrites them");
     }
     insert.scatter(rec, p);
   });

@@ -15,6 +15,15 @@ using kernels::kInvalid;
 
 bool integer_scores(PolicyKind kind) { return !Policy{kind, 0.0, {}}.attention_scored(); }
 
+// The shaders' policy ids are PolicyKind's values.
+static_assert(kernels::kPolicyFifo == static_cast<uint32_t>(PolicyKind::fifo));
+static_assert(kernels::kPolicyLru == static_cast<uint32_t>(PolicyKind::lru));
+static_assert(kernels::kPolicyLfu == static_cast<uint32_t>(PolicyKind::lfu));
+static_assert(kernels::kPolicyLraLast == static_cast<uint32_t>(PolicyKind::lra_last));
+static_assert(kernels::kPolicyLraMax == static_cast<uint32_t>(PolicyKind::lra_max));
+static_assert(kernels::kPolicyLraSum == static_cast<uint32_t>(PolicyKind::lra_sum));
+static_assert(kernels::kPolicyLfa == static_cast<uint32_t>(PolicyKind::lfa));
+
 }  // namespace
 
 RetrievalPlan KvMemory::plan(const Context& context, const LayerConfig& config, uint32_t max_queries) {
@@ -55,7 +64,7 @@ KvMemory::KvMemory(Context& context, const LayerConfig& config, uint32_t max_que
   arena_ = std::make_unique<vk::DescriptorArena>(context);
   insert_ = kernels::InsertKernels(context, *arena_, kernels_,
                                    {{&kv_}, {&chunk_}, {&scratch_->lists()}, {evicted_ ? &evicted_ : nullptr}},
-                                   config.kv.capacity, max_insert);
+                                   insert_constants());
   retrieve_ = kernels::RetrieveKernels(context, *arena_, kernels_,
                                        {{&ring},
                                         {&kv_},
@@ -69,6 +78,37 @@ KvMemory::KvMemory(Context& context, const LayerConfig& config, uint32_t max_que
   if (config.kv.policy.attention_scored())
     scores_site_ = checks.add("the policy scores" + stage,
                               vk::BufferBinding::words(kv_, kv_layout_.scores, config.kv.capacity));
+}
+
+kernels::InsertConstants KvMemory::insert_constants() const {
+  const KvMemoryConfig& kv = config_.kv;
+  const InitialScore& init = kv.policy.initial;
+  kernels::InsertConstants c{};
+  c.capacity = kv.capacity;
+  c.rows = config_.chunk;
+  c.n_sink = kv.n_sink;
+  c.policy = static_cast<uint32_t>(kv.policy.kind);
+  c.init_constant = init.kind == InitialScore::Kind::constant ? 1u : 0u;
+  c.init_k = static_cast<float>(init.k);
+  c.init_value = static_cast<float>(init.value);
+  c.kv_row = kv_layout_.kv_row;
+  c.kv_key_offset = kv_layout_.keys;
+  c.kv_value_offset = kv_layout_.values;
+  c.kv_pos_offset = kv_layout_.positions;
+  c.kv_score_offset = kv_layout_.scores;
+  c.kv_tag_offset = kv_layout_.tags;
+  c.chunk_key_offset = chunk_layout_.keys;
+  c.chunk_value_offset = chunk_layout_.values;
+  c.chunk_pos_offset = chunk_layout_.positions;
+  c.chunk_valid_offset = chunk_layout_.valid;
+  c.chunk_tag_offset = chunk_layout_.tags;
+  c.chunk_init_offset = chunk_layout_.init;
+  c.chunk_place_offset = chunk_layout_.placement;
+  c.out_key_offset = evicted_layout_.keys;
+  c.out_value_offset = evicted_layout_.values;
+  c.out_pos_offset = evicted_layout_.positions;
+  c.out_score_offset = evicted_layout_.scores;
+  return c;
 }
 
 void KvMemory::reset() {
@@ -112,41 +152,13 @@ uint32_t KvMemory::plan_insert(std::span<const uint8_t> valid, std::span<const i
 void KvMemory::record_insert(vk::CommandRecorder& rec, std::span<const uint8_t> valid,
                              std::span<const int64_t> positions) {
   const KvMemoryConfig& kv = config_.kv;
-  const uint32_t M = kv.capacity, S = config_.chunk;
+  const uint32_t S = config_.chunk;
   const uint32_t evictions = plan_insert(valid, positions);
   const Fresh fresh = count_fresh(valid, positions, kv.n_sink);
   last_evictions_ = evictions;
   if (fresh.rows == 0) return;
 
-  const InitialScore& init = kv.policy.initial;
-  kernels::InsertParams p{};
-  p.held = held_;
-  p.capacity = M;
-  p.rows = S;
-  p.victims = evictions;
-  p.n_sink = kv.n_sink;
-  p.policy = static_cast<uint32_t>(kv.policy.kind);
-  p.init_constant = init.kind == InitialScore::Kind::constant ? 1u : 0u;
-  p.init_k = static_cast<float>(init.k);
-  p.init_value = static_cast<float>(init.value);
-  p.kv_row = kv_layout_.kv_row;
-  p.kv_key_offset = kv_layout_.keys;
-  p.kv_value_offset = kv_layout_.values;
-  p.kv_pos_offset = kv_layout_.positions;
-  p.kv_score_offset = kv_layout_.scores;
-  p.kv_tag_offset = kv_layout_.tags;
-  p.chunk_key_offset = chunk_layout_.keys;
-  p.chunk_value_offset = chunk_layout_.values;
-  p.chunk_pos_offset = chunk_layout_.positions;
-  p.chunk_valid_offset = chunk_layout_.valid;
-  p.chunk_tag_offset = chunk_layout_.tags;
-  p.chunk_init_offset = chunk_layout_.init;
-  p.chunk_place_offset = chunk_layout_.placement;
-  p.out_key_offset = evicted_layout_.keys;
-  p.out_value_offset = evicted_layout_.values;
-  p.out_pos_offset = evicted_layout_.positions;
-  p.out_score_offset = evicted_layout_.scores;
-
+  const kernels::InsertParams p{held_, evictions};
   // The recorder orders these kernels by what each reads and writes.
   if (kv.policy.attention_scored()) insert_.score_stats(rec, p);
   if (evictions > 0) {
@@ -158,7 +170,7 @@ void KvMemory::record_insert(vk::CommandRecorder& rec, std::span<const uint8_t> 
     s.n_sink = kv.n_sink;
     s.new_rows = kv.protect_new ? 0 : S;
     s.int_scores = integer_scores(kv.policy.kind) ? 1u : 0u;
-    s.policy = p.policy;
+    s.policy = static_cast<uint32_t>(kv.policy.kind);
     s.kv_score_offset = kv_layout_.scores;
     s.chunk_pos_offset = chunk_layout_.positions;
     s.chunk_valid_offset = chunk_layout_.valid;

@@ -85,6 +85,7 @@ class KvMemory {
   uint64_t snapshot_words() const { return 2ull * config_.kv.capacity; }
 
  private:
+  kernels::InsertConstants insert_constants() const;
   void retrieve_batch(vk::CommandRecorder& recorder, const QueryRange& range, uint32_t first, uint32_t count,
                       int32_t i_max, int32_t i_prev, bool causal);
 

@@ -1,27 +1,45 @@
 #include "kernels/insert.hpp"
 
+#include <cstddef>
+#include <cstring>
+
 namespace attendre::kernels {
+namespace {
+
+// Specialization constant `id` is word id - 1 of InsertConstants.
+#define ATT_CHECK_ID(id, name) static_assert(offsetof(InsertConstants, name) == 4 * ((id) - 1));
+ATT_INSERT_CONSTANTS(ATT_CHECK_ID, ATT_CHECK_ID)
+#undef ATT_CHECK_ID
+
+// Constant 0 (the workgroup size), then the memory's constants.
+std::vector<uint32_t> specialization(uint32_t workgroup, const InsertConstants& constants) {
+  std::vector<uint32_t> words(1 + sizeof(InsertConstants) / 4, workgroup);
+  std::memcpy(words.data() + 1, &constants, sizeof(InsertConstants));
+  return words;
+}
+
+}  // namespace
 
 InsertKernels::InsertKernels(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
-                             const InsertBuffers& b, uint32_t capacity, uint32_t max_insert)
-    : plan_(plan) {
-  stats_ = Kernel::make<InsertParams>(context, arena, ShaderId::score_stats, {plan.workgroup}, {b.kv, b.chunk});
-  plan_kernel_ =
-      Kernel::make<InsertParams>(context, arena, ShaderId::insert_plan, {plan.insert_workgroup}, {b.lists, b.chunk});
-  scatter_ = Kernel::make<InsertParams>(context, arena, ShaderId::insert_scatter, {plan.workgroup}, {b.kv, b.chunk});
+                             const InsertBuffers& b, const InsertConstants& constants)
+    : plan_(plan), constants_(constants) {
+  const std::vector<uint32_t> spec = specialization(plan.workgroup, constants);
+  stats_ = Kernel::make<InsertParams>(context, arena, ShaderId::score_stats, spec, {b.kv, b.chunk});
+  plan_kernel_ = Kernel::make<InsertParams>(context, arena, ShaderId::insert_plan,
+                                            specialization(plan.insert_workgroup, constants), {b.lists, b.chunk});
+  scatter_ = Kernel::make<InsertParams>(context, arena, ShaderId::insert_scatter, spec, {b.kv, b.chunk});
   if (b.evicted.buffer)
-    copy_ = Kernel::make<InsertParams>(context, arena, ShaderId::evict_copy, {plan.workgroup},
-                                       {b.lists, b.kv, b.chunk, b.evicted});
-  select_ = Select(context, arena, plan, Select::Source::evict, b.kv, b.chunk, b.lists, capacity + max_insert,
-                   max_insert);
+    copy_ = Kernel::make<InsertParams>(context, arena, ShaderId::evict_copy, spec, {b.lists, b.kv, b.chunk, b.evicted});
+  select_ = Select(context, arena, plan, Select::Source::evict, b.kv, b.chunk, b.lists,
+                   constants.capacity + constants.rows, constants.rows);
 }
 
 void InsertKernels::evict_copy(vk::CommandRecorder& recorder, const InsertParams& p) const {
-  copy_.dispatch(recorder, p, ceil_div(p.kv_row, plan_.workgroup), p.victims);
+  copy_.dispatch(recorder, p, ceil_div(constants_.kv_row, plan_.workgroup), p.victims);
 }
 
 void InsertKernels::scatter(vk::CommandRecorder& recorder, const InsertParams& p) const {
-  scatter_.dispatch(recorder, p, ceil_div(p.kv_row, plan_.workgroup), p.rows);
+  scatter_.dispatch(recorder, p, ceil_div(constants_.kv_row, plan_.workgroup), constants_.rows);
 }
 
 }  // namespace attendre::kernels

@@ -18,9 +18,10 @@ struct InsertBuffers {
 class InsertKernels {
  public:
   InsertKernels() = default;
-  // `capacity` (M) and `max_insert` (S) size the victim select's tile.
+  // `constants` (capacity M, rows S, policy, layouts) are specialized into
+  // the pipelines; M and S also size the victim select's tile.
   InsertKernels(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, const InsertBuffers& buffers,
-                uint32_t capacity, uint32_t max_insert);
+                const InsertConstants& constants);
 
   void score_stats(vk::CommandRecorder& recorder, const InsertParams& params) const { stats_.dispatch(recorder, params, 1); }
   void select_victims(vk::CommandRecorder& recorder, const SelectTileParams& params) const {
@@ -34,6 +35,7 @@ class InsertKernels {
 
  private:
   KernelPlan plan_;
+  InsertConstants constants_;
   Kernel stats_, plan_kernel_, scatter_, copy_;
   Select select_;
 };

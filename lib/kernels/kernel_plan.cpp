@@ -2,6 +2,7 @@
 
 #include "interface/constants.h"
 #include "interface/matmul.h"
+#include "interface/select_tile.h"
 
 #include <algorithm>
 
@@ -29,11 +30,11 @@ KernelPlan plan_kernels(const DeviceCaps& caps) {
   const uint32_t invocations = std::min(caps.max_invocations, caps.max_group_size_x);
   plan.workgroup = std::min<uint32_t>(256, floor_pow2(invocations));
 
-  // A select workgroup holds TILE (key, tie, payload) triples: 12 bytes each,
-  // with room left for the driver's own shared-memory use.
+  // A select workgroup holds TILE (key, tie, payload) triples, with room
+  // left for the driver's own shared-memory use.
   const uint32_t reserve = 512;
   const uint32_t shared = caps.max_shared_bytes > 2 * reserve ? caps.max_shared_bytes - reserve : caps.max_shared_bytes / 2;
-  plan.select_tile = std::min<uint32_t>(4096, floor_pow2(shared / 12));
+  plan.select_tile = std::min<uint32_t>(4096, floor_pow2(shared / (4 * kSelectWordsPerCandidate)));
   plan.select_workgroup = std::min(plan.workgroup, std::max(1u, plan.select_tile / 2));
 
   // Score: TILE_R x TILE_M outputs per workgroup, TILE_R * TILE_M / W per invocation.
@@ -54,7 +55,7 @@ KernelPlan plan_kernels(const DeviceCaps& caps) {
   plan.matmul_workgroup = plan.workgroup;
   plan.matmul_micro_rows = plan.matmul_micro_outputs = kMatmulMaxMicro;
   auto gemm_bytes = [&](uint32_t tile_in) {
-    return 4u * (tile_in * (plan.matmul_tile_rows + 1 + plan.matmul_tile_outputs + 1) + plan.matmul_tile_rows);
+    return ATT_MATMUL_SHARED_BYTES(tile_in, plan.matmul_tile_rows, plan.matmul_tile_outputs);
   };
   for (;;) {
     uint32_t threads_out = 1;

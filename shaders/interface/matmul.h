@@ -16,6 +16,14 @@ ATT_CONST(kResidualNone, 0u)
 ATT_CONST(kResidualSeparate, 1u)  // R rows in binding 3
 ATT_CONST(kResidualInC, 2u)       // R row r is C row r
 
+// Shared memory of the GEMM (matmul.comp declares its arrays with these;
+// the kernel plan sizes its tiles with them): the A and W tiles stored
+// k-major with +1 padding against bank conflicts, and the tile's row bases.
+#define ATT_MATMUL_A_TILE_WORDS(tile_k, tile_r) ((tile_k) * ((tile_r) + 1u))
+#define ATT_MATMUL_W_TILE_WORDS(tile_k, tile_o) ((tile_k) * ((tile_o) + 1u))
+#define ATT_MATMUL_SHARED_BYTES(tile_k, tile_r, tile_o) \
+  (4u * (ATT_MATMUL_A_TILE_WORDS(tile_k, tile_r) + ATT_MATMUL_W_TILE_WORDS(tile_k, tile_o) + (tile_r)))
+
 ATT_PARAMS_BEGIN(MatmulParams)
   ATT_U32(rows)
   ATT_U32(in_dim)
