@@ -10,13 +10,9 @@
 #include <memory>
 #include <vector>
 
-namespace attendre::vk {
-class Buffer;
-}
-
 namespace attendre::gpu {
 
-class EncoderDecoder;
+class StackEngine;
 
 // Device bytes held for one block. None of it grows with the stream.
 struct BlockMemory {
@@ -70,12 +66,7 @@ class Stack final : public TransformerStack {
   void mark_finished() override;
 
  private:
-  friend class EncoderDecoder;
-  // A decoder's stack: its cross-attention blocks load from `encoder_rows`.
-  Stack(Context& context, const StackConfig& config, WeightSource& weights, const vk::Buffer* encoder_rows);
-
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<StackEngine> engine_;
 };
 
 }  // namespace attendre::gpu

@@ -2,7 +2,7 @@
 // encoder output memory (a device ring of O rows) inside the encoder's own
 // command buffers; loading the decoder's cross-attention memories and
 // decoding never bring them back to the host.
-#include "gpu/stack_impl.hpp"
+#include "gpu/stack_engine.hpp"
 
 #include <attendre/data_only_memory.hpp>
 #include <attendre/encoder_decoder.hpp>
@@ -29,7 +29,7 @@ struct EncoderDecoder::Impl {
         decoder(ctx, c.decoder, decoder_weights, &memory),
         fifo(c.encoder_memory) {
     // The encoder's valid outputs enter the FIFO memory as its step records them.
-    encoder.impl_->on_output = [this](vk::CommandRecorder& rec, const vk::Buffer& rows,
+    encoder.on_output = [this](vk::CommandRecorder& rec, const vk::Buffer& rows,
                                       const std::vector<QueryMeta>& metas) {
       const uint64_t H = config.encoder.hidden, O = config.encoder_memory;
       std::vector<MemoryRow> entering;
@@ -46,7 +46,7 @@ struct EncoderDecoder::Impl {
   EncoderDecoderConfig config;
   PrefixedWeights encoder_weights, decoder_weights;
   vk::Buffer memory;
-  Stack encoder, decoder;
+  StackEngine encoder, decoder;
   DataOnlyMemory<MemoryRow> fifo;
   uint64_t next_sequence = 0;
   bool encoded = false;
@@ -74,7 +74,7 @@ void EncoderDecoder::finish_encoding() {
   std::vector<int64_t> positions;
   for (const MemoryRow& r : m.fifo.entries()) positions.push_back(r.position);
   const uint32_t first = m.fifo.size() ? static_cast<uint32_t>(m.fifo.entries().front().sequence % m.config.encoder_memory) : 0;
-  m.decoder.impl_->load_encoder_memory(
+  m.decoder.load_encoder_memory(
       kernels::RowRef::ring(m.config.encoder.hidden, m.config.encoder_memory, first), positions);
   m.decoder.finish();  // nothing waits in the decoder: decoding may start
   m.encoded = true;

@@ -1,0 +1,286 @@
+#include "gpu/stack_engine.hpp"
+
+#include "core/model_weights.hpp"
+
+#include <attendre/error.hpp>
+#include <attendre/gpu_stack.hpp>
+
+#include <cstring>
+#include <functional>
+#include <limits>
+
+namespace attendre::gpu {
+namespace {
+
+using kernels::RowRef;
+
+uint32_t max_ffn(const StackConfig& config) {
+  uint32_t f = 1;
+  for (const BlockConfig& b : config.blocks) f = std::max(f, b.ffn);
+  return f;
+}
+
+ScratchWords scratch_words(const StackConfig& config, const DeviceCaps& caps) {
+  ScratchWords words;
+  const kernels::KernelPlan plan = kernels::plan_kernels(caps);
+  for (size_t l = 0; l < config.blocks.size(); ++l) {
+    LayerConfig c = config.attention(l);
+    words = words.max(plan_retrieval(c, plan, DeviceBlock::max_queries(config, l), caps).words);
+  }
+  return words;
+}
+
+uint64_t activation_bytes(const StackConfig& c) {
+  const uint64_t rows = max_rows(c);
+  // x[2], h, y, gu, then the final norm rows and logits.
+  const uint64_t ffn = FfnLayout::make(static_cast<uint32_t>(rows), max_ffn(c)).words;
+  return (4 * rows * c.hidden + ffn + rows * c.hidden + rows * c.vocab) * 4;
+}
+
+void check_range(const DeviceCaps& caps, uint64_t bytes, const std::string& what) {
+  if (bytes > caps.max_storage_range)
+    fail(ErrorCode::unsupported, what + " needs " + std::to_string(bytes >> 20) +
+                                     " MiB, over the device's storage-buffer range of " +
+                                     std::to_string(caps.max_storage_range >> 20) + " MiB");
+}
+
+}  // namespace
+
+uint64_t StackMemory::total() const {
+  uint64_t t = model + scratch + activations + staging;
+  for (const BlockMemory& b : blocks) t += b.total();
+  return t;
+}
+
+StackMemory plan_stack_memory(const StackConfig& config, const DeviceCaps& caps) {
+  config.validate();
+  StackMemory m;
+  for (size_t l = 0; l < config.blocks.size(); ++l) m.blocks.push_back(DeviceBlock::plan_memory(config, l, caps));
+  const uint64_t H = config.hidden;
+  m.model = DeviceNorm::bytes(H, config.final_norm == NormKind::layer);
+  if (config.vocab > 0) {
+    m.model += DeviceMatrix::bytes(caps, config.weights, config.vocab, H, false);
+    if (!config.tied_embeddings) m.model += DeviceMatrix::bytes(caps, config.weights, config.vocab, H, false);
+  }
+  const ScratchWords s = scratch_words(config, caps);
+  m.scratch = (s.logits + s.lists + s.attention + s.usage) * 4;
+  m.activations = activation_bytes(config);
+  m.staging = (UploadPlan(config).words + ReadbackPlan(config).words) * 4;
+  return m;
+}
+
+StackEngine::StackEngine(Context& ctx, const StackConfig& c, WeightSource& weights, const vk::Buffer* encoder_rows)
+    : context_(ctx), config_((c.validate(), c)), upload_plan_(c), readback_plan_(c), submission_(ctx) {
+  shared_.encoder = encoder_rows;
+  const DeviceCaps& caps = ctx.caps();
+  const uint32_t rows = max_rows(c), H = c.hidden, F = max_ffn(c);
+  shared_.ffn = FfnLayout::make(rows, F);
+  check_range(caps, shared_.ffn.words * 4, "the FFN rows");
+  check_range(caps, uint64_t{rows} * c.vocab * 4, "the logits of one step");
+  const ModelTensors tensors = load_model(c, weights);
+
+  for (vk::Buffer& x : shared_.x) x = vk::Buffer(ctx, uint64_t{rows} * H * 4, vk::MemoryIntent::device, "block rows");
+  shared_.h = vk::Buffer(ctx, uint64_t{rows} * H * 4, vk::MemoryIntent::device, "normed rows");
+  shared_.y = vk::Buffer(ctx, uint64_t{rows} * H * 4, vk::MemoryIntent::device, "attention block rows");
+  shared_.gu = vk::Buffer(ctx, shared_.ffn.words * 4, vk::MemoryIntent::device, "ffn rows");
+  shared_.upload = vk::Buffer(ctx, upload_plan_.words * 4, vk::MemoryIntent::upload, "stack upload");
+  shared_.scratch = std::make_unique<RetrievalScratch>(ctx, scratch_words(c, caps));
+  shared_.checks = std::make_unique<FiniteChecks>(ctx, DeviceBlock::kFiniteSites * c.blocks.size() + 1);
+  final_rows_ = vk::Buffer(ctx, uint64_t{rows} * H * 4, vk::MemoryIntent::device, "final rows");
+  logits_ = vk::Buffer(ctx, uint64_t{rows} * c.vocab * 4, vk::MemoryIntent::device, "logits");
+  readback_ = vk::Buffer(ctx, readback_plan_.words * 4, vk::MemoryIntent::readback, "stack readback");
+
+  uploader_ = std::make_unique<Uploader>(ctx);
+  output_norm_ = DeviceNorm(ctx, *uploader_, tensors.output_norm, tensors.output_norm_bias ? &*tensors.output_norm_bias : nullptr);
+  if (c.vocab > 0) {
+    embedding_table_ = DeviceMatrix(ctx, *uploader_, c.weights, *tensors.token_embd, nullptr);
+    if (embedding_table_.parts().size() != 1)
+      fail(ErrorCode::unsupported, "the token embedding table exceeds one storage-buffer range");
+    if (!c.tied_embeddings) output_ = DeviceMatrix(ctx, *uploader_, c.weights, *tensors.output, nullptr);
+  }
+  for (size_t l = 0; l < c.blocks.size(); ++l)
+    blocks_.push_back(std::make_unique<DeviceBlock>(ctx, config_, l, tensors.blocks[l], *uploader_, shared_));
+
+  const kernels::KernelPlan plan = kernels::plan_kernels(caps);
+  arena_ = std::make_unique<vk::DescriptorArena>(ctx);
+  const vk::Buffer& last = shared_.x[c.blocks.size() % 2];  // the last block's output rows
+  final_norm_ = kernels::Norm(ctx, *arena_, plan, c.final_norm, {&last}, {&output_norm_.buffer}, {&final_rows_});
+  if (c.vocab > 0) {
+    embed_ = kernels::Embedding(ctx, *arena_, plan, c.weights,
+                               {&shared_.upload, upload_plan_.input * 4, uint64_t{c.chunk} * 4},
+                               {&embedding_table_.parts()[0].buffer}, {&shared_.x[0]});
+    head_ = Projection(ctx, *arena_, plan, c.tied_embeddings ? embedding_table_ : output_, {&final_rows_}, {&logits_});
+    logits_site_ = shared_.checks->add("the logits", {&logits_});
+  }
+}
+
+void StackEngine::finish_pending() {
+  submission_.wait();
+  if (!unverified_) return;
+  unverified_ = false;
+  shared_.checks->verify("step " + std::to_string(steps_ - 1));
+}
+
+std::vector<QueryMeta> StackEngine::stage_input(const StackChunk* chunk, uint32_t rows) {
+  auto* words = static_cast<uint32_t*>(shared_.upload.mapped()) + upload_plan_.input;
+  auto* floats = reinterpret_cast<float*>(words);
+  const uint32_t H = config_.hidden;
+  std::vector<QueryMeta> metas(rows);
+  for (uint32_t r = 0; r < rows; ++r) {
+    const bool valid = chunk && r < chunk->rows && (chunk->valid.empty() || chunk->valid[r] != 0);
+    metas[r].valid = valid;
+    metas[r].position = valid ? chunk->positions[r] : 0;
+    if (config_.vocab > 0) words[r] = valid ? chunk->tokens[r] : config_.vocab;  // out of range: a zero row
+    else if (valid) std::copy_n(chunk->embeddings.data() + uint64_t{r} * H, H, floats + uint64_t{r} * H);
+    else std::fill_n(floats + uint64_t{r} * H, H, 0.0f);
+  }
+  return metas;
+}
+
+StackOutput StackEngine::run(const StackChunk* chunk, size_t first_block, BlockMode mode, const StackRequest& request) {
+  require(!request.logits || config_.vocab > 0, "logits requested from a stack without a vocabulary");
+  finish_pending();  // the previous step is done: staging is free
+  vk::CommandRecorder& rec = submission_.begin();
+  rec.attach(profiler_.get());
+  const uint32_t H = config_.hidden;
+  std::vector<QueryMeta> rows;
+  if (first_block == 0 && mode != BlockMode::flush) {
+    const uint32_t n = mode == BlockMode::decode ? 1 : config_.chunk;
+    rows = stage_input(chunk, n);
+    if (config_.vocab > 0) {
+      embed_.record(rec, {n, H, config_.vocab, 0, RowRef::contiguous(1), RowRef::contiguous(H)});
+    } else {
+      rec.copy(shared_.upload, upload_plan_.input * 4, shared_.x[0], 0, uint64_t{n} * H * 4);
+    }
+  }
+  auto* upload_words = static_cast<uint32_t*>(shared_.upload.mapped());
+  for (size_t l = first_block; l < blocks_.size(); ++l) {
+    const BlockMode block_mode = mode == BlockMode::flush && l != first_block ? BlockMode::stream : mode;
+    const BlockStep step = blocks_[l]->plan(std::move(rows), block_mode);
+    blocks_[l]->stage(step, upload_words + upload_plan_.blocks[l]);
+    blocks_[l]->record(rec, step, upload_plan_.blocks[l]);
+    rows = step.evicted;
+  }
+
+  StackOutput out;
+  for (const QueryMeta& m : rows)
+    if (m.valid) out.positions.push_back(m.position);
+  const uint32_t count = static_cast<uint32_t>(rows.size());
+  const bool read = !out.positions.empty() && (request.hidden || request.logits);
+  if (!out.positions.empty() && (read || on_output)) {
+    final_norm_.record(rec, {count, H, config_.final_norm_eps, 0, output_norm_.bias_offset, RowRef::contiguous(H),
+                            RowRef::contiguous(H)});
+    if (on_output) on_output(rec, final_rows_, rows);
+  }
+  if (read) {
+    if (request.hidden) rec.copy(final_rows_, 0, readback_, readback_plan_.hidden * 4, uint64_t{count} * H * 4);
+    if (request.logits) {
+      head_.record(rec, count, RowRef::contiguous(H), RowRef::contiguous(config_.vocab));
+      shared_.checks->record(rec, logits_site_, 0, count * config_.vocab);
+      rec.copy(logits_, 0, readback_, readback_plan_.logits * 4, uint64_t{count} * config_.vocab * 4);
+    }
+  }
+  recorded_ = {1, rec.counts().dispatches, rec.counts().barriers, rec.counts().copies};
+  submission_.submit();
+  ++steps_;
+  unverified_ = true;
+  if (!read) return out;
+  finish_pending();
+  const auto* floats = static_cast<const float*>(readback_.mapped());
+  for (uint32_t r = 0; r < count; ++r) {
+    if (!rows[r].valid) continue;
+    if (request.hidden)
+      out.hidden.insert(out.hidden.end(), floats + readback_plan_.hidden + uint64_t{r} * H,
+                        floats + readback_plan_.hidden + uint64_t{r + 1} * H);
+    if (request.logits)
+      out.logits.insert(out.logits.end(), floats + readback_plan_.logits + uint64_t{r} * config_.vocab,
+                        floats + readback_plan_.logits + uint64_t{r + 1} * config_.vocab);
+  }
+  return out;
+}
+
+void StackEngine::load_encoder_memory(RowRef rows, const std::vector<int64_t>& positions) {
+  finish_pending();
+  vk::CommandRecorder& rec = submission_.begin();
+  auto* words = static_cast<uint32_t*>(shared_.upload.mapped());
+  for (size_t l = 0; l < blocks_.size(); ++l)
+    if (blocks_[l]->cross()) blocks_[l]->record_load(rec, rows, positions, words, upload_plan_.blocks[l]);
+  submission_.submit();
+  submission_.wait();
+}
+
+namespace {
+
+void check_gpu_positions(const StackChunk& chunk) {
+  for (uint32_t r = 0; r < chunk.rows; ++r) {
+    if (!chunk.valid.empty() && chunk.valid[r] == 0) continue;
+    require(chunk.positions[r] >= 0 && chunk.positions[r] <= std::numeric_limits<int32_t>::max(),
+            "stack positions must lie in [0, 2^31), got " + std::to_string(chunk.positions[r]));
+  }
+}
+
+}  // namespace
+
+StackOutput StackEngine::step(const StackChunk& chunk, const StackRequest& request) {
+  require(!finished_, "step() after finish(): use decode()");
+  validator_.check(chunk, config_, config_.chunk);
+  check_gpu_positions(chunk);
+  StackOutput out = run(&chunk, 0, BlockMode::stream, request);
+  validator_.accept(chunk);
+  return out;
+}
+
+StackOutput StackEngine::drain_step(const StackRequest& request) { return run(nullptr, 0, BlockMode::stream, request); }
+
+StackOutput StackEngine::flush_block(size_t block, const StackRequest& request) {
+  return run(nullptr, block, BlockMode::flush, request);
+}
+
+StackOutput StackEngine::decode(const StackChunk& one, const StackRequest& request) {
+  require(finished_, "decode() before finish(): drain the stack first");
+  validator_.check(one, config_, 1);
+  require(one.rows == 1, "decode() takes exactly one position");
+  check_gpu_positions(one);
+  StackOutput out = run(&one, 0, BlockMode::decode, request);
+  validator_.accept(one);
+  return out;
+}
+
+bool StackEngine::has_pending() const {
+  for (const auto& b : blocks_)
+    if (b->has_pending()) return true;
+  return false;
+}
+
+MemorySnapshot StackEngine::snapshot(size_t block) {
+  require(block < blocks_.size(), "no block " + std::to_string(block));
+  finish_pending();
+  return blocks_[block]->kv().read_snapshot(submission_, readback_, 0);
+}
+
+StackMemory StackEngine::memory() const {
+  StackMemory out;
+  for (const auto& b : blocks_) out.blocks.push_back(b->memory());
+  out.model = output_norm_.buffer.size() + embedding_table_.device_bytes() + output_.device_bytes();
+  out.scratch = shared_.scratch->device_bytes();
+  out.activations = 0;
+  for (const vk::Buffer* b : {&shared_.x[0], &shared_.x[1], &shared_.h, &shared_.y, &shared_.gu, &final_rows_, &logits_})
+    out.activations += b->size();
+  out.staging = shared_.upload.size() + readback_.size();
+  return out;
+}
+
+void StackEngine::set_profiling(bool enabled) {
+  finish_pending();
+  profiler_ = enabled ? std::make_unique<vk::Profiler>(context_, 4096) : nullptr;
+}
+
+std::vector<KernelTime> StackEngine::last_profile() {
+  finish_pending();
+  std::vector<KernelTime> out;
+  if (profiler_)
+    for (const auto& s : profiler_->read()) out.push_back({s.label, s.ns});
+  return out;
+}
+
+}  // namespace attendre::gpu

@@ -1,0 +1,109 @@
+// The device stack's engine: plans every block's step on the host, then
+// records the whole stack (embedding, blocks, final norm, LM head, readback
+// copies) into one command buffer and submits it once. The public
+// gpu::Stack is a handle on one; the encoder-decoder runs two, hooking the
+// encoder's output rows and loading the decoder's cross-attention memories.
+#pragma once
+
+#include "core/stack_chunk.hpp"
+#include "gpu/stack_block.hpp"
+#include "kernels/embedding.hpp"
+#include "vulkan/commands.hpp"
+
+#include <attendre/gpu_stack.hpp>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace attendre::gpu {
+
+// The most rows any block passes on in one step.
+inline uint32_t max_rows(const StackConfig& config) {
+  uint32_t rows = config.chunk;
+  for (size_t l = 0; l < config.blocks.size(); ++l) rows = std::max(rows, DeviceBlock::max_queries(config, l));
+  return rows;
+}
+
+// Where the per-step input and every block's metadata sit in the upload buffer.
+struct UploadPlan {
+  uint64_t input = 0;                // ids or embeddings
+  std::vector<uint64_t> blocks;      // each block's metadata
+  uint64_t words = 0;
+  explicit UploadPlan(const StackConfig& c) {
+    SectionCursor cursor;
+    input = cursor.take(uint64_t{c.chunk} * (c.vocab > 0 ? 1 : c.hidden));
+    for (size_t l = 0; l < c.blocks.size(); ++l) blocks.push_back(cursor.take(DeviceBlock::upload_words(c, l)));
+    words = cursor.words;
+  }
+};
+
+// Where the final rows and logits land in the readback buffer.
+struct ReadbackPlan {
+  uint64_t hidden = 0, logits = 0, words = 0;
+  explicit ReadbackPlan(const StackConfig& c) {
+    SectionCursor cursor;
+    const uint32_t rows = max_rows(c);
+    hidden = cursor.take(uint64_t{rows} * c.hidden);
+    logits = cursor.take(uint64_t{rows} * c.vocab);
+    words = cursor.words;
+  }
+};
+
+class StackEngine final : public TransformerStack {
+ public:
+  // `encoder_rows`: a decoder's cross-attention blocks load from it (else null).
+  StackEngine(Context& ctx, const StackConfig& c, WeightSource& weights, const vk::Buffer* encoder_rows = nullptr);
+
+  const StackConfig& config() const override { return config_; }
+  StackOutput step(const StackChunk& chunk, const StackRequest& request = {}) override;
+  StackOutput decode(const StackChunk& one, const StackRequest& request = {}) override;
+  bool has_pending() const override;
+  MemorySnapshot snapshot(size_t block) override;
+  StackOutput drain_step(const StackRequest& request) override;
+  StackOutput flush_block(size_t block, const StackRequest& request) override;
+  void mark_finished() override { finished_ = true; }
+
+  StackMemory memory() const;
+  Stack::Recorded last_recorded() const { return recorded_; }
+  void set_profiling(bool enabled);
+  std::vector<KernelTime> last_profile();
+
+  // Loads every cross-attention block from `rows` rows of the encoder buffer.
+  void load_encoder_memory(kernels::RowRef rows, const std::vector<int64_t>& positions);
+  // Called after the final norm with the rows that left the last block (an
+  // encoder hands them to its output memory here, on the device).
+  std::function<void(vk::CommandRecorder&, const vk::Buffer&, const std::vector<QueryMeta>&)> on_output;
+
+ private:
+  StackOutput run(const StackChunk* chunk, size_t first_block, BlockMode mode, const StackRequest& request);
+  // Waits for the last submitted step and reports its non-finite values.
+  void finish_pending();
+  std::vector<QueryMeta> stage_input(const StackChunk* chunk, uint32_t rows);
+
+  Context& context_;
+  StackConfig config_;
+  UploadPlan upload_plan_;
+  ReadbackPlan readback_plan_;
+  SharedBuffers shared_;
+  vk::Buffer final_rows_, logits_, readback_;
+  std::unique_ptr<Uploader> uploader_;
+  DeviceNorm output_norm_;
+  DeviceMatrix embedding_table_, output_;
+  std::vector<std::unique_ptr<DeviceBlock>> blocks_;
+  std::unique_ptr<vk::DescriptorArena> arena_;
+  kernels::Embedding embed_;
+  kernels::Norm final_norm_;
+  Projection head_;
+  vk::Submission submission_;
+  StackStreamValidator validator_;
+  Stack::Recorded recorded_;
+  std::unique_ptr<vk::Profiler> profiler_;
+  uint32_t logits_site_ = 0;
+  uint64_t steps_ = 0;       // submitted so far
+  bool unverified_ = false;  // the last step's checks are still to be read
+  bool finished_ = false;
+};
+
+}  // namespace attendre::gpu
