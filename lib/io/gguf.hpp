@@ -8,11 +8,16 @@
 // before it is used, so a malformed or hostile file gives an attendre::Error
 // (malformed_input, or io_error when it cannot be opened or mapped) with a
 // one-line message naming the file and the field, never a crash, a hang or
-// an allocation larger than the file.
+// an allocation larger than the file. Metadata arrays may nest up to
+// kMaxArrayNesting levels; tensors have at most kMaxDims dimensions (ggml's).
+//
+// The host must be little-endian (every phone and desktop target is): tensor
+// bytes are handed out as they lie in the file.
 #pragma once
 
 #include <attendre/error.hpp>
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -25,12 +30,23 @@
 
 namespace attendre::gguf {
 
+namespace detail {
+struct ValueImpl;    // what a Value points at (lib/io/gguf_value_impl.hpp)
+struct ValueAccess;  // builds Values inside the reader
+}
+
+static_assert(std::endian::native == std::endian::little, "attendre::gguf assumes a little-endian host");
+
+inline constexpr uint32_t kMaxArrayNesting = 16;  // arrays of arrays of ... deeper files are refused
+inline constexpr uint32_t kMaxDims = 4;           // GGML_MAX_DIMS
+inline constexpr uint64_t kDefaultAlignment = 32;
+
 // Metadata value types, numbered as in the file.
 enum class ValueType : uint32_t {
   u8 = 0, i8 = 1, u16 = 2, i16 = 3, u32 = 4, i32 = 5, f32 = 6, boolean = 7,
   string = 8, array = 9, u64 = 10, i64 = 11, f64 = 12,
 };
-std::string_view to_string(ValueType type);  // "uint32", "string", "array", ...
+std::string to_string(ValueType type);  // "uint32", "string", "array", ... ("type 13" for unknown ids)
 
 // Tensor element types (ggml_type numbering). The reader accepts every id
 // below; which ones a model loader can use is the loader's business.
@@ -39,9 +55,9 @@ enum class TensorType : uint32_t {
   q2_k = 10, q3_k = 11, q4_k = 12, q5_k = 13, q6_k = 14, q8_k = 15,
   iq2_xxs = 16, iq2_xs = 17, iq3_xxs = 18, iq1_s = 19, iq4_nl = 20, iq3_s = 21, iq2_s = 22, iq4_xs = 23,
   i8 = 24, i16 = 25, i32 = 26, i64 = 27, f64 = 28, iq1_m = 29, bf16 = 30,
-  tq1_0 = 34, tq2_0 = 35,
+  tq1_0 = 34, tq2_0 = 35, mxfp4 = 39,
 };
-std::string_view to_string(TensorType type);  // "F32", "Q4_K", ... ("type 31" for unknown ids)
+std::string to_string(TensorType type);  // "F32", "Q4_K", ... ("type 31" for unknown ids)
 // Elements per block and bytes per block of `type`; nullopt for ids the
 // reader does not know (such a tensor is rejected when the file is opened).
 struct BlockSize {
@@ -51,33 +67,39 @@ std::optional<BlockSize> block_size(TensorType type);
 
 // One metadata value. Scalars and strings are decoded; arrays keep their
 // element type and count and are decoded on demand (a 150K-entry vocabulary
-// is not turned into 150K objects unless asked for).
+// is not turned into 150K objects unless asked for). A Value shares ownership
+// of the file's bytes, so it stays valid after its File is gone.
 class Value {
  public:
   ValueType type() const;
   // Scalars: the value converted to the requested width when exact (an
   // unsigned value that fits, an integer type for an integer request, any
-  // float type for a float request). Throws malformed_input naming `key` when
-  // the value has another type or does not fit.
+  // float type for a float request; an integer for a float request when the
+  // double holds it exactly). Throws malformed_input naming `key` when the
+  // value has another type or does not fit.
   uint64_t as_u64(std::string_view key) const;
   int64_t as_i64(std::string_view key) const;
   double as_f64(std::string_view key) const;
   bool as_bool(std::string_view key) const;
   std::string_view as_string(std::string_view key) const;
-  // Arrays.
+  // Arrays; on another type they throw malformed_input naming the value.
   ValueType element_type() const;  // of an array
   uint64_t size() const;           // elements of an array
-  Value at(uint64_t index) const;  // element `index` of an array (arrays may nest)
+  // Element `index` of an array (arrays may nest); invalid_argument when
+  // `index` >= size(). Elements of fixed size are found in O(1); strings and
+  // arrays through an offset index built on the first call (8 bytes per
+  // element, fewer than the elements' own bytes).
+  Value at(uint64_t index) const;
 
  private:
-  friend class File;
-  struct Impl;
-  std::shared_ptr<const Impl> impl_;
+  friend struct detail::ValueAccess;
+  std::shared_ptr<const detail::ValueImpl> impl_;
+  const detail::ValueImpl& impl() const;  // throws invalid_argument on a default-constructed Value
 };
 
 struct TensorInfo {
   std::string name;
-  std::vector<uint64_t> dims;  // ggml order: dims[0] is the contiguous (innermost) one
+  std::vector<uint64_t> dims;  // ggml order: dims[0] is the contiguous (innermost) one; at most kMaxDims, none 0 (none at all: one element)
   TensorType type = TensorType::f32;
   uint64_t offset = 0;  // from the start of the data section
   uint64_t bytes = 0;   // of its data
@@ -89,6 +111,10 @@ class File {
   // Opens and maps `path`, parses the header, metadata and tensor infos, and
   // checks every tensor's extent against the file. Throws as described above.
   static File open(const std::filesystem::path& path);
+  // The same over bytes already in memory (a fuzzer's input, a download),
+  // which must outlive the File and every Value taken from it; `name` stands
+  // for the file in messages.
+  static File parse(std::span<const std::byte> bytes, const std::filesystem::path& name);
 
   File(File&&) noexcept;
   File& operator=(File&&) noexcept;
@@ -96,7 +122,9 @@ class File {
 
   const std::filesystem::path& path() const;
   uint32_t version() const;
-  uint64_t alignment() const;  // general.alignment, default 32
+  uint64_t alignment() const;    // general.alignment, default 32
+  uint64_t data_offset() const;  // of the data section from the start of the file (aligned)
+  uint64_t size() const;         // of the file, in bytes
 
   // Metadata in file order.
   std::span<const std::string> keys() const;
@@ -107,6 +135,7 @@ class File {
   // Typed shortcuts: the value converted as by Value::as_*, or `fallback`
   // when absent (malformed_input when present with an unusable type).
   uint64_t get_u64(std::string_view key, std::optional<uint64_t> fallback = std::nullopt) const;
+  int64_t get_i64(std::string_view key, std::optional<int64_t> fallback = std::nullopt) const;
   double get_f64(std::string_view key, std::optional<double> fallback = std::nullopt) const;
   bool get_bool(std::string_view key, std::optional<bool> fallback = std::nullopt) const;
   std::string get_string(std::string_view key, std::optional<std::string> fallback = std::nullopt) const;
@@ -118,7 +147,9 @@ class File {
 
   std::span<const TensorInfo> tensors() const;
   const TensorInfo* find_tensor(std::string_view name) const;
-  // The tensor's bytes inside the mapping (valid while the File lives).
+  // The tensor's bytes inside the mapping (valid while the File lives);
+  // invalid_argument for a TensorInfo, edited or built by the caller, whose
+  // extent leaves the data section.
   std::span<const std::byte> data(const TensorInfo& tensor) const;
 
  private:

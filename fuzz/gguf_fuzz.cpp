@@ -1,0 +1,112 @@
+// Fuzz target: the GGUF reader on arbitrary bytes, parsed from memory. Every
+// input is either refused with a one-line malformed_input naming the file, or
+// opened into a File whose every metadata value (each array element, nested
+// ones included) decodes with its own type's accessor, whose strings and
+// tensor spans lie inside the input, and whose tensors are aligned and apart.
+// Tensors of a type with a reference codec are dequantized too. Nothing else
+// (a crash, an over-read, another exception, a hang) is acceptable.
+#include "fuzz_check.hpp"
+
+#include "io/gguf.hpp"
+#include "io/quant.hpp"
+
+#include <algorithm>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace attendre;
+using gguf::ValueType;
+
+struct Input {
+  const std::byte* begin;
+  const std::byte* end;
+  bool contains(const void* data, size_t size) const {
+    const auto* p = static_cast<const std::byte*>(data);
+    return p >= begin && p <= end && size <= static_cast<size_t>(end - p);
+  }
+};
+
+void touch(const gguf::Value& value, const Input& input) {
+  switch (value.type()) {
+    case ValueType::array: {
+      const uint64_t size = value.size();
+      for (uint64_t i = 0; i < size; ++i) {
+        const gguf::Value element = value.at(i);
+        fuzz::check(element.type() == value.element_type(), "an element has its array's element type");
+        touch(element, input);
+      }
+      try {
+        (void)value.at(size);
+        fuzz::check(false, "at(size()) throws");
+      } catch (const Error& e) {
+        fuzz::check(e.code() == ErrorCode::invalid_argument, "at(size()) is invalid_argument", e.what());
+      }
+      return;
+    }
+    case ValueType::string: {
+      const std::string_view text = value.as_string("fuzz");
+      fuzz::check(text.empty() || input.contains(text.data(), text.size()), "strings lie inside the input");
+      return;
+    }
+    case ValueType::boolean: (void)value.as_bool("fuzz"); return;
+    case ValueType::f32: case ValueType::f64: (void)value.as_f64("fuzz"); return;
+    case ValueType::i8: case ValueType::i16: case ValueType::i32: case ValueType::i64: (void)value.as_i64("fuzz"); return;
+    default: (void)value.as_u64("fuzz"); return;
+  }
+}
+
+void check_file(const gguf::File& file, const Input& input) {
+  for (const std::string& key : file.keys()) {
+    const gguf::Value value = file.get(key);
+    touch(value, input);
+    if (value.type() != ValueType::array) continue;
+    // The whole-array accessors agree with at().
+    if (value.element_type() == ValueType::string)
+      fuzz::check(file.get_strings(key).size() == value.size(), "get_strings has every element");
+    if (value.element_type() == ValueType::f32)
+      fuzz::check(file.get_f32s(key).size() == value.size(), "get_f32s has every element");
+    if (value.element_type() == ValueType::i32)
+      fuzz::check(file.get_i32s(key).size() == value.size(), "get_i32s has every element");
+  }
+  std::vector<std::pair<uint64_t, uint64_t>> extents;
+  for (const gguf::TensorInfo& tensor : file.tensors()) {
+    const auto data = file.data(tensor);
+    fuzz::check(data.size() == tensor.bytes && input.contains(data.data(), data.size()),
+                "tensor data lie inside the input", tensor.name);
+    fuzz::check(tensor.offset % file.alignment() == 0 && file.data_offset() % file.alignment() == 0,
+                "tensor data are aligned", tensor.name);
+    fuzz::check(tensor.dims.size() <= gguf::kMaxDims, "at most 4 dims", tensor.name);
+    extents.emplace_back(tensor.offset, tensor.bytes);
+    unsigned sum = 0;  // every byte read, so that the sanitizers see any over-read
+    for (const std::byte b : data) sum += static_cast<unsigned>(b);
+    (void)sum;
+    constexpr uint64_t kMaxDecoded = 1 << 16;  // keeps each input fast
+    if (gguf::has_reference_codec(tensor.type) && tensor.elements() <= kMaxDecoded) {
+      const std::vector<double> values = gguf::dequantize(tensor.type, data);
+      fuzz::check(values.size() == tensor.elements(), "dequantize gives every element", tensor.name);
+    }
+  }
+  std::sort(extents.begin(), extents.end());
+  for (size_t i = 1; i < extents.size(); ++i)
+    fuzz::check(extents[i - 1].first + extents[i - 1].second <= extents[i].first, "tensors do not overlap");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);
+  const Input input{bytes.data(), bytes.data() + bytes.size()};
+  try {
+    const gguf::File file = gguf::File::parse(bytes, "fuzz.gguf");
+    check_file(file, input);
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    fuzz::check(e.code() == ErrorCode::malformed_input, "rejections are malformed_input", message);
+    fuzz::check(message.rfind("fuzz.gguf: ", 0) == 0, "rejections name the file", message);
+    fuzz::check_one_line(message);
+  }
+  return 0;
+}

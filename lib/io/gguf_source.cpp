@@ -1,0 +1,84 @@
+// GGUF file bytes: a read-only mapping (POSIX mmap) or a borrowed buffer.
+#include "io/gguf_source.hpp"
+
+#include <cerrno>
+#include <fcntl.h>
+#include <limits>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <system_error>
+#include <unistd.h>
+
+namespace attendre::gguf::detail {
+namespace {
+
+std::string errno_text() { return std::generic_category().message(errno); }
+
+// Closes the descriptor on every path out of map(); the mapping keeps the file
+// alive on its own once made.
+struct Descriptor {
+  int fd = -1;
+  ~Descriptor() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+Source::Source(std::filesystem::path path, std::span<const std::byte> bytes, void* mapping)
+    : path_(std::move(path)), name_(path_.string()), bytes_(bytes), mapping_(mapping) {}
+
+Source::~Source() {
+  if (mapping_) ::munmap(mapping_, bytes_.size());
+}
+
+std::shared_ptr<const Source> Source::map(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  Descriptor file{::open(name.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.fd < 0) fail(ErrorCode::io_error, name + ": cannot open: " + errno_text());
+  struct stat status {};
+  if (::fstat(file.fd, &status) != 0) fail(ErrorCode::io_error, name + ": cannot stat: " + errno_text());
+  if (!S_ISREG(status.st_mode)) fail(ErrorCode::io_error, name + ": not a regular file");
+  const auto size = static_cast<uint64_t>(status.st_size);
+  if (size > std::numeric_limits<size_t>::max())
+    fail(ErrorCode::io_error, name + ": " + std::to_string(size) + " bytes do not fit the address space");
+  // mmap refuses a length of 0; an empty file is then an empty span, which the
+  // parser rejects as too short like any other.
+  if (size == 0) return std::shared_ptr<const Source>(new Source(path, {}, nullptr));
+  void* mapping = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, file.fd, 0);
+  if (mapping == MAP_FAILED) fail(ErrorCode::io_error, name + ": cannot map " + std::to_string(size) + " bytes: " + errno_text());
+  const std::span<const std::byte> bytes(static_cast<const std::byte*>(mapping), static_cast<size_t>(size));
+  try {
+    return std::shared_ptr<const Source>(new Source(path, bytes, mapping));
+  } catch (...) {
+    ::munmap(mapping, static_cast<size_t>(size));
+    throw;
+  }
+}
+
+std::shared_ptr<const Source> Source::borrow(std::span<const std::byte> bytes, const std::filesystem::path& name) {
+  return std::shared_ptr<const Source>(new Source(name, bytes, nullptr));
+}
+
+std::string quote_name(std::string_view text) {
+  constexpr size_t kShown = 80;  // a key or tensor name longer than this is cut in messages
+  std::string out = "\"";
+  for (size_t i = 0; i < text.size() && i < kShown; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7F) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xF];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (text.size() > kShown) out += "...";
+  return out + "\"";
+}
+
+}  // namespace attendre::gguf::detail
