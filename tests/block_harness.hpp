@@ -12,7 +12,7 @@
 #include "kernels/matmul.hpp"
 #include "kernels/norm.hpp"
 #include "kernels/rope.hpp"
-#include "reference/half.hpp"
+#include "core/half.hpp"
 #include "reference/ops.hpp"
 #include <attendre/error.hpp>
 #include <attendre/transformer.hpp>
@@ -125,7 +125,7 @@ struct Weights {
 inline Weights put_weights(std::vector<uint32_t>& words, WeightType type, uint32_t offset, std::span<const float> w) {
   Weights out;
   if (type == WeightType::f16) {
-    const std::vector<uint16_t> halves = reference::to_half(w);
+    const std::vector<uint16_t> halves = half::to_half(w);
     out.end_word = static_cast<uint32_t>((offset + w.size() + 1) / 2);
     words.resize(std::max<size_t>(words.size(), out.end_word), kSentinel);
     put_halves(words, offset, halves);

@@ -311,8 +311,8 @@ TEST_CASE("block kernels: add of ring-addressed rows, in place and not") {
 // Host references (no Vulkan)
 
 TEST_CASE("block reference: fp16 conversion rounds to nearest even and round-trips every half") {
-  using reference::float_to_half;
-  using reference::half_to_float;
+  using half::float_to_half;
+  using half::half_to_float;
   for (uint32_t h = 0; h < 0x10000u; ++h) {
     const uint16_t bits = static_cast<uint16_t>(h);
     const float f = half_to_float(bits);

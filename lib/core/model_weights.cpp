@@ -1,6 +1,6 @@
 #include "core/model_weights.hpp"
 
-#include "reference/half.hpp"
+#include "core/half.hpp"
 
 namespace attendre {
 namespace {
@@ -23,7 +23,7 @@ class Loader {
     t.data.resize(count);
     source_.read(name, t.shape, t.data);
     if (round)
-      for (float& x : t.data) x = reference::half_to_float(reference::float_to_half(x));
+      for (float& x : t.data) x = half::half_to_float(half::float_to_half(x));
     return t;
   }
 

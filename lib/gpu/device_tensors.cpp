@@ -1,7 +1,7 @@
 #include "gpu/device_tensors.hpp"
 
 #include "gpu/layouts.hpp"
-#include "reference/half.hpp"
+#include "core/half.hpp"
 #include "vulkan/commands.hpp"
 
 #include <attendre/error.hpp>
@@ -62,7 +62,7 @@ DeviceMatrix::DeviceMatrix(Context& context, Uploader& uploader, WeightType type
     const float* rows = w.data.data() + first * cols_;
     const uint64_t count = uint64_t{part.rows} * cols_;
     if (type == WeightType::f16) {
-      const std::vector<uint16_t> half = reference::to_half({rows, count});
+      const std::vector<uint16_t> half = half::to_half({rows, count});
       uploader.upload(part.buffer, 0, half.data(), count * 2);
     } else {
       uploader.upload(part.buffer, 0, rows, count * 4);

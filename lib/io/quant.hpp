@@ -31,7 +31,7 @@ void quantize(TensorType type, std::span<const float> in, std::vector<std::byte>
 std::vector<std::byte> quantize(TensorType type, std::span<const float> in);
 
 // bfloat16: the top half of a binary32; rounding to nearest, ties to even,
-// NaN kept a (quiet) NaN. For fp16 see reference/half.hpp.
+// NaN kept a (quiet) NaN. For fp16 see core/half.hpp.
 uint16_t float_to_bf16(float value);
 float bf16_to_float(uint16_t value);
 

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "io/gguf.hpp"
-#include "reference/half.hpp"  // fp16 <-> float, header-only and Vulkan-free
+#include "core/half.hpp"  // fp16 <-> float, header-only and Vulkan-free
 
 #include <cmath>
 #include <cstring>
@@ -27,11 +27,11 @@ std::span<const BlockCodec> k_codecs();       // Q4_K, Q5_K, Q6_K (quant_k.cpp)
 inline double load_half(const std::byte* at) {
   uint16_t bits;
   std::memcpy(&bits, at, 2);
-  return reference::half_to_float(bits);
+  return half::half_to_float(bits);
 }
 
 inline void store_half(std::byte* at, float value) {
-  const uint16_t bits = reference::float_to_half(value);
+  const uint16_t bits = half::float_to_half(value);
   std::memcpy(at, &bits, 2);
 }
 

@@ -2,7 +2,7 @@
 // formulas, evaluated in double precision.
 #include "reference/ops.hpp"
 
-#include "reference/half.hpp"
+#include "core/half.hpp"
 
 #include <attendre/error.hpp>
 
@@ -15,7 +15,7 @@ std::vector<double> widen(std::span<const float> values) { return {values.begin(
 
 std::vector<double> widen_half(std::span<const uint16_t> bits) {
   std::vector<double> out(bits.size());
-  for (size_t i = 0; i < bits.size(); ++i) out[i] = half_to_float(bits[i]);
+  for (size_t i = 0; i < bits.size(); ++i) out[i] = half::half_to_float(bits[i]);
   return out;
 }
 

@@ -11,7 +11,7 @@
 
 namespace attendre::reference::ops {
 
-// Widening helpers: fp32 values, or fp16 bits (see reference/half.hpp).
+// Widening helpers: fp32 values, or fp16 bits (see core/half.hpp).
 std::vector<double> widen(std::span<const float> values);
 std::vector<double> widen_half(std::span<const uint16_t> bits);
 

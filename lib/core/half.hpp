@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-namespace attendre::reference {
+namespace attendre::half {
 
 inline uint16_t float_to_half(float value) {
   const uint32_t f = std::bit_cast<uint32_t>(value);
@@ -56,4 +56,4 @@ inline std::vector<float> from_half(std::span<const uint16_t> values) {
   return out;
 }
 
-}  // namespace attendre::reference
+}  // namespace attendre::half
