@@ -240,7 +240,7 @@ void check_embedding(Context& context, const kernels::KernelPlan& plan, WeightTy
   const vk::Buffer t_buffer = test::upload_words(context, t_words, "test table");
   const vk::Buffer out_buffer = test::upload_words(context, out_words, "test embeddings");
   vk::DescriptorArena arena(context);
-  const kernels::Embedding embedding(context, arena, plan, type, {&id_buffer}, {&t_buffer}, {&out_buffer});
+  const kernels::Embedding embedding(context, arena, plan, element_type(type), {&id_buffer}, {&t_buffer}, {&out_buffer});
   test::run_once(context, [&](vk::CommandRecorder& rec) { embedding.record(rec, args); });
   const std::vector<uint32_t> after = test::download_words(context, out_buffer, 0, out_words.size());
 

@@ -64,7 +64,7 @@ void check_matmul(Context& context, const kernels::KernelPlan& plan, WeightType 
   const vk::Buffer c_buffer = test::upload_words(context, c_words, "test C");
   const vk::Buffer r_buffer = test::upload_words(context, r_words, "test R");
   vk::DescriptorArena arena(context);
-  const kernels::Matmul matmul(context, arena, plan, type, {&a_buffer}, {&w_buffer}, {&c_buffer},
+  const kernels::Matmul matmul(context, arena, plan, element_type(type), {&a_buffer}, {&w_buffer}, {&c_buffer},
                                c.residual == Residual::separate ? vk::BufferBinding{&r_buffer} : vk::BufferBinding{});
   test::run_once(context, [&](vk::CommandRecorder& rec) { matmul.record(rec, args); });
   const std::vector<uint32_t> after = test::download_words(context, c_buffer, 0, c_words.size());
@@ -111,7 +111,7 @@ TEST_CASE("block kernels: matmul picks matvec for few rows and folds wide grids 
   vk::DescriptorArena arena(context);
   const vk::Buffer a = test::device_words(context, 16, 0, "test A"), w = test::device_words(context, 16, 0, "test W"),
                    c = test::device_words(context, 16, 0, "test C");
-  const kernels::Matmul matmul(context, arena, plan, WeightType::f32, {&a}, {&w}, {&c});
+  const kernels::Matmul matmul(context, arena, plan, ElementType::f32, {&a}, {&w}, {&c});
   CHECK(matmul.uses_matvec(kernels::kMatvecMaxRows));
   CHECK_FALSE(matmul.uses_matvec(kernels::kMatvecMaxRows + 1));
   kernels::Matmul::Args args;
@@ -144,18 +144,18 @@ TEST_CASE("block kernels: fp16 weights on a device without 16-bit storage are un
   const vk::Buffer in(context, 64, vk::MemoryIntent::device, "test in"), w(context, 64, vk::MemoryIntent::device, "test W"),
       out(context, 64, vk::MemoryIntent::device, "test out");
   try {
-    kernels::Matmul(context, arena, plan, WeightType::f16, {&in}, {&w}, {&out});
+    kernels::Matmul(context, arena, plan, ElementType::f16, {&in}, {&w}, {&out});
     FAIL("fp16 matmul was accepted");
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::unsupported);
   }
   try {
-    kernels::Embedding(context, arena, plan, WeightType::f16, {&in}, {&w}, {&out});
+    kernels::Embedding(context, arena, plan, ElementType::f16, {&in}, {&w}, {&out});
     FAIL("fp16 embedding was accepted");
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::unsupported);
   }
-  CHECK_NOTHROW(kernels::Matmul(context, arena, plan, WeightType::f32, {&in}, {&w}, {&out}));
+  CHECK_NOTHROW(kernels::Matmul(context, arena, plan, ElementType::f32, {&in}, {&w}, {&out}));
   test::check_no_validation_messages(gpu);
 }
 

@@ -138,14 +138,17 @@ TEST_CASE("numerics: subnormal inputs read as zero on both backends, so retained
 // infinities or NaN as hidden states.
 class HugeWeights final : public WeightSource {
  public:
-  void read(const std::string& name, std::span<const uint64_t> shape, std::span<float> out) override {
-    inner_.read(name, shape, out);
+  std::optional<ElementType> type_of(const std::string&, std::span<const uint64_t>) override { return ElementType::f32; }
+  std::optional<TensorView> tensor(const std::string& name, std::span<const uint64_t> shape) override {
+    values_ = inner_.values(name, shape);
     if (name.find("ffn_gate") != std::string::npos || name.find("ffn_up") != std::string::npos)
-      for (float& x : out) x *= 1e21f;
+      for (float& x : values_) x *= 1e21f;
+    return TensorView{ElementType::f32, std::as_bytes(std::span<const float>(values_))};
   }
 
  private:
   RandomWeights inner_{95};
+  std::vector<float> values_;
 };
 
 TEST_CASE("numerics: a non-finite value computed on the device is an error naming the step and the stage") {

@@ -4,7 +4,11 @@
 #include "stack_support.hpp"
 #include "support.hpp"
 
+#include "core/half.hpp"
+
+#include <attendre/error.hpp>
 #include <attendre/gpu_stack.hpp>
+#include <attendre/reference_stack.hpp>
 
 #include <doctest/doctest.h>
 
@@ -103,5 +107,113 @@ TEST_CASE("stack soak: 100,000 positions keep host and device memory flat and ou
   MESSAGE("resident " << warm_kib << " KiB after warm-up, " << end_kib << " KiB after " << total << " positions");
   CHECK(end_kib <= warm_kib + 8 * 1024);  // flat: no per-step growth beyond allocator noise
   CHECK(stack.memory().total() == before.total());
+  test::check_no_validation_messages(test::gpu());
+}
+
+namespace {
+
+// Random fp32 weights with chosen matrices converted to fp16 at the source,
+// or (to show the error) given an encoding the kernels do not decode.
+class MixedWeights final : public WeightSource {
+ public:
+  MixedWeights(uint64_t seed, std::string f16_part, std::string other_part = "", ElementType other = ElementType::q4_0)
+      : inner_(seed), f16_part_(std::move(f16_part)), other_part_(std::move(other_part)), other_(other) {}
+  std::optional<ElementType> type_of(const std::string& name, std::span<const uint64_t>) override { return type(name); }
+  std::optional<TensorView> tensor(const std::string& name, std::span<const uint64_t> shape) override {
+    const std::vector<float> values = inner_.values(name, shape);
+    bytes_.clear();
+    const ElementType t = type(name);
+    if (t == ElementType::f16) {
+      for (float x : values) {
+        const uint16_t h = half::float_to_half(x);
+        bytes_.push_back(static_cast<std::byte>(h & 0xFF));
+        bytes_.push_back(static_cast<std::byte>(h >> 8));
+      }
+    } else if (t != ElementType::f32) {
+      bytes_.resize(encoded_bytes(t, values.size()));  // zeros: the load must refuse it before reading
+    } else {
+      const auto raw = std::as_bytes(std::span<const float>(values));
+      bytes_.assign(raw.begin(), raw.end());
+    }
+    return TensorView{t, bytes_};
+  }
+
+ private:
+  ElementType type(const std::string& name) const {
+    if (!other_part_.empty() && name.find(other_part_) != std::string::npos) return other_;
+    return !f16_part_.empty() && name.find(f16_part_) != std::string::npos && name.find(".bias") == std::string::npos
+               ? ElementType::f16
+               : ElementType::f32;
+  }
+  RandomWeights inner_;
+  std::string f16_part_, other_part_;
+  ElementType other_;
+  std::vector<std::byte> bytes_;
+};
+
+}  // namespace
+
+TEST_CASE("stack memory: what the stack holds is what the device allocator holds, through staging or in place") {
+  StackConfig c = test::small_stack(2, {4, 2, 8}, 6, 7, 20, 5, Policy::lra_sum());
+  c.vocab = 24000;  // a 9 MiB embedding table: more than one half of the staging ring
+  c.hidden = 96;
+  std::vector<std::vector<float>> outputs;
+  for (bool discrete : {false, true}) {
+    ContextOptions options;
+    LimitOverrides limits;
+    limits.discrete_memory = discrete;
+    options.limits = limits;
+    Context context(options);
+    INFO("discrete memory " << discrete << ", unified " << context.caps().unified_memory);
+    const uint64_t before = context.device_memory_bytes();
+    RandomWeights weights(4);
+    gpu::Stack stack(context, c, weights);
+    const gpu::StackMemory held = stack.memory();
+    CHECK(context.device_memory_bytes() - before == held.total());
+    CHECK(held.total() == gpu::plan_stack_memory(c, context.caps()).total());
+    CHECK(held.load_staging == (context.caps().unified_memory ? 0 : uint64_t{8} << 20));
+    const test::TokenStream tokens = test::random_tokens(24, c.vocab, 5);
+    StackRequest want;
+    want.logits = true;
+    std::vector<float> logits;
+    for (const auto& [position, e] : test::run_stack(stack, tokens, false, want))
+      logits.insert(logits.end(), e.logits.begin(), e.logits.end());
+    outputs.push_back(logits);
+    test::check_no_validation_messages(context);
+  }
+  CHECK(!outputs[0].empty());
+  CHECK(outputs[0] == outputs[1]);  // the same bytes on the device, whichever way they came
+}
+
+TEST_CASE("stack: weights keep their own encoding per tensor, and an encoding without a kernel is named") {
+  if (!test::gpu().caps().storage_16bit) {
+    MESSAGE("skipped: the device has no 16-bit storage");
+    return;
+  }
+  const StackConfig c = test::small_stack(2, {4, 2, 8}, 4, 5, 16, 4, Policy::lru());
+  MixedWeights mixed(6, "attn_q");  // the q projections in F16, the rest in F32
+  gpu::Stack device(test::gpu(), c, mixed);
+  reference::Stack cpu(c, mixed);
+  const test::TokenStream tokens = test::random_tokens(20, c.vocab, 7);
+  const auto expected = test::run_stack(cpu, tokens);
+  const auto actual = test::run_stack(device, tokens);
+  REQUIRE(expected.size() == actual.size());
+  for (const auto& [position, e] : expected) {
+    const std::vector<float>& a = actual.at(position).hidden;
+    for (size_t i = 0; i < e.hidden.size(); ++i) CHECK(a[i] == doctest::Approx(e.hidden[i]).epsilon(1e-3));
+  }
+  const uint64_t f16_bytes = gpu::plan_stack_memory(c, test::gpu().caps(), mixed).total();
+  CHECK(f16_bytes < gpu::plan_stack_memory(c, test::gpu().caps()).total());
+
+  MixedWeights unsupported(6, "", "ffn_down", ElementType::q4_k);
+  StackConfig wide = c;
+  for (BlockConfig& b : wide.blocks) b.ffn = 256;  // rows of whole Q4_K blocks
+  try {
+    gpu::Stack refused(test::gpu(), wide, unsupported);
+    FAIL("a Q4_K tensor was accepted");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::unsupported);
+    CHECK(std::string(e.what()).find("Q4_K weights have no decoding kernel yet") != std::string::npos);
+  }
   test::check_no_validation_messages(test::gpu());
 }

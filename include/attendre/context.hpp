@@ -42,6 +42,9 @@ struct DeviceCaps {
   // coherent devices, where mapped memory is then emulated through a host
   // copy that only those calls synchronize, so a missing one shows.
   bool non_coherent_host = false;
+  // Device-local memory is host-visible (unified memory: phones, integrated
+  // GPUs, CPU devices): weights are written in place, without staging.
+  bool unified_memory = false;
 
   uint32_t subgroup_size = 0;              // informational: no kernel assumes it
 
@@ -71,11 +74,12 @@ struct LimitOverrides {
   std::optional<uint32_t> max_shared_bytes;
   std::optional<uint64_t> max_storage_range;
   bool non_coherent_host = false;  // treat host-visible memory as non-coherent (emulated if coherent)
+  bool discrete_memory = false;    // treat device-local memory as not host-visible (weights staged)
 
   // The Vulkan minimums every conformant device guarantees: 128
-  // invocations, 16 KiB shared memory, 128 MiB storage ranges, and host
-  // memory that is not coherent (as on many phones).
-  static LimitOverrides portable() { return {128u, 16384u, uint64_t{1} << 27, true}; }
+  // invocations, 16 KiB shared memory, 128 MiB storage ranges, host memory
+  // that is not coherent (as on many phones) and no unified memory.
+  static LimitOverrides portable() { return {128u, 16384u, uint64_t{1} << 27, true, true}; }
 };
 
 // How much the Khronos validation layer checks. Every level records its
@@ -117,7 +121,7 @@ struct ExternalDevice {
 };
 
 namespace vk {
-class PipelineCache;
+struct ContextState;
 }
 
 // Owns (or borrows) the device-level objects. Not copyable or movable:
@@ -144,16 +148,16 @@ class Context {
   std::vector<std::string> validation_messages() const { return *messages_; }
   void clear_validation_messages() { messages_->clear(); }
 
-  vk::PipelineCache& pipelines() { return *pipelines_; }
-  VkCommandPool command_pool() const { return command_pool_; }
-  // vkCmdInsertDebugUtilsLabelEXT when VK_EXT_debug_utils is enabled, else nullptr.
-  PFN_vkCmdInsertDebugUtilsLabelEXT debug_label() const { return debug_label_; }
-  uint64_t fence_timeout_ns() const { return fence_timeout_ns_; }
+  // Bytes of device memory attendre's objects on this context hold now.
+  uint64_t device_memory_bytes() const;
+
+  // attendre's own state on this context (pipelines, command pool, ...).
+  vk::ContextState& state() const { return *state_; }
 
  private:
   void create_instance(Validation validation);
   void create_device();
-  void finish_setup(const LimitOverrides& limits);
+  void finish_setup(const LimitOverrides& limits, uint32_t fence_timeout_ms);
   void release();
 
   bool owns_device_ = true;
@@ -163,13 +167,10 @@ class Context {
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
-  VkCommandPool command_pool_ = VK_NULL_HANDLE;
-  PFN_vkCmdInsertDebugUtilsLabelEXT debug_label_ = nullptr;
   Validation validation_ = Validation::off;
-  uint64_t fence_timeout_ns_ = 60'000'000'000ull;
   DeviceCaps caps_;
   std::unique_ptr<std::vector<std::string>> messages_;  // stable address for the messenger callback
-  std::unique_ptr<vk::PipelineCache> pipelines_;
+  std::unique_ptr<vk::ContextState> state_;
 };
 
 // GPU time of one dispatch, measured with timestamps (profiling on).

@@ -28,8 +28,11 @@ struct EncoderDecoderConfig {
 class PrefixedWeights final : public WeightSource {
  public:
   PrefixedWeights(WeightSource& inner, std::string prefix) : inner_(inner), prefix_(std::move(prefix)) {}
-  void read(const std::string& name, std::span<const uint64_t> shape, std::span<float> out) override {
-    inner_.read(prefix_ + name, shape, out);
+  std::optional<ElementType> type_of(const std::string& name, std::span<const uint64_t> shape) override {
+    return inner_.type_of(prefix_ + name, shape);
+  }
+  std::optional<TensorView> tensor(const std::string& name, std::span<const uint64_t> shape) override {
+    return inner_.tensor(prefix_ + name, shape);
   }
 
  private:

@@ -22,18 +22,26 @@ struct BlockMemory {
   uint64_t total() const { return weights + q_memory + kv_memory; }
 };
 
+// Bytes a stack holds on the device, as allocated (every buffer rounded to
+// 256 bytes, weights placed in one arena).
 struct StackMemory {
   std::vector<BlockMemory> blocks;
   uint64_t model = 0;        // token embeddings, final norm, LM head
   uint64_t scratch = 0;      // retrieval scratch, shared by the blocks
   uint64_t activations = 0;  // hidden rows, FFN intermediates, logits, shared by the blocks
-  uint64_t staging = 0;      // host-visible upload and readback
+  uint64_t staging = 0;      // host-visible upload and readback of every step
   uint64_t total() const;
+  // Host-visible staging held while the weights load, on top of total()
+  // (0 on unified memory, where weights are written in place).
+  uint64_t load_staging = 0;
 };
 
 // What a stack of this configuration holds on this device, without
-// creating it (for sizing a model before loading it).
+// creating it (for sizing a model before loading it): weights in the
+// encodings `weights` holds them in (type_of(), which reads no data), or in
+// config.weights without a source.
 StackMemory plan_stack_memory(const StackConfig& config, const DeviceCaps& caps);
+StackMemory plan_stack_memory(const StackConfig& config, const DeviceCaps& caps, WeightSource& weights);
 
 class Stack final : public TransformerStack {
  public:

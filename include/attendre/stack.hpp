@@ -7,6 +7,7 @@
 
 #include <attendre/config.hpp>
 #include <attendre/layer.hpp>
+#include <attendre/tensor.hpp>
 #include <attendre/transformer.hpp>
 
 #include <cstdint>
@@ -46,6 +47,8 @@ struct StackConfig {
   NormKind final_norm = NormKind::rms;
   float final_norm_eps = 1e-5f;
   bool tied_embeddings = false;  // the LM head reuses token_embd.weight
+  // Storage of fp32 source matrices (and the embedding table): f16 rounds
+  // them on upload. Tensors a source holds in another encoding keep it.
   WeightType weights = WeightType::f32;
   // Size insertions for flush: block l+1 then receives block l's N rows at
   // once, so it needs M >= N_l + n_sink under protect_new (a higher peak).
@@ -62,33 +65,6 @@ struct StackConfig {
   LayerConfig attention(size_t block) const;
   // Positions of padding the drain needs: sum of the blocks' N.
   uint64_t drain_positions() const;
-};
-
-// Tensors by GGUF-style name, row-major with the first dimension outermost:
-// token_embd.weight [vocab][hidden], blk.L.attn_norm.weight [hidden],
-// blk.L.attn_q.weight [heads_q*head_dim][hidden] (and attn_k, attn_v),
-// blk.L.attn_output.weight [hidden][heads_q*head_dim], blk.L.ffn_norm.weight,
-// blk.L.ffn_gate.weight / ffn_up.weight [ffn][hidden], blk.L.ffn_down.weight
-// [hidden][ffn], output_norm.weight, output.weight [vocab][hidden]; biases
-// are NAME.bias, LayerNorm shifts are the norms' .bias.
-class WeightSource {
- public:
-  virtual ~WeightSource() = default;
-  // Fills `out` (the product of `shape` floats) or throws Error naming the tensor.
-  virtual void read(const std::string& name, std::span<const uint64_t> shape, std::span<float> out) = 0;
-};
-
-// Deterministic weights for tests and benchmarks: each tensor drawn from a
-// generator seeded by (seed, name), so every backend sees the same values.
-// Matrices are uniform in +-sqrt(3/in) (unit variance through a product),
-// norm gains near 1, biases and shifts small.
-class RandomWeights final : public WeightSource {
- public:
-  explicit RandomWeights(uint64_t seed) : seed_(seed) {}
-  void read(const std::string& name, std::span<const uint64_t> shape, std::span<float> out) override;
-
- private:
-  uint64_t seed_;
 };
 
 // One chunk of at most S positions for the first block: token ids (vocab >

@@ -2,13 +2,17 @@
 // ATTENDRE layers): the choices a model configuration names.
 #pragma once
 
+#include <attendre/tensor.hpp>
+
 namespace attendre {
 
 // ---------------------------------------------------------------------------
 // Block kernel choices (lib/kernels: matmul, norm, rope, activation, embedding)
 
-// Storage of matmul weights and embedding tables; math is fp32 either way (f16 needs storage_16bit).
+// Storage of fp32 matmul weights and embedding tables; math is fp32 either
+// way (f16 needs storage_16bit). Tensors in other encodings keep theirs.
 enum class WeightType { f32, f16 };
+inline ElementType element_type(WeightType w) { return w == WeightType::f16 ? ElementType::f16 : ElementType::f32; }
 
 // RMSNorm: x / sqrt(mean(x^2) + eps) * g;  LayerNorm: (x - mean) / sqrt(var + eps) * g + b.
 enum class NormKind { rms, layer };

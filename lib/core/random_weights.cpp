@@ -2,7 +2,7 @@
 // the same values on every machine (a local generator, not <random>'s
 // implementation-defined distributions).
 #include <attendre/error.hpp>
-#include <attendre/stack.hpp>
+#include <attendre/tensor.hpp>
 
 #include <cmath>
 
@@ -29,10 +29,10 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
-void RandomWeights::read(const std::string& name, std::span<const uint64_t> shape, std::span<float> out) {
+std::vector<float> RandomWeights::values(const std::string& name, std::span<const uint64_t> shape) const {
   uint64_t count = 1;
   for (uint64_t d : shape) count *= d;
-  require(count == out.size(), "weights '" + name + "': output span does not match the shape");
+  std::vector<float> out(count);
   uint64_t state = fnv1a(name, seed_);
   auto uniform = [&] { return 2.0 * static_cast<double>(next(state) >> 11) * 0x1.0p-53 - 1.0; };  // [-1, 1)
   const bool norm_gain = ends_with(name, "norm.weight");
@@ -45,6 +45,16 @@ void RandomWeights::read(const std::string& name, std::span<const uint64_t> shap
     else v *= bound;
     x = static_cast<float>(v);
   }
+  return out;
+}
+
+std::optional<ElementType> RandomWeights::type_of(const std::string&, std::span<const uint64_t>) {
+  return ElementType::f32;
+}
+
+std::optional<TensorView> RandomWeights::tensor(const std::string& name, std::span<const uint64_t> shape) {
+  last_ = values(name, shape);
+  return TensorView{ElementType::f32, std::as_bytes(std::span<const float>(last_))};
 }
 
 }  // namespace attendre

@@ -1,8 +1,8 @@
 #include "gpu/device_tensors.hpp"
 
-#include "gpu/layouts.hpp"
 #include "core/half.hpp"
-#include "vulkan/commands.hpp"
+#include "gpu/layouts.hpp"
+#include "io/quant.hpp"
 
 #include <attendre/error.hpp>
 
@@ -12,70 +12,184 @@
 namespace attendre::gpu {
 namespace {
 
-uint64_t element_bytes(WeightType type) { return type == WeightType::f16 ? 2 : 4; }
+// Bytes of `rows` rows of `cols` values in `type`; throws naming the tensor
+// when a row is not a whole number of blocks.
+uint64_t row_bytes(ElementType type, uint64_t cols, const std::string& name) {
+  const ElementBlock b = element_block(type);
+  if (cols % b.values != 0)
+    fail(ErrorCode::malformed_input, "tensor '" + name + "': rows of " + std::to_string(cols) + " values do not split into " +
+                                         std::string(to_string(type)) + " blocks of " + std::to_string(b.values));
+  return cols / b.values * b.bytes;
+}
 
 // Rows of one part: as many as fit one storage range with their bias slice.
-uint64_t rows_per_part(const DeviceCaps& caps, WeightType type, uint64_t rows, uint64_t cols, bool bias) {
-  const uint64_t per_row = cols * element_bytes(type) + (bias ? 4 : 0);
-  const uint64_t fit = (caps.max_storage_range - 512) / per_row;
-  if (fit == 0) fail(ErrorCode::unsupported, "one weight row of " + std::to_string(cols) + " columns exceeds the storage range");
+uint64_t rows_per_part(const DeviceCaps& caps, uint64_t rows, uint64_t per_row, bool bias) {
+  const uint64_t fit = (caps.max_storage_range - 512) / (per_row + (bias ? 4 : 0));
+  if (fit == 0) fail(ErrorCode::unsupported, "one weight row of " + std::to_string(per_row) + " bytes exceeds the storage range");
   return std::min(rows, fit);
 }
 
-uint64_t part_bytes(WeightType type, uint64_t rows, uint64_t cols, bool bias, uint32_t* bias_offset) {
-  const uint64_t weight_words = align_words((rows * cols * element_bytes(type) + 3) / 4);
+// A part's bytes: its rows (padded to a word boundary, then to a section),
+// then its bias slice.
+uint64_t part_bytes(uint64_t rows, uint64_t per_row, bool bias, uint32_t* bias_offset) {
+  const uint64_t weight_words = align_words((rows * per_row + 3) / 4);
   if (bias_offset) *bias_offset = static_cast<uint32_t>(weight_words);
   return (weight_words + (bias ? align_words(rows) : 0)) * 4;
 }
 
 }  // namespace
 
-void Uploader::upload(const vk::Buffer& dst, uint64_t dst_bytes, const void* data, uint64_t bytes) {
-  if (bytes == 0) return;
-  if (!staging_ || staging_.size() < bytes)
-    staging_ = vk::Buffer(context_, std::max<uint64_t>(bytes, 1 << 20), vk::MemoryIntent::upload, "weight staging");
-  std::memcpy(staging_.mapped(), data, bytes);
-  vk::Submission submission(context_);
-  vk::CommandRecorder& rec = submission.begin();
-  rec.copy(staging_, 0, dst, dst_bytes, bytes);
-  submission.submit();
-  submission.wait();
+ElementType DeviceMatrix::stored_type(ElementType source, WeightType storage) {
+  return source == ElementType::f32 ? element_type(storage) : source;
 }
 
-uint64_t DeviceMatrix::bytes(const DeviceCaps& caps, WeightType type, uint64_t rows, uint64_t cols, bool bias) {
-  const uint64_t per = rows_per_part(caps, type, rows, cols, bias);
+uint64_t DeviceMatrix::placed_bytes(const DeviceCaps& caps, ElementType type, uint64_t rows, uint64_t cols, bool bias) {
+  const uint64_t per_row = row_bytes(type, cols, "matrix");
+  const uint64_t per = rows_per_part(caps, rows, per_row, bias);
   uint64_t total = 0;
   for (uint64_t first = 0; first < rows; first += per)
-    total += part_bytes(type, std::min(per, rows - first), cols, bias, nullptr);
+    total += vk::MemoryArena::placed_bytes(part_bytes(std::min(per, rows - first), per_row, bias, nullptr));
   return total;
-}
-
-DeviceMatrix::DeviceMatrix(Context& context, Uploader& uploader, WeightType type, const Tensor& w, const Tensor* bias)
-    : type_(type), rows_(static_cast<uint32_t>(w.rows())), cols_(static_cast<uint32_t>(w.cols())), has_bias_(bias) {
-  const uint64_t per = rows_per_part(context.caps(), type, rows_, cols_, has_bias_);
-  for (uint64_t first = 0; first < rows_; first += per) {
-    MatrixPart part;
-    part.first_row = static_cast<uint32_t>(first);
-    part.rows = static_cast<uint32_t>(std::min(per, rows_ - first));
-    const uint64_t size = part_bytes(type, part.rows, cols_, has_bias_, &part.bias_offset);
-    part.buffer = vk::Buffer(context, size, vk::MemoryIntent::device, w.name.c_str());
-    const float* rows = w.data.data() + first * cols_;
-    const uint64_t count = uint64_t{part.rows} * cols_;
-    if (type == WeightType::f16) {
-      const std::vector<uint16_t> half = half::to_half({rows, count});
-      uploader.upload(part.buffer, 0, half.data(), count * 2);
-    } else {
-      uploader.upload(part.buffer, 0, rows, count * 4);
-    }
-    if (bias) uploader.upload(part.buffer, uint64_t{part.bias_offset} * 4, bias->data.data() + first, uint64_t{part.rows} * 4);
-    parts_.push_back(std::move(part));
-  }
 }
 
 uint64_t DeviceMatrix::device_bytes() const {
   uint64_t total = 0;
-  for (const MatrixPart& p : parts_) total += p.buffer.size();
+  for (const MatrixPart& p : parts_) total += vk::MemoryArena::placed_bytes(p.buffer.size());
   return total;
+}
+
+uint64_t DeviceNorm::placed_bytes(uint64_t dim, bool bias) {
+  return vk::MemoryArena::placed_bytes((align_words(dim) + (bias ? align_words(dim) : 0)) * 4);
+}
+
+WeightLoader::WeightLoader(Context& context, WeightSource& source, vk::MemoryArena& arena, WeightType storage)
+    : context_(context), source_(source), arena_(arena), storage_(storage) {}
+
+WeightLoader::~WeightLoader() {
+  // Never leave copies in flight over buffers that may go away; a failed
+  // wait (a lost device) leaves the submissions to their own destructors.
+  try {
+    finish();
+  } catch (const Error&) {
+  }
+}
+
+TensorView WeightLoader::fetch(const std::string& name, std::vector<uint64_t> shape) {
+  const std::optional<TensorView> view = source_.tensor(name, shape);
+  if (!view) fail(ErrorCode::invalid_argument, "the weights have no tensor '" + name + "'");
+  uint64_t values = 1;
+  for (uint64_t d : shape) values *= d;
+  const uint64_t expected = row_bytes(view->type, shape.back(), name) * (values / shape.back());
+  if (view->bytes.size() != expected)
+    fail(ErrorCode::malformed_input, "tensor '" + name + "' holds " + std::to_string(view->bytes.size()) + " bytes; " +
+                                         std::string(to_string(view->type)) + " of its shape takes " +
+                                         std::to_string(expected));
+  return *view;
+}
+
+DeviceMatrix WeightLoader::matrix(const MatrixSpec& spec) {
+  TensorView view = fetch(spec.name, {spec.rows, spec.cols});
+  DeviceMatrix m;
+  m.type_ = DeviceMatrix::stored_type(view.type, storage_);
+  m.rows_ = static_cast<uint32_t>(spec.rows);
+  m.cols_ = static_cast<uint32_t>(spec.cols);
+  m.has_bias_ = spec.bias.has_value();
+  std::vector<std::byte> converted;  // fp32 stored as fp16: one tensor at a time
+  if (m.type_ != view.type) {
+    const uint64_t count = spec.rows * spec.cols;
+    converted.resize(count * 2);
+    for (uint64_t i = 0; i < count; ++i) {
+      float x;
+      std::memcpy(&x, view.bytes.data() + i * 4, 4);
+      const uint16_t h = half::float_to_half(x);
+      std::memcpy(converted.data() + i * 2, &h, 2);
+    }
+    view.bytes = converted;
+  }
+  const uint64_t per_row = row_bytes(m.type_, spec.cols, spec.name);
+  const uint64_t per = rows_per_part(context_.caps(), spec.rows, per_row, m.has_bias_);
+  for (uint64_t first = 0; first < spec.rows; first += per) {
+    MatrixPart part;
+    part.first_row = static_cast<uint32_t>(first);
+    part.rows = static_cast<uint32_t>(std::min(per, spec.rows - first));
+    part.buffer = vk::Buffer(arena_, part_bytes(part.rows, per_row, m.has_bias_, &part.bias_offset), spec.name.c_str());
+    write(part.buffer, 0, view.bytes.subspan(first * per_row, part.rows * per_row));
+    m.parts_.push_back(std::move(part));
+  }
+  if (spec.bias) {
+    // The bias may come from the same source call buffer: fetch it after the rows went out.
+    const TensorView bias = fetch(spec.bias->name, {spec.bias->size});
+    const std::vector<double> values = bias.type == ElementType::f32
+                                           ? std::vector<double>{}
+                                           : gguf::dequantize(static_cast<gguf::TensorType>(bias.type), bias.bytes);
+    for (MatrixPart& part : m.parts_) {
+      std::vector<float> slice(part.rows);
+      for (uint32_t r = 0; r < part.rows; ++r) {
+        if (values.empty()) std::memcpy(&slice[r], bias.bytes.data() + uint64_t{part.first_row + r} * 4, 4);
+        else slice[r] = static_cast<float>(values[part.first_row + r]);
+      }
+      write(part.buffer, uint64_t{part.bias_offset} * 4, std::as_bytes(std::span<const float>(slice)));
+    }
+  }
+  return m;
+}
+
+DeviceNorm WeightLoader::norm(const VectorSpec& gain, const std::optional<VectorSpec>& shift) {
+  DeviceNorm n;
+  n.bias_offset = static_cast<uint32_t>(align_words(gain.size));
+  n.buffer = vk::Buffer(arena_, (align_words(gain.size) + (shift ? align_words(gain.size) : 0)) * 4, gain.name.c_str());
+  auto put = [&](const VectorSpec& spec, uint64_t offset) {
+    const TensorView view = fetch(spec.name, {spec.size});
+    if (view.type == ElementType::f32) return write(n.buffer, offset, view.bytes);
+    // Norm vectors are small: decoded to fp32 on the host, whatever they were stored as.
+    const std::vector<double> values = gguf::dequantize(static_cast<gguf::TensorType>(view.type), view.bytes);
+    const std::vector<float> floats(values.begin(), values.end());
+    write(n.buffer, offset, std::as_bytes(std::span<const float>(floats)));
+  };
+  put(gain, 0);
+  if (shift) put(*shift, uint64_t{n.bias_offset} * 4);
+  return n;
+}
+
+void WeightLoader::write(const vk::Buffer& dst, uint64_t offset, std::span<const std::byte> data) {
+  if (data.empty()) return;
+  if (void* host = dst.host_write_pointer()) {
+    std::memcpy(static_cast<std::byte*>(host) + offset, data.data(), data.size());
+    dst.flush_host_writes();  // nothing to do on coherent memory
+    return;
+  }
+  if (!staging_) {
+    staging_ = vk::Buffer(context_, kStagingBytes, vk::MemoryIntent::upload, "weight staging");
+    for (auto& s : submissions_) s = std::make_unique<vk::Submission>(context_);
+  }
+  const uint64_t half_bytes = kStagingBytes / 2;
+  while (!data.empty()) {
+    if (filled_ == half_bytes) submit_half();
+    if (!recording_) {
+      submissions_[half_]->begin();  // waits until the copies out of this half are done
+      recording_ = true;
+    }
+    const uint64_t n = std::min<uint64_t>(data.size(), half_bytes - filled_);
+    const uint64_t at = half_ * half_bytes + filled_;
+    std::memcpy(static_cast<std::byte*>(staging_.mapped()) + at, data.data(), n);
+    submissions_[half_]->recorder().copy(staging_, at, dst, offset, n);
+    filled_ += n;
+    offset += n;
+    data = data.subspan(n);
+  }
+}
+
+void WeightLoader::submit_half() {
+  if (recording_) submissions_[half_]->submit();
+  recording_ = false;
+  filled_ = 0;
+  half_ ^= 1;
+}
+
+void WeightLoader::finish() {
+  if (recording_) submit_half();
+  for (auto& s : submissions_)
+    if (s) s->wait();
 }
 
 Projection::Projection(Context& context, vk::DescriptorArena& arena, const kernels::KernelPlan& plan,
@@ -106,14 +220,5 @@ void Projection::record(vk::CommandRecorder& rec, uint32_t rows, kernels::RowRef
     parts_[i].record(rec, args);
   }
 }
-
-DeviceNorm::DeviceNorm(Context& context, Uploader& uploader, const Tensor& gain, const Tensor* bias)
-    : buffer(context, bytes(gain.data.size(), bias), vk::MemoryIntent::device, gain.name.c_str()),
-      bias_offset(static_cast<uint32_t>(align_words(gain.data.size()))) {
-  uploader.upload(buffer, 0, gain.data.data(), gain.data.size() * 4);
-  if (bias) uploader.upload(buffer, uint64_t{bias_offset} * 4, bias->data.data(), bias->data.size() * 4);
-}
-
-uint64_t DeviceNorm::bytes(uint64_t dim, bool bias) { return (align_words(dim) + (bias ? align_words(dim) : 0)) * 4; }
 
 }  // namespace attendre::gpu

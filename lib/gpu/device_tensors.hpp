@@ -1,33 +1,32 @@
-// Model tensors on the device. A matrix (with its optional bias) lives in
-// buffers of at most one storage range each: a matrix larger than that (an
-// LM head over a big vocabulary) is split by output rows into parts, each
-// multiplied by its own dispatch.
+// Model tensors on the device, each in its own encoding (the source's, or
+// fp16 for fp32 matrices stored so), placed in one memory arena and filled
+// tensor by tensor: written in place on unified memory, else through a
+// bounded staging ring whose copies go out several per submission while
+// the host fills the other half. No whole model ever sits in host memory.
+//
+// A matrix (with its optional fp32 bias) lives in buffers of at most one
+// storage range each: a matrix larger than that (an LM head over a big
+// vocabulary) is split by output rows into parts, each multiplied by its own
+// dispatch.
 #pragma once
 
-#include "core/model_weights.hpp"
+#include "core/model_spec.hpp"
 #include "kernels/matmul.hpp"
 #include "vulkan/buffer.hpp"
+#include "vulkan/commands.hpp"
+#include "vulkan/memory_arena.hpp"
 
+#include <attendre/tensor.hpp>
 #include <attendre/transformer.hpp>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace attendre::gpu {
 
-// Copies host data into device buffers through one reusable staging buffer.
-class Uploader {
- public:
-  explicit Uploader(Context& context) : context_(context) {}
-  void upload(const vk::Buffer& dst, uint64_t dst_bytes, const void* data, uint64_t bytes);
-
- private:
-  Context& context_;
-  vk::Buffer staging_;
-};
-
 struct MatrixPart {
-  vk::Buffer buffer;     // weights, then the bias slice at bias_offset words
+  vk::Buffer buffer;  // encoded rows, then the bias slice at bias_offset words
   uint32_t first_row = 0;
   uint32_t rows = 0;
   uint32_t bias_offset = 0;
@@ -36,22 +35,67 @@ struct MatrixPart {
 class DeviceMatrix {
  public:
   DeviceMatrix() = default;
-  DeviceMatrix(Context& context, Uploader& uploader, WeightType type, const Tensor& weights, const Tensor* bias);
-  // Bytes a matrix of rows x cols (with a bias or not) takes, as allocated.
-  static uint64_t bytes(const DeviceCaps& caps, WeightType type, uint64_t rows, uint64_t cols, bool bias);
+  // Arena bytes a matrix of this encoding and shape takes (for planners).
+  static uint64_t placed_bytes(const DeviceCaps& caps, ElementType type, uint64_t rows, uint64_t cols, bool bias);
+  // The encoding a tensor of `source` type is stored in under `storage`.
+  static ElementType stored_type(ElementType source, WeightType storage);
 
   const std::vector<MatrixPart>& parts() const { return parts_; }
-  WeightType type() const { return type_; }
+  ElementType type() const { return type_; }
   uint32_t rows() const { return rows_; }
   uint32_t cols() const { return cols_; }
   bool has_bias() const { return has_bias_; }
   uint64_t device_bytes() const;
 
  private:
+  friend class WeightLoader;
   std::vector<MatrixPart> parts_;
-  WeightType type_ = WeightType::f32;
+  ElementType type_ = ElementType::f32;
   uint32_t rows_ = 0, cols_ = 0;
   bool has_bias_ = false;
+};
+
+// Norm gain (and LayerNorm shift) vectors in one small fp32 buffer.
+struct DeviceNorm {
+  vk::Buffer buffer;
+  uint32_t bias_offset = 0;
+  static uint64_t placed_bytes(uint64_t dim, bool bias);
+};
+
+// Reads tensors from a source and places them on the device.
+class WeightLoader {
+ public:
+  // Bytes of host-visible staging a load holds at most (freed when it ends).
+  static constexpr uint64_t kStagingBytes = uint64_t{8} << 20;
+
+  WeightLoader(Context& context, WeightSource& source, vk::MemoryArena& arena, WeightType storage);
+  ~WeightLoader();
+  WeightLoader(const WeightLoader&) = delete;
+  WeightLoader& operator=(const WeightLoader&) = delete;
+
+  // Throws Error naming the tensor when the source lacks it, holds another
+  // shape or an encoding whose row does not split into whole blocks.
+  DeviceMatrix matrix(const MatrixSpec& spec);
+  DeviceNorm norm(const VectorSpec& gain, const std::optional<VectorSpec>& shift);
+  // Waits for every copy: the tensors are ready for kernels afterwards.
+  void finish();
+
+ private:
+  TensorView fetch(const std::string& name, std::vector<uint64_t> shape);
+  // Copies `data` to `dst` at `offset`: in place on unified memory, else
+  // through the staging ring.
+  void write(const vk::Buffer& dst, uint64_t offset, std::span<const std::byte> data);
+  void submit_half();
+
+  Context& context_;
+  WeightSource& source_;
+  vk::MemoryArena& arena_;
+  WeightType storage_;
+  vk::Buffer staging_;
+  std::unique_ptr<vk::Submission> submissions_[2];
+  int half_ = 0;           // the half being filled
+  uint64_t filled_ = 0;    // bytes of it
+  bool recording_ = false;
 };
 
 // A product with one DeviceMatrix: one Matmul per part, bound once to the
@@ -69,15 +113,6 @@ class Projection {
  private:
   const DeviceMatrix* matrix_ = nullptr;
   std::vector<kernels::Matmul> parts_;
-};
-
-// Norm gain (and LayerNorm shift) vectors in one small buffer.
-struct DeviceNorm {
-  vk::Buffer buffer;
-  uint32_t bias_offset = 0;
-  DeviceNorm() = default;
-  DeviceNorm(Context& context, Uploader& uploader, const Tensor& gain, const Tensor* bias);
-  static uint64_t bytes(uint64_t dim, bool bias);
 };
 
 }  // namespace attendre::gpu

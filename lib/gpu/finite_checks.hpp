@@ -28,6 +28,7 @@ class FiniteChecks {
   // numerical_error "<step>: non-finite values in <stage>" for the first
   // flagged site, after clearing every flag for the next submission.
   void verify(const std::string& step) const;
+  uint64_t device_bytes() const { return flags_.size(); }
 
  private:
   Context& context_;

@@ -12,7 +12,6 @@ namespace {
 
 using kernels::RowRef;
 
-const Tensor* optional(const std::optional<Tensor>& t) { return t ? &*t : nullptr; }
 
 }  // namespace
 
@@ -38,27 +37,28 @@ uint64_t DeviceBlock::upload_words(const StackConfig& config, size_t index) {
   return align_words(3ull * config.max_rows_in(index)) + align_words(3ull * config.max_insert(index));  // ring, chunk
 }
 
-BlockMemory DeviceBlock::plan_memory(const StackConfig& config, size_t index, const DeviceCaps& caps) {
+BlockMemory DeviceBlock::plan_memory(const StackConfig& config, size_t index, const DeviceCaps& caps,
+                                     const std::function<ElementType(const MatrixSpec&)>& types) {
   const BlockConfig& b = config.blocks[index];
   const AttentionShape& s = b.attention.shape;
-  const uint64_t H = config.hidden;
-  const bool layer_norm = b.norm == NormKind::layer;
+  const BlockSpec spec = model_spec(config).blocks[index];
+  auto matrix = [&](const std::optional<MatrixSpec>& m) {
+    return m ? DeviceMatrix::placed_bytes(caps, types(*m), m->rows, m->cols, m->bias.has_value()) : 0;
+  };
+  auto norm = [&](const std::optional<VectorSpec>& gain, const std::optional<VectorSpec>& shift) {
+    return gain ? DeviceNorm::placed_bytes(gain->size, shift.has_value()) : 0;
+  };
   BlockMemory m;
-  m.weights = DeviceNorm::bytes(H, layer_norm) + DeviceMatrix::bytes(caps, config.weights, s.q_row(), H, b.qkv_bias) +
-              2 * DeviceMatrix::bytes(caps, config.weights, s.kv_row(), H, b.qkv_bias) +
-              DeviceMatrix::bytes(caps, config.weights, H, s.q_row(), b.output_bias);
-  if (b.ffn > 0)
-    m.weights += DeviceNorm::bytes(H, layer_norm) +
-                 (b.gated ? DeviceMatrix::bytes(caps, config.weights, b.ffn, H, b.ffn_bias) : 0) +
-                 DeviceMatrix::bytes(caps, config.weights, b.ffn, H, b.ffn_bias) +
-                 DeviceMatrix::bytes(caps, config.weights, H, b.ffn, b.ffn_bias);
+  m.weights = norm(spec.attn_norm, spec.attn_norm_bias) + matrix(spec.wq) + matrix(spec.wk) + matrix(spec.wv) +
+              matrix(spec.wo) + norm(spec.ffn_norm, spec.ffn_norm_bias) + matrix(spec.gate) + matrix(spec.up) +
+              matrix(spec.down);
   m.q_memory = RingLayout::make(b.attention.q_capacity + config.max_rows_in(index), s, config.hidden).words * 4;
   m.kv_memory = (KvLayout::make(b.attention.kv.capacity, s).words + ChunkLayout::make(config.max_insert(index), s).words) * 4;
   return m;
 }
 
-DeviceBlock::DeviceBlock(Context& context, const StackConfig& config, size_t index, const BlockTensors& t,
-                         Uploader& uploader, SharedBuffers& shared)
+DeviceBlock::DeviceBlock(Context& context, const StackConfig& config, size_t index, const BlockSpec& t,
+                         WeightLoader& loader, SharedBuffers& shared)
     : stack_(config),
       config_(config.blocks[index]),
       attention_(config.attention(index)),
@@ -74,18 +74,15 @@ DeviceBlock::DeviceBlock(Context& context, const StackConfig& config, size_t ind
                                    ring_.layout(), *shared.checks, stage, shared.scratch.get());
   output_site_ = shared.checks->add("the output rows" + stage, {out_});
   require(!config_.cross_attention || shared.encoder, "a cross-attention block needs an encoder output memory");
-  const WeightType type = config.weights;
-  attn_norm_ = DeviceNorm(context, uploader, t.attn_norm, optional(t.attn_norm_bias));
-  if (config_.ffn > 0) ffn_norm_ = DeviceNorm(context, uploader, t.ffn_norm, optional(t.ffn_norm_bias));
-  wq_ = DeviceMatrix(context, uploader, type, t.wq, optional(t.bq));
-  wk_ = DeviceMatrix(context, uploader, type, t.wk, optional(t.bk));
-  wv_ = DeviceMatrix(context, uploader, type, t.wv, optional(t.bv));
-  wo_ = DeviceMatrix(context, uploader, type, t.wo, optional(t.bo));
-  if (t.gate) gate_ = DeviceMatrix(context, uploader, type, *t.gate, optional(t.bgate));
-  if (config_.ffn > 0) {
-    up_ = DeviceMatrix(context, uploader, type, t.up, optional(t.bup));
-    wdown_ = DeviceMatrix(context, uploader, type, t.down, optional(t.bdown));
-  }
+  attn_norm_ = loader.norm(t.attn_norm, t.attn_norm_bias);
+  if (t.ffn_norm) ffn_norm_ = loader.norm(*t.ffn_norm, t.ffn_norm_bias);
+  wq_ = loader.matrix(t.wq);
+  wk_ = loader.matrix(t.wk);
+  wv_ = loader.matrix(t.wv);
+  wo_ = loader.matrix(t.wo);
+  if (t.gate) gate_ = loader.matrix(*t.gate);
+  if (t.up) up_ = loader.matrix(*t.up);
+  if (t.down) wdown_ = loader.matrix(*t.down);
 
   // Each kernel binds exactly the sections it touches, so that work on
   // disjoint sections (the q, k and v projections, the residual and
@@ -129,7 +126,8 @@ DeviceBlock::DeviceBlock(Context& context, const StackConfig& config, size_t ind
 
 BlockMemory DeviceBlock::memory() const {
   BlockMemory m;
-  m.weights = attn_norm_.buffer.size() + (ffn_norm_.buffer ? ffn_norm_.buffer.size() : 0);
+  m.weights = vk::MemoryArena::placed_bytes(attn_norm_.buffer.size()) +
+              (ffn_norm_.buffer ? vk::MemoryArena::placed_bytes(ffn_norm_.buffer.size()) : 0);
   for (const DeviceMatrix* w : {&wq_, &wk_, &wv_, &wo_, &gate_, &up_, &wdown_}) m.weights += w->device_bytes();
   m.q_memory = ring_.buffer().size();
   m.kv_memory = kv_->kv_buffer().size() + kv_->chunk_buffer().size();

@@ -14,6 +14,8 @@
 
 #include <attendre/gpu_stack.hpp>
 
+#include <functional>
+
 namespace attendre::gpu {
 
 // The FFN rows in SharedBuffers::gu: gate rows [rows][ffn], then up rows
@@ -53,12 +55,13 @@ struct BlockStep {
 
 class DeviceBlock {
  public:
-  DeviceBlock(Context& context, const StackConfig& config, size_t index, const BlockTensors& tensors,
-              Uploader& uploader, SharedBuffers& shared);
+  DeviceBlock(Context& context, const StackConfig& config, size_t index, const BlockSpec& tensors, WeightLoader& loader,
+              SharedBuffers& shared);
 
-  // Bytes allocated for a block of this config, and the upload words its
-  // metadata needs per step.
-  static BlockMemory plan_memory(const StackConfig& config, size_t index, const DeviceCaps& caps);
+  // Bytes allocated for a block of this config (its weights in the encodings
+  // `types` gives per tensor), and the upload words its metadata needs per step.
+  static BlockMemory plan_memory(const StackConfig& config, size_t index, const DeviceCaps& caps,
+                                 const std::function<ElementType(const MatrixSpec&)>& types);
   static uint64_t upload_words(const StackConfig& config, size_t index);
   static uint32_t max_queries(const StackConfig& config, size_t index);
   // Finite-check sites one block registers (attention outputs, policy scores, output rows).

@@ -1,6 +1,6 @@
 #include "gpu/stack_engine.hpp"
 
-#include "core/model_weights.hpp"
+#include "core/model_spec.hpp"
 
 #include <attendre/error.hpp>
 #include <attendre/gpu_stack.hpp>
@@ -31,10 +31,10 @@ ScratchWords scratch_words(const StackConfig& config, const DeviceCaps& caps) {
 }
 
 uint64_t activation_bytes(const StackConfig& c) {
-  const uint64_t rows = max_rows(c);
-  // x[2], h, y, gu, then the final norm rows and logits.
-  const uint64_t ffn = FfnLayout::make(static_cast<uint32_t>(rows), max_ffn(c)).words;
-  return (4 * rows * c.hidden + ffn + rows * c.hidden + rows * c.vocab) * 4;
+  const uint64_t rows = max_rows(c), row_bytes = rows * c.hidden * 4;
+  // x[2], h, y, gu, then the final norm rows and logits, each rounded as allocated.
+  const uint64_t ffn = FfnLayout::make(static_cast<uint32_t>(rows), max_ffn(c)).words * 4;
+  return 5 * vk::rounded_bytes(row_bytes) + vk::rounded_bytes(ffn) + vk::rounded_bytes(rows * c.vocab * 4);
 }
 
 void check_range(const DeviceCaps& caps, uint64_t bytes, const std::string& what) {
@@ -52,21 +52,49 @@ uint64_t StackMemory::total() const {
   return t;
 }
 
+namespace {
+
+// The plan, with each matrix in the encoding `types` gives it.
+StackMemory plan(const StackConfig& config, const DeviceCaps& caps,
+                 const std::function<ElementType(const MatrixSpec&)>& types) {
+  const ModelSpec spec = model_spec(config);
+  StackMemory m;
+  for (size_t l = 0; l < config.blocks.size(); ++l) m.blocks.push_back(DeviceBlock::plan_memory(config, l, caps, types));
+  m.model = DeviceNorm::placed_bytes(config.hidden, spec.output_norm_bias.has_value());
+  for (const auto& matrix : {spec.token_embd, spec.output})
+    if (matrix) m.model += DeviceMatrix::placed_bytes(caps, types(*matrix), matrix->rows, matrix->cols, false);
+  const ScratchWords s = scratch_words(config, caps);
+  m.scratch = vk::rounded_bytes(s.logits * 4) + vk::rounded_bytes(s.lists * 4) + vk::rounded_bytes(s.attention * 4) +
+              vk::rounded_bytes(s.usage * 4);
+  m.activations = activation_bytes(config);
+  m.staging = vk::rounded_bytes(UploadPlan(config).words * 4) + vk::rounded_bytes(ReadbackPlan(config).words * 4);
+  m.staging += vk::rounded_bytes(uint64_t{DeviceBlock::kFiniteSites * config.blocks.size() + 1} * kSectionWords * 4);
+  m.load_staging = caps.unified_memory ? 0 : WeightLoader::kStagingBytes;
+  return m;
+}
+
+uint64_t weight_bytes(const StackMemory& m) {
+  uint64_t total = m.model;
+  for (const BlockMemory& b : m.blocks) total += b.weights;
+  return total;
+}
+
+}  // namespace
+
 StackMemory plan_stack_memory(const StackConfig& config, const DeviceCaps& caps) {
   config.validate();
-  StackMemory m;
-  for (size_t l = 0; l < config.blocks.size(); ++l) m.blocks.push_back(DeviceBlock::plan_memory(config, l, caps));
-  const uint64_t H = config.hidden;
-  m.model = DeviceNorm::bytes(H, config.final_norm == NormKind::layer);
-  if (config.vocab > 0) {
-    m.model += DeviceMatrix::bytes(caps, config.weights, config.vocab, H, false);
-    if (!config.tied_embeddings) m.model += DeviceMatrix::bytes(caps, config.weights, config.vocab, H, false);
-  }
-  const ScratchWords s = scratch_words(config, caps);
-  m.scratch = (s.logits + s.lists + s.attention + s.usage) * 4;
-  m.activations = activation_bytes(config);
-  m.staging = (UploadPlan(config).words + ReadbackPlan(config).words) * 4;
-  return m;
+  const ElementType stored = element_type(config.weights);
+  return plan(config, caps, [&](const MatrixSpec&) { return stored; });
+}
+
+StackMemory plan_stack_memory(const StackConfig& config, const DeviceCaps& caps, WeightSource& weights) {
+  config.validate();
+  return plan(config, caps, [&](const MatrixSpec& m) {
+    const uint64_t shape[] = {m.rows, m.cols};
+    const std::optional<ElementType> type = weights.type_of(m.name, shape);
+    if (!type) fail(ErrorCode::invalid_argument, "the weights have no tensor '" + m.name + "'");
+    return DeviceMatrix::stored_type(*type, config.weights);
+  });
 }
 
 StackEngine::StackEngine(Context& ctx, const StackConfig& c, WeightSource& weights, const vk::Buffer* encoder_rows)
@@ -77,7 +105,12 @@ StackEngine::StackEngine(Context& ctx, const StackConfig& c, WeightSource& weigh
   shared_.ffn = FfnLayout::make(rows, F);
   check_range(caps, shared_.ffn.words * 4, "the FFN rows");
   check_range(caps, uint64_t{rows} * c.vocab * 4, "the logits of one step");
-  const ModelTensors tensors = load_model(c, weights);
+  // The weights go first, into one arena sized by the plan (exact unless a
+  // device asks for alignments past 256 bytes), through a staging ring
+  // freed when they are in place.
+  const ModelSpec spec = model_spec(c);
+  arena_ = std::make_unique<vk::MemoryArena>(ctx, weight_bytes(plan_stack_memory(c, caps, weights)), "weights");
+  WeightLoader loader(ctx, weights, *arena_, c.weights);
 
   for (vk::Buffer& x : shared_.x) x = vk::Buffer(ctx, uint64_t{rows} * H * 4, vk::MemoryIntent::device, "block rows");
   shared_.h = vk::Buffer(ctx, uint64_t{rows} * H * 4, vk::MemoryIntent::device, "normed rows");
@@ -90,26 +123,27 @@ StackEngine::StackEngine(Context& ctx, const StackConfig& c, WeightSource& weigh
   logits_ = vk::Buffer(ctx, uint64_t{rows} * c.vocab * 4, vk::MemoryIntent::device, "logits");
   readback_ = vk::Buffer(ctx, readback_plan_.words * 4, vk::MemoryIntent::readback, "stack readback");
 
-  uploader_ = std::make_unique<Uploader>(ctx);
-  output_norm_ = DeviceNorm(ctx, *uploader_, tensors.output_norm, tensors.output_norm_bias ? &*tensors.output_norm_bias : nullptr);
-  if (c.vocab > 0) {
-    embedding_table_ = DeviceMatrix(ctx, *uploader_, c.weights, *tensors.token_embd, nullptr);
+  output_norm_ = loader.norm(spec.output_norm, spec.output_norm_bias);
+  if (spec.token_embd) {
+    embedding_table_ = loader.matrix(*spec.token_embd);
     if (embedding_table_.parts().size() != 1)
       fail(ErrorCode::unsupported, "the token embedding table exceeds one storage-buffer range");
-    if (!c.tied_embeddings) output_ = DeviceMatrix(ctx, *uploader_, c.weights, *tensors.output, nullptr);
   }
+  if (spec.output) output_ = loader.matrix(*spec.output);
   for (size_t l = 0; l < c.blocks.size(); ++l)
-    blocks_.push_back(std::make_unique<DeviceBlock>(ctx, config_, l, tensors.blocks[l], *uploader_, shared_));
+    blocks_.push_back(std::make_unique<DeviceBlock>(ctx, config_, l, spec.blocks[l], loader, shared_));
+  loader.finish();
 
   const kernels::KernelPlan plan = kernels::plan_kernels(caps);
-  arena_ = std::make_unique<vk::DescriptorArena>(ctx);
+  descriptors_ = std::make_unique<vk::DescriptorArena>(ctx);
   const vk::Buffer& last = shared_.x[c.blocks.size() % 2];  // the last block's output rows
-  final_norm_ = kernels::Norm(ctx, *arena_, plan, c.final_norm, {&last}, {&output_norm_.buffer}, {&final_rows_});
+  final_norm_ = kernels::Norm(ctx, *descriptors_, plan, c.final_norm, {&last}, {&output_norm_.buffer}, {&final_rows_});
   if (c.vocab > 0) {
-    embed_ = kernels::Embedding(ctx, *arena_, plan, c.weights,
-                               {&shared_.upload, upload_plan_.input * 4, uint64_t{c.chunk} * 4},
-                               {&embedding_table_.parts()[0].buffer}, {&shared_.x[0]});
-    head_ = Projection(ctx, *arena_, plan, c.tied_embeddings ? embedding_table_ : output_, {&final_rows_}, {&logits_});
+    embed_ = kernels::Embedding(ctx, *descriptors_, plan, embedding_table_.type(),
+                                {&shared_.upload, upload_plan_.input * 4, uint64_t{c.chunk} * 4},
+                                {&embedding_table_.parts()[0].buffer}, {&shared_.x[0]});
+    head_ = Projection(ctx, *descriptors_, plan, c.tied_embeddings ? embedding_table_ : output_, {&final_rows_},
+                       {&logits_});
     logits_site_ = shared_.checks->add("the logits", {&logits_});
   }
 }
@@ -261,12 +295,16 @@ MemorySnapshot StackEngine::snapshot(size_t block) {
 StackMemory StackEngine::memory() const {
   StackMemory out;
   for (const auto& b : blocks_) out.blocks.push_back(b->memory());
-  out.model = output_norm_.buffer.size() + embedding_table_.device_bytes() + output_.device_bytes();
+  out.model = vk::MemoryArena::placed_bytes(output_norm_.buffer.size()) + embedding_table_.device_bytes() +
+              output_.device_bytes();
+  // What the weight arena holds past its placements (none when the plan was exact).
+  out.model += arena_->reserved_bytes() - arena_->placed();
   out.scratch = shared_.scratch->device_bytes();
   out.activations = 0;
   for (const vk::Buffer* b : {&shared_.x[0], &shared_.x[1], &shared_.h, &shared_.y, &shared_.gu, &final_rows_, &logits_})
     out.activations += b->size();
-  out.staging = shared_.upload.size() + readback_.size();
+  out.staging = shared_.upload.size() + readback_.size() + shared_.checks->device_bytes();
+  out.load_staging = context_.caps().unified_memory ? 0 : WeightLoader::kStagingBytes;
   return out;
 }
 

@@ -88,11 +88,11 @@ class StackEngine final : public TransformerStack {
   ReadbackPlan readback_plan_;
   SharedBuffers shared_;
   vk::Buffer final_rows_, logits_, readback_;
-  std::unique_ptr<Uploader> uploader_;
+  std::unique_ptr<vk::MemoryArena> arena_;  // the weights' memory: before them, so it outlives them
   DeviceNorm output_norm_;
   DeviceMatrix embedding_table_, output_;
   std::vector<std::unique_ptr<DeviceBlock>> blocks_;
-  std::unique_ptr<vk::DescriptorArena> arena_;
+  std::unique_ptr<vk::DescriptorArena> descriptors_;
   kernels::Embedding embed_;
   kernels::Norm final_norm_;
   Projection head_;

@@ -5,15 +5,12 @@ namespace attendre::kernels {
 // The GLSL block declares the same words flat (ATT_ROWS expands to four uints).
 static_assert(offsetof(EmbeddingParams, ids) == 16 && sizeof(EmbeddingParams) == 48);
 
-Embedding::Embedding(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, WeightType table_type,
+Embedding::Embedding(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ElementType table_type,
                      vk::BufferBinding ids, vk::BufferBinding table, vk::BufferBinding out)
     : plan_(plan) {
-  const bool f16 = table_type == WeightType::f16;
-  if (f16 && !context.caps().storage_16bit)
-    fail(ErrorCode::unsupported,
-         "fp16 embedding tables need storageBuffer16BitAccess, which " + context.caps().name + " lacks");
-  kernel_ = Kernel::make<EmbeddingParams>(context, arena, f16 ? ShaderId::embedding_f16 : ShaderId::embedding_f32,
-                                          {plan.workgroup}, {ids, table, out});
+  const ShaderId shader = weight_variant(context, {ShaderId::embedding_f32, ShaderId::embedding_f16}, table_type,
+                                         "the embedding table");
+  kernel_ = Kernel::make<EmbeddingParams>(context, arena, shader, {plan.workgroup}, {ids, table, out});
 }
 
 void Embedding::record(vk::CommandRecorder& recorder, const Args& args) const {

@@ -21,9 +21,9 @@ class Embedding {
   };
 
   Embedding() = default;
-  // Bindings: ids, table, out (written). Throws unsupported for an fp16
-  // table on a device without storage_16bit.
-  Embedding(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, WeightType table_type,
+  // Bindings: ids, table, out (written). Throws unsupported for an encoding
+  // without a kernel, or an fp16 table on a device without storage_16bit.
+  Embedding(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ElementType table_type,
             vk::BufferBinding ids, vk::BufferBinding table, vk::BufferBinding out);
 
   // Records the lookup; no barrier (the caller orders it).

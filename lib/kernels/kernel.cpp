@@ -1,6 +1,7 @@
 #include "kernels/kernel.hpp"
 
 #include "vulkan/buffer.hpp"
+#include "vulkan/context_state.hpp"
 
 #include <attendre/error.hpp>
 
@@ -9,7 +10,7 @@ namespace attendre::kernels {
 Kernel::Kernel(Context& context, vk::DescriptorArena& arena, ShaderId shader, uint32_t push_bytes,
                std::vector<uint32_t> specialization, std::initializer_list<vk::BufferBinding> bindings) {
   vk::PipelineKey key{shader, static_cast<uint32_t>(bindings.size()), push_bytes, std::move(specialization)};
-  pipeline_ = &context.pipelines().get(key);
+  pipeline_ = &context.state().pipelines.get(key);
   set_ = arena.bind(*pipeline_, {bindings.begin(), bindings.size()});
   uint32_t i = 0;
   for (const vk::BufferBinding& b : bindings) {
@@ -29,6 +30,21 @@ Kernel::Kernel(Context& context, vk::DescriptorArena& arena, ShaderId shader, ui
                                               " and " + std::to_string(b) + " overlap in buffer '" +
                                               x.buffer->label() + "' and one of them is written");
     }
+}
+
+ShaderId weight_variant(const Context& context, const WeightVariants& variants, ElementType type,
+                        const std::string& what) {
+  switch (type) {
+    case ElementType::f32: return variants.f32;
+    case ElementType::f16:
+      if (!context.caps().storage_16bit)
+        fail(ErrorCode::unsupported, what + ": fp16 weights need storageBuffer16BitAccess, which " +
+                                         context.caps().name + " lacks");
+      return variants.f16;
+    default:
+      fail(ErrorCode::unsupported, what + ": " + std::string(to_string(type)) +
+                                       " weights have no decoding kernel yet (F32 and F16 do)");
+  }
 }
 
 bool in_place(const vk::BufferBinding& in, const vk::BufferBinding& out, const char* kernel) {

@@ -8,7 +8,10 @@
 #include <attendre/context.hpp>
 #include <attendre/shader_ids.hpp>
 
+#include <attendre/tensor.hpp>
+
 #include <initializer_list>
+#include <string>
 #include <vector>
 
 namespace attendre::kernels {
@@ -40,6 +43,14 @@ class Kernel {
   VkDescriptorSet set_ = VK_NULL_HANDLE;
   std::vector<vk::BufferUse> uses_;  // each binding's range and access, for derived barriers
 };
+
+// The variant of a kernel family for weights encoded as `type`: throws
+// unsupported naming `what` when the family has none, or when it needs
+// 16-bit storage the device lacks.
+struct WeightVariants {
+  ShaderId f32, f16;
+};
+ShaderId weight_variant(const Context& context, const WeightVariants& variants, ElementType type, const std::string& what);
 
 // Whether a kernel writing `out` while reading `in` works in place: the same
 // binding (one read/write binding in the IN_PLACE shader variant), or

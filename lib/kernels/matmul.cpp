@@ -1,5 +1,7 @@
 #include "kernels/matmul.hpp"
 
+#include "vulkan/buffer.hpp"
+
 #include <algorithm>
 
 namespace attendre::kernels {
@@ -20,25 +22,26 @@ constexpr uint32_t kDirectRows = 8;
 
 }  // namespace
 
-Matmul::Matmul(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, WeightType weights,
+Matmul::Matmul(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ElementType weights,
                vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c, vk::BufferBinding r)
     : plan_(plan) {
-  const bool f16 = weights == WeightType::f16;
-  if (f16 && !context.caps().storage_16bit)
-    fail(ErrorCode::unsupported, "fp16 matmul weights need storageBuffer16BitAccess, which " +
-                                     context.caps().name + " lacks");
+  const std::string what = "matmul over '" + (w.buffer ? w.buffer->label() : std::string("weights")) + "'";
+  const ShaderId gemm = weight_variant(context, {ShaderId::matmul_f32, ShaderId::matmul_f16}, weights, what);
+  const ShaderId matvec = weight_variant(context, {ShaderId::matvec_f32, ShaderId::matvec_f16}, weights, what);
+  const ShaderId direct =
+      weight_variant(context, {ShaderId::matmul_direct_f32, ShaderId::matmul_direct_f16}, weights, what);
   // Without a separate R, the residual (if any) is read from C itself, and
   // binding 3 takes A: it must hold a buffer, and one the dispatch only reads.
   residual_in_c_ = !r.buffer;
   if (!r.buffer) r = a;
-  gemm_ = Kernel::make<MatmulParams>(context, arena, f16 ? ShaderId::matmul_f16 : ShaderId::matmul_f32,
+  gemm_ = Kernel::make<MatmulParams>(context, arena, gemm,
                                      {plan.matmul_workgroup, plan.matmul_tile_rows, plan.matmul_tile_outputs,
                                       plan.matmul_tile_in, plan.matmul_micro_rows, plan.matmul_micro_outputs},
                                      {a, w, c, r});
-  matvec_ = Kernel::make<MatmulParams>(context, arena, f16 ? ShaderId::matvec_f16 : ShaderId::matvec_f32,
+  matvec_ = Kernel::make<MatmulParams>(context, arena, matvec,
                                        {plan.matvec_workgroup}, {a, w, c, r});
   if (plan.direct)
-    direct_ = Kernel::make<MatmulParams>(context, arena, f16 ? ShaderId::matmul_direct_f16 : ShaderId::matmul_direct_f32,
+    direct_ = Kernel::make<MatmulParams>(context, arena, direct,
                                          {plan.workgroup, kDirectRows}, {a, w, c, r});
 }
 

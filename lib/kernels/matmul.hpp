@@ -17,7 +17,7 @@ class Matmul {
   struct Args {
     uint32_t rows = 0, in = 0, out = 0;
     RowRef a, c, r;             // r only read when residual
-    uint32_t w_offset = 0;      // elements of the weight type: W[o][i] at w_offset + o * in + i
+    uint32_t w_offset = 0;      // elements of the weight encoding: W[o][i] at w_offset + o * in + i
     uint32_t bias_offset = 0;   // words (fp32) of the weight binding: bias[o] at bias_offset + o
     bool bias = false, residual = false;
   };
@@ -26,8 +26,8 @@ class Matmul {
   // Bindings: a (A rows), w (weights and bias), c (C rows, written), r (R rows,
   // disjoint from C; an empty binding means that R row r is C row r: the
   // residual is added in place). A must not overlap C. Throws unsupported
-  // for WeightType::f16 on a device without storage_16bit.
-  Matmul(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, WeightType weights,
+  // for an encoding without a kernel, or f16 on a device without storage_16bit.
+  Matmul(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ElementType weights,
          vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c, vk::BufferBinding r = {});
 
   // Records the product: on direct-style devices matmul_direct.comp, else

@@ -5,7 +5,7 @@
 namespace attendre::reference {
 namespace {
 
-std::vector<double> widen(const Tensor& t) { return ops::widen(t.data); }
+std::vector<double> widen(const Tensor& t) { return t.data; }
 std::vector<double> widen(const std::optional<Tensor>& t) { return t ? widen(*t) : std::vector<double>{}; }
 
 }  // namespace

@@ -4,7 +4,7 @@
 // the dense full-sequence forward share it.
 #pragma once
 
-#include "core/model_weights.hpp"
+#include "reference/model_tensors.hpp"
 
 #include <attendre/stack.hpp>
 

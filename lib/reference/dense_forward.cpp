@@ -1,6 +1,6 @@
 // The full-sequence forward without memories: what the stack must equal when
 // nothing is evicted and every query waits long enough (spec section 4).
-#include "core/model_weights.hpp"
+#include "reference/model_tensors.hpp"
 #include "core/stack_chunk.hpp"
 #include "reference/block_math.hpp"
 

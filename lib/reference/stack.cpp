@@ -1,7 +1,7 @@
 // Float64 reference of the time-shifted stack: rows flow from block to
 // block exactly as spec section 4 says, each block holding its own Q memory
 // (queries and the residual rows that wait with them) and K/V memory.
-#include "core/model_weights.hpp"
+#include "reference/model_tensors.hpp"
 #include "core/stack_chunk.hpp"
 #include "reference/block_math.hpp"
 

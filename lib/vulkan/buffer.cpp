@@ -1,6 +1,8 @@
 #include "vulkan/buffer.hpp"
 
 #include "vulkan/check.hpp"
+#include "vulkan/context_state.hpp"
+#include "vulkan/memory_arena.hpp"
 
 #include <attendre/error.hpp>
 
@@ -8,8 +10,6 @@
 #include <utility>
 
 namespace attendre::vk {
-namespace {
-
 // Picks the first memory type with all of `required`, preferring one with
 // all of `preferred` as well.
 uint32_t find_memory_type(const VkPhysicalDeviceMemoryProperties& props, uint32_t allowed,
@@ -26,11 +26,9 @@ uint32_t find_memory_type(const VkPhysicalDeviceMemoryProperties& props, uint32_
   return static_cast<uint32_t>(fallback);
 }
 
-}  // namespace
-
 Buffer::Buffer(Context& context, VkDeviceSize bytes, MemoryIntent intent, const char* label)
-    : device_(context.device()), size_(bytes), label_(label) {
-  if (bytes == 0) size_ = bytes = 16;  // Vulkan forbids empty buffers; keep the call sites simple
+    : context_(&context), device_(context.device()), size_(rounded_bytes(bytes)), label_(label) {
+  bytes = size_;  // Vulkan forbids empty buffers; rounding keeps plans and allocations equal
   if (bytes > context.caps().max_allocation)
     fail(ErrorCode::out_of_device_memory, std::string("buffer '") + label + "' needs " + std::to_string(bytes) +
                                               " bytes, over the device's maxMemoryAllocationSize of " +
@@ -62,6 +60,8 @@ Buffer::Buffer(Context& context, VkDeviceSize bytes, MemoryIntent intent, const 
     vkGetPhysicalDeviceMemoryProperties(context.physical_device(), &props);
     alloc.memoryTypeIndex = find_memory_type(props, req.memoryTypeBits, required, preferred, label);
     check(vkAllocateMemory(device_, &alloc, nullptr, &memory_), "vkAllocateMemory");
+    memory_bytes_ = req.size;
+    context.state().device_memory_bytes += memory_bytes_;
     check(vkBindBufferMemory(device_, buffer_, memory_, 0), "vkBindBufferMemory");
     if (intent != MemoryIntent::device) {
       check(vkMapMemory(device_, memory_, 0, VK_WHOLE_SIZE, 0, &mapped_), "vkMapMemory");
@@ -77,7 +77,39 @@ Buffer::Buffer(Context& context, VkDeviceSize bytes, MemoryIntent intent, const 
   }
 }
 
+Buffer::Buffer(MemoryArena& arena, VkDeviceSize bytes, const char* label)
+    : context_(&arena.context()), device_(arena.context().device()), size_(rounded_bytes(bytes)), label_(label) {
+  VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  info.size = size_;
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  check(vkCreateBuffer(device_, &info, nullptr, &buffer_), "vkCreateBuffer");
+  try {
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(device_, buffer_, &req);
+    const MemoryArena::Slice slice = arena.place(req, label);
+    check(vkBindBufferMemory(device_, buffer_, slice.memory, slice.offset), "vkBindBufferMemory");
+    arena_memory_ = slice.memory;
+    arena_offset_ = slice.offset;
+    arena_host_ = slice.host;
+    coherent_ = slice.coherent;
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
 Buffer::~Buffer() { release(); }
+
+void Buffer::flush_host_writes() const {
+  if (!arena_host_ || coherent_) return;
+  const VkDeviceSize atom = context_->caps().non_coherent_atom;
+  VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE};
+  range.memory = arena_memory_;
+  range.offset = arena_offset_ / atom * atom;
+  range.size = (arena_offset_ + size_ + atom - 1) / atom * atom - range.offset;
+  check(vkFlushMappedMemoryRanges(device_, 1, &range), "vkFlushMappedMemoryRanges");
+}
 
 void Buffer::flush() const {
   if (shadow_) std::memcpy(mapped_, shadow_.get(), size_);
@@ -103,9 +135,14 @@ Buffer::Buffer(Buffer&& other) noexcept { *this = std::move(other); }
 Buffer& Buffer::operator=(Buffer&& other) noexcept {
   if (this != &other) {
     release();
+    context_ = std::exchange(other.context_, nullptr);
     device_ = std::exchange(other.device_, VK_NULL_HANDLE);
     buffer_ = std::exchange(other.buffer_, VK_NULL_HANDLE);
     memory_ = std::exchange(other.memory_, VK_NULL_HANDLE);
+    memory_bytes_ = std::exchange(other.memory_bytes_, 0);
+    arena_host_ = std::exchange(other.arena_host_, nullptr);
+    arena_memory_ = std::exchange(other.arena_memory_, VK_NULL_HANDLE);
+    arena_offset_ = std::exchange(other.arena_offset_, 0);
     size_ = std::exchange(other.size_, 0);
     mapped_ = std::exchange(other.mapped_, nullptr);
     coherent_ = std::exchange(other.coherent_, true);
@@ -117,10 +154,15 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
 
 void Buffer::release() {
   if (buffer_) vkDestroyBuffer(device_, buffer_, nullptr);
-  if (memory_) vkFreeMemory(device_, memory_, nullptr);  // unmaps implicitly
+  if (memory_) {
+    vkFreeMemory(device_, memory_, nullptr);  // unmaps implicitly
+    context_->state().device_memory_bytes -= memory_bytes_;
+  }
   buffer_ = VK_NULL_HANDLE;
   memory_ = VK_NULL_HANDLE;
   mapped_ = nullptr;
+  arena_host_ = nullptr;
+  memory_bytes_ = 0;
   shadow_.reset();
 }
 

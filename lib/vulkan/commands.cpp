@@ -2,6 +2,7 @@
 
 #include "vulkan/buffer.hpp"
 #include "vulkan/check.hpp"
+#include "vulkan/context_state.hpp"
 
 #include <attendre/shader_ids.hpp>
 
@@ -113,14 +114,14 @@ void CommandRecorder::reset(const TimestampPool& pool) { vkCmdResetQueryPool(cmd
 
 Submission::Submission(Context& context) : context_(context) {
   VkCommandBufferAllocateInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  info.commandPool = context.command_pool();
+  info.commandPool = context.state().command_pool;
   info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   info.commandBufferCount = 1;
   check(vkAllocateCommandBuffers(context.device(), &info, &cmd_), "vkAllocateCommandBuffers");
   VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   const VkResult r = vkCreateFence(context.device(), &fence_info, nullptr, &fence_);
   if (r != VK_SUCCESS) {
-    vkFreeCommandBuffers(context.device(), context.command_pool(), 1, &cmd_);
+    vkFreeCommandBuffers(context.device(), context.state().command_pool, 1, &cmd_);
     check(r, "vkCreateFence");
   }
 }
@@ -129,10 +130,10 @@ Submission::~Submission() {
   // Never destroy work in flight. A device that does not finish it in time
   // is lost: its fence and command buffer are left to the device's
   // destruction rather than freed under its feet (or waited for forever).
-  if (pending_ && vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, context_.fence_timeout_ns()) != VK_SUCCESS)
+  if (pending_ && vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, context_.state().fence_timeout_ns) != VK_SUCCESS)
     return;
   vkDestroyFence(context_.device(), fence_, nullptr);
-  vkFreeCommandBuffers(context_.device(), context_.command_pool(), 1, &cmd_);
+  vkFreeCommandBuffers(context_.device(), context_.state().command_pool, 1, &cmd_);
 }
 
 CommandRecorder& Submission::begin() {
@@ -142,7 +143,7 @@ CommandRecorder& Submission::begin() {
   info.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   check(vkBeginCommandBuffer(cmd_, &info), "vkBeginCommandBuffer");
   recording_ = true;
-  recorder_.emplace(cmd_, context_.debug_label());
+  recorder_.emplace(cmd_, context_.state().debug_label);
   // Earlier submissions (this one's previous step, uploads, other objects'
   // steps on the queue) wrote buffers this one reads: the tracker cannot see
   // them, so one barrier orders all of them before this submission.
@@ -169,10 +170,10 @@ void Submission::wait() {
   if (!pending_) return;
   // The submission stays pending when the wait fails: its objects must not
   // be reused or destroyed while the device may still run it.
-  const VkResult r = vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, context_.fence_timeout_ns());
+  const VkResult r = vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, context_.state().fence_timeout_ns);
   if (r == VK_TIMEOUT)
     fail(ErrorCode::device_lost, "the device did not finish a submission within " +
-                                     std::to_string(context_.fence_timeout_ns() / 1000000000) +
+                                     std::to_string(context_.state().fence_timeout_ns / 1000000000) +
                                      " s (ContextOptions::fence_timeout_ms): treated as lost");
   check(r, "vkWaitForFences");
   pending_ = false;

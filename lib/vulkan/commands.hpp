@@ -107,6 +107,8 @@ class Submission {
   // Waits for the previous submission, then starts recording anew; the
   // recorder stays valid until submit().
   CommandRecorder& begin();
+  // The recorder of the submission being recorded (between begin and submit).
+  CommandRecorder& recorder() { return *recorder_; }
   // Ends recording (with a host barrier when mapped memory was written),
   // flushes the mapped memory the commands read, and submits.
   void submit();

@@ -1,4 +1,5 @@
 #include "vulkan/check.hpp"
+#include "vulkan/context_state.hpp"
 #include "vulkan/device_select.hpp"
 #include "vulkan/pipeline.hpp"
 
@@ -112,6 +113,9 @@ DeviceCaps query_caps(VkPhysicalDevice physical, uint32_t queue_family) {
   for (uint32_t i = 0; i < memory.memoryHeapCount; ++i)
     if (memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
       c.device_local_bytes = std::max<uint64_t>(c.device_local_bytes, memory.memoryHeaps[i].size);
+  const VkMemoryPropertyFlags unified = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+  for (uint32_t i = 0; i < memory.memoryTypeCount; ++i)
+    if ((memory.memoryTypes[i].propertyFlags & unified) == unified) c.unified_memory = true;
   c.subgroup_size = subgroup.subgroupSize;
   c.storage_16bit = storage16.storageBuffer16BitAccess == VK_TRUE;
   c.timestamp_valid_bits = families[queue_family].timestampValidBits;
@@ -138,13 +142,13 @@ void apply_limits(DeviceCaps& caps, const LimitOverrides& limits) {
   if (limits.max_shared_bytes) caps.max_shared_bytes = std::min(caps.max_shared_bytes, *limits.max_shared_bytes);
   if (limits.max_storage_range) caps.max_storage_range = std::min(caps.max_storage_range, *limits.max_storage_range);
   caps.non_coherent_host = caps.non_coherent_host || limits.non_coherent_host;
+  caps.unified_memory = caps.unified_memory && !limits.discrete_memory;
 }
 
 }  // namespace
 
 Context::Context(const ContextOptions& options) : messages_(std::make_unique<std::vector<std::string>>()) {
   try {
-    fence_timeout_ns_ = uint64_t{options.fence_timeout_ms} * 1000000ull;
     create_instance(options.validation ? *options.validation : env_validation());
     const std::string selector = options.device.empty() ? env_string("ATTENDRE_DEVICE") : options.device;
     const vk::DeviceChoice choice = vk::select_device(instance_, selector);
@@ -155,7 +159,7 @@ Context::Context(const ContextOptions& options) : messages_(std::make_unique<std
     LimitOverrides limits = options.limits.value_or(
         env_flag("ATTENDRE_PORTABLE_LIMITS") ? LimitOverrides::portable() : LimitOverrides{});
     caps_.kernel_style = kernel_style(options.kernels, caps_);
-    finish_setup(limits);
+    finish_setup(limits, options.fence_timeout_ms);
   } catch (...) {
     release();
     throw;
@@ -175,7 +179,7 @@ Context::Context(const ExternalDevice& external, const LimitOverrides& limits)
   caps_.storage_16bit = caps_.storage_16bit && external.storage_16bit_enabled;
   caps_.kernel_style = kernel_style(std::nullopt, caps_);
   try {
-    finish_setup(limits);
+    finish_setup(limits, ContextOptions{}.fence_timeout_ms);
   } catch (...) {
     release();
     throw;
@@ -226,9 +230,6 @@ void Context::create_instance(Validation level) {
     if (!create) fail(ErrorCode::unsupported, "VK_EXT_debug_utils is not available");
     messenger_info.pNext = nullptr;
     vk::check(create(instance_, &messenger_info, nullptr, &messenger_), "vkCreateDebugUtilsMessengerEXT");
-    // Labels name each derived barrier's reason in validation messages and captures.
-    debug_label_ = reinterpret_cast<PFN_vkCmdInsertDebugUtilsLabelEXT>(
-        vkGetInstanceProcAddr(instance_, "vkCmdInsertDebugUtilsLabelEXT"));
   }
 }
 
@@ -249,22 +250,28 @@ void Context::create_device() {
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
 }
 
-void Context::finish_setup(const LimitOverrides& limits) {
+void Context::finish_setup(const LimitOverrides& limits, uint32_t fence_timeout_ms) {
   apply_limits(caps_, limits);
+  state_ = std::make_unique<vk::ContextState>(*this);
+  state_->fence_timeout_ns = uint64_t{fence_timeout_ms} * 1000000ull;
   VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pool_info.queueFamilyIndex = queue_family_;
-  vk::check(vkCreateCommandPool(device_, &pool_info, nullptr, &command_pool_), "vkCreateCommandPool");
-  pipelines_ = std::make_unique<vk::PipelineCache>(*this);
+  vk::check(vkCreateCommandPool(device_, &pool_info, nullptr, &state_->command_pool), "vkCreateCommandPool");
+  // Labels name each derived barrier's reason in validation messages and captures.
+  if (messenger_)
+    state_->debug_label = reinterpret_cast<PFN_vkCmdInsertDebugUtilsLabelEXT>(
+        vkGetInstanceProcAddr(instance_, "vkCmdInsertDebugUtilsLabelEXT"));
 }
+
+uint64_t Context::device_memory_bytes() const { return state_->device_memory_bytes; }
 
 Context::~Context() { release(); }
 
 void Context::release() {
   if (device_) vkDeviceWaitIdle(device_);
-  pipelines_.reset();
-  if (command_pool_) vkDestroyCommandPool(device_, command_pool_, nullptr);
-  command_pool_ = VK_NULL_HANDLE;
+  if (state_ && state_->command_pool) vkDestroyCommandPool(device_, state_->command_pool, nullptr);
+  state_.reset();
   if (owns_device_) {
     if (device_) vkDestroyDevice(device_, nullptr);
     if (messenger_) {

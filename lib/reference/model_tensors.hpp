@@ -1,7 +1,10 @@
-// The tensors of a stack, read once from a WeightSource by name and shape.
-// Both backends load through here, so with fp16 storage the float64
-// reference computes with exactly the rounded values the GPU holds.
+// The tensors of a stack for the float64 reference: read from a
+// WeightSource through the model spec (core/model_spec.hpp) and decoded to
+// float64 from each tensor's encoding, with fp32 matrices rounded through
+// fp16 when the config stores them so, exactly as the device holds them.
 #pragma once
+
+#include "core/model_spec.hpp"
 
 #include <attendre/stack.hpp>
 
@@ -9,12 +12,12 @@
 #include <string>
 #include <vector>
 
-namespace attendre {
+namespace attendre::reference {
 
 struct Tensor {
   std::string name;
   std::vector<uint64_t> shape;
-  std::vector<float> data;
+  std::vector<double> data;
   uint64_t rows() const { return shape.front(); }
   uint64_t cols() const { return shape.size() > 1 ? shape[1] : 1; }
 };
@@ -38,8 +41,8 @@ struct ModelTensors {
   std::vector<BlockTensors> blocks;
 };
 
-// Reads every tensor the config names; matrices (and the embedding table)
-// are rounded through fp16 when config.weights is f16.
+// Reads and decodes every tensor the config names. Throws Error naming a
+// missing tensor or one whose encoding has no decoder.
 ModelTensors load_model(const StackConfig& config, WeightSource& source);
 
-}  // namespace attendre
+}  // namespace attendre::reference

@@ -1,0 +1,45 @@
+// The tensors a stack configuration needs, by name and shape, in load order:
+// one description both backends load from (the device in each tensor's
+// encoding, the float64 reference decoded), so they can never disagree on
+// which tensor is which.
+#pragma once
+
+#include <attendre/stack.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attendre {
+
+struct VectorSpec {
+  std::string name;
+  uint64_t size = 0;
+};
+
+// A [rows][cols] matrix with an optional fp32 bias of `rows`.
+struct MatrixSpec {
+  std::string name;
+  uint64_t rows = 0, cols = 0;
+  std::optional<VectorSpec> bias;
+};
+
+struct BlockSpec {
+  VectorSpec attn_norm;
+  std::optional<VectorSpec> attn_norm_bias;  // LayerNorm shift
+  MatrixSpec wq, wk, wv, wo;
+  std::optional<VectorSpec> ffn_norm, ffn_norm_bias;  // blocks with an FFN
+  std::optional<MatrixSpec> gate, up, down;           // gate: gated FFNs only
+};
+
+struct ModelSpec {
+  std::optional<MatrixSpec> token_embd;  // vocab > 0
+  VectorSpec output_norm;
+  std::optional<VectorSpec> output_norm_bias;
+  std::optional<MatrixSpec> output;  // vocab > 0 and not tied
+  std::vector<BlockSpec> blocks;
+};
+
+ModelSpec model_spec(const StackConfig& config);
+
+}  // namespace attendre

@@ -1,0 +1,24 @@
+// What a Context holds for attendre's own objects, out of the public
+// header: the pipeline cache, the command pool, the debug-label entry point,
+// the fence timeout, and the device memory attendre holds.
+#pragma once
+
+#include "vulkan/pipeline.hpp"
+
+#include <attendre/context.hpp>
+
+#include <cstdint>
+
+namespace attendre::vk {
+
+struct ContextState {
+  explicit ContextState(Context& context) : pipelines(context) {}
+
+  PipelineCache pipelines;
+  VkCommandPool command_pool = VK_NULL_HANDLE;
+  PFN_vkCmdInsertDebugUtilsLabelEXT debug_label = nullptr;  // when VK_EXT_debug_utils is enabled
+  uint64_t fence_timeout_ns = 60'000'000'000ull;
+  uint64_t device_memory_bytes = 0;  // held by vkAllocateMemory calls of attendre's objects
+};
+
+}  // namespace attendre::vk

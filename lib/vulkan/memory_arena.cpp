@@ -1,0 +1,78 @@
+#include "vulkan/memory_arena.hpp"
+
+#include "vulkan/buffer.hpp"
+#include "vulkan/check.hpp"
+#include "vulkan/context_state.hpp"
+
+#include <attendre/error.hpp>
+
+#include <algorithm>
+
+namespace attendre::vk {
+
+MemoryArena::MemoryArena(Context& context, uint64_t expected_bytes, const char* label)
+    : context_(context), label_(label), expected_(expected_bytes) {}
+
+MemoryArena::~MemoryArena() {
+  for (Block& b : blocks_) {
+    vkFreeMemory(context_.device(), b.memory, nullptr);
+    context_.state().device_memory_bytes -= b.size;
+  }
+}
+
+uint64_t MemoryArena::reserved_bytes() const {
+  uint64_t total = 0;
+  for (const Block& b : blocks_) total += b.size;
+  return total;
+}
+
+void MemoryArena::add_block(uint64_t bytes, uint32_t type_bits, const char* label) {
+  const DeviceCaps& caps = context_.caps();
+  const std::string name(label);
+  if (bytes > caps.max_allocation)
+    fail(ErrorCode::out_of_device_memory, name + " needs " + std::to_string(bytes) +
+                                              " bytes in one allocation, over the device's maxMemoryAllocationSize of " +
+                                              std::to_string(caps.max_allocation));
+  VkPhysicalDeviceMemoryProperties props;
+  vkGetPhysicalDeviceMemoryProperties(context_.physical_device(), &props);
+  if (blocks_.empty()) {
+    // Device-local, and host-visible too where the device's memory is unified.
+    const VkMemoryPropertyFlags local = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+    memory_type_ = find_memory_type(props, type_bits, 0,
+                                    caps.unified_memory ? local | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT : local, label);
+    const VkMemoryPropertyFlags flags = props.memoryTypes[memory_type_].propertyFlags;
+    host_visible_ = caps.unified_memory && (flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) != 0;
+    coherent_ = (flags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
+  }
+  require((type_bits >> memory_type_) & 1u, name + " cannot live in the arena's memory type");
+  Block b;
+  b.size = bytes;
+  VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  alloc.allocationSize = bytes;
+  alloc.memoryTypeIndex = memory_type_;
+  check(vkAllocateMemory(context_.device(), &alloc, nullptr, &b.memory), "vkAllocateMemory");
+  context_.state().device_memory_bytes += b.size;
+  blocks_.push_back(b);
+  if (host_visible_)
+    check(vkMapMemory(context_.device(), blocks_.back().memory, 0, VK_WHOLE_SIZE, 0, &blocks_.back().host),
+          "vkMapMemory");
+}
+
+MemoryArena::Slice MemoryArena::place(const VkMemoryRequirements& req, const char* label) {
+  const uint64_t alignment = std::max<uint64_t>(kAlignment, req.alignment);
+  const uint64_t bytes = placed_bytes(req.size);
+  auto fits = [&](const Block& b) { return (b.used + alignment - 1) / alignment * alignment + bytes <= b.size; };
+  if (blocks_.empty() || !fits(blocks_.back())) {
+    // A new block for what is still expected (or this buffer, if larger):
+    // exact when the caller's expectation is.
+    const uint64_t remaining = expected_ > placed_ ? expected_ - placed_ : 0;
+    add_block(std::max(bytes, remaining), req.memoryTypeBits, label);
+  }
+  Block& b = blocks_.back();
+  const uint64_t offset = (b.used + alignment - 1) / alignment * alignment;
+  b.used = offset + bytes;
+  placed_ += bytes;
+  return {b.memory, offset, b.host ? static_cast<std::byte*>(b.host) + offset : nullptr, coherent_};
+}
+
+}  // namespace attendre::vk

@@ -1,0 +1,61 @@
+// Device memory shared by many buffers that live and die together (a
+// model's weights): a few vkAllocateMemory calls, each sized for what is
+// still expected, instead of one per buffer. On unified memory
+// (DeviceCaps::unified_memory) the blocks are host-visible and mapped, so
+// weights are written in place without staging.
+#pragma once
+
+#include <attendre/context.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace attendre::vk {
+
+class MemoryArena {
+ public:
+  // Every placement starts on this boundary (the portable storage-buffer
+  // offset alignment), so planners can predict an arena's size exactly.
+  static constexpr uint64_t kAlignment = 256;
+  static uint64_t placed_bytes(uint64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+  // Bytes placed so far (the arena's blocks may hold more: reserved_bytes()).
+  uint64_t placed() const { return placed_; }
+
+  // `expected_bytes`: what the caller means to place, summed over
+  // placed_bytes() of each buffer; the first block is that large.
+  MemoryArena(Context& context, uint64_t expected_bytes, const char* label);
+  ~MemoryArena();
+  MemoryArena(const MemoryArena&) = delete;
+  MemoryArena& operator=(const MemoryArena&) = delete;
+
+  struct Slice {
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    VkDeviceSize offset = 0;
+    void* host = nullptr;  // mapped address on unified memory
+    bool coherent = true;
+  };
+  // Room for a buffer with these requirements (Buffer's arena constructor).
+  Slice place(const VkMemoryRequirements& requirements, const char* label);
+
+  Context& context() const { return context_; }
+  bool host_visible() const { return host_visible_; }
+  // Bytes of the blocks allocated so far.
+  uint64_t reserved_bytes() const;
+
+ private:
+  struct Block {
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    uint64_t size = 0, used = 0;
+    void* host = nullptr;
+  };
+  void add_block(uint64_t bytes, uint32_t type_bits, const char* label);
+
+  Context& context_;
+  std::string label_;
+  uint64_t expected_ = 0, placed_ = 0;
+  uint32_t memory_type_ = 0;
+  bool host_visible_ = false, coherent_ = true;
+  std::vector<Block> blocks_;
+};
+
+}  // namespace attendre::vk
