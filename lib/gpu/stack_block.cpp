@@ -57,8 +57,29 @@ BlockMemory DeviceBlock::plan_memory(const StackConfig& config, size_t index, co
   return m;
 }
 
-DeviceBlock::DeviceBlock(Context& context, const StackConfig& config, size_t index, const BlockSpec& t,
-                         WeightLoader& loader, SharedBuffers& shared)
+BlockWeights BlockWeights::load(WeightLoader& loader, const BlockSpec& t) {
+  BlockWeights w;
+  w.attn_norm = loader.norm(t.attn_norm, t.attn_norm_bias);
+  if (t.ffn_norm) w.ffn_norm = loader.norm(*t.ffn_norm, t.ffn_norm_bias);
+  w.wq = loader.matrix(t.wq);
+  w.wk = loader.matrix(t.wk);
+  w.wv = loader.matrix(t.wv);
+  w.wo = loader.matrix(t.wo);
+  if (t.gate) w.gate = loader.matrix(*t.gate);
+  if (t.up) w.up = loader.matrix(*t.up);
+  if (t.down) w.down = loader.matrix(*t.down);
+  return w;
+}
+
+uint64_t BlockWeights::device_bytes() const {
+  uint64_t total = vk::MemoryArena::placed_bytes(attn_norm.buffer.size()) +
+                   (ffn_norm.buffer ? vk::MemoryArena::placed_bytes(ffn_norm.buffer.size()) : 0);
+  for (const DeviceMatrix* m : {&wq, &wk, &wv, &wo, &gate, &up, &down}) total += m->device_bytes();
+  return total;
+}
+
+DeviceBlock::DeviceBlock(Context& context, const StackConfig& config, size_t index, const BlockWeights& weights,
+                         SharedBuffers& shared)
     : stack_(config),
       config_(config.blocks[index]),
       attention_(config.attention(index)),
@@ -67,6 +88,7 @@ DeviceBlock::DeviceBlock(Context& context, const StackConfig& config, size_t ind
       in_(&shared.x[index % 2]),
       out_(&shared.x[1 - index % 2]),
       shared_(shared),
+      w_(weights),
       ring_(context, attention_.shape, attention_.q_capacity, chunk_rows_, config.hidden) {
   const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   const std::string stage = " of block " + std::to_string(index);
@@ -74,15 +96,6 @@ DeviceBlock::DeviceBlock(Context& context, const StackConfig& config, size_t ind
                                    ring_.layout(), *shared.checks, stage, shared.scratch.get());
   output_site_ = shared.checks->add("the output rows" + stage, {out_});
   require(!config_.cross_attention || shared.encoder, "a cross-attention block needs an encoder output memory");
-  attn_norm_ = loader.norm(t.attn_norm, t.attn_norm_bias);
-  if (t.ffn_norm) ffn_norm_ = loader.norm(*t.ffn_norm, t.ffn_norm_bias);
-  wq_ = loader.matrix(t.wq);
-  wk_ = loader.matrix(t.wk);
-  wv_ = loader.matrix(t.wv);
-  wo_ = loader.matrix(t.wo);
-  if (t.gate) gate_ = loader.matrix(*t.gate);
-  if (t.up) up_ = loader.matrix(*t.up);
-  if (t.down) wdown_ = loader.matrix(*t.down);
 
   // Each kernel binds exactly the sections it touches, so that work on
   // disjoint sections (the q, k and v projections, the residual and
@@ -100,21 +113,21 @@ DeviceBlock::DeviceBlock(Context& context, const StackConfig& config, size_t ind
   const FfnLayout& fl = shared.ffn;
   const Section gate = Section::words(shared.gu, fl.gate, uint64_t{fl.rows} * fl.ffn);
   const Section up = Section::words(shared.gu, fl.up, uint64_t{fl.rows} * fl.ffn);
-  attn_norm_kernel_ = kernels::Norm(context, a, plan, config_.norm, {in_}, {&attn_norm_.buffer}, {&shared.h});
-  q_ = Projection(context, a, plan, wq_, {&shared.h}, queries);
+  attn_norm_kernel_ = kernels::Norm(context, a, plan, config_.norm, {in_}, {&w_.attn_norm.buffer}, {&shared.h});
+  q_ = Projection(context, a, plan, w_.wq, {&shared.h}, queries);
   // Cross-attention keys and values come from the encoder output memory.
   const vk::Buffer* kv_source = config_.cross_attention ? shared.encoder : &shared.h;
-  k_ = Projection(context, a, plan, wk_, {kv_source}, keys);
-  v_ = Projection(context, a, plan, wv_, {kv_source}, values);
+  k_ = Projection(context, a, plan, w_.wk, {kv_source}, keys);
+  v_ = Projection(context, a, plan, w_.wv, {kv_source}, values);
   // Without an FFN, the attention sublayer's output is the block's output.
   const vk::Buffer* attention_out = config_.ffn > 0 ? &shared.y : out_;
-  o_ = Projection(context, a, plan, wo_, {&kv_->attention_buffer()}, {attention_out},
+  o_ = Projection(context, a, plan, w_.wo, {&kv_->attention_buffer()}, {attention_out},
                   Section::words(ring, rl.residuals, uint64_t{rl.capacity} * rl.residual_width));
   if (config_.ffn > 0) {
-    ffn_norm_kernel_ = kernels::Norm(context, a, plan, config_.norm, {&shared.y}, {&ffn_norm_.buffer}, {&shared.h});
-    if (config_.gated) gate_proj_ = Projection(context, a, plan, gate_, {&shared.h}, gate);
-    up_proj_ = Projection(context, a, plan, up_, {&shared.h}, config_.gated ? up : gate);
-    down_proj_ = Projection(context, a, plan, wdown_, gate, {out_}, {&shared.y});
+    ffn_norm_kernel_ = kernels::Norm(context, a, plan, config_.norm, {&shared.y}, {&w_.ffn_norm.buffer}, {&shared.h});
+    if (config_.gated) gate_proj_ = Projection(context, a, plan, w_.gate, {&shared.h}, gate);
+    up_proj_ = Projection(context, a, plan, w_.up, {&shared.h}, config_.gated ? up : gate);
+    down_proj_ = Projection(context, a, plan, w_.down, gate, {out_}, {&shared.y});
     // In place: the activated rows replace the gate rows.
     activation_ = kernels::Activation(context, a, plan, config_.activation, config_.gated, {&shared.gu}, {&shared.gu});
   }
@@ -126,9 +139,7 @@ DeviceBlock::DeviceBlock(Context& context, const StackConfig& config, size_t ind
 
 BlockMemory DeviceBlock::memory() const {
   BlockMemory m;
-  m.weights = vk::MemoryArena::placed_bytes(attn_norm_.buffer.size()) +
-              (ffn_norm_.buffer ? vk::MemoryArena::placed_bytes(ffn_norm_.buffer.size()) : 0);
-  for (const DeviceMatrix* w : {&wq_, &wk_, &wv_, &wo_, &gate_, &up_, &wdown_}) m.weights += w->device_bytes();
+  m.weights = w_.device_bytes();
   m.q_memory = ring_.buffer().size();
   m.kv_memory = kv_->kv_buffer().size() + kv_->chunk_buffer().size();
   return m;
@@ -205,7 +216,7 @@ void DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint64
   const uint32_t first_row = ring_.ring_row(step.first);
 
   if (n > 0) {
-    attn_norm_kernel_.record(rec, {n, H, config_.norm_eps, 0, attn_norm_.bias_offset, RowRef::contiguous(H),
+    attn_norm_kernel_.record(rec, {n, H, config_.norm_eps, 0, w_.attn_norm.bias_offset, RowRef::contiguous(H),
                                    RowRef::contiguous(H)});
     const bool own_keys = !config_.cross_attention;  // cross-attention keys were loaded from the encoder
     // Row references are relative to the sections the kernels bind.
@@ -242,7 +253,7 @@ void DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint64
   o_.record(rec, range.count, RowRef::contiguous(s.q_row(), static_cast<uint32_t>(kv_->outputs_offset())),
             RowRef::contiguous(H), RowRef::ring(H, ring.capacity, range.ring_first));
   if (config_.ffn == 0) return shared_.checks->record(rec, output_site_, 0, range.count * H);
-  ffn_norm_kernel_.record(rec, {range.count, H, config_.norm_eps, 0, ffn_norm_.bias_offset, RowRef::contiguous(H),
+  ffn_norm_kernel_.record(rec, {range.count, H, config_.norm_eps, 0, w_.ffn_norm.bias_offset, RowRef::contiguous(H),
                                 RowRef::contiguous(H)});
   const uint32_t F = config_.ffn;
   const FfnLayout& fl = shared_.ffn;

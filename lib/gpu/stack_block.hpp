@@ -43,6 +43,15 @@ struct SharedBuffers {
   const vk::Buffer* encoder = nullptr;
 };
 
+// One block's weights, loaded before any kernel is built from them (so that
+// a failure while building leaves no copy in flight into freed buffers).
+struct BlockWeights {
+  DeviceNorm attn_norm, ffn_norm;
+  DeviceMatrix wq, wk, wv, wo, gate, up, down;
+  static BlockWeights load(WeightLoader& loader, const BlockSpec& spec);
+  uint64_t device_bytes() const;
+};
+
 enum class BlockMode { stream, flush, decode };
 
 // The host's plan of one block in one step.
@@ -55,7 +64,8 @@ struct BlockStep {
 
 class DeviceBlock {
  public:
-  DeviceBlock(Context& context, const StackConfig& config, size_t index, const BlockSpec& tensors, WeightLoader& loader,
+  // `weights` must outlive the block.
+  DeviceBlock(Context& context, const StackConfig& config, size_t index, const BlockWeights& weights,
               SharedBuffers& shared);
 
   // Bytes allocated for a block of this config (its weights in the encodings
@@ -97,10 +107,9 @@ class DeviceBlock {
   const vk::Buffer* in_;
   const vk::Buffer* out_;
   SharedBuffers& shared_;
+  const BlockWeights& w_;
   QueryRing ring_;
   std::unique_ptr<KvMemory> kv_;
-  DeviceNorm attn_norm_, ffn_norm_;
-  DeviceMatrix wq_, wk_, wv_, wo_, gate_, up_, wdown_;
   std::unique_ptr<vk::DescriptorArena> arena_;
   kernels::Norm attn_norm_kernel_, ffn_norm_kernel_;
   Projection q_, k_, v_, o_, gate_proj_, up_proj_, down_proj_;

@@ -130,9 +130,10 @@ StackEngine::StackEngine(Context& ctx, const StackConfig& c, WeightSource& weigh
       fail(ErrorCode::unsupported, "the token embedding table exceeds one storage-buffer range");
   }
   if (spec.output) output_ = loader.matrix(*spec.output);
-  for (size_t l = 0; l < c.blocks.size(); ++l)
-    blocks_.push_back(std::make_unique<DeviceBlock>(ctx, config_, l, spec.blocks[l], loader, shared_));
+  for (const BlockSpec& b : spec.blocks) block_weights_.push_back(BlockWeights::load(loader, b));
   loader.finish();
+  for (size_t l = 0; l < c.blocks.size(); ++l)
+    blocks_.push_back(std::make_unique<DeviceBlock>(ctx, config_, l, block_weights_[l], shared_));
 
   const kernels::KernelPlan plan = kernels::plan_kernels(caps);
   descriptors_ = std::make_unique<vk::DescriptorArena>(ctx);

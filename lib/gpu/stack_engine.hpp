@@ -91,6 +91,7 @@ class StackEngine final : public TransformerStack {
   std::unique_ptr<vk::MemoryArena> arena_;  // the weights' memory: before them, so it outlives them
   DeviceNorm output_norm_;
   DeviceMatrix embedding_table_, output_;
+  std::vector<BlockWeights> block_weights_;  // before the blocks, which refer to them
   std::vector<std::unique_ptr<DeviceBlock>> blocks_;
   std::unique_ptr<vk::DescriptorArena> descriptors_;
   kernels::Embedding embed_;
