@@ -1,5 +1,6 @@
 #include "support.hpp"
 
+#include <attendre/diagnostics.hpp>
 #include <attendre/error.hpp>
 
 #include <doctest/doctest.h>
@@ -34,9 +35,9 @@ Context& tiny_gpu() {
 }
 
 void check_no_validation_messages(Context& context) {
-  const std::vector<std::string> messages = context.validation_messages();
+  const std::vector<std::string> messages = validation_messages(context);
   for (const std::string& m : messages) FAIL_CHECK("validation: " << m);
-  context.clear_validation_messages();
+  clear_validation_messages(context);
   // ctest runs everything with ATTENDRE_VALIDATION=1: core and synchronization checks.
   const char* level = std::getenv("ATTENDRE_VALIDATION");
   if (level && std::string(level) == "1") CHECK(context.validation() >= Validation::synchronization);

@@ -6,8 +6,9 @@
 #include "support.hpp"
 
 #include <attendre/encoder_decoder.hpp>
+#include <attendre/reference/encoder_decoder.hpp>
 #include <attendre/error.hpp>
-#include <attendre/reference_stack.hpp>
+#include <attendre/reference/stack.hpp>
 
 #include <doctest/doctest.h>
 

@@ -5,8 +5,8 @@
 
 #include "support.hpp"
 
-#include <attendre/npy.hpp>
-#include <attendre/reference.hpp>
+#include <attendre/io/npy.hpp>
+#include <attendre/reference/layer.hpp>
 
 #include <doctest/doctest.h>
 

@@ -5,7 +5,7 @@
 #include "support.hpp"
 
 #include <attendre/gpu_stack.hpp>
-#include <attendre/reference_stack.hpp>
+#include <attendre/reference/stack.hpp>
 
 #include <doctest/doctest.h>
 

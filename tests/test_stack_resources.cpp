@@ -8,7 +8,7 @@
 
 #include <attendre/error.hpp>
 #include <attendre/gpu_stack.hpp>
-#include <attendre/reference_stack.hpp>
+#include <attendre/reference/stack.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,3 +1,4 @@
+#include "core/fail.hpp"
 #include "json.hpp"
 
 #include <attendre/error.hpp>

@@ -1,3 +1,4 @@
+#include "core/fail.hpp"
 #include "limits.hpp"
 
 #include "stats.hpp"

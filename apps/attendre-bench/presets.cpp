@@ -1,3 +1,4 @@
+#include "core/fail.hpp"
 #include "presets.hpp"
 
 #include "costs.hpp"

@@ -1,3 +1,4 @@
+#include "core/fail.hpp"
 #include "runs.hpp"
 
 #include <attendre/error.hpp>

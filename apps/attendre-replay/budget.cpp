@@ -1,6 +1,7 @@
 #include "budget.hpp"
 
 #include "result_files.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 

@@ -9,9 +9,10 @@
 #include "result_files.hpp"
 
 #include <attendre/context.hpp>
+#include <attendre/diagnostics.hpp>
 #include <attendre/error.hpp>
 #include <attendre/gpu.hpp>
-#include <attendre/reference.hpp>
+#include <attendre/reference/layer.hpp>
 
 #include <cstdio>
 #include <iostream>
@@ -68,7 +69,7 @@ int run(const Options& options) {
       gpu::Layer layer(context, config);
       return run_layer(layer, inputs, files);
     });
-    const std::vector<std::string> messages = context.validation_messages();
+    const std::vector<std::string> messages = validation_messages(context);
     if (context.validation_enabled() && !messages.empty()) {
       for (const std::string& m : messages) report("validation: " + m);
       report(std::to_string(messages.size()) + " Vulkan validation message(s); no output written");

@@ -1,4 +1,5 @@
 #include "output_set.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 

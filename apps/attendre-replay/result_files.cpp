@@ -1,6 +1,7 @@
 #include "result_files.hpp"
 
 #include "output_set.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 

@@ -144,9 +144,6 @@ class Context {
 
   bool validation_enabled() const { return messenger_ != VK_NULL_HANDLE; }
   Validation validation() const { return validation_; }
-  // Validation messages (warnings and errors) recorded since the last clear.
-  std::vector<std::string> validation_messages() const { return *messages_; }
-  void clear_validation_messages() { messages_->clear(); }
 
   // Bytes of device memory attendre's objects on this context hold now.
   uint64_t device_memory_bytes() const;
@@ -169,7 +166,6 @@ class Context {
   uint32_t queue_family_ = 0;
   Validation validation_ = Validation::off;
   DeviceCaps caps_;
-  std::unique_ptr<std::vector<std::string>> messages_;  // stable address for the messenger callback
   std::unique_ptr<vk::ContextState> state_;
 };
 

@@ -1,4 +1,6 @@
 #include "core/numerics.hpp"
+#include "core/fail.hpp"
+#include "core/stream_validator.hpp"
 
 #include <attendre/config.hpp>
 #include <attendre/error.hpp>

@@ -3,6 +3,7 @@
 #include "core/half.hpp"
 #include "gpu/layouts.hpp"
 #include "io/quant.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 

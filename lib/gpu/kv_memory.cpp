@@ -1,6 +1,7 @@
 #include "gpu/kv_memory.hpp"
 
 #include "interface/constants.h"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 

@@ -1,4 +1,5 @@
 #include "gpu/layouts.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 

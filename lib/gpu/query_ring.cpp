@@ -1,4 +1,5 @@
 #include "gpu/query_ring.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 

@@ -1,6 +1,7 @@
 #include "gpu/stack_block.hpp"
 
 #include "gpu/layouts.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 

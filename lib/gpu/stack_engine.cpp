@@ -1,6 +1,7 @@
 #include "gpu/stack_engine.hpp"
 
 #include "core/model_spec.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 #include <attendre/gpu_stack.hpp>

@@ -9,6 +9,7 @@
 #include "gpu/stack_block.hpp"
 #include "kernels/embedding.hpp"
 #include "vulkan/commands.hpp"
+#include "core/stream_validator.hpp"
 
 #include <attendre/gpu_stack.hpp>
 

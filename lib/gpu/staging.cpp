@@ -1,6 +1,7 @@
 #include "gpu/staging.hpp"
 
 #include "core/numerics.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 

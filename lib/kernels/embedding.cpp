@@ -1,4 +1,5 @@
 #include "kernels/embedding.hpp"
+#include "core/fail.hpp"
 
 namespace attendre::kernels {
 

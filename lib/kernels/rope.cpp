@@ -1,4 +1,5 @@
 #include "kernels/rope.hpp"
+#include "core/fail.hpp"
 
 #include <cmath>
 

@@ -3,9 +3,10 @@
 #include "reference/model_tensors.hpp"
 #include "core/stack_chunk.hpp"
 #include "reference/block_math.hpp"
+#include "core/stream_validator.hpp"
 
 #include <attendre/error.hpp>
-#include <attendre/reference_stack.hpp>
+#include <attendre/reference/stack.hpp>
 
 #include <cmath>
 

@@ -3,7 +3,7 @@
 #include "core/numerics.hpp"
 
 #include <attendre/error.hpp>
-#include <attendre/reference.hpp>
+#include <attendre/reference/layer.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -2,6 +2,7 @@
 
 #include "core/half.hpp"
 #include "io/quant.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 

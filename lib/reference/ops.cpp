@@ -3,6 +3,7 @@
 #include "reference/ops.hpp"
 
 #include "core/half.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 

@@ -4,10 +4,12 @@
 #include "reference/model_tensors.hpp"
 #include "core/stack_chunk.hpp"
 #include "reference/block_math.hpp"
+#include "core/fail.hpp"
+#include "core/stream_validator.hpp"
 
 #include <attendre/error.hpp>
-#include <attendre/reference.hpp>
-#include <attendre/reference_stack.hpp>
+#include <attendre/reference/layer.hpp>
+#include <attendre/reference/stack.hpp>
 
 #include <algorithm>
 #include <limits>

@@ -3,6 +3,7 @@
 #include "vulkan/check.hpp"
 #include "vulkan/context_state.hpp"
 #include "vulkan/memory_arena.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 

@@ -2,8 +2,10 @@
 #include "vulkan/context_state.hpp"
 #include "vulkan/device_select.hpp"
 #include "vulkan/pipeline.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/context.hpp>
+#include <attendre/diagnostics.hpp>
 #include <attendre/error.hpp>
 
 #include <algorithm>
@@ -147,7 +149,7 @@ void apply_limits(DeviceCaps& caps, const LimitOverrides& limits) {
 
 }  // namespace
 
-Context::Context(const ContextOptions& options) : messages_(std::make_unique<std::vector<std::string>>()) {
+Context::Context(const ContextOptions& options) : state_(std::make_unique<vk::ContextState>(*this)) {
   try {
     create_instance(options.validation ? *options.validation : env_validation());
     const std::string selector = options.device.empty() ? env_string("ATTENDRE_DEVICE") : options.device;
@@ -167,7 +169,7 @@ Context::Context(const ContextOptions& options) : messages_(std::make_unique<std
 }
 
 Context::Context(const ExternalDevice& external, const LimitOverrides& limits)
-    : owns_device_(false), messages_(std::make_unique<std::vector<std::string>>()) {
+    : owns_device_(false), state_(std::make_unique<vk::ContextState>(*this)) {
   require(external.instance && external.physical_device && external.device && external.queue,
           "ExternalDevice needs instance, physical device, device and queue");
   instance_ = external.instance;
@@ -205,7 +207,7 @@ void Context::create_instance(Validation level) {
                                VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
                                VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
   messenger_info.pfnUserCallback = record_message;
-  messenger_info.pUserData = messages_.get();
+  messenger_info.pUserData = &state_->messages;
   // The validation layer provides VK_EXT_validation_features, which turns
   // on its synchronization and GPU-assisted checks.
   std::vector<VkValidationFeatureEnableEXT> enables;
@@ -252,7 +254,6 @@ void Context::create_device() {
 
 void Context::finish_setup(const LimitOverrides& limits, uint32_t fence_timeout_ms) {
   apply_limits(caps_, limits);
-  state_ = std::make_unique<vk::ContextState>(*this);
   state_->fence_timeout_ns = uint64_t{fence_timeout_ms} * 1000000ull;
   VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
@@ -268,10 +269,14 @@ uint64_t Context::device_memory_bytes() const { return state_->device_memory_byt
 
 Context::~Context() { release(); }
 
+std::vector<std::string> validation_messages(const Context& context) { return context.state().messages; }
+void clear_validation_messages(Context& context) { context.state().messages.clear(); }
+
 void Context::release() {
   if (device_) vkDeviceWaitIdle(device_);
-  if (state_ && state_->command_pool) vkDestroyCommandPool(device_, state_->command_pool, nullptr);
-  state_.reset();
+  if (state_->command_pool) vkDestroyCommandPool(device_, state_->command_pool, nullptr);
+  state_->command_pool = VK_NULL_HANDLE;
+  state_->pipelines.clear();
   if (owns_device_) {
     if (device_) vkDestroyDevice(device_, nullptr);
     if (messenger_) {

@@ -8,6 +8,8 @@
 #include <attendre/context.hpp>
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace attendre::vk {
 
@@ -19,6 +21,7 @@ struct ContextState {
   PFN_vkCmdInsertDebugUtilsLabelEXT debug_label = nullptr;  // when VK_EXT_debug_utils is enabled
   uint64_t fence_timeout_ns = 60'000'000'000ull;
   uint64_t device_memory_bytes = 0;  // held by vkAllocateMemory calls of attendre's objects
+  std::vector<std::string> messages;  // validation messages since the last clear
 };
 
 }  // namespace attendre::vk

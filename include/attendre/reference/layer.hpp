@@ -7,7 +7,12 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <vector>
+
+namespace attendre {
+class StreamValidator;
+}
 
 namespace attendre::reference {
 
@@ -95,6 +100,7 @@ class KeyValueMemory {
 class Layer final : public AttendreLayer {
  public:
   explicit Layer(const LayerConfig& config);
+  ~Layer() override;
 
   const LayerConfig& config() const override { return config_; }
   StepResult step(const ChunkView& chunk, const StepRequest& request = {}) override;
@@ -118,7 +124,7 @@ class Layer final : public AttendreLayer {
   LayerConfig config_;
   DataOnlyMemory<QueryRow> q_memory_;
   KeyValueMemory kv_;
-  StreamValidator validator_;
+  std::unique_ptr<StreamValidator> validator_;
 };
 
 }  // namespace attendre::reference
