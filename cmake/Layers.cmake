@@ -18,5 +18,5 @@ endfunction()
 # runs the tokenizers' pre-tokenizer regexes.
 macro(attendre_find_io_dependencies)
   find_package(PkgConfig REQUIRED)
-  pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+  pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET GLOBAL libpcre2-8)
 endmacro()
