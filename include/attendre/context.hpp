@@ -118,6 +118,8 @@ struct ExternalDevice {
   VkQueue queue = VK_NULL_HANDLE;
   uint32_t queue_family = 0;
   bool storage_16bit_enabled = false;
+  // The application's loader entry point; null: attendre opens libvulkan itself.
+  PFN_vkGetInstanceProcAddr get_instance_proc_addr = nullptr;
 };
 
 namespace vk {

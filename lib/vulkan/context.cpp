@@ -1,3 +1,4 @@
+#include "vulkan/api.hpp"
 #include "vulkan/check.hpp"
 #include "vulkan/context_state.hpp"
 #include "vulkan/device_select.hpp"
@@ -13,6 +14,9 @@
 #include <cstring>
 
 namespace attendre {
+// The loaded entry points (vulkan/api.hpp) by their usual names.
+using namespace vk;
+
 namespace {
 
 constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
@@ -172,6 +176,8 @@ Context::Context(const ExternalDevice& external, const LimitOverrides& limits)
     : owns_device_(false), state_(std::make_unique<vk::ContextState>(*this)) {
   require(external.instance && external.physical_device && external.device && external.queue,
           "ExternalDevice needs instance, physical device, device and queue");
+  vk::load_global_commands(external.get_instance_proc_addr);
+  vk::load_instance_commands(external.instance);
   instance_ = external.instance;
   physical_device_ = external.physical_device;
   device_ = external.device;
@@ -189,6 +195,7 @@ Context::Context(const ExternalDevice& external, const LimitOverrides& limits)
 }
 
 void Context::create_instance(Validation level) {
+  vk::load_global_commands();
   const bool validation = level != Validation::off;
   validation_ = level;
   if (validation && !has_layer(kValidationLayer))
@@ -226,6 +233,7 @@ void Context::create_instance(Validation level) {
     info.pNext = &messenger_info;  // also catches messages from vkCreateInstance itself
   }
   vk::check(vkCreateInstance(&info, nullptr, &instance_), "vkCreateInstance");
+  vk::load_instance_commands(instance_);
   if (validation) {
     auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
         vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
@@ -297,7 +305,9 @@ std::vector<std::string> list_devices() {
   VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   info.pApplicationInfo = &app;
   VkInstance instance = VK_NULL_HANDLE;
+  vk::load_global_commands();
   vk::check(vkCreateInstance(&info, nullptr, &instance), "vkCreateInstance");
+  vk::load_instance_commands(instance);
   uint32_t count = 0;
   vkEnumeratePhysicalDevices(instance, &count, nullptr);
   std::vector<VkPhysicalDevice> devices(count);
