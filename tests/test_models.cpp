@@ -61,30 +61,25 @@ void check_logits(const std::vector<float>& actual, const std::vector<float>& ex
 
 TEST_CASE("models: the GPU stack equals the float64 reference stack on fixtures of each architecture and weight type") {
   test::GgufTempDir dir;
-  for (const char* architecture : {"llama", "qwen2"})
-    for (TensorType type : test::fixture_types()) {
-      INFO(architecture << " " << gguf::to_string(type));
-      if (type == TensorType::f16 && !test::gpu().caps().storage_16bit) continue;
-      Model model = Model::open(test::write_fixture(dir.path, test::FixtureShape::for_type(architecture, type), 31));
-      const StackConfig config = model.stack_config(bounded_plan());
-      const auto device = gpu_stack_or_skip(config, model, type);
-      if (!device) continue;
-      reference::Stack cpu(config, model.weights());
-      check_logits(test::stack_logits(*device, test::kFixturePrompt), test::stack_logits(cpu, test::kFixturePrompt), 2e-4);
-      // Decoding after the read keeps inserting under the policy on both.
-      StackRequest request;
-      request.hidden = false;
-      request.logits = true;
-      for (uint32_t t = 0; t < 3; ++t) {
-        const int64_t position = static_cast<int64_t>(test::kFixturePrompt.size() + t);
-        const uint32_t token = 10 + t;
-        StackChunk one;
-        one.rows = 1;
-        one.tokens = std::span<const uint32_t>(&token, 1);
-        one.positions = std::span<const int64_t>(&position, 1);
-        check_logits(device->decode(one, request).logits, cpu.decode(one, request).logits, 2e-4);
-      }
+  for (const test::FixtureShape& shape : test::fixture_shapes()) {
+    INFO(shape.name());
+    const TensorType type = shape.weights;
+    if (type == TensorType::f16 && !test::gpu().caps().storage_16bit) continue;
+    Model model = Model::open(test::write_fixture(dir.path, shape, 31));
+    const StackConfig config = model.stack_config(bounded_plan());
+    const auto device = gpu_stack_or_skip(config, model, type);
+    if (!device) continue;
+    reference::Stack cpu(config, model.weights());
+    check_logits(test::stack_logits(*device, test::kFixturePrompt), test::stack_logits(cpu, test::kFixturePrompt), 2e-4);
+    // Decoding after the read keeps inserting under the policy on both.
+    StackRequest request;
+    request.hidden = false;
+    request.logits = true;
+    for (uint32_t t = 0; t < 3; ++t) {
+      const test::OnePosition one{10 + t, static_cast<int64_t>(test::kFixturePrompt.size() + t)};
+      check_logits(device->decode(one.chunk(), request).logits, cpu.decode(one.chunk(), request).logits, 2e-4);
     }
+  }
   test::check_no_validation_messages(test::gpu());
 }
 

@@ -244,13 +244,8 @@ TEST_CASE("stack: embedding tables and LM heads past one storage range are split
       for (size_t i = 0; i < e.logits.size(); ++i) CHECK(a.logits[i] == doctest::Approx(e.logits[i]).epsilon(1e-5));
     }
     // And after reading, one position at a time.
-    const uint32_t token = 299;  // in the last part
-    const int64_t position = 17;
-    StackChunk one;
-    one.rows = 1;
-    one.tokens = std::span<const uint32_t>(&token, 1);
-    one.positions = std::span<const int64_t>(&position, 1);
-    const std::vector<float> a = split.decode(one, want).logits, e = whole.decode(one, want).logits;
+    const test::OnePosition one{299, 17};  // an id in the last part
+    const std::vector<float> a = split.decode(one.chunk(), want).logits, e = whole.decode(one.chunk(), want).logits;
     for (size_t i = 0; i < e.size(); ++i) CHECK(a[i] == doctest::Approx(e[i]).epsilon(1e-5));
   }
   test::check_no_validation_messages(small);

@@ -37,12 +37,11 @@ std::string help_text() {
 
 Streams a text through the model's ATTENDRE stack, causal (the logits at position t predict token
 t+1), and prints its perplexity, tokens per second and peak GPU memory, with a progress line on stderr.
+With --compare the other memory options apply to every setting. --no-causal is refused.
 
   --model FILE.gguf     a llama or qwen2 GGUF model
   --file TEXT           the text (UTF-8), tokenized with BOS as the vocabulary says
-  --compare LIST        runs each named setting and prints one table: full (--full-context), sinks
-                        (fifo with --sinks or 4 attention sinks: StreamingLLM) or a policy name; the
-                        other memory options apply to every setting
+  --compare LIST        one table row per setting: full (--full-context), sinks (fifo, --sinks or 4: StreamingLLM), or a policy
   --json OUT.json       writes the results (perplexity, mean_nll, tokens_per_s, peak_gpu_bytes per setting)
   --device cpu|gpu      gpu (default): Vulkan; cpu: the float64 reference (slow, any GGUF encoding)
   --help, -h            this text

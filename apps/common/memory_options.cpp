@@ -184,7 +184,8 @@ StackConfig MemoryOptions::stack_config(const Model& model, uint64_t positions,
 }
 
 const char* MemoryOptions::help() {
-  return R"(memory (the same for every block unless --layer overrides it):
+  return R"(
+memory (the same for every block unless --layer overrides it):
   --chunk S             positions read per step (default 64)
   --q-capacity N        Q memory: how many positions each query waits (default 0)
   --kv-capacity M       K/V memory capacity (default: the model's trained context length)
@@ -197,8 +198,7 @@ const char* MemoryOptions::help() {
   --retrieval MODE      per_head (default) or shared top-K selection
   --causal              queries attend only to positions <= their own (the default)
   --no-causal           queries also see the later positions they waited for (N > 0)
-  --layer BLOCKS:SET    per-block override, repeatable: e.g. 0-3:kv-capacity=256,policy=lfa,lambda=0.001
-                        (settings: q-capacity, kv-capacity, top-k, sinks, policy, lambda, init-k)
+  --layer BLOCKS:SET    per-block override of q-capacity, kv-capacity, top-k, sinks, policy, lambda, init-k; repeatable (0-3:kv-capacity=256,policy=lfa)
   --flush               finish reading by flushing each block's Q memory instead of draining with padding
   --full-context        the unbounded reference: N = 0, causal, fifo, M = all positions, K = M
 )";

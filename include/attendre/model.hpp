@@ -26,7 +26,9 @@ namespace attendre {
 struct ModelInfo {
   std::string architecture;     // general.architecture
   std::string name;             // general.name ("" when absent)
-  uint32_t context_length = 0;  // <arch>.context_length: the length it was trained on
+  // <arch>.context_length: the length it was trained on (LM-Infinite's
+  // n_local, paper section 4, for the position-encoding work).
+  uint32_t context_length = 0;
   uint32_t blocks = 0;          // <arch>.block_count
   uint64_t parameters = 0;      // elements of every tensor the stack uses
   uint64_t tensor_bytes = 0;    // their bytes in the file

@@ -43,11 +43,8 @@ class Metadata {
 
   // A positive count that fits 32 bits (the stack counts in 32 bits).
   uint32_t count(std::string_view suffix, std::optional<uint32_t> fallback = std::nullopt) const {
-    const std::optional<Value> value = find(suffix);
-    if (!value) {
-      if (fallback) return *fallback;
-      fail_key(ErrorCode::malformed_input, suffix, "is missing");
-    }
+    const std::optional<Value> value = required(suffix, fallback.has_value());
+    if (!value) return *fallback;
     const uint64_t n = value->as_u64(key(suffix));
     if (n == 0 || n > std::numeric_limits<uint32_t>::max())
       fail_key(ErrorCode::malformed_input, suffix, "is " + std::to_string(n) + ", expected a count in [1, 2^32)");
@@ -55,15 +52,18 @@ class Metadata {
   }
 
   double number(std::string_view suffix, std::optional<double> fallback = std::nullopt) const {
-    const std::optional<Value> value = find(suffix);
-    if (!value) {
-      if (fallback) return *fallback;
-      fail_key(ErrorCode::malformed_input, suffix, "is missing");
-    }
-    return value->as_f64(key(suffix));
+    const std::optional<Value> value = required(suffix, fallback.has_value());
+    return value ? value->as_f64(key(suffix)) : *fallback;
   }
 
  private:
+  // The value at `suffix`; absent, nullopt when a default stands in, else an error.
+  std::optional<Value> required(std::string_view suffix, bool has_default) const {
+    std::optional<Value> value = find(suffix);
+    if (!value && !has_default) fail_key(ErrorCode::malformed_input, suffix, "is missing");
+    return value;
+  }
+
   const File& file_;
   std::string prefix_;
 };
@@ -245,6 +245,12 @@ ModelDescription describe_model(const File& file, WeightType storage) {
   d.default_memory.chunk = std::min<uint32_t>(64, d.info.context_length);
   d.default_memory.all = MemorySetting::full_context(d.info.context_length, d.default_memory.chunk);
   apply_memory(c, d.default_memory);
+  // What the stack itself refuses (a context past 32-bit counts, ...) is the file's fault.
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    fail(ErrorCode::malformed_input, file.path().string() + ": " + e.what());
+  }
   d.info = check_tensors(file, c, d.info);
   return d;
 }

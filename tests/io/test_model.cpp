@@ -16,75 +16,74 @@ using gguf::TensorType;
 
 TEST_CASE("model: tiny llama and qwen2 fixtures of every weight type read back exactly, shapes from metadata") {
   test::GgufTempDir dir;
-  for (const char* architecture : {"llama", "qwen2"})
-    for (TensorType type : test::fixture_types()) {
-      const test::FixtureShape shape = test::FixtureShape::for_type(architecture, type);
-      INFO(architecture << " " << gguf::to_string(type));
-      const test::Fixture fixture = test::make_fixture(shape, 11);
-      const std::filesystem::path path = dir.path / "model.gguf";
-      fixture.writer.write(path);
-      Model model = Model::open(path);
-      const bool qwen2 = std::string(architecture) == "qwen2";
+  for (const test::FixtureShape& shape : test::fixture_shapes()) {
+    INFO(shape.name());
+    const std::string& architecture = shape.architecture;
+    const test::Fixture fixture = test::make_fixture(shape, 11);
+    const std::filesystem::path path = dir.path / "model.gguf";
+    fixture.writer.write(path);
+    Model model = Model::open(path);
+    const bool qwen2 = architecture == "qwen2";
 
-      const ModelInfo& info = model.info();
-      CHECK(info.architecture == architecture);
-      CHECK(info.name == std::string("attendre tiny ") + architecture);
-      CHECK(info.context_length == shape.context);
-      CHECK(info.blocks == shape.blocks);
-      const StackConfig c = model.stack_config(model.default_memory());
-      CHECK(c.hidden == shape.hidden);
-      CHECK(c.vocab == fixture.vocab);
-      CHECK(c.vocab == model.tokenizer().size());
-      CHECK(c.tied_embeddings == qwen2);
-      CHECK(c.blocks.size() == shape.blocks);
-      CHECK(c.final_norm_eps == 1e-6f);
-      for (const BlockConfig& b : c.blocks) {
-        CHECK(b.attention.shape.heads_q == shape.heads);
-        CHECK(b.attention.shape.heads_kv == shape.heads_kv);
-        CHECK(b.attention.shape.head_dim == shape.hidden / shape.heads);
-        CHECK(b.ffn == shape.ffn);
-        CHECK(b.norm == NormKind::rms);
-        CHECK(b.norm_eps == 1e-6f);
-        CHECK(b.gated);
-        CHECK(b.activation == ActivationKind::silu);
-        CHECK(b.rope_layout == (qwen2 ? RopeLayout::neox : RopeLayout::normal));
-        CHECK(b.rope_theta == (qwen2 ? 1e6 : 1e4));
-        CHECK(b.rope_dims == shape.hidden / shape.heads);
-        CHECK(b.qkv_bias == qwen2);
-        CHECK_FALSE(b.output_bias);
-        CHECK_FALSE(b.ffn_bias);
-        // The default memory is the whole trained context, causal, nothing evicted.
-        CHECK(b.attention.q_capacity == 0);
-        CHECK(b.attention.kv.capacity == shape.context);
-        CHECK(b.attention.retrieval.top_k == shape.context);
-        CHECK(b.attention.retrieval.causal);
-      }
-
-      // Every tensor comes back in its own encoding, byte for byte, as a
-      // span into the file's mapping (tensors lie at the file's offsets).
-      const gguf::File file = gguf::File::open(path);
-      uint64_t parameters = 0;
-      const std::byte* first = nullptr;
-      uint64_t first_offset = 0;
-      for (const test::FixtureTensor& t : fixture.tensors) {
-        INFO(t.name);
-        const auto expected = element_type(static_cast<uint32_t>(t.type));
-        CHECK(model.weights().type_of(t.name, t.shape) == expected);
-        const std::optional<TensorView> view = model.weights().tensor(t.name, t.shape);
-        REQUIRE(view);
-        CHECK(view->type == *expected);
-        REQUIRE(view->bytes.size() == t.bytes.size());
-        CHECK(std::memcmp(view->bytes.data(), t.bytes.data(), t.bytes.size()) == 0);
-        const uint64_t offset = file.find_tensor(t.name)->offset;
-        if (!first) first = view->bytes.data(), first_offset = offset;
-        CHECK(view->bytes.data() - first == static_cast<ptrdiff_t>(offset - first_offset));
-        uint64_t count = 1;
-        for (uint64_t d : t.shape) count *= d;
-        parameters += count;
-      }
-      CHECK(info.parameters == parameters);
-      CHECK_FALSE(model.weights().type_of("blk.9.attn_q.weight", std::vector<uint64_t>{1}));
+    const ModelInfo& info = model.info();
+    CHECK(info.architecture == architecture);
+    CHECK(info.name == "attendre tiny " + architecture);
+    CHECK(info.context_length == shape.context);
+    CHECK(info.blocks == shape.blocks);
+    const StackConfig c = model.stack_config(model.default_memory());
+    CHECK(c.hidden == shape.hidden);
+    CHECK(c.vocab == fixture.vocab);
+    CHECK(c.vocab == model.tokenizer().size());
+    CHECK(c.tied_embeddings == qwen2);
+    CHECK(c.blocks.size() == shape.blocks);
+    CHECK(c.final_norm_eps == 1e-6f);
+    for (const BlockConfig& b : c.blocks) {
+      CHECK(b.attention.shape.heads_q == shape.heads);
+      CHECK(b.attention.shape.heads_kv == shape.heads_kv);
+      CHECK(b.attention.shape.head_dim == shape.hidden / shape.heads);
+      CHECK(b.ffn == shape.ffn);
+      CHECK(b.norm == NormKind::rms);
+      CHECK(b.norm_eps == 1e-6f);
+      CHECK(b.gated);
+      CHECK(b.activation == ActivationKind::silu);
+      CHECK(b.rope_layout == (qwen2 ? RopeLayout::neox : RopeLayout::normal));
+      CHECK(b.rope_theta == (qwen2 ? 1e6 : 1e4));
+      CHECK(b.rope_dims == shape.hidden / shape.heads);
+      CHECK(b.qkv_bias == qwen2);
+      CHECK_FALSE(b.output_bias);
+      CHECK_FALSE(b.ffn_bias);
+      // The default memory is the whole trained context, causal, nothing evicted.
+      CHECK(b.attention.q_capacity == 0);
+      CHECK(b.attention.kv.capacity == shape.context);
+      CHECK(b.attention.retrieval.top_k == shape.context);
+      CHECK(b.attention.retrieval.causal);
     }
+
+    // Every tensor comes back in its own encoding, byte for byte, as a
+    // span into the file's mapping (tensors lie at the file's offsets).
+    const gguf::File file = gguf::File::open(path);
+    uint64_t parameters = 0;
+    const std::byte* first = nullptr;
+    uint64_t first_offset = 0;
+    for (const test::FixtureTensor& t : fixture.tensors) {
+      INFO(t.name);
+      const auto expected = element_type(static_cast<uint32_t>(t.type));
+      CHECK(model.weights().type_of(t.name, t.shape) == expected);
+      const std::optional<TensorView> view = model.weights().tensor(t.name, t.shape);
+      REQUIRE(view);
+      CHECK(view->type == *expected);
+      REQUIRE(view->bytes.size() == t.bytes.size());
+      CHECK(std::memcmp(view->bytes.data(), t.bytes.data(), t.bytes.size()) == 0);
+      const uint64_t offset = file.find_tensor(t.name)->offset;
+      if (!first) first = view->bytes.data(), first_offset = offset;
+      CHECK(view->bytes.data() - first == static_cast<ptrdiff_t>(offset - first_offset));
+      uint64_t count = 1;
+      for (uint64_t d : t.shape) count *= d;
+      parameters += count;
+    }
+    CHECK(info.parameters == parameters);
+    CHECK_FALSE(model.weights().type_of("blk.9.attn_q.weight", std::vector<uint64_t>{1}));
+  }
 }
 
 namespace {

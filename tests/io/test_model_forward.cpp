@@ -28,21 +28,20 @@ using test::kFixturePrompt;
 
 TEST_CASE("model forward: unbounded memories equal the dense forward on fixtures of every weight type (reference)") {
   test::GgufTempDir dir;
-  for (const char* architecture : {"llama", "qwen2"})
-    for (TensorType type : test::fixture_types()) {
-      INFO(architecture << " " << gguf::to_string(type));
-      Model model = Model::open(test::write_fixture(dir.path, test::FixtureShape::for_type(architecture, type), 21));
-      const StackConfig config = model.stack_config(unbounded(kFixturePrompt.size(), 5));
-      reference::Stack stack(config, model.weights());
-      const std::vector<float> dense = dense_logits(model, config, kFixturePrompt);
-      CHECK(max_difference(stack_logits(stack, kFixturePrompt), dense) < 1e-5);
+  for (const test::FixtureShape& shape : test::fixture_shapes()) {
+    INFO(shape.name());
+    Model model = Model::open(test::write_fixture(dir.path, shape, 21));
+    const StackConfig config = model.stack_config(unbounded(kFixturePrompt.size(), 5));
+    reference::Stack stack(config, model.weights());
+    const std::vector<float> dense = dense_logits(model, config, kFixturePrompt);
+    CHECK(max_difference(stack_logits(stack, kFixturePrompt), dense) < 1e-5);
 
-      // The comparison can fail: a memory of 6 forgets most of the prompt.
-      MemoryPlan bounded = unbounded(kFixturePrompt.size(), 5);
-      bounded.all.kv.capacity = bounded.all.top_k = 6;
-      reference::Stack forgetful(model.stack_config(bounded), model.weights());
-      CHECK(max_difference(stack_logits(forgetful, kFixturePrompt), dense) > 1e-2);
-    }
+    // The comparison can fail: a memory of 6 forgets most of the prompt.
+    MemoryPlan bounded = unbounded(kFixturePrompt.size(), 5);
+    bounded.all.kv.capacity = bounded.all.top_k = 6;
+    reference::Stack forgetful(model.stack_config(bounded), model.weights());
+    CHECK(max_difference(stack_logits(forgetful, kFixturePrompt), dense) > 1e-2);
+  }
 }
 
 TEST_CASE("model forward: the real files' greedy continuations equal the dense forward's and llama.cpp's (reference)") {
