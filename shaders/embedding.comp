@@ -1,6 +1,10 @@
 #version 450
-// Token embedding lookup: out[r] = table[ids[r]], dim floats per row; an id
-// >= vocab writes a row of zeros (the host validates ids anyway).
+// Token embedding lookup: out[r] = table[ids[r]], dim floats per row. A table
+// larger than one storage range is split by rows into parts, one dispatch
+// each: a part holds ids [first_id, first_id + vocab) and writes only their
+// rows, except the part at first_id 0, which also writes zeros for every id
+// outside it (padding rows carry id = vocab); the later parts overwrite their
+// own rows after it (the recorder orders the writes).
 // -DWEIGHTS_F16: fp16 table (needs storageBuffer16BitAccess), fp32 output.
 //
 // Bindings:  0 ids (uint32, word 0 of each row)                      read
@@ -32,7 +36,8 @@ void main() {
   for (uint group = group_index(); group < pc.rows * blocks; group += group_count()) {
     const uint row = group / blocks, i = (group % blocks) * W + gl_LocalInvocationID.x;
     if (i >= pc.dim) continue;
-    const uint id = ids[ROW_WORD(ids, row)];
-    out_rows[ROW_WORD(out, row) + i] = id < pc.vocab ? float(table[pc.table_offset + id * pc.dim + i]) : 0.0;
+    const uint local = ids[ROW_WORD(ids, row)] - pc.first_id;  // ids below first_id wrap past vocab
+    if (local < pc.vocab) out_rows[ROW_WORD(out, row) + i] = float(table[pc.table_offset + local * pc.dim + i]);
+    else if (pc.first_id == 0) out_rows[ROW_WORD(out, row) + i] = 0.0;
   }
 }

@@ -49,20 +49,10 @@ struct Outcome {
 };
 
 // Runs the tool with `args` (already quoted where needed), capturing both
-// streams through files in `dir`. `shell_prefix` goes before the command:
-// "VAR=value " for its environment, "ulimit -v KiB; " for its limits.
+// streams through files in `dir`.
 Outcome replay(const TempDir& dir, const std::string& args, const std::string& shell_prefix = "") {
-  const std::string out = dir / "stdout.txt", err = dir / "stderr.txt";
-  const std::string command =
-      shell_prefix + quote(ATTENDRE_REPLAY_BINARY) + " " + args + " >" + quote(out) + " 2>" + quote(err);
-  const int status = std::system(command.c_str());
-  Outcome o;
-  if (status != -1 && WIFEXITED(status)) o.code = WEXITSTATUS(status);
-  o.out = slurp(out);
-  o.err = slurp(err);
-  fs::remove(out);
-  fs::remove(err);
-  return o;
+  const test::ToolStreams s = test::run_tool_streams(ATTENDRE_REPLAY_BINARY, args, dir, shell_prefix);
+  return {s.exit_code, s.out, s.err};
 }
 
 // Writes the stream's arrays and returns the matching input flags.

@@ -14,9 +14,8 @@
 #include <attendre/gpu.hpp>
 #include <attendre/reference/layer.hpp>
 
-#include <cstdio>
 #include <iostream>
-#include <new>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,13 +24,7 @@ namespace {
 using namespace attendre;
 using namespace attendre::replay;
 
-// Scripts grep stderr line by line, so a message never spans lines.
-void report(const std::string& message) {
-  std::string line = "attendre-replay: " + message;
-  for (char& c : line)
-    if (c == '\n' || c == '\r') c = ' ';
-  std::fprintf(stderr, "%s\n", line.c_str());
-}
+void report(const std::string& message) { cli::report("attendre-replay", message); }
 
 // The library's errors name configuration fields; the user typed flags.
 template <class F>
@@ -89,30 +82,12 @@ int run(const Options& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    const std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
+  return cli::run_main("attendre-replay", argc, argv, [](std::span<const std::string> args) {
     const Options options = parse_args(args);
     if (options.help) {
       std::cout << help_text();
       return 0;
     }
     return run(options);
-  } catch (const UsageError& e) {
-    report(std::string(e.what()) + " (see --help)");
-    return 2;
-  } catch (const Error& e) {
-    report(e.what());
-    return 1;
-  } catch (const std::bad_alloc&) {
-    // Sizes the tool can foresee are refused up front with their figures;
-    // this is what slipped past the estimate, so no flag is blamed.
-    report("out of host memory");
-    return 1;
-  } catch (const std::exception& e) {
-    report(e.what());
-    return 1;
-  } catch (...) {
-    report("unknown error");
-    return 1;
-  }
+  });
 }

@@ -147,8 +147,12 @@ class Context {
   bool validation_enabled() const { return messenger_ != VK_NULL_HANDLE; }
   Validation validation() const { return validation_; }
 
-  // Bytes of device memory attendre's objects on this context hold now.
+  // Bytes of device memory attendre's objects on this context hold now, and
+  // the most they have held since the context was created or the last
+  // reset_peak_device_memory() (staging freed after a weight load included).
   uint64_t device_memory_bytes() const;
+  uint64_t peak_device_memory_bytes() const;
+  void reset_peak_device_memory();
 
   // attendre's own state on this context (pipelines, command pool, ...).
   vk::ContextState& state() const { return *state_; }

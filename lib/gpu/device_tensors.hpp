@@ -5,9 +5,9 @@
 // the host fills the other half. No whole model ever sits in host memory.
 //
 // A matrix (with its optional fp32 bias) lives in buffers of at most one
-// storage range each: a matrix larger than that (an LM head over a big
-// vocabulary) is split by output rows into parts, each multiplied by its own
-// dispatch.
+// storage range each: a matrix larger than that (an LM head or a token
+// embedding table over a big vocabulary) is split by output rows into parts,
+// each multiplied (or looked up) by its own dispatch.
 #pragma once
 
 #include "core/model_spec.hpp"

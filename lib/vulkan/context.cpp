@@ -274,6 +274,8 @@ void Context::finish_setup(const LimitOverrides& limits, uint32_t fence_timeout_
 }
 
 uint64_t Context::device_memory_bytes() const { return state_->device_memory_bytes; }
+uint64_t Context::peak_device_memory_bytes() const { return state_->peak_device_memory_bytes; }
+void Context::reset_peak_device_memory() { state_->peak_device_memory_bytes = state_->device_memory_bytes; }
 
 Context::~Context() { release(); }
 

@@ -52,7 +52,7 @@ void MemoryArena::add_block(uint64_t bytes, uint32_t type_bits, const char* labe
   alloc.allocationSize = bytes;
   alloc.memoryTypeIndex = memory_type_;
   check(vkAllocateMemory(context_.device(), &alloc, nullptr, &b.memory), "vkAllocateMemory");
-  context_.state().device_memory_bytes += b.size;
+  context_.state().add_device_memory(b.size);
   blocks_.push_back(b);
   if (host_visible_)
     check(vkMapMemory(context_.device(), blocks_.back().memory, 0, VK_WHOLE_SIZE, 0, &blocks_.back().host),
