@@ -3,6 +3,8 @@
 // silently replaying a different configuration.
 #pragma once
 
+#include "common/flag_names.hpp"
+
 #include <attendre/config.hpp>
 
 #include <cstdint>
@@ -59,9 +61,6 @@ std::string help_text();
 // exactly what the library would refuse.
 LayerConfig make_config(const Options& options, const AttentionShape& shape);
 
-// The library names configuration fields (N, M, S, K, n_sink) in its
-// messages; the user typed flags. Appends which flag each field mentioned in
-// `message` is, e.g. "... got M=5 S=4 (M is --kv-capacity, S is --chunk)".
-std::string with_flag_names(const std::string& message);
+using apps::with_flag_names;  // common/flag_names.hpp
 
 }  // namespace attendre::replay

@@ -4,7 +4,7 @@
 #include "budget.hpp"
 #include "cli.hpp"
 #include "inputs.hpp"
-#include "output_set.hpp"
+#include "common/output_set.hpp"
 #include "replay.hpp"
 #include "result_files.hpp"
 
@@ -52,7 +52,7 @@ int run(const Options& options) {
   check_host_memory(options, inputs, config, steps);
   check_disk_space(options, inputs, config, steps);
 
-  OutputSet out(options.out_dir, {ResultFiles::kNames.begin(), ResultFiles::kNames.end()});
+  apps::OutputSet out(options.out_dir, {ResultFiles::kNames.begin(), ResultFiles::kNames.end()}, "attendre-replay");
   ResultFiles files(out.staging(), inputs.shape, inputs.rows, steps, config.kv.capacity);
   RunSummary summary;
   std::string device;
