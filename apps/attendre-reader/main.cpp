@@ -3,8 +3,8 @@
 // success, 1 input/configuration/device/runtime error, 2 usage error, 3
 // validation messages. Errors are one line on stderr, and no --json,
 // --report or --export-stream output is left from a failed run.
-#include "common/flag_names.hpp"
 #include "common/human_bytes.hpp"
+#include "common/tool_main.hpp"
 #include "core/fail.hpp"
 #include "html_report.hpp"
 #include "input.hpp"
@@ -27,7 +27,6 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <new>
 #include <optional>
 
 namespace {
@@ -35,23 +34,9 @@ namespace {
 using namespace reader;
 using attendre::ErrorCode;
 
-// Scripts read stderr line by line, so a message never spans lines.
-void report(const std::string& message) {
-  std::string line = "attendre-reader: " + message;
-  for (char& c : line)
-    if (c == '\n' || c == '\r') c = ' ';
-  std::fprintf(stderr, "%s\n", line.c_str());
-}
+void report(const std::string& message) { attendre::apps::report_error("attendre-reader", message); }
 
-// The library names configuration fields; the user typed flags.
-template <class F>
-auto naming_flags(F&& work) {
-  try {
-    return work();
-  } catch (const attendre::Error& e) {
-    throw attendre::Error(e.code(), attendre::apps::with_flag_names(e.what()));
-  }
-}
+using attendre::apps::naming_flags;
 
 // The model path waits for the GGUF loader (include/attendre/model.hpp):
 // the file is still checked as any input is, so the message is about the
@@ -129,15 +114,19 @@ int run(const Options& o) {
 
   const Schedule schedule(s.survey.tokens, s.config.chunk, s.config.blocks[0].attention.q_capacity);
   const attendre::LayerConfig first = s.config.attention(0);
+  // The retained mass needs block 0's queries and keys on the host: the
+  // lexical model has them, a GGUF model's come only out of the stack.
   std::optional<Yardstick> yardstick;
-  {
+  std::vector<float> q(first.shape.q_row()), k(first.shape.kv_row()), v(first.shape.kv_row());
+  if (backend.first_block_qkv(Token{}, q, k, v)) {
     const auto start = std::chrono::steady_clock::now();
     yardstick.emplace(backend, *input.document, schedule, first.shape, first.scale());
     s.yardstick_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     s.yardstick_queries = yardstick->queries();
   }
   Progress progress(Progress::mode_for_stderr(o.quiet));
-  const ReadSetup setup{backend, *input.document, schedule, device.get(), &*yardstick, progress, o.runs.size()};
+  const ReadSetup setup{backend, *input.document, schedule, device.get(), yardstick ? &*yardstick : nullptr, progress,
+                        o.runs.size()};
   for (size_t r = 0; r < o.runs.size(); ++r)
     s.runs.push_back(naming_flags([&] { return read_document(setup, configs[r], o.runs[r], r); }));
   for (const RunResult& r : s.runs) s.passages.push_back(group_passages(r.last_block(), s.survey));
@@ -163,24 +152,12 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
+  return attendre::apps::guarded_main<UsageError>("attendre-reader", [&] {
     const Options options = parse_options(std::vector<std::string>(argv + (argc > 0 ? 1 : 0), argv + argc));
     if (options.help) {
       std::cout << help_text();
       return 0;
     }
     return run(options);
-  } catch (const UsageError& e) {
-    report(std::string(e.what()) + " (see --help)");
-    return 2;
-  } catch (const attendre::Error& e) {
-    report(e.what());
-    return 1;
-  } catch (const std::bad_alloc&) {
-    report("out of host memory");
-    return 1;
-  } catch (const std::exception& e) {
-    report(e.what());
-    return 1;
-  }
+  });
 }

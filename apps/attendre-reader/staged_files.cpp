@@ -30,6 +30,8 @@ void write_file(const fs::path& path, std::string_view bytes, const fs::path& ta
 }  // namespace
 
 StagedFiles::StagedFiles(std::vector<fs::path> targets) : targets_(std::move(targets)) {
+  // Every target is checked before any file is created, so a bad second
+  // path leaves nothing of the first behind.
   for (const fs::path& target : targets_) {
     const fs::path absolute = fs::absolute(target);
     const fs::path folder = absolute.parent_path();
@@ -41,14 +43,22 @@ StagedFiles::StagedFiles(std::vector<fs::path> targets) : targets_(std::move(tar
     std::string name = ".";
     name.append(absolute.filename().string()).append(".attendre-reader-").append(std::to_string(::getpid()));
     staged_.push_back(folder / name);
-    write_file(staged_.back(), {}, target);
+  }
+  try {
+    for (size_t i = 0; i < staged_.size(); ++i) write_file(staged_[i], {}, targets_[i]);
+  } catch (...) {
+    discard();
+    throw;
   }
 }
 
-StagedFiles::~StagedFiles() {
-  if (committed_) return;
+void StagedFiles::discard() noexcept {
   std::error_code ignored;  // the failure that got us here is the one worth reporting
   for (const fs::path& path : staged_) fs::remove(path, ignored);
+}
+
+StagedFiles::~StagedFiles() {
+  if (!committed_) discard();
 }
 
 void StagedFiles::write(size_t index, std::string_view bytes) { write_file(staged_.at(index), bytes, targets_.at(index)); }

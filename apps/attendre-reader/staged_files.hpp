@@ -26,6 +26,8 @@ class StagedFiles {
   void commit();
 
  private:
+  void discard() noexcept;
+
   std::vector<std::filesystem::path> targets_, staged_;
   bool committed_ = false;
 };

@@ -5,6 +5,7 @@
 #include "cli.hpp"
 #include "inputs.hpp"
 #include "common/output_set.hpp"
+#include "common/tool_main.hpp"
 #include "replay.hpp"
 #include "result_files.hpp"
 
@@ -25,23 +26,9 @@ namespace {
 using namespace attendre;
 using namespace attendre::replay;
 
-// Scripts grep stderr line by line, so a message never spans lines.
-void report(const std::string& message) {
-  std::string line = "attendre-replay: " + message;
-  for (char& c : line)
-    if (c == '\n' || c == '\r') c = ' ';
-  std::fprintf(stderr, "%s\n", line.c_str());
-}
+void report(const std::string& message) { apps::report_error("attendre-replay", message); }
 
-// The library's errors name configuration fields; the user typed flags.
-template <class F>
-auto naming_flags(F&& work) {
-  try {
-    return work();
-  } catch (const Error& e) {
-    throw Error(e.code(), with_flag_names(e.what()));
-  }
-}
+using apps::naming_flags;
 
 int run(const Options& options) {
   const Inputs inputs = load_inputs(options);
@@ -89,7 +76,7 @@ int run(const Options& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
+  return apps::guarded_main<UsageError>("attendre-replay", [&] {
     const std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
     const Options options = parse_args(args);
     if (options.help) {
@@ -97,22 +84,5 @@ int main(int argc, char** argv) {
       return 0;
     }
     return run(options);
-  } catch (const UsageError& e) {
-    report(std::string(e.what()) + " (see --help)");
-    return 2;
-  } catch (const Error& e) {
-    report(e.what());
-    return 1;
-  } catch (const std::bad_alloc&) {
-    // Sizes the tool can foresee are refused up front with their figures;
-    // this is what slipped past the estimate, so no flag is blamed.
-    report("out of host memory");
-    return 1;
-  } catch (const std::exception& e) {
-    report(e.what());
-    return 1;
-  } catch (...) {
-    report("unknown error");
-    return 1;
-  }
+  });
 }
