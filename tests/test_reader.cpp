@@ -81,7 +81,7 @@ TEST_CASE("attendre-reader: a haystack under several policies, one table, and th
   CHECK(lra.at("retained_mass").at("value").get<double>() > by_policy("fifo").at("retained_mass").at("value").get<double>() + 0.1);
 }
 
-TEST_CASE("attendre-reader: a fixed seed gives the same read; another seed another haystack") {
+TEST_CASE("attendre-reader: a fixed seed gives the same read, another seed another haystack") {
   const TempDir dir;
   const std::string args = "--haystack-tokens 400 --needles 2 --kv-capacity 96 --policy lra_max --quiet --json ";
   REQUIRE(run_reader("--seed 3 " + args + quote(dir / "a.json")).code == 0);

@@ -102,7 +102,7 @@ std::string maps_section(const Session& s) {
 
 std::string results_section(const Session& s) {
   std::string html = "<section><h2>What each memory kept</h2><div class=\"scroll\"><table><tr><th>policy</th>";
-  for (const NeedleInfo& n : s.needles) html += "<th>needle @" + percent(n.depth) + "</th>";
+  for (const NeedleInfo& n : s.needles) html += "<th>@" + percent(n.depth) + "</th>";
   html += "<th>mass</th><th>tokens/s</th><th>GPU memory</th></tr>\n";
   for (const RunResult& r : s.runs) {
     html += "<tr><td>" + html_escape(r.label) + "</td>";

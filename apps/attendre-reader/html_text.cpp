@@ -49,7 +49,7 @@ std::string html_escape(std::string_view text) {
 }
 
 std::string html_document_text(const Session& s, Document& document, Tokenizer& tokenizer) {
-  const bool whole = s.source != "text" || document.context().size() <= kFullTextBytes;
+  const bool whole = document.context().size() <= kFullTextBytes;
   const std::vector<PositionRange> shown = whole ? std::vector<PositionRange>{} : shown_ranges(s);
   size_t next_range = 0;
   bool cut = false, gap_pending = false;

@@ -72,10 +72,9 @@ void check_device_memory(const attendre::Context& device, const attendre::StackC
                        " has " + attendre::apps::human_bytes(have) + "; lower --kv-capacity, --q-capacity or --chunk");
 }
 
-int run(const Options& o) {
-  if (o.model_path) refuse_model(*o.model_path);
-  LexicalModel backend;
-  OpenedInput input = open_input(o);
+// What the session reads, surveyed: every byte of the input is read and
+// checked here, before any device work.
+Session survey_session(const Backend& backend, OpenedInput& input, Tokenizer& tokenizer, const Options& o) {
   Session s;
   s.backend_kind = backend.kind();
   s.backend_description = backend.description();
@@ -85,19 +84,28 @@ int run(const Options& o) {
   s.question = input.question;
   s.template_text = input.template_text;
   s.memory = o.memory;
-  std::unique_ptr<Tokenizer> tokenizer = backend.make_tokenizer();
-  s.survey = survey_document(*input.document, *tokenizer, input.needles.size());  // reads and checks every byte
+  s.survey = survey_document(*input.document, tokenizer, input.needles.size());
   s.needles = std::move(input.needles);
   for (size_t i = 0; i < s.needles.size(); ++i) {
     s.needles[i].positions = s.survey.needles[i];
     s.needles[i].depth = static_cast<double>(s.needles[i].positions.first - s.survey.context.first) /
                          static_cast<double>(std::max<int64_t>(1, s.survey.context.size()));
   }
+  return s;
+}
 
+int run(const Options& o) {
+  if (o.model_path) refuse_model(*o.model_path);
+  // Output paths first: a typo in one fails in a moment, not after a read.
   std::vector<std::filesystem::path> targets;
   if (o.json_path) targets.emplace_back(*o.json_path);
   if (o.report_path) targets.emplace_back(*o.report_path);
   StagedFiles outputs(targets);
+
+  LexicalModel backend;
+  OpenedInput input = open_input(o);
+  std::unique_ptr<Tokenizer> tokenizer = backend.make_tokenizer();
+  Session s = survey_session(backend, input, *tokenizer, o);
 
   std::unique_ptr<attendre::Context> device = open_device(o.device);
   s.device = device ? device->caps().name : "cpu (float64 reference)";

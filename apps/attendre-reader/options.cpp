@@ -97,7 +97,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--text", value([&](const std::string& f, const std::string& v) { o.text_path = nonempty(f, v); })},
       {"--haystack", toggle(haystack_flag)},
       {"--haystack-tokens", value([&](const std::string& f, const std::string& v) {
-         o.haystack.tokens = static_cast<uint32_t>(parse_integer(f, v, 16, 50'000'000));
+         o.haystack.tokens = static_cast<uint32_t>(parse_integer(f, v, 16, 10'000'000));
          haystack_detail = true;
        })},
       {"--needles", value([&](const std::string& f, const std::string& v) {
