@@ -19,7 +19,7 @@ class Progress {
   explicit Progress(Mode mode) : mode_(mode) {}
   // A run starts: "[2/4 lra_sum]".
   void begin(const std::string& label, size_t run, size_t runs, int64_t total_tokens);
-  // `fill`: per block, entries held over capacity, as last sampled.
+  // `held` and `capacity`: each block's K/V memory, as last sampled.
   void update(int64_t tokens_read, const std::vector<uint32_t>& held, const std::vector<uint32_t>& capacity);
   // The run's last line, with its whole time.
   void end(double seconds);
