@@ -160,17 +160,15 @@ ToolOutcome run_tool(const std::string& binary, const std::string& arguments) {
   return outcome;
 }
 
-ToolStreams run_tool_streams(const std::string& binary, const std::string& arguments, const TempDir& dir,
-                             const std::string& shell_prefix) {
-  const std::string out = dir / "stdout.txt", err = dir / "stderr.txt";
+ToolStreams run_tool_streams(const std::string& binary, const std::string& arguments, const std::string& shell_prefix) {
+  const TempDir capture;
+  const std::string out = capture / "stdout.txt", err = capture / "stderr.txt";
   const std::string command = shell_prefix + "'" + binary + "' " + arguments + " >'" + out + "' 2>'" + err + "'";
   const int status = std::system(command.c_str());
   ToolStreams streams;
-  if (status != -1 && WIFEXITED(status)) streams.exit_code = WEXITSTATUS(status);
+  if (status != -1 && WIFEXITED(status)) streams.code = WEXITSTATUS(status);
   streams.out = slurp(out);
   streams.err = slurp(err);
-  std::filesystem::remove(out);
-  std::filesystem::remove(err);
   return streams;
 }
 

@@ -24,7 +24,7 @@ std::string quote(const std::string& s) { return "'" + s + "'"; }
 // One line on stderr, prefixed with the tool's name, nothing on stdout.
 void check_one_line_error(const test::ToolStreams& r, int code, const std::string& tool, const std::string& needle) {
   INFO(r.err);
-  CHECK(r.exit_code == code);
+  CHECK(r.code == code);
   CHECK(r.out.empty());
   CHECK(r.err.rfind(tool + ": ", 0) == 0);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
@@ -61,9 +61,9 @@ TEST_CASE("attendre-tokenize: ids as one JSON line, the options as documented, t
   if (!models) return;
   test::TempDir dir;
   const std::string stories = quote(*models / "stories260K.gguf");
-  auto tokenize = [&](const std::string& args) { return test::run_tool_streams(ATTENDRE_TOKENIZE_BINARY, args, dir); };
+  auto tokenize = [&](const std::string& args) { return test::run_tool_streams(ATTENDRE_TOKENIZE_BINARY, args); };
   test::ToolStreams r = tokenize("--model " + stories + " --text 'Once upon a time'");
-  CHECK(r.exit_code == 0);
+  CHECK(r.code == 0);
   CHECK(r.out == "[1, 403, 407, 261, 378]\n");
   CHECK(tokenize("--model " + stories + " --text 'Once upon a time' --no-bos").out == "[403, 407, 261, 378]\n");
   write_text(dir / "prompt.txt", "Once upon a time");
@@ -71,7 +71,7 @@ TEST_CASE("attendre-tokenize: ids as one JSON line, the options as documented, t
   CHECK(tokenize("--model " + stories + " --text '</s>' --no-bos --parse-special").out == "[2]\n");
   CHECK(tokenize("--model " + stories + " --text '</s>' --no-bos").out != "[2]\n");
   r = tokenize("--model " + stories + " --decode '1 403 407 261 378'");
-  CHECK(r.exit_code == 0);
+  CHECK(r.code == 0);
   CHECK(r.out == "Once upon a time\n");
   const std::string help = tokenize("--help").out;
   for (const char* flag : {"--model", "--text", "--file", "--no-bos", "--parse-special", "--decode"})
@@ -107,13 +107,13 @@ TEST_CASE("attendre-generate: llama.cpp's continuation, the JSON and logits file
   test::TempDir dir;
   const fs::path path = *models / "stories260K.gguf";
   const std::string stories = "--model " + quote(path) + " --prompt 'Once upon a time'";
-  auto run = [&](const std::string& args) { return test::run_tool_streams(ATTENDRE_GENERATE_BINARY, args, dir); };
+  auto run = [&](const std::string& args) { return test::run_tool_streams(ATTENDRE_GENERATE_BINARY, args); };
   const std::string expected = test::kRealModels[0].continuation;
 
   test::ToolStreams r = run(stories + " --max-tokens 32 --full-context --json " + quote(dir / "out.json") + " --logits " +
                             quote(dir / "logits.npy"));
   INFO(r.err);
-  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.code == 0);
   CHECK(r.out == expected + "\n");
   const nlohmann::json json = read_json(dir / "out.json");
   CHECK(json["prompt_ids"] == std::vector<uint32_t>{1, 403, 407, 261, 378});
@@ -140,7 +140,7 @@ TEST_CASE("attendre-generate: llama.cpp's continuation, the JSON and logits file
   std::vector<nlohmann::json> sampled;
   for (const char* seed : {"5", "5", "6"}) {
     REQUIRE(run(stories + " --max-tokens 24 --temperature 1.2 --top-p 0.95 --seed " + seed + " --json " +
-                quote(dir / "s.json")).exit_code == 0);
+                quote(dir / "s.json")).code == 0);
     sampled.push_back(read_json(dir / "s.json")["generated_ids"]);
   }
   CHECK(sampled[0] == sampled[1]);
@@ -150,7 +150,7 @@ TEST_CASE("attendre-generate: llama.cpp's continuation, the JSON and logits file
   r = run(stories + " --max-tokens 8 --chunk 4 --q-capacity 4 --kv-capacity 16 --top-k 8 --policy lfa --lambda 0.001 "
                     "--sinks 2 --no-causal --layer 1-2:kv-capacity=24,policy=lra_sum --flush --json " +
           quote(dir / "b.json"));
-  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.code == 0);
   const nlohmann::json bounded = read_json(dir / "b.json")["memory"];
   CHECK(bounded["chunk"] == 4);
   CHECK(bounded["flush"] == true);
@@ -177,7 +177,7 @@ TEST_CASE("attendre-generate: bad arguments and files exit non-zero with one lin
   test::TempDir dir;
   const std::string stories = "--model " + quote(*models / "stories260K.gguf") + " --prompt 'Once upon a time'";
   const std::string json = " --json " + quote(dir / "out.json") + " --logits " + quote(dir / "out.npy");
-  auto run = [&](const std::string& args) { return test::run_tool_streams(ATTENDRE_GENERATE_BINARY, args + json, dir); };
+  auto run = [&](const std::string& args) { return test::run_tool_streams(ATTENDRE_GENERATE_BINARY, args + json); };
   const std::string tool = "attendre-generate";
   check_one_line_error(run("--prompt x"), 2, tool, "missing required option --model");
   check_one_line_error(run(stories + " --prompt-file x"), 2, tool, "give exactly one of --prompt and --prompt-file");
@@ -196,7 +196,7 @@ TEST_CASE("attendre-generate: bad arguments and files exit non-zero with one lin
   check_no_file(dir / "out.json");
   check_no_file(dir / "out.npy");
   const test::ToolStreams r = test::run_tool_streams(
-      ATTENDRE_GENERATE_BINARY, stories + " --json " + quote(dir / "missing/out.json"), dir);
+      ATTENDRE_GENERATE_BINARY, stories + " --json " + quote(dir / "missing/out.json"));
   check_one_line_error(r, 1, tool, "--json " + (dir / "missing/out.json") + ": cannot write there");
 }
 
@@ -207,13 +207,13 @@ TEST_CASE("attendre-perplexity: one table for --compare, full context equals the
   write_text(dir / "story.txt", kStoriesText);
   const fs::path path = *models / "stories260K.gguf";
   const std::string base = "--model " + quote(path) + " --file " + quote(dir / "story.txt");
-  auto run = [&](const std::string& args) { return test::run_tool_streams(ATTENDRE_PERPLEXITY_BINARY, args, dir); };
+  auto run = [&](const std::string& args) { return test::run_tool_streams(ATTENDRE_PERPLEXITY_BINARY, args); };
 
   const test::ToolStreams r =
       run(base + " --compare full,fifo,sinks,lra_sum,lfa --chunk 8 --kv-capacity 24 --lambda 0.001 --json " +
           quote(dir / "p.json"));
   INFO(r.err);
-  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.code == 0);
   std::istringstream table(r.out);
   std::string line;
   std::vector<std::string> rows;

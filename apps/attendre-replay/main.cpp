@@ -4,7 +4,7 @@
 #include "budget.hpp"
 #include "cli.hpp"
 #include "inputs.hpp"
-#include "output_set.hpp"
+#include "common/output_set.hpp"
 #include "replay.hpp"
 #include "result_files.hpp"
 
@@ -26,15 +26,7 @@ using namespace attendre::replay;
 
 void report(const std::string& message) { cli::report("attendre-replay", message); }
 
-// The library's errors name configuration fields; the user typed flags.
-template <class F>
-auto naming_flags(F&& work) {
-  try {
-    return work();
-  } catch (const Error& e) {
-    throw Error(e.code(), with_flag_names(e.what()));
-  }
-}
+using cli::naming_flags;
 
 int run(const Options& options) {
   const Inputs inputs = load_inputs(options);
@@ -45,7 +37,7 @@ int run(const Options& options) {
   check_host_memory(options, inputs, config, steps);
   check_disk_space(options, inputs, config, steps);
 
-  OutputSet out(options.out_dir, {ResultFiles::kNames.begin(), ResultFiles::kNames.end()});
+  apps::OutputSet out(options.out_dir, {ResultFiles::kNames.begin(), ResultFiles::kNames.end()}, "attendre-replay");
   ResultFiles files(out.staging(), inputs.shape, inputs.rows, steps, config.kv.capacity);
   RunSummary summary;
   std::string device;

@@ -3,6 +3,8 @@
 // a recorded command fails loudly instead of running something else.
 #pragma once
 
+#include <attendre/error.hpp>
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -52,6 +54,17 @@ std::set<std::string> parse_options(const OptionTable& table, std::span<const st
 // messages; the user typed flags. Appends which flag each field mentioned in
 // `message` is, e.g. "... got M=5 S=4 (M is --kv-capacity, S is --chunk)".
 std::string with_flag_names(const std::string& message);
+
+// Runs `work`, rethrowing the library's errors with the flags named for the
+// configuration fields they mention.
+template <class Work>
+auto naming_flags(Work&& work) {
+  try {
+    return work();
+  } catch (const Error& e) {
+    throw Error(e.code(), with_flag_names(e.what()));
+  }
+}
 
 // Runs a tool's body and turns what escapes it into one line on stderr,
 // "<tool>: <message>", and an exit status: 2 for a UsageError (with " (see
