@@ -44,7 +44,9 @@ struct TensorView {
 // blk.L.attn_output.weight [hidden][heads_q*head_dim], blk.L.ffn_norm.weight,
 // blk.L.ffn_gate.weight / ffn_up.weight [ffn][hidden], blk.L.ffn_down.weight
 // [hidden][ffn], output_norm.weight, output.weight [vocab][hidden]; biases
-// are NAME.bias, LayerNorm shifts are the norms' .bias.
+// are NAME.bias, LayerNorm shifts are the norms' .bias. Position tensors:
+// blk.L.attn_rel_b.weight [num_buckets][heads_q] (T5 bias) and
+// rope_freqs.weight [rope_dims / 2] (per-pair RoPE divisors).
 class WeightSource {
  public:
   virtual ~WeightSource() = default;
