@@ -7,8 +7,9 @@
 //
 // LM_INFINITE: each pair picks its query and key variant by distance
 // (interface/score.h) and computes that one dot product: no extra
-// arithmetic, only the second key row per slot (half the key bytes again)
-// and the two extra query rows per ring row in memory.
+// arithmetic (measured +2% time on lavapipe, mobile preset), only the
+// second key row per slot and the two extra query rows per ring row in
+// memory (docs/spec-notes.md, "Positions").
 //
 // Bindings:  as score.comp (0 Q ring, 1 K/V memory, 2 logits)
 // Spec constants: 0 workgroup size W, 1 ROWS rows per invocation,

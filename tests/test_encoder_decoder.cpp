@@ -101,22 +101,24 @@ void check_encoder_decoder(const EncoderDecoderConfig& c, const test::TokenStrea
   test::check_no_validation_messages(test::gpu());
 }
 
-}  // namespace
-
-TEST_CASE("encoder-decoder: GPU equals the reference and the encoder memory keeps the last O outputs") {
+// Bounded memories and an encoder memory (O = 20) smaller than the input.
+EncoderDecoderConfig bounded_config() {
   EncoderDecoderConfig c;
   c.encoder = test::small_stack(2, {2, 2, 8}, 5, 6, 12, 4, Policy::lra_sum());
   c.encoder.tied_embeddings = true;
   c.encoder_memory = 20;
   c.decoder = decoder_config(2, 20, 8);
-  check_encoder_decoder(c, test::random_tokens(47, 37, 51, 0.1), 52);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("encoder-decoder: GPU equals the reference and the encoder memory keeps the last O outputs") {
+  check_encoder_decoder(bounded_config(), test::random_tokens(47, 37, 51, 0.1), 52);
 }
 
 TEST_CASE("encoder-decoder: GPU equals the reference with T5 relative position buckets") {
-  EncoderDecoderConfig c;
-  c.encoder = test::small_stack(2, {2, 2, 8}, 5, 6, 12, 4, Policy::lra_sum());
-  c.encoder_memory = 20;
-  c.decoder = decoder_config(2, 20, 8);
+  EncoderDecoderConfig c = bounded_config();
   use_t5_buckets(c);
   check_encoder_decoder(c, test::random_tokens(47, 37, 55, 0.1), 56);
 }

@@ -264,6 +264,7 @@ TEST_CASE("stack: block options: LM-Infinite with the cap active matches the ref
     INFO("sinks " << sinks);
     StackConfig c = with_lm_infinite(test::small_stack(2, {4, 2, 8}, 4, 6, 14, 6, Policy::lra_sum()), 3);
     for (BlockConfig& b : c.blocks) b.attention.kv.n_sink = sinks;
+    c.blocks[0].rope_scaling.freq_factors = true;  // rope_freqs.weight through both backends
     c.blocks[1].rope_layout = RopeLayout::neox;
     c.blocks[1].rope_dims = 6;  // dims 6, 7 do not turn
     c.blocks[1].rope_scaling.kind = RopeScaling::Kind::linear;

@@ -46,7 +46,6 @@ std::string matmul_role(const std::vector<attendre::KernelTime>& p, size_t first
 std::vector<Dispatch> classify(const std::vector<attendre::KernelTime>& p, const std::string& policy_name) {
   std::vector<Dispatch> out;
   std::string last_select;
-  bool rope_q_seen = false;
   for (size_t i = 0; i < p.size(); ++i) {
     const std::string& shader = p[i].kernel;
     Dispatch d;
@@ -67,10 +66,12 @@ std::vector<Dispatch> classify(const std::vector<attendre::KernelTime>& p, const
       size_t next = i + 1;
       while (next < p.size() && is_matmul(p[next].kernel)) ++next;
       d.role = next == i + 1 || next == p.size() ? "final" : next < p.size() && p[next].kernel == "activation" ? "ffn" : "attn";
-      rope_q_seen = false;
     } else if (shader == "rope") {
-      d.role = std::string(1, rope_q_seen ? 'k' : 'q');  // the block rotates its queries, then its keys
-      rope_q_seen = true;
+      // A block rotates its queries (three times under LM-Infinite), then
+      // its keys: the last rope before the next norm is the keys'.
+      size_t next = i + 1;
+      while (next < p.size() && p[next].kernel != "rope" && !is_norm(p[next].kernel)) ++next;
+      d.role = std::string(1, next < p.size() && p[next].kernel == "rope" ? 'q' : 'k');
     } else if (shader == "activation") {
       d.role = "ffn";
     } else if (shader.rfind("embedding", 0) == 0) {

@@ -62,7 +62,8 @@ class WeightSource {
 // Deterministic fp32 weights for tests and benchmarks: each tensor drawn
 // from a generator seeded by (seed, name), so every backend sees the same
 // values. Matrices are uniform in +-sqrt(3/in) (unit variance through a
-// product), norm gains near 1, biases and shifts small. Every name exists.
+// product), norm gains near 1, biases and shifts small, rope_freqs factors
+// in [1, 8]. Every name exists.
 class RandomWeights final : public WeightSource {
  public:
   explicit RandomWeights(uint64_t seed) : seed_(seed) {}
