@@ -25,11 +25,11 @@
 //              floats per pair, from table_offset)          read
 // Spec constants: 0 workgroup size W
 // Push constants: RopeParams (interface/rope.h)
-// Dispatch: ceil(heads * head_dim / 2 / W) * ceil(rows / kRopeRowsPerGroup)
-//           logical groups, folded (kernels::fold_groups); pair columns vary
-//           fastest. Each invocation owns one (head, pair) column and reads
-//           its frequency once for kRopeRowsPerGroup rows; columns past
-//           rope_dims / 2 copy their pair when y is not x.
+// Dispatch: ceil(heads * head_columns / W) * ceil(rows / kRopeRowsPerGroup)
+//           logical groups, folded (kernels::fold_groups); columns vary
+//           fastest. Each invocation owns one (head, column): a pair, whose
+//           frequency it reads once for kRopeRowsPerGroup rows, or (out of
+//           place) two dims past rope_dims that it copies.
 #extension GL_GOOGLE_include_directive : require
 #include "interface/rope.h"
 #include "rows.glsl"

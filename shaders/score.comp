@@ -4,13 +4,13 @@
 // (causal, tag, invalid query). A tiled GEMM per key/value head: the rows of
 // a tile are (query, head-in-group) pairs, so GQA/MQA read each key once.
 //
-// LM_INFINITE (interface/score.h): the tiles hold every query variant and
-// both key variants (3 + 2 tiles instead of 1 + 1: 2.5x the loads per
-// tile), and each output accumulates with the pair of tiles its distance
-// picks; one multiply-add per output and dim as without, plus a select.
-// Measured +34% time on lavapipe's tiled run of the mobile preset, and
-// 4 (3 TILE_R + 2 TILE_M)(TILE_D + 1) bytes of shared memory (docs/spec-notes.md,
-// "Positions").
+// LM_INFINITE (interface/score.h): room for every query variant and both
+// key variants (3 + 2 tiles instead of 1 + 1, 4 (3 TILE_R + 2 TILE_M)
+// (TILE_D + 1) bytes), of which a workgroup loads the variants its pairs
+// read; each output accumulates with the pair of tiles its distance picks,
+// one multiply-add per output and dim as without, plus a select. Measured
+// on lavapipe: 1.4x (every pair local) to 1.7x (mixed tiles) the plain
+// kernel's time (docs/spec-notes.md, "Positions").
 //
 // Bindings:  0 Q ring (q floats, positions, valid, tags)   read
 //            1 K/V memory (keys, positions, tags, T5 tables) read
@@ -44,6 +44,7 @@ layout(std430, binding = 2) writeonly buffer Logits { float logits[]; };
 // away bank conflicts.
 shared float q_tile[Q_VARIANTS * TILE_R * (TILE_D + 1)];
 shared float k_tile[K_VARIANTS * TILE_M * (TILE_D + 1)];
+shared uint tile_variants;  // LM_INFINITE: bit v set when an output reads query variant v
 
 void main() {
   const uint W = gl_WorkGroupSize.x;
@@ -61,6 +62,11 @@ void main() {
   float acc[OUTPUTS];
   uint q_base[OUTPUTS];  // where output a's query row starts in q_tile
   bool global_key[OUTPUTS];  // output a reads the un-rotated key variant
+  if (LM_INFINITE != 0u) {
+    if (tid == 0u) tile_variants = 0u;
+    barrier();  // cleared before anyone sets a bit
+  }
+  uint mine = 0u;  // the variants this thread's outputs read
   for (uint a = 0; a < OUTPUTS; ++a) {
     acc[a] = 0.0;
     const uint r = tid / TILE_M + a * ROW_STEP, row = row0 + r;
@@ -69,29 +75,45 @@ void main() {
       const uint ring_row = (pc.ring_first + row / group) % pc.ring_capacity;
       variant = lm_variant(int(ring[pc.ring_pos_offset + ring_row]), int(kv[pc.kv_pos_offset + slot]));
     }
+    mine |= 1u << variant;
     q_base[a] = (variant * TILE_R + r) * (TILE_D + 1);
     global_key[a] = variant != kLmLocal;
   }
+  // Tiles no output reads are not loaded: a tile whose pairs are all
+  // within n_local loads what the plain kernel loads.
+  uint used = 1u;
+  if (LM_INFINITE != 0u) {
+    atomicOr(tile_variants, mine);
+    barrier();  // every bit set before the workgroup reads the mask
+    used = tile_variants;
+  }
 
   for (uint d0 = 0; d0 < pc.head_dim; d0 += TILE_D) {
-    for (uint i = tid; i < Q_VARIANTS * TILE_R * TILE_D; i += W) {
-      const uint v = i / (TILE_R * TILE_D), r = i / TILE_D % TILE_R, dd = i % TILE_D, row = row0 + r;
-      float x = 0.0;
-      if (row < rows && d0 + dd < pc.head_dim) {
-        const uint query = row / group, h = g * group + row % group;
-        const uint ring_row = (pc.ring_first + query) % pc.ring_capacity;
-        // Scaled before the dot product, so that no partial sum can
-        // overflow where the logit itself fits (see score_direct.comp).
-        x = pc.scale * uintBitsToFloat(ring[ring_row * pc.ring_q_stride + v * q_row + h * pc.head_dim + d0 + dd]);
+    for (uint v = 0; v < Q_VARIANTS; ++v) {
+      if ((used >> v & 1u) == 0u) continue;  // uniform: the mask is the workgroup's
+      for (uint i = tid; i < TILE_R * TILE_D; i += W) {
+        const uint r = i / TILE_D, dd = i % TILE_D, row = row0 + r;
+        float x = 0.0;
+        if (row < rows && d0 + dd < pc.head_dim) {
+          const uint query = row / group, h = g * group + row % group;
+          const uint ring_row = (pc.ring_first + query) % pc.ring_capacity;
+          // Scaled before the dot product, so that no partial sum can
+          // overflow where the logit itself fits (see score_direct.comp).
+          x = pc.scale * uintBitsToFloat(ring[ring_row * pc.ring_q_stride + v * q_row + h * pc.head_dim + d0 + dd]);
+        }
+        q_tile[(v * TILE_R + r) * (TILE_D + 1) + dd] = x;
       }
-      q_tile[(v * TILE_R + r) * (TILE_D + 1) + dd] = x;
     }
-    for (uint i = tid; i < K_VARIANTS * TILE_M * TILE_D; i += W) {
-      const uint v = i / (TILE_M * TILE_D), m = i / TILE_D % TILE_M, dd = i % TILE_D, s = slot0 + m;
-      float x = 0.0;
-      if (s < pc.held && d0 + dd < pc.head_dim)
-        x = uintBitsToFloat(kv[pc.kv_key_offset + s * pc.kv_key_stride + v * kv_row + g * pc.head_dim + d0 + dd]);
-      k_tile[(v * TILE_M + m) * (TILE_D + 1) + dd] = x;
+    for (uint v = 0; v < K_VARIANTS; ++v) {
+      // Rotated keys serve the local variant, un-rotated ones the other two.
+      if ((used & (v == 0u ? 1u : ~1u)) == 0u) continue;
+      for (uint i = tid; i < TILE_M * TILE_D; i += W) {
+        const uint m = i / TILE_D, dd = i % TILE_D, s = slot0 + m;
+        float x = 0.0;
+        if (s < pc.held && d0 + dd < pc.head_dim)
+          x = uintBitsToFloat(kv[pc.kv_key_offset + s * pc.kv_key_stride + v * kv_row + g * pc.head_dim + d0 + dd]);
+        k_tile[(v * TILE_M + m) * (TILE_D + 1) + dd] = x;
+      }
     }
     barrier();  // tiles complete before anyone reads them
     for (uint dd = 0; dd < TILE_D; ++dd) {

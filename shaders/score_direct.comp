@@ -7,7 +7,7 @@
 //
 // LM_INFINITE: each pair picks its query and key variant by distance
 // (interface/score.h) and computes that one dot product: no extra
-// arithmetic (measured +2% time on lavapipe, mobile preset), only the
+// arithmetic (measured within 1-3% of the plain kernel on lavapipe), only the
 // second key row per slot and the two extra query rows per ring row in
 // memory (docs/spec-notes.md, "Positions").
 //

@@ -163,15 +163,18 @@ void check_rope(Context& context, const kernels::KernelPlan& plan, RopeLayout la
   CHECK(before == after);  // nothing else written
 }
 
+// The rope tests' shapes: rows, heads, head_dim, rope_dims, theta.
+const RopeCase kRopeShapes[] = {{10, 1, 2, 2, 10000.0},
+                                {17, 3, 64, 64, 10000.0},
+                                {33, 2, 128, 32, 500000.0},  // partial rotation
+                                {12, 5, 6, 4, 1000000.0}};
+
 TEST_CASE("block kernels: rope matches the float64 reference at positions up to 2^31 (normal and neox)") {
   std::mt19937_64 rng(7003);
   for_each_context([&](Context& context) {
     const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
     for (RopeLayout layout : {RopeLayout::normal, RopeLayout::neox}) {
-      check_rope(context, plan, layout, {10, 1, 2, 2, 10000.0}, rng);
-      check_rope(context, plan, layout, {17, 3, 64, 64, 10000.0}, rng);
-      check_rope(context, plan, layout, {33, 2, 128, 32, 500000.0}, rng);  // partial rotation
-      check_rope(context, plan, layout, {12, 5, 6, 4, 1000000.0}, rng);
+      for (const RopeCase& shape : kRopeShapes) check_rope(context, plan, layout, shape, rng);
       check_rope(context, folded(plan), layout, {40, 3, 96, 96, 10000.0}, rng);
     }
   });
@@ -230,8 +233,6 @@ TEST_CASE("block kernels: rope with linear and llama3 scaling and per-pair facto
   RopeScaling linear;
   linear.kind = RopeScaling::Kind::linear;
   linear.factor = 4.0;
-  std::vector<double> linear_reference;
-  for (uint32_t i = 0; i < 32; ++i) linear_reference.push_back(std::pow(10000.0, -2.0 * i / 64) / 4.0);
 
   // The library's frequencies are the formulas' (both forms of llama3).
   const std::vector<double> gguf = llama3_gguf_factors(theta, 128, 8.0, 1.0, 4.0, 8192.0);
@@ -258,9 +259,24 @@ TEST_CASE("block kernels: rope with linear and llama3 scaling and per-pair facto
     for (RopeLayout layout : {RopeLayout::normal, RopeLayout::neox}) {
       check_rope(context, plan, layout, {17, 2, 128, 128, theta, llama3}, rng, meta, unsmoothed);
       check_rope(context, plan, layout, {17, 2, 128, 128, theta, factors, gguf}, rng, meta);
-      check_rope(context, plan, layout, {12, 3, 64, 64, 10000.0, linear}, rng, linear_reference);
+      // Every scaling on the plain rope test's shapes, against the formulas.
+      for (RopeCase shape : kRopeShapes) {
+        const double t = shape.theta;
+        const uint32_t d = shape.rope_dims;
+        shape.scaling = llama3;
+        check_rope(context, plan, layout, shape, rng, llama3_reference(t, d, 8.0, 1.0, 4.0, 8192.0));
+        shape.scaling = factors;
+        shape.factors = llama3_gguf_factors(t, d, 8.0, 1.0, 4.0, 8192.0);
+        check_rope(context, plan, layout, shape, rng, llama3_reference(t, d, 8.0, 1.0, 4.0, 8192.0));
+        std::vector<double> linear_reference;
+        for (uint32_t i = 0; i < d / 2; ++i) linear_reference.push_back(std::pow(t, -2.0 * i / d) / 4.0);
+        shape.scaling = linear;
+        shape.factors.clear();
+        check_rope(context, plan, layout, shape, rng, linear_reference);
+      }
       // LM-Infinite's uses: out of place with partial rotation, fixed positions.
       check_rope(context, plan, layout, {9, 2, 10, 6, 10000.0, linear, {}, true}, rng);
+      check_rope(context, plan, layout, {7, 2, 7, 4, 10000.0, {}, {}, true}, rng);  // odd head_dim: one dim copied alone
       check_rope(context, folded(plan), layout, {21, 3, 16, 16, 10000.0, {}, {}, true, 4096}, rng);
       check_rope(context, plan, layout, {5, 2, 8, 8, 10000.0, {}, {}, false, -4096}, rng);
     }

@@ -248,28 +248,27 @@ void DeviceBlock::record_qk(vk::CommandRecorder& rec, uint32_t n, uint32_t first
   auto ring_rows = [&](uint32_t variant) { return RowRef::ring(ring.q_stride, ring.capacity, first_row, variant * s.q_row()); };
   auto key_rows = [&](uint32_t variant) { return RowRef::contiguous(chunk.key_stride, variant * s.kv_row()); };
   const RowRef ring_positions = RowRef::ring(1, ring.capacity, first_row), chunk_positions = RowRef::contiguous(1);
-  if (own_keys) v_.record(rec, n, RowRef::contiguous(H), RowRef::contiguous(s.kv_row()));
-  if (!config_.lm_infinite.enabled) {
-    q_.record(rec, n, RowRef::contiguous(H), ring_rows(0));
-    if (own_keys) k_.record(rec, n, RowRef::contiguous(H), key_rows(0));
-    if (!config_.rope) return;
+  // LM-Infinite (interface/score.h): q and k land un-rotated in the past
+  // variant; the local and future variants are rotated out of it before the
+  // query's turns by +n_local in place. Keys keep the un-rotated copy.
+  const bool lm = config_.lm_infinite.enabled;
+  q_.record(rec, n, RowRef::contiguous(H), ring_rows(lm ? kernels::kLmPast : kernels::kLmLocal));
+  if (own_keys) {
+    k_.record(rec, n, RowRef::contiguous(H), key_rows(lm ? 1 : 0));
+    v_.record(rec, n, RowRef::contiguous(H), RowRef::contiguous(s.kv_row()));
+  }
+  if (!config_.rope) return;
+  if (!lm) {
     rope_q_.record(rec, {n, s.heads_q, s.head_dim, rope_dims_, ring_rows(0), {}, ring_positions, {}, 0});
     if (own_keys) rope_k_.record(rec, {n, s.heads_kv, s.head_dim, rope_dims_, key_rows(0), {}, chunk_positions, {}, 0});
     return;
   }
-  // LM-Infinite (interface/score.h): the projections land un-rotated in the
-  // past variant; the local and future variants are rotated out of it before
-  // it turns by +n_local in place. Keys keep the un-rotated copy too.
   const auto cap = static_cast<int32_t>(config_.lm_infinite.n_local);
-  q_.record(rec, n, RowRef::contiguous(H), ring_rows(kernels::kLmPast));
-  rope_q_.record(rec, {n, s.heads_q, s.head_dim, rope_dims_, ring_rows(kernels::kLmPast), ring_rows(kernels::kLmLocal),
-                       ring_positions, {}, 0});
-  rope_q_.record(rec, {n, s.heads_q, s.head_dim, rope_dims_, ring_rows(kernels::kLmPast), ring_rows(kernels::kLmFuture),
-                       ring_positions, -cap, 0});
-  rope_q_.record(rec, {n, s.heads_q, s.head_dim, rope_dims_, ring_rows(kernels::kLmPast), {}, ring_positions, cap, 0});
-  if (!own_keys) return;
-  k_.record(rec, n, RowRef::contiguous(H), key_rows(1));
-  rope_k_.record(rec, {n, s.heads_kv, s.head_dim, rope_dims_, key_rows(1), key_rows(0), chunk_positions, {}, 0});
+  const RowRef unrotated = ring_rows(kernels::kLmPast);
+  rope_q_.record(rec, {n, s.heads_q, s.head_dim, rope_dims_, unrotated, ring_rows(kernels::kLmLocal), ring_positions, {}, 0});
+  rope_q_.record(rec, {n, s.heads_q, s.head_dim, rope_dims_, unrotated, ring_rows(kernels::kLmFuture), ring_positions, -cap, 0});
+  rope_q_.record(rec, {n, s.heads_q, s.head_dim, rope_dims_, unrotated, {}, ring_positions, cap, 0});
+  if (own_keys) rope_k_.record(rec, {n, s.heads_kv, s.head_dim, rope_dims_, key_rows(1), key_rows(0), chunk_positions, {}, 0});
 }
 
 void DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint64_t upload_at) const {
