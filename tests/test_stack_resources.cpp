@@ -61,6 +61,13 @@ TEST_CASE("stack memory: what the stack holds is what plan_stack_memory predicts
   b.blocks[0].qkv_bias = b.blocks[1].ffn_bias = true;
   b.blocks[1].norm = NormKind::layer;
   check_memory_equals_plan(b);
+  // Positions: LM-Infinite's query and key variants, T5 tables, rope_freqs.
+  StackConfig p = test::small_stack(2, {4, 2, 8}, 4, 5, 12, 5, Policy::lru());
+  p.blocks[0].lm_infinite = {true, 16};
+  p.blocks[0].rope_scaling.freq_factors = true;
+  p.blocks[1].rope = false;
+  p.blocks[1].attention.retrieval.bias = BiasKind::t5;
+  check_memory_equals_plan(p);
   test::check_no_validation_messages(test::gpu());
 }
 

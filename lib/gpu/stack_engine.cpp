@@ -130,7 +130,10 @@ StackEngine::StackEngine(Context& ctx, const StackConfig& c, WeightSource& weigh
     embedding_table_ = loader.matrix(*spec.token_embd);
   }
   if (spec.output) output_ = loader.matrix(*spec.output);
-  for (const BlockSpec& b : spec.blocks) block_weights_.push_back(BlockWeights::load(loader, b));
+  const std::vector<double> rope_factors =
+      spec.rope_freqs ? loader.values(spec.rope_freqs->name, {spec.rope_freqs->size}) : std::vector<double>{};
+  for (size_t l = 0; l < spec.blocks.size(); ++l)
+    block_weights_.push_back(BlockWeights::load(loader, spec.blocks[l], c.blocks[l], rope_factors));
   loader.finish();
   for (size_t l = 0; l < c.blocks.size(); ++l)
     blocks_.push_back(std::make_unique<DeviceBlock>(ctx, config_, l, block_weights_[l], shared_));

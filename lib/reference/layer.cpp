@@ -1,5 +1,6 @@
 // Float64 reference of one ATTENDRE layer step (spec section 3).
 #include "core/numerics.hpp"
+#include "core/positions.hpp"
 #include "core/fail.hpp"
 #include "core/stream_validator.hpp"
 
@@ -14,7 +15,9 @@ Layer::Layer(const LayerConfig& config)
     : config_((config.validate(), config)),
       q_memory_(config.q_capacity),
       kv_(config.shape, config.kv, config.chunk),
-      validator_(std::make_unique<StreamValidator>()) {}
+      validator_(std::make_unique<StreamValidator>()) {
+  if (config.retrieval.bias == BiasKind::t5) positions::validate(config.retrieval.t5, config.shape.heads_q, true, "");
+}
 
 Layer::~Layer() = default;
 
