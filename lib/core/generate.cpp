@@ -54,7 +54,7 @@ void read_tokens(TransformerStack& stack, std::span<const uint32_t> tokens, Logi
 
 GenerateResult generate(TransformerStack& stack, std::span<const uint32_t> prompt, const GenerateOptions& options,
                         const std::function<void(uint32_t)>& on_token) {
-  Sampler sampler(options.sampling);
+  options.sampling.validate();  // before the read, not after it
   const uint32_t vocab = stack.config().vocab;
   require(prompt.size() + options.max_tokens < kMaxPositions,
           "prompt and budget exceed 2^31 positions");
@@ -71,7 +71,23 @@ GenerateResult generate(TransformerStack& stack, std::span<const uint32_t> promp
               });
   result.read_seconds = seconds_since(read_start);
   require(last.size() == vocab, "the stack emitted no logits for the last prompt position");
+  GenerateResult generated = generate_after(stack, last, static_cast<int64_t>(prompt.size()), options, on_token);
+  generated.prompt_tokens = result.prompt_tokens;
+  generated.prompt_logits = std::move(result.prompt_logits);
+  generated.read_seconds = result.read_seconds;
+  return generated;
+}
 
+GenerateResult generate_after(TransformerStack& stack, std::span<const float> last_logits, int64_t next_position,
+                              const GenerateOptions& options, const std::function<void(uint32_t)>& on_token) {
+  Sampler sampler(options.sampling);
+  const uint32_t vocab = stack.config().vocab;
+  require(vocab > 0 && last_logits.size() == vocab,
+          "generation needs one row of logits (" + std::to_string(vocab) + "), got " + std::to_string(last_logits.size()));
+  require(next_position >= 0 && static_cast<uint64_t>(next_position) + options.max_tokens < kMaxPositions,
+          "prompt and budget exceed 2^31 positions");
+  GenerateResult result;
+  std::vector<float> last(last_logits.begin(), last_logits.end());
   const auto generate_start = std::chrono::steady_clock::now();
   StackRequest request;
   request.hidden = false;
@@ -85,7 +101,7 @@ GenerateResult generate(TransformerStack& stack, std::span<const uint32_t> promp
     result.tokens.push_back(token);
     if (on_token) on_token(token);
     if (n + 1 == options.max_tokens) break;  // the budget is spent: no logits needed past it
-    const int64_t position = static_cast<int64_t>(prompt.size() + n);
+    const int64_t position = next_position + n;
     StackChunk one;
     one.rows = 1;
     one.tokens = std::span<const uint32_t>(&result.tokens.back(), 1);
