@@ -1,0 +1,96 @@
+// Positions of models read from GGUF files, on the float64 reference: RoPE
+// scaling from metadata (linear, and llama3's rope_freqs.weight) runs the
+// published formulas, and LM-Infinite set by a memory plan reaches every
+// RoPE block; with unbounded memories the stack equals the dense forward.
+#include "model_checks.hpp"
+#include "model_fixtures.hpp"
+#include "gguf_test_support.hpp"
+
+using namespace attendre;
+using gguf::TensorType;
+
+namespace {
+
+// The dense forward's logits of kFixturePrompt at `positions`.
+std::vector<float> dense_at(Model& model, const StackConfig& config, std::span<const int64_t> positions) {
+  StackChunk c;
+  c.rows = static_cast<uint32_t>(test::kFixturePrompt.size());
+  c.tokens = test::kFixturePrompt;
+  c.positions = positions;
+  StackRequest request;
+  request.logits = true;
+  return reference::dense_forward(config, model.weights(), c, true, request).logits;
+}
+
+test::FixtureShape scaled(const std::string& scaling) {
+  test::FixtureShape shape;
+  shape.rope_scaling = scaling;
+  return shape;
+}
+
+}  // namespace
+
+TEST_CASE("model positions: linear RoPE scaling by 4 turns position 4t as unscaled RoPE turns t") {
+  test::GgufTempDir dir;
+  Model linear = Model::open(test::write_fixture(dir.path, scaled("linear"), 29));
+  Model plain = Model::open(test::write_fixture(dir.path, scaled(""), 29));  // the same tensors, no scaling keys
+  const size_t T = test::kFixturePrompt.size();
+  const StackConfig config = linear.stack_config(test::unbounded(T, 4));
+  CHECK(config.blocks[1].rope_scaling.kind == RopeScaling::Kind::linear);
+  CHECK(config.blocks[1].rope_scaling.factor == 4.0);
+  std::vector<int64_t> spread(T), dense(T);
+  for (size_t i = 0; i < T; ++i) spread[i] = 4 * static_cast<int64_t>(i), dense[i] = static_cast<int64_t>(i);
+  const std::vector<float> unscaled = dense_at(plain, plain.stack_config(test::unbounded(T, 4)), dense);
+  CHECK(test::max_difference(dense_at(linear, config, spread), unscaled) < 1e-5);
+  // The comparison can fail: the same positions under the scaled model differ.
+  CHECK(test::max_difference(dense_at(linear, config, dense), unscaled) > 1e-3);
+  // The stack with unbounded memories is the dense forward.
+  reference::Stack stack(config, linear.weights());
+  CHECK(test::max_difference(test::stack_logits(stack, test::kFixturePrompt), test::dense_logits(linear, config, test::kFixturePrompt)) < 1e-5);
+}
+
+TEST_CASE("model positions: rope_freqs.weight as convert_hf_to_gguf.py writes it for llama3 is Meta's apply_scaling") {
+  test::GgufTempDir dir;
+  Model model = Model::open(test::write_fixture(dir.path, scaled("llama3"), 31));
+  const size_t T = test::kFixturePrompt.size();
+  const StackConfig config = model.stack_config(test::unbounded(T, 4));
+  CHECK(config.blocks[0].rope_scaling.freq_factors);
+  CHECK(config.blocks[0].rope_scaling.kind == RopeScaling::Kind::none);
+  // The same weights under the formula itself (the tensor is then unread).
+  StackConfig formula = config;
+  for (BlockConfig& b : formula.blocks) {
+    b.rope_scaling.freq_factors = false;
+    b.rope_scaling.kind = RopeScaling::Kind::llama3;
+    b.rope_scaling.factor = 8.0;
+    b.rope_scaling.low_freq_factor = 1.0;
+    b.rope_scaling.high_freq_factor = 4.0;
+    b.rope_scaling.original_context = test::kLlama3OriginalContext;
+  }
+  std::vector<int64_t> positions(T);
+  for (size_t i = 0; i < T; ++i) positions[i] = 100 * static_cast<int64_t>(i);  // far enough for the slow pairs to matter
+  const std::vector<float> from_tensor = dense_at(model, config, positions);
+  CHECK(test::max_difference(from_tensor, dense_at(model, formula, positions)) < 1e-5);
+  StackConfig unscaled = config;
+  for (BlockConfig& b : unscaled.blocks) b.rope_scaling = {};
+  CHECK(test::max_difference(from_tensor, dense_at(model, unscaled, positions)) > 1e-3);
+  reference::Stack stack(config, model.weights());
+  CHECK(test::max_difference(test::stack_logits(stack, test::kFixturePrompt), test::dense_logits(model, config, test::kFixturePrompt)) < 1e-5);
+}
+
+TEST_CASE("model positions: LM-Infinite from a memory plan caps every RoPE block, the dense forward agrees") {
+  test::GgufTempDir dir;
+  for (const char* architecture : {"llama", "qwen2"}) {
+    INFO(architecture);
+    Model model = Model::open(test::write_fixture(dir.path, test::FixtureShape::for_type(architecture, TensorType::q8_0), 37));
+    MemoryPlan plan = test::unbounded(test::kFixturePrompt.size(), 4);
+    plan.all.lm_infinite = {true, 5};
+    const StackConfig capped = model.stack_config(plan);
+    for (const BlockConfig& b : capped.blocks) CHECK((b.lm_infinite.enabled && b.lm_infinite.n_local == 5));
+    reference::Stack stack(capped, model.weights());
+    const std::vector<float> dense = test::dense_logits(model, capped, test::kFixturePrompt);
+    CHECK(test::max_difference(test::stack_logits(stack, test::kFixturePrompt), dense) < 1e-5);
+    // Distances past 5 change: not the uncapped model.
+    const StackConfig plain = model.stack_config(test::unbounded(test::kFixturePrompt.size(), 4));
+    CHECK(test::max_difference(dense, test::dense_logits(model, plain, test::kFixturePrompt)) > 1e-3);
+  }
+}
