@@ -1,6 +1,5 @@
 // The seam between the reader and the model that reads: the lexical model
-// (lexical_model.hpp) now, a GGUF model (include/attendre/model.hpp, once
-// the loader lands) later. A backend owns the stack's shape and weights,
+// (lexical_model.hpp) or a GGUF model (model_backend.hpp). A backend owns the stack's shape and weights,
 // turns text into tokens and tokens into the first block's inputs, and
 // answers once the document has been read and drained. The memory (N, M,
 // K, policies) is the reader's: memory_settings.hpp applies it to the shape.
@@ -71,8 +70,11 @@ class Backend {
   virtual bool first_block_qkv(const Token& token, std::span<float> q, std::span<float> k, std::span<float> v) const = 0;
 
   // After the read and the drain: the generated answer, or nullopt for a
-  // backend without a vocabulary to answer in.
-  virtual std::optional<std::string> answer(attendre::TransformerStack& stack) = 0;
+  // backend without a vocabulary to answer in (stack_shape().vocab == 0,
+  // when the reader has no logits to give). `last_logits`: the document's
+  // last position's; `next_position`: the document's length.
+  virtual std::optional<std::string> answer(attendre::TransformerStack& stack, std::span<const float> last_logits,
+                                            int64_t next_position) = 0;
 };
 
 }  // namespace reader

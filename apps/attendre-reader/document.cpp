@@ -26,9 +26,11 @@ class PartWalker {
   }
 
   // What follows the part's last token (with what was carried into the
-  // part when it had no token at all).
-  std::string finish() {
+  // part when it had no token at all). The document's last part also takes
+  // what the tokenizer held back.
+  std::string finish(bool last_part) {
     tokenizer_.end_part(tokens_);
+    if (last_part) tokenizer_.end_document(tokens_);
     deliver();
     return carried_ + pending_;
   }
@@ -116,6 +118,7 @@ void Document::walk(Tokenizer& tokenizer, const std::function<void(const TokenVi
   int64_t position = 0;
   std::string carried;
   for (const TemplatePiece& piece : pieces_) {
+    const bool last_part = &piece == &pieces_.back();
     PartWalker part(tokenizer, piece.part, needles_, position, visit, std::move(carried));
     if (piece.part == Part::context) {
       context_->rewind();
@@ -123,7 +126,7 @@ void Document::walk(Tokenizer& tokenizer, const std::function<void(const TokenVi
     } else {
       part.feed(piece.part == Part::question ? question_ : piece.text);
     }
-    carried = part.finish();
+    carried = part.finish(last_part);
   }
   if (trailing) trailing(carried);
 }

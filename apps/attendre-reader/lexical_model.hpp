@@ -52,7 +52,9 @@ class LexicalModel final : public Backend {
   std::unique_ptr<Tokenizer> make_tokenizer() const override;
   void append_input(const Token& token, int64_t position, StackInputs& inputs) const override;
   bool first_block_qkv(const Token& token, std::span<float> q, std::span<float> k, std::span<float> v) const override;
-  std::optional<std::string> answer(attendre::TransformerStack&) override { return std::nullopt; }
+  std::optional<std::string> answer(attendre::TransformerStack&, std::span<const float>, int64_t) override {
+    return std::nullopt;
+  }
 
   // The embedding of `token` (kHidden values).
   void embed(const Token& token, std::span<float> row) const;

@@ -11,6 +11,7 @@
 #include "input.hpp"
 #include "json_output.hpp"
 #include "lexical_model.hpp"
+#include "model_backend.hpp"
 #include "options.hpp"
 #include "passages.hpp"
 #include "reading.hpp"
@@ -25,7 +26,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <optional>
 
@@ -38,15 +38,13 @@ void report(const std::string& message) { attendre::cli::report("attendre-reader
 
 using attendre::cli::naming_flags;
 
-// The model path waits for the GGUF loader (include/attendre/model.hpp):
-// the file is still checked as any input is, so the message is about the
-// build, not a typo.
-[[noreturn]] void refuse_model(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) attendre::fail(ErrorCode::io_error, "cannot open " + path + ": no such readable file");
-  attendre::fail(ErrorCode::unsupported,
-                 "--model: reading with a GGUF model is not available in this build yet (the model loader, "
-                 "include/attendre/model.hpp, has not landed); run without --model to read with the lexical model");
+// The lexical model, or the GGUF file's (whose errors name the file).
+std::unique_ptr<Backend> open_backend(const Options& o) {
+  if (!o.model_path) return std::make_unique<LexicalModel>();
+  ModelBackendOptions options;
+  options.model.weights = o.memory.fp16 ? attendre::WeightType::f16 : attendre::WeightType::f32;
+  options.answer_tokens = o.answer_tokens;
+  return std::make_unique<ModelBackend>(*o.model_path, options);
 }
 
 std::unique_ptr<attendre::Context> open_device(const std::string& device) {
@@ -58,6 +56,14 @@ std::unique_ptr<attendre::Context> open_device(const std::string& device) {
   } catch (const attendre::Error& e) {
     attendre::fail(e.code(), std::string("no usable Vulkan device: ") + e.what() + " (--device cpu reads on the float64 reference)");
   }
+}
+
+// Whether the host can compute block 0's queries and keys from the tokens
+// alone (the yardstick and --export-stream need them).
+bool computes_first_block(const Backend& backend) {
+  const attendre::AttentionShape shape = backend.stack_shape().blocks.at(0).attention.shape;
+  std::vector<float> q(shape.q_row()), k(shape.kv_row()), v(shape.kv_row());
+  return backend.first_block_qkv(Token{}, q, k, v);
 }
 
 // A configuration the device cannot hold is refused with both figures
@@ -95,13 +101,14 @@ Session survey_session(const Backend& backend, OpenedInput& input, Tokenizer& to
 }
 
 int run(const Options& o) {
-  if (o.model_path) refuse_model(*o.model_path);
   // Output paths first: a typo in one fails in a moment, not after a read.
   attendre::cli::OutputFiles outputs;
   if (o.json_path) outputs.stage("--json", *o.json_path);
   if (o.report_path) outputs.stage("--report", *o.report_path);
 
-  LexicalModel backend;
+  const std::unique_ptr<Backend> backend_owner = open_backend(o);
+  Backend& backend = *backend_owner;
+  const bool host_first_block = computes_first_block(backend);
   OpenedInput input = open_input(o);
   std::unique_ptr<Tokenizer> tokenizer = backend.make_tokenizer();
   Session s = survey_session(backend, input, *tokenizer, o);
@@ -124,8 +131,7 @@ int run(const Options& o) {
   // The retained mass needs block 0's queries and keys on the host: the
   // lexical model has them, a GGUF model's come only out of the stack.
   std::optional<Yardstick> yardstick;
-  std::vector<float> q(first.shape.q_row()), k(first.shape.kv_row()), v(first.shape.kv_row());
-  if (backend.first_block_qkv(Token{}, q, k, v)) {
+  if (host_first_block) {
     const auto start = std::chrono::steady_clock::now();
     yardstick.emplace(backend, *input.document, schedule, first.shape, first.scale());
     s.yardstick_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -82,7 +82,7 @@ Options parse_options(const std::vector<std::string>& args) {
   Options o;
   std::optional<PolicyList> policy;
   std::optional<std::vector<PolicyList>> compare;
-  bool haystack_flag = false, haystack_detail = false;
+  bool haystack_flag = false, haystack_detail = false, answer_tokens_given = false;
   MemorySettings& m = o.memory;
   const auto value = [](auto apply) { return Flag{true, apply}; };
   const auto toggle = [](bool& target) { return Flag{false, [&target](const std::string&, const std::string&) { target = true; }}; };
@@ -117,6 +117,10 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--question", value([&](const std::string& f, const std::string& v) { o.question = utf8_text(f, v); })},
       {"--template", value([&](const std::string& f, const std::string& v) { o.template_text = utf8_text(f, v); })},
       {"--model", path(o.model_path)},
+      {"--answer-tokens", value([&](const std::string& f, const std::string& v) {
+         o.answer_tokens = static_cast<uint32_t>(parse_integer(f, v, 1, 4096));
+         answer_tokens_given = true;
+       })},
       {"--chunk", value([&](const std::string& f, const std::string& v) {
          m.chunk = static_cast<uint32_t>(parse_integer(f, v, 1, 1u << 20));
        })},
@@ -171,6 +175,9 @@ Options parse_options(const std::vector<std::string>& args) {
   if (!o.text_path.empty() && (haystack_flag || haystack_detail))
     usage("--text reads a file; --haystack and its options generate a document: choose one");
   o.input = !o.text_path.empty() ? InputKind::text : (haystack_flag || haystack_detail) ? InputKind::haystack : InputKind::builtin;
+  if (answer_tokens_given && !o.model_path) usage("--answer-tokens needs --model: the lexical model does not answer");
+  if (o.export_dir && o.model_path)
+    usage("--export-stream needs the lexical model: a GGUF model's first-block queries and keys come only out of the stack");
   if (o.memory.init_k && o.memory.init_const) usage("--init-k and --init-const both set the initial score: choose one");
   if (policy && compare) usage("--policy runs one configuration, --compare several: choose one");
   if (compare) o.runs = *compare;
@@ -203,10 +210,12 @@ input
                        \n is a newline
 
 model
-  --model FILE.gguf    read with a GGUF model and generate the answer (not
-                       available in this build yet). Without it, a lexical
+  --model FILE.gguf    read with a GGUF model (llama, qwen2) and generate the
+                       answer greedily after the drain. Without it, a lexical
                        model (hashed word embeddings, hand-written weights, no
                        learned ones; see apps/attendre-reader/README.md) reads.
+  --answer-tokens T    tokens to generate (default 32; a stop token ends them
+                       sooner); the answer shown is their first line
 
 memory (one value for every block, or a comma-separated value per block)
   --chunk S            positions per step (default 32)

@@ -24,6 +24,7 @@ struct Options {
   std::string template_text;  // empty: kDefaultTemplate
 
   std::optional<std::string> model_path;
+  uint32_t answer_tokens = 32;  // --answer-tokens: the answer's budget (with --model)
   MemorySettings memory;
   // Runs in order, each a policy list: --compare's policies, --policy's list,
   // or the default comparison.

@@ -32,15 +32,17 @@ class Read {
     }
   }
 
+  // A full chunk steps when the next token comes, so that the last step
+  // is known as such (it asks for the logits an answer starts from).
   void token(const TokenView& t) {
+    if (inputs_.rows() == setup_.schedule.chunk) step(false);
     setup_.backend.append_input(t.token, t.position, inputs_);
     if (setup_.yardstick) window_.add(setup_.backend, t.token, t.position);
-    if (inputs_.rows() == setup_.schedule.chunk) step();
   }
 
   void finish() {
-    if (inputs_.rows() > 0) step();
-    stack_->finish(kNoReadback, stack_->config().flush_capable);
+    if (inputs_.rows() > 0) step(true);
+    keep_last_logits(stack_->finish(final_request(), stack_->config().flush_capable));
     for (size_t l = 0; l < capacity_.size(); ++l) {
       attendre::MemorySnapshot held = stack_->snapshot(l);
       if (l + 1 == capacity_.size()) result_.map.add_row(step_, setup_.schedule.tokens - 1, held, true);
@@ -50,14 +52,26 @@ class Read {
     if (mass_queries_ > 0) result_.mass = MassEstimate{mass_sum_ / static_cast<double>(mass_queries_), mass_queries_};
   }
 
-  std::optional<std::string> answer() { return setup_.backend.answer(*stack_); }
+  std::optional<std::string> answer() {
+    if (last_logits_.empty()) return std::nullopt;  // no vocabulary
+    return setup_.backend.answer(*stack_, last_logits_, setup_.schedule.tokens);
+  }
 
  private:
-  // Steps return without waiting for the device; only snapshots wait.
+  // Steps return without waiting for the device; only snapshots wait. The
+  // last position leaves the stack in the last step (N = 0) or while
+  // finishing: those ask for logits where there is a vocabulary.
   static constexpr attendre::StackRequest kNoReadback{false, false};
+  attendre::StackRequest final_request() const { return {false, stack_->config().vocab > 0}; }
 
-  void step() {
-    stack_->step(inputs_.chunk(), kNoReadback);
+  void keep_last_logits(const attendre::StackOutput& out) {
+    const size_t vocab = stack_->config().vocab;
+    if (out.logits.empty() || out.positions.back() != setup_.schedule.tokens - 1) return;
+    last_logits_.assign(out.logits.end() - static_cast<std::ptrdiff_t>(vocab), out.logits.end());
+  }
+
+  void step(bool last) {
+    keep_last_logits(stack_->step(inputs_.chunk(), last ? final_request() : kNoReadback));
     inputs_.clear();
     const uint64_t step = step_++;
     const int64_t horizon = setup_.schedule.horizon(step);
@@ -91,6 +105,7 @@ class Read {
   StackInputs inputs_;
   KeyWindow window_;
   std::vector<uint32_t> capacity_, held_;
+  std::vector<float> last_logits_;
   uint64_t step_ = 0;
   double mass_sum_ = 0.0;
   uint64_t mass_queries_ = 0;

@@ -16,9 +16,12 @@ struct Token {
   uint64_t id = 0;        // vocabulary id (model) or hash of the lowercased word (lexical model)
   uint64_t offset = 0;    // first byte, counted from the start of its piece of the document
   uint32_t length = 0;    // bytes
-  uint32_t sentence = 0;  // ordinal of the sentence it belongs to, over the whole document
+  // The lexical model's (a model's tokenizer leaves them): the ordinal of
+  // the sentence it belongs to over the whole document, and whether it is
+  // a content word (not punctuation nor a function word).
+  uint32_t sentence = 0;
   Part part = Part::context;
-  bool content = true;    // a content word; false for punctuation and function words
+  bool content = true;
 };
 
 // Text in, tokens out, piece by piece, so that a document of any length
@@ -33,6 +36,9 @@ class Tokenizer {
   // waits for the next piece or end_part().
   virtual void feed(std::string_view text, std::vector<Token>& out) = 0;
   virtual void end_part(std::vector<Token>& out) = 0;
+  // After the last part's end_part(): what a tokenizer held back across
+  // parts (a model's tokenizer: trailing spaces), as the last part's tokens.
+  virtual void end_document(std::vector<Token>& /*out*/) {}
 };
 
 }  // namespace reader

@@ -91,4 +91,14 @@ GenerateResult generate(TransformerStack& stack, std::span<const uint32_t> promp
 GenerateResult generate(EncoderDecoder& model, std::span<const uint32_t> input, uint32_t decoder_start,
                         const GenerateOptions& options, const std::function<void(uint32_t)>& on_token = {});
 
+// Generation after a prompt the caller streamed and finished itself (the
+// reader feeds a document chunk by chunk): `last_logits` are the last
+// prompt position's, `next_position` the position of the first generated
+// token (the prompt's length). Samples and decodes as generate() does;
+// prompt_tokens and read_seconds stay 0, `flush` and `prompt_logits` are
+// not used. Throws invalid_argument when the logits are not one row of the
+// vocabulary; decode() refuses a stack that has not finished.
+GenerateResult generate_after(TransformerStack& stack, std::span<const float> last_logits, int64_t next_position,
+                              const GenerateOptions& options, const std::function<void(uint32_t)>& on_token = {});
+
 }  // namespace attendre

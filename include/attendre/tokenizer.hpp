@@ -26,11 +26,24 @@ class Tokenizer {
   struct EncodeOptions {
     std::optional<bool> add_bos;  // nullopt: as the vocabulary says (tokenizer.ggml.add_bos_token)
     bool parse_special = false;   // control tokens' text ("<s>") becomes their ids
+    // A document cut at continuation_point()s and encoded piece by piece
+    // gives the ids of the whole when every piece but the first is a
+    // `continuation` (no BOS, no space prefix at its start) and every piece
+    // but the last says `more_follows` (no EOS at its end).
+    bool continuation = false;
+    bool more_follows = false;
   };
   // The ids of UTF-8 `text`. Throws invalid_argument naming the byte offset
   // of invalid UTF-8, or when BOS is asked for and the vocabulary has none.
   std::vector<uint32_t> encode(std::string_view text, const EncodeOptions& options) const;
   std::vector<uint32_t> encode(std::string_view text) const { return encode(text, EncodeOptions{}); }
+  // Where `text` may be cut so that its pieces, encoded one after the other
+  // (all but the first with `continuation`), give the ids of the whole: the
+  // offset of the last space at or before `limit` that follows an ASCII
+  // letter or digit and precedes an ASCII letter ("word| word"), where no
+  // tokenizer attendre reads joins the two sides. 0 when there is none
+  // (text without such spaces, e.g. Chinese, has to be encoded whole).
+  static size_t continuation_point(std::string_view text, size_t limit);
   // The text of `ids` (control tokens render as nothing, the space the
   // encoder prefixed is dropped); invalid_argument for an id out of range.
   std::string decode(std::span<const uint32_t> ids) const;

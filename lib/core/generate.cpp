@@ -86,7 +86,7 @@ void read_tokens(TransformerStack& stack, std::span<const uint32_t> tokens, Logi
 
 GenerateResult generate(TransformerStack& stack, std::span<const uint32_t> prompt, const GenerateOptions& options,
                         const std::function<void(uint32_t)>& on_token) {
-  options.sampling.validate();
+  options.sampling.validate();  // before the read, not after it
   const uint32_t vocab = stack.config().vocab;
   require(prompt.size() + options.max_tokens < kMaxPositions,
           "prompt and budget exceed 2^31 positions");
@@ -103,11 +103,26 @@ GenerateResult generate(TransformerStack& stack, std::span<const uint32_t> promp
               });
   result.read_seconds = seconds_since(read_start);
   require(last.size() == vocab, "the stack emitted no logits for the last prompt position");
+  GenerateResult generated = generate_after(stack, last, static_cast<int64_t>(prompt.size()), options, on_token);
+  generated.prompt_tokens = result.prompt_tokens;
+  generated.prompt_logits = std::move(result.prompt_logits);
+  generated.read_seconds = result.read_seconds;
+  return generated;
+}
 
+GenerateResult generate_after(TransformerStack& stack, std::span<const float> last_logits, int64_t next_position,
+                              const GenerateOptions& options, const std::function<void(uint32_t)>& on_token) {
+  options.sampling.validate();
+  const uint32_t vocab = stack.config().vocab;
+  require(vocab > 0 && last_logits.size() == vocab,
+          "generation needs one row of logits (" + std::to_string(vocab) + "), got " + std::to_string(last_logits.size()));
+  require(next_position >= 0 && static_cast<uint64_t>(next_position) + options.max_tokens < kMaxPositions,
+          "prompt and budget exceed 2^31 positions");
+  GenerateResult result;
   StackRequest request;
   request.hidden = false;
   request.logits = true;
-  sample_tokens(std::move(last), static_cast<int64_t>(prompt.size()), options,
+  sample_tokens(std::vector<float>(last_logits.begin(), last_logits.end()), next_position, options,
                 [&](uint32_t token, int64_t position) { return stack.decode(one_position(token, position), request).logits; },
                 on_token, result);
   return result;

@@ -36,9 +36,15 @@ Tokenizer TokenizerAccess::from_file(const gguf::File& file) {
 
 Tokenizer Tokenizer::open(const std::filesystem::path& path) { return TokenizerAccess::from_file(gguf::File::open(path)); }
 
+size_t Tokenizer::continuation_point(std::string_view text, size_t limit) {
+  return tokenizer::Tokenizer::continuation_point(text, limit);
+}
+
 std::vector<uint32_t> Tokenizer::encode(std::string_view text, const EncodeOptions& options) const {
   tokenizer::EncodeOptions o;
   o.add_bos = options.add_bos;
+  o.continuation = options.continuation;
+  o.more_follows = options.more_follows;
   o.parse_special = options.parse_special;
   const std::vector<int32_t> ids = impl_->tokenizer.encode(text, o);
   return {ids.begin(), ids.end()};

@@ -10,6 +10,7 @@
 #include "io/tokenizer_unicode.hpp"
 #include "io/tokenizer_vocabulary.hpp"
 
+#include <algorithm>
 #include <limits>
 
 namespace attendre::tokenizer {
@@ -142,22 +143,32 @@ Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
+size_t Tokenizer::continuation_point(std::string_view text, size_t limit) {
+  const auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  for (size_t i = std::min(limit, text.size() >= 2 ? text.size() - 2 : 0); i >= 1; --i)
+    if (text[i] == ' ' && (letter(text[i - 1]) || digit(text[i - 1])) && letter(text[i + 1])) return i;
+  return 0;
+}
+
 std::vector<int32_t> Tokenizer::encode(std::string_view utf8, const EncodeOptions& options) const {
   const Vocabulary& vocabulary = impl_->vocabulary;
   if (utf8.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
     fail(ErrorCode::invalid_argument, "tokenizer: text of " + std::to_string(utf8.size()) + " bytes exceeds 2 GiB");
   unicode::require_utf8(utf8, "tokenizer: text");
-  const bool add_bos = options.add_bos.value_or(vocabulary.add_bos);
-  const bool add_eos = options.add_eos.value_or(vocabulary.add_eos);
+  const bool add_bos = !options.continuation && options.add_bos.value_or(vocabulary.add_bos);
+  const bool add_eos = !options.more_follows && options.add_eos.value_or(vocabulary.add_eos);
   if (add_bos && !vocabulary.bos) fail(ErrorCode::invalid_argument, "tokenizer: BOS asked for, but the vocabulary has none");
   if (add_eos && !vocabulary.eos) fail(ErrorCode::invalid_argument, "tokenizer: EOS asked for, but the vocabulary has none");
   std::vector<int32_t> ids;
   if (add_bos) ids.push_back(*vocabulary.bos);
+  bool first = true;
   for (const Fragment& fragment : impl_->specials.split(utf8, options.parse_special)) {
     if (fragment.token >= 0)
       ids.push_back(fragment.token);
     else
-      impl_->model->encode(fragment.text, ids);
+      impl_->model->encode(fragment.text, vocabulary.add_space_prefix && !(first && options.continuation), ids);
+    first = false;
   }
   if (add_eos) ids.push_back(*vocabulary.eos);
   return ids;

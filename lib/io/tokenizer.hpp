@@ -81,6 +81,10 @@ struct EncodeOptions {
   std::optional<bool> add_bos;  // nullopt: as the vocabulary's add_bos says
   std::optional<bool> add_eos;  // nullopt: as the vocabulary's add_eos says
   bool parse_special = false;   // control and unknown tokens' text becomes their ids
+  // The text continues a document encoded before (streaming a long text in
+  // pieces cut at continuation_point()s): no BOS, no space prefix at its start.
+  bool continuation = false;
+  bool more_follows = false;  // text follows this piece: no EOS at its end
 };
 
 struct DecodeOptions {
@@ -133,6 +137,11 @@ class Tokenizer {
   std::string_view piece(int32_t id, bool render_special = false) const;
 
   const Vocabulary& vocabulary() const;
+  // See attendre::Tokenizer::continuation_point: the last space at or before
+  // `limit` between an ASCII letter or digit and an ASCII letter, 0 if none.
+  // Every pre-tokenizer starts a word at such a space (" ?\p{L}+" and its
+  // kin) and no SentencePiece or unigram piece spans one.
+  static size_t continuation_point(std::string_view text, size_t limit);
   int32_t size() const;  // number of tokens
   std::optional<int32_t> bos() const;
   std::optional<int32_t> eos() const;

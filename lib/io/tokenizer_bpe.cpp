@@ -64,7 +64,8 @@ class ByteLevelBpe final : public TextModel {
     resolve_merges(vocabulary.merges);
   }
 
-  void encode(std::string_view fragment, std::vector<int32_t>& ids) const override {
+  // Byte-level BPE never prefixes a space (llama.cpp ignores the flag here).
+  void encode(std::string_view fragment, bool /*space_prefix*/, std::vector<int32_t>& ids) const override {
     for (const std::string_view word : split_in_sequence(fragment, regexes_)) encode_word(word, ids);
   }
 

@@ -17,7 +17,9 @@ class TextModel {
  public:
   virtual ~TextModel() = default;
   // Appends the ids of `fragment` (non-empty, valid UTF-8) to `ids`.
-  virtual void encode(std::string_view fragment, std::vector<int32_t>& ids) const = 0;
+  // `space_prefix`: the vocabulary's add_space_prefix applies to this
+  // fragment (false where it continues text encoded before).
+  virtual void encode(std::string_view fragment, bool space_prefix, std::vector<int32_t>& ids) const = 0;
 };
 
 // The models keep references to `vocabulary` and `index`, which must outlive

@@ -52,11 +52,11 @@ class SentencePieceBpe final : public TextModel {
     }
   }
 
-  void encode(std::string_view fragment, std::vector<int32_t>& ids) const override {
+  void encode(std::string_view fragment, bool space_prefix, std::vector<int32_t>& ids) const override {
     // add_space_prefix puts a space before every fragment, which llama.cpp
     // does at the start and after each special token: the only places a
-    // fragment can start.
-    std::string text = vocabulary_.add_space_prefix ? " " : "";
+    // fragment can start (bar text continuing a document encoded before).
+    std::string text = space_prefix ? " " : "";
     text.append(fragment);
     text = unicode::escape_spaces(text);
     Session session(*this, text);

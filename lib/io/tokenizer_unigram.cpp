@@ -51,8 +51,8 @@ class Unigram final : public TextModel {
     if (!vocabulary.precompiled_charsmap.empty()) charsmap_.emplace(vocabulary.precompiled_charsmap);
   }
 
-  void encode(std::string_view fragment, std::vector<int32_t>& ids) const override {
-    const std::string text = normalize(fragment);
+  void encode(std::string_view fragment, bool space_prefix, std::vector<int32_t>& ids) const override {
+    const std::string text = normalize(fragment, space_prefix);
     if (text.empty()) return;
     struct Best {
       double score = -DBL_MAX;
@@ -86,10 +86,10 @@ class Unigram final : public TextModel {
   }
 
  private:
-  std::string normalize(std::string_view input) const {
+  std::string normalize(std::string_view input, bool space_prefix) const {
     std::string out;
     out.reserve(input.size() * 3 / 2 + 3);
-    const bool prepend_space = vocabulary_.add_space_prefix;
+    const bool prepend_space = space_prefix;
     const bool merge_spaces = vocabulary_.remove_extra_whitespaces;
     bool space_prepended = false, in_word = false;
     for (size_t offset = 0; offset < input.size();) {

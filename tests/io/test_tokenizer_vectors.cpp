@@ -15,15 +15,10 @@
 namespace gguf = attendre::gguf;
 using namespace attendre::tokenizer;
 using attendre::test::shared_models;
+using attendre::test::slurp;
 using attendre::test::tokenizer::kRaw;
 
 namespace {
-
-std::string slurp(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE_MESSAGE(in.good(), path.string());
-  return {std::istreambuf_iterator<char>(in), {}};
-}
 
 // Texts of an .inp file: each followed by a line "__ggml_vocab_test__".
 std::vector<std::string> read_texts(const std::filesystem::path& path) {
@@ -210,7 +205,9 @@ TEST_CASE("tokenizer: nomic-bert-moe's unigram model") {
   }
 }
 
-TEST_CASE("tokenizer: a megabyte encodes in well under a second") {
+// The time is printed, never asserted (machines are shared and noisy): a
+// quadratic step would show as minutes here and in attendre-tokenize.
+TEST_CASE("tokenizer: a megabyte of text encodes, between one id per byte and one per 16 bytes") {
   const auto models = shared_models();
   if (!models) return;
   const std::string seed = slurp(*models / "vocab" / "ggml-vocab-llama-bpe.gguf.inp");
@@ -222,7 +219,8 @@ TEST_CASE("tokenizer: a megabyte encodes in well under a second") {
     const std::vector<int32_t> ids = tokenizer.encode(text);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     MESSAGE(name << ": " << text.size() << " bytes -> " << ids.size() << " ids in " << seconds << " s");
-    // A quadratic step would take minutes; the bound leaves room for a slow, shared machine.
-    CHECK(seconds < 3.0);
+    // Every character lands in some id, and no id is shorter than a byte.
+    CHECK(ids.size() <= text.size() + 1);
+    CHECK(ids.size() > text.size() / 16);
   }
 }
