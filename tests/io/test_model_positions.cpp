@@ -1,10 +1,11 @@
 // Positions of models read from GGUF files, on the float64 reference: RoPE
-// scaling from metadata (linear, and llama3's rope_freqs.weight) runs the
+// scaling from metadata (linear, llama3 from keys or as rope_freqs.weight) runs the
 // published formulas, and LM-Infinite set by a memory plan reaches every
 // RoPE block; with unbounded memories the stack equals the dense forward.
 #include "model_checks.hpp"
 #include "model_fixtures.hpp"
 #include "gguf_test_support.hpp"
+#include "model_test_support.hpp"
 
 using namespace attendre;
 using gguf::TensorType;
@@ -75,6 +76,39 @@ TEST_CASE("model positions: rope_freqs.weight as convert_hf_to_gguf.py writes it
   CHECK(test::max_difference(from_tensor, dense_at(model, unscaled, positions)) > 1e-3);
   reference::Stack stack(config, model.weights());
   CHECK(test::max_difference(test::stack_logits(stack, test::kFixturePrompt), test::dense_logits(model, config, test::kFixturePrompt)) < 1e-5);
+}
+
+TEST_CASE("model positions: llama3 scaling from rope.scaling.* keys is the formula rope_freqs.weight tabulates") {
+  test::GgufTempDir dir;
+  const std::filesystem::path plain = test::write_fixture(dir.path, scaled(""), 31);
+  const std::filesystem::path keyed = dir.path / "llama3-keys.gguf";
+  const auto f32 = [](double v) { return std::optional(gguf::MetadataValue::f32(static_cast<float>(v))); };
+  test::rewrite_gguf(plain, keyed,
+                     {{{"llama.rope.scaling.type", gguf::MetadataValue::string("llama3")},
+                       {"llama.rope.scaling.factor", f32(8.0)},
+                       {"llama.rope.scaling.low_freq_factor", f32(1.0)},
+                       {"llama.rope.scaling.high_freq_factor", f32(4.0)},
+                       {"llama.rope.scaling.original_context_length",
+                        gguf::MetadataValue::u32(static_cast<uint32_t>(test::kLlama3OriginalContext))}}});
+  Model from_keys = Model::open(keyed);
+  // The same seed: the same weights, with the factors as a tensor instead.
+  Model from_tensor = Model::open(test::write_fixture(dir.path, scaled("llama3"), 31));
+  const size_t T = test::kFixturePrompt.size();
+  const StackConfig config = from_keys.stack_config(test::unbounded(T, 4));
+  const RopeScaling& s = config.blocks[1].rope_scaling;
+  CHECK(s.kind == RopeScaling::Kind::llama3);
+  CHECK_FALSE(s.freq_factors);
+  CHECK((s.factor == 8.0 && s.low_freq_factor == 1.0 && s.high_freq_factor == 4.0 &&
+         s.original_context == test::kLlama3OriginalContext));
+  std::vector<int64_t> positions(T);
+  for (size_t i = 0; i < T; ++i) positions[i] = 100 * static_cast<int64_t>(i);
+  CHECK(test::max_difference(dense_at(from_keys, config, positions),
+                             dense_at(from_tensor, from_tensor.stack_config(test::unbounded(T, 4)), positions)) < 1e-5);
+  // Without original_context_length and the frequency factors, Meta's defaults (8192, 1, 4).
+  test::rewrite_gguf(plain, keyed, {{{"llama.rope.scaling.type", gguf::MetadataValue::string("llama3")}}});
+  const RopeScaling defaults = Model::open(keyed).stack_config(test::unbounded(T, 4)).blocks[0].rope_scaling;
+  CHECK((defaults.kind == RopeScaling::Kind::llama3 && defaults.factor == 1.0 && defaults.original_context == 8192 &&
+         defaults.low_freq_factor == 1.0 && defaults.high_freq_factor == 4.0));
 }
 
 TEST_CASE("model positions: LM-Infinite from a memory plan caps every RoPE block, the dense forward agrees") {
