@@ -44,37 +44,12 @@ std::string stack_name(const std::string& file_name) {
 
 // Every memory unbounded: the encoder sees the whole input, the decoder all it decoded.
 EncoderDecoderPlan unbounded(uint32_t input, uint32_t chunk) {
-  EncoderDecoderPlan plan;
-  plan.encoder.chunk = chunk;
-  plan.encoder.all = MemorySetting::full_bidirectional(input, chunk);
-  plan.encoder_memory = input;
-  plan.decoder_positions = static_cast<uint32_t>(kDecoded.size());
-  return plan;
+  return test::unbounded_encoder_decoder(input, chunk, static_cast<uint32_t>(kDecoded.size()));
 }
 
 // Logits of `kDecoded` after encoding `input` through the encoder-decoder.
 std::vector<float> decoded_logits(attendre::EncoderDecoder& model, std::span<const uint32_t> input) {
-  std::vector<int64_t> positions(input.size());
-  for (size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<int64_t>(i);
-  const uint32_t S = model.config().encoder.chunk;
-  for (uint32_t first = 0; first < input.size(); first += S) {
-    StackChunk chunk;
-    chunk.rows = std::min<uint32_t>(S, static_cast<uint32_t>(input.size()) - first);
-    chunk.tokens = input.subspan(first, chunk.rows);
-    chunk.positions = std::span<const int64_t>(positions).subspan(first, chunk.rows);
-    model.encode(chunk);
-  }
-  model.finish_encoding();
-  StackRequest request;
-  request.hidden = false;
-  request.logits = true;
-  std::vector<float> logits;
-  for (size_t t = 0; t < kDecoded.size(); ++t) {
-    const test::OnePosition one{kDecoded[t], static_cast<int64_t>(t)};
-    const StackOutput out = model.decode(one.chunk(), request);
-    logits.insert(logits.end(), out.logits.begin(), out.logits.end());
-  }
-  return logits;
+  return test::encoder_decoder_logits(model, input, kDecoded);
 }
 
 double max_relative_difference(const std::vector<float>& actual, const std::vector<double>& expected) {
