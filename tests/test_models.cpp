@@ -166,21 +166,6 @@ TEST_CASE("models: T5 fixtures on the GPU equal the float64 reference (bounded e
   const StackConfig config = encoder.stack_config(plan);
   gpu::Stack device(test::gpu(), config, encoder.weights());
   reference::Stack cpu(config, encoder.weights());
-  std::vector<float> on_device, on_cpu;
-  for (auto [stack, hidden] : {std::pair<TransformerStack*, std::vector<float>*>{&device, &on_device}, {&cpu, &on_cpu}}) {
-    std::vector<int64_t> positions;
-    const StackChunk all = test::whole(test::kFixturePrompt, positions);
-    for (uint32_t first = 0; first < all.rows; first += 4) {
-      StackChunk chunk = all;
-      chunk.rows = std::min(4u, all.rows - first);
-      chunk.tokens = all.tokens.subspan(first, chunk.rows);
-      chunk.positions = all.positions.subspan(first, chunk.rows);
-      const StackOutput out = stack->step(chunk);
-      hidden->insert(hidden->end(), out.hidden.begin(), out.hidden.end());
-    }
-    const StackOutput rest = stack->finish();
-    hidden->insert(hidden->end(), rest.hidden.begin(), rest.hidden.end());
-  }
-  check_logits(on_device, on_cpu, 2e-4);  // final hidden states: the encoder's product
+  check_logits(test::encoder_hidden(device, test::kFixturePrompt), test::encoder_hidden(cpu, test::kFixturePrompt), 2e-4);  // final hidden states: the encoder's product
   test::check_no_validation_messages(test::gpu());
 }

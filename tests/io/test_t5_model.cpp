@@ -226,19 +226,7 @@ TEST_CASE("t5encoder: the encoder alone is a bidirectional stack equal to T5's e
     plan.chunk = 4;
     plan.all = MemorySetting::full_bidirectional(input.size(), 4);
     reference::Stack stack(model.stack_config(plan), model.weights());
-    std::vector<int64_t> positions;
-    const StackChunk whole = test::whole(input, positions);
-    std::vector<float> hidden;
-    for (uint32_t first = 0; first < input.size(); first += 4) {
-      StackChunk chunk = whole;
-      chunk.rows = std::min<uint32_t>(4, static_cast<uint32_t>(input.size()) - first);
-      chunk.tokens = whole.tokens.subspan(first, chunk.rows);
-      chunk.positions = whole.positions.subspan(first, chunk.rows);
-      const StackOutput out = stack.step(chunk);
-      hidden.insert(hidden.end(), out.hidden.begin(), out.hidden.end());
-    }
-    const StackOutput rest = stack.finish();
-    hidden.insert(hidden.end(), rest.hidden.begin(), rest.hidden.end());
+    const std::vector<float> hidden = test::encoder_hidden(stack, input);
     CHECK(max_relative_difference(hidden, test::T5Direct(fixture).encode(input)) < 1e-6);  // float32 outputs
     test::check_error([&] { (void)model.encoder_decoder_config(unbounded(4, 4)); }, ErrorCode::invalid_argument,
                       "t5encoder is not an encoder-decoder: use stack_config()");
