@@ -52,6 +52,8 @@ TEST_CASE("attendre-reader: errors are one line and a non-zero exit, and leave n
       {"a truncated model", "--model " + quote(dir / "model.gguf"), "", 1, "model.gguf: version: needs 4 bytes"},
       {"an unsupported model", "--model " + quote(dir / "arch.gguf"), "", 1, "architecture 'gpt2' is not supported"},
       {"answer tokens without a model", "--answer-tokens 5", "", 2, "--answer-tokens needs --model"},
+      {"LM-Infinite without a model", "--lm-infinite", "", 2, "--lm-infinite needs --model"},
+      {"a zero LM-Infinite window", "--model " + quote(dir / "model.gguf") + " --lm-infinite 0", "", 2, "--lm-infinite"},
       {"answer tokens out of range", "--model " + quote(dir / "model.gguf") + " --answer-tokens 0", "", 2,
        "--answer-tokens: expected a whole number from 1 to 4096, got '0'"},
       {"a model's stream export", "--model " + quote(dir / "model.gguf") + " --export-stream " + quote(dir / "s"), "", 2,

@@ -126,14 +126,17 @@ struct ReferenceRun {
 // The library's reference stack under the same memory, fed `ids` in chunks
 // of 16, drained, and answering greedily (the reader's answer is the first
 // line of what it generates).
-ReferenceRun reference_run(attendre::Model& model, const std::vector<uint32_t>& ids, const std::string& policy) {
+ReferenceRun reference_run(attendre::Model& model, const std::vector<uint32_t>& ids, const std::string& policy,
+                           LmInfinite lm_infinite = {}) {
+  MemoryPlan plan = model.default_memory();
+  plan.all.lm_infinite = lm_infinite;
   ::reader::MemorySettings memory;
   memory.chunk = 16;
   memory.q_capacity = {8};
   memory.kv_capacity = {64};
   memory.top_k = {16};
   const StackConfig config =
-      ::reader::configure_stack(model.stack_config(model.default_memory()), memory, {policy}, false);
+      ::reader::configure_stack(model.stack_config(plan), memory, {policy}, false);
   reference::Stack stack(config, model.weights());
   const int64_t n = static_cast<int64_t>(ids.size());
   std::vector<float> last_logits;
@@ -269,6 +272,36 @@ TEST_CASE("attendre-reader --model: a real model reads, drains and answers as th
   for (size_t b = 0; b < expected.blocks.size(); ++b) CHECK(held(gj.at("runs")[0], b) == held(cj.at("runs")[0], b));
   CHECK(gj.at("runs")[0].at("device_memory").at("total").get<uint64_t>() > 0);
   CHECK(gj.at("answer").is_string());
+}
+
+TEST_CASE("attendre-reader --model --lm-infinite: RoPE distances capped as the library caps them") {
+  const auto models = shared_models();
+  if (!models) return;
+  const std::filesystem::path path = *models / "stories260K.gguf";
+  const TempDir dir;
+  const std::string text = write_text(dir, kStory);
+  const ToolStreams r =
+      run_reader("--model " + quote(path.string()) + " --text " + quote(text) + " --question " + quote(kQuestion) +
+                 memory_flags("lra_sum") + " --lm-infinite 8 --device cpu --json " + quote(dir / "lm.json"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = read_json(dir / "lm.json");
+  for (const nlohmann::json& b : j.at("configuration").at("blocks")) CHECK(b.at("lm_infinite") == 8);
+  CHECK(r.out.find("LM-Infinite n_local=8") != std::string::npos);
+
+  attendre::Model model = attendre::Model::open(path);
+  const std::vector<uint32_t> ids = expected_ids(model.tokenizer(), template_parts(kQuestion, kStory));
+  const ReferenceRun capped = reference_run(model, ids, "lra_sum", LmInfinite{true, 8});
+  const ReferenceRun uncapped = reference_run(model, ids, "lra_sum");
+  const nlohmann::json& run = j.at("runs")[0];
+  bool differs = false;
+  for (size_t b = 0; b < capped.blocks.size(); ++b) {
+    CHECK(held(run, b) == capped.blocks[b].positions);
+    CHECK(run.at("blocks")[b].at("scores").get<std::vector<double>>() == capped.blocks[b].scores);
+    differs = differs || capped.blocks[b].scores != uncapped.blocks[b].scores;
+  }
+  CHECK(differs);  // the cap changes what the model attends to
+  CHECK(j.at("answer") == capped.answer);
 }
 
 TEST_CASE("attendre-reader --model: a generated GGUF runs the full path on the GPU, deterministically") {

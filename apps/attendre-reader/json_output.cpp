@@ -19,7 +19,8 @@ json configuration(const Session& s) {
                       {"q_capacity", a.q_capacity},
                       {"kv_capacity", a.kv.capacity},
                       {"top_k", a.retrieval.top_k},
-                      {"sinks", a.kv.n_sink}});
+                      {"sinks", a.kv.n_sink},
+                      {"lm_infinite", b.lm_infinite.enabled ? json(b.lm_infinite.n_local) : json(nullptr)}});
   }
   const MemorySettings& m = s.memory;
   const json initial = m.init_const ? json{{"kind", "constant"}, {"value", *m.init_const}}

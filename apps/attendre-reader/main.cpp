@@ -44,6 +44,7 @@ std::unique_ptr<Backend> open_backend(const Options& o) {
   ModelBackendOptions options;
   options.model.weights = o.memory.fp16 ? attendre::WeightType::f16 : attendre::WeightType::f32;
   options.answer_tokens = o.answer_tokens;
+  options.lm_infinite = o.lm_infinite;
   return std::make_unique<ModelBackend>(*o.model_path, options);
 }
 

@@ -101,7 +101,11 @@ std::string ModelBackend::description() const {
          " of tensors, trained on " + std::to_string(info.context_length) + " positions)";
 }
 
-attendre::StackConfig ModelBackend::stack_shape() const { return model_.stack_config(model_.default_memory()); }
+attendre::StackConfig ModelBackend::stack_shape() const {
+  attendre::MemoryPlan plan = model_.default_memory();
+  if (options_.lm_infinite.enabled) plan.all.lm_infinite = options_.lm_infinite.resolve(model_.info().context_length);
+  return model_.stack_config(plan);
+}
 
 std::unique_ptr<Tokenizer> ModelBackend::make_tokenizer() const {
   return std::make_unique<ModelTokenizer>(model_.tokenizer());

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "backend.hpp"
+#include "common/lm_infinite_option.hpp"
 
 #include <attendre/model.hpp>
 #include <attendre/tokenizer.hpp>
@@ -54,6 +55,7 @@ class ModelTokenizer final : public Tokenizer {
 struct ModelBackendOptions {
   attendre::ModelOptions model;
   uint32_t answer_tokens = 32;  // the answer's budget; it also ends at a newline after text, or a stop token
+  attendre::cli::LmInfiniteRequest lm_infinite;  // on every RoPE block when enabled
 };
 
 class ModelBackend final : public Backend {

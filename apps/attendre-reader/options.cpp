@@ -70,12 +70,6 @@ std::string utf8_text(const std::string& flag, const std::string& text) {
   return text;
 }
 
-// Each flag: whether it takes a value, and what it does with it.
-struct Flag {
-  bool takes_value;
-  std::function<void(const std::string& flag, const std::string& value)> apply;
-};
-
 }  // namespace
 
 Options parse_options(const std::vector<std::string>& args) {
@@ -84,8 +78,9 @@ Options parse_options(const std::vector<std::string>& args) {
   std::optional<std::vector<PolicyList>> compare;
   bool haystack_flag = false, haystack_detail = false, answer_tokens_given = false;
   MemorySettings& m = o.memory;
-  const auto value = [](auto apply) { return Flag{true, apply}; };
-  const auto toggle = [](bool& target) { return Flag{false, [&target](const std::string&, const std::string&) { target = true; }}; };
+  using attendre::cli::Option;
+  const auto value = [](auto apply) { return Option{true, false, apply}; };
+  const auto toggle = [](bool& target) { return attendre::cli::switch_option(target, true); };
   const auto path = [&](std::optional<std::string>& target) {
     return value([&target](const std::string& f, const std::string& v) { target = nonempty(f, v); });
   };
@@ -93,7 +88,7 @@ Options parse_options(const std::vector<std::string>& args) {
     return value([&target, lo](const std::string& f, const std::string& v) { target = parse_counts(f, v, lo); });
   };
 
-  const std::map<std::string, Flag, std::less<>> flags = {
+  const attendre::cli::OptionTable flags = {
       {"--text", value([&](const std::string& f, const std::string& v) { o.text_path = nonempty(f, v); })},
       {"--haystack", toggle(haystack_flag)},
       {"--haystack-tokens", value([&](const std::string& f, const std::string& v) {
@@ -117,6 +112,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--question", value([&](const std::string& f, const std::string& v) { o.question = utf8_text(f, v); })},
       {"--template", value([&](const std::string& f, const std::string& v) { o.template_text = utf8_text(f, v); })},
       {"--model", path(o.model_path)},
+      {"--lm-infinite", attendre::cli::lm_infinite_option(o.lm_infinite)},
       {"--answer-tokens", value([&](const std::string& f, const std::string& v) {
          o.answer_tokens = static_cast<uint32_t>(parse_integer(f, v, 1, 4096));
          answer_tokens_given = true;
@@ -145,37 +141,18 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--report", path(o.report_path)},
       {"--export-stream", path(o.export_dir)},
       {"--quiet", toggle(o.quiet)},
-      {"--help", toggle(o.help)},
-      {"-h", toggle(o.help)},
+      {"--help", toggle(o.help)},  // and -h
   };
 
-  std::set<std::string> seen;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string name = args[i], text;
-    bool inline_value = false;
-    // Both "--chunk 64" and "--chunk=64".
-    if (const size_t eq = name.find('='); name.starts_with("--") && eq != std::string::npos) {
-      text = name.substr(eq + 1);
-      name.resize(eq);
-      inline_value = true;
-    }
-    const auto it = flags.find(name);
-    if (it == flags.end()) usage("unknown option '" + name + "'");
-    if (!seen.insert(name).second) usage(name + " given twice");
-    if (it->second.takes_value && !inline_value) {
-      if (i + 1 >= args.size()) usage(name + " needs a value");
-      text = args[++i];
-    } else if (!it->second.takes_value && inline_value) {
-      usage(name + " takes no value");
-    }
-    it->second.apply(name, text);
-  }
+  attendre::cli::parse_options(flags, args);
   if (o.help) return o;
 
   if (!o.text_path.empty() && (haystack_flag || haystack_detail))
     usage("--text reads a file; --haystack and its options generate a document: choose one");
   o.input = !o.text_path.empty() ? InputKind::text : (haystack_flag || haystack_detail) ? InputKind::haystack : InputKind::builtin;
   if (answer_tokens_given && !o.model_path) usage("--answer-tokens needs --model: the lexical model does not answer");
+  if (o.lm_infinite.enabled && !o.model_path)
+    usage("--lm-infinite needs --model: the lexical model encodes no positions");
   if (o.export_dir && o.model_path)
     usage("--export-stream needs the lexical model: a GGUF model's first-block queries and keys come only out of the stack");
   if (o.memory.init_k && o.memory.init_const) usage("--init-k and --init-const both set the initial score: choose one");
@@ -216,6 +193,8 @@ model
                        learned ones; see apps/attendre-reader/README.md) reads.
   --answer-tokens T    tokens to generate (default 32; a stop token ends them
                        sooner); the answer shown is their first line
+  --lm-infinite [N]    LM-Infinite (paper section 4): RoPE distances capped at
+                       N (default: the model's trained context length)
 
 memory (one value for every block, or a comma-separated value per block)
   --chunk S            positions per step (default 32)

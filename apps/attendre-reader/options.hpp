@@ -3,6 +3,7 @@
 #pragma once
 
 #include "common/arguments.hpp"
+#include "common/lm_infinite_option.hpp"
 
 #include "haystack.hpp"
 #include "memory_settings.hpp"
@@ -25,6 +26,7 @@ struct Options {
 
   std::optional<std::string> model_path;
   uint32_t answer_tokens = 32;  // --answer-tokens: the answer's budget (with --model)
+  attendre::cli::LmInfiniteRequest lm_infinite;  // --lm-infinite [N_LOCAL] (with --model)
   MemorySettings memory;
   // Runs in order, each a policy list: --compare's policies, --policy's list,
   // or the default comparison.

@@ -67,6 +67,11 @@ std::string memory_line(const Session& s) {
   std::snprintf(buf, sizeof buf, ", lambda %g, ", m.lambda);
   line += buf;
   line += m.flush ? "flush" : "drain";
+  for (const attendre::BlockConfig& b : s.config.blocks)
+    if (b.lm_infinite.enabled) {
+      line += ", LM-Infinite n_local=" + std::to_string(b.lm_infinite.n_local);
+      break;
+    }
   return line + ", " + s.weights + " weights";
 }
 
