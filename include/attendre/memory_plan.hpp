@@ -40,5 +40,8 @@ struct MemoryPlan {
 // as the model set them. Throws invalid_argument for an override of a block
 // the stack does not have; feasibility is StackConfig::validate()'s.
 void apply_memory(StackConfig& config, const MemoryPlan& plan);
+// The same for one layer: N, M, K, policy, sinks, retrieval mode and causal
+// mask from `setting`, the shape, chunk, scale and bias left as they are.
+void apply_memory(LayerConfig& config, const MemorySetting& setting);
 
 }  // namespace attendre

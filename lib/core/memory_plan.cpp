@@ -33,14 +33,16 @@ void apply_memory(StackConfig& config, const MemoryPlan& plan) {
   config.chunk = plan.chunk;
   config.flush_capable = plan.flush_capable;
   for (uint32_t l = 0; l < config.blocks.size(); ++l) {
-    const MemorySetting& s = plan.for_block(l);
-    LayerConfig& a = config.blocks[l].attention;
-    a.q_capacity = s.q_capacity;
-    a.kv = s.kv;
-    a.retrieval.top_k = s.top_k == 0 ? s.kv.capacity : s.top_k;
-    a.retrieval.mode = s.mode;
-    a.retrieval.causal = s.causal;
+    apply_memory(config.blocks[l].attention, plan.for_block(l));
   }
+}
+
+void apply_memory(LayerConfig& config, const MemorySetting& s) {
+  config.q_capacity = s.q_capacity;
+  config.kv = s.kv;
+  config.retrieval.top_k = s.top_k == 0 ? s.kv.capacity : s.top_k;
+  config.retrieval.mode = s.mode;
+  config.retrieval.causal = s.causal;
 }
 
 }  // namespace attendre
