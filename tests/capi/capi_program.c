@@ -188,6 +188,23 @@ static void check_random_stack(attendre_context* context, FILE* out) {
   FAILS(attendre_stack_snapshot(stack, 1, emitted, NULL, &count), ATTENDRE_ERROR_BUFFER_TOO_SMALL, "32 needed");
   REQUIRE(count == 32);
   print_snapshot(out, "random_stack", stack, 1);
+
+  /* Decoding after the drain: one position through every block. */
+  tokens[0] = 5;
+  positions[0] = 32;
+  chunk.rows = 2;
+  FAILS(attendre_stack_decode(stack, &chunk, ATTENDRE_WANT_LOGITS), ATTENDRE_ERROR_INVALID_ARGUMENT, "2 rows");
+  chunk.rows = 1;
+  OK(attendre_stack_decode(stack, &chunk, ATTENDRE_WANT_LOGITS));
+  count = 64;
+  OK(attendre_stack_output_positions(stack, emitted, &count));
+  REQUIRE(count == 1 && emitted[0] == 32);
+  count = 64 * 64;
+  OK(attendre_stack_output_logits(stack, hidden, &count));
+  REQUIRE(count == 256);
+  count = 64;
+  OK(attendre_stack_snapshot(stack, 1, emitted, NULL, &count));
+  REQUIRE(count == 32 && emitted[count - 1] == 32); /* M = 32: the new key evicted one */
   attendre_stack_destroy(stack);
 }
 
