@@ -2,6 +2,7 @@
 # CheckLayers.cmake): the library's dependencies point one way,
 #   core <- io <- reference          (Vulkan-free)
 #   core <- vulkan <- kernels <- gpu (kernels and gpu may use io too)
+#   capi (the C API, over the public headers): no layer includes it
 # shaders/interface/ headers (shared by GLSL and C++) include only each
 # other, and public headers (include/attendre/) include only public headers.
 cmake_minimum_required(VERSION 3.25)
@@ -15,7 +16,8 @@ set(allowed_reference core io reference)
 set(allowed_vulkan core vulkan)
 set(allowed_kernels core vulkan kernels interface)
 set(allowed_gpu core io vulkan kernels gpu interface)
-set(layers core io reference vulkan kernels gpu)
+set(allowed_capi core capi)  # the C API uses the public headers; nothing includes it
+set(layers core io reference vulkan kernels gpu capi)
 
 set(violations "")
 foreach(layer ${layers})
@@ -29,8 +31,8 @@ foreach(layer ${layers})
         string(APPEND violations "${name} (layer ${layer}) includes ${target}/: ${line}\n")
       endif()
     endforeach()
-    # The reference is for tests and tools: the Vulkan library never needs it.
-    if(layer STREQUAL "vulkan" OR layer STREQUAL "kernels" OR layer STREQUAL "gpu")
+    # The reference is for tests and tools: the Vulkan library and the C API never need it.
+    if(layer STREQUAL "vulkan" OR layer STREQUAL "kernels" OR layer STREQUAL "gpu" OR layer STREQUAL "capi")
       file(STRINGS ${file} public REGEX "^#include <attendre/reference/")
       foreach(line ${public})
         file(RELATIVE_PATH name ${ROOT} ${file})

@@ -4,10 +4,11 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set_target_properties(attendre_shaders PROPERTIES EXPORT_NAME shaders)
-install(TARGETS attendre attendre_core attendre_io attendre_reference attendre_shaders
+install(TARGETS attendre attendre_c attendre_core attendre_io attendre_reference attendre_shaders
         EXPORT attendreTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/attendre DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT attendreTargets NAMESPACE attendre:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/attendre)

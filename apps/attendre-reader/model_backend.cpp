@@ -1,9 +1,8 @@
 #include "model_backend.hpp"
 
 #include "common/human_bytes.hpp"
-#include "text_source.hpp"
 
-#include <attendre/generate.hpp>
+#include <attendre/reading.hpp>
 
 #include <algorithm>
 
@@ -36,58 +35,36 @@ std::pair<size_t, size_t> locate(std::string_view text, size_t cursor, std::stri
 
 void ModelTokenizer::begin_part(Part part) {
   part_ = part;
-  carried_ = pending_.size();  // the previous part's trailing spaces start this one's text
   pending_start_ = 0;
+  encoder_.begin_part();
 }
 
-void ModelTokenizer::feed(std::string_view text, std::vector<Token>& out) {
-  pending_.append(text);
-  if (pending_.size() < kPiece + carried_) return;
-  size_t cut = attendre::Tokenizer::continuation_point(pending_, pending_.size());
-  if (cut <= carried_) {
-    if (pending_.size() < kForcedCut + carried_) return;
-    cut = pending_.size();
-    while (cut > carried_ && (static_cast<unsigned char>(pending_[cut - 1]) & 0xC0) == 0x80) --cut;  // inside a character
-    if (cut > carried_) --cut;  // before the character's first byte
-  }
-  encode(cut, out);
-}
+void ModelTokenizer::feed(std::string_view text, std::vector<Token>& out) { encoder_.feed(text, sink(out)); }
 
-void ModelTokenizer::end_part(std::vector<Token>& out) {
-  size_t end = pending_.size();
-  while (end > 0 && pending_[end - 1] == ' ') --end;
-  if (end > carried_) encode(end, out);
-}
+void ModelTokenizer::end_part(std::vector<Token>& out) { encoder_.end_part(sink(out)); }
 
-void ModelTokenizer::end_document(std::vector<Token>& out) {
-  if (!pending_.empty()) encode(pending_.size(), out);
-}
+void ModelTokenizer::end_document(std::vector<Token>& out) { encoder_.end_document(sink(out)); }
 
-void ModelTokenizer::encode(size_t end, std::vector<Token>& out) {
-  const std::string_view text = std::string_view(pending_).substr(0, end);
-  attendre::Tokenizer::EncodeOptions options;
-  options.continuation = started_;
-  options.more_follows = true;  // the answer follows the document: never an EOS before it
-  started_ = true;
-  // Byte i of `text` is byte pending_start_ + i - carried_ of the part
-  // (carried bytes belong to the part before: clipped to its start).
-  const auto part_offset = [this](size_t i) {
-    return i < carried_ ? pending_start_ : pending_start_ + (i - carried_);
+attendre::DocumentEncoder::Sink ModelTokenizer::sink(std::vector<Token>& out) {
+  return [this, &out](const attendre::DocumentEncoder::Piece& piece) {
+    // Byte i of the piece is byte pending_start_ + i - carried of the part
+    // (carried bytes belong to the part before: clipped to its start).
+    const auto part_offset = [&](size_t i) {
+      return i < piece.carried ? pending_start_ : pending_start_ + (i - piece.carried);
+    };
+    size_t cursor = 0;
+    for (const uint32_t id : piece.ids) {
+      const auto [begin, finish] = locate(piece.text, cursor, encoder_.tokenizer().piece(id));
+      Token token;
+      token.id = id;
+      token.part = part_;
+      token.offset = part_offset(begin);
+      token.length = static_cast<uint32_t>(part_offset(finish) - token.offset);
+      out.push_back(token);
+      cursor = finish;
+    }
+    pending_start_ = part_offset(piece.text.size());
   };
-  size_t cursor = 0;
-  for (const uint32_t id : tokenizer_.encode(text, options)) {
-    const auto [begin, finish] = locate(text, cursor, tokenizer_.piece(id));
-    Token token;
-    token.id = id;
-    token.part = part_;
-    token.offset = part_offset(begin);
-    token.length = static_cast<uint32_t>(part_offset(finish) - token.offset);
-    out.push_back(token);
-    cursor = finish;
-  }
-  pending_start_ = part_offset(end);
-  pending_.erase(0, end);
-  carried_ = 0;
 }
 
 ModelBackend::ModelBackend(const std::filesystem::path& path, const ModelBackendOptions& options)
@@ -118,22 +95,9 @@ void ModelBackend::append_input(const Token& token, int64_t position, StackInput
 
 std::optional<std::string> ModelBackend::answer(attendre::TransformerStack& stack, std::span<const float> last_logits,
                                                 int64_t next_position) {
-  attendre::GenerateOptions options;
-  options.max_tokens = options_.answer_tokens;
-  options.stop_tokens = model_.tokenizer().stop_tokens();
-  const attendre::GenerateResult result = attendre::generate_after(stack, last_logits, next_position, options);
-  // The answer is its first line: a model that goes on past it writes a
-  // new question, or more story.
-  // A small model may stop inside a character, or emit stray bytes: the
-  // answer keeps what is valid UTF-8 (the JSON and the report need it).
-  std::string text = model_.tokenizer().decode(result.tokens);
-  text.resize(utf8_prefix(text).valid);
-  const size_t first = text.find_first_not_of(" \t\n");
-  if (first == std::string::npos) return std::string();
-  const size_t newline = text.find('\n', first);
-  text = text.substr(first, newline == std::string::npos ? std::string::npos : newline - first);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\r')) text.pop_back();
-  return text;
+  // The answer is the first line of what the model generates (a model
+  // that goes on past it writes a new question, or more story).
+  return attendre::answer_after(stack, model_.tokenizer(), last_logits, next_position, options_.answer_tokens).text;
 }
 
 }  // namespace reader

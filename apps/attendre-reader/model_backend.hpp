@@ -9,6 +9,7 @@
 #include "common/lm_infinite_option.hpp"
 
 #include <attendre/model.hpp>
+#include <attendre/reading.hpp>
 #include <attendre/tokenizer.hpp>
 
 #include <filesystem>
@@ -16,40 +17,27 @@
 
 namespace reader {
 
-// A model's tokenizer as the reader streams text into it. Each part of the
-// template (its literal text, the question, the context) is encoded as a
-// text of its own, a token never spanning two parts, except that the
-// spaces that end a part start the next one (so " word" stays one token;
-// they count in the earlier part's gap). The first part starts with BOS
-// where the vocabulary asks for it, the others continue the document, and
-// none ends with EOS: the answer follows. A long part is buffered and
-// encoded in pieces cut at the tokenizer's continuation points (every
-// 64 KiB), which gives the ids of the part encoded whole; text with no
-// continuation point in 1 MiB (no ASCII words: Chinese, say) is cut at a
-// character boundary instead. A token's bytes are found in the text by its
-// piece, so with a tokenizer that normalizes text (unigram's charsmap) a
-// token's span may be approximate; the ids never are.
+// A model's tokenizer as the reader streams text into it: the library's
+// DocumentEncoder (include/attendre/reading.hpp: parts encoded on their own,
+// trailing spaces carried to the next part, long parts cut at continuation
+// points) with each token's part and byte span. A token's bytes are found in
+// the text by its piece, so with a tokenizer that normalizes text (unigram's
+// charsmap) a token's span may be approximate; the ids never are.
 class ModelTokenizer final : public Tokenizer {
  public:
-  static constexpr size_t kPiece = 64 * 1024;        // encode once this much is buffered
-  static constexpr size_t kForcedCut = 1024 * 1024;  // cut anyway past this
-
-  explicit ModelTokenizer(attendre::Tokenizer tokenizer) : tokenizer_(std::move(tokenizer)) {}
+  explicit ModelTokenizer(attendre::Tokenizer tokenizer) : encoder_(std::move(tokenizer)) {}
   void begin_part(Part part) override;
   void feed(std::string_view text, std::vector<Token>& out) override;
   void end_part(std::vector<Token>& out) override;
   void end_document(std::vector<Token>& out) override;
 
  private:
-  // Encodes pending_[0, end) and emits its tokens.
-  void encode(size_t end, std::vector<Token>& out);
+  // Emits the tokens of each piece the encoder completes into `out`.
+  attendre::DocumentEncoder::Sink sink(std::vector<Token>& out);
 
-  attendre::Tokenizer tokenizer_;
+  attendre::DocumentEncoder encoder_;
   Part part_ = Part::template_text;
-  std::string pending_;        // not yet encoded: carried spaces, then the part's text
-  size_t carried_ = 0;         // leading bytes of pending_ from the previous part
-  uint64_t pending_start_ = 0;  // the part's offset of pending_[carried_]
-  bool started_ = false;       // the document has begun: pieces continue it
+  uint64_t pending_start_ = 0;  // the part's offset of the next piece's first byte past what it carries
 };
 
 struct ModelBackendOptions {

@@ -52,6 +52,9 @@ struct MemoryPlan {
 // for LM-Infinite on a stack without RoPE blocks; feasibility is
 // StackConfig::validate()'s.
 void apply_memory(StackConfig& config, const MemoryPlan& plan);
+// The same for one layer: N, M, K, policy, sinks, retrieval mode and causal
+// mask from `setting`, the shape, chunk, scale and bias left as they are.
+void apply_memory(LayerConfig& config, const MemorySetting& setting);
 
 // The caller's half of an encoder-decoder (paper section 3.3).
 struct EncoderDecoderPlan {

@@ -43,12 +43,7 @@ void apply_memory(StackConfig& config, const MemoryPlan& plan) {
   for (uint32_t l = 0; l < config.blocks.size(); ++l) {
     const MemorySetting& s = plan.for_block(l);
     BlockConfig& b = config.blocks[l];
-    LayerConfig& a = b.attention;
-    a.q_capacity = s.q_capacity;
-    a.kv = s.kv;
-    a.retrieval.top_k = s.top_k == 0 ? s.kv.capacity : s.top_k;
-    a.retrieval.mode = s.mode;
-    a.retrieval.causal = s.causal;
+    apply_memory(b.attention, s);
     rope = rope || b.rope;
     lm_infinite = lm_infinite || s.lm_infinite.enabled;
     if (b.rope) b.lm_infinite = s.lm_infinite;
@@ -72,6 +67,14 @@ void apply_encoder_decoder_memory(EncoderDecoderConfig& config, const EncoderDec
     a.retrieval.mode = RetrievalMode::per_head;
     a.retrieval.causal = !b.cross_attention;  // encoder and decoder positions are not comparable
   }
+}
+
+void apply_memory(LayerConfig& config, const MemorySetting& s) {
+  config.q_capacity = s.q_capacity;
+  config.kv = s.kv;
+  config.retrieval.top_k = s.top_k == 0 ? s.kv.capacity : s.top_k;
+  config.retrieval.mode = s.mode;
+  config.retrieval.causal = s.causal;
 }
 
 }  // namespace attendre

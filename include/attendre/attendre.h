@@ -1,0 +1,431 @@
+/* attendre's C API: the bounded K/V memory transformer stack on Vulkan,
+ * for C (C11) and any language with a C foreign-function interface.
+ *
+ * Stability: ATTENDRE_API_VERSION counts incompatible changes of this
+ * header; attendre_version() is the version of the library at run time, and
+ * a program should check that the two agree. No C++ type crosses this
+ * boundary; every object is an opaque handle created by attendre_*_create
+ * (or _open, _adopt) and released by the matching attendre_*_destroy, which
+ * accepts NULL. Option structs are filled with defaults by their
+ * attendre_*_defaults() function before the caller changes fields, so that a
+ * field added later keeps its default in old code that is rebuilt.
+ *
+ * Errors: every function that can fail returns an attendre_status
+ * (ATTENDRE_OK = 0). attendre_last_error() is the one-line message of the
+ * calling thread's last call ("" after a success). No function throws or
+ * aborts on bad input: NULL handles and pointers, sizes out of range, bad
+ * files and exhausted memory all come back as codes.
+ *
+ * Output buffers (one scheme everywhere): the caller passes a buffer and a
+ * size_t* count holding its capacity in elements (bytes for text). On
+ * success *count is set to the elements written. When the buffer is too
+ * small (or NULL), the call returns ATTENDRE_ERROR_BUFFER_TOO_SMALL with
+ * *count set to the capacity needed, and changes nothing else: ask with
+ * count 0, allocate, ask again. Text is UTF-8 and NUL-terminated; its count
+ * includes the NUL. Calls that change state (step, finish, decode,
+ * generate) check their buffers before doing anything; results whose size
+ * is only known afterwards (a stack step's outputs) stay in the handle
+ * until its next such call and are read with the getters below. Strings
+ * the library returns as const char* live as long as the handle they came
+ * from (or forever, for the static ones).
+ *
+ * Threads: a handle is used by one thread at a time; different handles on
+ * different contexts may run concurrently. A context must outlive every
+ * handle created on it.
+ */
+#ifndef ATTENDRE_ATTENDRE_H
+#define ATTENDRE_ATTENDRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Exported symbols: only the functions of this header leave the shared
+ * library (which is built with hidden visibility). */
+#if defined(_WIN32)
+#if defined(ATTENDRE_C_API_BUILD)
+#define ATTENDRE_C_API __declspec(dllexport)
+#else
+#define ATTENDRE_C_API __declspec(dllimport)
+#endif
+#elif defined(__GNUC__) || defined(__clang__)
+#define ATTENDRE_C_API __attribute__((visibility("default")))
+#else
+#define ATTENDRE_C_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ATTENDRE_API_VERSION 1
+
+/* ATTENDRE_API_VERSION of the library linked at run time. */
+ATTENDRE_C_API uint32_t attendre_version(void);
+/* The library's release, "MAJOR.MINOR.PATCH" (static). */
+ATTENDRE_C_API const char* attendre_version_string(void);
+
+/* ------------------------------------------------------------------------
+ * Status codes: one per attendre::ErrorCode, then the C boundary's own. */
+typedef enum attendre_status {
+  ATTENDRE_OK = 0,
+  ATTENDRE_ERROR_INVALID_ARGUMENT = 1,     /* a value outside its domain, a NULL handle or pointer */
+  ATTENDRE_ERROR_INFEASIBLE_CONFIG = 2,    /* a configuration whose eviction cannot be satisfied */
+  ATTENDRE_ERROR_UNSUPPORTED = 3,          /* the device or the file needs what attendre lacks */
+  ATTENDRE_ERROR_OUT_OF_DEVICE_MEMORY = 4,
+  ATTENDRE_ERROR_OUT_OF_HOST_MEMORY = 5,   /* also any allocation failure on the host */
+  ATTENDRE_ERROR_DEVICE_LOST = 6,          /* the context is unusable afterwards */
+  ATTENDRE_ERROR_VULKAN = 7,               /* any other Vulkan failure */
+  ATTENDRE_ERROR_IO = 8,                   /* a file could not be opened or read */
+  ATTENDRE_ERROR_MALFORMED_INPUT = 9,      /* a file whose content breaks its format */
+  ATTENDRE_ERROR_NUMERICAL = 10,           /* the device computed NaN or infinity */
+  ATTENDRE_ERROR_BUFFER_TOO_SMALL = 11,    /* *count now holds the capacity needed */
+  ATTENDRE_ERROR_INTERNAL = 12             /* an unexpected failure inside attendre (a bug) */
+} attendre_status;
+
+/* "ok", "invalid_argument", ... (static; "unknown" for other values). */
+ATTENDRE_C_API const char* attendre_status_name(attendre_status status);
+/* The calling thread's last message: "" after a success. Valid until the
+ * thread's next attendre call. */
+ATTENDRE_C_API const char* attendre_last_error(void);
+
+/* ------------------------------------------------------------------------
+ * Context: a Vulkan device, created here or adopted from the application. */
+typedef struct attendre_context attendre_context;
+
+typedef enum attendre_validation {
+  ATTENDRE_VALIDATION_DEFAULT = -1,  /* read ATTENDRE_VALIDATION from the environment */
+  ATTENDRE_VALIDATION_OFF = 0,
+  ATTENDRE_VALIDATION_CORE = 1,      /* the Khronos layer's API checks */
+  ATTENDRE_VALIDATION_SYNC = 2,      /* core + synchronization validation */
+  ATTENDRE_VALIDATION_GPU = 3        /* sync + GPU-assisted shader checks (slow) */
+} attendre_validation;
+
+typedef enum attendre_kernels {
+  ATTENDRE_KERNELS_DEFAULT = -1,  /* ATTENDRE_KERNELS, else direct on CPU devices, tiled elsewhere */
+  ATTENDRE_KERNELS_TILED = 0,
+  ATTENDRE_KERNELS_DIRECT = 1
+} attendre_kernels;
+
+typedef struct attendre_context_options {
+  const char* device;             /* index or name substring; NULL or "": ATTENDRE_DEVICE, else the best */
+  int validation;                 /* attendre_validation */
+  int portable_limits;            /* -1: ATTENDRE_PORTABLE_LIMITS; 0: off; 1: the Vulkan minimums */
+  int kernels;                    /* attendre_kernels */
+  uint32_t fence_timeout_ms;      /* a longer wait reports the device lost */
+} attendre_context_options;
+
+ATTENDRE_C_API void attendre_context_options_defaults(attendre_context_options* options);
+/* options NULL: the defaults. */
+ATTENDRE_C_API attendre_status attendre_context_create(const attendre_context_options* options,
+                                                       attendre_context** context);
+
+/* Handles of a device the application created; attendre never destroys
+ * them. The Vulkan handles are passed as pointers (VkInstance,
+ * VkPhysicalDevice, VkDevice and VkQueue are dispatchable handles). */
+typedef struct attendre_external_device {
+  void* instance;          /* VkInstance */
+  void* physical_device;   /* VkPhysicalDevice */
+  void* device;            /* VkDevice */
+  void* queue;             /* VkQueue, supporting compute */
+  uint32_t queue_family;
+  int storage_16bit_enabled;  /* the device was created with storageBuffer16BitAccess */
+  /* PFN_vkGetInstanceProcAddr of the application's loader; NULL: attendre
+   * opens libvulkan itself. */
+  void (*(*get_instance_proc_addr)(void* instance, const char* name))(void);
+} attendre_external_device;
+
+ATTENDRE_C_API attendre_status attendre_context_adopt(const attendre_external_device* external,
+                                                      attendre_context** context);
+ATTENDRE_C_API void attendre_context_destroy(attendre_context* context);
+/* The device's name (text buffer, see the top of this header). */
+ATTENDRE_C_API attendre_status attendre_context_device_name(const attendre_context* context, char* name,
+                                                            size_t* count);
+/* Device memory attendre's objects hold now, and the most since creation. */
+ATTENDRE_C_API attendre_status attendre_context_device_memory(const attendre_context* context, uint64_t* bytes,
+                                                              uint64_t* peak_bytes);
+/* Messages the validation layer recorded since the last call (when
+ * validation is on): how many, and clears them; `text` (may be NULL with
+ * *count 0) receives them one per line before they are cleared. */
+ATTENDRE_C_API attendre_status attendre_context_take_validation_messages(attendre_context* context,
+                                                                         size_t* messages, char* text,
+                                                                         size_t* count);
+
+/* ------------------------------------------------------------------------
+ * Memory settings of one layer (spec sections 1 and 2): how much it holds
+ * and how it evicts. Policies by name: fifo, lru, lfu, lra_last, lra_max,
+ * lra_sum, lfa (lambda: its decay per position). */
+typedef struct attendre_memory_setting {
+  uint32_t chunk;        /* S: positions per step (stacks from a model; a layer's own is in its config) */
+  uint32_t q_capacity;   /* N: how many positions each query waits */
+  uint32_t kv_capacity;  /* M; 0 with a model: the model's trained context (its default plan) */
+  uint32_t top_k;        /* K; 0: K = M (full attention over the memory) */
+  const char* policy;    /* NULL: fifo */
+  double lambda;         /* lfa only */
+  uint32_t n_sink;       /* positions < n_sink are never evicted */
+  int protect_new;       /* entries of the chunk being inserted are not evicted */
+  int shared_retrieval;  /* one top-K selection shared by all heads (else per head) */
+  int causal;            /* a query sees only keys at positions <= its own */
+  int flush_capable;     /* stacks: finish may flush (see attendre_stack_finish) */
+} attendre_memory_setting;
+
+/* S = 64, N = 0, M = 0, K = 0, fifo, no sinks, protect_new, per head, causal. */
+ATTENDRE_C_API void attendre_memory_setting_defaults(attendre_memory_setting* setting);
+
+/* One chunk of rows in host memory, row-major: q rows * heads_q * head_dim,
+ * k and v rows * heads_kv * head_dim, positions rows; valid NULL: all
+ * valid; tags NULL: tag 0. Unused arrays may be NULL. */
+typedef struct attendre_chunk {
+  uint32_t rows;
+  const float* q;
+  const float* k;
+  const float* v;
+  const int64_t* positions;
+  const uint8_t* valid;
+  const uint32_t* tags;
+} attendre_chunk;
+
+typedef struct attendre_layer_config {
+  uint32_t heads_q, heads_kv, head_dim;
+  uint32_t chunk;  /* S */
+  attendre_memory_setting memory;  /* memory.chunk is not used */
+  double scale;    /* 0: 1 / sqrt(head_dim) */
+  int tag_mask;    /* a query sees only keys with its tag */
+} attendre_layer_config;
+
+ATTENDRE_C_API void attendre_layer_config_defaults(attendre_layer_config* config);
+
+/* The K/V memory alone (paper Table 1): insert keys and values, retrieve
+ * with queries. */
+typedef struct attendre_kv_memory attendre_kv_memory;
+/* config.chunk: the most rows one insert takes; max_queries per retrieve. */
+ATTENDRE_C_API attendre_status attendre_kv_memory_create(attendre_context* context,
+                                                         const attendre_layer_config* config,
+                                                         uint32_t max_queries, attendre_kv_memory** memory);
+ATTENDRE_C_API void attendre_kv_memory_destroy(attendre_kv_memory* memory);
+/* Inserts the valid rows' k, v, positions and tags (spec 2.1). */
+ATTENDRE_C_API attendre_status attendre_kv_memory_insert(attendre_kv_memory* memory, const attendre_chunk* rows);
+/* Retrieves with the valid rows' q, positions and tags (spec 2.2-2.4):
+ * outputs[query][head_q][dim] of each valid query, in order. */
+ATTENDRE_C_API attendre_status attendre_kv_memory_retrieve(attendre_kv_memory* memory,
+                                                           const attendre_chunk* queries, float* outputs,
+                                                           size_t* count);
+/* The entries held, ascending by position, with their policy scores
+ * (either array may be NULL when *count is 0; scores may be NULL alone). */
+ATTENDRE_C_API attendre_status attendre_kv_memory_snapshot(attendre_kv_memory* memory, int64_t* positions,
+                                                           double* scores, size_t* count);
+
+/* One ATTENDRE layer (spec 3): a Q memory delaying queries by N, the K/V
+ * memory, retrieval. */
+typedef struct attendre_layer attendre_layer;
+ATTENDRE_C_API attendre_status attendre_layer_create(attendre_context* context, const attendre_layer_config* config,
+                                                     attendre_layer** layer);
+ATTENDRE_C_API void attendre_layer_destroy(attendre_layer* layer);
+/* One chunk of at most S rows. The emitted queries' positions and outputs
+ * are then read with attendre_layer_output. */
+ATTENDRE_C_API attendre_status attendre_layer_step(attendre_layer* layer, const attendre_chunk* chunk);
+/* A chunk of padding (drains the Q memory), or a flush (every waiting query
+ * retrieves at once). */
+ATTENDRE_C_API attendre_status attendre_layer_drain_step(attendre_layer* layer);
+ATTENDRE_C_API attendre_status attendre_layer_flush(attendre_layer* layer);
+ATTENDRE_C_API attendre_status attendre_layer_has_pending(const attendre_layer* layer, int* pending);
+/* The last step's emitted positions (in stream order) and their outputs
+ * o[query][head_q][dim]; either buffer may be NULL with its count 0. */
+ATTENDRE_C_API attendre_status attendre_layer_output(const attendre_layer* layer, int64_t* positions,
+                                                     size_t* position_count, float* outputs, size_t* output_count);
+ATTENDRE_C_API attendre_status attendre_layer_snapshot(attendre_layer* layer, int64_t* positions, double* scores,
+                                                       size_t* count);
+
+/* ------------------------------------------------------------------------
+ * Models (GGUF files: llama-family and qwen2 architectures). */
+typedef struct attendre_model attendre_model;
+
+typedef struct attendre_model_options {
+  int f16_weights;  /* store the file's F32 matrices as f16 on the device */
+} attendre_model_options;
+
+typedef struct attendre_model_info {
+  const char* architecture;  /* general.architecture */
+  const char* name;          /* general.name, "" when absent */
+  uint32_t context_length;   /* the length it was trained on */
+  uint32_t blocks;
+  uint32_t hidden;
+  uint32_t vocab;
+  uint64_t parameters;
+  uint64_t tensor_bytes;
+} attendre_model_info;
+
+/* options NULL: the defaults. */
+ATTENDRE_C_API attendre_status attendre_model_open(const char* path, const attendre_model_options* options,
+                                                   attendre_model** model);
+ATTENDRE_C_API void attendre_model_destroy(attendre_model* model);
+/* The strings live as long as the model. */
+ATTENDRE_C_API attendre_status attendre_model_info_get(const attendre_model* model, attendre_model_info* info);
+/* The model's default memory plan: chunks of 64 and the full trained context. */
+ATTENDRE_C_API attendre_status attendre_model_default_memory(const attendre_model* model,
+                                                             attendre_memory_setting* setting);
+
+/* ------------------------------------------------------------------------
+ * Tokenizers: text to token ids and back, as llama.cpp does it. */
+typedef struct attendre_tokenizer attendre_tokenizer;
+
+/* The vocabulary of a GGUF file (a model or a vocabulary-only file). */
+ATTENDRE_C_API attendre_status attendre_tokenizer_open(const char* path, attendre_tokenizer** tokenizer);
+/* The model's tokenizer, as a handle of its own (it may outlive the model). */
+ATTENDRE_C_API attendre_status attendre_model_tokenizer(const attendre_model* model, attendre_tokenizer** tokenizer);
+ATTENDRE_C_API void attendre_tokenizer_destroy(attendre_tokenizer* tokenizer);
+
+typedef struct attendre_encode_options {
+  int add_bos;        /* -1: as the vocabulary says; 0: no; 1: yes */
+  int parse_special;  /* control tokens' text ("<s>") becomes their ids */
+  int continuation;   /* the text continues a document: no BOS, no space prefix */
+  int more_follows;   /* more of the document follows: no EOS */
+} attendre_encode_options;
+
+ATTENDRE_C_API void attendre_encode_options_defaults(attendre_encode_options* options);
+/* The ids of `length` bytes of UTF-8 `text`; options NULL: the defaults. */
+ATTENDRE_C_API attendre_status attendre_tokenizer_encode(const attendre_tokenizer* tokenizer, const char* text,
+                                                         size_t length, const attendre_encode_options* options,
+                                                         uint32_t* ids, size_t* count);
+/* The text of `ids` (control tokens render as nothing). */
+ATTENDRE_C_API attendre_status attendre_tokenizer_decode(const attendre_tokenizer* tokenizer, const uint32_t* ids,
+                                                         size_t id_count, char* text, size_t* count);
+/* The bytes token `id` stands for on its own. */
+ATTENDRE_C_API attendre_status attendre_tokenizer_piece(const attendre_tokenizer* tokenizer, uint32_t id,
+                                                        char* text, size_t* count);
+
+typedef struct attendre_tokenizer_info {
+  uint32_t size;  /* number of tokens */
+  int64_t bos;    /* -1: none */
+  int64_t eos;    /* -1: none */
+} attendre_tokenizer_info;
+
+ATTENDRE_C_API attendre_status attendre_tokenizer_info_get(const attendre_tokenizer* tokenizer,
+                                                           attendre_tokenizer_info* info);
+/* The ids that end a generation: EOS and the end-of-turn token. */
+ATTENDRE_C_API attendre_status attendre_tokenizer_stop_tokens(const attendre_tokenizer* tokenizer, uint32_t* ids,
+                                                              size_t* count);
+/* Where `text` may be cut at or before `limit` so that its pieces, encoded
+ * one after the other (all but the first as continuations), give the ids
+ * of the whole; 0 when there is no such place. */
+ATTENDRE_C_API attendre_status attendre_continuation_point(const char* text, size_t length, size_t limit,
+                                                           size_t* point);
+
+/* ------------------------------------------------------------------------
+ * Stacks (spec 4): L transformer blocks whose self-attention is an
+ * ATTENDRE layer, on the device. */
+typedef struct attendre_stack attendre_stack;
+
+/* A stack with seeded random weights (for tests and benchmarks): llama
+ * blocks (RMSNorm, RoPE, SiLU-gated FFN) of one shape. */
+typedef struct attendre_stack_config {
+  uint32_t hidden;
+  uint32_t vocab;   /* 0: the caller feeds embeddings and gets no logits */
+  uint32_t blocks;
+  uint32_t heads_q, heads_kv, head_dim;
+  uint32_t ffn;     /* 0: no FFN sublayer */
+  attendre_memory_setting memory;  /* chunk, N, M (> 0), K, policy ... of every block */
+  uint64_t seed;
+} attendre_stack_config;
+
+ATTENDRE_C_API void attendre_stack_config_defaults(attendre_stack_config* config);
+ATTENDRE_C_API attendre_status attendre_stack_create(attendre_context* context, const attendre_stack_config* config,
+                                                     attendre_stack** stack);
+/* The model's stack under `memory` (NULL: the model's default plan). The
+ * weights are on the device once this returns: the model may then go. */
+ATTENDRE_C_API attendre_status attendre_stack_create_from_model(attendre_context* context,
+                                                                attendre_model* model,
+                                                                const attendre_memory_setting* memory,
+                                                                attendre_stack** stack);
+ATTENDRE_C_API void attendre_stack_destroy(attendre_stack* stack);
+
+typedef struct attendre_stack_info {
+  uint32_t hidden, vocab, chunk, blocks;
+  uint64_t drain_positions;  /* padding a drain needs: the sum of the blocks' N */
+  uint64_t device_bytes;     /* device memory the stack holds */
+} attendre_stack_info;
+
+ATTENDRE_C_API attendre_status attendre_stack_info_get(const attendre_stack* stack, attendre_stack_info* info);
+
+/* One chunk of at most S positions: token ids (vocab > 0) or embeddings
+ * (rows * hidden floats); valid NULL: all valid. */
+typedef struct attendre_stack_chunk {
+  uint32_t rows;
+  const uint32_t* tokens;
+  const float* embeddings;
+  const int64_t* positions;
+  const uint8_t* valid;
+} attendre_stack_chunk;
+
+/* What a step reads back (flags): final hidden states, logits. */
+#define ATTENDRE_WANT_HIDDEN 1u
+#define ATTENDRE_WANT_LOGITS 2u
+
+ATTENDRE_C_API attendre_status attendre_stack_step(attendre_stack* stack, const attendre_stack_chunk* chunk,
+                                                   uint32_t want);
+/* Drains with padding chunks (flush 0) or flushes block by block (flush 1,
+ * needs memory.flush_capable) until nothing waits; then decode may run. */
+ATTENDRE_C_API attendre_status attendre_stack_finish(attendre_stack* stack, int flush, uint32_t want);
+/* After finish: one position through every block, causal. */
+ATTENDRE_C_API attendre_status attendre_stack_decode(attendre_stack* stack, const attendre_stack_chunk* one,
+                                                     uint32_t want);
+ATTENDRE_C_API attendre_status attendre_stack_has_pending(const attendre_stack* stack, int* pending);
+/* The last step's, finish's or decode's output: positions that left the
+ * last block (in order), their hidden states [positions][hidden] and logits
+ * [positions][vocab] as requested. */
+ATTENDRE_C_API attendre_status attendre_stack_output_positions(const attendre_stack* stack, int64_t* positions,
+                                                               size_t* count);
+ATTENDRE_C_API attendre_status attendre_stack_output_hidden(const attendre_stack* stack, float* hidden,
+                                                            size_t* count);
+ATTENDRE_C_API attendre_status attendre_stack_output_logits(const attendre_stack* stack, float* logits,
+                                                            size_t* count);
+/* Block `block`'s retained positions (ascending) and scores now. */
+ATTENDRE_C_API attendre_status attendre_stack_snapshot(attendre_stack* stack, uint32_t block, int64_t* positions,
+                                                       double* scores, size_t* count);
+
+/* ------------------------------------------------------------------------
+ * Generation: the prompt streams through the stack, then tokens are
+ * sampled from the logits and decoded one by one. */
+typedef struct attendre_generate_options {
+  uint32_t max_tokens;          /* budget of generated tokens (128) */
+  double temperature;           /* 0: greedy */
+  double top_p;                 /* nucleus sampling, in (0, 1] */
+  uint64_t seed;
+  const uint32_t* stop_tokens;  /* generation ends on one (not kept); NULL with stop_count 0: none */
+  size_t stop_count;
+  int flush;                    /* finish the prompt by flushing instead of draining */
+} attendre_generate_options;
+
+ATTENDRE_C_API void attendre_generate_options_defaults(attendre_generate_options* options);
+/* Reads `prompt` at positions 0, 1, ... and generates. `tokens` needs room
+ * for max_tokens ids (checked first); *stopped (may be NULL): a stop token
+ * ended it. */
+ATTENDRE_C_API attendre_status attendre_generate(attendre_stack* stack, const uint32_t* prompt, size_t prompt_count,
+                                                 const attendre_generate_options* options, uint32_t* tokens,
+                                                 size_t* count, int* stopped);
+/* Generation after a prompt the caller streamed and finished: the last
+ * prompt position's `vocab` logits, the first generated token's position. */
+ATTENDRE_C_API attendre_status attendre_generate_after(attendre_stack* stack, const float* last_logits,
+                                                       size_t vocab, int64_t next_position,
+                                                       const attendre_generate_options* options, uint32_t* tokens,
+                                                       size_t* count, int* stopped);
+
+/* Reads "Question: {question}\n\nContext: {context}\n\nAnswer:" through a
+ * fresh stack of `model` (encoded part by part, stepped in chunks of S),
+ * finishes it (flush 1: flushing) and answers greedily with at most
+ * answer_tokens tokens: `answer` receives the first line of the generated
+ * text. On ATTENDRE_ERROR_BUFFER_TOO_SMALL the read is done: the answer is
+ * kept and attendre_stack_answer returns it. The stack's snapshots then show
+ * what each block retained; *document_tokens (may be NULL): the positions
+ * the document took. */
+ATTENDRE_C_API attendre_status attendre_read_document(attendre_stack* stack, const attendre_model* model,
+                                                      const char* question, const char* context,
+                                                      size_t context_length, uint32_t answer_tokens, int flush,
+                                                      char* answer, size_t* count, uint64_t* document_tokens);
+/* The answer of the stack's last attendre_read_document. */
+ATTENDRE_C_API attendre_status attendre_stack_answer(const attendre_stack* stack, char* answer, size_t* count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTENDRE_ATTENDRE_H */

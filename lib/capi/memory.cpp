@@ -1,0 +1,217 @@
+// Memory settings, the K/V memory alone and the ATTENDRE layer.
+#include "capi/capi.hpp"
+
+#include <array>
+
+using namespace attendre;
+using namespace attendre::capi;
+
+namespace attendre::capi {
+
+MemorySetting memory_setting(const attendre_memory_setting& s) {
+  MemorySetting setting;
+  setting.q_capacity = s.q_capacity;
+  setting.kv.capacity = s.kv_capacity;
+  const std::string_view name = s.policy ? s.policy : "fifo";
+  const std::optional<PolicyKind> kind = parse_policy(name);
+  require(kind.has_value(), "unknown policy '" + std::string(name) + "' (fifo, lru, lfu, lra_last, lra_max, lra_sum, lfa)");
+  setting.kv.policy = Policy{*kind, s.lambda, {}};
+  setting.kv.n_sink = s.n_sink;
+  setting.kv.protect_new = s.protect_new != 0;
+  setting.top_k = s.top_k;
+  setting.mode = s.shared_retrieval ? RetrievalMode::shared : RetrievalMode::per_head;
+  setting.causal = s.causal != 0;
+  return setting;
+}
+
+}  // namespace attendre::capi
+
+namespace {
+
+LayerConfig layer_config(const attendre_layer_config& c) {
+  LayerConfig config;
+  config.shape = {c.heads_q, c.heads_kv, c.head_dim};
+  config.chunk = c.chunk;
+  apply_memory(config, memory_setting(c.memory));
+  config.retrieval.tag_mask = c.tag_mask != 0;
+  if (c.scale != 0.0) config.retrieval.scale = c.scale;
+  config.validate();
+  return config;
+}
+
+// The library's view of a C chunk of `rows` rows; the C layer checks the
+// row count against the handle's limit first, so no array is read past it.
+ChunkView chunk_view(const attendre_chunk& c, const AttentionShape& shape, uint32_t max_rows, const char* what) {
+  require(c.rows <= max_rows, std::string(what) + ": " + std::to_string(c.rows) + " rows, at most " +
+                                  std::to_string(max_rows) + " fit");
+  const auto span_of = [&](const auto* p, size_t per_row) {
+    return p ? std::span(p, size_t{c.rows} * per_row) : std::span<std::remove_pointer_t<decltype(p)>>();
+  };
+  ChunkView view;
+  view.rows = c.rows;
+  view.q = span_of(c.q, shape.q_row());
+  view.k = span_of(c.k, shape.kv_row());
+  view.v = span_of(c.v, shape.kv_row());
+  view.positions = span_of(c.positions, 1);
+  view.valid = span_of(c.valid, 1);
+  view.tags = span_of(c.tags, 1);
+  return view;
+}
+
+}  // namespace
+
+namespace attendre::capi {
+
+attendre_status snapshot_out(const MemorySnapshot& held, int64_t* positions, double* scores, size_t* count,
+                             const char* what) {
+  if (!fits(positions, count, held.positions.size(), what)) return too_small(what, held.positions.size());
+  std::copy(held.positions.begin(), held.positions.end(), positions);
+  if (scores) std::copy(held.scores.begin(), held.scores.end(), scores);
+  *count = held.positions.size();
+  return ATTENDRE_OK;
+}
+
+}  // namespace attendre::capi
+
+extern "C" {
+
+void attendre_memory_setting_defaults(attendre_memory_setting* setting) {
+  if (!setting) return;
+  *setting = attendre_memory_setting{};
+  setting->chunk = MemoryPlan{}.chunk;
+  setting->protect_new = 1;
+  setting->causal = 1;
+}
+
+void attendre_layer_config_defaults(attendre_layer_config* config) {
+  if (!config) return;
+  *config = attendre_layer_config{};
+  config->heads_q = config->heads_kv = config->head_dim = 1;
+  config->chunk = 1;
+  attendre_memory_setting_defaults(&config->memory);
+}
+
+attendre_status attendre_kv_memory_create(attendre_context* context, const attendre_layer_config* config,
+                                          uint32_t max_queries, attendre_kv_memory** memory) {
+  return guard([&] {
+    need(memory, "attendre_kv_memory_create: memory");
+    *memory = nullptr;
+    Context& c = need(context, "attendre_kv_memory_create: context").context;
+    auto handle = std::make_unique<attendre_kv_memory>();
+    handle->config = layer_config(need(config, "attendre_kv_memory_create: config"));
+    handle->max_queries = max_queries;
+    handle->memory = std::make_unique<gpu::KeyValueMemory>(c, handle->config.shape, handle->config.kv,
+                                                           handle->config.retrieval, handle->config.chunk, max_queries);
+    *memory = handle.release();
+    return ATTENDRE_OK;
+  });
+}
+
+void attendre_kv_memory_destroy(attendre_kv_memory* memory) { delete memory; }
+
+attendre_status attendre_kv_memory_insert(attendre_kv_memory* memory, const attendre_chunk* rows) {
+  return guard([&] {
+    attendre_kv_memory& m = need(memory, "attendre_kv_memory_insert: memory");
+    m.memory->insert(chunk_view(need(rows, "attendre_kv_memory_insert: rows"), m.config.shape, m.config.chunk,
+                                "attendre_kv_memory_insert"));
+    return ATTENDRE_OK;
+  });
+}
+
+attendre_status attendre_kv_memory_retrieve(attendre_kv_memory* memory, const attendre_chunk* queries,
+                                            float* outputs, size_t* count) {
+  return guard([&] {
+    const char* what = "attendre_kv_memory_retrieve";
+    attendre_kv_memory& m = need(memory, "attendre_kv_memory_retrieve: memory");
+    const ChunkView view = chunk_view(need(queries, "attendre_kv_memory_retrieve: queries"), m.config.shape,
+                                      m.max_queries, what);
+    size_t valid = view.rows;
+    if (!view.valid.empty()) valid = static_cast<size_t>(std::count_if(view.valid.begin(), view.valid.end(), [](uint8_t v) { return v != 0; }));
+    const size_t needed = valid * m.config.shape.q_row();
+    if (!fits(outputs, count, needed, what)) return too_small(what, needed);
+    const std::vector<float> out = m.memory->retrieve(view);
+    return copy_out(std::span<const float>(out), outputs, count, what);
+  });
+}
+
+attendre_status attendre_kv_memory_snapshot(attendre_kv_memory* memory, int64_t* positions, double* scores,
+                                            size_t* count) {
+  return guard([&] {
+    return snapshot_out(need(memory, "attendre_kv_memory_snapshot: memory").memory->snapshot(), positions, scores,
+                        count, "attendre_kv_memory_snapshot");
+  });
+}
+
+attendre_status attendre_layer_create(attendre_context* context, const attendre_layer_config* config,
+                                      attendre_layer** layer) {
+  return guard([&] {
+    need(layer, "attendre_layer_create: layer");
+    *layer = nullptr;
+    Context& c = need(context, "attendre_layer_create: context").context;
+    auto handle = std::make_unique<attendre_layer>();
+    handle->layer = std::make_unique<gpu::Layer>(c, layer_config(need(config, "attendre_layer_create: config")));
+    *layer = handle.release();
+    return ATTENDRE_OK;
+  });
+}
+
+void attendre_layer_destroy(attendre_layer* layer) { delete layer; }
+
+attendre_status attendre_layer_step(attendre_layer* layer, const attendre_chunk* chunk) {
+  return guard([&] {
+    attendre_layer& l = need(layer, "attendre_layer_step: layer");
+    const LayerConfig& config = l.layer->config();
+    l.last = {};
+    l.last = l.layer->step(chunk_view(need(chunk, "attendre_layer_step: chunk"), config.shape, config.chunk,
+                                      "attendre_layer_step"));
+    return ATTENDRE_OK;
+  });
+}
+
+attendre_status attendre_layer_drain_step(attendre_layer* layer) {
+  return guard([&] {
+    attendre_layer& l = need(layer, "attendre_layer_drain_step: layer");
+    l.last = {};
+    l.last = l.layer->drain_step();
+    return ATTENDRE_OK;
+  });
+}
+
+attendre_status attendre_layer_flush(attendre_layer* layer) {
+  return guard([&] {
+    attendre_layer& l = need(layer, "attendre_layer_flush: layer");
+    l.last = {};
+    l.last = l.layer->flush();
+    return ATTENDRE_OK;
+  });
+}
+
+attendre_status attendre_layer_has_pending(const attendre_layer* layer, int* pending) {
+  return guard([&] {
+    need(pending, "attendre_layer_has_pending: pending") =
+        need(layer, "attendre_layer_has_pending: layer").layer->has_pending_queries() ? 1 : 0;
+    return ATTENDRE_OK;
+  });
+}
+
+attendre_status attendre_layer_output(const attendre_layer* layer, int64_t* positions, size_t* position_count,
+                                      float* outputs, size_t* output_count) {
+  return guard([&] {
+    const char* what = "attendre_layer_output";
+    const StepResult& last = need(layer, "attendre_layer_output: layer").last;
+    const bool p = fits(positions, position_count, last.emitted_positions.size(), what);
+    const bool o = fits(outputs, output_count, last.outputs.size(), what);
+    if (!p || !o) return too_small(what, p ? last.outputs.size() : last.emitted_positions.size());
+    copy_out(std::span<const int64_t>(last.emitted_positions), positions, position_count, what);
+    return copy_out(std::span<const float>(last.outputs), outputs, output_count, what);
+  });
+}
+
+attendre_status attendre_layer_snapshot(attendre_layer* layer, int64_t* positions, double* scores, size_t* count) {
+  return guard([&] {
+    return snapshot_out(need(layer, "attendre_layer_snapshot: layer").layer->snapshot(), positions, scores, count,
+                        "attendre_layer_snapshot");
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,22 @@
+# cmake -DLIBRARY=<libattendre_c.so> -P check_exports.cmake: fails unless
+# every defined dynamic symbol is one of attendre.h's C functions (no C++
+# symbol of the layers inside leaks into the stable ABI).
+find_program(NM nm REQUIRED)
+execute_process(COMMAND ${NM} -D --defined-only ${LIBRARY} OUTPUT_VARIABLE symbols RESULT_VARIABLE failed)
+if(failed)
+  message(FATAL_ERROR "nm failed on ${LIBRARY}")
+endif()
+string(REPLACE "\n" ";" lines "${symbols}")
+set(exported 0)
+foreach(line ${lines})
+  string(REGEX REPLACE "^[0-9a-f]* *[A-Za-z] " "" name "${line}")
+  if(name MATCHES "^attendre_")
+    math(EXPR exported "${exported} + 1")
+  elseif(NOT name MATCHES "^(_init|_fini|_edata|_end|__bss_start)$" AND NOT name STREQUAL "")
+    message(FATAL_ERROR "${LIBRARY} exports ${name}")
+  endif()
+endforeach()
+if(exported LESS 50)
+  message(FATAL_ERROR "${LIBRARY} exports only ${exported} attendre_ functions")
+endif()
+message(STATUS "${exported} attendre_ functions exported, nothing else")
