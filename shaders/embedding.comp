@@ -1,29 +1,28 @@
 #version 450
 // Token embedding lookup: out[r] = table[ids[r]], dim floats per row; an id
-// >= vocab writes a row of zeros (the host validates ids anyway).
-// -DWEIGHTS_F16: fp16 table (needs storageBuffer16BitAccess), fp32 output.
+// >= vocab writes a row of zeros (the host validates ids anyway). The table
+// is in any weight encoding (weights.glsl: -DWEIGHTS_F16, -DWEIGHTS_BF16,
+// -DWEIGHTS_Q4_0 ...), decoded one value per invocation; fp32 output.
 //
 // Bindings:  0 ids (uint32, word 0 of each row)                      read
-//            1 table [vocab][dim] at table_offset (table elements)   read
+//            1 table [vocab][dim] at table_offset (elements of the
+//              float types, bytes of the block types)                read
 //            2 out rows (dim floats each)                            write
 // Spec constants: 0 workgroup size W
 // Push constants: EmbeddingParams (interface/embedding.h)
 // Dispatch: rows * ceil(dim / W) logical groups, folded (kernels::fold_groups)
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : enable  // [[unroll]] in the block decoders
 #ifdef WEIGHTS_F16
 #extension GL_EXT_shader_16bit_storage : require
 #endif
 #include "interface/embedding.h"
 #include "rows.glsl"
+#include "weights.glsl"
 
 layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer Ids { uint ids[]; };
-#ifdef WEIGHTS_F16
-layout(std430, binding = 1) readonly buffer Table { float16_t table[]; };
-#else
-layout(std430, binding = 1) readonly buffer Table { float table[]; };
-#endif
 layout(std430, binding = 2) writeonly buffer Output { float out_rows[]; };
 
 void main() {
@@ -33,6 +32,6 @@ void main() {
     const uint row = group / blocks, i = (group % blocks) * W + gl_LocalInvocationID.x;
     if (i >= pc.dim) continue;
     const uint id = ids[ROW_WORD(ids, row)];
-    out_rows[ROW_WORD(out, row) + i] = id < pc.vocab ? float(table[pc.table_offset + id * pc.dim + i]) : 0.0;
+    out_rows[ROW_WORD(out, row) + i] = id < pc.vocab ? weight_element(pc.table_offset, pc.dim, id, i) : 0.0;
   }
 }

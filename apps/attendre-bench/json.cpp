@@ -177,6 +177,11 @@ void kernel(Writer& w, const KernelResult& k) {
   w.field("gflops", k.gflops);
   w.field("efficiency", k.efficiency);
   w.field("bound", k.bound);
+  if (k.weight_bytes > 0.0) {
+    w.field("weight_bytes", k.weight_bytes);
+    w.field("weight_gbps", k.weight_gbps);
+    w.field("copy_fraction", k.copy_fraction);
+  }
   w.end_object();
 }
 

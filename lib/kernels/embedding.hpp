@@ -1,5 +1,6 @@
-// Token embedding lookup (embedding.comp): out[r] = table[ids[r]], fp32 or
-// fp16 table, fp32 rows out; an id >= vocab yields a row of zeros.
+// Token embedding lookup (embedding.comp): out[r] = table[ids[r]], the table
+// in any weight encoding (shaders/weights.glsl), fp32 rows out; an id >=
+// vocab yields a row of zeros.
 #pragma once
 
 #include "kernels/kernel_plan.hpp"
@@ -15,7 +16,7 @@ class Embedding {
  public:
   struct Args {
     uint32_t rows = 0, dim = 0, vocab = 0;
-    uint32_t table_offset = 0;  // elements of the table type: table[id][i] at table_offset + id * dim + i
+    uint32_t table_offset = 0;  // where the table starts: elements of F32/F16/BF16, bytes (even) of block types
     RowRef ids;                 // uint32 id of row r at word ids.word(r)
     RowRef out;                 // rows of dim floats
   };
@@ -31,6 +32,7 @@ class Embedding {
 
  private:
   KernelPlan plan_;
+  ElementType type_ = ElementType::f32;
   Kernel kernel_;
 };
 
