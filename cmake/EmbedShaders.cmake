@@ -84,6 +84,6 @@ std::string_view name(ShaderId id) { return kEntries[static_cast<size_t>(id)].na
 }  // namespace attendre::shaders
 " @ONLY)
   add_library(${target} STATIC ${gen}/shader_registry.cpp ${headers})
-  target_include_directories(${target} PUBLIC ${gen} PRIVATE ${CMAKE_CURRENT_BINARY_DIR})
+  target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${gen}> PRIVATE ${CMAKE_CURRENT_BINARY_DIR})
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
 endfunction()

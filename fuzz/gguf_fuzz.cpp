@@ -8,6 +8,7 @@
 #include "fuzz_check.hpp"
 
 #include "io/gguf.hpp"
+#include "io/gguf_architecture.hpp"
 #include "io/quant.hpp"
 
 #include <algorithm>
@@ -94,6 +95,22 @@ void check_file(const gguf::File& file, const Input& input) {
     fuzz::check(extents[i - 1].first + extents[i - 1].second <= extents[i].first, "tensors do not overlap");
 }
 
+// A model read from the file's metadata: described, or refused in one line
+// naming the file, as missing or inconsistent (malformed_input) or as
+// something the stack does not run (unsupported).
+void check_model(const gguf::File& file) {
+  try {
+    const gguf::ModelDescription model = gguf::describe_model(file, WeightType::f32);
+    fuzz::check(model.stack.blocks.size() == model.info.blocks, "a block per block_count");
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    fuzz::check(e.code() == ErrorCode::malformed_input || e.code() == ErrorCode::unsupported,
+                "models are refused as malformed or unsupported", message);
+    fuzz::check(message.rfind("fuzz.gguf: ", 0) == 0, "model rejections name the file", message);
+    fuzz::check_one_line(message);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -102,6 +119,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const gguf::File file = gguf::File::parse(bytes, "fuzz.gguf");
     check_file(file, input);
+    check_model(file);
   } catch (const Error& e) {
     const std::string message = e.what();
     fuzz::check(e.code() == ErrorCode::malformed_input, "rejections are malformed_input", message);

@@ -18,11 +18,4 @@ uint ordered_float(float f) {
 
 uint ordered_int(int i) { return uint(i) ^ 0x80000000u; }
 
-// ALiBi bias of query head h among `heads` for a key `distance` positions
-// away: -slope_h * distance, slope_h = 2^(-8 (h + 1) / heads) (the host's
-// attendre::alibi_slope, config.cpp).
-float alibi_bias(uint h, uint heads, int distance) {
-  return -exp2(-8.0 * float(h + 1u) / float(heads)) * abs(float(distance));
-}
-
 #endif

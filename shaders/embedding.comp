@@ -1,7 +1,11 @@
 #version 450
-// Token embedding lookup: out[r] = table[ids[r]], dim floats per row; an id
-// >= vocab writes a row of zeros (the host validates ids anyway). The table
-// is in any weight encoding (weights.glsl: -DWEIGHTS_F16, -DWEIGHTS_BF16,
+// Token embedding lookup: out[r] = table[ids[r]], dim floats per row. A table
+// larger than one storage range is split by rows into parts, one dispatch
+// each: a part holds ids [first_id, first_id + vocab) and writes only their
+// rows, except the part at first_id 0, which also writes zeros for every id
+// outside it (padding rows carry id = vocab); the later parts overwrite their
+// own rows after it (the recorder orders the writes). The table is in any
+// weight encoding (weights.glsl: -DWEIGHTS_F16, -DWEIGHTS_BF16,
 // -DWEIGHTS_Q4_0 ...), decoded one value per invocation; fp32 output.
 //
 // Bindings:  0 ids (uint32, word 0 of each row)                      read
@@ -31,7 +35,8 @@ void main() {
   for (uint group = group_index(); group < pc.rows * blocks; group += group_count()) {
     const uint row = group / blocks, i = (group % blocks) * W + gl_LocalInvocationID.x;
     if (i >= pc.dim) continue;
-    const uint id = ids[ROW_WORD(ids, row)];
-    out_rows[ROW_WORD(out, row) + i] = id < pc.vocab ? weight_element(pc.table_offset, pc.dim, id, i) : 0.0;
+    const uint local = ids[ROW_WORD(ids, row)] - pc.first_id;  // ids below first_id wrap past vocab
+    if (local < pc.vocab) out_rows[ROW_WORD(out, row) + i] = weight_element(pc.table_offset, pc.dim, local, i);
+    else if (pc.first_id == 0) out_rows[ROW_WORD(out, row) + i] = 0.0;
   }
 }

@@ -34,8 +34,9 @@ void main() {
   const uint r = v & ~kNewRow;
   const uint i = gl_GlobalInvocationID.x;
   if (i < sc_kv_row) {
+    // The key as the caller gave it: variant 0 of its row.
     evicted[sc_out_key_offset + rank * sc_kv_row + i] =
-        is_new ? chunk[sc_chunk_key_offset + r * sc_kv_row + i] : kv[sc_kv_key_offset + v * sc_kv_row + i];
+        is_new ? chunk[sc_chunk_key_offset + r * sc_key_stride + i] : kv[sc_kv_key_offset + v * sc_key_stride + i];
     evicted[sc_out_value_offset + rank * sc_kv_row + i] =
         is_new ? chunk[sc_chunk_value_offset + r * sc_kv_row + i] : kv[sc_kv_value_offset + v * sc_kv_row + i];
   }

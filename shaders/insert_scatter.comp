@@ -1,10 +1,10 @@
 #version 450
-// Scatter of the surviving new rows into their planned slots: key, value,
-// position, tag and initial score.
+// Scatter of the surviving new rows into their planned slots: key (every
+// variant of it), value, position, tag and initial score.
 //
 // Bindings: 0 K/V memory write, 1 chunk read
 // Spec constants: 0 workgroup size W, 1.. InsertConstants (interface/insert.h)
-// Dispatch: (ceil(kv_row / W), rows)
+// Dispatch: (ceil(key_stride / W), rows)
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "interface/insert.h"
@@ -20,10 +20,8 @@ void main() {
   const uint slot = chunk[sc_chunk_place_offset + r];
   if (slot == kInvalid) return;
   const uint i = gl_GlobalInvocationID.x;
-  if (i < sc_kv_row) {
-    kv[sc_kv_key_offset + slot * sc_kv_row + i] = chunk[sc_chunk_key_offset + r * sc_kv_row + i];
-    kv[sc_kv_value_offset + slot * sc_kv_row + i] = chunk[sc_chunk_value_offset + r * sc_kv_row + i];
-  }
+  if (i < sc_key_stride) kv[sc_kv_key_offset + slot * sc_key_stride + i] = chunk[sc_chunk_key_offset + r * sc_key_stride + i];
+  if (i < sc_kv_row) kv[sc_kv_value_offset + slot * sc_kv_row + i] = chunk[sc_chunk_value_offset + r * sc_kv_row + i];
   if (i == 0u) {
     const int position = int(chunk[sc_chunk_pos_offset + r]);
     kv[sc_kv_pos_offset + slot] = uint(position);

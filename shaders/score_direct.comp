@@ -5,8 +5,15 @@
 // keys and queries straight from their buffers with vec4 loads (scalar when
 // head_dim is not a multiple of 4). Same output as score.comp.
 //
+// LM_INFINITE: each pair picks its query and key variant by distance
+// (interface/score.h) and computes that one dot product: no extra
+// arithmetic (measured within 1-3% of the plain kernel on lavapipe), only the
+// second key row per slot and the two extra query rows per ring row in
+// memory (docs/spec-notes.md, "Positions").
+//
 // Bindings:  as score.comp (0 Q ring, 1 K/V memory, 2 logits)
-// Spec constants: 0 workgroup size W, 1 ROWS rows per invocation
+// Spec constants: 0 workgroup size W, 1 ROWS rows per invocation,
+//                 2 LM_INFINITE (0 or 1)
 // Dispatch: (ceil(held / W), ceil(queries * group / ROWS), heads_kv)
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -14,12 +21,15 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ROWS = 16;
+layout(constant_id = 2) const uint LM_INFINITE = 0;
 
 layout(std430, binding = 0) readonly buffer QRing { uint ring[]; };
 layout(std430, binding = 0) readonly buffer QRing4 { vec4 ring4[]; };  // aliases QRing
 layout(std430, binding = 1) readonly buffer KvMemory { uint kv[]; };
 layout(std430, binding = 1) readonly buffer KvMemory4 { vec4 kv4[]; };  // aliases KvMemory
 layout(std430, binding = 2) writeonly buffer Logits { float logits[]; };
+
+#include "score_positions.glsl"
 
 // scale * dot(q, k), with the scale applied to q first: then every partial
 // sum is bounded by scale * |q| * |k|, which the host keeps within 2^126
@@ -43,7 +53,7 @@ void main() {
   if (slot >= pc.held) return;
   const uint group = pc.heads_q / pc.heads_kv, g = gl_WorkGroupID.z;
   const uint rows = pc.queries * group, row0 = gl_WorkGroupID.y * ROWS;
-  const uint k_word = pc.kv_key_offset + (slot * pc.heads_kv + g) * pc.head_dim;
+  const uint k_word = pc.kv_key_offset + slot * pc.kv_key_stride + g * pc.head_dim;
   const int p_key = int(kv[pc.kv_pos_offset + slot]);
   const uint key_tag = kv[pc.kv_tag_offset + slot];
   for (uint row = row0; row < min(rows, row0 + ROWS); ++row) {
@@ -53,8 +63,11 @@ void main() {
     bool masked = ring[pc.ring_valid_offset + ring_row] == 0u;
     masked = masked || (pc.causal != 0u && p_key > p_query);
     masked = masked || (pc.tag_mask != 0u && key_tag != ring[pc.ring_tag_offset + ring_row]);
-    float logit = scaled_dot((ring_row * pc.heads_q + h) * pc.head_dim, k_word);
-    if (pc.alibi != 0u) logit += alibi_bias(h, pc.heads_q, p_query - p_key);
+    const uint variant = LM_INFINITE != 0u ? lm_variant(p_query, p_key) : kLmLocal;
+    const uint q_word = ring_row * pc.ring_q_stride + variant * pc.heads_q * pc.head_dim + h * pc.head_dim;
+    const uint key_variant = variant == kLmLocal ? 0u : 1u;
+    float logit = scaled_dot(q_word, k_word + key_variant * pc.heads_kv * pc.head_dim);
+    logit += position_bias(h, p_query, p_key);
     logits[(query * pc.heads_q + h) * pc.logit_stride + slot] = masked ? NEG_INF : logit;
   }
 }

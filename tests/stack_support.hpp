@@ -39,6 +39,19 @@ inline TokenStream random_tokens(uint32_t rows, uint32_t vocab, uint64_t seed, d
   return s;
 }
 
+// One position for decode(), holding the token and position it points at.
+struct OnePosition {
+  uint32_t token = 0;
+  int64_t position = 0;
+  StackChunk chunk() const {
+    StackChunk c;
+    c.rows = 1;
+    c.tokens = std::span<const uint32_t>(&token, 1);
+    c.positions = std::span<const int64_t>(&position, 1);
+    return c;
+  }
+};
+
 // A stack of `layers` identical small blocks; callers adjust what they test.
 inline StackConfig small_stack(uint32_t layers, AttentionShape shape, uint32_t chunk, uint32_t N, uint32_t M,
                                uint32_t K, Policy policy) {

@@ -1,5 +1,6 @@
 #include "support.hpp"
 
+#include <attendre/diagnostics.hpp>
 #include <attendre/error.hpp>
 
 #include <doctest/doctest.h>
@@ -34,9 +35,9 @@ Context& tiny_gpu() {
 }
 
 void check_no_validation_messages(Context& context) {
-  const std::vector<std::string> messages = context.validation_messages();
+  const std::vector<std::string> messages = validation_messages(context);
   for (const std::string& m : messages) FAIL_CHECK("validation: " << m);
-  context.clear_validation_messages();
+  clear_validation_messages(context);
   // ctest runs everything with ATTENDRE_VALIDATION=1: core and synchronization checks.
   const char* level = std::getenv("ATTENDRE_VALIDATION");
   if (level && std::string(level) == "1") CHECK(context.validation() >= Validation::synchronization);
@@ -157,6 +158,18 @@ ToolOutcome run_tool(const std::string& binary, const std::string& arguments) {
   const int status = pclose(pipe);
   outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return outcome;
+}
+
+ToolStreams run_tool_streams(const std::string& binary, const std::string& arguments, const std::string& shell_prefix) {
+  const TempDir capture;
+  const std::string out = capture / "stdout.txt", err = capture / "stderr.txt";
+  const std::string command = shell_prefix + "'" + binary + "' " + arguments + " >'" + out + "' 2>'" + err + "'";
+  const int status = std::system(command.c_str());
+  ToolStreams streams;
+  if (status != -1 && WIFEXITED(status)) streams.code = WEXITSTATUS(status);
+  streams.out = slurp(out);
+  streams.err = slurp(err);
+  return streams;
 }
 
 }  // namespace attendre::test

@@ -83,4 +83,13 @@ struct ToolOutcome {
 };
 ToolOutcome run_tool(const std::string& binary, const std::string& arguments);
 
+// The same with stdout and stderr apart; `shell_prefix` goes before the
+// command: "VAR=value " for its environment, "ulimit -v KiB; " for its limits.
+struct ToolStreams {
+  int code = -1;
+  std::string out, err;
+};
+ToolStreams run_tool_streams(const std::string& binary, const std::string& arguments,
+                             const std::string& shell_prefix = "");
+
 }  // namespace attendre::test

@@ -4,6 +4,7 @@
 // rows in rings that wrap, in-place variants. Every word a kernel must not
 // write starts as a sentinel NaN and is checked afterwards.
 #include "block_harness.hpp"
+#include "core/positions.hpp"
 
 #include <doctest/doctest.h>
 
@@ -78,12 +79,21 @@ TEST_CASE("block kernels: rms_norm and layer_norm match the float64 reference, i
 struct RopeCase {
   uint32_t rows, heads, head_dim, rope_dims;
   double theta;
+  RopeScaling scaling = {};
+  std::vector<double> factors = {};  // rope_freqs.weight (scaling.freq_factors)
+  bool out_of_place = false;         // rotate into other rows of the same binding
+  std::optional<int32_t> fixed = {}; // every row at this position
 };
 
+// The kernel against ops::rope with `expected_frequencies` (the library's
+// own, or an independent evaluation of a published formula).
 void check_rope(Context& context, const kernels::KernelPlan& plan, RopeLayout layout, const RopeCase& c,
-                std::mt19937_64& rng) {
+                std::mt19937_64& rng, std::span<const double> expected_frequencies = {},
+                std::span<const double> wrong_frequencies = {}) {
   INFO("layout " << static_cast<int>(layout) << ", rows " << c.rows << ", heads " << c.heads << ", head_dim "
-                 << c.head_dim << ", rope_dims " << c.rope_dims << ", theta " << c.theta);
+                 << c.head_dim << ", rope_dims " << c.rope_dims << ", theta " << c.theta << ", scaling "
+                 << static_cast<int>(c.scaling.kind) << ", out of place " << c.out_of_place << ", fixed "
+                 << c.fixed.value_or(0));
   const uint32_t width = c.heads * c.head_dim;
   const std::vector<float> x = normal_values(size_t{c.rows} * width, rng);
   // Small, large (past 2^24, where float(p) is inexact), extreme and negative positions.
@@ -91,57 +101,184 @@ void check_rope(Context& context, const kernels::KernelPlan& plan, RopeLayout la
   std::uniform_int_distribution<int32_t> any(-2000000000, 2000000000), small(0, 4096);
   std::vector<int32_t> positions(c.rows);
   for (uint32_t r = 0; r < c.rows; ++r)
-    positions[r] = r < std::size(special) ? special[r] : (r % 2 ? any(rng) : small(rng));
+    positions[r] = c.fixed ? *c.fixed : r < std::size(special) ? special[r] : (r % 2 ? any(rng) : small(rng));
 
+  const std::vector<double> frequencies = positions::rope_frequencies(c.theta, c.rope_dims, c.scaling, c.factors);
   kernels::Rope::Args args;
   args.rows = c.rows;
   args.heads = c.heads;
   args.head_dim = c.head_dim;
   args.rope_dims = c.rope_dims;
-  args.theta = c.theta;
-  args.x = wrapping(c.rows, width, 3, 1);
+  args.x = wrapping(c.rows, 2 * width, 3, 1);  // room for an output row beside each input row
+  if (c.out_of_place) args.y = RowRef{args.x.offset + width, args.x.stride, args.x.first, args.x.capacity};
+  const RowRef out = args.y.value_or(args.x);
   args.positions = RowRef::ring(3, c.rows + 1, c.rows, 4);  // every third word, wrapping
-  std::vector<uint32_t> x_words(extent(args.x, c.rows, width), kSentinel);
+  args.fixed_position = c.fixed;
+  args.table_offset = 5;
+  std::vector<uint32_t> x_words(extent(args.x, c.rows, 2 * width), kSentinel);
   put_rows(x_words, args.x, c.rows, width, x);
   std::vector<uint32_t> p_words(extent(args.positions, c.rows, 1), kSentinel);
-  for (uint32_t r = 0; r < c.rows; ++r) p_words[args.positions.word(r)] = static_cast<uint32_t>(positions[r]);
+  for (uint32_t r = 0; r < c.rows; ++r) p_words[args.positions.word(r)] = static_cast<uint32_t>(c.fixed ? 999 : positions[r]);
+  std::vector<uint32_t> t_words(args.table_offset, kSentinel);
+  for (float f : kernels::rope_turns_table(frequencies)) t_words.push_back(test::float_bits(f));
 
   const vk::Buffer x_buffer = test::upload_words(context, x_words, "test rope X");
   const vk::Buffer p_buffer = test::upload_words(context, p_words, "test positions");
+  const vk::Buffer t_buffer = test::upload_words(context, t_words, "test rope table");
   vk::DescriptorArena arena(context);
-  const kernels::Rope rope(context, arena, plan, layout, {&x_buffer}, {&p_buffer});
+  const kernels::Rope rope(context, arena, plan, layout, {&x_buffer}, {&p_buffer}, {&t_buffer});
   test::run_once(context, [&](vk::CommandRecorder& rec) { rope.record(rec, args); });
   const std::vector<uint32_t> after = test::download_words(context, x_buffer, 0, x_words.size());
 
   const std::vector<int64_t> positions64(positions.begin(), positions.end());
   const std::vector<double> expected =
-      ops::rope(ops::widen(x), positions64, c.heads, c.head_dim, c.rope_dims, c.theta, layout);
+      ops::rope(ops::widen(x), positions64, c.heads, c.head_dim, c.rope_dims,
+                expected_frequencies.empty() ? std::span<const double>(frequencies) : expected_frequencies, layout);
   // The double-float angle: ~1e-6 rad up to |p| = 2^24, then growing as
   // |p| * ~1e-14 (lavapipe measures <= 1.3e-6 and <= 2.1e-5 at 2^31). A plain
   // fp32 angle is off by ~0.06 rad at p = 1e6 and by whole turns past 2^24.
-  const std::vector<float> actual = get_rows(after, args.x, c.rows, width);
-  check_close(actual, expected, [&](size_t i) {
+  const std::vector<float> actual = get_rows(after, out, c.rows, width);
+  const auto tolerance = [&](size_t i) {
     const double p = std::abs(static_cast<double>(positions[i / width]));
     return (5e-6 + 2e-14 * p) * (1.0 + std::abs(expected[i]));
-  });
-  // Dims past rope_dims are untouched, bit for bit.
+  };
+  check_close(actual, expected, tolerance);
+  if (!wrong_frequencies.empty()) {  // the comparison tells a wrong formula apart
+    const std::vector<double> wrong =
+        ops::rope(ops::widen(x), positions64, c.heads, c.head_dim, c.rope_dims, wrong_frequencies, layout);
+    size_t rejected = 0;
+    for (size_t i = 0; i < wrong.size(); ++i) rejected += std::abs(actual[i] - wrong[i]) > tolerance(i);
+    CHECK(rejected > 0);
+  }
+  // Dims past rope_dims are untouched (or copied), bit for bit.
   uint32_t moved = 0;
   for (size_t i = 0; i < actual.size(); ++i)
     if (i % c.head_dim >= c.rope_dims && test::float_bits(actual[i]) != test::float_bits(x[i])) ++moved;
   CHECK(moved == 0);
-  check_untouched(x_words, after, args.x, c.rows, width);
+  // Out of place, the input rows stay as they were.
+  if (c.out_of_place) CHECK(get_rows(after, args.x, c.rows, width) == x);
+  std::vector<uint32_t> before = x_words;
+  for (uint32_t r = 0; r < c.rows; ++r)
+    for (uint32_t i = 0; i < width; ++i) before[out.word(r) + i] = after[out.word(r) + i];
+  CHECK(before == after);  // nothing else written
 }
+
+// The rope tests' shapes: rows, heads, head_dim, rope_dims, theta.
+const RopeCase kRopeShapes[] = {{10, 1, 2, 2, 10000.0},
+                                {17, 3, 64, 64, 10000.0},
+                                {33, 2, 128, 32, 500000.0},  // partial rotation
+                                {12, 5, 6, 4, 1000000.0}};
 
 TEST_CASE("block kernels: rope matches the float64 reference at positions up to 2^31 (normal and neox)") {
   std::mt19937_64 rng(7003);
   for_each_context([&](Context& context) {
     const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
     for (RopeLayout layout : {RopeLayout::normal, RopeLayout::neox}) {
-      check_rope(context, plan, layout, {10, 1, 2, 2, 10000.0}, rng);
-      check_rope(context, plan, layout, {17, 3, 64, 64, 10000.0}, rng);
-      check_rope(context, plan, layout, {33, 2, 128, 32, 500000.0}, rng);  // partial rotation
-      check_rope(context, plan, layout, {12, 5, 6, 4, 1000000.0}, rng);
+      for (const RopeCase& shape : kRopeShapes) check_rope(context, plan, layout, shape, rng);
       check_rope(context, folded(plan), layout, {40, 3, 96, 96, 10000.0}, rng);
+    }
+  });
+}
+
+// Meta's Llama 3.1 apply_scaling, written out from the published code, in
+// float64: the test's own evaluation, independent of core/positions.cpp.
+std::vector<double> llama3_reference(double theta, uint32_t dims, double factor, double low, double high, double old_context) {
+  std::vector<double> out;
+  for (uint32_t i = 0; i < dims / 2; ++i) {
+    const double freq = 1.0 / std::pow(theta, static_cast<double>(2 * i) / dims);
+    const double wavelen = 2.0 * M_PI / freq;
+    if (wavelen < old_context / high) {
+      out.push_back(freq);
+    } else if (wavelen > old_context / low) {
+      out.push_back(freq / factor);
+    } else {
+      const double smooth = (old_context / wavelen - low) / (high - low);
+      out.push_back((1.0 - smooth) * freq / factor + smooth * freq);
+    }
+  }
+  return out;
+}
+
+// llama.cpp's convert_hf_to_gguf.py form of the same: per-pair divisors
+// written to rope_freqs.weight, applied by ggml_rope_ext as theta / factor.
+std::vector<double> llama3_gguf_factors(double theta, uint32_t dims, double factor, double low, double high,
+                                        double old_context) {
+  std::vector<double> factors;
+  for (uint32_t i = 0; i < dims / 2; ++i) {
+    const double wavelen = 2.0 * M_PI * std::pow(theta, static_cast<double>(2 * i) / dims);
+    if (wavelen < old_context / high) factors.push_back(1.0);
+    else if (wavelen > old_context / low) factors.push_back(factor);
+    else {
+      const double smooth = (old_context / wavelen - low) / (high - low);
+      factors.push_back(1.0 / ((1.0 - smooth) / factor + smooth));
+    }
+  }
+  return factors;
+}
+
+TEST_CASE("block kernels: rope with linear and llama3 scaling and per-pair factors matches the published formulas") {
+  std::mt19937_64 rng(7013);
+  // Llama 3.1: theta 500000, factor 8, low 1, high 4, original context 8192;
+  // head_dim 128 puts pairs in all three wavelength bands.
+  const double theta = 500000.0;
+  const std::vector<double> meta = llama3_reference(theta, 128, 8.0, 1.0, 4.0, 8192.0);
+  RopeScaling llama3;
+  llama3.kind = RopeScaling::Kind::llama3;
+  llama3.factor = 8.0;
+  llama3.low_freq_factor = 1.0;
+  llama3.high_freq_factor = 4.0;
+  llama3.original_context = 8192.0;
+  RopeScaling factors;
+  factors.freq_factors = true;
+  RopeScaling linear;
+  linear.kind = RopeScaling::Kind::linear;
+  linear.factor = 4.0;
+
+  // The library's frequencies are the formulas' (both forms of llama3).
+  const std::vector<double> gguf = llama3_gguf_factors(theta, 128, 8.0, 1.0, 4.0, 8192.0);
+  const std::vector<double> ours = positions::rope_frequencies(theta, 128, llama3);
+  const std::vector<double> from_factors = positions::rope_frequencies(theta, 128, factors, gguf);
+  uint32_t low = 0, mid = 0, high = 0;
+  for (uint32_t i = 0; i < 64; ++i) {
+    CHECK(ours[i] == doctest::Approx(meta[i]).epsilon(1e-14));
+    CHECK(from_factors[i] == doctest::Approx(meta[i]).epsilon(1e-14));
+    const double unscaled = std::pow(theta, -2.0 * i / 128);
+    low += meta[i] == unscaled / 8.0, high += meta[i] == unscaled, mid += meta[i] != unscaled && meta[i] != unscaled / 8.0;
+  }
+  CHECK((low > 0 && mid > 0 && high > 0));
+  // A wrong llama3 (a hard step at the middle wavelength, no smoothing),
+  // which the kernel comparison below must reject.
+  std::vector<double> unsmoothed;
+  for (uint32_t i = 0; i < 64; ++i) {
+    const double unscaled = std::pow(theta, -2.0 * i / 128), wavelen = 2.0 * M_PI / unscaled;
+    unsmoothed.push_back(wavelen > 8192.0 / 2.5 ? unscaled / 8.0 : unscaled);
+  }
+
+  for_each_context([&](Context& context) {
+    const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
+    for (RopeLayout layout : {RopeLayout::normal, RopeLayout::neox}) {
+      check_rope(context, plan, layout, {17, 2, 128, 128, theta, llama3}, rng, meta, unsmoothed);
+      check_rope(context, plan, layout, {17, 2, 128, 128, theta, factors, gguf}, rng, meta);
+      // Every scaling on the plain rope test's shapes, against the formulas.
+      for (RopeCase shape : kRopeShapes) {
+        const double t = shape.theta;
+        const uint32_t d = shape.rope_dims;
+        shape.scaling = llama3;
+        check_rope(context, plan, layout, shape, rng, llama3_reference(t, d, 8.0, 1.0, 4.0, 8192.0));
+        shape.scaling = factors;
+        shape.factors = llama3_gguf_factors(t, d, 8.0, 1.0, 4.0, 8192.0);
+        check_rope(context, plan, layout, shape, rng, llama3_reference(t, d, 8.0, 1.0, 4.0, 8192.0));
+        std::vector<double> linear_reference;
+        for (uint32_t i = 0; i < d / 2; ++i) linear_reference.push_back(std::pow(t, -2.0 * i / d) / 4.0);
+        shape.scaling = linear;
+        shape.factors.clear();
+        check_rope(context, plan, layout, shape, rng, linear_reference);
+      }
+      // LM-Infinite's uses: out of place with partial rotation, fixed positions.
+      check_rope(context, plan, layout, {9, 2, 10, 6, 10000.0, linear, {}, true}, rng);
+      check_rope(context, plan, layout, {7, 2, 7, 4, 10000.0, {}, {}, true}, rng);  // odd head_dim: one dim copied alone
+      check_rope(context, folded(plan), layout, {21, 3, 16, 16, 10000.0, {}, {}, true, 4096}, rng);
+      check_rope(context, plan, layout, {5, 2, 8, 8, 10000.0, {}, {}, false, -4096}, rng);
     }
   });
 }
@@ -379,12 +516,14 @@ TEST_CASE("block reference: ops agree with hand-computed values") {
   // Position 1, theta 100, rope_dims 4: pair 0 turns by 1 rad, pair 1 by 0.1 rad.
   const double v[] = {1.0, 0.0, 1.0, 0.0};
   const int64_t one[] = {1};
-  const std::vector<double> normal = ops::rope(v, one, 1, 4, 4, 100.0, RopeLayout::normal);
+  const double frequencies[] = {1.0, 0.1};  // theta 100
+  CHECK(positions::rope_frequencies(100.0, 4, {}) == std::vector<double>{1.0, 0.1});
+  const std::vector<double> normal = ops::rope(v, one, 1, 4, 4, frequencies, RopeLayout::normal);
   CHECK(normal[0] == doctest::Approx(std::cos(1.0)));
   CHECK(normal[1] == doctest::Approx(std::sin(1.0)));
   CHECK(normal[3] == doctest::Approx(std::sin(0.1)));
   const double u[] = {1.0, 0.0, 0.0, 0.0};
-  const std::vector<double> neox = ops::rope(u, one, 1, 4, 4, 100.0, RopeLayout::neox);  // pairs (0,2), (1,3)
+  const std::vector<double> neox = ops::rope(u, one, 1, 4, 4, frequencies, RopeLayout::neox);  // pairs (0,2), (1,3)
   CHECK(neox[0] == doctest::Approx(std::cos(1.0)));
   CHECK(neox[2] == doctest::Approx(std::sin(1.0)));
   const double table[] = {1.0, 2.0, 3.0, 4.0};

@@ -315,6 +315,7 @@ void check_insertion(Context& context, vk::DescriptorArena& arena, const InsertC
   k.n_sink = c.n_sink;
   k.policy = c.policy;
   k.kv_row = D;
+  k.key_stride = D;
   k.kv_key_offset = kv_keys;
   k.kv_value_offset = kv_values;
   k.kv_pos_offset = kv_pos;

@@ -5,6 +5,7 @@
 #include "kernels/kernel_plan.hpp"
 #include "interface/bench.h"
 #include "kernels/kernel.hpp"
+#include "vulkan/api.hpp"
 #include "vulkan/buffer.hpp"
 #include "vulkan/commands.hpp"
 
@@ -77,7 +78,7 @@ TEST_CASE("context: a submission the device does not finish within the fence tim
     CHECK(std::string(e.what()).find("did not finish a submission within 0 s") != std::string::npos);
   }
   // The device was only slow: let it finish before the buffers go.
-  vkDeviceWaitIdle(context.device());
+  vk::vkDeviceWaitIdle(context.device());
 }
 
 }  // namespace

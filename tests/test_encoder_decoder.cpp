@@ -6,8 +6,9 @@
 #include "support.hpp"
 
 #include <attendre/encoder_decoder.hpp>
+#include <attendre/reference/encoder_decoder.hpp>
 #include <attendre/error.hpp>
-#include <attendre/reference_stack.hpp>
+#include <attendre/reference/stack.hpp>
 
 #include <doctest/doctest.h>
 
@@ -44,16 +45,32 @@ StackChunk one_token(const uint32_t& token, const int64_t& position) {
   return c;
 }
 
-}  // namespace
+// T5's positions: relative position buckets in every self-attention block
+// (bidirectional in the encoder, causal in the decoder), one table per
+// stack in its block 0, no RoPE, logits unscaled; cross-attention has none.
+void use_t5_buckets(EncoderDecoderConfig& c) {
+  auto buckets = [](StackConfig& stack, bool bidirectional) {
+    std::optional<uint32_t> owner;
+    for (uint32_t l = 0; l < stack.blocks.size(); ++l) {
+      BlockConfig& b = stack.blocks[l];
+      b.rope = false;
+      if (b.cross_attention) continue;
+      b.attention.retrieval.bias = BiasKind::t5;
+      b.attention.retrieval.scale = 1.0;
+      b.attention.retrieval.t5.num_buckets = 8;
+      b.attention.retrieval.t5.max_distance = 10;
+      b.attention.retrieval.t5.bidirectional = bidirectional;
+      b.t5_table_block = owner;
+      if (!owner) owner = l;
+    }
+  };
+  buckets(c.encoder, true);
+  buckets(c.decoder, false);
+}
 
-TEST_CASE("encoder-decoder: GPU equals the reference and the encoder memory keeps the last O outputs") {
-  EncoderDecoderConfig c;
-  c.encoder = test::small_stack(2, {2, 2, 8}, 5, 6, 12, 4, Policy::lra_sum());
-  c.encoder.tied_embeddings = true;
-  c.encoder_memory = 20;
-  c.decoder = decoder_config(2, 20, 8);
-  const test::TokenStream input = test::random_tokens(47, 37, 51, 0.1);
-  RandomWeights weights(52);
+// Streams `input` through both backends; decodes six tokens and compares.
+void check_encoder_decoder(const EncoderDecoderConfig& c, const test::TokenStream& input, uint64_t weight_seed) {
+  RandomWeights weights(weight_seed);
   reference::EncoderDecoder cpu(c, weights);
   gpu::EncoderDecoder device(test::gpu(), c, weights);
   for (uint32_t first = 0; first < input.rows(); first += c.encoder.chunk) {
@@ -82,6 +99,28 @@ TEST_CASE("encoder-decoder: GPU equals the reference and the encoder memory keep
     for (size_t i = 0; i < e.logits.size(); ++i) CHECK(a.logits[i] == doctest::Approx(e.logits[i]).epsilon(1e-3).scale(1.0));
   }
   test::check_no_validation_messages(test::gpu());
+}
+
+// Bounded memories and an encoder memory (O = 20) smaller than the input.
+EncoderDecoderConfig bounded_config() {
+  EncoderDecoderConfig c;
+  c.encoder = test::small_stack(2, {2, 2, 8}, 5, 6, 12, 4, Policy::lra_sum());
+  c.encoder.tied_embeddings = true;
+  c.encoder_memory = 20;
+  c.decoder = decoder_config(2, 20, 8);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("encoder-decoder: GPU equals the reference and the encoder memory keeps the last O outputs") {
+  check_encoder_decoder(bounded_config(), test::random_tokens(47, 37, 51, 0.1), 52);
+}
+
+TEST_CASE("encoder-decoder: GPU equals the reference with T5 relative position buckets") {
+  EncoderDecoderConfig c = bounded_config();
+  use_t5_buckets(c);
+  check_encoder_decoder(c, test::random_tokens(47, 37, 55, 0.1), 56);
 }
 
 TEST_CASE("encoder-decoder: with nothing evicted and N >= T it equals a dense encoder-decoder") {

@@ -4,7 +4,7 @@
 #include "support.hpp"
 
 #include <attendre/gpu.hpp>
-#include <attendre/reference.hpp>
+#include <attendre/reference/layer.hpp>
 
 #include <doctest/doctest.h>
 

@@ -6,7 +6,7 @@
 
 #include <array>
 #include <atomic>
-#include <attendre/npy.hpp>
+#include <attendre/io/npy.hpp>
 #include <chrono>
 #include <cstring>
 #include <fstream>

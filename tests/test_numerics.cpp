@@ -11,7 +11,7 @@
 #include <attendre/error.hpp>
 #include <attendre/gpu.hpp>
 #include <attendre/gpu_stack.hpp>
-#include <attendre/reference.hpp>
+#include <attendre/reference/layer.hpp>
 
 #include <doctest/doctest.h>
 

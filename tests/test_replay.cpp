@@ -5,8 +5,8 @@
 
 #include "support.hpp"
 
-#include <attendre/npy.hpp>
-#include <attendre/reference.hpp>
+#include <attendre/io/npy.hpp>
+#include <attendre/reference/layer.hpp>
 
 #include <doctest/doctest.h>
 
@@ -43,26 +43,11 @@ void put_file(const fs::path& path, const std::string& bytes) {
 
 std::string quote(const std::string& s) { return "'" + s + "'"; }
 
-struct Outcome {
-  int code = -1;
-  std::string out, err;
-};
+using Outcome = attendre::test::ToolStreams;
 
-// Runs the tool with `args` (already quoted where needed), capturing both
-// streams through files in `dir`. `shell_prefix` goes before the command:
-// "VAR=value " for its environment, "ulimit -v KiB; " for its limits.
-Outcome replay(const TempDir& dir, const std::string& args, const std::string& shell_prefix = "") {
-  const std::string out = dir / "stdout.txt", err = dir / "stderr.txt";
-  const std::string command =
-      shell_prefix + quote(ATTENDRE_REPLAY_BINARY) + " " + args + " >" + quote(out) + " 2>" + quote(err);
-  const int status = std::system(command.c_str());
-  Outcome o;
-  if (status != -1 && WIFEXITED(status)) o.code = WEXITSTATUS(status);
-  o.out = slurp(out);
-  o.err = slurp(err);
-  fs::remove(out);
-  fs::remove(err);
-  return o;
+// Runs the tool with `args` (already quoted where needed).
+Outcome replay(const std::string& args, const std::string& shell_prefix = "") {
+  return attendre::test::run_tool_streams(ATTENDRE_REPLAY_BINARY, args, shell_prefix);
 }
 
 // Writes the stream's arrays and returns the matching input flags.
@@ -204,7 +189,7 @@ TEST_CASE("replay: files equal the reference layer on cpu and match it on gpu") 
 
   TempDir dir;
   const std::string args = write_stream(dir, s) + layer_args(c);
-  const Outcome cpu = replay(dir, args + " --device cpu --out " + quote(dir / "cpu"));
+  const Outcome cpu = replay(args + " --device cpu --out " + quote(dir / "cpu"));
   INFO(cpu.err);
   REQUIRE(cpu.code == 0);
   CHECK(cpu.err.empty());
@@ -213,7 +198,7 @@ TEST_CASE("replay: files equal the reference layer on cpu and match it on gpu") 
   const Files cpu_files = read_outputs(dir / "cpu");
   check_files(e, cpu_files, s, c.kv.capacity, 0.0);
 
-  const Outcome gpu = replay(dir, args + " --device gpu --out " + quote(dir / "gpu"));
+  const Outcome gpu = replay(args + " --device gpu --out " + quote(dir / "gpu"));
   INFO(gpu.err);
   REQUIRE(gpu.code == 0);
   CHECK(gpu.err.empty());
@@ -243,7 +228,7 @@ TEST_CASE("replay: tags, alibi, shared retrieval and lfa options reach the layer
   const std::vector<int64_t> tags(s.tags.begin(), s.tags.end());
   const int64_t tag_shape[] = {s.rows};
   npy::write<int64_t>(dir / "tags.npy", tag_shape, tags);
-  const Outcome o = replay(dir, write_stream(dir, s, false) + layer_args(c) + " --tags " +
+  const Outcome o = replay(write_stream(dir, s, false) + layer_args(c) + " --tags " +
                                     quote(dir / "tags.npy") + " --out " + quote(dir / "out"));
   INFO(o.err);
   REQUIRE(o.code == 0);
@@ -290,7 +275,7 @@ void check_plain_attention(const std::string& extra_flags, bool causal) {
   for (const char* device : {"cpu", "gpu"}) {
     INFO(device);
     const std::string out = dir / device;
-    const Outcome o = replay(dir, args + " --device " + device + " --out " + quote(out));
+    const Outcome o = replay(args + " --device " + device + " --out " + quote(out));
     INFO(o.err);
     REQUIRE(o.code == 0);
     const Files f = read_outputs(out);
@@ -315,7 +300,7 @@ TEST_CASE("replay: N >= T, M >= T, K = M is full bidirectional attention") {
 
 TEST_CASE("replay: --help documents every option and exits 0") {
   TempDir dir;
-  const Outcome o = replay(dir, "--help");
+  const Outcome o = replay("--help");
   CHECK(o.code == 0);
   CHECK(o.err.empty());
   for (const char* option : {"--q ", "--k ", "--v ", "--valid", "--positions", "--chunk", "--q-capacity",
@@ -436,7 +421,7 @@ TEST_CASE("replay: errors exit non-zero with one line naming the problem and wri
     const ErrorCase& c = cases[i];
     INFO(std::string(c.name));
     const std::string out = dir / ("out" + std::to_string(i));
-    const Outcome o = replay(dir, c.args + (c.add_out ? " --out " + quote(out) : ""));
+    const Outcome o = replay(c.args + (c.add_out ? " --out " + quote(out) : ""));
     INFO(o.err);
     check_refused(o, c.code, c.phrase);
     check_no_output(out);
@@ -448,7 +433,7 @@ TEST_CASE("replay: an output folder that cannot be created is reported") {
   TempDir dir;
   put_file(dir / "not_a_dir", "x");
   const std::string args = write_stream(dir, test::random_stream({2, 1, 4}, 10, 3)) + small_layer;
-  const Outcome o = replay(dir, args + " --out " + quote(dir / "not_a_dir/out"));
+  const Outcome o = replay(args + " --out " + quote(dir / "not_a_dir/out"));
   check_refused(o, 1, "cannot create the output folder");
 }
 
@@ -459,7 +444,7 @@ TEST_CASE("replay: a result name taken by a folder is refused before the run and
   // the run may move aside and delete.
   const std::string out = dir / "blocked";
   fs::create_directories(fs::path(out) / "retained.npy" / "keep");
-  const Outcome o = replay(dir, args + " --out " + quote(out));
+  const Outcome o = replay(args + " --out " + quote(out));
   INFO(o.err);
   check_refused(o, 1, "blocked/retained.npy: exists and is a folder");
   size_t entries = 0;
@@ -498,7 +483,7 @@ TEST_CASE("replay: results larger than the free disk space are refused at once, 
                            " --chunk 1 --q-capacity 0 --kv-capacity 4294967294 --top-k 1 --policy fifo";
   const std::string out = dir / "out";
   const auto start = std::chrono::steady_clock::now();
-  const Outcome o = replay(dir, args + " --device cpu --out " + quote(out), kSmallAddressSpace);
+  const Outcome o = replay(args + " --device cpu --out " + quote(out), kSmallAddressSpace);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO(o.err);
   CHECK(seconds < 5.0);
@@ -522,7 +507,7 @@ TEST_CASE("replay: the cpu path holds what it retains, not steps x M: results la
   const std::vector<test::StepRecord> records = test::run_stream(layer, s);
 
   TempDir dir;
-  const Outcome o = replay(dir, write_stream(dir, s) + layer_args(c) + " --device cpu --out " + quote(dir / "out"),
+  const Outcome o = replay(write_stream(dir, s) + layer_args(c) + " --device cpu --out " + quote(dir / "out"),
                            kSmallAddressSpace);
   INFO(o.err);
   REQUIRE(o.code == 0);
@@ -570,7 +555,7 @@ TEST_CASE("replay: host memory the cpu reference cannot have is refused with the
   };
   for (const Case& c : cases) {
     INFO(c.flags);
-    const Outcome o = replay(dir, inputs + c.flags + " --top-k 3 --policy lru --device cpu --out " + quote(dir / "out"),
+    const Outcome o = replay(inputs + c.flags + " --top-k 3 --policy lru --device cpu --out " + quote(dir / "out"),
                              kSmallAddressSpace);
     INFO(o.err);
     check_refused(o, 1, "attendre-replay: the cpu reference needs at least ");
@@ -608,7 +593,7 @@ TEST_CASE("replay: limits name the flag the user gave") {
     for (const char* device : c.devices) {
       INFO(c.flags << " --device " << device);
       const Outcome o =
-          replay(dir, inputs + c.flags + " --policy lru --device " + device + " --out " + quote(dir / "out"));
+          replay(inputs + c.flags + " --policy lru --device " + device + " --out " + quote(dir / "out"));
       INFO(o.err);
       check_refused(o, c.code, c.message);
       CHECK(o.err.find("out of host memory") == std::string::npos);
@@ -651,7 +636,7 @@ TEST_CASE("replay: bad data names the file and its row, not a row of a chunk") {
   };
   for (const Case& c : cases) {
     INFO(c.args);
-    const Outcome o = replay(dir, c.args + layer + " --out " + quote(dir / "out"));
+    const Outcome o = replay(c.args + layer + " --out " + quote(dir / "out"));
     INFO(o.err);
     check_refused(o, 1, c.message);
     CHECK(!fs::exists(dir / "out"));
@@ -662,11 +647,11 @@ TEST_CASE("replay: bad data names the file and its row, not a row of a chunk") {
   std::vector<uint8_t> valid(s.valid);
   valid[39] = 0;
   npy::write<uint8_t>(dir / "valid39.npy", rows, valid);
-  const Outcome skipped = replay(dir, files("q_nan.npy", "k.npy", "v.npy") + " --valid " + quote(dir / "valid39.npy") +
+  const Outcome skipped = replay(files("q_nan.npy", "k.npy", "v.npy") + " --valid " + quote(dir / "valid39.npy") +
                                           layer + " --out " + quote(dir / "skipped"));
   INFO(skipped.err);
   CHECK(skipped.code == 0);
-  const Outcome wide = replay(dir, files("q.npy", "k.npy", "v.npy") + " --positions " + quote(dir / "far.npy") +
+  const Outcome wide = replay(files("q.npy", "k.npy", "v.npy") + " --positions " + quote(dir / "far.npy") +
                                        layer + " --device cpu --out " + quote(dir / "wide"));
   INFO(wide.err);
   CHECK(wide.code == 0);
@@ -703,7 +688,7 @@ TEST_CASE("replay: inputs and parameters that would overflow float32 are refused
   for (const char* device : {" --device cpu", " --device gpu"})
     for (const Case& c : cases) {
       INFO(c.args << device);
-      const Outcome o = replay(dir, c.args + device + " --out " + quote(dir / "out"));
+      const Outcome o = replay(c.args + device + " --out " + quote(dir / "out"));
       INFO(o.err);
       check_refused(o, 1, c.message);
       CHECK(!fs::exists(dir / "out"));
@@ -715,7 +700,7 @@ TEST_CASE("replay: a failed run leaves the previous results byte-identical and n
   const std::string inputs = write_stream(dir, test::random_stream({2, 1, 4}, 10, 3));
   const std::string layer = " --chunk 4 --q-capacity 2 --kv-capacity 6 --policy lru";
   const std::string out = dir / "out";
-  const Outcome first = replay(dir, inputs + layer + " --top-k 3 --out " + quote(out));
+  const Outcome first = replay(inputs + layer + " --top-k 3 --out " + quote(out));
   INFO(first.err);
   REQUIRE(first.code == 0);
   const auto parent_before = folder_contents(dir.path);
@@ -726,7 +711,7 @@ TEST_CASE("replay: a failed run leaves the previous results byte-identical and n
   // change the files; each failure point must leave them as they were.
   for (const char* point : {"write", "replace"}) {
     INFO(std::string(point));
-    const Outcome o = replay(dir, inputs + layer + " --top-k 2 --out " + quote(out),
+    const Outcome o = replay(inputs + layer + " --top-k 2 --out " + quote(out),
                              std::string("ATTENDRE_REPLAY_INJECT_FAILURE=") + point + " ");
     INFO(o.err);
     CHECK(o.code == 1);
@@ -736,7 +721,7 @@ TEST_CASE("replay: a failed run leaves the previous results byte-identical and n
     CHECK(folder_contents(dir.path) == parent_before);
   }
   // And without a failure, the same run does replace them.
-  const Outcome third = replay(dir, inputs + layer + " --top-k 2 --out " + quote(out));
+  const Outcome third = replay(inputs + layer + " --top-k 2 --out " + quote(out));
   CHECK(third.code == 0);
   CHECK(folder_contents(out) != results_before);
   CHECK(folder_contents(dir.path).size() == parent_before.size());
@@ -749,14 +734,14 @@ TEST_CASE("replay: a failed run into a fresh folder leaves no folder") {
   for (const char* point : {"write", "rename"}) {
     INFO(std::string(point));
     // Missing parents are created for the run and must go with it.
-    const Outcome o = replay(dir, args + " --out " + quote(dir / "new/sub/out"),
+    const Outcome o = replay(args + " --out " + quote(dir / "new/sub/out"),
                              std::string("ATTENDRE_REPLAY_INJECT_FAILURE=") + point + " ");
     INFO(o.err);
     CHECK(o.code == 1);
     CHECK(o.err.find("injected failure") != std::string::npos);
     CHECK(folder_contents(dir.path) == before);
   }
-  const Outcome o = replay(dir, args + " --out " + quote(dir / "new/sub/out"));
+  const Outcome o = replay(args + " --out " + quote(dir / "new/sub/out"));
   CHECK(o.code == 0);
   CHECK(folder_contents(dir / "new/sub/out").size() == 3);
 }

@@ -5,7 +5,7 @@
 #include "support.hpp"
 
 #include <attendre/gpu_stack.hpp>
-#include <attendre/reference_stack.hpp>
+#include <attendre/reference/stack.hpp>
 
 #include <doctest/doctest.h>
 
@@ -27,7 +27,7 @@ void check_matches_dense(const StackConfig& config, const test::TokenStream& s, 
   StackChunk whole = s.chunk(0, s.rows());
   const StackOutput dense = reference::dense_forward(config, weights, whole, causal);
   for (auto& [name, make] : stack_backends()) {
-    INFO(name);
+    INFO(std::string(name));
     auto stack = make(config, weights);
     const auto got = test::run_stack(*stack, s);
     REQUIRE(got.size() == dense.positions.size());
@@ -153,7 +153,7 @@ TEST_CASE("stack: drain emits every valid position once, in order, delayed by th
   const uint64_t shift = c.drain_positions();
   CHECK(shift == 12);
   for (auto& [name, make] : stack_backends()) {
-    INFO(name);
+    INFO(std::string(name));
     RandomWeights weights(6);
     auto stack = make(c, weights);
     // Padding chunks one at a time (what finish() does), to see each step.
@@ -229,7 +229,7 @@ TEST_CASE("stack: decoding after reading equals causal attention over prompt and
   request.logits = true;
   const StackOutput dense = reference::dense_forward(c, weights, whole.chunk(0, whole.rows()), true, request);
   for (auto& [name, make] : stack_backends()) {
-    INFO(name);
+    INFO(std::string(name));
     auto stack = make(c, weights);
     test::run_stack(*stack, prompt);
     for (uint32_t t = 0; t < next.size(); ++t) {
@@ -241,4 +241,77 @@ TEST_CASE("stack: decoding after reading equals causal attention over prompt and
     }
   }
   test::check_no_validation_messages(test::gpu());
+}
+
+// ---------------------------------------------------------------------------
+// Positions: LM-Infinite distances, T5 buckets
+
+namespace {
+
+StackConfig with_lm_infinite(StackConfig c, uint32_t n_local) {
+  for (BlockConfig& b : c.blocks) b.lm_infinite = {true, n_local};
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("stack: block options: LM-Infinite with the cap active matches the reference (future keys, sinks on and off)") {
+  // n_local = 3 while queries wait N = 6: most pairs are capped, future
+  // ones at -3. With 5 sinks, the first queries see sinks beyond the cap in
+  // their future, which sit at +3 instead.
+  const test::TokenStream s = test::random_tokens(45, 37, 36, 0.05);
+  for (uint32_t sinks : {0u, 5u}) {
+    INFO("sinks " << sinks);
+    StackConfig c = with_lm_infinite(test::small_stack(2, {4, 2, 8}, 4, 6, 14, 6, Policy::lra_sum()), 3);
+    for (BlockConfig& b : c.blocks) b.attention.kv.n_sink = sinks;
+    c.blocks[0].rope_scaling.freq_factors = true;  // rope_freqs.weight through both backends
+    c.blocks[1].rope_layout = RopeLayout::neox;
+    c.blocks[1].rope_dims = 6;  // dims 6, 7 do not turn
+    c.blocks[1].rope_scaling.kind = RopeScaling::Kind::linear;
+    c.blocks[1].rope_scaling.factor = 2.0;
+    check_gpu_matches_reference(c, s, 43, false);
+  }
+}
+
+TEST_CASE("stack: LM-Infinite with n_local >= the stream length is ordinary RoPE, bit for bit on the GPU") {
+  const test::TokenStream s = test::random_tokens(30, 37, 37, 0.1);
+  StackConfig plain = test::small_stack(2, {4, 2, 8}, 4, 5, 12, 5, Policy::lru());
+  for (BlockConfig& b : plain.blocks) b.attention.kv.n_sink = 2;
+  RandomWeights weights(44);
+  for (auto& [name, make] : stack_backends()) {
+    INFO(std::string(name));
+    const bool exact = std::string(name) == "gpu";
+    const auto expected = test::run_stack(*make(plain, weights), s);
+    const auto same = test::run_stack(*make(with_lm_infinite(plain, s.rows()), weights), s);
+    const auto capped = test::run_stack(*make(with_lm_infinite(plain, 3), weights), s);
+    REQUIRE(same.size() == expected.size());
+    double capped_gap = 0.0;
+    for (const auto& [position, e] : expected)
+      for (size_t d = 0; d < e.hidden.size(); ++d) {
+        if (exact) CHECK(same.at(position).hidden[d] == e.hidden[d]);
+        else CHECK(same.at(position).hidden[d] == doctest::Approx(e.hidden[d]).epsilon(1e-9).scale(1.0));
+        capped_gap = std::max(capped_gap, static_cast<double>(std::abs(capped.at(position).hidden[d] - e.hidden[d])));
+      }
+    CHECK(capped_gap > 1e-2);  // a cap within the stream changes what the comparison sees
+  }
+  test::check_no_validation_messages(test::gpu());
+}
+
+TEST_CASE("stack: N >= T, M >= T, K = M is dense attention at LM-Infinite's capped distances and with T5 buckets") {
+  const test::TokenStream s = test::random_tokens(23, 37, 38, 0.1);
+  // Every future key beyond n_local = 5 sits at -5, every past one at +5;
+  // the two sinks at +5 wherever they are.
+  StackConfig lm = with_lm_infinite(test::small_stack(2, {4, 2, 6}, 4, 23, 28, 28, Policy::lra_sum()), 5);
+  for (BlockConfig& b : lm.blocks) b.attention.kv.n_sink = 2;
+  check_matches_dense(lm, s, false);
+  // T5 buckets saturating at 12 of 23 positions: block 1 reads block 0's table.
+  StackConfig t5 = test::small_stack(2, {2, 2, 8}, 4, 23, 28, 28, Policy::lfu());
+  for (BlockConfig& b : t5.blocks) {
+    b.rope = false;
+    b.attention.retrieval.bias = BiasKind::t5;
+    b.attention.retrieval.t5.num_buckets = 8;
+    b.attention.retrieval.t5.max_distance = 12;
+  }
+  t5.blocks[1].t5_table_block = 0;
+  check_matches_dense(t5, s, false);
 }

@@ -8,7 +8,7 @@
 
 #include <attendre/error.hpp>
 #include <attendre/gpu_stack.hpp>
-#include <attendre/reference_stack.hpp>
+#include <attendre/reference/stack.hpp>
 
 #include <doctest/doctest.h>
 
@@ -61,6 +61,13 @@ TEST_CASE("stack memory: what the stack holds is what plan_stack_memory predicts
   b.blocks[0].qkv_bias = b.blocks[1].ffn_bias = true;
   b.blocks[1].norm = NormKind::layer;
   check_memory_equals_plan(b);
+  // Positions: LM-Infinite's query and key variants, T5 tables, rope_freqs.
+  StackConfig p = test::small_stack(2, {4, 2, 8}, 4, 5, 12, 5, Policy::lru());
+  p.blocks[0].lm_infinite = {true, 16};
+  p.blocks[0].rope_scaling.freq_factors = true;
+  p.blocks[1].rope = false;
+  p.blocks[1].attention.retrieval.bias = BiasKind::t5;
+  check_memory_equals_plan(p);
   test::check_no_validation_messages(test::gpu());
 }
 
@@ -215,5 +222,39 @@ TEST_CASE("stack: weights keep their own encoding per tensor, and an encoding wi
     CHECK(e.code() == ErrorCode::unsupported);
     CHECK(std::string(e.what()).find("Q4_K weights have no decoding kernel yet") != std::string::npos);
   }
+  test::check_no_validation_messages(test::gpu());
+}
+
+TEST_CASE("stack: embedding tables and LM heads past one storage range are split by rows and equal unsplit ones") {
+  // 300 rows of 24 floats (28,800 bytes) in ranges of 4 KiB: 9 parts of 37 rows.
+  StackConfig c = test::small_stack(2, {4, 2, 6}, 3, 2, 12, 6, Policy::lra_sum());
+  c.vocab = 300;
+  ContextOptions options;
+  LimitOverrides limits;
+  limits.max_storage_range = 4096;
+  options.limits = limits;
+  Context small(options);
+  const test::TokenStream tokens = test::random_tokens(17, c.vocab, 9, 0.2);  // padding rows take id = vocab
+  StackRequest want;
+  want.logits = true;
+  for (bool tied : {false, true}) {
+    INFO("tied " << tied);
+    c.tied_embeddings = tied;
+    RandomWeights weights(12);
+    gpu::Stack split(small, c, weights), whole(test::gpu(), c, weights);
+    CHECK(gpu::plan_stack_memory(c, small.caps()).model > gpu::plan_stack_memory(c, test::gpu().caps()).model);
+    const auto expected = test::run_stack(whole, tokens, false, want);
+    const auto actual = test::run_stack(split, tokens, false, want);
+    REQUIRE(actual.size() == expected.size());
+    for (const auto& [position, e] : expected) {
+      const test::Emitted& a = actual.at(position);
+      for (size_t i = 0; i < e.logits.size(); ++i) CHECK(a.logits[i] == doctest::Approx(e.logits[i]).epsilon(1e-5));
+    }
+    // And after reading, one position at a time.
+    const test::OnePosition one{299, 17};  // an id in the last part
+    const std::vector<float> a = split.decode(one.chunk(), want).logits, e = whole.decode(one.chunk(), want).logits;
+    for (size_t i = 0; i < e.size(); ++i) CHECK(a[i] == doctest::Approx(e[i]).epsilon(1e-5));
+  }
+  test::check_no_validation_messages(small);
   test::check_no_validation_messages(test::gpu());
 }

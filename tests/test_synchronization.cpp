@@ -11,6 +11,7 @@
 #include "vulkan/hazards.hpp"
 #include "vulkan/spirv_reflect.hpp"
 
+#include <attendre/diagnostics.hpp>
 #include <attendre/error.hpp>
 #include <attendre/shader_ids.hpp>
 
@@ -106,7 +107,7 @@ TEST_CASE("synchronization validation reports a planted missing barrier, and non
   const vk::Buffer c = test::device_words(context, 256, 0u, "test c");
   const vk::Buffer d = test::device_words(context, 256, 0u, "test d");
   vk::DescriptorArena arena(context);
-  context.clear_validation_messages();
+  clear_validation_messages(context);
 
   auto run = [&](bool derive) {
     vk::Submission submission(context);
@@ -118,14 +119,14 @@ TEST_CASE("synchronization validation reports a planted missing barrier, and non
     submission.wait();
   };
   run(false);
-  const std::vector<std::string> planted = context.validation_messages();
+  const std::vector<std::string> planted = validation_messages(context);
   auto reported = [&](const char* hazard) {
     return std::any_of(planted.begin(), planted.end(),
                        [&](const std::string& m) { return m.find(hazard) != std::string::npos; });
   };
   CHECK(reported("SYNC-HAZARD-READ-AFTER-WRITE"));
   CHECK(reported("SYNC-HAZARD-WRITE-AFTER-READ"));
-  context.clear_validation_messages();
+  clear_validation_messages(context);
 
   run(true);
   test::check_no_validation_messages(context);

@@ -1,3 +1,4 @@
+#include "core/fail.hpp"
 #include "json.hpp"
 
 #include <attendre/error.hpp>
@@ -191,6 +192,7 @@ void preset(Writer& w, const Preset& p) {
   w.field("model", p.model);
   w.field("precision", p.precision);
   w.field("policy", p.policy);
+  w.field("lm_infinite", p.lm_infinite);
   w.field("layers_model", p.layers_model);
   w.field("layers_run", p.layers_run);
   w.field("vocab_model", p.vocab_model);

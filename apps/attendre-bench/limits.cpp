@@ -1,3 +1,4 @@
+#include "core/fail.hpp"
 #include "limits.hpp"
 
 #include "timing.hpp"
@@ -5,6 +6,7 @@
 #include "kernels/kernel_plan.hpp"
 #include "interface/bench.h"
 #include "kernels/kernel.hpp"
+#include "vulkan/api.hpp"
 #include "vulkan/buffer.hpp"
 #include "vulkan/commands.hpp"
 
@@ -56,15 +58,15 @@ std::string driver_string(const attendre::Context& context) {
   const attendre::DeviceCaps& c = context.caps();
   if (!c.driver_name.empty()) return c.driver_name + (c.driver_info.empty() ? "" : " (" + c.driver_info + ")");
   uint32_t count = 0;
-  vkEnumerateDeviceExtensionProperties(context.physical_device(), nullptr, &count, nullptr);
+  attendre::vk::vkEnumerateDeviceExtensionProperties(context.physical_device(), nullptr, &count, nullptr);
   std::vector<VkExtensionProperties> extensions(count);
-  vkEnumerateDeviceExtensionProperties(context.physical_device(), nullptr, &count, extensions.data());
+  attendre::vk::vkEnumerateDeviceExtensionProperties(context.physical_device(), nullptr, &count, extensions.data());
   for (const VkExtensionProperties& e : extensions) {
     if (std::string(e.extensionName) != VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME) continue;
     VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
     VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     props.pNext = &driver;
-    vkGetPhysicalDeviceProperties2(context.physical_device(), &props);
+    attendre::vk::vkGetPhysicalDeviceProperties2(context.physical_device(), &props);
     const std::string info = driver.driverInfo;
     return std::string(driver.driverName) + (info.empty() ? "" : " (" + info + ")");
   }

@@ -17,6 +17,7 @@
 #include "weights.hpp"
 
 #include <attendre/context.hpp>
+#include <attendre/diagnostics.hpp>
 #include <attendre/error.hpp>
 
 #include <chrono>
@@ -30,7 +31,7 @@ namespace {
 // Validation messages mean a bug; they must not scroll by unnoticed.
 bool report_validation(const attendre::Context& context) {
   if (!context.validation_enabled()) return false;
-  const std::vector<std::string> messages = context.validation_messages();
+  const std::vector<std::string> messages = validation_messages(context);
   for (const std::string& m : messages) std::cerr << "validation: " << m << "\n";
   if (!messages.empty()) std::cerr << "attendre-bench: " << messages.size() << " validation message(s)\n";
   return !messages.empty();

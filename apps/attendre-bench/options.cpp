@@ -113,6 +113,13 @@ Options parse_options(int argc, char** argv) {
       if (ec != std::errc{} || end != text.data() + text.size() || n > 1000)
         throw UsageError("--layers expects a whole number 0..1000, got '" + text + "'");
       o.layers = static_cast<int32_t>(n);
+    } else if (arg == "--lm-infinite") {
+      const std::string text = take();
+      uint32_t n = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+      if (ec != std::errc{} || end != text.data() + text.size() || n == 0 || n > 0x7FFFFFFFu)
+        throw UsageError("--lm-infinite expects n_local, a whole number 1..2^31-1, got '" + text + "'");
+      o.lm_infinite = n;
     } else {
       throw UsageError("unknown option '" + std::string(arg) + "'");
     }
@@ -122,7 +129,7 @@ Options parse_options(int argc, char** argv) {
 
 std::string usage_text() {
   return "usage: attendre-bench [--quick] [--json FILE] [--svg DIR] [--filter NAMES] [--layers L]\n"
-         "                      [--dispatches] [--device D] [--help]\n"
+         "                      [--lm-infinite N_LOCAL] [--dispatches] [--device D] [--help]\n"
          "\n"
          "Measures the device's copy bandwidth and FMA peak, then every ATTENDRE kernel\n"
          "over a sweep of shapes, the whole stack for named presets, and per-step cost\n"
@@ -139,6 +146,8 @@ std::string usage_text() {
          "  --layers L       transformer blocks per preset (0: the model's full depth;\n"
          "                   default: 2 with --quick, else the full depth for mobile\n"
          "                   and 2 for desktop, whose full depth takes many minutes)\n"
+         "  --lm-infinite N  run the presets with LM-Infinite distances capped at\n"
+         "                   n_local = N in every block (its score kernel variant)\n"
          "  --dispatches     also print every dispatch of one timed step of each\n"
          "                   measurement (shader, kernel name, GPU ms): the profile\n"
          "                   behind a kernel's time\n"

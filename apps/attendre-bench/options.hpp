@@ -47,6 +47,7 @@ struct Options {
   Filter filter;
   std::string device;    // --device: index or name substring (else ATTENDRE_DEVICE)
   int32_t layers = -1;   // --layers: blocks per preset (0: the model's depth; -1: the mode's default)
+  uint32_t lm_infinite = 0;  // --lm-infinite: n_local of the presets' LM-Infinite cap (0: off)
 };
 
 Options parse_options(int argc, char** argv);

@@ -1,3 +1,4 @@
+#include "core/fail.hpp"
 #include "presets.hpp"
 
 #include "costs.hpp"
@@ -34,7 +35,7 @@ const Spec kSpecs[] = {
 };
 const attendre::Policy kPolicy = attendre::Policy::lra_sum();
 
-StackConfig stack_config(const Spec& s, uint32_t layers, uint32_t vocab, WeightType weights) {
+StackConfig stack_config(const Spec& s, uint32_t layers, uint32_t vocab, WeightType weights, uint32_t lm_infinite) {
   StackConfig c;
   c.hidden = s.hidden;
   c.vocab = vocab;
@@ -50,6 +51,7 @@ StackConfig stack_config(const Spec& s, uint32_t layers, uint32_t vocab, WeightT
     b.attention.retrieval.top_k = s.K;
     b.ffn = s.ffn;
     b.rope_theta = s.rope_theta;
+    b.lm_infinite = {lm_infinite > 0, lm_infinite};
     c.blocks.push_back(b);
   }
   return c;
@@ -131,8 +133,9 @@ void run_one(attendre::Context& context, const Options& options, const Spec& spe
   p.vocab_model = spec.vocab;
   p.S = spec.S, p.M = spec.M, p.N = spec.N, p.K = spec.K;
   p.policy = std::string(attendre::to_string(kPolicy.kind));
+  p.lm_infinite = options.lm_infinite;
   p.precision = precision;
-  p.planned_full_bytes = attendre::gpu::plan_stack_memory(stack_config(spec, spec.layers, spec.vocab, weights), caps).total();
+  p.planned_full_bytes = attendre::gpu::plan_stack_memory(stack_config(spec, spec.layers, spec.vocab, weights, options.lm_infinite), caps).total();
 
   // A token table past one storage range cannot be bound: feed embeddings instead.
   const uint64_t table = uint64_t{spec.vocab} * spec.hidden * wbytes;
@@ -143,7 +146,7 @@ void run_one(attendre::Context& context, const Options& options, const Spec& spe
   if (p.layers_run < p.layers_model)
     p.notes.push_back(std::to_string(p.layers_run) + " of " + std::to_string(p.layers_model) +
                       " blocks run (--layers 0 runs all); ms_per_step_full_depth scales the step by the depth");
-  const StackConfig config = stack_config(spec, p.layers_run, p.vocab_run, weights);
+  const StackConfig config = stack_config(spec, p.layers_run, p.vocab_run, weights, options.lm_infinite);
   const uint64_t planned = attendre::gpu::plan_stack_memory(config, caps).total();
   if (caps.device_local_bytes && planned > caps.device_local_bytes)
     attendre::fail(attendre::ErrorCode::out_of_device_memory,
@@ -254,7 +257,7 @@ void run_presets(attendre::Context& context, const Options& options, Results& re
       for (WeightType type : {WeightType::f32, WeightType::f16}) {
         const uint32_t wbytes = type == WeightType::f16 ? 2 : 4;
         if (wbytes == 2 && !context.caps().storage_16bit) continue;
-        const StackConfig full = stack_config(spec, spec.layers, spec.vocab, type);
+        const StackConfig full = stack_config(spec, spec.layers, spec.vocab, type, options.lm_infinite);
         results.plans.push_back({spec.name, spec.layers, spec.vocab, wbytes == 2 ? "f16" : "f32",
                                  attendre::gpu::plan_stack_memory(full, context.caps()).total()});
       }

@@ -27,13 +27,16 @@ std::string layer_kernel(const std::string& shader, const std::string& policy_na
 // after the attention norm come q, k, v; after the FFN norm (the run ends at
 // the activation) gate and up; after the activation down; after the
 // retrieval kernels o; after the final norm with nothing behind it the LM head.
+// activation or its in-place variant (the block runs the latter).
+bool is_activation(const std::string& shader) { return shader.rfind("activation", 0) == 0; }
+
 std::string matmul_role(const std::vector<attendre::KernelTime>& p, size_t first, size_t last, size_t i) {
   const std::string before = first > 0 ? p[first - 1].kernel : "";
   const std::string after = last + 1 < p.size() ? p[last + 1].kernel : "";
   const size_t run = last - first + 1, at = i - first;
-  if (before == "activation") return "down";
+  if (is_activation(before)) return "down";
   if (is_norm(before)) {
-    if (after == "activation") return run >= 2 ? (at == 0 ? "gate" : "up") : "up";
+    if (is_activation(after)) return run >= 2 ? (at == 0 ? "gate" : "up") : "up";
     if (after.empty()) return "lm_head";
     static const char* qkv[] = {"q", "k", "v"};
     return at < 3 ? qkv[at] : "part";
@@ -46,7 +49,6 @@ std::string matmul_role(const std::vector<attendre::KernelTime>& p, size_t first
 std::vector<Dispatch> classify(const std::vector<attendre::KernelTime>& p, const std::string& policy_name) {
   std::vector<Dispatch> out;
   std::string last_select;
-  bool rope_q_seen = false;
   for (size_t i = 0; i < p.size(); ++i) {
     const std::string& shader = p[i].kernel;
     Dispatch d;
@@ -57,6 +59,7 @@ std::vector<Dispatch> classify(const std::vector<attendre::KernelTime>& p, const
       d.name = shader;
       if (d.name.size() > 4 && (d.name.ends_with("_f16") || d.name.ends_with("_f32"))) d.name.resize(d.name.size() - 4);
       if (d.name == "matmul_direct") d.name = "matmul";  // the CPU-device variant of the same product
+      if (d.name.ends_with("_in_place")) d.name.resize(d.name.size() - 9);  // the same kernel, one binding
     }
     if (is_matmul(shader)) {
       size_t first = i, last = i;
@@ -66,12 +69,14 @@ std::vector<Dispatch> classify(const std::vector<attendre::KernelTime>& p, const
     } else if (is_norm(shader)) {
       size_t next = i + 1;
       while (next < p.size() && is_matmul(p[next].kernel)) ++next;
-      d.role = next == i + 1 || next == p.size() ? "final" : next < p.size() && p[next].kernel == "activation" ? "ffn" : "attn";
-      rope_q_seen = false;
+      d.role = next == i + 1 || next == p.size() ? "final" : next < p.size() && is_activation(p[next].kernel) ? "ffn" : "attn";
     } else if (shader == "rope") {
-      d.role = std::string(1, rope_q_seen ? 'k' : 'q');  // the block rotates its queries, then its keys
-      rope_q_seen = true;
-    } else if (shader == "activation") {
+      // A block rotates its queries (three times under LM-Infinite), then
+      // its keys: the last rope before the next norm is the keys'.
+      size_t next = i + 1;
+      while (next < p.size() && p[next].kernel != "rope" && !is_norm(p[next].kernel)) ++next;
+      d.role = std::string(1, next < p.size() && p[next].kernel == "rope" ? 'q' : 'k');
+    } else if (is_activation(shader)) {
       d.role = "ffn";
     } else if (shader.rfind("embedding", 0) == 0) {
       d.role = "tokens";

@@ -71,6 +71,7 @@ struct Preset {
   uint32_t layers_model = 0, layers_run = 0, vocab_model = 0, vocab_run = 0;
   uint32_t S = 0, M = 0, N = 0, K = 0;
   std::string policy, precision;
+  uint32_t lm_infinite = 0;          // n_local of every block's LM-Infinite cap (--lm-infinite), 0: off
   std::vector<std::string> notes;    // every deviation from the named model, in words
   double ms_per_step = 0.0, tokens_per_s = 0.0;
   double overhead_ms = 0.0;  // median over profiled steps of (step wall time - its kernels' GPU time)

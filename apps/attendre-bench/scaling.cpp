@@ -1,3 +1,4 @@
+#include "core/fail.hpp"
 #include "scaling.hpp"
 
 #include "feeder.hpp"

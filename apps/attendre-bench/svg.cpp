@@ -1,3 +1,4 @@
+#include "core/fail.hpp"
 #include "svg.hpp"
 
 #include "json.hpp"

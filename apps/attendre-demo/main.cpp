@@ -5,10 +5,11 @@
 #include "runs.hpp"
 #include "stream.hpp"
 
+#include <attendre/diagnostics.hpp>
 #include <attendre/context.hpp>
 #include <attendre/error.hpp>
 #include <attendre/gpu.hpp>
-#include <attendre/reference.hpp>
+#include <attendre/reference/layer.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -79,7 +80,7 @@ std::unique_ptr<attendre::Context> open_device(bool want_gpu) {
 // Validation messages mean a library bug; they must not scroll by unnoticed.
 bool report_validation(const attendre::Context* context) {
   if (!context || !context->validation_enabled()) return false;
-  const std::vector<std::string> messages = context->validation_messages();
+  const std::vector<std::string> messages = validation_messages(*context);
   for (const std::string& m : messages) std::cerr << "validation: " << m << "\n";
   if (!messages.empty()) std::cerr << "attendre-demo: " << messages.size() << " validation message(s)\n";
   return !messages.empty();

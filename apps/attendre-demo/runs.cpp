@@ -1,3 +1,4 @@
+#include "core/fail.hpp"
 #include "runs.hpp"
 
 #include <attendre/error.hpp>
@@ -64,73 +65,42 @@ uint32_t needles_kept(const Stream& stream, const RunRecord& run) {
 }
 
 FullAttention::FullAttention(const Stream& stream, double scale, const RunRecord& run)
-    : stream_(stream), scale_(scale), keys_(stream.k.begin(), stream.k.end()), emitted_at_(run.emitted_at) {
+    : stream_(stream), emitted_at_(run.emitted_at), full_(stream.shape, scale) {
   const attendre::AttentionShape& shape = stream.shape;
-  const uint32_t D = shape.head_dim, H = shape.heads_q, T = stream.tokens;
-  horizon_.assign(T, -1);
-  log_normalizer_.assign(uint64_t{T} * H, 0.0);
-  std::vector<double> logits(T);
-  for (uint32_t p = 0; p < T; ++p) {
+  for (uint32_t p = 0; p < stream.tokens; ++p) {
     if (emitted_at_[p] == kNotEmitted) continue;
-    horizon_[p] = run.horizon[emitted_at_[p]];
-    const auto visible = static_cast<uint32_t>(horizon_[p] + 1);
-    for (uint32_t h = 0; h < H; ++h) {
-      const float* q = stream.q.data() + uint64_t{p} * shape.q_row() + uint64_t{h} * D;
-      const uint32_t g = h / shape.group();
-      double top = -std::numeric_limits<double>::infinity();
-      for (uint32_t j = 0; j < visible; ++j) {
-        const double* k = keys_.data() + uint64_t{j} * shape.kv_row() + uint64_t{g} * D;
-        double dot = 0.0;
-        for (uint32_t d = 0; d < D; ++d) dot += static_cast<double>(q[d]) * k[d];
-        logits[j] = scale * dot;
-        top = std::max(top, logits[j]);
-      }
-      double sum = 0.0;
-      for (uint32_t j = 0; j < visible; ++j) sum += std::exp(logits[j] - top);
-      log_normalizer_[uint64_t{p} * H + h] = top + std::log(sum);
-    }
+    full_.add_query(p, std::span<const float>(stream.q).subspan(uint64_t{p} * shape.q_row(), shape.q_row()),
+                    run.horizon[emitted_at_[p]]);
   }
+  for (uint32_t j = 0; j < stream.tokens; ++j) full_.add_key(j, key(j));
 }
 
-double FullAttention::held_mass(uint32_t query, const std::vector<int64_t>& keys) const {
-  const attendre::AttentionShape& shape = stream_.shape;
-  const uint32_t D = shape.head_dim, H = shape.heads_q;
-  double mass = 0.0;
-  for (int64_t j : keys) {
-    if (j < 0 || j > horizon_[query]) continue;  // beyond full attention's reach: weight 0
-    for (uint32_t h = 0; h < H; ++h) {
-      const float* q = stream_.q.data() + uint64_t{query} * shape.q_row() + uint64_t{h} * D;
-      const double* k = keys_.data() + uint64_t(j) * shape.kv_row() + uint64_t{h / shape.group()} * D;
-      double dot = 0.0;
-      for (uint32_t d = 0; d < D; ++d) dot += static_cast<double>(q[d]) * k[d];
-      mass += std::exp(scale_ * dot - log_normalizer_[uint64_t{query} * H + h]);
-    }
+std::span<const float> FullAttention::key(int64_t position) const {
+  const uint32_t row = stream_.shape.kv_row();
+  return std::span<const float>(stream_.k).subspan(uint64_t(position) * row, row);
+}
+
+template <class HeldKeys>
+double FullAttention::mean_mass(HeldKeys held) const {
+  const auto lookup = [this](int64_t j) { return key(j); };
+  double total = 0.0;
+  uint64_t queries = 0;
+  for (uint32_t p = 0; p < stream_.tokens; ++p) {
+    if (emitted_at_[p] == kNotEmitted) continue;
+    total += full_.mass(p, held(p), lookup);
+    ++queries;
   }
-  return mass / H;
+  return queries ? total / static_cast<double>(queries) : 0.0;
 }
 
 double FullAttention::retained_mass(const RunRecord& run) const {
   if (run.emitted_at != emitted_at_)
     attendre::fail(attendre::ErrorCode::invalid_argument, "a run emitted its queries at different steps");
-  double total = 0.0;
-  uint64_t queries = 0;
-  for (uint32_t p = 0; p < stream_.tokens; ++p) {
-    if (emitted_at_[p] == kNotEmitted) continue;
-    total += held_mass(p, run.held[emitted_at_[p]]);
-    ++queries;
-  }
-  return queries ? total / static_cast<double>(queries) : 0.0;
+  return mean_mass([&](uint32_t p) -> const std::vector<int64_t>& { return run.held[emitted_at_[p]]; });
 }
 
 double FullAttention::needle_mass() const {
-  double total = 0.0;
-  uint64_t queries = 0;
-  for (uint32_t p = 0; p < stream_.tokens; ++p) {
-    if (emitted_at_[p] == kNotEmitted) continue;
-    total += held_mass(p, stream_.needles);
-    ++queries;
-  }
-  return queries ? total / static_cast<double>(queries) : 0.0;
+  return mean_mass([&](uint32_t) -> const std::vector<int64_t>& { return stream_.needles; });
 }
 
 }  // namespace demo

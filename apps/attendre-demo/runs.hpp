@@ -5,9 +5,12 @@
 
 #include "stream.hpp"
 
+#include "common/full_attention.hpp"
+
 #include <attendre/layer.hpp>
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace demo {
@@ -41,10 +44,10 @@ Timing time_run(attendre::AttendreLayer& layer, const Stream& stream);
 // How many planted needles the run still holds at the end.
 uint32_t needles_kept(const Stream& stream, const RunRecord& run);
 
-// Full attention over the stream as the reference the runs are measured
-// against: each query attends with a softmax over every key up to its
-// horizon (what an unbounded K/V memory would hold under the same wait).
-// The O(T^2) pass runs once, in float64; each run then costs O(T * M).
+// Full attention over the stream (common/full_attention.hpp) as the
+// reference the runs are measured against: each query attends with a
+// softmax over every key up to its horizon. The O(T^2) pass runs once, in
+// float64; each run then costs O(T * M).
 class FullAttention {
  public:
   // The horizons come from `run`; every run must emit each query at the
@@ -59,14 +62,13 @@ class FullAttention {
   double needle_mass() const;
 
  private:
-  double held_mass(uint32_t query, const std::vector<int64_t>& keys) const;
+  std::span<const float> key(int64_t position) const;
+  template <class HeldKeys>
+  double mean_mass(HeldKeys held) const;
 
   const Stream& stream_;
-  double scale_;
-  std::vector<double> keys_;             // float64 copy of the stream's keys
-  std::vector<int64_t> horizon_;         // per query; -1 when never emitted
   std::vector<uint32_t> emitted_at_;
-  std::vector<double> log_normalizer_;   // per query and head: log sum_j exp(logit)
+  attendre::apps::FullAttention full_;
 };
 
 }  // namespace demo

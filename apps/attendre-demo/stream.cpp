@@ -1,32 +1,16 @@
 #include "stream.hpp"
 
+#include "common/needle_placement.hpp"
+#include "common/rng.hpp"
+
 #include <algorithm>
 #include <cmath>
-#include <numbers>
-#include <random>
 #include <span>
 
 namespace demo {
 namespace {
 
-// std::normal_distribution and friends are implementation-defined, while
-// mt19937_64's sequence is fixed by the standard: drawing through these keeps
-// the table (and the test's expectations) identical across standard libraries.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : engine_(seed) {}
-
-  double uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }  // [0, 1)
-  uint32_t below(uint32_t n) { return static_cast<uint32_t>(uniform() * n); }
-  double normal() {  // Box-Muller, one value per call: simplicity over speed
-    const double u1 = 1.0 - uniform();  // (0, 1]: log stays finite
-    const double u2 = uniform();
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
-  }
-
- private:
-  std::mt19937_64 engine_;
-};
+using attendre::apps::Rng;
 
 std::vector<double> unit_vector(Rng& rng, uint32_t dim) {
   std::vector<double> x(dim);
@@ -77,13 +61,11 @@ Stream generate_stream(const StreamParams& params) {
   // stay relevant for hundreds of positions: a policy that keeps only the
   // recent past has long lost them by the end. At least 32 positions apart.
   const uint32_t needles = std::min(params.needles, T / 32);
-  const double span = 0.8 * T / std::max(needles, 1u);
+  s.needles = attendre::apps::spread_positions(needles, 0.8 * T, 0.5, rng);
   std::vector<uint32_t> needle_topic;
   for (uint32_t i = 0; i < needles; ++i) {
-    const auto jitter = static_cast<int64_t>((rng.uniform() - 0.5) * 0.5 * span);
-    const int64_t p = static_cast<int64_t>((i + 0.5) * span) + jitter;
+    const int64_t p = s.needles[i];
     const uint32_t t = i % params.topics;
-    s.needles.push_back(p);
     needle_topic.push_back(t);
     for (uint32_t g = 0; g < shape.heads_kv; ++g) {
       float* key = s.k.data() + uint64_t(p) * shape.kv_row() + uint64_t{g} * D;

@@ -1,6 +1,7 @@
 #include "budget.hpp"
 
 #include "result_files.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 
@@ -69,20 +70,6 @@ fs::path existing_folder(const fs::path& out) {
 }
 
 }  // namespace
-
-std::string human_bytes(uint64_t bytes) {
-  if (bytes < 1024) return u(bytes) + " bytes";
-  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double value = static_cast<double>(bytes) / 1024.0;
-  size_t unit = 0;
-  while (value >= 1024.0 && unit + 1 < std::size(kUnits)) {
-    value /= 1024.0;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f %s", value, kUnits[unit]);
-  return text;
-}
 
 void check_disk_space(const Options& o, const Inputs& in, const LayerConfig& c, uint64_t steps) {
   const uint64_t M = c.kv.capacity;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "cli.hpp"
+#include "common/human_bytes.hpp"
 #include "inputs.hpp"
 
 #include <attendre/config.hpp>
@@ -16,8 +17,7 @@
 
 namespace attendre::replay {
 
-// "512 bytes", "3.0 KiB", "25.6 GiB": one decimal, binary units.
-std::string human_bytes(uint64_t bytes);
+using apps::human_bytes;
 
 // Throws io_error when the three result files need more than the file
 // system holding `out` (or its nearest existing parent) has free, e.g.

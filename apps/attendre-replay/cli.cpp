@@ -1,48 +1,16 @@
 #include "cli.hpp"
 
-#include <charconv>
-#include <cmath>
-#include <functional>
 #include <limits>
-#include <map>
 #include <set>
 #include <string_view>
-#include <system_error>
 
 namespace attendre::replay {
 namespace {
 
-[[noreturn]] void usage(const std::string& message) { throw UsageError(message); }
-
-// Unsigned integers only: from_chars for an unsigned type already rejects a
-// sign, so "-1" fails here rather than wrapping around.
-uint32_t parse_count(const std::string& flag, const std::string& text, bool positive) {
-  const char* expected = positive ? "expected a positive integer" : "expected a non-negative integer";
-  uint64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || end != text.data() + text.size() || (ec != std::errc{} && ec != std::errc::result_out_of_range))
-    usage(flag + ": " + expected + ", got '" + text + "'");
-  if (ec == std::errc::result_out_of_range || value > std::numeric_limits<uint32_t>::max())
-    usage(flag + ": " + text + " is too large (at most " + std::to_string(std::numeric_limits<uint32_t>::max()) + ")");
-  if (positive && value == 0) usage(flag + ": " + expected + ", got '" + text + "'");
-  return static_cast<uint32_t>(value);
-}
-
-// Finite numbers only: inf/nan would only move the failure into the layer.
-double parse_number(const std::string& flag, const std::string& text, bool non_negative) {
-  const char* expected = non_negative ? "expected a finite number >= 0" : "expected a finite number";
-  double value = 0.0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || end != text.data() + text.size() || ec != std::errc{} || !std::isfinite(value) ||
-      (non_negative && value < 0.0))
-    usage(flag + ": " + expected + ", got '" + text + "'");
-  return value;
-}
-
-std::string nonempty_path(const std::string& flag, const std::string& text) {
-  if (text.empty()) usage(flag + ": empty path");
-  return text;
-}
+using cli::nonempty_path;
+using cli::parse_count;
+using cli::parse_number;
+using cli::usage;
 
 // Both memories count the rows they hold plus one chunk's insertion in 32
 // bits (the GPU's buffers and dispatches index them so), so N + S and M + S
@@ -64,37 +32,23 @@ void check_row_counts(const Options& o) {
   check("--kv-capacity", o.kv_capacity, "M");
 }
 
-struct Spec {
-  bool takes_value = true;
-  std::function<void(const std::string& flag, const std::string& value)> apply;
-};
-
 }  // namespace
 
 Options parse_args(std::span<const std::string> args) {
   Options o;
-  std::set<std::string> seen;
-  auto path = [](std::string& target) {
-    return Spec{true, [&target](const std::string& f, const std::string& v) { target = nonempty_path(f, v); }};
-  };
+  const auto path = cli::path_option;
+  const auto count = cli::count_option;
+  const auto flag = cli::switch_option;
   auto optional_path = [](std::optional<std::string>& target) {
-    return Spec{true, [&target](const std::string& f, const std::string& v) { target = nonempty_path(f, v); }};
-  };
-  auto count = [](uint32_t& target, bool positive) {
-    return Spec{true, [&target, positive](const std::string& f, const std::string& v) {
-                  target = parse_count(f, v, positive);
-                }};
+    return cli::Option{true, false, [&target](const std::string& f, const std::string& v) { target = nonempty_path(f, v); }};
   };
   auto number = [](std::optional<double>& target, bool non_negative) {
-    return Spec{true, [&target, non_negative](const std::string& f, const std::string& v) {
-                  target = parse_number(f, v, non_negative);
-                }};
-  };
-  auto flag = [](bool& target, bool value) {
-    return Spec{false, [&target, value](const std::string&, const std::string&) { target = value; }};
+    return cli::Option{true, false, [&target, non_negative](const std::string& f, const std::string& v) {
+                         target = parse_number(f, v, non_negative);
+                       }};
   };
 
-  const std::map<std::string, Spec, std::less<>> specs = {
+  const cli::OptionTable specs = {
       {"--q", path(o.q_path)},
       {"--k", path(o.k_path)},
       {"--v", path(o.v_path)},
@@ -116,49 +70,23 @@ Options parse_args(std::span<const std::string> args) {
       {"--alibi", flag(o.alibi, true)},
       {"--tag-mask", flag(o.tag_mask, true)},
       {"--help", flag(o.help, true)},
-      {"--policy", {true, [&o](const std::string& f, const std::string& v) {
+      {"--policy", {true, false, [&o](const std::string& f, const std::string& v) {
                       const auto kind = parse_policy(v);
                       if (!kind)
                         usage(f + ": expected one of fifo, lru, lfu, lra_last, lra_max, lra_sum, lfa, got '" + v + "'");
                       o.policy = *kind;
                     }}},
-      {"--device", {true, [&o](const std::string& f, const std::string& v) {
+      {"--device", {true, false, [&o](const std::string& f, const std::string& v) {
                       if (v != "cpu" && v != "gpu") usage(f + ": expected cpu or gpu, got '" + v + "'");
                       o.device = v == "cpu" ? Device::cpu : Device::gpu;
                     }}},
-      {"--retrieval", {true, [&o](const std::string& f, const std::string& v) {
+      {"--retrieval", {true, false, [&o](const std::string& f, const std::string& v) {
                          if (v != "per_head" && v != "shared") usage(f + ": expected per_head or shared, got '" + v + "'");
                          o.retrieval = v == "shared" ? RetrievalMode::shared : RetrievalMode::per_head;
                        }}},
   };
 
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "-h") {
-      o.help = true;
-      continue;
-    }
-    // "--name=value" is accepted too, as most long-option parsers do.
-    const size_t eq = arg.find('=');
-    const std::string name = arg.substr(0, eq);
-    const auto it = specs.find(name);
-    if (arg.rfind("--", 0) != 0 || it == specs.end()) {
-      if (arg.rfind("-", 0) == 0) usage("unknown option '" + name + "'");
-      usage("unexpected argument '" + arg + "'");
-    }
-    if (!seen.insert(name).second) usage(name + ": given more than once");
-    std::string value;
-    if (!it->second.takes_value) {
-      if (eq != std::string::npos) usage(name + ": takes no value");
-    } else if (eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-    } else {
-      // A following option is a forgotten value, not a path named "--causal".
-      if (i + 1 == args.size() || args[i + 1].rfind("--", 0) == 0) usage(name + ": missing value");
-      value = args[++i];
-    }
-    it->second.apply(name, value);
-  }
+  const std::set<std::string> seen = cli::parse_options(specs, args);
   if (o.help) return o;
 
   for (const char* required :
@@ -237,30 +165,6 @@ full or failing disk would).
 exit status: 0 success; 1 bad input file, infeasible configuration or runtime
 error; 2 command-line error; 3 Vulkan validation messages (gpu only).
 )";
-}
-
-std::string with_flag_names(const std::string& message) {
-  struct Field {
-    std::string_view symbol, flag;
-  };
-  static constexpr Field kFields[] = {
-      {"N", "--q-capacity"}, {"M", "--kv-capacity"}, {"S", "--chunk"}, {"K", "--top-k"}, {"n_sink", "--sinks"}};
-  // A field counts when it stands alone as a word: "M=5", "(M=5", "lower K or M",
-  // "M >= S" - not the K of "K/V" nor the M of "MiB".
-  const auto mentions = [&](std::string_view symbol) {
-    for (size_t at = message.find(symbol); at != std::string::npos; at = message.find(symbol, at + 1)) {
-      const size_t end = at + symbol.size();
-      const bool starts = at == 0 || message[at - 1] == ' ' || message[at - 1] == '(';
-      const bool ends = end == message.size() || std::string_view("= ,);").find(message[end]) != std::string_view::npos;
-      if (starts && ends) return true;
-    }
-    return false;
-  };
-  std::string names;
-  for (const Field& field : kFields)
-    if (mentions(field.symbol))
-      names += (names.empty() ? "" : ", ") + std::string(field.symbol) + " is " + std::string(field.flag);
-  return names.empty() ? message : message + " (" + names + ")";
 }
 
 LayerConfig make_config(const Options& o, const AttentionShape& shape) {

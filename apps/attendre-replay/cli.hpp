@@ -3,23 +3,20 @@
 // silently replaying a different configuration.
 #pragma once
 
+#include "../common/arguments.hpp"
+
 #include <attendre/config.hpp>
 
 #include <cstdint>
 #include <optional>
 #include <span>
-#include <stdexcept>
 #include <string>
 
 namespace attendre::replay {
 
 enum class Device { cpu, gpu };
 
-// A mistake on the command line; main() reports it with exit code 2.
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+using cli::UsageError;
 
 struct Options {
   std::string q_path, k_path, v_path;
@@ -59,9 +56,6 @@ std::string help_text();
 // exactly what the library would refuse.
 LayerConfig make_config(const Options& options, const AttentionShape& shape);
 
-// The library names configuration fields (N, M, S, K, n_sink) in its
-// messages; the user typed flags. Appends which flag each field mentioned in
-// `message` is, e.g. "... got M=5 S=4 (M is --kv-capacity, S is --chunk)".
-std::string with_flag_names(const std::string& message);
+using cli::with_flag_names;
 
 }  // namespace attendre::replay

@@ -2,6 +2,7 @@
 // names the file and states expected vs found, because the typical failure
 // is a capture script that saved the wrong array.
 #include "inputs.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 

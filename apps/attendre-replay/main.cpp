@@ -4,18 +4,18 @@
 #include "budget.hpp"
 #include "cli.hpp"
 #include "inputs.hpp"
-#include "output_set.hpp"
+#include "common/output_set.hpp"
 #include "replay.hpp"
 #include "result_files.hpp"
 
 #include <attendre/context.hpp>
+#include <attendre/diagnostics.hpp>
 #include <attendre/error.hpp>
 #include <attendre/gpu.hpp>
-#include <attendre/reference.hpp>
+#include <attendre/reference/layer.hpp>
 
-#include <cstdio>
 #include <iostream>
-#include <new>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -24,23 +24,9 @@ namespace {
 using namespace attendre;
 using namespace attendre::replay;
 
-// Scripts grep stderr line by line, so a message never spans lines.
-void report(const std::string& message) {
-  std::string line = "attendre-replay: " + message;
-  for (char& c : line)
-    if (c == '\n' || c == '\r') c = ' ';
-  std::fprintf(stderr, "%s\n", line.c_str());
-}
+void report(const std::string& message) { cli::report("attendre-replay", message); }
 
-// The library's errors name configuration fields; the user typed flags.
-template <class F>
-auto naming_flags(F&& work) {
-  try {
-    return work();
-  } catch (const Error& e) {
-    throw Error(e.code(), with_flag_names(e.what()));
-  }
-}
+using cli::naming_flags;
 
 int run(const Options& options) {
   const Inputs inputs = load_inputs(options);
@@ -51,7 +37,7 @@ int run(const Options& options) {
   check_host_memory(options, inputs, config, steps);
   check_disk_space(options, inputs, config, steps);
 
-  OutputSet out(options.out_dir, {ResultFiles::kNames.begin(), ResultFiles::kNames.end()});
+  apps::OutputSet out(options.out_dir, {ResultFiles::kNames.begin(), ResultFiles::kNames.end()}, "attendre-replay");
   ResultFiles files(out.staging(), inputs.shape, inputs.rows, steps, config.kv.capacity);
   RunSummary summary;
   std::string device;
@@ -68,7 +54,7 @@ int run(const Options& options) {
       gpu::Layer layer(context, config);
       return run_layer(layer, inputs, files);
     });
-    const std::vector<std::string> messages = context.validation_messages();
+    const std::vector<std::string> messages = validation_messages(context);
     if (context.validation_enabled() && !messages.empty()) {
       for (const std::string& m : messages) report("validation: " + m);
       report(std::to_string(messages.size()) + " Vulkan validation message(s); no output written");
@@ -88,30 +74,12 @@ int run(const Options& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    const std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
+  return cli::run_main("attendre-replay", argc, argv, [](std::span<const std::string> args) {
     const Options options = parse_args(args);
     if (options.help) {
       std::cout << help_text();
       return 0;
     }
     return run(options);
-  } catch (const UsageError& e) {
-    report(std::string(e.what()) + " (see --help)");
-    return 2;
-  } catch (const Error& e) {
-    report(e.what());
-    return 1;
-  } catch (const std::bad_alloc&) {
-    // Sizes the tool can foresee are refused up front with their figures;
-    // this is what slipped past the estimate, so no flag is blamed.
-    report("out of host memory");
-    return 1;
-  } catch (const std::exception& e) {
-    report(e.what());
-    return 1;
-  } catch (...) {
-    report("unknown error");
-    return 1;
-  }
+  });
 }

@@ -1,6 +1,7 @@
 #include "result_files.hpp"
 
-#include "output_set.hpp"
+#include "common/output_set.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 
@@ -45,7 +46,7 @@ void ResultFiles::append_step(std::span<const int64_t> positions, std::span<cons
   require(steps_written_ < steps_, "ResultFiles: more than the " + std::to_string(steps_) + " steps promised");
   retained_.append(positions);
   retained_.append_repeated(kNoPosition, capacity_ - positions.size());
-  if (steps_written_ == 0) inject_failure_at("write");
+  if (steps_written_ == 0) apps::inject_failure_at("write");
   scores_.append(scores);
   scores_.append_repeated(kNoScore, capacity_ - scores.size());
   ++steps_written_;

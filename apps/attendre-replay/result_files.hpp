@@ -8,7 +8,7 @@
 #pragma once
 
 #include <attendre/config.hpp>
-#include <attendre/npy.hpp>
+#include <attendre/io/npy.hpp>
 
 #include <array>
 #include <cstdint>

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace attendre {
 
@@ -51,7 +52,9 @@ struct Policy {
 };
 
 enum class RetrievalMode { per_head, shared };
-enum class BiasKind { none, alibi };
+// Position bias added to every logit (spec 2.2): none, ALiBi, or T5's
+// relative position buckets.
+enum class BiasKind { none, alibi, t5 };
 
 std::string_view to_string(RetrievalMode mode);
 
@@ -75,6 +78,20 @@ struct KvMemoryConfig {
   bool copy_out_evicted = false;
 };
 
+// T5 relative position buckets (BiasKind::t5): bias(h, p_q, p_j) =
+// table[bucket(p_j - p_q)][h], with the bucketing of T5's reference
+// implementation (mesh_tensorflow's _relative_position_bucket, in float32 as
+// it computes; docs/spec-notes.md, "T5 buckets"). T5 itself scales logits by
+// 1 (RetrievalConfig::scale = 1).
+struct T5Buckets {
+  uint32_t num_buckets = 32;    // GGUF t5.attention.relative_buckets_count
+  uint32_t max_distance = 128;  // distances from here on share the last bucket
+  bool bidirectional = true;    // encoder self-attention; false: causal bucketing (decoder)
+  // [num_buckets][heads_q] biases (GGUF attn_rel_b.weight). A stack fills it
+  // from its weights and wants it empty here; a single layer needs it.
+  std::vector<float> table;
+};
+
 struct RetrievalConfig {
   uint32_t top_k = 0;  // K; K >= capacity means full attention over the memory
   RetrievalMode mode = RetrievalMode::per_head;
@@ -82,6 +99,7 @@ struct RetrievalConfig {
   bool tag_mask = false;
   std::optional<double> scale;  // default 1/sqrt(head_dim)
   BiasKind bias = BiasKind::none;
+  T5Buckets t5;  // BiasKind::t5 only
 };
 
 struct LayerConfig {

@@ -119,6 +119,8 @@ struct ExternalDevice {
   VkQueue queue = VK_NULL_HANDLE;
   uint32_t queue_family = 0;
   bool storage_16bit_enabled = false;
+  // The application's loader entry point; null: attendre opens libvulkan itself.
+  PFN_vkGetInstanceProcAddr get_instance_proc_addr = nullptr;
 };
 
 namespace vk {
@@ -145,12 +147,13 @@ class Context {
 
   bool validation_enabled() const { return messenger_ != VK_NULL_HANDLE; }
   Validation validation() const { return validation_; }
-  // Validation messages (warnings and errors) recorded since the last clear.
-  std::vector<std::string> validation_messages() const { return *messages_; }
-  void clear_validation_messages() { messages_->clear(); }
 
-  // Bytes of device memory attendre's objects on this context hold now.
+  // Bytes of device memory attendre's objects on this context hold now, and
+  // the most they have held since the context was created or the last
+  // reset_peak_device_memory() (staging freed after a weight load included).
   uint64_t device_memory_bytes() const;
+  uint64_t peak_device_memory_bytes() const;
+  void reset_peak_device_memory();
 
   // attendre's own state on this context (pipelines, command pool, ...).
   vk::ContextState& state() const { return *state_; }
@@ -170,7 +173,6 @@ class Context {
   uint32_t queue_family_ = 0;
   Validation validation_ = Validation::off;
   DeviceCaps caps_;
-  std::unique_ptr<std::vector<std::string>> messages_;  // stable address for the messenger callback
   std::unique_ptr<vk::ContextState> state_;
 };
 

@@ -54,25 +54,6 @@ class EncoderDecoder {
   virtual std::vector<int64_t> encoder_memory_positions() const = 0;
 };
 
-namespace reference {
-
-class EncoderDecoder final : public attendre::EncoderDecoder {
- public:
-  EncoderDecoder(const EncoderDecoderConfig& config, WeightSource& weights);
-  ~EncoderDecoder() override;
-  const EncoderDecoderConfig& config() const override;
-  void encode(const StackChunk& chunk) override;
-  void finish_encoding() override;
-  StackOutput decode(const StackChunk& one, const StackRequest& request = {}) override;
-  std::vector<int64_t> encoder_memory_positions() const override;
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-};
-
-}  // namespace reference
-
 namespace gpu {
 
 class EncoderDecoder final : public attendre::EncoderDecoder {

@@ -31,12 +31,4 @@ class Error : public std::runtime_error {
   ErrorCode code_;
 };
 
-// Throws Error(code, message). Kept out of line so call sites stay small.
-[[noreturn]] void fail(ErrorCode code, const std::string& message);
-
-// Throws invalid_argument with `message` unless `condition` holds.
-inline void require(bool condition, const std::string& message) {
-  if (!condition) fail(ErrorCode::invalid_argument, message);
-}
-
 }  // namespace attendre

@@ -12,11 +12,26 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace attendre {
+
+// LM-Infinite distances for RoPE blocks (paper section 4; docs/spec-notes.md,
+// "LM-Infinite"): a query and a key whose positions differ by d are scored as
+// if they were d_eff apart, d_eff = d while |d| <= n_local, else
+// sign(d) * n_local, for future keys reached through the Q memory as for past
+// ones. Sinks (pinned entries, positions < n_sink of the K/V memory) keep
+// their original positions within n_local and sit at the cap in front of
+// the query beyond it (d_eff = +n_local: position zero against the maximum).
+struct LmInfinite {
+  bool enabled = false;
+  // The model's trained context length (GGUF <arch>.context_length) unless
+  // overridden; at least 1.
+  uint32_t n_local = 0;
+};
 
 // One pre-norm transformer block: x + Attn(norm(x)), then y + FFN(norm(y)).
 struct BlockConfig {
@@ -36,6 +51,12 @@ struct BlockConfig {
   RopeLayout rope_layout = RopeLayout::normal;
   uint32_t rope_dims = 0;  // 0: head_dim
   double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
+  LmInfinite lm_infinite;  // RoPE blocks only
+  // T5 bias (attention.retrieval.bias = t5): the block whose table
+  // blk.<L>.attn_rel_b.weight [num_buckets][heads_q] this block reads (T5
+  // keeps one, in block 0, for every block); none: its own.
+  std::optional<uint32_t> t5_table_block;
   bool qkv_bias = false, output_bias = false, ffn_bias = false;
 };
 

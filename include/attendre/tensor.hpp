@@ -44,7 +44,9 @@ struct TensorView {
 // blk.L.attn_output.weight [hidden][heads_q*head_dim], blk.L.ffn_norm.weight,
 // blk.L.ffn_gate.weight / ffn_up.weight [ffn][hidden], blk.L.ffn_down.weight
 // [hidden][ffn], output_norm.weight, output.weight [vocab][hidden]; biases
-// are NAME.bias, LayerNorm shifts are the norms' .bias.
+// are NAME.bias, LayerNorm shifts are the norms' .bias. Position tensors:
+// blk.L.attn_rel_b.weight [num_buckets][heads_q] (T5 bias) and
+// rope_freqs.weight [rope_dims / 2] (per-pair RoPE divisors).
 class WeightSource {
  public:
   virtual ~WeightSource() = default;
@@ -60,7 +62,8 @@ class WeightSource {
 // Deterministic fp32 weights for tests and benchmarks: each tensor drawn
 // from a generator seeded by (seed, name), so every backend sees the same
 // values. Matrices are uniform in +-sqrt(3/in) (unit variance through a
-// product), norm gains near 1, biases and shifts small. Every name exists.
+// product), norm gains near 1, biases and shifts small, rope_freqs factors
+// in [1, 8]. Every name exists.
 class RandomWeights final : public WeightSource {
  public:
   explicit RandomWeights(uint64_t seed) : seed_(seed) {}

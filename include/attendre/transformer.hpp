@@ -20,6 +20,26 @@ enum class NormKind { rms, layer };
 // Rotary pairs: normal (2i, 2i+1) as GPT-J / llama.cpp "normal"; neox (i, i + rope_dims / 2).
 enum class RopeLayout { normal, neox };
 
+// RoPE frequency scaling: pair i turns by position * theta^(-2i / rope_dims) / s_i
+// (core/positions.cpp evaluates the published formulas in float64).
+struct RopeScaling {
+  // none: s_i = 1. linear (GGUF rope.scaling.type = linear): s_i = factor, i.e.
+  // positions divided by factor. llama3 (Meta's Llama 3.1 apply_scaling):
+  // wavelengths 2 pi / f_i below original_context / high_freq_factor keep
+  // s_i = 1, those above original_context / low_freq_factor get s_i = factor,
+  // and those between blend smoothly.
+  enum class Kind { none, linear, llama3 };
+  Kind kind = Kind::none;
+  double factor = 1.0;              // linear and llama3 (rope.scaling.factor)
+  double low_freq_factor = 1.0;     // llama3
+  double high_freq_factor = 4.0;    // llama3, > low_freq_factor
+  double original_context = 8192;  // llama3: rope.scaling.original_context_length
+  // llama.cpp's form of llama3 scaling: per-pair divisors from the tensor
+  // rope_freqs.weight [rope_dims / 2], multiplied into s_i (with none or
+  // linear; the tensor already holds what llama3 would compute).
+  bool freq_factors = false;
+};
+
 // silu(x) = x * sigmoid(x); gelu_tanh = GELU's tanh approximation ("gelu_pytorch_tanh"); relu.
 enum class ActivationKind { silu, gelu_tanh, relu };
 

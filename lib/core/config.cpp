@@ -1,4 +1,7 @@
 #include "core/numerics.hpp"
+#include "core/positions.hpp"
+#include "core/fail.hpp"
+#include "core/stream_validator.hpp"
 
 #include <attendre/config.hpp>
 #include <attendre/error.hpp>
@@ -82,6 +85,7 @@ void LayerConfig::validate() const {
   require_float32(init.k, "initial score k");
   require_float32(init.value, "constant initial score");
   if (retrieval.scale) require_float32(*retrieval.scale, "scale");
+  if (retrieval.bias == BiasKind::t5) positions::validate(retrieval.t5, shape.heads_q, false, "");
 
   // Spec 2.1: a configuration in which E eligible entries cannot exist is an
   // error now, never a silent clamp at run time.

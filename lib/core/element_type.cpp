@@ -1,3 +1,5 @@
+#include "core/fail.hpp"
+
 #include <attendre/error.hpp>
 #include <attendre/tensor.hpp>
 

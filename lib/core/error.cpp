@@ -1,3 +1,5 @@
+#include "core/fail.hpp"
+
 #include <attendre/error.hpp>
 
 namespace attendre {

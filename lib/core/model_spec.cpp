@@ -40,6 +40,13 @@ ModelSpec model_spec(const StackConfig& config) {
       t.up = matrix(p + "ffn_up", b.ffn, H, b.ffn_bias);
       t.down = matrix(p + "ffn_down", H, b.ffn, b.ffn_bias);
     }
+    if (b.attention.retrieval.bias == BiasKind::t5) {
+      const size_t owner = b.t5_table_block ? *b.t5_table_block : l;
+      t.t5_table = matrix("blk." + std::to_string(owner) + ".attn_rel_b", b.attention.retrieval.t5.num_buckets,
+                          s.heads_q, false);
+    }
+    if (b.rope && b.rope_scaling.freq_factors)
+      m.rope_freqs = VectorSpec{"rope_freqs.weight", (b.rope_dims ? b.rope_dims : s.head_dim) / 2};
     m.blocks.push_back(std::move(t));
   }
   return m;

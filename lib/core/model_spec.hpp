@@ -30,6 +30,9 @@ struct BlockSpec {
   MatrixSpec wq, wk, wv, wo;
   std::optional<VectorSpec> ffn_norm, ffn_norm_bias;  // blocks with an FFN
   std::optional<MatrixSpec> gate, up, down;           // gate: gated FFNs only
+  // T5 bias table [num_buckets][heads_q]: this block's, or the one of the
+  // block it shares (BlockConfig::t5_table_block).
+  std::optional<MatrixSpec> t5_table;
 };
 
 struct ModelSpec {
@@ -37,6 +40,8 @@ struct ModelSpec {
   VectorSpec output_norm;
   std::optional<VectorSpec> output_norm_bias;
   std::optional<MatrixSpec> output;  // vocab > 0 and not tied
+  // Per-pair RoPE divisors [rope_dims / 2] (RopeScaling::freq_factors).
+  std::optional<VectorSpec> rope_freqs;
   std::vector<BlockSpec> blocks;
 };
 

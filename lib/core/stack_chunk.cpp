@@ -1,4 +1,5 @@
 #include "core/stack_chunk.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 

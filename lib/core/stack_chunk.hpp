@@ -2,6 +2,7 @@
 // both reject the same input with the same message.
 #pragma once
 
+#include "core/stream_validator.hpp"
 #include <attendre/layer.hpp>
 #include <attendre/stack.hpp>
 

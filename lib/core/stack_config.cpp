@@ -1,3 +1,6 @@
+#include "core/fail.hpp"
+#include "core/positions.hpp"
+
 #include <attendre/error.hpp>
 #include <attendre/stack.hpp>
 
@@ -50,12 +53,42 @@ void StackConfig::validate() const {
       require(dims % 2 == 0 && dims <= b.attention.shape.head_dim,
               at + "rope_dims must be even and at most head_dim");
       require(b.rope_theta > 0.0, at + "rope theta must be positive");
+      positions::validate(b.rope_scaling, at);
+    }
+    if (b.lm_infinite.enabled) {
+      require(b.rope, at + "LM-Infinite caps RoPE distances: it needs rope");
+      require(b.lm_infinite.n_local >= 1 && b.lm_infinite.n_local <= 0x7FFFFFFFu,
+              at + "LM-Infinite n_local must be in [1, 2^31), got " + std::to_string(b.lm_infinite.n_local));
+    }
+    const RetrievalConfig& r = b.attention.retrieval;
+    if (r.bias == BiasKind::t5) {
+      require(r.t5.table.empty(), at + "a stack reads t5 bias tables from its weights: leave retrieval.t5.table empty");
+      if (b.t5_table_block) {
+        const uint32_t owner = *b.t5_table_block;
+        require(owner < blocks.size() && blocks[owner].attention.retrieval.bias == BiasKind::t5 &&
+                    !blocks[owner].t5_table_block,
+                at + "t5_table_block must name a t5 block with a table of its own");
+        const BlockConfig& o = blocks[owner];
+        require(o.attention.retrieval.t5.num_buckets == r.t5.num_buckets &&
+                    o.attention.shape.heads_q == b.attention.shape.heads_q,
+                at + "t5_table_block " + std::to_string(owner) + " has another table shape");
+      }
+    } else {
+      require(!b.t5_table_block, at + "t5_table_block is set but the bias is not t5");
     }
     try {
       attention(l).validate();
     } catch (const Error& e) {
       fail(e.code(), at + e.what());
     }
+  }
+  // rope_freqs.weight is one tensor for the whole model.
+  std::optional<uint32_t> factor_pairs;
+  for (const BlockConfig& b : blocks) {
+    if (!b.rope || !b.rope_scaling.freq_factors) continue;
+    const uint32_t pairs = (b.rope_dims ? b.rope_dims : b.attention.shape.head_dim) / 2;
+    require(!factor_pairs || *factor_pairs == pairs, "blocks reading rope_freqs.weight rotate different rope_dims");
+    factor_pairs = pairs;
   }
 }
 

@@ -3,6 +3,7 @@
 #include "core/half.hpp"
 #include "gpu/layouts.hpp"
 #include "io/quant.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 
@@ -149,6 +150,22 @@ DeviceNorm WeightLoader::norm(const VectorSpec& gain, const std::optional<Vector
   put(gain, 0);
   if (shift) put(*shift, uint64_t{n.bias_offset} * 4);
   return n;
+}
+
+std::vector<double> WeightLoader::values(const std::string& name, std::vector<uint64_t> shape) {
+  const TensorView view = fetch(name, shape);
+  if (view.type != ElementType::f32) return gguf::dequantize(static_cast<gguf::TensorType>(view.type), view.bytes);
+  std::vector<float> floats(view.bytes.size() / 4);
+  std::memcpy(floats.data(), view.bytes.data(), floats.size() * 4);
+  return {floats.begin(), floats.end()};
+}
+
+uint64_t WeightLoader::constants_bytes(uint64_t count) { return vk::MemoryArena::placed_bytes(align_words(count) * 4); }
+
+vk::Buffer WeightLoader::constants(std::span<const float> values, const char* label) {
+  vk::Buffer buffer(arena_, align_words(values.size()) * 4, label);
+  write(buffer, 0, std::as_bytes(values));
+  return buffer;
 }
 
 void WeightLoader::write(const vk::Buffer& dst, uint64_t offset, std::span<const std::byte> data) {

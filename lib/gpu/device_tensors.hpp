@@ -5,9 +5,9 @@
 // the host fills the other half. No whole model ever sits in host memory.
 //
 // A matrix (with its optional fp32 bias) lives in buffers of at most one
-// storage range each: a matrix larger than that (an LM head over a big
-// vocabulary) is split by output rows into parts, each multiplied by its own
-// dispatch.
+// storage range each: a matrix larger than that (an LM head or a token
+// embedding table over a big vocabulary) is split by output rows into parts,
+// each multiplied (or looked up) by its own dispatch.
 #pragma once
 
 #include "core/model_spec.hpp"
@@ -77,6 +77,12 @@ class WeightLoader {
   // shape or an encoding whose row does not split into whole blocks.
   DeviceMatrix matrix(const MatrixSpec& spec);
   DeviceNorm norm(const VectorSpec& gain, const std::optional<VectorSpec>& shift);
+  // A small tensor decoded to float64 on the host (tables the host turns
+  // into kernel inputs: T5 biases, RoPE factors).
+  std::vector<double> values(const std::string& name, std::vector<uint64_t> shape);
+  // Host-made fp32 constants placed in the arena (constants_bytes() of it).
+  vk::Buffer constants(std::span<const float> values, const char* label);
+  static uint64_t constants_bytes(uint64_t count);
   // Waits for every copy: the tensors are ready for kernels afterwards.
   void finish();
 

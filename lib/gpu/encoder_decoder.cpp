@@ -3,6 +3,7 @@
 // command buffers; loading the decoder's cross-attention memories and
 // decoding never bring them back to the host.
 #include "gpu/stack_engine.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/data_only_memory.hpp>
 #include <attendre/encoder_decoder.hpp>

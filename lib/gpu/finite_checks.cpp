@@ -1,6 +1,7 @@
 #include "gpu/finite_checks.hpp"
 
 #include "gpu/layouts.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 

@@ -4,6 +4,8 @@
 #include "gpu/query_ring.hpp"
 #include "gpu/staging.hpp"
 #include "vulkan/commands.hpp"
+#include "core/fail.hpp"
+#include "core/stream_validator.hpp"
 
 #include <attendre/error.hpp>
 #include <attendre/gpu.hpp>

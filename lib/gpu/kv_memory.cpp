@@ -1,6 +1,8 @@
 #include "gpu/kv_memory.hpp"
 
 #include "interface/constants.h"
+#include "core/fail.hpp"
+#include "core/positions.hpp"
 
 #include <attendre/error.hpp>
 
@@ -30,15 +32,26 @@ RetrievalPlan KvMemory::plan(const Context& context, const LayerConfig& config, 
   return plan_retrieval(config, kernels::plan_kernels(context.caps()), max_queries, context.caps());
 }
 
+uint32_t KvMemory::key_variants(const LmInfinite& lm_infinite) {
+  return lm_infinite.enabled ? kernels::kLmKeyVariants : 1u;
+}
+
 KvMemory::KvMemory(Context& context, const LayerConfig& config, uint32_t max_queries, uint32_t max_insert,
                    const vk::Buffer& ring, const RingLayout& ring_layout, FiniteChecks& checks,
-                   const std::string& stage, RetrievalScratch* scratch)
-    : config_(config), kernels_(kernels::plan_kernels(context.caps())), ring_layout_(ring_layout), checks_(checks) {
+                   const std::string& stage, RetrievalScratch* scratch, const LmInfinite& lm_infinite)
+    : config_(config),
+      lm_infinite_(lm_infinite),
+      kernels_(kernels::plan_kernels(context.caps())),
+      ring_layout_(ring_layout),
+      checks_(checks) {
   config.validate();
+  if (config.retrieval.bias == BiasKind::t5) positions::validate(config.retrieval.t5, config.shape.heads_q, true, "");
+  require(ring_layout.q_stride == (lm_infinite.enabled ? kernels::kLmQueryVariants : 1u) * ring_layout.q_row,
+          "the Q ring holds another number of query variants than the K/V memory scores with");
   config_.chunk = max_insert;  // the insertion kernels size everything by the largest insertion
   plan_ = plan_retrieval(config_, kernels_, max_queries, context.caps());
-  kv_layout_ = KvLayout::make(config.kv.capacity, config.shape);
-  chunk_layout_ = ChunkLayout::make(max_insert, config.shape);
+  kv_layout_ = KvLayout::make(config.kv.capacity, config.shape, key_variants(lm_infinite), config.retrieval);
+  chunk_layout_ = ChunkLayout::make(max_insert, config.shape, key_variants(lm_infinite));
   evicted_layout_ = EvictedLayout::make(config.kv.copy_out_evicted ? max_insert : 0, config.shape);
   if (kv_layout_.words * 4 > context.caps().max_storage_range)
     fail(ErrorCode::unsupported, "K/V memory needs " + std::to_string(kv_layout_.words * 4 >> 20) +
@@ -72,12 +85,27 @@ KvMemory::KvMemory(Context& context, const LayerConfig& config, uint32_t max_que
                                         {&scratch_->lists()},
                                         {&scratch_->attention()},
                                         {&scratch_->usage()}},
-                                       config.kv.capacity, std::max(1u, plan_.top_keep));
+                                       config.kv.capacity, std::max(1u, plan_.top_keep), lm_infinite.enabled);
+  if (config.retrieval.bias == BiasKind::t5) upload_t5_tables(context);
   outputs_site_ = checks.add("the attention outputs" + stage,
                              vk::BufferBinding::words(scratch_->attention(), 0, plan_.outputs_words));
   if (config.kv.policy.attention_scored())
     scores_site_ = checks.add("the policy scores" + stage,
                               vk::BufferBinding::words(kv_, kv_layout_.scores, config.kv.capacity));
+}
+
+void KvMemory::upload_t5_tables(Context& context) {
+  const T5Buckets& t5 = config_.retrieval.t5;
+  const std::vector<uint32_t> buckets = positions::t5_bucket_table(t5);
+  const uint64_t at = kv_layout_.t5_buckets, words = kv_layout_.t5_biases + t5.table.size() - at;
+  vk::Buffer staging(context, words * 4, vk::MemoryIntent::upload, "t5 tables");
+  auto* w = static_cast<uint32_t*>(staging.mapped());
+  std::memcpy(w, buckets.data(), buckets.size() * 4);
+  std::memcpy(w + (kv_layout_.t5_biases - at), t5.table.data(), t5.table.size() * 4);
+  vk::Submission submission(context);
+  submission.begin().copy(staging, 0, kv_, at * 4, words * 4);
+  submission.submit();
+  submission.wait();
 }
 
 kernels::InsertConstants KvMemory::insert_constants() const {
@@ -92,6 +120,7 @@ kernels::InsertConstants KvMemory::insert_constants() const {
   c.init_k = static_cast<float>(init.k);
   c.init_value = static_cast<float>(init.value);
   c.kv_row = kv_layout_.kv_row;
+  c.key_stride = kv_layout_.key_stride;
   c.kv_key_offset = kv_layout_.keys;
   c.kv_value_offset = kv_layout_.values;
   c.kv_pos_offset = kv_layout_.positions;
@@ -219,13 +248,20 @@ void KvMemory::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& range,
   sp.scale = static_cast<float>(config_.scale());
   sp.causal = causal ? 1u : 0u;
   sp.tag_mask = retrieval.tag_mask ? 1u : 0u;
-  sp.alibi = retrieval.bias == BiasKind::alibi ? 1u : 0u;
+  sp.bias = static_cast<uint32_t>(retrieval.bias);
+  sp.ring_q_stride = ring_layout_.q_stride;
   sp.ring_pos_offset = ring_layout_.positions;
   sp.ring_valid_offset = ring_layout_.valid;
   sp.ring_tag_offset = ring_layout_.tags;
   sp.kv_key_offset = kv_layout_.keys;
+  sp.kv_key_stride = kv_layout_.key_stride;
   sp.kv_pos_offset = kv_layout_.positions;
   sp.kv_tag_offset = kv_layout_.tags;
+  sp.n_local = lm_infinite_.n_local;
+  sp.n_sink = config_.kv.n_sink;
+  sp.t5_buckets_offset = kv_layout_.t5_buckets;
+  sp.t5_biases_offset = kv_layout_.t5_biases;
+  sp.t5_max_distance = retrieval.t5.max_distance;
   retrieve_.score(rec, sp);
 
   kernels::RetrieveParams rp{};

@@ -16,6 +16,7 @@
 
 #include <attendre/config.hpp>
 #include <attendre/layer.hpp>
+#include <attendre/stack.hpp>
 
 #include <memory>
 #include <span>
@@ -37,9 +38,17 @@ class KvMemory {
   // flush). `scratch` is shared with other memories, or null to own one.
   // Retrieval checks its outputs and scores for NaN and infinity at two sites
   // of `checks`, named after `stage` ("attention outputs of block 2").
+  // `lm_infinite` (a stack's RoPE block): the ring holds kLmQueryVariants
+  // rotations of each query, and the chunk rows come with kLmKeyVariants of
+  // each key (interface/score.h); pairs farther apart than n_local are
+  // scored at the cap. A T5 bias needs config.retrieval.t5.table, which is
+  // uploaded here.
   KvMemory(Context& context, const LayerConfig& config, uint32_t max_queries, uint32_t max_insert,
            const vk::Buffer& ring, const RingLayout& ring_layout, FiniteChecks& checks, const std::string& stage,
-           RetrievalScratch* scratch = nullptr);
+           RetrievalScratch* scratch = nullptr, const LmInfinite& lm_infinite = {});
+
+  // Key variants a memory keeps per slot (kLmKeyVariants under LM-Infinite).
+  static uint32_t key_variants(const LmInfinite& lm_infinite);
 
   // The scratch this memory needs, for sizing a shared RetrievalScratch.
   static RetrievalPlan plan(const Context& context, const LayerConfig& config, uint32_t max_queries);
@@ -86,10 +95,13 @@ class KvMemory {
 
  private:
   kernels::InsertConstants insert_constants() const;
+  // Writes the T5 bucket and bias tables into their K/V buffer sections.
+  void upload_t5_tables(Context& context);
   void retrieve_batch(vk::CommandRecorder& recorder, const QueryRange& range, uint32_t first, uint32_t count,
                       int32_t i_max, int32_t i_prev, bool causal);
 
   LayerConfig config_;
+  LmInfinite lm_infinite_;
   kernels::KernelPlan kernels_;
   RetrievalPlan plan_;
   RingLayout ring_layout_;

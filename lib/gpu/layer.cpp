@@ -8,6 +8,8 @@
 #include "gpu/staging.hpp"
 #include "vulkan/buffer.hpp"
 #include "vulkan/commands.hpp"
+#include "core/fail.hpp"
+#include "core/stream_validator.hpp"
 
 #include <attendre/data_only_memory.hpp>
 #include <attendre/error.hpp>

@@ -1,4 +1,5 @@
 #include "gpu/layouts.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 
@@ -15,27 +16,35 @@ uint32_t SectionCursor::take(uint64_t count) {
   return static_cast<uint32_t>(at);
 }
 
-KvLayout KvLayout::make(uint32_t capacity, const AttentionShape& shape) {
+KvLayout KvLayout::make(uint32_t capacity, const AttentionShape& shape, uint32_t key_variants,
+                        const RetrievalConfig& retrieval) {
   KvLayout l;
   l.capacity = capacity;
   l.kv_row = shape.kv_row();
+  l.key_stride = key_variants * l.kv_row;
   SectionCursor c;
-  l.keys = c.take(uint64_t{capacity} * l.kv_row);
+  l.keys = c.take(uint64_t{capacity} * l.key_stride);
   l.values = c.take(uint64_t{capacity} * l.kv_row);
   l.positions = c.take(capacity);
   l.scores = c.take(capacity);
   l.tags = c.take(capacity);
+  if (retrieval.bias == BiasKind::t5) {
+    l.t5_buckets = c.take(2ull * retrieval.t5.max_distance + 1);
+    l.t5_biases = c.take(uint64_t{retrieval.t5.num_buckets} * shape.heads_q);
+  }
   l.words = c.words;
   return l;
 }
 
-RingLayout RingLayout::make(uint32_t capacity, const AttentionShape& shape, uint32_t residual_width) {
+RingLayout RingLayout::make(uint32_t capacity, const AttentionShape& shape, uint32_t residual_width,
+                            uint32_t q_variants) {
   RingLayout l;
   l.capacity = capacity;
   l.q_row = shape.q_row();
+  l.q_stride = q_variants * l.q_row;
   l.residual_width = residual_width;
   SectionCursor c;
-  l.queries = c.take(uint64_t{capacity} * l.q_row);
+  l.queries = c.take(uint64_t{capacity} * l.q_stride);
   l.positions = c.take(capacity);
   l.valid = c.take(capacity);
   l.tags = c.take(capacity);
@@ -44,12 +53,13 @@ RingLayout RingLayout::make(uint32_t capacity, const AttentionShape& shape, uint
   return l;
 }
 
-ChunkLayout ChunkLayout::make(uint32_t rows, const AttentionShape& shape) {
+ChunkLayout ChunkLayout::make(uint32_t rows, const AttentionShape& shape, uint32_t key_variants) {
   ChunkLayout l;
   l.rows = rows;
   l.kv_row = shape.kv_row();
+  l.key_stride = key_variants * l.kv_row;
   SectionCursor c;
-  l.keys = c.take(uint64_t{rows} * l.kv_row);
+  l.keys = c.take(uint64_t{rows} * l.key_stride);
   l.values = c.take(uint64_t{rows} * l.kv_row);
   l.positions = c.take(rows);
   l.valid = c.take(rows);

@@ -19,32 +19,41 @@ struct SectionCursor {
   uint32_t take(uint64_t count);
 };
 
-// K/V memory: keys and values [M][heads_kv][head_dim], then per slot its
-// position (int32), policy score (float or int32 bits) and tag.
+// K/V memory: keys [M][key_variants][heads_kv][head_dim] (LM-Infinite keeps
+// each key rotated by its position, then un-rotated: interface/score.h) and
+// values [M][heads_kv][head_dim], then per slot its position (int32), policy
+// score (float or int32 bits) and tag; then, with a T5 bias, the bucket of
+// each relative position -R..R (R = max_distance) and the [bucket][heads_q]
+// bias table.
 struct KvLayout {
-  uint32_t capacity = 0, kv_row = 0;
+  uint32_t capacity = 0, kv_row = 0, key_stride = 0;  // key_stride = key_variants * kv_row
   uint32_t keys = 0, values = 0, positions = 0, scores = 0, tags = 0;
+  uint32_t t5_buckets = 0, t5_biases = 0;
   uint64_t words = 0;
-  static KvLayout make(uint32_t capacity, const AttentionShape& shape);
+  static KvLayout make(uint32_t capacity, const AttentionShape& shape, uint32_t key_variants = 1,
+                       const RetrievalConfig& retrieval = {});
 };
 
-// Q memory ring of `capacity` rows: q [row][heads_q][head_dim], then per row
-// position, valid flag and tag, then optional residual rows that wait with
-// their queries in a transformer block.
+// Q memory ring of `capacity` rows: q [row][q_variants][heads_q][head_dim]
+// (LM-Infinite keeps three rotations of each query), then per row position,
+// valid flag and tag, then optional residual rows that wait with their
+// queries in a transformer block.
 struct RingLayout {
-  uint32_t capacity = 0, q_row = 0, residual_width = 0;
+  uint32_t capacity = 0, q_row = 0, q_stride = 0, residual_width = 0;  // q_stride = q_variants * q_row
   uint32_t queries = 0, positions = 0, valid = 0, tags = 0, residuals = 0;
   uint64_t words = 0;
-  static RingLayout make(uint32_t capacity, const AttentionShape& shape, uint32_t residual_width = 0);
+  static RingLayout make(uint32_t capacity, const AttentionShape& shape, uint32_t residual_width = 0,
+                         uint32_t q_variants = 1);
 };
 
-// One chunk of new K/V rows as inserted this step, the initial score word
-// and the slot planned for each row.
+// One chunk of new K/V rows as inserted this step (keys in their variants
+// as the memory holds them), the initial score word and the slot planned
+// for each row.
 struct ChunkLayout {
-  uint32_t rows = 0, kv_row = 0;
+  uint32_t rows = 0, kv_row = 0, key_stride = 0;
   uint32_t keys = 0, values = 0, positions = 0, valid = 0, tags = 0, init = 0, placement = 0;
   uint64_t words = 0;
-  static ChunkLayout make(uint32_t rows, const AttentionShape& shape);
+  static ChunkLayout make(uint32_t rows, const AttentionShape& shape, uint32_t key_variants = 1);
 };
 
 // Evicted entries copied out: keys, values [E][kv_row], positions, scores.

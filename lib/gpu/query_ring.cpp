@@ -1,4 +1,5 @@
 #include "gpu/query_ring.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 
@@ -16,8 +17,8 @@ InsertionRows insertion_rows(const std::vector<QueryMeta>& rows, uint32_t count)
 }
 
 QueryRing::QueryRing(Context& context, const AttentionShape& shape, uint32_t capacity, uint32_t max_insert,
-                     uint32_t residual_width)
-    : layout_(RingLayout::make(capacity + max_insert, shape, residual_width)),
+                     uint32_t residual_width, uint32_t q_variants)
+    : layout_(RingLayout::make(capacity + max_insert, shape, residual_width, q_variants)),
       buffer_(context, layout_.words * 4, vk::MemoryIntent::device, "q ring"),
       fifo_(capacity) {
   if (layout_.words * 4 > context.caps().max_storage_range)

@@ -35,9 +35,10 @@ InsertionRows insertion_rows(const std::vector<QueryMeta>& rows, uint32_t count)
 class QueryRing {
  public:
   // Holds N = `capacity` waiting rows plus up to `max_insert` rows of one
-  // insertion; `residual_width` floats per row ride along (0: none).
+  // insertion; `residual_width` floats per row ride along (0: none);
+  // `q_variants` rotations of each query (RingLayout).
   QueryRing(Context& context, const AttentionShape& shape, uint32_t capacity, uint32_t max_insert,
-            uint32_t residual_width = 0);
+            uint32_t residual_width = 0, uint32_t q_variants = 1);
 
   // Host side of insert(): appends rows (sequences assigned here) and
   // returns the evicted ones, oldest first.

@@ -2,6 +2,7 @@
 
 #include "gpu/layouts.hpp"
 #include "interface/constants.h"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 

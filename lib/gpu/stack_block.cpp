@@ -1,6 +1,8 @@
 #include "gpu/stack_block.hpp"
 
 #include "gpu/layouts.hpp"
+#include "core/fail.hpp"
+#include "core/positions.hpp"
 
 #include <attendre/error.hpp>
 
@@ -12,6 +14,8 @@ namespace {
 
 using kernels::RowRef;
 
+uint32_t rope_dims(const BlockConfig& b) { return b.rope_dims ? b.rope_dims : b.attention.shape.head_dim; }
+uint32_t query_variants(const BlockConfig& b) { return b.lm_infinite.enabled ? kernels::kLmQueryVariants : 1u; }
 
 }  // namespace
 
@@ -52,12 +56,22 @@ BlockMemory DeviceBlock::plan_memory(const StackConfig& config, size_t index, co
   m.weights = norm(spec.attn_norm, spec.attn_norm_bias) + matrix(spec.wq) + matrix(spec.wk) + matrix(spec.wv) +
               matrix(spec.wo) + norm(spec.ffn_norm, spec.ffn_norm_bias) + matrix(spec.gate) + matrix(spec.up) +
               matrix(spec.down);
-  m.q_memory = RingLayout::make(b.attention.q_capacity + config.max_rows_in(index), s, config.hidden).words * 4;
-  m.kv_memory = (KvLayout::make(b.attention.kv.capacity, s).words + ChunkLayout::make(config.max_insert(index), s).words) * 4;
+  m.weights += BlockWeights::rope_table_bytes(b);
+  m.q_memory =
+      RingLayout::make(b.attention.q_capacity + config.max_rows_in(index), s, config.hidden, query_variants(b)).words * 4;
+  const uint32_t keys = KvMemory::key_variants(b.lm_infinite);
+  m.kv_memory = (KvLayout::make(b.attention.kv.capacity, s, keys, b.attention.retrieval).words +
+                 ChunkLayout::make(config.max_insert(index), s, keys).words) *
+                4;
   return m;
 }
 
-BlockWeights BlockWeights::load(WeightLoader& loader, const BlockSpec& t) {
+uint64_t BlockWeights::rope_table_bytes(const BlockConfig& config) {
+  return config.rope ? WeightLoader::constants_bytes(rope_dims(config) / 2 * kernels::kRopeTableWordsPerPair) : 0;
+}
+
+BlockWeights BlockWeights::load(WeightLoader& loader, const BlockSpec& t, const BlockConfig& config,
+                                std::span<const double> rope_factors) {
   BlockWeights w;
   w.attn_norm = loader.norm(t.attn_norm, t.attn_norm_bias);
   if (t.ffn_norm) w.ffn_norm = loader.norm(*t.ffn_norm, t.ffn_norm_bias);
@@ -68,6 +82,16 @@ BlockWeights BlockWeights::load(WeightLoader& loader, const BlockSpec& t) {
   if (t.gate) w.gate = loader.matrix(*t.gate);
   if (t.up) w.up = loader.matrix(*t.up);
   if (t.down) w.down = loader.matrix(*t.down);
+  if (config.rope) {
+    const std::vector<double> f = positions::rope_frequencies(config.rope_theta, rope_dims(config), config.rope_scaling,
+                                                              config.rope_scaling.freq_factors ? rope_factors
+                                                                                               : std::span<const double>{});
+    w.rope_table = loader.constants(kernels::rope_turns_table(f), "rope frequencies");
+  }
+  if (t.t5_table) {
+    const std::vector<double> table = loader.values(t.t5_table->name, {t.t5_table->rows, t.t5_table->cols});
+    w.t5_table.assign(table.begin(), table.end());
+  }
   return w;
 }
 
@@ -75,6 +99,7 @@ uint64_t BlockWeights::device_bytes() const {
   uint64_t total = vk::MemoryArena::placed_bytes(attn_norm.buffer.size()) +
                    (ffn_norm.buffer ? vk::MemoryArena::placed_bytes(ffn_norm.buffer.size()) : 0);
   for (const DeviceMatrix* m : {&wq, &wk, &wv, &wo, &gate, &up, &down}) total += m->device_bytes();
+  if (rope_table) total += vk::MemoryArena::placed_bytes(rope_table.size());
   return total;
 }
 
@@ -89,11 +114,13 @@ DeviceBlock::DeviceBlock(Context& context, const StackConfig& config, size_t ind
       out_(&shared.x[1 - index % 2]),
       shared_(shared),
       w_(weights),
-      ring_(context, attention_.shape, attention_.q_capacity, chunk_rows_, config.hidden) {
+      ring_(context, attention_.shape, attention_.q_capacity, chunk_rows_, config.hidden, query_variants(config_)),
+      rope_dims_(rope_dims(config_)) {
   const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   const std::string stage = " of block " + std::to_string(index);
+  attention_.retrieval.t5.table = weights.t5_table;  // the stack's table, from the weights
   kv_ = std::make_unique<KvMemory>(context, attention_, max_queries(config, index), insert_rows_, ring_.buffer(),
-                                   ring_.layout(), *shared.checks, stage, shared.scratch.get());
+                                   ring_.layout(), *shared.checks, stage, shared.scratch.get(), config_.lm_infinite);
   output_site_ = shared.checks->add("the output rows" + stage, {out_});
   require(!config_.cross_attention || shared.encoder, "a cross-attention block needs an encoder output memory");
 
@@ -107,8 +134,8 @@ DeviceBlock::DeviceBlock(Context& context, const StackConfig& config, size_t ind
   const RingLayout& rl = ring_.layout();
   const vk::Buffer& chunk = kv_->chunk_buffer();
   const ChunkLayout& cl = kv_->chunk_layout();
-  const Section queries = Section::words(ring, rl.queries, uint64_t{rl.capacity} * rl.q_row);
-  const Section keys = Section::words(chunk, cl.keys, uint64_t{cl.rows} * cl.kv_row);
+  const Section queries = Section::words(ring, rl.queries, uint64_t{rl.capacity} * rl.q_stride);
+  const Section keys = Section::words(chunk, cl.keys, uint64_t{cl.rows} * cl.key_stride);
   const Section values = Section::words(chunk, cl.values, uint64_t{cl.rows} * cl.kv_row);
   const FfnLayout& fl = shared.ffn;
   const Section gate = Section::words(shared.gu, fl.gate, uint64_t{fl.rows} * fl.ffn);
@@ -132,8 +159,10 @@ DeviceBlock::DeviceBlock(Context& context, const StackConfig& config, size_t ind
     activation_ = kernels::Activation(context, a, plan, config_.activation, config_.gated, {&shared.gu}, {&shared.gu});
   }
   if (config_.rope) {
-    rope_q_ = kernels::Rope(context, a, plan, config_.rope_layout, queries, Section::words(ring, rl.positions, rl.capacity));
-    rope_k_ = kernels::Rope(context, a, plan, config_.rope_layout, keys, Section::words(chunk, cl.positions, cl.rows));
+    rope_q_ = kernels::Rope(context, a, plan, config_.rope_layout, queries, Section::words(ring, rl.positions, rl.capacity),
+                            {&w_.rope_table});
+    rope_k_ = kernels::Rope(context, a, plan, config_.rope_layout, keys, Section::words(chunk, cl.positions, cl.rows),
+                            {&w_.rope_table});
   }
 }
 
@@ -203,10 +232,43 @@ void DeviceBlock::record_load(vk::CommandRecorder& rec, RowRef encoder_rows, con
   kv_->reset();
   if (n == 0) return;
   const AttentionShape& s = attention_.shape;
-  k_.record(rec, n, encoder_rows, RowRef::contiguous(s.kv_row()));
+  k_.record(rec, n, encoder_rows, RowRef::contiguous(kv_->chunk_layout().key_stride));
   v_.record(rec, n, encoder_rows, RowRef::contiguous(s.kv_row()));
   record_chunk_meta(rec, chunk_at);
   kv_->record_insert(rec, in.valid, in.positions);
+}
+
+void DeviceBlock::record_qk(vk::CommandRecorder& rec, uint32_t n, uint32_t first_row, bool own_keys) const {
+  const uint32_t H = stack_.hidden;
+  const AttentionShape& s = attention_.shape;
+  const RingLayout& ring = ring_.layout();
+  const ChunkLayout& chunk = kv_->chunk_layout();
+  // Row references are relative to the sections the kernels bind: variant v
+  // of a ring row (or chunk row) starts v rows of q (or k) into it.
+  auto ring_rows = [&](uint32_t variant) { return RowRef::ring(ring.q_stride, ring.capacity, first_row, variant * s.q_row()); };
+  auto key_rows = [&](uint32_t variant) { return RowRef::contiguous(chunk.key_stride, variant * s.kv_row()); };
+  const RowRef ring_positions = RowRef::ring(1, ring.capacity, first_row), chunk_positions = RowRef::contiguous(1);
+  // LM-Infinite (interface/score.h): q and k land un-rotated in the past
+  // variant; the local and future variants are rotated out of it before the
+  // query's turns by +n_local in place. Keys keep the un-rotated copy.
+  const bool lm = config_.lm_infinite.enabled;
+  q_.record(rec, n, RowRef::contiguous(H), ring_rows(lm ? kernels::kLmPast : kernels::kLmLocal));
+  if (own_keys) {
+    k_.record(rec, n, RowRef::contiguous(H), key_rows(lm ? 1 : 0));
+    v_.record(rec, n, RowRef::contiguous(H), RowRef::contiguous(s.kv_row()));
+  }
+  if (!config_.rope) return;
+  if (!lm) {
+    rope_q_.record(rec, {n, s.heads_q, s.head_dim, rope_dims_, ring_rows(0), {}, ring_positions, {}, 0});
+    if (own_keys) rope_k_.record(rec, {n, s.heads_kv, s.head_dim, rope_dims_, key_rows(0), {}, chunk_positions, {}, 0});
+    return;
+  }
+  const auto cap = static_cast<int32_t>(config_.lm_infinite.n_local);
+  const RowRef unrotated = ring_rows(kernels::kLmPast);
+  rope_q_.record(rec, {n, s.heads_q, s.head_dim, rope_dims_, unrotated, ring_rows(kernels::kLmLocal), ring_positions, {}, 0});
+  rope_q_.record(rec, {n, s.heads_q, s.head_dim, rope_dims_, unrotated, ring_rows(kernels::kLmFuture), ring_positions, -cap, 0});
+  rope_q_.record(rec, {n, s.heads_q, s.head_dim, rope_dims_, unrotated, {}, ring_positions, cap, 0});
+  if (own_keys) rope_k_.record(rec, {n, s.heads_kv, s.head_dim, rope_dims_, key_rows(1), key_rows(0), chunk_positions, {}, 0});
 }
 
 void DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint64_t upload_at) const {
@@ -219,22 +281,10 @@ void DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint64
     attn_norm_kernel_.record(rec, {n, H, config_.norm_eps, 0, w_.attn_norm.bias_offset, RowRef::contiguous(H),
                                    RowRef::contiguous(H)});
     const bool own_keys = !config_.cross_attention;  // cross-attention keys were loaded from the encoder
-    // Row references are relative to the sections the kernels bind.
-    q_.record(rec, n, RowRef::contiguous(H), RowRef::ring(s.q_row(), ring.capacity, first_row));
-    if (own_keys) {
-      k_.record(rec, n, RowRef::contiguous(H), RowRef::contiguous(s.kv_row()));
-      v_.record(rec, n, RowRef::contiguous(H), RowRef::contiguous(s.kv_row()));
-    }
     ring_.record_rows(rec, *in_, 0, ring.residuals, H, step.first, n);  // the residual waits with its query
     ring_.record_meta(rec, shared_.upload, upload_at, step.first, n);
     if (own_keys) record_chunk_meta(rec, upload_at + align_words(3ull * chunk_rows_));
-    if (config_.rope) {
-      const uint32_t dims = config_.rope_dims ? config_.rope_dims : s.head_dim;
-      rope_q_.record(rec, {n, s.heads_q, s.head_dim, dims, config_.rope_theta,
-                           RowRef::ring(s.q_row(), ring.capacity, first_row), RowRef::ring(1, ring.capacity, first_row)});
-      rope_k_.record(rec, {n, s.heads_kv, s.head_dim, dims, config_.rope_theta, RowRef::contiguous(s.kv_row()),
-                           RowRef::contiguous(1)});
-    }
+    record_qk(rec, n, first_row, own_keys);
     if (own_keys) {
       const InsertionRows rows = insertion_rows(step.inserted, insert_rows_);
       kv_->record_insert(rec, rows.valid, rows.positions);

@@ -48,7 +48,12 @@ struct SharedBuffers {
 struct BlockWeights {
   DeviceNorm attn_norm, ffn_norm;
   DeviceMatrix wq, wk, wv, wo, gate, up, down;
-  static BlockWeights load(WeightLoader& loader, const BlockSpec& spec);
+  vk::Buffer rope_table;        // kernels::rope_turns_table of the block's frequencies (RoPE blocks)
+  std::vector<float> t5_table;  // [num_buckets][heads_q], for the K/V memory to upload (T5 bias)
+  // `rope_factors`: rope_freqs.weight, for blocks whose scaling reads it.
+  static BlockWeights load(WeightLoader& loader, const BlockSpec& spec, const BlockConfig& config,
+                           std::span<const double> rope_factors);
+  static uint64_t rope_table_bytes(const BlockConfig& config);
   uint64_t device_bytes() const;
 };
 
@@ -98,6 +103,10 @@ class DeviceBlock {
  private:
   // Copies packed chunk metadata (positions, valid, tags) from the upload.
   void record_chunk_meta(vk::CommandRecorder& rec, uint64_t upload_at) const;
+  // Projects the `n` inserted rows' queries into the ring from `first_row`
+  // on, and (own_keys) their keys into the chunk, rotated as the K/V memory
+  // scores them: by position, or in LM-Infinite's variants.
+  void record_qk(vk::CommandRecorder& rec, uint32_t n, uint32_t first_row, bool own_keys) const;
 
   const StackConfig& stack_;
   BlockConfig config_;
@@ -114,6 +123,7 @@ class DeviceBlock {
   kernels::Norm attn_norm_kernel_, ffn_norm_kernel_;
   Projection q_, k_, v_, o_, gate_proj_, up_proj_, down_proj_;
   kernels::Rope rope_q_, rope_k_;
+  uint32_t rope_dims_ = 0;
   kernels::Activation activation_;
   uint32_t output_site_ = 0;  // the finite check of this block's output rows
 };

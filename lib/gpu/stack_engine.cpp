@@ -1,6 +1,7 @@
 #include "gpu/stack_engine.hpp"
 
 #include "core/model_spec.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 #include <attendre/gpu_stack.hpp>
@@ -125,12 +126,14 @@ StackEngine::StackEngine(Context& ctx, const StackConfig& c, WeightSource& weigh
 
   output_norm_ = loader.norm(spec.output_norm, spec.output_norm_bias);
   if (spec.token_embd) {
+    // Split by rows like the LM head when it exceeds one storage range.
     embedding_table_ = loader.matrix(*spec.token_embd);
-    if (embedding_table_.parts().size() != 1)
-      fail(ErrorCode::unsupported, "the token embedding table exceeds one storage-buffer range");
   }
   if (spec.output) output_ = loader.matrix(*spec.output);
-  for (const BlockSpec& b : spec.blocks) block_weights_.push_back(BlockWeights::load(loader, b));
+  const std::vector<double> rope_factors =
+      spec.rope_freqs ? loader.values(spec.rope_freqs->name, {spec.rope_freqs->size}) : std::vector<double>{};
+  for (size_t l = 0; l < spec.blocks.size(); ++l)
+    block_weights_.push_back(BlockWeights::load(loader, spec.blocks[l], c.blocks[l], rope_factors));
   loader.finish();
   for (size_t l = 0; l < c.blocks.size(); ++l)
     blocks_.push_back(std::make_unique<DeviceBlock>(ctx, config_, l, block_weights_[l], shared_));
@@ -140,9 +143,10 @@ StackEngine::StackEngine(Context& ctx, const StackConfig& c, WeightSource& weigh
   const vk::Buffer& last = shared_.x[c.blocks.size() % 2];  // the last block's output rows
   final_norm_ = kernels::Norm(ctx, *descriptors_, plan, c.final_norm, {&last}, {&output_norm_.buffer}, {&final_rows_});
   if (c.vocab > 0) {
-    embed_ = kernels::Embedding(ctx, *descriptors_, plan, embedding_table_.type(),
-                                {&shared_.upload, upload_plan_.input * 4, uint64_t{c.chunk} * 4},
-                                {&embedding_table_.parts()[0].buffer}, {&shared_.x[0]});
+    for (const MatrixPart& part : embedding_table_.parts())
+      embed_.emplace_back(ctx, *descriptors_, plan, embedding_table_.type(),
+                          vk::BufferBinding{&shared_.upload, upload_plan_.input * 4, uint64_t{c.chunk} * 4},
+                          vk::BufferBinding{&part.buffer}, vk::BufferBinding{&shared_.x[0]});
     head_ = Projection(ctx, *descriptors_, plan, c.tied_embeddings ? embedding_table_ : output_, {&final_rows_},
                        {&logits_});
     logits_site_ = shared_.checks->add("the logits", {&logits_});
@@ -183,7 +187,12 @@ StackOutput StackEngine::run(const StackChunk* chunk, size_t first_block, BlockM
     const uint32_t n = mode == BlockMode::decode ? 1 : config_.chunk;
     rows = stage_input(chunk, n);
     if (config_.vocab > 0) {
-      embed_.record(rec, {n, H, config_.vocab, 0, RowRef::contiguous(1), RowRef::contiguous(H)});
+      // Part 0 writes zeros for the ids outside it, the later parts their own
+      // rows over them: in order (parts() starts at id 0).
+      for (size_t i = 0; i < embed_.size(); ++i) {
+        const MatrixPart& part = embedding_table_.parts()[i];
+        embed_[i].record(rec, {n, H, part.rows, 0, RowRef::contiguous(1), RowRef::contiguous(H), part.first_row});
+      }
     } else {
       rec.copy(shared_.upload, upload_plan_.input * 4, shared_.x[0], 0, uint64_t{n} * H * 4);
     }

@@ -9,6 +9,7 @@
 #include "gpu/stack_block.hpp"
 #include "kernels/embedding.hpp"
 #include "vulkan/commands.hpp"
+#include "core/stream_validator.hpp"
 
 #include <attendre/gpu_stack.hpp>
 
@@ -94,7 +95,7 @@ class StackEngine final : public TransformerStack {
   std::vector<BlockWeights> block_weights_;  // before the blocks, which refer to them
   std::vector<std::unique_ptr<DeviceBlock>> blocks_;
   std::unique_ptr<vk::DescriptorArena> descriptors_;
-  kernels::Embedding embed_;
+  std::vector<kernels::Embedding> embed_;  // one per part of the embedding table
   kernels::Norm final_norm_;
   Projection head_;
   vk::Submission submission_;

@@ -1,6 +1,7 @@
 #include "gpu/staging.hpp"
 
 #include "core/numerics.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 
@@ -36,7 +37,7 @@ void pack_kv_rows(const ChunkView& chunk, const ChunkLayout& l, uint32_t* words)
   const uint64_t kv_row = l.kv_row;
   for (uint32_t r = 0; r < chunk.rows; ++r) {
     if (!is_valid(chunk, r)) continue;
-    copy_inputs(chunk.k.data() + r * kv_row, kv_row, floats + l.keys + r * kv_row);
+    copy_inputs(chunk.k.data() + r * kv_row, kv_row, floats + l.keys + r * uint64_t{l.key_stride});
     copy_inputs(chunk.v.data() + r * kv_row, kv_row, floats + l.values + r * kv_row);
     words[l.positions + r] = static_cast<uint32_t>(static_cast<int32_t>(chunk.positions[r]));
     words[l.valid + r] = 1u;

@@ -8,6 +8,7 @@
 //   padding to the alignment | data section (each tensor at its offset, a multiple of the alignment)
 // Version 1 used 32-bit counts and lengths and is refused, as llama.cpp does.
 #include "io/gguf_value_impl.hpp"
+#include "core/fail.hpp"
 
 #include <algorithm>
 #include <limits>

@@ -1,5 +1,6 @@
 // GGUF file bytes: a read-only mapping (POSIX mmap) or a borrowed buffer.
 #include "io/gguf_source.hpp"
+#include "core/fail.hpp"
 
 #include <cerrno>
 #include <fcntl.h>

@@ -9,6 +9,8 @@
 // field and the problem without building a context string on the good path.
 #pragma once
 
+#include "core/fail.hpp"
+
 #include <attendre/error.hpp>
 
 #include <cstddef>

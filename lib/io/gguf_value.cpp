@@ -7,6 +7,7 @@
 // (no type id per element; arrays may hold arrays, each with its own element
 // type and count).
 #include "io/gguf_value_impl.hpp"
+#include "core/fail.hpp"
 
 #include <limits>
 

@@ -1,6 +1,7 @@
 // GGUF writing; see gguf_writer.hpp for the contract and gguf_file.cpp for
 // the layout.
 #include "io/gguf_writer.hpp"
+#include "core/fail.hpp"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,7 +1,9 @@
 // .npy reading and writing; see include/attendre/npy.hpp for the contract.
 // Format reference: numpy/lib/format.py (NEP 1).
+#include "core/fail.hpp"
+
 #include <algorithm>
-#include <attendre/npy.hpp>
+#include <attendre/io/npy.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>

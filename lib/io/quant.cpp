@@ -3,6 +3,7 @@
 #include "io/quant.hpp"
 
 #include "io/quant_codecs.hpp"
+#include "core/fail.hpp"
 
 #include <bit>
 

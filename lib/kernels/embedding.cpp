@@ -1,9 +1,11 @@
 #include "kernels/embedding.hpp"
+#include "core/fail.hpp"
 
 namespace attendre::kernels {
 
 // The GLSL block declares the same words flat (ATT_ROWS expands to four uints).
-static_assert(offsetof(EmbeddingParams, ids) == 16 && sizeof(EmbeddingParams) == 48);
+static_assert(offsetof(EmbeddingParams, ids) == 16 && offsetof(EmbeddingParams, first_id) == 48 &&
+              sizeof(EmbeddingParams) == 52);
 
 Embedding::Embedding(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ElementType table_type,
                      vk::BufferBinding ids, vk::BufferBinding table, vk::BufferBinding out)
@@ -26,6 +28,7 @@ void Embedding::record(vk::CommandRecorder& recorder, const Args& args) const {
   p.dim = args.dim;
   p.vocab = args.vocab;
   p.table_offset = args.table_offset;
+  p.first_id = args.first_id;
   p.ids = args.ids;
   p.out = args.out;
   const Grid g = fold_groups(uint64_t{args.rows} * ceil_div(args.dim, plan_.workgroup), plan_);

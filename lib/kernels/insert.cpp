@@ -39,7 +39,7 @@ void InsertKernels::evict_copy(vk::CommandRecorder& recorder, const InsertParams
 }
 
 void InsertKernels::scatter(vk::CommandRecorder& recorder, const InsertParams& p) const {
-  scatter_.dispatch(recorder, p, ceil_div(constants_.kv_row, plan_.workgroup), constants_.rows);
+  scatter_.dispatch(recorder, p, ceil_div(constants_.key_stride, plan_.workgroup), constants_.rows);
 }
 
 }  // namespace attendre::kernels

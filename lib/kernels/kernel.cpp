@@ -2,6 +2,7 @@
 
 #include "vulkan/buffer.hpp"
 #include "vulkan/context_state.hpp"
+#include "core/fail.hpp"
 
 #include "interface/quant.h"
 

@@ -3,6 +3,7 @@
 #include "interface/constants.h"
 #include "interface/matmul.h"
 #include "interface/quant.h"
+#include "interface/score.h"
 #include "interface/select_tile.h"
 
 #include <algorithm>
@@ -47,6 +48,13 @@ KernelPlan plan_kernels(const DeviceCaps& caps) {
   while (plan.score_tile_rows * plan.score_tile_slots / plan.score_workgroup > kMaxScoreOutputsPerThread)
     plan.score_tile_rows /= 2;
   plan.score_tile_dims = 16;
+  // LM-Infinite's variant holds five tiles: TILE_D shrinks until they fit
+  // (16 on 16 KiB phones).
+  plan.score_lm_tile_dims = plan.score_tile_dims;
+  while (plan.score_lm_tile_dims > 1 &&
+         4u * ATT_SCORE_SHARED_FLOATS(plan.score_tile_rows, plan.score_tile_slots, plan.score_lm_tile_dims,
+                                      kLmQueryVariants, kLmKeyVariants) > shared)
+    plan.score_lm_tile_dims /= 2;
 
   plan.attend_workgroup = std::min<uint32_t>(64, plan.workgroup);
   plan.direct = caps.kernel_style == DeviceCaps::KernelStyle::direct;

@@ -17,6 +17,7 @@ struct KernelPlan {
   uint32_t score_tile_rows = 16;
   uint32_t score_tile_slots = 64;
   uint32_t score_tile_dims = 16;
+  uint32_t score_lm_tile_dims = 16;  // TILE_D of score's LM-Infinite variant
   uint32_t attend_workgroup = 64;
   uint32_t insert_workgroup = 128;  // insert_plan scans: rows / workgroup per invocation
 

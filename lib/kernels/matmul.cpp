@@ -1,6 +1,7 @@
 #include "kernels/matmul.hpp"
 
 #include "vulkan/buffer.hpp"
+#include "core/fail.hpp"
 
 #include <algorithm>
 #include <cstdlib>

@@ -1,4 +1,5 @@
 #include "kernels/norm.hpp"
+#include "core/fail.hpp"
 
 namespace attendre::kernels {
 

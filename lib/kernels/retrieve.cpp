@@ -1,16 +1,24 @@
 #include "kernels/retrieve.hpp"
 
+#include <attendre/config.hpp>
+
 namespace attendre::kernels {
 
+// The shaders' bias ids are BiasKind's values.
+static_assert(kBiasNone == static_cast<uint32_t>(BiasKind::none));
+static_assert(kBiasAlibi == static_cast<uint32_t>(BiasKind::alibi));
+static_assert(kBiasT5 == static_cast<uint32_t>(BiasKind::t5));
+
 RetrieveKernels::RetrieveKernels(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
-                                 const RetrieveBuffers& b, uint32_t capacity, uint32_t keep)
+                                 const RetrieveBuffers& b, uint32_t capacity, uint32_t keep, bool lm_infinite)
     : plan_(plan) {
+  const uint32_t lm = lm_infinite ? 1u : 0u;
   score_ = plan.direct ? Kernel::make<ScoreParams>(context, arena, ShaderId::score_direct,
-                                                  {plan.workgroup, plan.score_tile_rows}, {b.ring, b.kv, b.logits})
-                       : Kernel::make<ScoreParams>(
-                             context, arena, ShaderId::score,
-                             {plan.score_workgroup, plan.score_tile_rows, plan.score_tile_slots, plan.score_tile_dims},
-                             {b.ring, b.kv, b.logits});
+                                                  {plan.workgroup, plan.score_tile_rows, lm}, {b.ring, b.kv, b.logits})
+                       : Kernel::make<ScoreParams>(context, arena, ShaderId::score,
+                                                   {plan.score_workgroup, plan.score_tile_rows, plan.score_tile_slots,
+                                                    lm_infinite ? plan.score_lm_tile_dims : plan.score_tile_dims, lm},
+                                                   {b.ring, b.kv, b.logits});
   sum_heads_ = Kernel::make<RetrieveParams>(context, arena, ShaderId::sum_heads, {plan.workgroup}, {b.logits});
   attend_ = Kernel::make<RetrieveParams>(context, arena, ShaderId::attend, {plan.attend_workgroup},
                                          {b.logits, b.lists, b.kv, b.attention});

@@ -18,9 +18,10 @@ struct RetrieveBuffers {
 class RetrieveKernels {
  public:
   RetrieveKernels() = default;
-  // `capacity` (M) and `keep` (the top-K list length) size the select tile.
+  // `capacity` (M) and `keep` (the top-K list length) size the select tile;
+  // `lm_infinite` scores with the LM-Infinite query and key variants.
   RetrieveKernels(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
-                  const RetrieveBuffers& buffers, uint32_t capacity, uint32_t keep);
+                  const RetrieveBuffers& buffers, uint32_t capacity, uint32_t keep, bool lm_infinite = false);
 
   void score(vk::CommandRecorder& recorder, const ScoreParams& params) const;
   void sum_heads(vk::CommandRecorder& recorder, const RetrieveParams& params) const;

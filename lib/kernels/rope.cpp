@@ -1,38 +1,55 @@
 #include "kernels/rope.hpp"
+#include "core/fail.hpp"
 
 #include <cmath>
+#include <numbers>
 
 namespace attendre::kernels {
 
 // The GLSL block declares the same words flat (ATT_ROWS expands to four uints).
-static_assert(offsetof(RopeParams, x) == 28 && sizeof(RopeParams) == 60);
+static_assert(offsetof(RopeParams, x) == 36 && sizeof(RopeParams) == 84);
+
+std::vector<float> rope_turns_table(std::span<const double> frequencies) {
+  std::vector<float> table;
+  for (double f : frequencies) {
+    const double turns = f / (2.0 * std::numbers::pi);
+    const float hi = static_cast<float>(turns);
+    table.push_back(hi);
+    table.push_back(static_cast<float>(turns - static_cast<double>(hi)));
+  }
+  return table;
+}
 
 Rope::Rope(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, RopeLayout layout,
-           vk::BufferBinding x, vk::BufferBinding positions)
+           vk::BufferBinding x, vk::BufferBinding positions, vk::BufferBinding table)
     : plan_(plan), layout_(layout) {
-  kernel_ = Kernel::make<RopeParams>(context, arena, ShaderId::rope, {plan.workgroup}, {x, positions});
+  kernel_ = Kernel::make<RopeParams>(context, arena, ShaderId::rope, {plan.workgroup}, {x, positions, table});
 }
 
 void Rope::record(vk::CommandRecorder& recorder, const Args& args) const {
   require(args.rope_dims % 2 == 0 && args.rope_dims <= args.head_dim, "rope_dims must be even and <= head_dim");
-  require(args.theta > 0.0 && std::isfinite(args.theta), "rope theta must be positive");
-  if (args.rows == 0 || args.heads == 0 || args.rope_dims == 0) return;
-  check_rows(args.x, args.rows, args.heads * args.head_dim, true, "rope X");
-  check_rows(args.positions, args.rows, 1, false, "rope positions");
+  const RowRef y = args.y.value_or(args.x);
+  const bool in_place = y == args.x;
+  if (args.rows == 0 || args.heads == 0 || (args.rope_dims == 0 && in_place)) return;
+  const uint32_t width = args.heads * args.head_dim;
+  check_rows(args.x, args.rows, width, false, "rope X");
+  check_rows(y, args.rows, width, true, "rope Y");
+  if (!args.fixed_position) check_rows(args.positions, args.rows, 1, false, "rope positions");
   RopeParams p{};
   p.rows = args.rows;
   p.heads = args.heads;
   p.head_dim = args.head_dim;
   p.rope_dims = args.rope_dims;
   p.neox = layout_ == RopeLayout::neox ? 1u : 0u;
-  // theta^(-2 / rope_dims) as hi + lo floats: the shader raises it to the
-  // i-th power in double-float arithmetic.
-  const double ratio = std::pow(args.theta, -2.0 / args.rope_dims);
-  p.ratio_hi = static_cast<float>(ratio);
-  p.ratio_lo = static_cast<float>(ratio - static_cast<double>(p.ratio_hi));
+  p.use_fixed = args.fixed_position ? 1u : 0u;
+  p.fixed_position = args.fixed_position.value_or(0);
+  p.table_offset = args.table_offset;
+  // Out of place, the dims that do not turn are copied by columns of two.
+  p.head_columns = args.rope_dims / 2 + (in_place ? 0 : (args.head_dim - args.rope_dims + 1) / 2);
   p.x = args.x;
+  p.y = y;
   p.pos = args.positions;
-  const uint64_t columns = uint64_t{args.heads} * (args.rope_dims / 2);
+  const uint64_t columns = uint64_t{args.heads} * p.head_columns;
   const Grid g = fold_groups(ceil_div(columns, plan_.workgroup) * uint64_t{ceil_div(args.rows, kRopeRowsPerGroup)}, plan_);
   kernel_.dispatch(recorder, p, g.x, g.y);
 }

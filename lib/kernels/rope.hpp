@@ -1,6 +1,7 @@
-// Rotary position embedding in place on rows laid out [heads][head_dim]
-// (rope.comp): pair i < rope_dims / 2 of each head turns by
-// position * theta^(-2i / rope_dims). The angle is reduced in double-float
+// Rotary position embedding on rows laid out [heads][head_dim] (rope.comp):
+// pair i < rope_dims / 2 of each head turns by position * f_i, f_i from a
+// frequency table bound with the kernel (rope_turns_table of
+// core/positions' frequencies). The angle is reduced in double-float
 // arithmetic: within ~1e-6 rad of exact up to |position| = 2^24 and ~2e-5 rad
 // at 2^31, plus the device's sin/cos error on [-pi, pi] (see rope.comp).
 #pragma once
@@ -12,22 +13,32 @@
 
 #include <attendre/transformer.hpp>
 
+#include <optional>
+#include <span>
+#include <vector>
+
 namespace attendre::kernels {
+
+// The frequency table rope.comp reads: per pair, f_i / (2 pi) turns per
+// position as a double-float (kRopeTableWordsPerPair floats: hi, lo).
+std::vector<float> rope_turns_table(std::span<const double> frequencies);
 
 class Rope {
  public:
   struct Args {
     uint32_t rows = 0, heads = 0, head_dim = 0;
-    uint32_t rope_dims = 0;  // even, <= head_dim; dims >= rope_dims stay as they are
-    double theta = 10000.0;  // frequency base, > 0
-    RowRef x;                // rows of heads * head_dim floats, rotated in place
-    RowRef positions;        // int32 position of row r at word positions.word(r)
+    uint32_t rope_dims = 0;     // even, <= head_dim; dims >= rope_dims stay as they are
+    RowRef x;                   // input rows of heads * head_dim floats
+    std::optional<RowRef> y;    // output rows in the same binding (none: x, in place)
+    RowRef positions;           // int32 position of row r at word positions.word(r)
+    std::optional<int32_t> fixed_position;  // every row turns by this instead
+    uint32_t table_offset = 0;  // words of the rows' frequency table in its binding
   };
 
   Rope() = default;
-  // Bindings: x (rows, read and written), positions (int32).
+  // Bindings: x (rows, read and written), positions (int32), the frequency table.
   Rope(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, RopeLayout layout,
-       vk::BufferBinding x, vk::BufferBinding positions);
+       vk::BufferBinding x, vk::BufferBinding positions, vk::BufferBinding table);
 
   // Records the rotation; no barrier (the caller orders it).
   void record(vk::CommandRecorder& recorder, const Args& args) const;

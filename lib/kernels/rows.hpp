@@ -6,6 +6,7 @@
 
 #include "interface/rows.h"
 #include "kernels/kernel_plan.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 

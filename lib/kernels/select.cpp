@@ -1,4 +1,5 @@
 #include "kernels/select.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 

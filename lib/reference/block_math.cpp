@@ -2,6 +2,10 @@
 
 #include "reference/ops.hpp"
 
+#include "core/positions.hpp"
+
+#include <cmath>
+
 namespace attendre::reference {
 namespace {
 
@@ -30,7 +34,12 @@ BlockMath::BlockMath(uint32_t hidden, const BlockConfig& config, const BlockTens
       down_(widen(t.down)),
       bgate_(widen(t.bgate)),
       bup_(widen(t.bup)),
-      bdown_(widen(t.bdown)) {}
+      bdown_(widen(t.bdown)) {
+  if (config.rope)
+    rope_frequencies_ = positions::rope_frequencies(
+        config.rope_theta, config.rope_dims ? config.rope_dims : config.attention.shape.head_dim, config.rope_scaling,
+        t.rope_freqs ? std::span<const double>(t.rope_freqs->data) : std::span<const double>{});
+}
 
 std::vector<double> BlockMath::norm(std::span<const double> x, const std::vector<double>& g,
                                     const std::vector<double>& b) const {
@@ -47,12 +56,24 @@ BlockMath::Projected BlockMath::project(std::span<const double> x, std::span<con
   if (config_.cross_attention) return p;
   p.k = ops::matmul(h, wk_, rows, hidden_, s.kv_row(), bk_);
   p.v = ops::matmul(h, wv_, rows, hidden_, s.kv_row(), bv_);
-  if (config_.rope) {
+  // LM-Infinite rotates at retrieval, by each pair's capped distance.
+  if (config_.rope && !config_.lm_infinite.enabled) {
     const uint32_t dims = config_.rope_dims ? config_.rope_dims : s.head_dim;
-    p.q = ops::rope(p.q, positions, s.heads_q, s.head_dim, dims, config_.rope_theta, config_.rope_layout);
-    p.k = ops::rope(p.k, positions, s.heads_kv, s.head_dim, dims, config_.rope_theta, config_.rope_layout);
+    p.q = ops::rope(p.q, positions, s.heads_q, s.head_dim, dims, rope_frequencies_, config_.rope_layout);
+    p.k = ops::rope(p.k, positions, s.heads_kv, s.head_dim, dims, rope_frequencies_, config_.rope_layout);
   }
   return p;
+}
+
+double BlockMath::rotated_dot(const double* q, const double* k, int64_t distance) const {
+  const uint32_t D = config_.attention.shape.head_dim;
+  const uint32_t dims = config_.rope_dims ? config_.rope_dims : D;
+  const int64_t at[] = {distance};
+  const std::vector<double> turned =
+      ops::rope(std::span<const double>(q, D), at, 1, D, dims, rope_frequencies_, config_.rope_layout);
+  double dot = 0.0;
+  for (uint32_t d = 0; d < D; ++d) dot += turned[d] * k[d];
+  return dot;
 }
 
 BlockMath::Projected BlockMath::project_memory(std::span<const double> encoder_rows) const {

@@ -18,7 +18,7 @@ class BlockMath {
   BlockMath(uint32_t hidden, const BlockConfig& config, const BlockTensors& tensors);
 
   struct Projected {
-    std::vector<double> q, k, v;  // rows x heads x head_dim, RoPE applied
+    std::vector<double> q, k, v;  // rows x heads x head_dim, RoPE applied (not under LM-Infinite)
   };
   // For a cross-attention block only q is projected from the rows.
   Projected project(std::span<const double> x, std::span<const int64_t> positions) const;
@@ -29,6 +29,11 @@ class BlockMath {
   // itself without an FFN.
   std::vector<double> finish(std::span<const double> attention, std::span<const double> residual) const;
 
+  // LM-Infinite's dot product of an un-rotated query head with an un-rotated
+  // key head `distance` = d_eff positions apart: (R(distance) q) . k, which
+  // is what R(p_q) q . R(p_j) k gives when p_q - p_j = distance.
+  double rotated_dot(const double* q, const double* k, int64_t distance) const;
+
   uint32_t hidden() const { return hidden_; }
   const BlockConfig& config() const { return config_; }
 
@@ -38,6 +43,7 @@ class BlockMath {
 
   uint32_t hidden_;
   BlockConfig config_;
+  std::vector<double> rope_frequencies_;  // per rotary pair (RoPE blocks)
   std::vector<double> attn_g_, attn_b_, ffn_g_, ffn_b_;
   std::vector<double> wq_, wk_, wv_, wo_, bq_, bk_, bv_, bo_;
   std::vector<double> gate_, up_, down_, bgate_, bup_, bdown_;

@@ -3,18 +3,24 @@
 #include "reference/model_tensors.hpp"
 #include "core/stack_chunk.hpp"
 #include "reference/block_math.hpp"
+#include "core/positions.hpp"
+#include "core/stream_validator.hpp"
 
 #include <attendre/error.hpp>
-#include <attendre/reference_stack.hpp>
+#include <attendre/reference/stack.hpp>
 
 #include <cmath>
+#include <functional>
 
 namespace attendre::reference {
 namespace {
 
+// The logit of query row i, head h, against key row j, from their heads.
+using PairLogit = std::function<double(size_t i, uint32_t h, size_t j, const double* q, const double* k)>;
+
 // Softmax attention of every query row over every key row (causal: keys
 // at or before the query's position).
-std::vector<double> attend_all(const BlockMath::Projected& p, const AttentionShape& s, double scale,
+std::vector<double> attend_all(const BlockMath::Projected& p, const AttentionShape& s, const PairLogit& logit,
                                std::span<const int64_t> positions, std::span<const int64_t> key_positions, bool causal) {
   const size_t rows = positions.size(), keys = key_positions.size();
   const uint32_t D = s.head_dim;
@@ -27,9 +33,7 @@ std::vector<double> attend_all(const BlockMath::Projected& p, const AttentionSha
       for (size_t j = 0; j < keys; ++j) {
         w[j] = -INFINITY;
         if (causal && key_positions[j] > positions[i]) continue;
-        double dot = 0.0;
-        for (uint32_t d = 0; d < D; ++d) dot += p.q[(i * s.heads_q + h) * D + d] * p.k[(j * s.heads_kv + g) * D + d];
-        w[j] = scale * dot;
+        w[j] = logit(i, h, j, &p.q[(i * s.heads_q + h) * D], &p.k[(j * s.heads_kv + g) * D]);
         top = std::max(top, w[j]);
       }
       double total = 0.0;
@@ -75,9 +79,24 @@ StackOutput dense_forward(const StackConfig& config, WeightSource& weights, cons
       p.v = memory.v;
       keys = encoder_positions;
     }
-    x = math.finish(attend_all(p, b.attention.shape, b.attention.scale(), out.positions, keys,
-                               causal && !b.cross_attention),
-                    x);
+    // The memory's logits (spec 2.2), with every key held: LM-Infinite's
+    // capped rotation (sinks as the memory would pin them) and the bias.
+    RetrievalConfig retrieval = b.attention.retrieval;
+    if (const std::optional<Tensor>& t5 = tensors.blocks[l].t5_table)
+      retrieval.t5.table.assign(t5->data.begin(), t5->data.end());
+    const uint32_t D = b.attention.shape.head_dim, n_sink = b.attention.kv.n_sink;
+    const PairLogit logit = [&](size_t i, uint32_t h, size_t j, const double* q, const double* k) {
+      const int64_t p_q = out.positions[i], p_k = keys[j];
+      double dot = 0.0;
+      if (b.lm_infinite.enabled) {
+        const bool sink = n_sink > 0 && p_k < static_cast<int64_t>(n_sink);
+        dot = math.rotated_dot(q, k, positions::lm_infinite_distance(p_q - p_k, b.lm_infinite.n_local, sink));
+      } else {
+        for (uint32_t d = 0; d < D; ++d) dot += q[d] * k[d];
+      }
+      return b.attention.scale() * dot + positions::logit_bias(retrieval, h, b.attention.shape.heads_q, p_q, p_k);
+    };
+    x = math.finish(attend_all(p, b.attention.shape, logit, out.positions, keys, causal && !b.cross_attention), x);
   }
   const std::vector<double> normed = head.norm(x);
   if (request.hidden) out.hidden.assign(normed.begin(), normed.end());

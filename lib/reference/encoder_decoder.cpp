@@ -1,8 +1,10 @@
 // Float64 reference of the encoder-decoder (spec section 5).
+#include "core/fail.hpp"
+
 #include <attendre/data_only_memory.hpp>
-#include <attendre/encoder_decoder.hpp>
+#include <attendre/reference/encoder_decoder.hpp>
 #include <attendre/error.hpp>
-#include <attendre/reference_stack.hpp>
+#include <attendre/reference/stack.hpp>
 
 namespace attendre::reference {
 namespace {

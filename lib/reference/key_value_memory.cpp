@@ -1,9 +1,11 @@
 // Float64 reference of the K/V memory: insertion with eviction (spec 2.1),
 // top-K retrieval and attend (2.2, 2.3) and the policy updates (2.4).
 #include "core/numerics.hpp"
+#include "core/positions.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
-#include <attendre/reference.hpp>
+#include <attendre/reference/layer.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -144,8 +146,10 @@ EvictedEntries KeyValueMemory::insert_rows(std::span<const double> k, std::span<
   return evicted;
 }
 
-Retrieval KeyValueMemory::retrieve(const QueryBatch& queries, const RetrievalConfig& retrieval, double scale) const {
+Retrieval KeyValueMemory::retrieve(const QueryBatch& queries, const RetrievalConfig& retrieval, double scale,
+                                   const PairDot& pair_dot) const {
   const uint32_t heads = shape_.heads_q, dim = shape_.head_dim, group = shape_.group();
+  if (retrieval.bias == BiasKind::t5) positions::validate(retrieval.t5, heads, true, "");
   const size_t n = entries_.size();
   Retrieval out;
   out.queries = static_cast<uint32_t>(queries.size());
@@ -168,13 +172,13 @@ Retrieval KeyValueMemory::retrieve(const QueryBatch& queries, const RetrievalCon
     }
     for (uint32_t h = 0; h < heads; ++h) {
       const double* q = &queries.q[(static_cast<size_t>(qi) * heads + h) * dim];
-      const double slope = retrieval.bias == BiasKind::alibi ? alibi_slope(h, heads) : 0.0;
       for (uint32_t j : unmasked) {
-        const double* k = &entries_[j].key[static_cast<size_t>(h / group) * dim];
+        const Entry& e = entries_[j];
+        const double* k = &e.key[static_cast<size_t>(h / group) * dim];
         double dot = 0.0;
-        for (uint32_t d = 0; d < dim; ++d) dot += q[d] * k[d];
-        const double distance = std::abs(static_cast<double>(pq - entries_[j].position));
-        logit[h][j] = scale * dot - slope * distance;
+        if (pair_dot) dot = pair_dot(h, q, pq, e);
+        else for (uint32_t d = 0; d < dim; ++d) dot += q[d] * k[d];
+        logit[h][j] = scale * dot + positions::logit_bias(retrieval, h, heads, pq, e.position);
       }
     }
     const size_t keep = std::min<size_t>(retrieval.top_k, unmasked.size());

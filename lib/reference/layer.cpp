@@ -1,8 +1,11 @@
 // Float64 reference of one ATTENDRE layer step (spec section 3).
 #include "core/numerics.hpp"
+#include "core/positions.hpp"
+#include "core/fail.hpp"
+#include "core/stream_validator.hpp"
 
 #include <attendre/error.hpp>
-#include <attendre/reference.hpp>
+#include <attendre/reference/layer.hpp>
 
 #include <algorithm>
 
@@ -11,10 +14,15 @@ namespace attendre::reference {
 Layer::Layer(const LayerConfig& config)
     : config_((config.validate(), config)),
       q_memory_(config.q_capacity),
-      kv_(config.shape, config.kv, config.chunk) {}
+      kv_(config.shape, config.kv, config.chunk),
+      validator_(std::make_unique<StreamValidator>()) {
+  if (config.retrieval.bias == BiasKind::t5) positions::validate(config.retrieval.t5, config.shape.heads_q, true, "");
+}
+
+Layer::~Layer() = default;
 
 StepResult Layer::step(const ChunkView& chunk, const StepRequest& request) {
-  validator_.check(chunk, config_);
+  validator_->check(chunk, config_);
   require(!request.evicted || config_.kv.copy_out_evicted, "evicted entries requested but copy_out_evicted is off");
   const size_t q_row = config_.shape.q_row();
   std::vector<QueryRow> rows(config_.chunk);  // padding rows stay invalid
@@ -30,7 +38,7 @@ StepResult Layer::step(const ChunkView& chunk, const StepRequest& request) {
   // is the one that may reject the chunk, before anything changed.
   EvictedEntries evicted_kv = kv_.insert(chunk);
   std::vector<QueryRow> evicted = q_memory_.insert(std::move(rows));
-  validator_.accept(chunk, config_);
+  validator_->accept(chunk, config_);
   return attend_evicted(std::move(evicted), std::move(evicted_kv), request);
 }
 

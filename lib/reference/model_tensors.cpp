@@ -2,6 +2,7 @@
 
 #include "core/half.hpp"
 #include "io/quant.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 
@@ -21,6 +22,10 @@ class Loader {
   Tensor matrix(const MatrixSpec& spec) { return read(spec.name, {spec.rows, spec.cols}, half_); }
   std::optional<Tensor> matrix(const std::optional<MatrixSpec>& spec) {
     return spec ? std::optional<Tensor>(matrix(*spec)) : std::nullopt;
+  }
+  // Small tables the device keeps in fp32 whatever config.weights says.
+  std::optional<Tensor> table(const std::optional<MatrixSpec>& spec) {
+    return spec ? std::optional<Tensor>(read(spec->name, {spec->rows, spec->cols}, false)) : std::nullopt;
   }
 
  private:
@@ -70,6 +75,7 @@ BlockTensors load_block(Loader& load, const BlockSpec& spec) {
     t.bup = load.vector(spec.up->bias);
     t.bdown = load.vector(spec.down->bias);
   }
+  t.t5_table = load.table(spec.t5_table);
   return t;
 }
 
@@ -83,7 +89,11 @@ ModelTensors load_model(const StackConfig& config, WeightSource& source) {
   m.output_norm = load.vector(spec.output_norm);
   m.output_norm_bias = load.vector(spec.output_norm_bias);
   m.output = load.matrix(spec.output);
-  for (const BlockSpec& b : spec.blocks) m.blocks.push_back(load_block(load, b));
+  const std::optional<Tensor> rope_freqs = load.vector(spec.rope_freqs);
+  for (size_t l = 0; l < spec.blocks.size(); ++l) {
+    m.blocks.push_back(load_block(load, spec.blocks[l]));
+    if (config.blocks[l].rope && config.blocks[l].rope_scaling.freq_factors) m.blocks.back().rope_freqs = rope_freqs;
+  }
   return m;
 }
 

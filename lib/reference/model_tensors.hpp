@@ -31,6 +31,8 @@ struct BlockTensors {
   std::optional<Tensor> gate;  // gated FFN only
   Tensor up, down;
   std::optional<Tensor> bgate, bup, bdown;
+  std::optional<Tensor> t5_table;    // T5 bias [num_buckets][heads_q] (its own or the one it shares)
+  std::optional<Tensor> rope_freqs;  // the model's per-pair RoPE divisors, for blocks that read them
 };
 
 struct ModelTensors {

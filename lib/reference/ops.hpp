@@ -28,9 +28,11 @@ std::vector<double> layer_norm(std::span<const double> x, uint32_t dim, std::spa
                                std::span<const double> b, double eps);
 
 // Rotary embedding of rows [heads][head_dim], one position per row: pair i <
-// rope_dims / 2 of each head turns by position * theta^(-2i / rope_dims).
+// rope_dims / 2 of each head turns by position * frequencies[i] (radians
+// per position; positions::rope_frequencies).
 std::vector<double> rope(std::span<const double> x, std::span<const int64_t> positions, uint32_t heads,
-                         uint32_t head_dim, uint32_t rope_dims, double theta, RopeLayout layout);
+                         uint32_t head_dim, uint32_t rope_dims, std::span<const double> frequencies,
+                         RopeLayout layout);
 
 // One activation value: silu, gelu_tanh (tanh approximation) or relu.
 double activate(ActivationKind kind, double x);

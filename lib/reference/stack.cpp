@@ -4,10 +4,13 @@
 #include "reference/model_tensors.hpp"
 #include "core/stack_chunk.hpp"
 #include "reference/block_math.hpp"
+#include "core/fail.hpp"
+#include "core/positions.hpp"
+#include "core/stream_validator.hpp"
 
 #include <attendre/error.hpp>
-#include <attendre/reference.hpp>
-#include <attendre/reference_stack.hpp>
+#include <attendre/reference/layer.hpp>
+#include <attendre/reference/stack.hpp>
 
 #include <algorithm>
 #include <limits>
@@ -45,7 +48,9 @@ struct Stack::Impl {
   Impl(const StackConfig& c, WeightSource& weights)
       : config((c.validate(), c)), tensors(load_model(c, weights)), head(c, tensors) {
     for (size_t l = 0; l < c.blocks.size(); ++l) {
-      const LayerConfig attention = c.attention(l);
+      LayerConfig attention = c.attention(l);
+      if (const std::optional<Tensor>& t5 = tensors.blocks[l].t5_table)
+        attention.retrieval.t5.table.assign(t5->data.begin(), t5->data.end());
       blocks.push_back(Block{BlockMath(c.hidden, c.blocks[l], tensors.blocks[l]), attention,
                              DataOnlyMemory<Waiting>(attention.q_capacity),
                              KeyValueMemory(attention.shape, attention.kv, attention.chunk)});
@@ -116,7 +121,13 @@ Rows Stack::Impl::run_block(size_t l, Rows in, Mode mode) {
   // Decoding needs no Q memory and sees no future, except across to the
   // encoder, which is all past.
   if (mode == Mode::decode && !b.math_config().cross_attention) retrieval.causal = true;
-  const Retrieval retrieved = b.kv.retrieve(batch, retrieval, b.attention.scale());
+  KeyValueMemory::PairDot dot;
+  if (const LmInfinite& lm = b.math_config().lm_infinite; lm.enabled)
+    dot = [&](uint32_t h, const double* q, int64_t p_q, const KeyValueMemory::Entry& e) {
+      const int64_t d = positions::lm_infinite_distance(p_q - e.position, lm.n_local, b.kv.pinned(e.position));
+      return b.math.rotated_dot(q, &e.key[uint64_t{h / s.group()} * s.head_dim], d);
+    };
+  const Retrieval retrieved = b.kv.retrieve(batch, retrieval, b.attention.scale(), dot);
   b.kv.update_scores(batch, retrieved);
   const std::vector<double> finished_rows =
       batch.size() ? b.math.finish(retrieved.outputs, residual) : std::vector<double>{};

@@ -3,6 +3,7 @@
 #include "vulkan/check.hpp"
 #include "vulkan/context_state.hpp"
 #include "vulkan/memory_arena.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 
@@ -61,7 +62,7 @@ Buffer::Buffer(Context& context, VkDeviceSize bytes, MemoryIntent intent, const 
     alloc.memoryTypeIndex = find_memory_type(props, req.memoryTypeBits, required, preferred, label);
     check(vkAllocateMemory(device_, &alloc, nullptr, &memory_), "vkAllocateMemory");
     memory_bytes_ = req.size;
-    context.state().device_memory_bytes += memory_bytes_;
+    context.state().add_device_memory(memory_bytes_);
     check(vkBindBufferMemory(device_, buffer_, memory_, 0), "vkBindBufferMemory");
     if (intent != MemoryIntent::device) {
       check(vkMapMemory(device_, memory_, 0, VK_WHOLE_SIZE, 0, &mapped_), "vkMapMemory");

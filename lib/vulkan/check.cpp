@@ -1,4 +1,5 @@
 #include "vulkan/check.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 

@@ -2,7 +2,7 @@
 // codes so callers can react (retry smaller, recreate the context).
 #pragma once
 
-#include <vulkan/vulkan.h>
+#include "vulkan/api.hpp"
 
 namespace attendre::vk {
 

@@ -3,6 +3,7 @@
 #include "vulkan/buffer.hpp"
 #include "vulkan/check.hpp"
 #include "vulkan/context_state.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/shader_ids.hpp>
 

@@ -1,9 +1,12 @@
+#include "vulkan/api.hpp"
 #include "vulkan/check.hpp"
 #include "vulkan/context_state.hpp"
 #include "vulkan/device_select.hpp"
 #include "vulkan/pipeline.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/context.hpp>
+#include <attendre/diagnostics.hpp>
 #include <attendre/error.hpp>
 
 #include <algorithm>
@@ -11,6 +14,9 @@
 #include <cstring>
 
 namespace attendre {
+// The loaded entry points (vulkan/api.hpp) by their usual names.
+using namespace vk;
+
 namespace {
 
 constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
@@ -149,7 +155,7 @@ void apply_limits(DeviceCaps& caps, const LimitOverrides& limits) {
 
 }  // namespace
 
-Context::Context(const ContextOptions& options) : messages_(std::make_unique<std::vector<std::string>>()) {
+Context::Context(const ContextOptions& options) : state_(std::make_unique<vk::ContextState>(*this)) {
   try {
     create_instance(options.validation ? *options.validation : env_validation());
     const std::string selector = options.device.empty() ? env_string("ATTENDRE_DEVICE") : options.device;
@@ -169,9 +175,11 @@ Context::Context(const ContextOptions& options) : messages_(std::make_unique<std
 }
 
 Context::Context(const ExternalDevice& external, const LimitOverrides& limits)
-    : owns_device_(false), messages_(std::make_unique<std::vector<std::string>>()) {
+    : owns_device_(false), state_(std::make_unique<vk::ContextState>(*this)) {
   require(external.instance && external.physical_device && external.device && external.queue,
           "ExternalDevice needs instance, physical device, device and queue");
+  vk::load_global_commands(external.get_instance_proc_addr);
+  vk::load_instance_commands(external.instance);
   instance_ = external.instance;
   physical_device_ = external.physical_device;
   device_ = external.device;
@@ -189,6 +197,7 @@ Context::Context(const ExternalDevice& external, const LimitOverrides& limits)
 }
 
 void Context::create_instance(Validation level) {
+  vk::load_global_commands();
   const bool validation = level != Validation::off;
   validation_ = level;
   if (validation && !has_layer(kValidationLayer))
@@ -207,7 +216,7 @@ void Context::create_instance(Validation level) {
                                VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
                                VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
   messenger_info.pfnUserCallback = record_message;
-  messenger_info.pUserData = messages_.get();
+  messenger_info.pUserData = &state_->messages;
   // The validation layer provides VK_EXT_validation_features, which turns
   // on its synchronization and GPU-assisted checks.
   std::vector<VkValidationFeatureEnableEXT> enables;
@@ -226,6 +235,7 @@ void Context::create_instance(Validation level) {
     info.pNext = &messenger_info;  // also catches messages from vkCreateInstance itself
   }
   vk::check(vkCreateInstance(&info, nullptr, &instance_), "vkCreateInstance");
+  vk::load_instance_commands(instance_);
   if (validation) {
     auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
         vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
@@ -254,7 +264,6 @@ void Context::create_device() {
 
 void Context::finish_setup(const LimitOverrides& limits, uint32_t fence_timeout_ms) {
   apply_limits(caps_, limits);
-  state_ = std::make_unique<vk::ContextState>(*this);
   state_->fence_timeout_ns = uint64_t{fence_timeout_ms} * 1000000ull;
   VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
@@ -267,13 +276,19 @@ void Context::finish_setup(const LimitOverrides& limits, uint32_t fence_timeout_
 }
 
 uint64_t Context::device_memory_bytes() const { return state_->device_memory_bytes; }
+uint64_t Context::peak_device_memory_bytes() const { return state_->peak_device_memory_bytes; }
+void Context::reset_peak_device_memory() { state_->peak_device_memory_bytes = state_->device_memory_bytes; }
 
 Context::~Context() { release(); }
 
+std::vector<std::string> validation_messages(const Context& context) { return context.state().messages; }
+void clear_validation_messages(Context& context) { context.state().messages.clear(); }
+
 void Context::release() {
   if (device_) vkDeviceWaitIdle(device_);
-  if (state_ && state_->command_pool) vkDestroyCommandPool(device_, state_->command_pool, nullptr);
-  state_.reset();
+  if (state_->command_pool) vkDestroyCommandPool(device_, state_->command_pool, nullptr);
+  state_->command_pool = VK_NULL_HANDLE;
+  state_->pipelines.clear();
   if (owns_device_) {
     if (device_) vkDestroyDevice(device_, nullptr);
     if (messenger_) {
@@ -294,7 +309,9 @@ std::vector<std::string> list_devices() {
   VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   info.pApplicationInfo = &app;
   VkInstance instance = VK_NULL_HANDLE;
+  vk::load_global_commands();
   vk::check(vkCreateInstance(&info, nullptr, &instance), "vkCreateInstance");
+  vk::load_instance_commands(instance);
   uint32_t count = 0;
   vkEnumeratePhysicalDevices(instance, &count, nullptr);
   std::vector<VkPhysicalDevice> devices(count);

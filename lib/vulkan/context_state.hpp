@@ -7,7 +7,10 @@
 
 #include <attendre/context.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace attendre::vk {
 
@@ -19,6 +22,13 @@ struct ContextState {
   PFN_vkCmdInsertDebugUtilsLabelEXT debug_label = nullptr;  // when VK_EXT_debug_utils is enabled
   uint64_t fence_timeout_ns = 60'000'000'000ull;
   uint64_t device_memory_bytes = 0;  // held by vkAllocateMemory calls of attendre's objects
+  uint64_t peak_device_memory_bytes = 0;  // the most device_memory_bytes has been
+
+  void add_device_memory(uint64_t bytes) {
+    device_memory_bytes += bytes;
+    peak_device_memory_bytes = std::max(peak_device_memory_bytes, device_memory_bytes);
+  }
+  std::vector<std::string> messages;  // validation messages since the last clear
 };
 
 }  // namespace attendre::vk

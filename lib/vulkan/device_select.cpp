@@ -1,6 +1,7 @@
 #include "vulkan/device_select.hpp"
 
 #include "vulkan/check.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 

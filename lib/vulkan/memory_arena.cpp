@@ -3,6 +3,7 @@
 #include "vulkan/buffer.hpp"
 #include "vulkan/check.hpp"
 #include "vulkan/context_state.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 
@@ -51,7 +52,7 @@ void MemoryArena::add_block(uint64_t bytes, uint32_t type_bits, const char* labe
   alloc.allocationSize = bytes;
   alloc.memoryTypeIndex = memory_type_;
   check(vkAllocateMemory(context_.device(), &alloc, nullptr, &b.memory), "vkAllocateMemory");
-  context_.state().device_memory_bytes += b.size;
+  context_.state().add_device_memory(b.size);
   blocks_.push_back(b);
   if (host_visible_)
     check(vkMapMemory(context_.device(), blocks_.back().memory, 0, VK_WHOLE_SIZE, 0, &blocks_.back().host),
@@ -63,10 +64,11 @@ MemoryArena::Slice MemoryArena::place(const VkMemoryRequirements& req, const cha
   const uint64_t bytes = placed_bytes(req.size);
   auto fits = [&](const Block& b) { return (b.used + alignment - 1) / alignment * alignment + bytes <= b.size; };
   if (blocks_.empty() || !fits(blocks_.back())) {
-    // A new block for what is still expected (or this buffer, if larger):
-    // exact when the caller's expectation is.
+    // A new block for what is still expected (or this buffer, if larger),
+    // within the device's largest allocation (drivers cap it at 1-4 GiB):
+    // exact when the caller's expectation is and fits one allocation.
     const uint64_t remaining = expected_ > placed_ ? expected_ - placed_ : 0;
-    add_block(std::max(bytes, remaining), req.memoryTypeBits, label);
+    add_block(std::max(bytes, std::min(remaining, context_.caps().max_allocation)), req.memoryTypeBits, label);
   }
   Block& b = blocks_.back();
   const uint64_t offset = (b.used + alignment - 1) / alignment * alignment;

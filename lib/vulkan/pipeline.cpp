@@ -2,6 +2,7 @@
 
 #include "vulkan/buffer.hpp"
 #include "vulkan/check.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 

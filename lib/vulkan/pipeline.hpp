@@ -61,6 +61,7 @@ class PipelineCache {
   explicit PipelineCache(Context& context) : context_(context) {}
   const ComputePipeline& get(const PipelineKey& key);
   size_t size() const { return pipelines_.size(); }
+  void clear() { pipelines_.clear(); }
 
  private:
   Context& context_;

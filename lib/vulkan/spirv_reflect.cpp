@@ -1,4 +1,5 @@
 #include "vulkan/spirv_reflect.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 

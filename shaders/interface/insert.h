@@ -37,7 +37,8 @@ ATT_PARAMS_END(InsertParams)
   U(21, out_key_offset)    /* words, in the evicted-entries buffer */                      \
   U(22, out_value_offset)                                                                  \
   U(23, out_pos_offset)                                                                    \
-  U(24, out_score_offset)
+  U(24, out_score_offset)                                                                  \
+  U(25, key_stride)        /* words per key row, K/V and chunk (its variants) */
 ATT_SPEC_STRUCT(InsertConstants, ATT_INSERT_CONSTANTS)
 ATT_NAMESPACE_END
 

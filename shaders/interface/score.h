@@ -1,9 +1,34 @@
-// score.comp: logits of queries in the Q ring against the K/V memory.
+// score.comp / score_direct.comp: logits of queries in the Q ring against
+// the K/V memory, with their position terms.
 #ifndef ATTENDRE_INTERFACE_SCORE_H
 #define ATTENDRE_INTERFACE_SCORE_H
 #include "interface/params.h"
 
 ATT_NAMESPACE_BEGIN
+// Position bias (attendre::BiasKind's values).
+ATT_CONST(kBiasNone, 0u)
+ATT_CONST(kBiasAlibi, 1u)
+ATT_CONST(kBiasT5, 2u)
+
+// LM-Infinite (docs/spec-notes.md): each ring row holds its query rotated
+// three ways and each memory slot its key two ways, in this order; a pair
+// is scored with one of them by its distance d = p_query - p_key:
+//   |d| <= n_local           local:  R(p_q) q . R(p_j) k   (true distance)
+//   d > n_local, or a sink   past:   R(+n_local) q . k     (d_eff = +n_local)
+//   d < -n_local             future: R(-n_local) q . k     (d_eff = -n_local)
+ATT_CONST(kLmQueryVariants, 3u)
+ATT_CONST(kLmKeyVariants, 2u)
+ATT_CONST(kLmLocal, 0u)   // query variant 0 with key variant 0
+ATT_CONST(kLmPast, 1u)    // query variant 1 with key variant 1 (un-rotated)
+ATT_CONST(kLmFuture, 2u)  // query variant 2 with key variant 1
+
+// Shared memory of the tiled score kernel (score.comp declares its tiles
+// with it; the kernel plan sizes TILE_D by it): q tiles of TILE_R rows and
+// k tiles of TILE_M slots, TILE_D dims each plus one pad against bank
+// conflicts, one per query / key variant.
+#define ATT_SCORE_SHARED_FLOATS(tile_r, tile_m, tile_d, q_variants, k_variants) \
+  ((q_variants) * (tile_r) * ((tile_d) + 1u) + (k_variants) * (tile_m) * ((tile_d) + 1u))
+
 ATT_PARAMS_BEGIN(ScoreParams)
   ATT_U32(ring_first)      // ring index of the batch's first query (not yet wrapped)
   ATT_U32(ring_capacity)
@@ -16,13 +41,20 @@ ATT_PARAMS_BEGIN(ScoreParams)
   ATT_F32(scale)
   ATT_U32(causal)
   ATT_U32(tag_mask)
-  ATT_U32(alibi)
+  ATT_U32(bias)               // kBiasNone, kBiasAlibi or kBiasT5
+  ATT_U32(ring_q_stride)      // words per ring row of queries (its variants)
   ATT_U32(ring_pos_offset)    // words, in the Q ring buffer
   ATT_U32(ring_valid_offset)
   ATT_U32(ring_tag_offset)
   ATT_U32(kv_key_offset)      // words, in the K/V buffer
+  ATT_U32(kv_key_stride)      // words per slot of keys (its variants)
   ATT_U32(kv_pos_offset)
   ATT_U32(kv_tag_offset)
+  ATT_U32(n_local)            // LM-Infinite's cap (the LM_INFINITE variant only)
+  ATT_U32(n_sink)             // sinks: n_sink > 0 and p_key < n_sink (spec 2.1)
+  ATT_U32(t5_buckets_offset)  // words, in the K/V buffer: bucket of relative position r at r + t5_max_distance
+  ATT_U32(t5_biases_offset)   // words, in the K/V buffer: [bucket][heads_q] floats
+  ATT_U32(t5_max_distance)
 ATT_PARAMS_END(ScoreParams)
 ATT_NAMESPACE_END
 

@@ -43,6 +43,13 @@ inline std::optional<std::filesystem::path> shared_models() {
   return std::nullopt;
 }
 
+// The bytes of a file the test needs (fails the test when unreadable).
+inline std::string slurp(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE_MESSAGE(in.good(), path.string());
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
 // Runs `f`, which must throw attendre::Error with `code` and a one-line
 // message containing `needle`.
 template <class F>

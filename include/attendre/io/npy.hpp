@@ -75,11 +75,11 @@ struct Array {
   template <Element T>
   std::span<const T> as() const {
     if (dtype != dtype_of<T>())
-      fail(ErrorCode::invalid_argument,
+      throw Error(ErrorCode::invalid_argument,
            "npy::Array::as: array holds " + to_string(dtype) + ", requested " + to_string(dtype_of<T>()));
     const auto count = static_cast<size_t>(element_count());
     if (data.size() != count * sizeof(T))
-      fail(ErrorCode::invalid_argument, "npy::Array::as: data holds " + std::to_string(data.size()) + " bytes, shape " +
+      throw Error(ErrorCode::invalid_argument, "npy::Array::as: data holds " + std::to_string(data.size()) + " bytes, shape " +
                                             shape_string(shape) + " of " + to_string(dtype) + " needs " +
                                             std::to_string(count * sizeof(T)));
     // vector<std::byte> storage comes from operator new, aligned for any of

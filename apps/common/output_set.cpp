@@ -1,4 +1,5 @@
 #include "output_set.hpp"
+#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 
@@ -9,7 +10,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-namespace attendre::replay {
+namespace attendre::apps {
 namespace fs = std::filesystem;
 namespace {
 
@@ -57,7 +58,7 @@ void inject_failure_at(std::string_view point) {
     fail(ErrorCode::io_error, "injected failure at '" + std::string(point) + "' (ATTENDRE_REPLAY_INJECT_FAILURE)");
 }
 
-OutputSet::OutputSet(const fs::path& out, std::vector<std::string> names)
+OutputSet::OutputSet(const fs::path& out, std::vector<std::string> names, std::string_view tool)
     : out_(normalized(out)), names_(std::move(names)) {
   const std::string refuse = "cannot create the output folder: ";
   std::error_code ec;
@@ -94,7 +95,7 @@ OutputSet::OutputSet(const fs::path& out, std::vector<std::string> names)
   // pid and a counter: concurrent runs and leftovers of a killed one never collide.
   // (Appended piece by piece: GCC 12 warns falsely, -Wrestrict, on "." + a temporary string.)
   std::string stem = ".";
-  stem.append(out_.filename().string()).append(".attendre-replay-").append(std::to_string(::getpid()));
+  stem.append(out_.filename().string()).append(".").append(tool).append("-").append(std::to_string(::getpid()));
   for (int attempt = 0;; ++attempt) {
     fs::path candidate = parent / stem;
     if (attempt) candidate += std::string("-").append(std::to_string(attempt));
@@ -173,4 +174,4 @@ void OutputSet::replace_files() {
   }
 }
 
-}  // namespace attendre::replay
+}  // namespace attendre::apps

@@ -11,14 +11,15 @@
 #include <string_view>
 #include <vector>
 
-namespace attendre::replay {
+namespace attendre::apps {
 
 class OutputSet {
  public:
   // Checks `out` up front (absent, or a folder in which each of `names` is
   // absent or a file), creates its missing parent folders and the staging
-  // folder. Throws io_error naming the path when `out` cannot hold results.
-  OutputSet(const std::filesystem::path& out, std::vector<std::string> names);
+  // folder (".<out>.<tool>-<pid>"). Throws io_error naming the path when
+  // `out` cannot hold results.
+  OutputSet(const std::filesystem::path& out, std::vector<std::string> names, std::string_view tool);
   // Without a successful commit(), removes the staging folder and the
   // folders the constructor created.
   ~OutputSet();
@@ -46,11 +47,11 @@ class OutputSet {
 
 // Tests cannot fill a disk or pull it out halfway, so the points where a run
 // can fail on the file system are reachable on purpose: with
-// ATTENDRE_REPLAY_INJECT_FAILURE=<point>, the run throws io_error there as
-// the file system would. Points: "write" (in the middle of streaming the
-// step files), "replace" (after the first new file replaced an old one in an
-// existing --out), "rename" (just before the staging folder becomes a fresh
-// --out).
+// ATTENDRE_REPLAY_INJECT_FAILURE=<point> (named after the replay tool, whose
+// tests use it), the run throws io_error there as the file system would.
+// Points: "write" (the replay, in the middle of streaming the step files),
+// "replace" (after the first new file replaced an old one in an existing
+// folder), "rename" (just before the staging folder becomes a fresh folder).
 void inject_failure_at(std::string_view point);
 
-}  // namespace attendre::replay
+}  // namespace attendre::apps

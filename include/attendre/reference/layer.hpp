@@ -6,8 +6,14 @@
 #include <attendre/layer.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <memory>
 #include <vector>
+
+namespace attendre {
+class StreamValidator;
+}
 
 namespace attendre::reference {
 
@@ -55,8 +61,17 @@ class KeyValueMemory {
                              std::span<const int64_t> positions, std::span<const uint8_t> valid,
                              std::span<const uint32_t> tags);
 
+  // The dot product of query head h (head_dim values) at position p_q with
+  // an entry; empty: the plain dot with the entry's key head g(h). A stack's
+  // LM-Infinite block rotates here, by the capped distance.
+  using PairDot = std::function<double(uint32_t h, const double* q, int64_t p_q, const Entry& entry)>;
+
   // Spec 2.2 and 2.3 for a batch of valid queries.
-  Retrieval retrieve(const QueryBatch& queries, const RetrievalConfig& retrieval, double scale) const;
+  Retrieval retrieve(const QueryBatch& queries, const RetrievalConfig& retrieval, double scale,
+                     const PairDot& dot = {}) const;
+
+  // Spec 2.1's pinning, with n_sink = 0 pinning nothing (not even negative positions).
+  bool pinned(int64_t position) const { return config_.n_sink > 0 && position < static_cast<int64_t>(config_.n_sink); }
 
   // Spec 2.4: policy update after attend; a no-op for an empty batch.
   void update_scores(const QueryBatch& queries, const Retrieval& retrieval);
@@ -77,8 +92,6 @@ class KeyValueMemory {
   double min_decision_gap() const { return min_gap_; }
 
  private:
-  // Spec 2.1, with n_sink = 0 pinning nothing (not even negative positions).
-  bool pinned(int64_t position) const { return config_.n_sink > 0 && position < static_cast<int64_t>(config_.n_sink); }
   double initial_score(int64_t position, double attention_initial) const;
 
   AttentionShape shape_;
@@ -95,6 +108,7 @@ class KeyValueMemory {
 class Layer final : public AttendreLayer {
  public:
   explicit Layer(const LayerConfig& config);
+  ~Layer() override;
 
   const LayerConfig& config() const override { return config_; }
   StepResult step(const ChunkView& chunk, const StepRequest& request = {}) override;
@@ -118,7 +132,7 @@ class Layer final : public AttendreLayer {
   LayerConfig config_;
   DataOnlyMemory<QueryRow> q_memory_;
   KeyValueMemory kv_;
-  StreamValidator validator_;
+  std::unique_ptr<StreamValidator> validator_;
 };
 
 }  // namespace attendre::reference

@@ -1,0 +1,161 @@
+// attendre-generate: streams a prompt through a GGUF model's stack, drains
+// it, then generates (greedy, or temperature and top-p with a seeded
+// sampler) until EOS or the budget, printing the continuation as it grows.
+// Exit status: 0 success, 1 bad file or configuration or runtime error,
+// 2 command-line error, 3 Vulkan validation messages.
+#include "continuation.hpp"
+#include "memory_json.hpp"
+#include "memory_options.hpp"
+#include "output_files.hpp"
+#include "stack_device.hpp"
+
+#include <attendre/error.hpp>
+#include <attendre/generate.hpp>
+#include <attendre/io/npy.hpp>
+#include <attendre/model.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+namespace {
+
+using namespace attendre;
+constexpr const char* kTool = "attendre-generate";
+
+struct Options {
+  std::string model, prompt, prompt_file, logits, json;
+  uint32_t max_tokens = 128;
+  SamplingOptions sampling;
+  cli::MemoryOptions memory;
+  cli::Device device = cli::Device::gpu;
+  bool help = false;
+};
+
+std::string help_text() {
+  return std::string(R"(usage: attendre-generate --model FILE.gguf (--prompt STR | --prompt-file PATH) [--max-tokens N]
+    [--temperature T] [--top-p P] [--seed S] [memory options] [--logits OUT.npy] [--json OUT.json]
+    [--device cpu|gpu]
+
+Streams the prompt (BOS as the vocabulary says) through the model's ATTENDRE stack, drains it, then
+generates token by token, each new key inserted under its block's policy; prints the continuation.
+
+  --model FILE.gguf     a llama or qwen2 GGUF model
+  --prompt STR          the prompt text (UTF-8)
+  --prompt-file PATH    the prompt, read from a file
+  --max-tokens N        the most tokens to generate (default 128); EOS ends sooner
+  --temperature T       0 (default): greedy; else sample from softmax(logits / T)
+  --top-p P             sample among the most likely tokens holding probability P (default 1)
+  --seed S              the sampler's seed (default 0): the same tokens on every platform
+  --logits OUT.npy      writes float32 [prompt tokens, vocab]: the logits at every prompt position
+  --json OUT.json       writes prompt_ids, generated_ids, text, throughputs and peak_gpu_bytes
+  --device cpu|gpu      gpu (default): Vulkan; cpu: the float64 reference (slow, any GGUF encoding)
+  --help, -h            this text
+)") + cli::MemoryOptions::help() +
+         R"(
+environment: ATTENDRE_DEVICE (index or name of the Vulkan device), ATTENDRE_VALIDATION=1.
+exit status: 0 success; 1 bad file, configuration or runtime error; 2 command-line error;
+3 Vulkan validation messages. --logits and --json appear only when the whole run succeeds.
+)";
+}
+
+Options parse(std::span<const std::string> args) {
+  Options o;
+  auto number = [](double& target, bool non_negative) {
+    return cli::Option{true, false, [&target, non_negative](const std::string& f, const std::string& v) {
+                         target = cli::parse_number(f, v, non_negative);
+                       }};
+  };
+  cli::OptionTable table = {
+      {"--model", cli::path_option(o.model)},
+      {"--prompt", cli::text_option(o.prompt)},
+      {"--prompt-file", cli::path_option(o.prompt_file)},
+      {"--max-tokens", cli::count_option(o.max_tokens, true)},
+      {"--temperature", number(o.sampling.temperature, true)},
+      {"--top-p", number(o.sampling.top_p, false)},
+      {"--seed", {true, false, [&o](const std::string& f, const std::string& v) { o.sampling.seed = cli::parse_u64(f, v); }}},
+      {"--logits", cli::path_option(o.logits)},
+      {"--json", cli::path_option(o.json)},
+      {"--device", cli::device_option(o.device)},
+      {"--help", cli::switch_option(o.help, true)},
+  };
+  o.memory.add_to(table);
+  const std::set<std::string> seen = cli::parse_options(table, args);
+  if (o.help) return o;
+  if (!seen.count("--model")) cli::usage("missing required option --model");
+  if (seen.count("--prompt") + seen.count("--prompt-file") != 1) cli::usage("give exactly one of --prompt and --prompt-file");
+  if (!(o.sampling.top_p > 0.0 && o.sampling.top_p <= 1.0))
+    cli::usage("--top-p: expected a number in (0, 1], got " + std::to_string(o.sampling.top_p));
+  if (o.sampling.temperature == 0.0 && (seen.count("--top-p") || seen.count("--seed")))
+    cli::usage("--top-p and --seed apply to sampling: give --temperature > 0");
+  o.memory.check(seen, false, false);
+  return o;
+}
+
+int run(std::span<const std::string> args) {
+  const Options o = parse(args);
+  if (o.help) {
+    std::cout << help_text();
+    return 0;
+  }
+  cli::OutputFiles outputs;  // staged first: an unwritable path fails before any work
+  const auto logits_file = o.logits.empty() ? std::filesystem::path() : outputs.stage("--logits", o.logits);
+  if (!o.json.empty()) outputs.stage("--json", o.json);
+
+  Model model = Model::open(o.model);
+  const std::string prompt_text = o.prompt_file.empty() ? o.prompt : cli::read_text_file("--prompt-file", o.prompt_file);
+  const std::vector<uint32_t> prompt = model.tokenizer().encode(prompt_text);
+  if (prompt.empty()) throw Error(ErrorCode::invalid_argument, "the prompt has no tokens (and the vocabulary adds no BOS)");
+  const StackConfig config = o.memory.stack_config(model, prompt.size() + o.max_tokens);
+
+  GenerateOptions g;
+  g.max_tokens = o.max_tokens;
+  g.sampling = o.sampling;
+  g.stop_tokens = model.tokenizer().stop_tokens();
+  g.flush = o.memory.flush();
+  g.prompt_logits = !o.logits.empty();
+  cli::StackDevice device(o.device);
+  generate_tool::Continuation continuation(model.tokenizer(), prompt);
+  GenerateResult result;
+  {
+    // Destroyed before the validation check: teardown can raise messages too.
+    const std::unique_ptr<TransformerStack> stack = device.make_stack(config, model.weights());
+    result = generate(*stack, prompt, g, [&](uint32_t token) {
+      std::cout << continuation.add(token) << std::flush;
+    });
+  }
+  std::cout << std::endl;
+  if (const int status = device.validation_status(kTool)) return status;
+
+  if (!o.logits.empty()) {
+    const int64_t shape[] = {static_cast<int64_t>(prompt.size()), config.vocab};
+    npy::write<float>(logits_file, shape, result.prompt_logits);
+  }
+  if (!o.json.empty()) {
+    const nlohmann::json json = {
+        {"model", o.model},
+        {"device", device.name()},
+        {"prompt_ids", prompt},
+        {"generated_ids", result.tokens},
+        {"text", continuation.text()},
+        {"stop_reason", result.stopped ? "eos" : "budget"},
+        {"read_tokens_per_s", result.read_tokens_per_s()},
+        {"generate_tokens_per_s", result.generate_tokens_per_s()},
+        {"read_seconds", result.read_seconds},
+        {"generate_seconds", result.generate_seconds},
+        {"peak_gpu_bytes", device.peak_bytes()},
+        {"sampling", {{"temperature", o.sampling.temperature}, {"top_p", o.sampling.top_p}, {"seed", o.sampling.seed}}},
+        {"memory", cli::memory_json(config, g.flush)},
+    };
+    // Invalid UTF-8 (a generation cut inside a character) is written as U+FFFD, never refused.
+    outputs.write_text(o.json, json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  }
+  outputs.commit();
+  std::fprintf(stderr, "read %zu prompt tokens at %.1f tokens/s, generated %zu at %.1f tokens/s (%s), peak GPU memory %.2f MiB, %s\n",
+               prompt.size(), result.read_tokens_per_s(), result.tokens.size(), result.generate_tokens_per_s(),
+               result.stopped ? "EOS" : "budget", static_cast<double>(device.peak_bytes()) / (1 << 20), device.name().c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return cli::run_main(kTool, argc, argv, run); }

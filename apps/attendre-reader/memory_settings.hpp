@@ -1,0 +1,51 @@
+// The memory the reader puts into the model's stack: chunk S, per block N,
+// M, K and sinks, the eviction policy (for the whole stack or per block),
+// LFA's lambda, the initial score, drain or flush, fp16 weight storage.
+// Flag names follow attendre-replay's, so a reader run can be replayed.
+#pragma once
+
+#include <attendre/config.hpp>
+#include <attendre/stack.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace reader {
+
+// Policies by the names the command line takes: the seven of spec 2.4, and
+// "sinks", fifo with attention sinks (StreamingLLM: 4 unless --sinks says).
+bool is_policy_name(const std::string& name);
+std::string policy_names();  // "fifo, sinks, lru, ..."
+
+struct MemorySettings {
+  uint32_t chunk = 32;  // S
+  // One value for every block, or one per block.
+  std::vector<uint32_t> q_capacity{32};   // N
+  std::vector<uint32_t> kv_capacity{256};  // M
+  std::vector<uint32_t> top_k{32};        // K
+  std::vector<uint32_t> sinks{0};
+  double lambda = 1e-3;  // LFA-10^-3, the paper's
+  std::optional<double> init_k;      // mu - k*sigma (spec default k = 1)
+  std::optional<double> init_const;  // a constant initial score instead
+  bool flush = false;                // finish by flushing instead of draining
+  bool fp16 = false;                 // fp16 weight storage where the device has it
+};
+
+// One name per block, or one name for the whole stack.
+using PolicyList = std::vector<std::string>;
+
+// "lra_sum", or "fifo,lra_sum,lra_sum" for a per-block list.
+std::string label(const PolicyList& policies);
+
+// `shape` with the memory applied to every block. Throws invalid_argument
+// naming the flag whose list does not have 1 or `blocks` entries; the
+// stack's own validation then judges the values.
+attendre::StackConfig configure_stack(attendre::StackConfig shape, const MemorySettings& memory,
+                                      const PolicyList& policies, bool fp16_available);
+
+// The per-block value a list gives.
+uint32_t per_block(const std::vector<uint32_t>& values, size_t block);
+
+}  // namespace reader

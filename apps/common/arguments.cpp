@@ -1,0 +1,167 @@
+#include "arguments.hpp"
+
+#include <attendre/error.hpp>
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <new>
+#include <sstream>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace attendre::cli {
+
+void usage(const std::string& message) { throw UsageError(message); }
+
+uint32_t parse_count(const std::string& flag, const std::string& text, bool positive) {
+  const char* expected = positive ? "expected a positive integer" : "expected a non-negative integer";
+  uint64_t value = 0;
+  // from_chars for an unsigned type already rejects a sign, so "-1" fails
+  // here rather than wrapping around.
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || end != text.data() + text.size() || (ec != std::errc{} && ec != std::errc::result_out_of_range))
+    usage(flag + ": " + expected + ", got '" + text + "'");
+  if (ec == std::errc::result_out_of_range || value > std::numeric_limits<uint32_t>::max())
+    usage(flag + ": " + text + " is too large (at most " + std::to_string(std::numeric_limits<uint32_t>::max()) + ")");
+  if (positive && value == 0) usage(flag + ": " + expected + ", got '" + text + "'");
+  return static_cast<uint32_t>(value);
+}
+
+uint64_t parse_u64(const std::string& flag, const std::string& text) {
+  uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || end != text.data() + text.size() || ec != std::errc{})
+    usage(flag + ": expected an integer in [0, 2^64), got '" + text + "'");
+  return value;
+}
+
+double parse_number(const std::string& flag, const std::string& text, bool non_negative) {
+  const char* expected = non_negative ? "expected a finite number >= 0" : "expected a finite number";
+  double value = 0.0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || end != text.data() + text.size() || ec != std::errc{} || !std::isfinite(value) ||
+      (non_negative && value < 0.0))
+    usage(flag + ": " + expected + ", got '" + text + "'");
+  return value;
+}
+
+std::string nonempty_path(const std::string& flag, const std::string& text) {
+  if (text.empty()) usage(flag + ": empty path");
+  return text;
+}
+
+Option path_option(std::string& target) {
+  return {true, false, [&target](const std::string& f, const std::string& v) { target = nonempty_path(f, v); }};
+}
+
+Option text_option(std::string& target) {
+  return {true, false, [&target](const std::string&, const std::string& v) { target = v; }};
+}
+
+std::string read_text_file(const std::string& flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::io_error, flag + " " + path + ": cannot open");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw Error(ErrorCode::io_error, flag + " " + path + ": read failed");
+  return text.str();
+}
+
+Option count_option(uint32_t& target, bool positive) {
+  return {true, false, [&target, positive](const std::string& f, const std::string& v) {
+            target = parse_count(f, v, positive);
+          }};
+}
+
+Option switch_option(bool& target, bool value) {
+  return {false, false, [&target, value](const std::string&, const std::string&) { target = value; }};
+}
+
+std::set<std::string> parse_options(const OptionTable& table, std::span<const std::string> args) {
+  std::set<std::string> seen;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string arg = args[i] == "-h" && table.count("--help") ? "--help" : args[i];
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(0, eq);
+    const auto it = table.find(name);
+    if (arg.rfind("--", 0) != 0 || it == table.end()) {
+      if (arg.rfind("-", 0) == 0) usage("unknown option '" + name + "'");
+      usage("unexpected argument '" + arg + "'");
+    }
+    if (!seen.insert(name).second && !it->second.repeatable) usage(name + ": given more than once");
+    std::string value;
+    if (!it->second.takes_value) {
+      if (eq != std::string::npos) usage(name + ": takes no value");
+    } else if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+    } else {
+      // A following option is a forgotten value, not a path named "--causal".
+      if (i + 1 == args.size() || args[i + 1].rfind("--", 0) == 0) usage(name + ": missing value");
+      value = args[++i];
+    }
+    it->second.apply(name, value);
+  }
+  return seen;
+}
+
+std::string with_flag_names(const std::string& message) {
+  struct Field {
+    std::string_view symbol, flag;
+  };
+  static constexpr Field kFields[] = {
+      {"N", "--q-capacity"}, {"M", "--kv-capacity"}, {"S", "--chunk"}, {"K", "--top-k"}, {"n_sink", "--sinks"}};
+  // A field counts when it stands alone as a word: "M=5", "(M=5", "lower K or M",
+  // "M >= S" - not the K of "K/V" nor the M of "MiB".
+  const auto mentions = [&](std::string_view symbol) {
+    for (size_t at = message.find(symbol); at != std::string::npos; at = message.find(symbol, at + 1)) {
+      const size_t end = at + symbol.size();
+      const bool starts = at == 0 || message[at - 1] == ' ' || message[at - 1] == '(';
+      const bool ends = end == message.size() || std::string_view("= ,);").find(message[end]) != std::string_view::npos;
+      if (starts && ends) return true;
+    }
+    return false;
+  };
+  std::string names;
+  for (const Field& field : kFields)
+    if (mentions(field.symbol))
+      names += (names.empty() ? "" : ", ") + std::string(field.symbol) + " is " + std::string(field.flag);
+  return names.empty() ? message : message + " (" + names + ")";
+}
+
+void report(const std::string& tool, const std::string& message) {
+  // Scripts grep stderr line by line, so a message never spans lines.
+  std::string line = tool + ": " + message;
+  for (char& c : line)
+    if (c == '\n' || c == '\r') c = ' ';
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+int run_main(const std::string& tool, int argc, char** argv, const std::function<int(std::span<const std::string>)>& body) {
+  try {
+    const std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
+    return body(args);
+  } catch (const UsageError& e) {
+    report(tool, std::string(e.what()) + " (see --help)");
+    return 2;
+  } catch (const Error& e) {
+    report(tool, e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    // Sizes a tool can foresee are refused up front with their figures;
+    // this is what slipped past them, so no flag is blamed.
+    report(tool, "out of host memory");
+    return 1;
+  } catch (const std::exception& e) {
+    report(tool, e.what());
+    return 1;
+  } catch (...) {
+    report(tool, "unknown error");
+    return 1;
+  }
+}
+
+}  // namespace attendre::cli

@@ -1,0 +1,22 @@
+#include "human_bytes.hpp"
+
+#include <cstdio>
+#include <iterator>
+
+namespace attendre::apps {
+
+std::string human_bytes(uint64_t bytes) {
+  if (bytes < 1024) return std::to_string(bytes) + " bytes";
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double value = static_cast<double>(bytes) / 1024.0;
+  size_t unit = 0;
+  while (value >= 1024.0 && unit + 1 < std::size(kUnits)) {
+    value /= 1024.0;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f %s", value, kUnits[unit]);
+  return text;
+}
+
+}  // namespace attendre::apps

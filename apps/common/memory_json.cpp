@@ -1,0 +1,20 @@
+#include "memory_json.hpp"
+
+namespace attendre::cli {
+
+nlohmann::json memory_json(const StackConfig& config, bool flush) {
+  nlohmann::json blocks = nlohmann::json::array();
+  for (const BlockConfig& b : config.blocks) {
+    const LayerConfig& a = b.attention;
+    blocks.push_back({{"N", a.q_capacity},
+                      {"M", a.kv.capacity},
+                      {"K", a.retrieval.top_k},
+                      {"policy", std::string(to_string(a.kv.policy.kind))},
+                      {"lambda", a.kv.policy.lambda},
+                      {"sinks", a.kv.n_sink},
+                      {"causal", a.retrieval.causal}});
+  }
+  return {{"chunk", config.chunk}, {"flush", flush}, {"blocks", blocks}};
+}
+
+}  // namespace attendre::cli

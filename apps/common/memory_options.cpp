@@ -1,0 +1,207 @@
+#include "memory_options.hpp"
+
+#include <attendre/error.hpp>
+
+#include <algorithm>
+#include <sstream>
+
+namespace attendre::cli {
+namespace {
+
+PolicyKind policy_value(const std::string& flag, const std::string& text) {
+  const auto kind = parse_policy(text);
+  if (!kind) usage(flag + ": expected one of fifo, lru, lfu, lra_last, lra_max, lra_sum, lfa, got '" + text + "'");
+  return *kind;
+}
+
+// "3", "0-4" or "1,3-5" into inclusive ranges.
+std::vector<std::pair<uint32_t, uint32_t>> parse_blocks(const std::string& flag, const std::string& text) {
+  std::vector<std::pair<uint32_t, uint32_t>> ranges;
+  std::stringstream list(text);
+  for (std::string item; std::getline(list, item, ',');) {
+    const size_t dash = item.find('-');
+    const uint32_t first = parse_count(flag + " block", item.substr(0, dash), false);
+    const uint32_t last = dash == std::string::npos ? first : parse_count(flag + " block", item.substr(dash + 1), false);
+    if (last < first) usage(flag + ": block range '" + item + "' runs backwards");
+    ranges.emplace_back(first, last);
+  }
+  if (ranges.empty()) usage(flag + ": expected blocks before ':', got '" + text + "'");
+  return ranges;
+}
+
+// BLOCKS:NAME=VALUE[,NAME=VALUE...] with the names of the global flags.
+BlockOverride parse_override(const std::string& flag, const std::string& text) {
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos)
+    usage(flag + ": expected BLOCKS:NAME=VALUE[,...] (e.g. 0-3:kv-capacity=256,policy=lfa), got '" + text + "'");
+  BlockOverride o;
+  o.text = text;
+  o.ranges = parse_blocks(flag, text.substr(0, colon));
+  std::stringstream fields(text.substr(colon + 1));
+  bool any = false;
+  for (std::string field; std::getline(fields, field, ',');) {
+    const size_t eq = field.find('=');
+    const std::string name = field.substr(0, eq), value = eq == std::string::npos ? "" : field.substr(eq + 1);
+    const std::string where = flag + " " + name;
+    if (eq == std::string::npos) usage(flag + ": expected NAME=VALUE, got '" + field + "'");
+    if (name == "q-capacity") o.q_capacity = parse_count(where, value, false);
+    else if (name == "kv-capacity") o.kv_capacity = parse_count(where, value, true);
+    else if (name == "top-k") o.top_k = parse_count(where, value, true);
+    else if (name == "sinks") o.sinks = parse_count(where, value, false);
+    else if (name == "policy") o.policy = policy_value(where, value);
+    else if (name == "lambda") o.lambda = parse_number(where, value, true);
+    else if (name == "init-k") o.init_k = parse_number(where, value, false);
+    else usage(flag + ": unknown setting '" + name + "' (q-capacity, kv-capacity, top-k, sinks, policy, lambda, init-k)");
+    any = true;
+  }
+  if (!any) usage(flag + ": no setting after ':' in '" + text + "'");
+  return o;
+}
+
+template <class T>
+Option value_option(std::optional<T>& target, std::function<T(const std::string&, const std::string&)> parse) {
+  return {true, false, [&target, parse](const std::string& f, const std::string& v) { target = parse(f, v); }};
+}
+
+void set_policy(MemorySetting& s, PolicyKind kind, std::optional<double> lambda, std::optional<double> init_k) {
+  s.kv.policy.kind = kind;
+  s.kv.policy.lambda = lambda.value_or(0.0);
+  s.kv.policy.initial = InitialScore::mean_minus_sigma(init_k.value_or(1.0));
+}
+
+}  // namespace
+
+NamedSetting parse_setting(const std::string& flag, const std::string& name) {
+  NamedSetting s{name, name == "full", name == "sinks", parse_policy(name)};
+  if (!s.full && !s.sinks && !s.policy)
+    usage(flag + ": expected full, sinks or a policy (fifo, lru, lfu, lra_last, lra_max, lra_sum, lfa), got '" + name + "'");
+  return s;
+}
+
+void MemoryOptions::add_to(OptionTable& table) {
+  const auto count = [](std::optional<uint32_t>& target, bool positive) {
+    return value_option<uint32_t>(target, [positive](const std::string& f, const std::string& v) {
+      return parse_count(f, v, positive);
+    });
+  };
+  const auto number = [](std::optional<double>& target, bool non_negative) {
+    return value_option<double>(target, [non_negative](const std::string& f, const std::string& v) {
+      return parse_number(f, v, non_negative);
+    });
+  };
+  table["--chunk"] = count(chunk_, true);
+  table["--q-capacity"] = count(q_capacity_, false);
+  table["--kv-capacity"] = count(kv_capacity_, true);
+  table["--top-k"] = count(top_k_, true);
+  table["--sinks"] = count(sinks_, false);
+  table["--policy"] = value_option<PolicyKind>(policy_, policy_value);
+  table["--lambda"] = number(lambda_, true);
+  table["--init-k"] = number(init_k_, false);
+  table["--retrieval"] = value_option<RetrievalMode>(retrieval_, [](const std::string& f, const std::string& v) {
+    if (v != "per_head" && v != "shared") usage(f + ": expected per_head or shared, got '" + v + "'");
+    return v == "shared" ? RetrievalMode::shared : RetrievalMode::per_head;
+  });
+  table["--no-protect-new"] = switch_option(protect_new_, false);
+  table["--causal"] = switch_option(causal_, true);
+  table["--no-causal"] = switch_option(causal_, false);
+  table["--flush"] = switch_option(flush_, true);
+  table["--full-context"] = switch_option(full_context_, true);
+  table["--layer"] = {true, true, [this](const std::string& f, const std::string& v) {
+                        overrides_.push_back(parse_override(f, v));
+                      }};
+}
+
+void MemoryOptions::check(const std::set<std::string>& seen, bool causal_only, bool policies_named) const {
+  if (seen.count("--causal") && seen.count("--no-causal")) usage("--causal and --no-causal are exclusive");
+  if (causal_only && !causal_) usage("--no-causal: the logits at t must predict token t+1 without seeing it");
+  if (full_context_)
+    for (const char* fixed : {"--q-capacity", "--kv-capacity", "--top-k", "--policy", "--sinks", "--lambda", "--init-k",
+                              "--no-causal", "--layer"})
+      if (seen.count(fixed))
+        usage(std::string("--full-context fixes N = 0, causal, fifo, M >= T and K = M: drop ") + fixed);
+  if (policies_named && seen.count("--policy")) usage("--policy and --compare are exclusive: --compare names the policies");
+  if (!policies_named && policy_) {
+    const std::string name(to_string(*policy_));
+    if (lambda_ && *policy_ != PolicyKind::lfa) usage("--lambda only applies to --policy lfa, not " + name);
+    if (init_k_ && !Policy{*policy_, 0.0, {}}.attention_scored())
+      usage("--init-k only applies to --policy lra_last|lra_max|lra_sum|lfa, not " + name);
+  }
+}
+
+MemoryPlan MemoryOptions::plan(uint32_t blocks, uint32_t context_length, uint64_t positions,
+                               const std::optional<NamedSetting>& named) const {
+  MemoryPlan plan;
+  plan.chunk = chunk_.value_or(64);
+  plan.flush_capable = flush_;
+  if (full_context_ || (named && named->full)) {
+    plan.all = MemorySetting::full_context(positions, plan.chunk);
+    plan.all.mode = retrieval_.value_or(RetrievalMode::per_head);
+    return plan;
+  }
+  MemorySetting& s = plan.all;
+  s.q_capacity = q_capacity_.value_or(0);
+  s.kv.capacity = kv_capacity_.value_or(std::max(context_length, plan.chunk));
+  s.kv.n_sink = sinks_.value_or(0);
+  s.kv.protect_new = protect_new_;
+  s.top_k = top_k_.value_or(0);  // 0: K = M
+  s.mode = retrieval_.value_or(RetrievalMode::per_head);
+  s.causal = causal_;
+  PolicyKind kind = policy_.value_or(PolicyKind::fifo);
+  if (named && named->policy) kind = *named->policy;
+  if (named && named->sinks) {
+    kind = PolicyKind::fifo;  // StreamingLLM: a sliding window with 4 pinned sinks
+    s.kv.n_sink = sinks_.value_or(4);
+  }
+  set_policy(s, kind, lambda_, init_k_);
+  for (const BlockOverride& o : overrides_)
+    for (const auto& [first, last] : o.ranges) {
+      if (last >= blocks)
+        usage("--layer " + o.text + ": the model has " + std::to_string(blocks) + " blocks (0-" +
+              std::to_string(blocks - 1) + ")");
+      for (uint32_t l = first; l <= last; ++l) {
+        MemorySetting b = plan.for_block(l);
+        if (o.q_capacity) b.q_capacity = *o.q_capacity;
+        if (o.kv_capacity) b.kv.capacity = *o.kv_capacity;
+        if (o.top_k) b.top_k = *o.top_k;
+        if (o.sinks) b.kv.n_sink = *o.sinks;
+        if (o.policy || o.lambda || o.init_k)
+          set_policy(b, o.policy.value_or(b.kv.policy.kind), o.lambda ? o.lambda : std::optional(b.kv.policy.lambda),
+                     o.init_k ? o.init_k : std::optional(b.kv.policy.initial.k));
+        plan.blocks[l] = b;
+      }
+    }
+  return plan;
+}
+
+StackConfig MemoryOptions::stack_config(const Model& model, uint64_t positions,
+                                        const std::optional<NamedSetting>& named) const {
+  const MemoryPlan memory = plan(model.info().blocks, model.info().context_length, positions, named);
+  try {
+    return model.stack_config(memory);
+  } catch (const Error& e) {
+    throw Error(e.code(), with_flag_names(e.what()));
+  }
+}
+
+const char* MemoryOptions::help() {
+  return R"(
+memory (the same for every block unless --layer overrides it):
+  --chunk S             positions read per step (default 64)
+  --q-capacity N        Q memory: how many positions each query waits (default 0)
+  --kv-capacity M       K/V memory capacity (default: the model's trained context length)
+  --top-k K             entries each query retrieves per head (default M: full attention over the memory)
+  --policy P            eviction: fifo (default), lru, lfu, lra_last, lra_max, lra_sum, lfa
+  --lambda X            lfa decay per position, >= 0 (default 0: LFA-0)
+  --init-k X            initial score mu - X*sigma of lra_* and lfa (default 1)
+  --sinks N             the first N positions are never evicted (default 0)
+  --no-protect-new      new entries may be evicted in the step that inserts them
+  --retrieval MODE      per_head (default) or shared top-K selection
+  --causal              queries attend only to positions <= their own (the default)
+  --no-causal           queries also see the later positions they waited for (N > 0)
+  --layer BLOCKS:SET    per-block override of q-capacity, kv-capacity, top-k, sinks, policy, lambda, init-k; repeatable (0-3:kv-capacity=256,policy=lfa)
+  --flush               finish reading by flushing each block's Q memory instead of draining with padding
+  --full-context        the unbounded reference: N = 0, causal, fifo, M = all positions, K = M
+)";
+}
+
+}  // namespace attendre::cli

@@ -1,0 +1,74 @@
+// The memory options of attendre-generate and attendre-perplexity, parsed by
+// one parser: S, N, M, K, policy, lambda, init-k, sinks, per-block
+// overrides, drain or flush, and --full-context (N = 0, causal, fifo,
+// M >= T, K = M: the unbounded reference setting).
+#pragma once
+
+#include "arguments.hpp"
+
+#include <attendre/config.hpp>
+#include <attendre/memory_plan.hpp>
+#include <attendre/model.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attendre::cli {
+
+// What --layer changes for some blocks; unset fields keep the global setting.
+struct BlockOverride {
+  std::string text;  // as given, for messages
+  std::vector<std::pair<uint32_t, uint32_t>> ranges;  // inclusive block ranges
+  std::optional<uint32_t> q_capacity, kv_capacity, top_k, sinks;
+  std::optional<PolicyKind> policy;
+  std::optional<double> lambda, init_k;
+};
+
+// A named setting of --compare: "full" (--full-context), "sinks" (fifo with
+// attention sinks, StreamingLLM) or a policy name.
+struct NamedSetting {
+  std::string name;
+  bool full = false;
+  bool sinks = false;
+  std::optional<PolicyKind> policy;
+};
+// Throws UsageError naming `flag` for an unknown name.
+NamedSetting parse_setting(const std::string& flag, const std::string& name);
+
+class MemoryOptions {
+ public:
+  // Registers the flags into `table`; their values land here.
+  void add_to(OptionTable& table);
+  // After parsing: refuses combinations that would be silently ignored.
+  // `causal_only`: the tool scores next tokens (perplexity), so --no-causal
+  // is refused. `policies_named`: --compare names the policies itself.
+  void check(const std::set<std::string>& seen, bool causal_only, bool policies_named) const;
+
+  // The plan for a model of `blocks` blocks trained on `context_length`
+  // positions, reading a stream of `positions` positions in all; `named`
+  // replaces the policy (or the whole setting, for "full"). Defaults: S = 64,
+  // N = 0, M = the trained context, K = M, fifo, causal. Throws UsageError
+  // for an override of a block the model lacks.
+  MemoryPlan plan(uint32_t blocks, uint32_t context_length, uint64_t positions,
+                  const std::optional<NamedSetting>& named = std::nullopt) const;
+
+  // The model's stack under plan(); the library's messages about the memory
+  // fields (N, M, S, K, n_sink) name the flags too.
+  StackConfig stack_config(const Model& model, uint64_t positions,
+                           const std::optional<NamedSetting>& named = std::nullopt) const;
+
+  bool flush() const { return flush_; }
+  bool full_context() const { return full_context_; }
+  static const char* help();  // one line per option
+
+ private:
+  std::optional<uint32_t> chunk_, q_capacity_, kv_capacity_, top_k_, sinks_;
+  std::optional<PolicyKind> policy_;
+  std::optional<double> lambda_, init_k_;
+  std::optional<RetrievalMode> retrieval_;
+  bool protect_new_ = true, causal_ = true, flush_ = false, full_context_ = false;
+  std::vector<BlockOverride> overrides_;
+};
+
+}  // namespace attendre::cli

@@ -1,0 +1,223 @@
+// The Tokenizer: special tokens split out first, then the vocabulary's model
+// on each text fragment; decoding through a table of each token's bytes,
+// built once. See tokenizer.hpp for the contract.
+#include "core/fail.hpp"
+#include "io/tokenizer.hpp"
+
+#include "io/gguf.hpp"
+#include "io/tokenizer_models.hpp"
+#include "io/tokenizer_special.hpp"
+#include "io/tokenizer_unicode.hpp"
+#include "io/tokenizer_vocabulary.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace attendre::tokenizer {
+namespace {
+
+Vocabulary validated(Vocabulary vocabulary) {
+  validate(vocabulary);
+  return vocabulary;
+}
+
+std::unique_ptr<TextModel> make_model(const Vocabulary& vocabulary, const TokenIndex& index) {
+  switch (vocabulary.model) {
+    case Model::sentencepiece_bpe: return make_sentencepiece_bpe(vocabulary, index);
+    case Model::byte_level_bpe: return make_byte_level_bpe(vocabulary, index);
+    case Model::unigram: return make_unigram(vocabulary);
+  }
+  fail(ErrorCode::invalid_argument, "tokenizer: Vocabulary::model holds no known model");
+}
+
+// The bytes a token stands for, as llama.cpp's token_to_piece renders them
+// with special = true.
+std::string render(const Vocabulary& vocabulary, int32_t id) {
+  const std::string& text = vocabulary.tokens[static_cast<size_t>(id)];
+  switch (token_type(vocabulary, id)) {
+    case TokenType::control:
+    case TokenType::unknown:
+    case TokenType::user_defined: return text;
+    case TokenType::byte: return std::string(1, static_cast<char>(*byte_of_token(text)));
+    case TokenType::unused: return {};
+    case TokenType::normal:
+    case TokenType::undefined: break;
+  }
+  if (vocabulary.model == Model::byte_level_bpe) return unicode::byte_level_decode(text);
+  return unicode::unescape_spaces(text);
+}
+
+// Hugging Face's clean_up_tokenization_spaces, pass for pass as llama.cpp's
+// detokenize does it in place (each pass sees the previous pass's output,
+// and the second blanks the space it drops, which the third then sees).
+void clean_up_spaces(std::string& text) {
+  if (text.empty()) return;
+  size_t total = 1;
+  for (size_t i = 1; i < text.size(); ++i) {  // " ?", " !", " .", " ,"
+    const char c = text[i];
+    if (text[i - 1] == ' ' && (c == '?' || c == '!' || c == '.' || c == ',')) --total;
+    text[total++] = c;
+  }
+  text.resize(total);
+  total = 1;
+  for (size_t i = 1; i < text.size(); ++i) {  // " ' " -> "'"
+    const char c = text[i];
+    if (c == '\'' && i + 1 < text.size() && text[i - 1] == ' ' && text[i + 1] == ' ') {
+      --total;
+      text[++i] = '\0';
+    }
+    text[total++] = c;
+  }
+  text.resize(total);
+  total = 1;
+  for (size_t i = 1; i < text.size(); ++i) {  // " 's", " 'm", " 're", " 've"
+    const char c = text[i];
+    if (text[i - 1] == ' ' && c == '\'' && i + 1 < text.size()) {
+      const char next = text[i + 1];
+      if (next == 's' || next == 'm') {
+        --total;
+      } else if (i + 2 < text.size() && text[i + 2] == 'e' && (next == 'r' || next == 'v')) {
+        --total;
+      }
+    }
+    text[total++] = c;
+  }
+  text.resize(total);
+}
+
+}  // namespace
+
+struct Tokenizer::Impl {
+  explicit Impl(Vocabulary source)
+      : vocabulary(validated(std::move(source))),
+        index(vocabulary),
+        specials(vocabulary),
+        model(make_model(vocabulary, index)) {
+    const auto count = static_cast<int32_t>(vocabulary.tokens.size());
+    pieces.reserve(vocabulary.tokens.size());
+    for (int32_t id = 0; id < count; ++id) pieces.push_back(render(vocabulary, id));
+  }
+
+  bool hidden(int32_t id) const {
+    const TokenType type = token_type(vocabulary, id);
+    return type == TokenType::control || type == TokenType::unknown;
+  }
+
+  // The tokens after which the encoder starts a new fragment (and so a new
+  // space prefix): those the splitter claims. Unknown tokens count only for
+  // SentencePiece BPE, whose byte fallback never emits them inside a
+  // fragment; the unigram model does.
+  bool ends_text(int32_t id) const {
+    const TokenType type = token_type(vocabulary, id);
+    return type == TokenType::control || type == TokenType::user_defined ||
+           (type == TokenType::unknown && vocabulary.model == Model::sentencepiece_bpe);
+  }
+
+  // `position`: where the id sits in a decoded sequence, for the message.
+  void require_id(int32_t id, std::optional<size_t> position = std::nullopt) const {
+    if (id >= 0 && static_cast<size_t>(id) < pieces.size()) return;
+    const std::string where = position ? " at position " + std::to_string(*position) : "";
+    fail(ErrorCode::invalid_argument, "tokenizer: id " + std::to_string(id) + where + " is outside the " +
+                                          std::to_string(pieces.size()) + " tokens");
+  }
+
+  Vocabulary vocabulary;
+  TokenIndex index;
+  SpecialTokenSplitter specials;
+  std::unique_ptr<TextModel> model;
+  std::vector<std::string> pieces;  // each token's bytes, special tokens as their text
+};
+
+Tokenizer::Tokenizer(Vocabulary vocabulary) : impl_(std::make_unique<const Impl>(std::move(vocabulary))) {}
+
+Tokenizer Tokenizer::from_gguf(const gguf::File& file) {
+  Vocabulary vocabulary = vocabulary_from_gguf(file);
+  try {
+    return Tokenizer(std::move(vocabulary));
+  } catch (const Error& error) {
+    fail(error.code(), file.path().string() + ": " + error.what());
+  }
+}
+
+Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
+Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
+Tokenizer::~Tokenizer() = default;
+
+size_t Tokenizer::continuation_point(std::string_view text, size_t limit) {
+  const auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  for (size_t i = std::min(limit, text.size() >= 2 ? text.size() - 2 : 0); i >= 1; --i)
+    if (text[i] == ' ' && (letter(text[i - 1]) || digit(text[i - 1])) && letter(text[i + 1])) return i;
+  return 0;
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view utf8, const EncodeOptions& options) const {
+  const Vocabulary& vocabulary = impl_->vocabulary;
+  if (utf8.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+    fail(ErrorCode::invalid_argument, "tokenizer: text of " + std::to_string(utf8.size()) + " bytes exceeds 2 GiB");
+  unicode::require_utf8(utf8, "tokenizer: text");
+  const bool add_bos = !options.continuation && options.add_bos.value_or(vocabulary.add_bos);
+  const bool add_eos = !options.more_follows && options.add_eos.value_or(vocabulary.add_eos);
+  if (add_bos && !vocabulary.bos) fail(ErrorCode::invalid_argument, "tokenizer: BOS asked for, but the vocabulary has none");
+  if (add_eos && !vocabulary.eos) fail(ErrorCode::invalid_argument, "tokenizer: EOS asked for, but the vocabulary has none");
+  std::vector<int32_t> ids;
+  if (add_bos) ids.push_back(*vocabulary.bos);
+  bool first = true;
+  for (const Fragment& fragment : impl_->specials.split(utf8, options.parse_special)) {
+    if (fragment.token >= 0)
+      ids.push_back(fragment.token);
+    else
+      impl_->model->encode(fragment.text, vocabulary.add_space_prefix && !(first && options.continuation), ids);
+    first = false;
+  }
+  if (add_eos) ids.push_back(*vocabulary.eos);
+  return ids;
+}
+
+std::string Tokenizer::decode(std::span<const int32_t> ids, const DecodeOptions& options) const {
+  const Vocabulary& vocabulary = impl_->vocabulary;
+  // Byte-level BPE never adds a prefix space (llama.cpp ignores the flag
+  // there when encoding), so it never strips one either.
+  const bool strip = options.strip_space_prefix && vocabulary.add_space_prefix &&
+                     vocabulary.model != Model::byte_level_bpe;
+  std::string text;
+  bool text_starts = true;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int32_t id = ids[i];
+    impl_->require_id(id, i);
+    const std::string& piece = impl_->pieces[static_cast<size_t>(id)];
+    if (!impl_->hidden(id) || options.render_special) {
+      const bool drop_space = strip && text_starts && !impl_->ends_text(id) && !piece.empty() && piece.front() == ' ';
+      text.append(piece, drop_space ? 1 : 0);
+      if (!piece.empty()) text_starts = false;
+    }
+    if (impl_->ends_text(id)) text_starts = true;
+  }
+  if (options.clean_up_spaces) clean_up_spaces(text);
+  return text;
+}
+
+std::string_view Tokenizer::piece(int32_t id, bool render_special) const {
+  impl_->require_id(id);
+  if (impl_->hidden(id) && !render_special) return {};
+  return impl_->pieces[static_cast<size_t>(id)];
+}
+
+const Vocabulary& Tokenizer::vocabulary() const { return impl_->vocabulary; }
+int32_t Tokenizer::size() const { return static_cast<int32_t>(impl_->pieces.size()); }
+std::optional<int32_t> Tokenizer::bos() const { return impl_->vocabulary.bos; }
+std::optional<int32_t> Tokenizer::eos() const { return impl_->vocabulary.eos; }
+std::optional<int32_t> Tokenizer::unknown() const { return impl_->vocabulary.unknown; }
+
+TokenType Tokenizer::type(int32_t id) const {
+  impl_->require_id(id);
+  return token_type(impl_->vocabulary, id);
+}
+
+std::optional<int32_t> Tokenizer::find(std::string_view text) const {
+  const int32_t id = impl_->index.find(text);
+  if (id < 0) return std::nullopt;
+  return id;
+}
+
+}  // namespace attendre::tokenizer

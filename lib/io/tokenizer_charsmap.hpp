@@ -1,0 +1,42 @@
+// SentencePiece's precompiled character map (tokenizer.ggml.precompiled_charsmap):
+// the normalisation rules (NFKC and the model's own) compiled into a trie
+// over UTF-8 bytes whose leaves point at replacement strings. Layout, as
+// SentencePiece writes it and llama.cpp reads it:
+//   u32 (little-endian)  byte size of the trie
+//   u32[]                the trie: an XOR-compressed compact double array
+//                        (Kanda 2018), one packed node per entry
+//   char[]               NUL-terminated replacement strings
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attendre::tokenizer {
+
+class PrecompiledCharsmap {
+ public:
+  // Throws malformed_input naming tokenizer.ggml.precompiled_charsmap when
+  // the header does not fit the blob.
+  explicit PrecompiledCharsmap(std::string_view blob);
+
+  struct Match {
+    std::string_view replacement;
+    size_t consumed = 0;  // bytes of the input it replaces
+  };
+  // The rule for the longest prefix of `text` the map knows, or nullopt.
+  // Throws malformed_input when the walk leaves the trie or a replacement
+  // runs past the blob (a corrupt map is found when used, not before).
+  std::optional<Match> longest_prefix(std::string_view text) const;
+
+ private:
+  uint32_t node(size_t index) const;
+
+  std::vector<uint32_t> nodes_;
+  std::string replacements_;
+};
+
+}  // namespace attendre::tokenizer

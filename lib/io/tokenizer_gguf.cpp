@@ -1,0 +1,166 @@
+// vocabulary_from_gguf: the tokenizer.ggml.* keys into a Vocabulary, with
+// the defaults llama.cpp's llama_vocab::impl::load applies when a key is
+// absent. Only reading happens here; the Tokenizer constructor checks.
+#include "core/fail.hpp"
+#include "io/gguf.hpp"
+#include "io/tokenizer.hpp"
+#include "io/tokenizer_pretokenizers.hpp"
+#include "io/tokenizer_unicode.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+
+namespace attendre::tokenizer {
+namespace {
+
+[[noreturn]] void malformed(const gguf::File& file, const std::string& problem) {
+  fail(ErrorCode::malformed_input, file.path().string() + ": " + problem);
+}
+
+bool is_signed(gguf::ValueType type) {
+  return type == gguf::ValueType::i8 || type == gguf::ValueType::i16 || type == gguf::ValueType::i32 ||
+         type == gguf::ValueType::i64;
+}
+
+// A special token id: absent keys give `fallback` (dropped when it does not
+// fit the vocabulary, as llama.cpp does); 0xFFFFFFFF and negative values,
+// which converters write for "none", give nullopt.
+std::optional<int32_t> read_id(const gguf::File& file, std::string_view key, std::optional<int32_t> fallback,
+                               size_t token_count) {
+  const std::optional<gguf::Value> value = file.find(key);
+  if (!value) {
+    if (fallback && static_cast<size_t>(*fallback) < token_count) return fallback;
+    return std::nullopt;
+  }
+  if (is_signed(value->type())) {
+    const int64_t id = value->as_i64(key);
+    if (id < 0) return std::nullopt;
+    if (id > std::numeric_limits<int32_t>::max()) malformed(file, std::string(key) + " = " + std::to_string(id) + " is not a token id");
+    return static_cast<int32_t>(id);
+  }
+  const uint64_t id = value->as_u64(key);
+  if (id == std::numeric_limits<uint32_t>::max() || id == std::numeric_limits<uint64_t>::max()) return std::nullopt;
+  if (id > static_cast<uint64_t>(std::numeric_limits<int32_t>::max()))
+    malformed(file, std::string(key) + " = " + std::to_string(id) + " is not a token id");
+  return static_cast<int32_t>(id);
+}
+
+std::vector<float> read_scores(const gguf::File& file) {
+  constexpr std::string_view key = "tokenizer.ggml.scores";
+  const std::optional<gguf::Value> value = file.find(key);
+  if (!value) return {};
+  // llama.cpp accepts integer scores too.
+  if (value->type() == gguf::ValueType::array && value->element_type() == gguf::ValueType::i32) {
+    const std::vector<int32_t> integers = file.get_i32s(key);
+    return std::vector<float>(integers.begin(), integers.end());
+  }
+  return file.get_f32s(key);
+}
+
+std::vector<TokenType> read_types(const gguf::File& file) {
+  constexpr std::string_view key = "tokenizer.ggml.token_type";
+  if (!file.find(key)) return {};
+  std::vector<TokenType> types;
+  for (const int32_t type : file.get_i32s(key)) types.push_back(static_cast<TokenType>(type));
+  return types;
+}
+
+std::string read_bytes(const gguf::File& file, std::string_view key) {
+  const std::optional<gguf::Value> value = file.find(key);
+  if (!value) return {};
+  if (value->type() != gguf::ValueType::array ||
+      (value->element_type() != gguf::ValueType::u8 && value->element_type() != gguf::ValueType::i8))
+    malformed(file, std::string(key) + " is not an array of bytes");
+  const bool is_unsigned = value->element_type() == gguf::ValueType::u8;
+  std::string bytes(value->size(), '\0');
+  for (uint64_t i = 0; i < value->size(); ++i) {
+    const gguf::Value element = value->at(i);
+    bytes[i] = static_cast<char>(is_unsigned ? element.as_u64(key) : static_cast<uint64_t>(element.as_i64(key)));
+  }
+  return bytes;
+}
+
+std::string lowercase(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+bool contains_any(std::string_view text, std::initializer_list<std::string_view> parts) {
+  return std::any_of(parts.begin(), parts.end(), [&](std::string_view part) { return text.find(part) != std::string_view::npos; });
+}
+
+// Per-token attributes GGUF does not store, set by name as llama.cpp does.
+void set_strip_tokens(const gguf::File& file, Vocabulary& vocabulary) {
+  const auto id_of = [&](std::string_view text) -> std::optional<int32_t> {
+    const auto found = std::find(vocabulary.tokens.begin(), vocabulary.tokens.end(), text);
+    if (found == vocabulary.tokens.end()) return std::nullopt;
+    return static_cast<int32_t>(found - vocabulary.tokens.begin());
+  };
+  const std::string name = lowercase(file.get_string("general.name", ""));
+  const std::string architecture = file.get_string("general.architecture", "");
+  if (contains_any(vocabulary.pre, {"jina-v2-de", "jina-v2-es", "jina-v2-code"}) ||
+      contains_any(architecture, {"nomic-bert-moe", "jina-bert-v3"})) {
+    if (const auto mask = id_of("<mask>")) vocabulary.lstrip.push_back(*mask);
+  } else if (contains_any(name, {"phi-3", "phi3"})) {
+    // Phi-3's special tokens eat the whitespace after them, bar these three.
+    const auto kept = {id_of("<unk>"), id_of("<s>"), id_of("<|endoftext|>")};
+    for (size_t i = 0; i < vocabulary.tokens.size(); ++i) {
+      const auto id = static_cast<int32_t>(i);
+      const TokenType type = vocabulary.types.empty() ? TokenType::normal : vocabulary.types[i];
+      const bool special = type == TokenType::control || type == TokenType::user_defined || type == TokenType::unknown;
+      const bool is_kept = std::find(kept.begin(), kept.end(), std::optional<int32_t>(id)) != kept.end();
+      if ((special || vocabulary.tokens[i] == "</s>") && !is_kept) vocabulary.rstrip.push_back(id);
+    }
+  } else if (contains_any(name, {"modern-bert"})) {
+    if (const auto mask = id_of("[MASK]")) vocabulary.lstrip.push_back(*mask);
+  }
+}
+
+}  // namespace
+
+Vocabulary vocabulary_from_gguf(const gguf::File& file) {
+  Vocabulary vocabulary;
+  const std::string model = file.get_string("tokenizer.ggml.model");
+  vocabulary.pre = file.get_string("tokenizer.ggml.pre", "");
+  vocabulary.tokens = file.get_strings("tokenizer.ggml.tokens");
+  const size_t count = vocabulary.tokens.size();
+  std::optional<int32_t> bos, eos, unknown, padding;
+  bool add_bos = false, add_eos = false, add_space_prefix = false;
+  if (model == "llama") {
+    vocabulary.model = Model::sentencepiece_bpe;
+    bos = 1, eos = 2, unknown = 0;
+    add_bos = true, add_space_prefix = true;
+  } else if (model == "gpt2") {
+    vocabulary.model = Model::byte_level_bpe;
+    vocabulary.merges = file.get_strings("tokenizer.ggml.merges");
+    // An unknown pre-tokenizer is reported by the Tokenizer, which names
+    // the supported ones.
+    if (const PreTokenizerSpec* spec = find_pre_tokenizer(vocabulary.pre)) {
+      add_bos = spec->add_bos;
+      vocabulary.clean_spaces = spec->clean_spaces;
+    }
+  } else if (model == "t5") {
+    vocabulary.model = Model::unigram;
+    eos = 1, unknown = 2, padding = 0;
+    add_eos = true;
+    vocabulary.precompiled_charsmap = read_bytes(file, "tokenizer.ggml.precompiled_charsmap");
+  } else {
+    fail(ErrorCode::unsupported, file.path().string() + ": tokenizer.ggml.model '" + unicode::printable(model) +
+                                     "' is not supported (llama, gpt2, t5)");
+  }
+  vocabulary.scores = read_scores(file);
+  vocabulary.types = read_types(file);
+  vocabulary.bos = read_id(file, "tokenizer.ggml.bos_token_id", bos, count);
+  vocabulary.eos = read_id(file, "tokenizer.ggml.eos_token_id", eos, count);
+  vocabulary.unknown = read_id(file, "tokenizer.ggml.unknown_token_id", unknown, count);
+  vocabulary.padding = read_id(file, "tokenizer.ggml.padding_token_id", padding, count);
+  vocabulary.add_bos = file.get_bool("tokenizer.ggml.add_bos_token", add_bos);
+  vocabulary.add_eos = file.get_bool("tokenizer.ggml.add_eos_token", add_eos);
+  vocabulary.add_space_prefix = file.get_bool("tokenizer.ggml.add_space_prefix", add_space_prefix);
+  vocabulary.remove_extra_whitespaces = file.get_bool("tokenizer.ggml.remove_extra_whitespaces", false);
+  set_strip_tokens(file, vocabulary);
+  return vocabulary;
+}
+
+}  // namespace attendre::tokenizer

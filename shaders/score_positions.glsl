@@ -1,0 +1,36 @@
+// What positions add to a logit, for score.comp and score_direct.comp
+// (included after their bindings: reads pc (ScoreParams) and kv[]): the
+// LM-Infinite variant a pair is scored with, and the ALiBi or T5 bias.
+#ifndef ATTENDRE_SCORE_POSITIONS_GLSL
+#define ATTENDRE_SCORE_POSITIONS_GLSL
+
+// |p_query - p_key| without overflow: int32 positions differ by < 2^32.
+uint position_distance(int p_query, int p_key) {
+  return p_query >= p_key ? uint(p_query) - uint(p_key) : uint(p_key) - uint(p_query);
+}
+
+// kLmLocal, kLmPast or kLmFuture (interface/score.h). Sinks beyond n_local
+// sit at the cap in front of the query whatever side they are on.
+uint lm_variant(int p_query, int p_key) {
+  if (position_distance(p_query, p_key) <= pc.n_local) return kLmLocal;
+  const bool sink = pc.n_sink > 0u && p_key < int(pc.n_sink);
+  return p_query > p_key || sink ? kLmPast : kLmFuture;
+}
+
+// ALiBi: -slope_h * |d|, slope_h = 2^(-8 (h + 1) / heads_q) (the host's
+// attendre::alibi_slope). T5: table[bucket(p_key - p_query)][h], the
+// bucket read from the host's table (core/positions.cpp), which keeps T5's
+// float32 rounding exact on every device.
+float position_bias(uint h, int p_query, int p_key) {
+  if (pc.bias == kBiasAlibi)
+    return -exp2(-8.0 * float(h + 1u) / float(pc.heads_q)) * float(position_distance(p_query, p_key));
+  if (pc.bias == kBiasT5) {
+    const uint r = min(position_distance(p_query, p_key), pc.t5_max_distance);
+    const uint at = p_key >= p_query ? pc.t5_max_distance + r : pc.t5_max_distance - r;
+    const uint bucket = kv[pc.t5_buckets_offset + at];
+    return uintBitsToFloat(kv[pc.t5_biases_offset + bucket * pc.heads_q + h]);
+  }
+  return 0.0;
+}
+
+#endif

@@ -1,0 +1,271 @@
+// Models from GGUF files (include/attendre/model.hpp): tiny fixtures of every
+// architecture and weight type written with the GGUF writer read back
+// exactly, hyper-parameters come from metadata, every problem is one line
+// naming the key or tensor, and the real files in ../shared/models load with
+// the shapes and tokenization llama.cpp gives them.
+#include "model_fixtures.hpp"
+#include "model_test_support.hpp"
+
+#include <attendre/model.hpp>
+
+#include <cstring>
+
+using namespace attendre;
+using gguf::MetadataValue;
+using gguf::TensorType;
+
+TEST_CASE("model: tiny llama and qwen2 fixtures of every weight type read back exactly, shapes from metadata") {
+  test::GgufTempDir dir;
+  for (const test::FixtureShape& shape : test::fixture_shapes()) {
+    INFO(shape.name());
+    const std::string& architecture = shape.architecture;
+    const test::Fixture fixture = test::make_fixture(shape, 11);
+    const std::filesystem::path path = dir.path / "model.gguf";
+    fixture.writer.write(path);
+    Model model = Model::open(path);
+    const bool qwen2 = architecture == "qwen2";
+
+    const ModelInfo& info = model.info();
+    CHECK(info.architecture == architecture);
+    CHECK(info.name == "attendre tiny " + architecture);
+    CHECK(info.context_length == shape.context);
+    CHECK(info.blocks == shape.blocks);
+    const StackConfig c = model.stack_config(model.default_memory());
+    CHECK(c.hidden == shape.hidden);
+    CHECK(c.vocab == fixture.vocab);
+    CHECK(c.vocab == model.tokenizer().size());
+    CHECK(c.tied_embeddings == qwen2);
+    CHECK(c.blocks.size() == shape.blocks);
+    CHECK(c.final_norm_eps == 1e-6f);
+    for (const BlockConfig& b : c.blocks) {
+      CHECK(b.attention.shape.heads_q == shape.heads);
+      CHECK(b.attention.shape.heads_kv == shape.heads_kv);
+      CHECK(b.attention.shape.head_dim == shape.hidden / shape.heads);
+      CHECK(b.ffn == shape.ffn);
+      CHECK(b.norm == NormKind::rms);
+      CHECK(b.norm_eps == 1e-6f);
+      CHECK(b.gated);
+      CHECK(b.activation == ActivationKind::silu);
+      CHECK(b.rope_layout == (qwen2 ? RopeLayout::neox : RopeLayout::normal));
+      CHECK(b.rope_theta == (qwen2 ? 1e6 : 1e4));
+      CHECK(b.rope_dims == shape.hidden / shape.heads);
+      CHECK(b.qkv_bias == qwen2);
+      CHECK_FALSE(b.output_bias);
+      CHECK_FALSE(b.ffn_bias);
+      // The default memory is the whole trained context, causal, nothing evicted.
+      CHECK(b.attention.q_capacity == 0);
+      CHECK(b.attention.kv.capacity == shape.context);
+      CHECK(b.attention.retrieval.top_k == shape.context);
+      CHECK(b.attention.retrieval.causal);
+    }
+
+    // Every tensor comes back in its own encoding, byte for byte, as a
+    // span into the file's mapping (tensors lie at the file's offsets).
+    const gguf::File file = gguf::File::open(path);
+    uint64_t parameters = 0;
+    const std::byte* first = nullptr;
+    uint64_t first_offset = 0;
+    for (const test::FixtureTensor& t : fixture.tensors) {
+      INFO(t.name);
+      const auto expected = element_type(static_cast<uint32_t>(t.type));
+      CHECK(model.weights().type_of(t.name, t.shape) == expected);
+      const std::optional<TensorView> view = model.weights().tensor(t.name, t.shape);
+      REQUIRE(view);
+      CHECK(view->type == *expected);
+      REQUIRE(view->bytes.size() == t.bytes.size());
+      CHECK(std::memcmp(view->bytes.data(), t.bytes.data(), t.bytes.size()) == 0);
+      const uint64_t offset = file.find_tensor(t.name)->offset;
+      if (!first) first = view->bytes.data(), first_offset = offset;
+      CHECK(view->bytes.data() - first == static_cast<ptrdiff_t>(offset - first_offset));
+      uint64_t count = 1;
+      for (uint64_t d : t.shape) count *= d;
+      parameters += count;
+    }
+    CHECK(info.parameters == parameters);
+    CHECK_FALSE(model.weights().type_of("blk.9.attn_q.weight", std::vector<uint64_t>{1}));
+  }
+}
+
+namespace {
+
+struct BadFile {
+  const char* what;
+  test::GgufEdits edits;
+  ErrorCode code;
+  std::string needle;
+};
+
+gguf::TensorToWrite random_tensor(const std::string& name, std::vector<uint64_t> dims, TensorType type) {
+  uint64_t count = 1;
+  for (uint64_t d : dims) count *= d;
+  const gguf::BlockSize block = *gguf::block_size(type);
+  return {name, std::move(dims), type, test::random_bytes(count / block.elements * block.bytes, 3), std::nullopt};
+}
+
+}  // namespace
+
+TEST_CASE("model: a file the stack cannot run is refused in one line naming the key or tensor") {
+  test::GgufTempDir dir;
+  const std::filesystem::path good = test::write_fixture(dir.path, test::FixtureShape{}, 5);
+  const auto u32 = [](uint32_t v) { return std::optional<MetadataValue>(MetadataValue::u32(v)); };
+  const auto text = [](const char* v) { return std::optional<MetadataValue>(MetadataValue::string(v)); };
+  const std::optional<MetadataValue> removed;
+  const BadFile cases[] = {
+      {"another architecture", {{{"general.architecture", text("gemma")}}}, ErrorCode::unsupported,
+       "\"general.architecture\": architecture 'gemma' is not supported (supported: llama, qwen2)"},
+      {"T5, the hook for the encoder-decoder", {{{"general.architecture", text("t5")}}}, ErrorCode::unsupported,
+       "architecture 't5' (T5 relative position buckets) is not supported yet"},
+      {"a missing count", {{{"llama.block_count", removed}}}, ErrorCode::malformed_input,
+       "metadata key \"llama.block_count\": is missing"},
+      {"a missing norm epsilon", {{{"llama.attention.layer_norm_rms_epsilon", removed}}}, ErrorCode::malformed_input,
+       "\"llama.attention.layer_norm_rms_epsilon\": is missing"},
+      {"a missing context length", {{{"llama.context_length", removed}}}, ErrorCode::malformed_input,
+       "\"llama.context_length\": is missing"},
+      {"heads that do not divide the width", {{{"llama.attention.head_count", u32(5)}}}, ErrorCode::malformed_input,
+       "\"llama.attention.head_count\": 5 heads do not divide embedding_length 64 and llama.attention.key_length is absent"},
+      {"kv heads that do not divide the heads", {{{"llama.attention.head_count_kv", u32(3)}}}, ErrorCode::malformed_input,
+       "\"llama.attention.head_count_kv\": 3 does not divide head_count 4"},
+      {"a zero count", {{{"llama.feed_forward_length", u32(0)}}}, ErrorCode::malformed_input,
+       "\"llama.feed_forward_length\": is 0, expected a count in [1, 2^32)"},
+      {"key and value heads of different sizes",
+       {{{"llama.attention.key_length", u32(16)}, {"llama.attention.value_length", u32(8)}}}, ErrorCode::unsupported,
+       "\"llama.attention.value_length\": value heads of 8 differ from key heads of 16"},
+      {"odd rotary dims", {{{"llama.rope.dimension_count", u32(7)}}}, ErrorCode::malformed_input,
+       "\"llama.rope.dimension_count\": 7 must be even and at most the head dim 16"},
+      {"YaRN scaling", {{{"llama.rope.scaling.type", text("yarn")}, {"llama.rope.scaling.factor", MetadataValue::f32(4)}}},
+       ErrorCode::unsupported, "\"llama.rope.scaling.type\": RoPE scaling 'yarn' with factor 4 is not supported yet"},
+      {"linear scaling by a factor", {{{"llama.rope.scaling.factor", MetadataValue::f32(2)}}}, ErrorCode::unsupported,
+       "\"llama.rope.scaling.factor\": RoPE scaling 'linear' with factor 2 is not supported yet"},
+      {"llama3 frequency factors", {{}, {}, {random_tensor("rope_freqs.weight", {8}, TensorType::f32)}},
+       ErrorCode::unsupported, "tensor \"rope_freqs.weight\": llama3 RoPE scaling (per-frequency factors) is not supported yet"},
+      {"a mixture of experts", {{{"llama.expert_count", u32(8)}}}, ErrorCode::unsupported,
+       "\"llama.expert_count\": mixtures of experts are not supported"},
+      {"a vocabulary size that disagrees with the tokens", {{{"llama.vocab_size", u32(7)}}}, ErrorCode::malformed_input,
+       "\"llama.vocab_size\": 7 differs from the 289 tokens of tokenizer.ggml.tokens"},
+      {"no vocabulary", {{{"tokenizer.ggml.tokens", removed}}}, ErrorCode::malformed_input,
+       "\"tokenizer.ggml.tokens\": is missing"},
+      {"more blocks than tensors", {{{"llama.block_count", u32(1000)}}}, ErrorCode::malformed_input,
+       "\"llama.block_count\": 1000 blocks, but the file holds 21 tensors"},
+      {"a width the tensors do not have", {{{"llama.feed_forward_length", u32(100)}}}, ErrorCode::malformed_input,
+       "tensor \"blk.0.ffn_gate.weight\" has shape [96, 64], the model's hyper-parameters make it [100, 64]"},
+      {"a missing tensor", {{}, {"blk.1.ffn_up.weight"}, {}}, ErrorCode::malformed_input,
+       "tensor \"blk.1.ffn_up.weight\" of shape [96, 64] is missing"},
+      {"a tensor the stack would ignore", {{}, {}, {random_tensor("blk.0.attn_q_norm.weight", {16}, TensorType::f32)}},
+       ErrorCode::unsupported, "tensor \"blk.0.attn_q_norm.weight\" is not part of a llama stack of 2 blocks, and would be ignored"},
+      {"an encoding without a decoder", {{}, {}, {random_tensor("blk.0.attn_q.weight", {64, 64}, TensorType::iq4_nl)}},
+       ErrorCode::unsupported, "tensor \"blk.0.attn_q.weight\" is IQ4_NL, an encoding attendre does not decode"},
+  };
+  for (const BadFile& bad : cases) {
+    INFO(bad.what);
+    const std::filesystem::path path = dir.path / "bad.gguf";
+    test::rewrite_gguf(good, path, bad.edits);
+    test::check_error([&] { Model::open(path); }, bad.code, bad.needle);
+    test::check_error([&] { Model::open(path); }, bad.code, path.string() + ": ");
+  }
+  // Scaling that changes nothing is no scaling.
+  for (const char* type : {"none", "linear"}) {
+    INFO(type);
+    const std::filesystem::path path = dir.path / "unscaled.gguf";
+    test::rewrite_gguf(good, path, {{{"llama.rope.scaling.type", text(type)}, {"llama.rope.scaling.factor", MetadataValue::f32(1)}}});
+    CHECK(Model::open(path).info().architecture == "llama");
+  }
+  test::check_error([&] { Model::open(dir.path / "absent.gguf"); }, ErrorCode::io_error, "absent.gguf: cannot open");
+}
+
+TEST_CASE("model: memory plans set every block, with per-block overrides and K = M by default") {
+  test::GgufTempDir dir;
+  const Model model = Model::open(test::write_fixture(dir.path, test::FixtureShape{}, 5));
+  MemoryPlan plan;
+  plan.chunk = 8;
+  plan.all.q_capacity = 16;
+  plan.all.kv.capacity = 32;
+  plan.all.kv.policy = Policy::lfa(1e-3);
+  plan.all.kv.n_sink = 4;
+  plan.all.causal = false;
+  MemorySetting last = plan.all;
+  last.kv.capacity = 64;
+  last.top_k = 8;
+  last.kv.policy = Policy::fifo();
+  plan.blocks[1] = last;
+  const StackConfig c = model.stack_config(plan);
+  CHECK(c.chunk == 8);
+  CHECK(c.blocks[0].attention.q_capacity == 16);
+  CHECK(c.blocks[0].attention.kv.capacity == 32);
+  CHECK(c.blocks[0].attention.retrieval.top_k == 32);  // 0: K = M
+  CHECK(c.blocks[0].attention.kv.policy.kind == PolicyKind::lfa);
+  CHECK(c.blocks[0].attention.kv.n_sink == 4);
+  CHECK_FALSE(c.blocks[0].attention.retrieval.causal);
+  CHECK(c.blocks[1].attention.kv.capacity == 64);
+  CHECK(c.blocks[1].attention.retrieval.top_k == 8);
+  CHECK(c.blocks[1].attention.kv.policy.kind == PolicyKind::fifo);
+  // The model's half stays: shapes and scale are not the plan's.
+  CHECK(c.blocks[1].attention.shape.heads_q == 4);
+  plan.blocks[2] = last;
+  test::check_error([&] { (void)model.stack_config(plan); }, ErrorCode::invalid_argument,
+                    "a memory override names block 2 of a stack of 2 blocks");
+  plan.blocks.erase(2);
+  plan.all.kv.capacity = 8;  // M < S + n_sink under protect_new
+  test::check_error([&] { (void)model.stack_config(plan); }, ErrorCode::infeasible_config, "block 0: infeasible");
+  const MemorySetting full = MemorySetting::full_context(100, 8);
+  CHECK(full.kv.capacity == 100);
+  CHECK(full.top_k == 100);
+  CHECK(full.q_capacity == 0);
+  CHECK(full.causal);
+  CHECK(full.kv.policy.kind == PolicyKind::fifo);
+  CHECK(MemorySetting::full_context(3, 8).kv.capacity == 8);  // M >= S
+}
+
+TEST_CASE("model: the real files load with their hyper-parameters, per-tensor types and llama.cpp's tokens") {
+  const auto models = test::shared_models();
+  if (!models) return;
+  struct Expected {
+    const char* file;
+    uint32_t blocks, heads, heads_kv, head_dim, context;
+    TensorType embedding;
+    std::vector<uint32_t> once_upon_a_time;  // as llama.cpp tokenizes it, BOS first
+  };
+  const std::vector<uint32_t> aidreams = {1, 429, 491, 433, 295, 429, 444, 445, 265, 262, 263, 342, 430};
+  const Expected expected[] = {
+      {"stories260K.gguf", 5, 8, 4, 8, 2048, TensorType::f32, {1, 403, 407, 261, 378}},
+      {"aidreams260K.gguf", 4, 4, 4, 16, 128, TensorType::f32, aidreams},
+      {"aidreams260K-F16.gguf", 4, 4, 4, 16, 128, TensorType::f16, aidreams},
+      {"aidreams260K-Q8_0.gguf", 4, 4, 4, 16, 128, TensorType::q8_0, aidreams},
+      {"aidreams260K-Q4_0.gguf", 4, 4, 4, 16, 128, TensorType::q4_0, aidreams},
+  };
+  for (const Expected& e : expected) {
+    INFO(e.file);
+    Model model = Model::open(*models / e.file);
+    CHECK(model.info().architecture == "llama");
+    CHECK(model.info().context_length == e.context);
+    const StackConfig c = model.stack_config(model.default_memory());
+    CHECK(c.hidden == 64);
+    CHECK(c.vocab == 512);
+    CHECK_FALSE(c.tied_embeddings);  // both converters wrote output.weight
+    REQUIRE(c.blocks.size() == e.blocks);
+    const BlockConfig& b = c.blocks[0];
+    CHECK(b.attention.shape.heads_q == e.heads);
+    CHECK(b.attention.shape.heads_kv == e.heads_kv);
+    CHECK(b.attention.shape.head_dim == e.head_dim);
+    CHECK(b.ffn == 172);
+    CHECK(b.norm_eps == doctest::Approx(1e-5).epsilon(1e-6));
+    CHECK(b.rope_theta == 10000.0);  // absent from the files: the default
+    CHECK(b.rope_dims == e.head_dim);
+    CHECK(b.rope_layout == RopeLayout::normal);
+    CHECK(model.info().parameters > 200000);
+    const std::vector<uint64_t> embedding = {512, 64};
+    CHECK(model.weights().type_of("token_embd.weight", embedding) == element_type(static_cast<uint32_t>(e.embedding)));
+    // Rows of 172 fit no 32-block: llama-quantize kept ffn_down in F16.
+    const std::vector<uint64_t> down = {64, 172};
+    if (e.embedding != TensorType::f32)
+      CHECK(model.weights().type_of("blk.0.ffn_down.weight", down) == ElementType::f16);
+
+    const Tokenizer& tokenizer = model.tokenizer();
+    const std::vector<uint32_t> ids = tokenizer.encode("Once upon a time");
+    CHECK(ids == e.once_upon_a_time);
+    CHECK(tokenizer.decode(ids) == "Once upon a time");
+    CHECK(tokenizer.bos() == 1u);
+    CHECK(tokenizer.eos() == 2u);
+    CHECK(tokenizer.stop_tokens() == std::vector<uint32_t>{2});
+    CHECK(tokenizer.encode("Once", {false, false}).front() != 1u);
+  }
+}

@@ -1,0 +1,2 @@
+// Stands in for the real header in the planted-violation tree.
+#pragma once

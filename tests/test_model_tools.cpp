@@ -1,0 +1,265 @@
+// attendre-tokenize, attendre-generate and attendre-perplexity run as a user
+// would: their command lines exactly as documented, their outputs against
+// the library and the dense forward, and every error path a one-line
+// message, a non-zero exit and no output file.
+#if defined(ATTENDRE_TOKENIZE_BINARY) && defined(ATTENDRE_GENERATE_BINARY) && defined(ATTENDRE_PERPLEXITY_BINARY)
+
+#include "io/gguf_test_support.hpp"
+#include "model_checks.hpp"
+#include "support.hpp"
+
+#include <attendre/io/npy.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+using namespace attendre;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+// One line on stderr, prefixed with the tool's name, nothing on stdout.
+void check_one_line_error(const test::ToolStreams& r, int code, const std::string& tool, const std::string& needle) {
+  INFO(r.err);
+  CHECK(r.code == code);
+  CHECK(r.out.empty());
+  CHECK(r.err.rfind(tool + ": ", 0) == 0);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.err.find(needle) != std::string::npos);
+}
+
+// Nothing at `path`, nor a staging file beside it.
+void check_no_file(const fs::path& path) {
+  CHECK_FALSE(fs::exists(path));
+  for (const auto& entry : fs::directory_iterator(path.parent_path()))
+    CHECK(entry.path().filename().string().rfind(path.filename().string(), 0) != 0);
+}
+
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  REQUIRE(in);
+  return nlohmann::json::parse(in);
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+const char* kStoriesText =
+    "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a "
+    "big, red ball. She wanted to play with it, but it was too high. She asked her mom to help her. Her mom smiled and "
+    "said, \"Of course, Lily!\" They played together all day long. Lily was very happy.";
+
+}  // namespace
+
+TEST_CASE("attendre-tokenize: ids as one JSON line, the options as documented, the vectors of llama.cpp") {
+  const auto models = test::shared_models();
+  if (!models) return;
+  test::TempDir dir;
+  const std::string stories = quote(*models / "stories260K.gguf");
+  auto tokenize = [&](const std::string& args) { return test::run_tool_streams(ATTENDRE_TOKENIZE_BINARY, args); };
+  test::ToolStreams r = tokenize("--model " + stories + " --text 'Once upon a time'");
+  CHECK(r.code == 0);
+  CHECK(r.out == "[1, 403, 407, 261, 378]\n");
+  CHECK(tokenize("--model " + stories + " --text 'Once upon a time' --no-bos").out == "[403, 407, 261, 378]\n");
+  write_text(dir / "prompt.txt", "Once upon a time");
+  CHECK(tokenize("--model " + stories + " --file " + quote(dir / "prompt.txt")).out == "[1, 403, 407, 261, 378]\n");
+  CHECK(tokenize("--model " + stories + " --text '</s>' --no-bos --parse-special").out == "[2]\n");
+  CHECK(tokenize("--model " + stories + " --text '</s>' --no-bos").out != "[2]\n");
+  r = tokenize("--model " + stories + " --decode '1 403 407 261 378'");
+  CHECK(r.code == 0);
+  CHECK(r.out == "Once upon a time\n");
+  const std::string help = tokenize("--help").out;
+  for (const char* flag : {"--model", "--text", "--file", "--no-bos", "--parse-special", "--decode"})
+    CHECK(help.find(flag) != std::string::npos);
+
+  // A vocabulary-only file and its first llama.cpp vector (no BOS, no specials).
+  const fs::path vocab = *models / "vocab" / "ggml-vocab-llama-bpe.gguf";
+  std::ifstream inp(vocab.string() + ".inp"), out(vocab.string() + ".out");
+  std::string text, line, expected;
+  while (std::getline(inp, line) && line != "__ggml_vocab_test__") text += (text.empty() ? "" : "\n") + line;
+  std::getline(out, expected);
+  std::string json = "[";
+  std::istringstream ids(expected);
+  for (std::string id; ids >> id;) json += (json.size() > 1 ? ", " : "") + id;
+  write_text(dir / "vector.txt", text);
+  CHECK(tokenize("--model " + quote(vocab) + " --file " + quote(dir / "vector.txt") + " --no-bos").out == json + "]\n");
+
+  const std::string tool = "attendre-tokenize";
+  check_one_line_error(tokenize("--text x"), 2, tool, "missing required option --model");
+  check_one_line_error(tokenize("--model " + stories), 2, tool, "give exactly one of --text, --file and --decode");
+  check_one_line_error(tokenize("--model " + stories + " --text a --file b"), 2, tool, "exactly one of");
+  check_one_line_error(tokenize("--model " + stories + " --text a --bogus"), 2, tool, "unknown option '--bogus'");
+  check_one_line_error(tokenize("--model " + stories + " --decode '1 x'"), 2, tool, "--decode: expected a non-negative integer, got 'x'");
+  check_one_line_error(tokenize("--model " + stories + " --decode '512'"), 1, tool, "token id 512 is out of range");
+  check_one_line_error(tokenize("--model " + quote(dir / "absent.gguf") + " --text a"), 1, tool, "cannot open");
+  check_one_line_error(tokenize("--model " + stories + " --file " + quote(dir / "absent.txt")), 1, tool, "--file");
+  check_one_line_error(tokenize("--model " + quote(dir / "prompt.txt") + " --text a"), 1, tool, "prompt.txt");
+}
+
+TEST_CASE("attendre-generate: llama.cpp's continuation, the JSON and logits files, sampling and memory options") {
+  const auto models = test::shared_models();
+  if (!models) return;
+  test::TempDir dir;
+  const fs::path path = *models / "stories260K.gguf";
+  const std::string stories = "--model " + quote(path) + " --prompt 'Once upon a time'";
+  auto run = [&](const std::string& args) { return test::run_tool_streams(ATTENDRE_GENERATE_BINARY, args); };
+  const std::string expected = test::kRealModels[0].continuation;
+
+  test::ToolStreams r = run(stories + " --max-tokens 32 --full-context --json " + quote(dir / "out.json") + " --logits " +
+                            quote(dir / "logits.npy"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out == expected + "\n");
+  const nlohmann::json json = read_json(dir / "out.json");
+  CHECK(json["prompt_ids"] == std::vector<uint32_t>{1, 403, 407, 261, 378});
+  CHECK(json["generated_ids"].size() == 32);
+  CHECK(json["text"] == expected);
+  CHECK(json["stop_reason"] == "budget");
+  CHECK(json["read_tokens_per_s"].get<double>() > 0.0);
+  CHECK(json["generate_tokens_per_s"].get<double>() > 0.0);
+  CHECK(json["peak_gpu_bytes"].get<uint64_t>() > 0);
+  CHECK(json["memory"]["blocks"][0]["M"] == 64);  // the full context: 5 + 32 positions, but M >= S = 64
+  Model model = Model::open(path);
+  const std::vector<uint32_t> prompt = {1, 403, 407, 261, 378};
+  const std::vector<float> dense = test::dense_logits(model, model.stack_config(test::unbounded(5, 4)), prompt);
+  const npy::Array logits = npy::read_expect(dir / "logits.npy", npy::DType::f32, 2);
+  CHECK(logits.shape == std::vector<int64_t>{5, 512});
+  const auto values = logits.as<float>();
+  CHECK(test::max_difference({values.begin(), values.end()}, dense) < 1e-3);
+
+  // The defaults (M = the trained context) hold the whole text too; the cpu reference agrees.
+  CHECK(run(stories + " --max-tokens 32").out == expected + "\n");
+  CHECK(run(stories + " --max-tokens 32 --device cpu --chunk 3").out == expected + "\n");
+
+  // Sampling: a seed repeats itself, another seed differs.
+  std::vector<nlohmann::json> sampled;
+  for (const char* seed : {"5", "5", "6"}) {
+    REQUIRE(run(stories + " --max-tokens 24 --temperature 1.2 --top-p 0.95 --seed " + seed + " --json " +
+                quote(dir / "s.json")).code == 0);
+    sampled.push_back(read_json(dir / "s.json")["generated_ids"]);
+  }
+  CHECK(sampled[0] == sampled[1]);
+  CHECK(sampled[0] != sampled[2]);
+
+  // Bounded memories with waiting queries and a per-block override reach the stack.
+  r = run(stories + " --max-tokens 8 --chunk 4 --q-capacity 4 --kv-capacity 16 --top-k 8 --policy lfa --lambda 0.001 "
+                    "--sinks 2 --no-causal --layer 1-2:kv-capacity=24,policy=lra_sum --flush --json " +
+          quote(dir / "b.json"));
+  REQUIRE(r.code == 0);
+  const nlohmann::json bounded = read_json(dir / "b.json")["memory"];
+  CHECK(bounded["chunk"] == 4);
+  CHECK(bounded["flush"] == true);
+  CHECK(bounded["blocks"][0]["M"] == 16);
+  CHECK(bounded["blocks"][0]["N"] == 4);
+  CHECK(bounded["blocks"][0]["K"] == 8);
+  CHECK(bounded["blocks"][0]["policy"] == "lfa");
+  CHECK(bounded["blocks"][0]["sinks"] == 2);
+  CHECK(bounded["blocks"][0]["causal"] == false);
+  CHECK(bounded["blocks"][2]["M"] == 24);
+  CHECK(bounded["blocks"][2]["policy"] == "lra_sum");
+  CHECK(bounded["blocks"][3]["M"] == 16);
+
+  const std::string help = run("--help").out;
+  for (const char* flag : {"--prompt-file", "--max-tokens", "--temperature", "--top-p", "--seed", "--logits", "--json",
+                           "--chunk", "--q-capacity", "--kv-capacity", "--top-k", "--policy", "--lambda", "--init-k",
+                           "--sinks", "--layer", "--flush", "--full-context"})
+    CHECK(help.find(flag) != std::string::npos);
+}
+
+TEST_CASE("attendre-generate: bad arguments and files exit non-zero with one line and write no file") {
+  const auto models = test::shared_models();
+  if (!models) return;
+  test::TempDir dir;
+  const std::string stories = "--model " + quote(*models / "stories260K.gguf") + " --prompt 'Once upon a time'";
+  const std::string json = " --json " + quote(dir / "out.json") + " --logits " + quote(dir / "out.npy");
+  auto run = [&](const std::string& args) { return test::run_tool_streams(ATTENDRE_GENERATE_BINARY, args + json); };
+  const std::string tool = "attendre-generate";
+  check_one_line_error(run("--prompt x"), 2, tool, "missing required option --model");
+  check_one_line_error(run(stories + " --prompt-file x"), 2, tool, "give exactly one of --prompt and --prompt-file");
+  check_one_line_error(run(stories + " --max-tokens 0"), 2, tool, "--max-tokens: expected a positive integer, got '0'");
+  check_one_line_error(run(stories + " --top-p 0.5"), 2, tool, "--top-p and --seed apply to sampling");
+  check_one_line_error(run(stories + " --temperature 1 --top-p 1.5"), 2, tool, "--top-p: expected a number in (0, 1]");
+  check_one_line_error(run(stories + " --full-context --kv-capacity 64"), 2, tool, "--full-context fixes");
+  check_one_line_error(run(stories + " --policy fifo --lambda 0.1"), 2, tool, "--lambda only applies to --policy lfa");
+  check_one_line_error(run(stories + " --policy wrong"), 2, tool, "--policy: expected one of fifo");
+  check_one_line_error(run(stories + " --layer 7:kv-capacity=64"), 2, tool, "the model has 5 blocks (0-4)");
+  check_one_line_error(run(stories + " --layer 0:size=64"), 2, tool, "unknown setting 'size'");
+  check_one_line_error(run(stories + " --causal --no-causal"), 2, tool, "--causal and --no-causal are exclusive");
+  check_one_line_error(run(stories + " --kv-capacity 4 --chunk 8"), 1, tool, "(M is --kv-capacity, S is --chunk");
+  check_one_line_error(run("--model " + quote(dir / "absent.gguf") + " --prompt x"), 1, tool, "cannot open");
+  check_one_line_error(run(stories + " --device tpu"), 2, tool, "--device: expected cpu or gpu");
+  check_no_file(dir / "out.json");
+  check_no_file(dir / "out.npy");
+  const test::ToolStreams r = test::run_tool_streams(
+      ATTENDRE_GENERATE_BINARY, stories + " --json " + quote(dir / "missing/out.json"));
+  check_one_line_error(r, 1, tool, "--json " + (dir / "missing/out.json") + ": cannot write there");
+}
+
+TEST_CASE("attendre-perplexity: one table for --compare, full context equals the dense forward's perplexity") {
+  const auto models = test::shared_models();
+  if (!models) return;
+  test::TempDir dir;
+  write_text(dir / "story.txt", kStoriesText);
+  const fs::path path = *models / "stories260K.gguf";
+  const std::string base = "--model " + quote(path) + " --file " + quote(dir / "story.txt");
+  auto run = [&](const std::string& args) { return test::run_tool_streams(ATTENDRE_PERPLEXITY_BINARY, args); };
+
+  const test::ToolStreams r =
+      run(base + " --compare full,fifo,sinks,lra_sum,lfa --chunk 8 --kv-capacity 24 --lambda 0.001 --json " +
+          quote(dir / "p.json"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  std::istringstream table(r.out);
+  std::string line;
+  std::vector<std::string> rows;
+  while (std::getline(table, line)) rows.push_back(line.substr(0, line.find(' ')));
+  CHECK(rows == std::vector<std::string>{"setting", "full", "fifo", "sinks", "lra_sum", "lfa"});
+  CHECK(r.out.find("perplexity") != std::string::npos);
+  CHECK(r.out.find("tokens/s") != std::string::npos);
+  CHECK(r.out.find("GPU MiB") != std::string::npos);
+  for (const char* setting : {"[full]", "[fifo]", "[sinks]", "[lra_sum]", "[lfa]"}) CHECK(r.err.find(setting) != std::string::npos);
+
+  const nlohmann::json json = read_json(dir / "p.json");
+  REQUIRE(json["results"].size() == 5);
+  CHECK(json["results"][2]["memory"]["blocks"][0]["sinks"] == 4);
+  CHECK(json["results"][4]["memory"]["blocks"][0]["lambda"] == 0.001);
+  CHECK(json["results"][1]["memory"]["blocks"][0]["M"] == 24);
+  Model model = Model::open(path);
+  const std::vector<uint32_t> tokens = model.tokenizer().encode(kStoriesText);
+  CHECK(json["tokens"] == tokens.size());
+  const uint32_t vocab = 512;
+  const std::vector<float> logits = test::dense_logits(model, model.stack_config(test::unbounded(tokens.size(), 8)), tokens);
+  double nll = 0.0;
+  for (size_t t = 0; t + 1 < tokens.size(); ++t) {
+    double sum = 0.0;
+    for (uint32_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(logits[t * vocab + v]));
+    nll += std::log(sum) - logits[t * vocab + tokens[t + 1]];
+  }
+  const double dense = std::exp(nll / static_cast<double>(tokens.size() - 1));
+  CHECK(json["results"][0]["perplexity"].get<double>() == doctest::Approx(dense).epsilon(1e-4));
+  CHECK(json["perplexity"] == json["results"][0]["perplexity"]);
+  for (const auto& result : json["results"]) {
+    CHECK(result["peak_gpu_bytes"].get<uint64_t>() > 0);
+    CHECK(result["tokens_per_s"].get<double>() > 0.0);
+  }
+  // A window of 24 positions forgets: its perplexity is not the full context's.
+  CHECK(json["results"][1]["perplexity"].get<double>() != doctest::Approx(dense).epsilon(1e-3));
+
+  const std::string tool = "attendre-perplexity";
+  check_one_line_error(run(base + " --no-causal"), 2, tool, "--no-causal: the logits at t must predict token t+1");
+  check_one_line_error(run(base + " --compare full,bogus"), 2, tool, "--compare: expected full, sinks or a policy");
+  check_one_line_error(run(base + " --compare fifo --policy lru"), 2, tool, "--policy and --compare are exclusive");
+  check_one_line_error(run("--model " + quote(path)), 2, tool, "missing required option --file");
+  write_text(dir / "empty.txt", "");
+  check_one_line_error(run("--model " + quote(path) + " --file " + quote(dir / "empty.txt") + " --json " +
+                           quote(dir / "e.json")),
+                       1, tool, "1 tokens, perplexity needs at least 2");
+  check_no_file(dir / "e.json");
+}
+
+#endif

@@ -1,0 +1,132 @@
+// GGUF models on the GPU: the device stack against the float64 reference
+// stack on tiny fixtures of each architecture and weight type, against the
+// ordinary full-context forward with unbounded memories, and the real files'
+// greedy continuations against the dense forward's and llama.cpp's.
+//
+// The GPU decodes F32 and F16 weights today; the quantized types' kernels
+// are on their way. Until a type's kernels exist its fixtures and files are
+// checked to be refused with the "no decoding kernel yet" error (and run
+// through the reference in attendre_io_tests); once they exist, the same
+// tests compare them, with nothing to change here.
+#include "io/gguf_test_support.hpp"
+#include "model_checks.hpp"
+#include "model_fixtures.hpp"
+#include "stack_support.hpp"
+#include "support.hpp"
+
+#include <attendre/gpu_stack.hpp>
+
+using namespace attendre;
+using gguf::TensorType;
+
+namespace {
+
+// The stack on the test device, or nullptr after checking that only a type
+// without a decoding kernel yet kept it from loading.
+std::unique_ptr<gpu::Stack> gpu_stack_or_skip(const StackConfig& config, Model& model, TensorType type) {
+  try {
+    return std::make_unique<gpu::Stack>(test::gpu(), config, model.weights());
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    const bool awaited = e.code() == ErrorCode::unsupported && message.find("have no decoding kernel yet") != std::string::npos;
+    if (!awaited || type == TensorType::f32 || type == TensorType::f16) throw;
+    if (type == TensorType::f16 && !test::gpu().caps().storage_16bit) throw;
+    MESSAGE("skipped on the GPU until its kernels land: " << message);
+    return nullptr;
+  }
+}
+
+// Bounded memories whose eviction does not hang on scores (fifo), with
+// top-K selection and queries that wait and see later positions.
+MemoryPlan bounded_plan() {
+  MemoryPlan plan;
+  plan.chunk = 4;
+  plan.all.q_capacity = 3;
+  plan.all.kv.capacity = 12;
+  plan.all.kv.policy = Policy::fifo();
+  plan.all.top_k = 6;
+  plan.all.causal = false;
+  return plan;
+}
+
+// Logits within fp32 accumulation of the float64 ones, relative to the row's scale.
+void check_logits(const std::vector<float>& actual, const std::vector<float>& expected, double tolerance) {
+  REQUIRE(actual.size() == expected.size());
+  double scale = 1.0;
+  for (float x : expected) scale = std::max(scale, std::fabs(static_cast<double>(x)));
+  CHECK(test::max_difference(actual, expected) <= tolerance * scale);
+}
+
+}  // namespace
+
+TEST_CASE("models: the GPU stack equals the float64 reference stack on fixtures of each architecture and weight type") {
+  test::GgufTempDir dir;
+  for (const test::FixtureShape& shape : test::fixture_shapes()) {
+    INFO(shape.name());
+    const TensorType type = shape.weights;
+    if (type == TensorType::f16 && !test::gpu().caps().storage_16bit) continue;
+    Model model = Model::open(test::write_fixture(dir.path, shape, 31));
+    const StackConfig config = model.stack_config(bounded_plan());
+    const auto device = gpu_stack_or_skip(config, model, type);
+    if (!device) continue;
+    reference::Stack cpu(config, model.weights());
+    check_logits(test::stack_logits(*device, test::kFixturePrompt), test::stack_logits(cpu, test::kFixturePrompt), 2e-4);
+    // Decoding after the read keeps inserting under the policy on both.
+    StackRequest request;
+    request.hidden = false;
+    request.logits = true;
+    for (uint32_t t = 0; t < 3; ++t) {
+      const test::OnePosition one{10 + t, static_cast<int64_t>(test::kFixturePrompt.size() + t)};
+      check_logits(device->decode(one.chunk(), request).logits, cpu.decode(one.chunk(), request).logits, 2e-4);
+    }
+  }
+  test::check_no_validation_messages(test::gpu());
+}
+
+TEST_CASE("models: with unbounded memories the GPU logits equal the dense forward (fixtures and real files)") {
+  test::GgufTempDir dir;
+  std::vector<std::pair<std::string, std::filesystem::path>> files;
+  for (const char* architecture : {"llama", "qwen2"})
+    for (TensorType type : {TensorType::f32, TensorType::f16})
+      files.emplace_back(architecture + std::string(" ") + gguf::to_string(type),
+                         test::write_fixture(dir.path, test::FixtureShape::for_type(architecture, type), 41));
+  if (const auto models = test::shared_models())
+    for (const test::RealModel& real : test::kRealModels) files.emplace_back(real.file, *models / real.file);
+  for (const auto& [name, path] : files) {
+    INFO(name);
+    Model model = Model::open(path);
+    const std::vector<uint32_t> prompt = model.tokenizer().encode("Once upon a time, the cat sat on the mat");
+    const StackConfig config = model.stack_config(test::unbounded(prompt.size(), 4));
+    const TensorType embedding = static_cast<TensorType>(*model.weights().type_of("token_embd.weight", std::vector<uint64_t>{config.vocab, config.hidden}));
+    if (embedding == TensorType::f16 && !test::gpu().caps().storage_16bit) continue;
+    const auto device = gpu_stack_or_skip(config, model, embedding);
+    if (!device) continue;
+    check_logits(test::stack_logits(*device, prompt), test::dense_logits(model, config, prompt), 2e-4);
+  }
+  test::check_no_validation_messages(test::gpu());
+}
+
+TEST_CASE("models: the real files' greedy continuations on the GPU equal the dense forward's and llama.cpp's") {
+  const auto models = test::shared_models();
+  if (!models) return;
+  for (const test::RealModel& real : test::kRealModels) {
+    INFO(real.file);
+    Model model = Model::open(*models / real.file);
+    const std::vector<uint32_t> prompt = model.tokenizer().encode("Once upon a time");
+    const StackConfig config = model.stack_config(test::unbounded(prompt.size() + test::kContinuationTokens, 4));
+    const TensorType embedding = static_cast<TensorType>(*model.weights().type_of("token_embd.weight", std::vector<uint64_t>{config.vocab, config.hidden}));
+    if (embedding == TensorType::f16 && !test::gpu().caps().storage_16bit) continue;
+    const auto device = gpu_stack_or_skip(config, model, embedding);
+    if (!device) continue;
+    GenerateOptions options;
+    options.max_tokens = test::kContinuationTokens;
+    options.stop_tokens = model.tokenizer().stop_tokens();
+    const GenerateResult result = generate(*device, prompt, options);
+    CHECK(result.tokens == test::dense_greedy(model, config, prompt, test::kContinuationTokens));
+    std::vector<uint32_t> all = prompt;
+    all.insert(all.end(), result.tokens.begin(), result.tokens.end());
+    const std::string text = model.tokenizer().decode(all).substr(std::string("Once upon a time").size());
+    if (real.continuation) CHECK(text == real.continuation);
+  }
+  test::check_no_validation_messages(test::gpu());
+}
