@@ -37,7 +37,6 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ROWS = 8;
 layout(constant_id = 2) const uint SHARE = 1;
-layout(constant_id = 3) const uint OUTS = 1;
 
 layout(std430, binding = 0) readonly buffer ARows { float a_rows[]; };
 layout(std430, binding = 0) readonly buffer ARows4 { vec4 a_rows4[]; };  // aliases ARows
@@ -57,47 +56,53 @@ void store(uint r, uint o, float sum) {
 const uint QUADS = QUANT_UNIT / 4u;  // A quads per decode unit and row
 const uint OWN = QUADS / SHARE;      // of which each invocation loads
 
+// The four A values from word `word` on: one vec4 load when every A row
+// starts on a vec4 (`vec`), four scalar loads otherwise (rows of a ring).
+vec4 a_quad(uint word, bool vec) {
+  if (vec) return a_rows4[word >> 2u];
+  return vec4(a_rows[word], a_rows[word + 1u], a_rows[word + 2u], a_rows[word + 3u]);
+}
+
 void main() {
   const uint W = gl_WorkGroupSize.x;
-  const uint out_groups = (pc.out_dim + W * OUTS - 1u) / (W * OUTS);
+  const uint out_groups = (pc.out_dim + W - 1u) / W;
   const uint groups = out_groups * ((pc.rows + ROWS - 1u) / ROWS);
   const uint row_bytes = block_row_bytes(pc.in_dim);
   const uint share_lane = gl_SubgroupInvocationID % SHARE;
+  const bool vec = ((pc.a_offset | pc.a_stride) & 3u) == 0u;
   for (uint g = group_index(); g < groups; g += group_count()) {
-    const uint o0 = (g % out_groups) * W * OUTS + gl_LocalInvocationID.x;  // outputs o0 + n * W
+    const uint o = (g % out_groups) * W + gl_LocalInvocationID.x;
     const uint row0 = (g / out_groups) * ROWS;
-    uint w_row[OUTS], a_row[ROWS];
-    [[unroll]] for (uint n = 0u; n < OUTS; ++n) w_row[n] = pc.w_offset + min(o0 + n * W, pc.out_dim - 1u) * row_bytes;
-    [[unroll]] for (uint r = 0u; r < ROWS; ++r) a_row[r] = ROW_WORD(a, min(row0 + r, pc.rows - 1u)) >> 2u;
-    float acc[OUTS * ROWS];
-    [[unroll]] for (uint k = 0u; k < OUTS * ROWS; ++k) acc[k] = 0.0;
+    const uint w_row = pc.w_offset + min(o, pc.out_dim - 1u) * row_bytes;
+    uint a_row[ROWS];
+    [[unroll]] for (uint r = 0u; r < ROWS; ++r) a_row[r] = ROW_WORD(a, min(row0 + r, pc.rows - 1u));
+    float acc[ROWS];
+    [[unroll]] for (uint r = 0u; r < ROWS; ++r) acc[r] = 0.0;
     for (uint k = 0u; k < pc.in_dim / QUANT_VALUES; ++k) {
-      QuantBlock b[OUTS];
-      [[unroll]] for (uint n = 0u; n < OUTS; ++n) b[n] = quant_block(w_row[n] + k * QUANT_BYTES);
+      const uint byte = w_row + k * QUANT_BYTES;
+      const QuantBlock b = quant_block(byte);
       for (uint unit = 0u; unit < QUANT_VALUES / QUANT_UNIT; ++unit) {
-        float v[OUTS][QUANT_UNIT];
-        [[unroll]] for (uint n = 0u; n < OUTS; ++n) quant_unit(b[n], w_row[n] + k * QUANT_BYTES, unit, v[n]);
+        float v[QUANT_UNIT];
+        quant_unit(b, byte, unit, v);
         const uint quad0 = (k * QUANT_VALUES + unit * QUANT_UNIT) / 4u;
         [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
           // This invocation's quads of the unit: share_lane, share_lane + SHARE, ...
           vec4 own[OWN];
-          [[unroll]] for (uint j = 0u; j < OWN; ++j) own[j] = a_rows4[a_row[r] + quad0 + j * SHARE + share_lane];
+          [[unroll]] for (uint j = 0u; j < OWN; ++j) own[j] = a_quad(a_row[r] + 4u * (quad0 + j * SHARE + share_lane), vec);
+          float s = acc[r];
           [[unroll]] for (uint q = 0u; q < QUADS; ++q) {
             const vec4 quad = subgroupShuffle(own[q / SHARE], q % SHARE);
-            [[unroll]] for (uint n = 0u; n < OUTS; ++n) {
-              float s = acc[n * ROWS + r];
-              s = fma(quad.x, v[n][4u * q], s);
-              s = fma(quad.y, v[n][4u * q + 1u], s);
-              s = fma(quad.z, v[n][4u * q + 2u], s);
-              acc[n * ROWS + r] = fma(quad.w, v[n][4u * q + 3u], s);
-            }
+            s = fma(quad.x, v[4u * q], s);
+            s = fma(quad.y, v[4u * q + 1u], s);
+            s = fma(quad.z, v[4u * q + 2u], s);
+            s = fma(quad.w, v[4u * q + 3u], s);
           }
+          acc[r] = s;
         }
       }
     }
-    [[unroll]] for (uint n = 0u; n < OUTS; ++n)
-      [[unroll]] for (uint r = 0u; r < ROWS; ++r)
-        if (o0 + n * W < pc.out_dim && row0 + r < pc.rows) store(row0 + r, o0 + n * W, acc[n * ROWS + r]);
+    [[unroll]] for (uint r = 0u; r < ROWS; ++r)
+      if (o < pc.out_dim && row0 + r < pc.rows) store(row0 + r, o, acc[r]);
   }
 }
 

@@ -168,46 +168,54 @@ TEST_CASE("block kernels: the quantized comparison rejects weights decoded with 
 // ---------------------------------------------------------------------------
 // Embedding
 
+// A table of `vocab` rows looked up whole, or (split > 0) as two parts, rows
+// [0, split) and [split, vocab), each its own kernel over its own range of
+// the binding, the second starting at the byte (or element) where its first
+// row lies: the way the stack splits tables past one storage range.
 void check_embedding(Context& context, const kernels::KernelPlan& plan, ElementType type, uint32_t rows,
-                     uint32_t blocks, std::mt19937_64& rng) {
+                     uint32_t blocks, uint32_t split, std::mt19937_64& rng) {
   const uint32_t vocab = 37, dim = blocks * element_block(type).values;
-  INFO(to_string(type) << ": rows " << rows << ", dim " << dim);
+  INFO(to_string(type) << ": rows " << rows << ", dim " << dim << ", split at " << split);
   const Encoded table = encode(type, normal_values(size_t{vocab} * dim, rng));
-  kernels::Embedding::Args args;
-  args.rows = rows;
-  args.dim = dim;
-  args.vocab = vocab;
-  args.table_offset = start_offset(type);
   std::vector<uint32_t> ids(rows);
-  const uint32_t special[] = {vocab - 1, 0, vocab, 0xFFFFFFFFu};
+  const uint32_t special[] = {vocab - 1, 0, vocab, 0xFFFFFFFFu, split, split - 1};
   std::uniform_int_distribution<uint32_t> id(0, vocab - 1);
   for (uint32_t r = 0; r < rows; ++r) ids[r] = r < std::size(special) ? special[r] : id(rng);
-  args.ids = RowRef::contiguous(1);
-  args.out = wrapping(rows, dim, 1, 2);
-  std::vector<uint32_t> out_words(extent(args.out, rows, dim), kSentinel);
+  const RowRef out = wrapping(rows, dim, 1, 2);
+  std::vector<uint32_t> out_words(extent(out, rows, dim), kSentinel);
 
   const vk::Buffer id_buffer = test::upload_words(context, ids, "test ids");
   const vk::Buffer t_buffer = test::upload_words(context, table.words, "test table");
   const vk::Buffer out_buffer = test::upload_words(context, out_words, "test embeddings");
   vk::DescriptorArena arena(context);
   const kernels::Embedding embedding(context, arena, plan, type, {&id_buffer}, {&t_buffer}, {&out_buffer});
-  test::run_once(context, [&](vk::CommandRecorder& rec) { embedding.record(rec, args); });
+  // Where row `first` starts: elements of the float types, bytes of the block types.
+  const ElementBlock block = element_block(type);
+  auto row_start = [&](uint32_t first) {
+    return start_offset(type) + (block.values == 1 ? first * dim : first * (dim / block.values) * block.bytes);
+  };
+  test::run_once(context, [&](vk::CommandRecorder& rec) {
+    // The part at first_id 0 first: it zeros the rows of ids outside it.
+    const uint32_t part_rows = split > 0 ? split : vocab;
+    embedding.record(rec, {rows, dim, part_rows, row_start(0), RowRef::contiguous(1), out, 0});
+    if (split > 0) embedding.record(rec, {rows, dim, vocab - split, row_start(split), RowRef::contiguous(1), out, split});
+  });
   const std::vector<uint32_t> after = test::download_words(context, out_buffer, 0, out_words.size());
 
   const std::vector<double> expected = ops::embedding(table.values, dim, ids);
   // One fp32 rounding of each decoded value (scale times level, plus offset).
-  check_close(get_rows(after, args.out, rows, dim), expected,
-              [&](size_t i) { return 1e-6 * std::abs(expected[i]) + 1e-7; });
-  check_untouched(out_words, after, args.out, rows, dim);
+  check_close(get_rows(after, out, rows, dim), expected, [&](size_t i) { return 1e-6 * std::abs(expected[i]) + 1e-7; });
+  check_untouched(out_words, after, out, rows, dim);
 }
 
-TEST_CASE("block kernels: embedding lookup decodes BF16 and every block type, zeros for out-of-range ids") {
+TEST_CASE("block kernels: embedding lookup decodes BF16 and every block type, whole or split, zeros for out-of-range ids") {
   std::mt19937_64 rng(9003);
   Context& context = test::gpu();
   const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   for (ElementType type : kTypes) {
-    check_embedding(context, plan, type, 9, 2, rng);
-    check_embedding(context, folded(plan), type, 6, 3, rng);
+    check_embedding(context, plan, type, 9, 2, 0, rng);
+    check_embedding(context, plan, type, 11, 1, 19, rng);
+    check_embedding(context, folded(plan), type, 6, 3, 5, rng);
   }
   test::check_no_validation_messages(context);
 }

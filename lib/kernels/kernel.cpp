@@ -73,7 +73,7 @@ ShaderId weight_variant(const Context& context, WeightKernel kernel, ElementType
       case WeightKernel::embedding: return v.embedding;
     }
   }
-  fail(ErrorCode::unsupported, what + ": " + std::string(to_string(type)) + " weights have no decoding kernel yet (" +
+  fail(ErrorCode::unsupported, what + ": " + std::string(to_string(type)) + " weights have no decoding kernel (" +
                                    decoded_types() + " do)");
 }
 

@@ -4,7 +4,6 @@
 #include "core/fail.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 
 namespace attendre::kernels {
 
@@ -20,7 +19,7 @@ constexpr uint32_t kMatvecElements = 8;
 // What one matmul_direct invocation computes: `rows` rows of one output,
 // in workgroups of `workgroup`.
 struct DirectShape {
-  uint32_t rows, outs, workgroup;
+  uint32_t rows, workgroup;
 };
 
 // Float types: 8 rows per invocation, enough to reuse the weight row from
@@ -31,13 +30,8 @@ struct DirectShape {
 // variant that decodes nothing in vain. Small workgroups keep every CPU
 // thread busy on matrices of a few hundred outputs.
 DirectShape direct_shape(const KernelPlan& plan, ElementType type, bool few) {
-  if (decode_unit(type) == 1) return {8, 1, plan.workgroup};
-  auto env = [](const char* name, uint32_t fallback) {
-    const char* v = std::getenv(name);
-    return v ? static_cast<uint32_t>(std::atoi(v)) : fallback;
-  };
-  if (few) return {1, env("ATT_FEW_OUTS", 1), std::min(plan.workgroup, env("ATT_FEW_WG", 32))};
-  return {env("ATT_ROWS", 8), env("ATT_OUTS", 1), std::min(plan.workgroup, env("ATT_WG", 32))};
+  if (decode_unit(type) == 1) return {8, plan.workgroup};
+  return {few ? 1u : 8u, std::min(plan.workgroup, 32u)};
 }
 constexpr uint32_t kDirectFewRows = 2;
 
@@ -57,10 +51,10 @@ Matmul::Matmul(Context& context, vk::DescriptorArena& arena, const KernelPlan& p
   if (plan_.direct) {
     const ShaderId direct = weight_variant(context, WeightKernel::direct, weights, what);
     const DirectShape many = direct_shape(plan, weights, false), few = direct_shape(plan, weights, true);
-    direct_ = Kernel::make<MatmulParams>(context, arena, direct, {many.workgroup, many.rows, plan.direct_share, many.outs},
+    direct_ = Kernel::make<MatmulParams>(context, arena, direct, {many.workgroup, many.rows, plan.direct_share},
                                          {a, w, c, r});
     if (blocks)
-      direct_few_ = Kernel::make<MatmulParams>(context, arena, direct, {few.workgroup, few.rows, plan.direct_share, few.outs},
+      direct_few_ = Kernel::make<MatmulParams>(context, arena, direct, {few.workgroup, few.rows, plan.direct_share},
                                                {a, w, c, r});
     return;
   }
@@ -106,7 +100,7 @@ const Kernel& Matmul::direct_for(uint32_t rows) const {
 Grid Matmul::grid(const Args& args) const {
   if (plan_.direct) {
     const DirectShape s = direct_shape(plan_, type_, direct_few_ && args.rows <= kDirectFewRows);
-    return fold_groups(uint64_t{ceil_div(args.out, s.workgroup * s.outs)} * ceil_div(args.rows, s.rows), plan_);
+    return fold_groups(uint64_t{ceil_div(args.out, s.workgroup)} * ceil_div(args.rows, s.rows), plan_);
   }
   if (uses_matvec(args.rows)) {
     const uint32_t per_group = plan_.matvec_workgroup / params(args).lanes;

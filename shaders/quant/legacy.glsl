@@ -46,8 +46,6 @@ QuantBlock quant_block(uint byte) {
 
 // The block's 32 values (its only unit).
 void quant_unit(QuantBlock b, uint byte, uint unit, out float v[QUANT_UNIT]) {
-  [[unroll]] for (uint l = 0u; l < QUANT_UNIT; ++l) v[l] = b.scale * float(l);
-  return;
   [[unroll]] for (uint j = 0u; j < 4u; ++j)
     [[unroll]] for (uint m = 0u; m < 4u; ++m) {
       const uint i = 4u * j + m, bits = b.qs[j] >> (8u * m);
