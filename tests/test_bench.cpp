@@ -1,5 +1,5 @@
 // attendre-bench run as CI would: --quick --json, then the JSON checked
-// against apps/attendre-bench/SCHEMA.md with a strict little parser (every
+// against apps/attendre-bench/SCHEMA.md, parsed strictly by nlohmann::json (every
 // required key present, every number finite, measurements positive,
 // efficiency in (0, 1.5], kernel names from the documented set). No timing
 // thresholds: the numbers depend on the machine.
@@ -7,6 +7,7 @@
 #include "core/fail.hpp"
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #ifdef ATTENDRE_BENCH_BINARY
 
@@ -33,165 +34,23 @@ using Outcome = attendre::test::ToolOutcome;
 
 Outcome run_bench(const std::string& arguments) { return attendre::test::run_tool(ATTENDRE_BENCH_BINARY, arguments); }
 
-// A JSON value; objects keep their keys in order and reject duplicates.
-struct Json {
-  enum class Kind { null, boolean, number, string, array, object } kind = Kind::null;
-  bool boolean = false;
-  double number = 0.0;
-  std::string string;
-  std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> members;
-
-  const Json* find(const std::string& key) const {
-    for (const auto& [k, v] : members)
-      if (k == key) return &v;
-    return nullptr;
-  }
-};
-
-// Strict RFC 8259 parsing: no trailing commas, no comments, nothing after the value.
-class Parser {
- public:
-  explicit Parser(const std::string& text) : s_(text) {}
-  Json parse() {
-    Json v = value();
-    space();
-    if (i_ != s_.size()) fail("text after the value");
-    return v;
-  }
-
- private:
-  [[noreturn]] void fail(const std::string& what) const {
-    throw std::runtime_error("JSON: " + what + " at offset " + std::to_string(i_));
-  }
-  void space() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) ++i_;
-  }
-  bool take(char c) {
-    space();
-    if (i_ < s_.size() && s_[i_] == c) {
-      ++i_;
-      return true;
-    }
-    return false;
-  }
-  void expect(char c) {
-    if (!take(c)) fail(std::string("expected '") + c + "'");
-  }
-  bool literal(const char* word) {
-    const std::string w(word);
-    if (s_.compare(i_, w.size(), w) != 0) return false;
-    i_ += w.size();
-    return true;
-  }
-  Json value() {
-    space();
-    if (i_ >= s_.size()) fail("unexpected end");
-    Json v;
-    const char c = s_[i_];
-    if (c == '{') {
-      ++i_;
-      v.kind = Json::Kind::object;
-      if (take('}')) return v;
-      do {
-        space();
-        const std::string key = string_token();
-        if (v.find(key)) fail("duplicate key '" + key + "'");
-        expect(':');
-        v.members.emplace_back(key, value());
-      } while (take(','));
-      expect('}');
-    } else if (c == '[') {
-      ++i_;
-      v.kind = Json::Kind::array;
-      if (take(']')) return v;
-      do v.items.push_back(value());
-      while (take(','));
-      expect(']');
-    } else if (c == '"') {
-      v.kind = Json::Kind::string;
-      v.string = string_token();
-    } else if (literal("true")) {
-      v.kind = Json::Kind::boolean;
-      v.boolean = true;
-    } else if (literal("false")) {
-      v.kind = Json::Kind::boolean;
-    } else if (literal("null")) {
-      v.kind = Json::Kind::null;
-    } else {
-      v.kind = Json::Kind::number;
-      v.number = number_token();
-    }
-    return v;
-  }
-  std::string string_token() {
-    if (i_ >= s_.size() || s_[i_] != '"') fail("expected a string");
-    ++i_;
-    std::string out;
-    while (i_ < s_.size() && s_[i_] != '"') {
-      const char c = s_[i_++];
-      if (static_cast<unsigned char>(c) < 0x20) fail("control character in a string");
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (i_ >= s_.size()) fail("unfinished escape");
-      const char e = s_[i_++];
-      if (e == 'u') {
-        if (i_ + 4 > s_.size()) fail("short \\u escape");
-        out += '?';  // the checks below never look inside escaped characters
-        i_ += 4;
-      } else if (std::string("\"\\/bfnrt").find(e) != std::string::npos) {
-        out += e == 'n' ? '\n' : e == 't' ? '\t' : e;
-      } else {
-        fail("bad escape");
-      }
-    }
-    if (i_ >= s_.size()) fail("unterminated string");
-    ++i_;
-    return out;
-  }
-  double number_token() {
-    const size_t start = i_;
-    if (i_ < s_.size() && s_[i_] == '-') ++i_;
-    auto digits = [&] {
-      const size_t d = i_;
-      while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
-      return i_ - d;
-    };
-    if (i_ < s_.size() && s_[i_] == '0') ++i_;
-    else if (digits() == 0) fail("expected a value");
-    if (i_ < s_.size() && s_[i_] == '.') {
-      ++i_;
-      if (digits() == 0) fail("digits expected after '.'");
-    }
-    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
-      ++i_;
-      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
-      if (digits() == 0) fail("digits expected in the exponent");
-    }
-    return std::stod(s_.substr(start, i_ - start));
-  }
-
-  const std::string& s_;
-  size_t i_ = 0;
-};
+using Json = nlohmann::ordered_json;
 
 // Checks that record where in the document they looked.
 struct Checker {
   const Json& at(const Json& object, const std::string& key, const std::string& where) {
     INFO(where << "." << key);
-    REQUIRE(object.kind == Json::Kind::object);
-    const Json* v = object.find(key);
-    REQUIRE_MESSAGE(v != nullptr, "missing key " << where << "." << key);
-    return *v;
+    REQUIRE(object.is_object());
+    REQUIRE_MESSAGE(object.contains(key), "missing key " << where << "." << key);
+    return object.at(key);
   }
   double number(const Json& object, const std::string& key, const std::string& where) {
     const Json& v = at(object, key, where);
     INFO(where << "." << key);
-    REQUIRE(v.kind == Json::Kind::number);
-    CHECK(std::isfinite(v.number));
-    return v.number;
+    REQUIRE(v.is_number());
+    const double x = v.get<double>();
+    CHECK(std::isfinite(x));
+    return x;
   }
   double positive(const Json& object, const std::string& key, const std::string& where) {
     const double x = number(object, key, where);
@@ -202,13 +61,13 @@ struct Checker {
   std::string text(const Json& object, const std::string& key, const std::string& where) {
     const Json& v = at(object, key, where);
     INFO(where << "." << key);
-    REQUIRE(v.kind == Json::Kind::string);
-    return v.string;
+    REQUIRE(v.is_string());
+    return v.get<std::string>();
   }
   const Json& list(const Json& object, const std::string& key, const std::string& where) {
     const Json& v = at(object, key, where);
     INFO(where << "." << key);
-    REQUIRE(v.kind == Json::Kind::array);
+    REQUIRE(v.is_array());
     return v;
   }
 };
@@ -216,10 +75,12 @@ struct Checker {
 // No null and no non-finite number anywhere: the writer emits null for non-finite values.
 void check_all_numbers(const Json& v, const std::string& where) {
   INFO(where);
-  CHECK(v.kind != Json::Kind::null);
-  if (v.kind == Json::Kind::number) CHECK(std::isfinite(v.number));
-  for (size_t i = 0; i < v.items.size(); ++i) check_all_numbers(v.items[i], where + "[" + std::to_string(i) + "]");
-  for (const auto& [k, m] : v.members) check_all_numbers(m, where + "." + k);
+  CHECK_FALSE(v.is_null());
+  if (v.is_number()) CHECK(std::isfinite(v.get<double>()));
+  if (v.is_array())
+    for (size_t i = 0; i < v.size(); ++i) check_all_numbers(v[i], where + "[" + std::to_string(i) + "]");
+  if (v.is_object())
+    for (const auto& [k, m] : v.items()) check_all_numbers(m, where + "." + k);
 }
 
 const std::set<std::string> kLayerKernels = {"score", "topk", "attend", "evict_select", "compact"};
@@ -254,17 +115,17 @@ TEST_CASE("attendre-bench --quick --json: the JSON follows SCHEMA.md") {
   CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
   Json doc;
   try {
-    doc = Parser(text.str()).parse();
+    doc = Json::parse(text.str());  // strict RFC 8259: no comments, no trailing commas, nothing after the value
   } catch (const std::exception& e) {
     FAIL(e.what());
   }
-  REQUIRE(doc.kind == Json::Kind::object);
+  REQUIRE(doc.is_object());
   check_all_numbers(doc, "$");
   Checker c;
 
   CHECK(c.text(doc, "schema", "$") == "attendre-bench/1");
-  REQUIRE(c.at(doc, "quick", "$").kind == Json::Kind::boolean);
-  CHECK(c.at(doc, "quick", "$").boolean);
+  REQUIRE(c.at(doc, "quick", "$").is_boolean());
+  CHECK(c.at(doc, "quick", "$").get<bool>());
   c.positive(doc, "runtime_s", "$");
 
   const Json& device = c.at(doc, "device", "$");
@@ -275,25 +136,25 @@ TEST_CASE("attendre-bench --quick --json: the JSON follows SCHEMA.md") {
                           "subgroup_size", "timestamp_period_ns"})
     c.positive(limits, key, "device.limits");
   for (const char* key : {"max_loop_iterations", "device_local_bytes"}) CHECK(c.number(limits, key, "device.limits") >= 0.0);
-  CHECK(c.at(limits, "storage_16bit", "device.limits").kind == Json::Kind::boolean);
+  CHECK(c.at(limits, "storage_16bit", "device.limits").is_boolean());
 
   c.positive(doc, "copy_gbps", "$");
   c.positive(doc, "fma_gflops", "$");
   const Json& samples = c.at(doc, "limits", "$");
   for (const char* series : {"copy", "fma"}) {
     const Json& list = c.list(samples, series, "limits");
-    CHECK_FALSE(list.items.empty());
-    for (const Json& s : list.items) {
+    CHECK_FALSE(list.empty());
+    for (const Json& s : list) {
       c.positive(s, "ms", std::string("limits.") + series);
       c.positive(s, series == std::string("copy") ? "gbps" : "gflops", std::string("limits.") + series);
     }
   }
 
   const Json& kernels = c.list(doc, "kernels", "$");
-  REQUIRE_FALSE(kernels.items.empty());
+  REQUIRE_FALSE(kernels.empty());
   std::set<std::string> seen;
-  for (size_t i = 0; i < kernels.items.size(); ++i) {
-    const Json& k = kernels.items[i];
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const Json& k = kernels[i];
     const std::string where = "kernels[" + std::to_string(i) + "]";
     const std::string name = c.text(k, "name", where);
     INFO(where << " " << name);
@@ -302,13 +163,12 @@ TEST_CASE("attendre-bench --quick --json: the JSON follows SCHEMA.md") {
     const std::string precision = c.text(k, "precision", where);
     CHECK((precision == "f32" || precision == "f16"));
     const Json& shape = c.at(k, "shape", where);
-    REQUIRE(shape.kind == Json::Kind::object);
-    CHECK_FALSE(shape.members.empty());
-    for (const auto& [dim, n] : shape.members) {
+    REQUIRE(shape.is_object());
+    CHECK_FALSE(shape.empty());
+    for (const auto& [dim, n] : shape.items()) {
       INFO(where << ".shape." << dim);
-      REQUIRE(n.kind == Json::Kind::number);
-      CHECK(n.number >= 1.0);
-      CHECK(n.number == std::floor(n.number));
+      REQUIRE(n.is_number_unsigned());
+      CHECK(n.get<uint64_t>() >= 1);
     }
     for (const char* key : {"median_ms", "bytes", "flops", "gbps", "gflops", "samples"}) c.positive(k, key, where);
     const double efficiency = c.positive(k, "efficiency", where);
@@ -323,14 +183,14 @@ TEST_CASE("attendre-bench --quick --json: the JSON follows SCHEMA.md") {
   CHECK(seen.count("matmul"));
 
   const Json& skipped = c.list(doc, "skipped", "$");
-  for (const Json& s : skipped.items) {
+  for (const Json& s : skipped) {
     CHECK_FALSE(c.text(s, "what", "skipped").empty());
     CHECK_FALSE(c.text(s, "reason", "skipped").empty());
   }
 
   const Json& presets = c.list(doc, "presets", "$");
   bool mobile = false;
-  for (const Json& p : presets.items) {
+  for (const Json& p : presets) {
     const std::string name = c.text(p, "name", "presets");
     const std::string where = "presets." + name;
     mobile = mobile || name == "mobile";
@@ -340,30 +200,30 @@ TEST_CASE("attendre-bench --quick --json: the JSON follows SCHEMA.md") {
     CHECK(c.number(p, "overhead_ms", where) >= 0.0);
     CHECK(c.number(p, "layers_run", where) <= c.number(p, "layers_model", where));
     const Json& split = c.at(p, "kernel_ms", where);
-    REQUIRE(split.kind == Json::Kind::object);
-    CHECK_FALSE(split.members.empty());
-    for (const auto& [kernel, ms] : split.members) {
+    REQUIRE(split.is_object());
+    CHECK_FALSE(split.empty());
+    for (const auto& [kernel, ms] : split.items()) {
       INFO(where << ".kernel_ms." << kernel);
       // The split names every dispatch: the kernel names above, or the shader's own name for a kernel
       // the bench has no name for yet.
       CHECK_FALSE(kernel.empty());
       CHECK(kernel.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos);
-      REQUIRE(ms.kind == Json::Kind::number);
-      CHECK(ms.number > 0.0);
+      REQUIRE(ms.is_number());
+      CHECK(ms.get<double>() > 0.0);
     }
-    for (const Json& note : c.list(p, "notes", where).items) CHECK(note.kind == Json::Kind::string);
+    for (const Json& note : c.list(p, "notes", where)) CHECK(note.is_string());
   }
   CHECK(mobile);
 
-  for (const Json& m : c.list(doc, "memory_plans", "$").items) c.positive(m, "gpu_bytes", "memory_plans");
+  for (const Json& m : c.list(doc, "memory_plans", "$")) c.positive(m, "gpu_bytes", "memory_plans");
 
   const Json& scaling = c.at(doc, "scaling", "$");
   for (const char* key : {"heads_q", "heads_kv", "head_dim", "S", "M", "N", "K"}) c.positive(scaling, key, "scaling");
   for (const char* series : {"bounded", "dense"}) {
     const Json& list = c.list(scaling, series, "scaling");
-    CHECK_FALSE(list.items.empty());
+    CHECK_FALSE(list.empty());
     double last = 0.0;
-    for (const Json& point : list.items) {
+    for (const Json& point : list) {
       const double positions = c.positive(point, "positions", std::string("scaling.") + series);
       CHECK(positions > last);  // ascending lengths
       last = positions;
@@ -371,9 +231,10 @@ TEST_CASE("attendre-bench --quick --json: the JSON follows SCHEMA.md") {
       c.positive(point, "streamed", std::string("scaling.") + series);
     }
   }
-  if (const Json* crossover = scaling.find("crossover_positions")) {
-    REQUIRE(crossover->kind == Json::Kind::number);
-    CHECK(crossover->number > 0.0);
+  if (scaling.contains("crossover_positions")) {
+    const Json& crossover = scaling.at("crossover_positions");
+    REQUIRE(crossover.is_number());
+    CHECK(crossover.get<double>() > 0.0);
   }
 }
 

@@ -153,7 +153,7 @@ TEST_CASE("attendre-reader: --help documents every option") {
   for (const char* flag : {"--text", "--haystack", "--haystack-tokens", "--needles", "--depths", "--seed", "--question",
                            "--template", "--model", "--chunk", "--q-capacity", "--kv-capacity", "--top-k", "--sinks",
                            "--policy", "--compare", "--lambda", "--init-k", "--init-const", "--flush", "--fp16",
-                           "--device", "--json", "--report", "--export-stream", "--quiet"})
+                           "--device", "--json", "--report", "--export-stream", "--quiet", "--answer-tokens"})
     CHECK_MESSAGE(r.out.find(flag) != std::string::npos, flag);
 }
 

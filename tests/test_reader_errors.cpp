@@ -5,6 +5,8 @@
 
 #ifdef ATTENDRE_READER_BINARY
 
+#include "io/gguf_writer.hpp"
+
 #include <fstream>
 
 using namespace attendre::test;
@@ -24,6 +26,12 @@ struct Case {
 TEST_CASE("attendre-reader: errors are one line and a non-zero exit, and leave no output behind") {
   const TempDir dir;
   std::ofstream(dir / "model.gguf", std::ios::binary) << "GGUF";
+  {
+    // A well-formed file of an architecture the stack does not run.
+    attendre::gguf::Writer writer;
+    writer.add("general.architecture", attendre::gguf::MetadataValue::string("gpt2"));
+    writer.write(dir / "arch.gguf");
+  }
   std::string bad(70000, 'a');
   bad += "\xff tail";  // an invalid byte past the first 64 KiB block
   std::ofstream(dir / "bad.txt", std::ios::binary) << bad;
@@ -41,7 +49,13 @@ TEST_CASE("attendre-reader: errors are one line and a non-zero exit, and leave n
       {"invalid UTF-8", "--text " + quote(dir / "bad.txt"), "", 1, "bad.txt: invalid UTF-8 at byte 70000"},
       {"a surrogate", "--text " + quote(dir / "surrogate.txt"), "", 1, "invalid UTF-8 at byte 3"},
       {"a cut character", "--text " + quote(dir / "cut.txt"), "", 1, "invalid UTF-8 at byte 4"},
-      {"a model", "--model " + quote(dir / "model.gguf"), "", 1, "not available in this build yet"},
+      {"a truncated model", "--model " + quote(dir / "model.gguf"), "", 1, "model.gguf: version: needs 4 bytes"},
+      {"an unsupported model", "--model " + quote(dir / "arch.gguf"), "", 1, "architecture 'gpt2' is not supported"},
+      {"answer tokens without a model", "--answer-tokens 5", "", 2, "--answer-tokens needs --model"},
+      {"answer tokens out of range", "--model " + quote(dir / "model.gguf") + " --answer-tokens 0", "", 2,
+       "--answer-tokens: expected a whole number from 1 to 4096, got '0'"},
+      {"a model's stream export", "--model " + quote(dir / "model.gguf") + " --export-stream " + quote(dir / "s"), "", 2,
+       "--export-stream needs the lexical model"},
       {"a missing model", "--model " + quote(dir / "none.gguf"), "", 1, "cannot open"},
       {"no Vulkan device", "--haystack-tokens 100", "VK_ICD_FILENAMES=/nonexistent.json VK_DRIVER_FILES=/nonexistent.json ",
        1, "no usable Vulkan device"},

@@ -3,299 +3,149 @@
 
 #include <attendre/error.hpp>
 
-#include <cmath>
-#include <cstdio>
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <fstream>
-#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace bench {
 namespace {
 
-// Pretty-printed JSON, one value at a time; commas and indentation follow
-// from a stack of open containers.
-class Writer {
- public:
-  void begin_object() { open('{'); }
-  void end_object() { close('}'); }
-  void begin_array() { open('['); }
-  void end_array() { close(']'); }
-  void key(std::string_view k) {
-    separate();
-    string(k);
-    out_ += ": ";
-    after_key_ = true;
-  }
-  void value(std::string_view s) {
-    separate();
-    string(s);
-  }
-  void value(const char* s) { value(std::string_view(s)); }
-  void value(const std::string& s) { value(std::string_view(s)); }
-  void value(bool b) {
-    separate();
-    out_ += b ? "true" : "false";
-  }
-  void value(uint64_t n) {
-    separate();
-    out_ += std::to_string(n);
-  }
-  void value(uint32_t n) { value(uint64_t{n}); }
-  // Non-finite numbers have no JSON form: null, which the schema forbids, so a checker catches it.
-  void value(double x) {
-    separate();
-    if (!std::isfinite(x)) {
-      out_ += "null";
-      return;
-    }
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.9g", x);
-    out_ += buf;
-  }
-  template <class T>
-  void field(std::string_view k, const T& v) {
-    key(k);
-    value(v);
-  }
-  const std::string& str() const { return out_; }
+// Keys in the order SCHEMA.md lists them.
+using Json = nlohmann::ordered_json;
 
- private:
-  void open(char c) {
-    separate();
-    out_ += c;
-    first_.push_back(true);
-  }
-  void close(char c) {
-    const bool empty = first_.back();
-    first_.pop_back();
-    if (!empty) newline();
-    out_ += c;
-    if (first_.empty()) out_ += '\n';
-  }
-  void separate() {
-    if (after_key_) {
-      after_key_ = false;
-      return;
-    }
-    if (first_.empty()) return;
-    if (!first_.back()) out_ += ',';
-    first_.back() = false;
-    newline();
-  }
-  void newline() {
-    out_ += '\n';
-    out_.append(2 * first_.size(), ' ');
-  }
-  void string(std::string_view s) {
-    out_ += '"';
-    for (char c : s) {
-      switch (c) {
-        case '"': out_ += "\\\""; break;
-        case '\\': out_ += "\\\\"; break;
-        case '\n': out_ += "\\n"; break;
-        case '\t': out_ += "\\t"; break;
-        default:
-          if (static_cast<unsigned char>(c) < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-            out_ += buf;
-          } else {
-            out_ += c;
-          }
-      }
-    }
-    out_ += '"';
-  }
+// Non-finite numbers have no JSON form: the writer emits null, which the
+// schema forbids, so a checker catches it.
 
-  std::string out_;
-  std::vector<bool> first_;
-  bool after_key_ = false;
-};
-
-void device(Writer& w, const DeviceInfo& d) {
-  w.key("device");
-  w.begin_object();
-  w.field("name", d.name);
-  w.field("vendor", d.vendor);
-  w.field("vendor_id", d.vendor_id);
-  w.field("device_id", d.device_id);
-  w.field("type", d.type);
-  w.field("driver", d.driver);
-  w.field("api_version", d.api_version);
-  w.key("limits");
-  w.begin_object();
-  w.field("max_invocations", d.max_invocations);
-  w.field("workgroup", d.workgroup);
-  w.field("max_shared_bytes", d.max_shared_bytes);
-  w.field("max_storage_range", d.max_storage_range);
-  w.field("max_allocation", d.max_allocation);
-  w.field("device_local_bytes", d.device_local_bytes);
-  w.field("subgroup_size", d.subgroup_size);
-  w.field("max_loop_iterations", d.max_loop_iterations);
-  w.field("storage_16bit", d.storage_16bit);
-  w.field("timestamp_period_ns", d.timestamp_period_ns);
-  w.end_object();
-  w.end_object();
+Json device(const DeviceInfo& d) {
+  return {{"name", d.name},
+          {"vendor", d.vendor},
+          {"vendor_id", d.vendor_id},
+          {"device_id", d.device_id},
+          {"type", d.type},
+          {"driver", d.driver},
+          {"api_version", d.api_version},
+          {"limits",
+           {{"max_invocations", d.max_invocations},
+            {"workgroup", d.workgroup},
+            {"max_shared_bytes", d.max_shared_bytes},
+            {"max_storage_range", d.max_storage_range},
+            {"max_allocation", d.max_allocation},
+            {"device_local_bytes", d.device_local_bytes},
+            {"subgroup_size", d.subgroup_size},
+            {"max_loop_iterations", d.max_loop_iterations},
+            {"storage_16bit", d.storage_16bit},
+            {"timestamp_period_ns", d.timestamp_period_ns}}}};
 }
 
-void limits(Writer& w, const Limits& l) {
-  w.field("copy_gbps", l.copy_gbps);
-  w.field("fma_gflops", l.fma_gflops);
-  w.key("limits");
-  w.begin_object();
-  for (const auto& [name, samples, size_key, rate_key] :
-       {std::tuple{"copy", &l.copy, "bytes", "gbps"}, std::tuple{"fma", &l.fma, "invocations", "gflops"}}) {
-    w.key(name);
-    w.begin_array();
-    for (const LimitSample& s : *samples) {
-      w.begin_object();
-      w.field("variant", s.variant);
-      w.field(size_key, s.size);
-      w.field("ms", s.ms);
-      w.field(rate_key, s.rate);
-      w.end_object();
-    }
-    w.end_array();
-  }
-  w.end_object();
+Json limit_samples(const std::vector<LimitSample>& samples, const char* size_key, const char* rate_key) {
+  Json list = Json::array();
+  for (const LimitSample& s : samples) list.push_back({{"variant", s.variant}, {size_key, s.size}, {"ms", s.ms}, {rate_key, s.rate}});
+  return list;
 }
 
-void kernel(Writer& w, const KernelResult& k) {
-  w.begin_object();
-  w.field("name", k.name);
-  if (!k.role.empty()) w.field("role", k.role);
-  w.field("precision", k.precision);
-  w.key("shape");
-  w.begin_object();
-  for (const auto& [dim, n] : k.shape) w.field(dim, n);
-  w.end_object();
-  w.field("median_ms", k.median_ms);
-  w.field("samples", k.samples);
-  w.field("bytes", k.bytes);
-  w.field("flops", k.flops);
-  w.field("gbps", k.gbps);
-  w.field("gflops", k.gflops);
-  w.field("efficiency", k.efficiency);
-  w.field("bound", k.bound);
+Json kernel(const KernelResult& k) {
+  Json j = {{"name", k.name}};
+  if (!k.role.empty()) j["role"] = k.role;
+  j["precision"] = k.precision;
+  Json shape = Json::object();
+  for (const auto& [dim, n] : k.shape) shape[dim] = n;
+  j["shape"] = shape;
+  j["median_ms"] = k.median_ms;
+  j["samples"] = k.samples;
+  j["bytes"] = k.bytes;
+  j["flops"] = k.flops;
+  j["gbps"] = k.gbps;
+  j["gflops"] = k.gflops;
+  j["efficiency"] = k.efficiency;
+  j["bound"] = k.bound;
   if (k.weight_bytes > 0.0) {
-    w.field("weight_bytes", k.weight_bytes);
-    w.field("weight_gbps", k.weight_gbps);
-    w.field("copy_fraction", k.copy_fraction);
+    j["weight_bytes"] = k.weight_bytes;
+    j["weight_gbps"] = k.weight_gbps;
+    j["copy_fraction"] = k.copy_fraction;
   }
-  w.end_object();
+  return j;
 }
 
-void preset(Writer& w, const Preset& p) {
-  w.begin_object();
-  w.field("name", p.name);
-  w.field("model", p.model);
-  w.field("precision", p.precision);
-  w.field("policy", p.policy);
-  w.field("lm_infinite", p.lm_infinite);
-  w.field("layers_model", p.layers_model);
-  w.field("layers_run", p.layers_run);
-  w.field("vocab_model", p.vocab_model);
-  w.field("vocab_run", p.vocab_run);
-  w.field("hidden", p.hidden);
-  w.field("ffn", p.ffn);
-  w.field("heads_q", p.heads_q);
-  w.field("heads_kv", p.heads_kv);
-  w.field("head_dim", p.head_dim);
-  w.field("S", p.S);
-  w.field("M", p.M);
-  w.field("N", p.N);
-  w.field("K", p.K);
-  w.field("ms_per_step", p.ms_per_step);
-  w.field("tokens_per_s", p.tokens_per_s);
-  w.key("kernel_ms");
-  w.begin_object();
-  for (const KernelSplit& k : p.kernel_ms) w.field(k.name, k.ms);
-  w.end_object();
-  w.field("overhead_ms", p.overhead_ms);
-  w.field("gpu_bytes", p.gpu_bytes);
-  w.field("planned_full_bytes", p.planned_full_bytes);
-  w.field("ms_per_step_full_depth", p.ms_per_step_full_depth);
-  w.field("steps_timed", p.steps_timed);
-  w.field("dispatches", p.dispatches);
-  w.field("barriers", p.barriers);
-  w.key("notes");
-  w.begin_array();
-  for (const std::string& n : p.notes) w.value(n);
-  w.end_array();
-  w.end_object();
+Json preset(const Preset& p) {
+  Json kernel_ms = Json::object();
+  for (const KernelSplit& k : p.kernel_ms) kernel_ms[k.name] = k.ms;
+  return {{"name", p.name},
+          {"model", p.model},
+          {"precision", p.precision},
+          {"policy", p.policy},
+          {"lm_infinite", p.lm_infinite},
+          {"layers_model", p.layers_model},
+          {"layers_run", p.layers_run},
+          {"vocab_model", p.vocab_model},
+          {"vocab_run", p.vocab_run},
+          {"hidden", p.hidden},
+          {"ffn", p.ffn},
+          {"heads_q", p.heads_q},
+          {"heads_kv", p.heads_kv},
+          {"head_dim", p.head_dim},
+          {"S", p.S},
+          {"M", p.M},
+          {"N", p.N},
+          {"K", p.K},
+          {"ms_per_step", p.ms_per_step},
+          {"tokens_per_s", p.tokens_per_s},
+          {"kernel_ms", kernel_ms},
+          {"overhead_ms", p.overhead_ms},
+          {"gpu_bytes", p.gpu_bytes},
+          {"planned_full_bytes", p.planned_full_bytes},
+          {"ms_per_step_full_depth", p.ms_per_step_full_depth},
+          {"steps_timed", p.steps_timed},
+          {"dispatches", p.dispatches},
+          {"barriers", p.barriers},
+          {"notes", p.notes}};
 }
 
-void scaling(Writer& w, const Scaling& s) {
-  w.key("scaling");
-  w.begin_object();
-  w.field("heads_q", s.heads_q);
-  w.field("heads_kv", s.heads_kv);
-  w.field("head_dim", s.head_dim);
-  w.field("S", s.S);
-  w.field("M", s.M);
-  w.field("N", s.N);
-  w.field("K", s.K);
+Json scaling(const Scaling& s) {
+  Json j = {{"heads_q", s.heads_q}, {"heads_kv", s.heads_kv}, {"head_dim", s.head_dim}, {"S", s.S},
+            {"M", s.M},             {"N", s.N},               {"K", s.K}};
   for (const auto& [name, series] : {std::pair{"bounded", &s.bounded}, std::pair{"dense", &s.dense}}) {
-    w.key(name);
-    w.begin_array();
-    for (const ScalingPoint& p : *series) {
-      w.begin_object();
-      w.field("positions", p.positions);
-      w.field("ms_per_step", p.ms_per_step);
-      w.field("streamed", p.streamed);
-      w.end_object();
-    }
-    w.end_array();
+    Json points = Json::array();
+    for (const ScalingPoint& p : *series)
+      points.push_back({{"positions", p.positions}, {"ms_per_step", p.ms_per_step}, {"streamed", p.streamed}});
+    j[name] = points;
   }
-  if (!s.dense_stopped.empty()) w.field("dense_stopped", s.dense_stopped);
-  if (s.crossover) w.field("crossover_positions", *s.crossover);
-  w.end_object();
+  if (!s.dense_stopped.empty()) j["dense_stopped"] = s.dense_stopped;
+  if (s.crossover) j["crossover_positions"] = *s.crossover;
+  return j;
 }
 
 }  // namespace
 
 std::string to_json(const Results& r) {
-  Writer w;
-  w.begin_object();
-  w.field("schema", "attendre-bench/1");
-  w.field("quick", r.quick);
-  w.field("filter", r.filter);
-  w.field("runtime_s", r.runtime_s);
-  device(w, r.device);
-  limits(w, r.limits);
-  w.key("kernels");
-  w.begin_array();
-  for (const KernelResult& k : r.kernels) kernel(w, k);
-  w.end_array();
-  w.key("skipped");
-  w.begin_array();
-  for (const Skipped& s : r.skipped) {
-    w.begin_object();
-    w.field("what", s.what);
-    w.field("reason", s.reason);
-    w.end_object();
-  }
-  w.end_array();
-  w.key("presets");
-  w.begin_array();
-  for (const Preset& p : r.presets) preset(w, p);
-  w.end_array();
-  w.key("memory_plans");
-  w.begin_array();
-  for (const MemoryPlan& m : r.plans) {
-    w.begin_object();
-    w.field("name", m.name);
-    w.field("layers", m.layers);
-    w.field("vocab", m.vocab);
-    w.field("precision", m.precision);
-    w.field("gpu_bytes", m.gpu_bytes);
-    w.end_object();
-  }
-  w.end_array();
-  if (r.scaling) scaling(w, *r.scaling);
-  w.end_object();
-  return w.str();
+  Json j = {{"schema", "attendre-bench/1"},
+            {"quick", r.quick},
+            {"filter", r.filter},
+            {"runtime_s", r.runtime_s},
+            {"device", device(r.device)},
+            {"copy_gbps", r.limits.copy_gbps},
+            {"fma_gflops", r.limits.fma_gflops},
+            {"limits",
+             {{"copy", limit_samples(r.limits.copy, "bytes", "gbps")},
+              {"fma", limit_samples(r.limits.fma, "invocations", "gflops")}}}};
+  Json kernels = Json::array();
+  for (const KernelResult& k : r.kernels) kernels.push_back(kernel(k));
+  j["kernels"] = kernels;
+  Json skipped = Json::array();
+  for (const Skipped& s : r.skipped) skipped.push_back({{"what", s.what}, {"reason", s.reason}});
+  j["skipped"] = skipped;
+  Json presets = Json::array();
+  for (const Preset& p : r.presets) presets.push_back(preset(p));
+  j["presets"] = presets;
+  Json plans = Json::array();
+  for (const MemoryPlan& m : r.plans)
+    plans.push_back({{"name", m.name}, {"layers", m.layers}, {"vocab", m.vocab}, {"precision", m.precision}, {"gpu_bytes", m.gpu_bytes}});
+  j["memory_plans"] = plans;
+  if (r.scaling) j["scaling"] = scaling(*r.scaling);
+  // Strings come from the device and the options: invalid UTF-8 becomes U+FFFD rather than an exception.
+  return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 void write_file_atomically(const std::string& path, const std::string& content) {

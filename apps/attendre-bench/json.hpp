@@ -1,4 +1,4 @@
-// The --json output (schema: SCHEMA.md) with a small writer of our own,
+// The --json output (schema: SCHEMA.md), written with nlohmann::json,
 // and files written whole or not at all (a temporary file, then rename).
 #pragma once
 

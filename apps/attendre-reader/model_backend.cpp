@@ -50,22 +50,24 @@ void ModelTokenizer::feed(std::string_view text, std::vector<Token>& out) {
     while (cut > carried_ && (static_cast<unsigned char>(pending_[cut - 1]) & 0xC0) == 0x80) --cut;  // inside a character
     if (cut > carried_) --cut;  // before the character's first byte
   }
-  encode(cut, false, out);
+  encode(cut, out);
 }
 
 void ModelTokenizer::end_part(std::vector<Token>& out) {
   size_t end = pending_.size();
   while (end > 0 && pending_[end - 1] == ' ') --end;
-  if (end > carried_) encode(end, false, out);
+  if (end > carried_) encode(end, out);
 }
 
-void ModelTokenizer::end_document(std::vector<Token>& out) { encode(pending_.size(), true, out); }
+void ModelTokenizer::end_document(std::vector<Token>& out) {
+  if (!pending_.empty()) encode(pending_.size(), out);
+}
 
-void ModelTokenizer::encode(size_t end, bool last, std::vector<Token>& out) {
+void ModelTokenizer::encode(size_t end, std::vector<Token>& out) {
   const std::string_view text = std::string_view(pending_).substr(0, end);
   attendre::Tokenizer::EncodeOptions options;
   options.continuation = started_;
-  options.more_follows = !last;
+  options.more_follows = true;  // the answer follows the document: never an EOS before it
   started_ = true;
   // Byte i of `text` is byte pending_start_ + i - carried_ of the part
   // (carried bytes belong to the part before: clipped to its start).

@@ -15,16 +15,19 @@
 
 namespace reader {
 
-// A model's tokenizer as the reader streams text into it. Each part's text
-// is buffered and encoded in pieces cut at the tokenizer's continuation
-// points (every 64 KiB of a long context), so a document of any length
-// gives the ids its whole text would, up to three exceptions: the spaces
-// that end a part join the next part's first token (as in the whole
-// template's text) and are counted in the earlier part's gap; text with no
+// A model's tokenizer as the reader streams text into it. Each part of the
+// template (its literal text, the question, the context) is encoded as a
+// text of its own, a token never spanning two parts, except that the
+// spaces that end a part start the next one (so " word" stays one token;
+// they count in the earlier part's gap). The first part starts with BOS
+// where the vocabulary asks for it, the others continue the document, and
+// none ends with EOS: the answer follows. A long part is buffered and
+// encoded in pieces cut at the tokenizer's continuation points (every
+// 64 KiB), which gives the ids of the part encoded whole; text with no
 // continuation point in 1 MiB (no ASCII words: Chinese, say) is cut at a
-// character boundary; and a token's bytes are found in the text by its
-// piece, so a tokenizer that normalizes text (unigram's charsmap) may give
-// tokens whose span is only approximate. Ids are exact in the first case.
+// character boundary instead. A token's bytes are found in the text by its
+// piece, so with a tokenizer that normalizes text (unigram's charsmap) a
+// token's span may be approximate; the ids never are.
 class ModelTokenizer final : public Tokenizer {
  public:
   static constexpr size_t kPiece = 64 * 1024;        // encode once this much is buffered
@@ -37,8 +40,8 @@ class ModelTokenizer final : public Tokenizer {
   void end_document(std::vector<Token>& out) override;
 
  private:
-  // Encodes pending_[0, end) and emits its tokens; `last`: nothing follows.
-  void encode(size_t end, bool last, std::vector<Token>& out);
+  // Encodes pending_[0, end) and emits its tokens.
+  void encode(size_t end, std::vector<Token>& out);
 
   attendre::Tokenizer tokenizer_;
   Part part_ = Part::template_text;
