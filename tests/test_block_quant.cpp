@@ -3,8 +3,11 @@
 // float64 product with the values the CPU reference codec (lib/io/quant)
 // decodes from the same bytes: odd row counts, rows of many blocks, outputs
 // off every tile, bias and residual, blocks straddling 32-bit words (every
-// matrix starts half a word in), folded grids. Each path is forced through
-// the kernel plan, whatever the device prefers.
+// matrix starts half a word in), misaligned A rows (rings), folded grids,
+// embedding tables split by rows. Each path is forced through the kernel
+// plan, whatever the device prefers. Whole models in every type, fixtures
+// and the shared real files, run in test_models.cpp and
+// test_stack_resources.cpp.
 #include "block_harness.hpp"
 
 #include "io/quant.hpp"
