@@ -5,7 +5,7 @@
 #include "stack_support.hpp"
 #include "support.hpp"
 
-#include <attendre/encoder_decoder.hpp>
+#include <attendre/gpu_encoder_decoder.hpp>
 #include <attendre/reference/encoder_decoder.hpp>
 #include <attendre/error.hpp>
 #include <attendre/reference/stack.hpp>

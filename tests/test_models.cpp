@@ -1,5 +1,6 @@
-// GGUF models on the GPU: the device stack against the float64 reference
-// stack on tiny fixtures of each architecture and weight type, against the
+// GGUF models on the GPU: the device stack (and encoder-decoder, for T5)
+// against the float64 reference on tiny fixtures of each architecture and
+// weight type, against the
 // ordinary full-context forward with unbounded memories, and the real files'
 // greedy continuations against the dense forward's and llama.cpp's.
 //
@@ -16,10 +17,13 @@
 #include "stack_support.hpp"
 #include "support.hpp"
 
+#include <attendre/gpu_encoder_decoder.hpp>
 #include <attendre/gpu_stack.hpp>
+#include <attendre/reference/encoder_decoder.hpp>
 
 using namespace attendre;
 using gguf::TensorType;
+using test::FixtureShape;
 
 namespace {
 
@@ -118,5 +122,40 @@ TEST_CASE("models: the real files' greedy continuations on the GPU equal the den
     const std::string text = model.tokenizer().decode(all).substr(std::string("Once upon a time").size());
     if (real.continuation) CHECK(text == real.continuation);
   }
+  test::check_no_validation_messages(test::gpu());
+}
+
+TEST_CASE("models: T5 fixtures on the GPU equal the float64 reference (bounded encoder, greedy tokens) and t5encoder too") {
+  test::GgufTempDir dir;
+  FixtureShape original = FixtureShape::for_type("t5", TensorType::f32);
+  original.t5_original = true;  // ReLU, the tied head and its d_model^-0.5, a second bias table
+  std::vector<FixtureShape> shapes = {FixtureShape::for_type("t5", TensorType::f32), original};
+  if (test::gpu().caps().storage_16bit) shapes.push_back(FixtureShape::for_type("t5", TensorType::f16));
+  const std::vector<uint32_t> decoded = {test::kT5DecoderStart, 40, 7, 103};
+  for (const FixtureShape& shape : shapes) {
+    INFO(shape.name());
+    Model model = Model::open(test::write_fixture(dir.path, shape, 43));
+    const std::span<const uint32_t> input = test::kFixturePrompt;
+    // A bounded encoder: queries wait for 3 positions, 12 entries, top 6.
+    EncoderDecoderPlan plan = test::unbounded_encoder_decoder(static_cast<uint32_t>(input.size()), 4, 6);
+    plan.encoder = bounded_plan();
+    const EncoderDecoderConfig config = model.encoder_decoder_config(plan);
+    gpu::EncoderDecoder device(test::gpu(), config, model.weights());
+    reference::EncoderDecoder cpu(config, model.weights());
+    check_logits(test::encoder_decoder_logits(device, input, decoded), test::encoder_decoder_logits(cpu, input, decoded), 2e-4);
+
+    gpu::EncoderDecoder device_again(test::gpu(), config, model.weights());
+    reference::EncoderDecoder cpu_again(config, model.weights());
+    GenerateOptions greedy;
+    greedy.max_tokens = 6;
+    const uint32_t start = *model.info().decoder_start_token;
+    CHECK(generate(device_again, input, start, greedy).tokens == generate(cpu_again, input, start, greedy).tokens);
+  }
+  Model encoder = Model::open(test::write_fixture(dir.path, FixtureShape::for_type("t5encoder", TensorType::f32), 47));
+  MemoryPlan plan = bounded_plan();
+  const StackConfig config = encoder.stack_config(plan);
+  gpu::Stack device(test::gpu(), config, encoder.weights());
+  reference::Stack cpu(config, encoder.weights());
+  check_logits(test::encoder_hidden(device, test::kFixturePrompt), test::encoder_hidden(cpu, test::kFixturePrompt), 2e-4);  // final hidden states: the encoder's product
   test::check_no_validation_messages(test::gpu());
 }

@@ -1,5 +1,5 @@
-// attendre-generate: streams a prompt through a GGUF model's stack, drains
-// it, then generates (greedy, or temperature and top-p with a seeded
+// attendre-generate: streams a prompt through a GGUF model's stack (or a
+// T5's encoder), drains it, then generates (greedy, or temperature and top-p with a seeded
 // sampler) until EOS or the budget, printing the continuation as it grows.
 // Exit status: 0 success, 1 bad file or configuration or runtime error,
 // 2 command-line error, 3 Vulkan validation messages.
@@ -39,7 +39,8 @@ std::string help_text() {
 Streams the prompt (BOS as the vocabulary says) through the model's ATTENDRE stack, drains it, then
 generates token by token, each new key inserted under its block's policy; prints the continuation.
 
-  --model FILE.gguf     a llama or qwen2 GGUF model
+  --model FILE.gguf     a llama, qwen2 or t5 GGUF model (t5: the prompt is the encoder's input, the
+                        decoder starts from its start token; the memory options set the encoder)
   --prompt STR          the prompt text (UTF-8)
   --prompt-file PATH    the prompt, read from a file
   --max-tokens N        the most tokens to generate (default 128); EOS ends sooner
@@ -102,10 +103,17 @@ int run(std::span<const std::string> args) {
   if (!o.json.empty()) outputs.stage("--json", o.json);
 
   Model model = Model::open(o.model);
+  const ModelInfo& info = model.info();
+  if (info.kind == ModelKind::encoder)
+    throw Error(ErrorCode::invalid_argument, o.model + ": " + info.architecture + " is an encoder alone: it generates no tokens");
+  const bool encoder_decoder = info.kind == ModelKind::encoder_decoder;
+  // An encoder emits no logits and drains its input (generate() for encoder-decoders).
+  if (encoder_decoder && !o.logits.empty())
+    cli::usage("--logits: " + info.architecture + "'s encoder emits no logits for the input");
+  if (encoder_decoder && o.memory.flush()) cli::usage("--flush: " + info.architecture + "'s encoder drains its input");
   const std::string prompt_text = o.prompt_file.empty() ? o.prompt : cli::read_text_file("--prompt-file", o.prompt_file);
   const std::vector<uint32_t> prompt = model.tokenizer().encode(prompt_text);
   if (prompt.empty()) throw Error(ErrorCode::invalid_argument, "the prompt has no tokens (and the vocabulary adds no BOS)");
-  const StackConfig config = o.memory.stack_config(model, prompt.size() + o.max_tokens);
 
   GenerateOptions g;
   g.max_tokens = o.max_tokens;
@@ -114,20 +122,33 @@ int run(std::span<const std::string> args) {
   g.flush = o.memory.flush();
   g.prompt_logits = !o.logits.empty();
   cli::StackDevice device(o.device);
-  generate_tool::Continuation continuation(model.tokenizer(), prompt);
+  // A decoder continues the prompt; T5's decoder writes a text of its own.
+  generate_tool::Continuation continuation(model.tokenizer(), encoder_decoder ? std::vector<uint32_t>{} : prompt);
+  const auto stream = [&](uint32_t token) { std::cout << continuation.add(token) << std::flush; };
   GenerateResult result;
-  {
+  nlohmann::json memory;
+  uint32_t vocab = 0;
+  if (encoder_decoder) {
+    // The decoder's self-attention keeps its start token and every token it feeds back.
+    const EncoderDecoderConfig config = o.memory.encoder_decoder_config(model, prompt.size(), std::max(o.max_tokens, 1u));
+    memory = {{"encoder", cli::memory_json(config.encoder, false)},
+              {"encoder_memory", config.encoder_memory},
+              {"decoder", cli::memory_json(config.decoder, false)}};
     // Destroyed before the validation check: teardown can raise messages too.
+    const std::unique_ptr<EncoderDecoder> stacks = device.make_encoder_decoder(config, model.weights());
+    result = generate(*stacks, prompt, *info.decoder_start_token, g, stream);
+  } else {
+    const StackConfig config = o.memory.stack_config(model, prompt.size() + o.max_tokens);
+    memory = cli::memory_json(config, g.flush);
+    vocab = config.vocab;
     const std::unique_ptr<TransformerStack> stack = device.make_stack(config, model.weights());
-    result = generate(*stack, prompt, g, [&](uint32_t token) {
-      std::cout << continuation.add(token) << std::flush;
-    });
+    result = generate(*stack, prompt, g, stream);
   }
   std::cout << std::endl;
   if (const int status = device.validation_status(kTool)) return status;
 
   if (!o.logits.empty()) {
-    const int64_t shape[] = {static_cast<int64_t>(prompt.size()), config.vocab};
+    const int64_t shape[] = {static_cast<int64_t>(prompt.size()), vocab};
     npy::write<float>(logits_file, shape, result.prompt_logits);
   }
   if (!o.json.empty()) {
@@ -144,7 +165,7 @@ int run(std::span<const std::string> args) {
         {"generate_seconds", result.generate_seconds},
         {"peak_gpu_bytes", device.peak_bytes()},
         {"sampling", {{"temperature", o.sampling.temperature}, {"top_p", o.sampling.top_p}, {"seed", o.sampling.seed}}},
-        {"memory", cli::memory_json(config, g.flush)},
+        {"memory", memory},
     };
     // Invalid UTF-8 (a generation cut inside a character) is written as U+FFFD, never refused.
     outputs.write_text(o.json, json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");

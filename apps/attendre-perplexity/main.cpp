@@ -130,6 +130,9 @@ int run(std::span<const std::string> args) {
   cli::OutputFiles outputs;  // staged first: an unwritable path fails before any work
   if (!o.json.empty()) outputs.stage("--json", o.json);
   Model model = Model::open(o.model);
+  if (model.info().kind != ModelKind::decoder)
+    throw Error(ErrorCode::invalid_argument, o.model + ": " + model.info().architecture +
+                                                 " is not a decoder: perplexity scores a causal stack's next tokens");
   const std::vector<uint32_t> tokens = model.tokenizer().encode(cli::read_text_file("--file", o.file));
   if (tokens.size() < 2)
     throw Error(ErrorCode::invalid_argument, "--file " + o.file + ": " + std::to_string(tokens.size()) +

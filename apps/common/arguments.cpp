@@ -100,8 +100,10 @@ std::set<std::string> parse_options(const OptionTable& table, std::span<const st
       value = arg.substr(eq + 1);
     } else {
       // A following option is a forgotten value, not a path named "--causal".
-      if (i + 1 == args.size() || args[i + 1].rfind("--", 0) == 0) usage(name + ": missing value");
-      value = args[++i];
+      // An optional value is never a dash word ("-h" stays an option).
+      const bool value_follows = i + 1 < args.size() && args[i + 1].rfind(it->second.value_optional ? "-" : "--", 0) != 0;
+      if (value_follows) value = args[++i];
+      else if (!it->second.value_optional) usage(name + ": missing value");
     }
     it->second.apply(name, value);
   }

@@ -34,6 +34,11 @@ struct Option {
   bool takes_value = true;
   bool repeatable = false;  // else a second occurrence is refused
   std::function<void(const std::string& flag, const std::string& value)> apply;
+  // A value that may be left out ("--lm-infinite" or "--lm-infinite 512"):
+  // the next argument is the value unless it is an option; absent, apply()
+  // gets "". The tools take no positional arguments, so nothing else could
+  // be meant by a following word.
+  bool value_optional = false;
 };
 using OptionTable = std::map<std::string, Option, std::less<>>;
 
@@ -47,7 +52,8 @@ Option switch_option(bool& target, bool value);
 std::string read_text_file(const std::string& flag, const std::string& path);
 
 // Applies `args` (after argv[0]) to `table`: "--name value", "--name=value",
-// switches without values, "-h" for "--help". Returns the names given.
+// switches without values, optional values, "-h" for "--help". Returns the
+// names given.
 std::set<std::string> parse_options(const OptionTable& table, std::span<const std::string> args);
 
 // The library names configuration fields (N, M, S, K, n_sink) in its

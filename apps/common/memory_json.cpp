@@ -12,7 +12,9 @@ nlohmann::json memory_json(const StackConfig& config, bool flush) {
                       {"policy", std::string(to_string(a.kv.policy.kind))},
                       {"lambda", a.kv.policy.lambda},
                       {"sinks", a.kv.n_sink},
-                      {"causal", a.retrieval.causal}});
+                      {"causal", a.retrieval.causal},
+                      // LM-Infinite's window, null where distances are not capped.
+                      {"lm_infinite", b.lm_infinite.enabled ? nlohmann::json(b.lm_infinite.n_local) : nlohmann::json()}});
   }
   return {{"chunk", config.chunk}, {"flush", flush}, {"blocks", blocks}};
 }

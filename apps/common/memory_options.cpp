@@ -3,6 +3,7 @@
 #include <attendre/error.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <sstream>
 
 namespace attendre::cli {
@@ -102,8 +103,9 @@ void MemoryOptions::add_to(OptionTable& table) {
     return v == "shared" ? RetrievalMode::shared : RetrievalMode::per_head;
   });
   table["--no-protect-new"] = switch_option(protect_new_, false);
-  table["--causal"] = switch_option(causal_, true);
-  table["--no-causal"] = switch_option(causal_, false);
+  table["--causal"] = {false, false, [this](const std::string&, const std::string&) { causal_ = true; }};
+  table["--no-causal"] = {false, false, [this](const std::string&, const std::string&) { causal_ = false; }};
+  table["--lm-infinite"] = lm_infinite_option(lm_infinite_);
   table["--flush"] = switch_option(flush_, true);
   table["--full-context"] = switch_option(full_context_, true);
   table["--layer"] = {true, true, [this](const std::string& f, const std::string& v) {
@@ -113,7 +115,7 @@ void MemoryOptions::add_to(OptionTable& table) {
 
 void MemoryOptions::check(const std::set<std::string>& seen, bool causal_only, bool policies_named) const {
   if (seen.count("--causal") && seen.count("--no-causal")) usage("--causal and --no-causal are exclusive");
-  if (causal_only && !causal_) usage("--no-causal: the logits at t must predict token t+1 without seeing it");
+  if (causal_only && causal_ == false) usage("--no-causal: the logits at t must predict token t+1 without seeing it");
   if (full_context_)
     for (const char* fixed : {"--q-capacity", "--kv-capacity", "--top-k", "--policy", "--sinks", "--lambda", "--init-k",
                               "--no-causal", "--layer"})
@@ -130,22 +132,40 @@ void MemoryOptions::check(const std::set<std::string>& seen, bool causal_only, b
 
 MemoryPlan MemoryOptions::plan(uint32_t blocks, uint32_t context_length, uint64_t positions,
                                const std::optional<NamedSetting>& named) const {
+  return make_plan(blocks, context_length, positions, named, false);
+}
+
+MemoryPlan MemoryOptions::encoder_plan(uint32_t blocks, uint32_t context_length, uint64_t positions) const {
+  return make_plan(blocks, context_length, positions, std::nullopt, true);
+}
+
+MemoryPlan MemoryOptions::make_plan(uint32_t blocks, uint32_t context_length, uint64_t positions,
+                                    const std::optional<NamedSetting>& named, bool encoder) const {
   MemoryPlan plan;
   plan.chunk = chunk_.value_or(64);
   plan.flush_capable = flush_;
+  // Every block inherits it, overridden ones too (plan.for_block copies `all`).
+  const LmInfinite lm_infinite = lm_infinite_.resolve(context_length);
   if (full_context_ || (named && named->full)) {
-    plan.all = MemorySetting::full_context(positions, plan.chunk);
+    plan.all = encoder ? MemorySetting::full_bidirectional(positions, plan.chunk)
+                       : MemorySetting::full_context(positions, plan.chunk);
     plan.all.mode = retrieval_.value_or(RetrievalMode::per_head);
+    plan.all.lm_infinite = lm_infinite;
     return plan;
   }
   MemorySetting& s = plan.all;
-  s.q_capacity = q_capacity_.value_or(0);
-  s.kv.capacity = kv_capacity_.value_or(std::max(context_length, plan.chunk));
+  // An encoder's default is the whole input, whatever it was trained on
+  // (T5's buckets have no length limit); a decoder's its trained context.
+  const uint64_t whole = std::max<uint64_t>(positions, plan.chunk);
+  s.kv.capacity = kv_capacity_.value_or(encoder ? static_cast<uint32_t>(std::min<uint64_t>(whole, UINT32_MAX))
+                                                : std::max(context_length, plan.chunk));
+  s.q_capacity = q_capacity_.value_or(encoder ? s.kv.capacity : 0);
   s.kv.n_sink = sinks_.value_or(0);
   s.kv.protect_new = protect_new_;
   s.top_k = top_k_.value_or(0);  // 0: K = M
   s.mode = retrieval_.value_or(RetrievalMode::per_head);
-  s.causal = causal_;
+  s.causal = causal_.value_or(!encoder);
+  s.lm_infinite = lm_infinite;
   PolicyKind kind = policy_.value_or(PolicyKind::fifo);
   if (named && named->policy) kind = *named->policy;
   if (named && named->sinks) {
@@ -176,19 +196,23 @@ MemoryPlan MemoryOptions::plan(uint32_t blocks, uint32_t context_length, uint64_
 StackConfig MemoryOptions::stack_config(const Model& model, uint64_t positions,
                                         const std::optional<NamedSetting>& named) const {
   const MemoryPlan memory = plan(model.info().blocks, model.info().context_length, positions, named);
-  try {
-    return model.stack_config(memory);
-  } catch (const Error& e) {
-    throw Error(e.code(), with_flag_names(e.what()));
-  }
+  return naming_flags([&] { return model.stack_config(memory); });
 }
 
-const char* MemoryOptions::help() {
-  return R"(
+EncoderDecoderConfig MemoryOptions::encoder_decoder_config(const Model& model, uint64_t input, uint32_t output) const {
+  EncoderDecoderPlan memory;
+  memory.encoder = encoder_plan(model.info().blocks, model.info().context_length, input);
+  memory.encoder_memory = static_cast<uint32_t>(std::min<uint64_t>(input, UINT32_MAX));
+  memory.decoder_positions = output;
+  return naming_flags([&] { return model.encoder_decoder_config(memory); });
+}
+
+std::string MemoryOptions::help() {
+  return std::string(R"(
 memory (the same for every block unless --layer overrides it):
   --chunk S             positions read per step (default 64)
-  --q-capacity N        Q memory: how many positions each query waits (default 0)
-  --kv-capacity M       K/V memory capacity (default: the model's trained context length)
+  --q-capacity N        Q memory: how many positions each query waits (default 0; an encoder's: M)
+  --kv-capacity M       K/V memory capacity (default: the model's trained context length; an encoder's: the input)
   --top-k K             entries each query retrieves per head (default M: full attention over the memory)
   --policy P            eviction: fifo (default), lru, lfu, lra_last, lra_max, lra_sum, lfa
   --lambda X            lfa decay per position, >= 0 (default 0: LFA-0)
@@ -196,12 +220,12 @@ memory (the same for every block unless --layer overrides it):
   --sinks N             the first N positions are never evicted (default 0)
   --no-protect-new      new entries may be evicted in the step that inserts them
   --retrieval MODE      per_head (default) or shared top-K selection
-  --causal              queries attend only to positions <= their own (the default)
+  --causal              queries attend only to positions <= their own (the default, except in an encoder)
   --no-causal           queries also see the later positions they waited for (N > 0)
   --layer BLOCKS:SET    per-block override of q-capacity, kv-capacity, top-k, sinks, policy, lambda, init-k; repeatable (0-3:kv-capacity=256,policy=lfa)
   --flush               finish reading by flushing each block's Q memory instead of draining with padding
   --full-context        the unbounded reference: N = 0, causal, fifo, M = all positions, K = M
-)";
+)") + lm_infinite_help();
 }
 
 }  // namespace attendre::cli

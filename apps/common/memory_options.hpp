@@ -1,10 +1,12 @@
 // The memory options of attendre-generate and attendre-perplexity, parsed by
 // one parser: S, N, M, K, policy, lambda, init-k, sinks, per-block
-// overrides, drain or flush, and --full-context (N = 0, causal, fifo,
-// M >= T, K = M: the unbounded reference setting).
+// overrides, drain or flush, --full-context (N = 0, causal, fifo, M >= T,
+// K = M: the unbounded reference setting) and --lm-infinite
+// (lm_infinite_option.hpp). For an encoder-decoder they set the encoder.
 #pragma once
 
 #include "arguments.hpp"
+#include "lm_infinite_option.hpp"
 
 #include <attendre/config.hpp>
 #include <attendre/memory_plan.hpp>
@@ -53,21 +55,36 @@ class MemoryOptions {
   MemoryPlan plan(uint32_t blocks, uint32_t context_length, uint64_t positions,
                   const std::optional<NamedSetting>& named = std::nullopt) const;
 
+  // An encoder's plan for an input of `positions` positions: the same flags,
+  // with the unbounded bidirectional setting as the defaults (M = max(T, S),
+  // N = M: every query waits for the whole input, K = M, not causal).
+  MemoryPlan encoder_plan(uint32_t blocks, uint32_t context_length, uint64_t positions) const;
+
   // The model's stack under plan(); the library's messages about the memory
   // fields (N, M, S, K, n_sink) name the flags too.
   StackConfig stack_config(const Model& model, uint64_t positions,
                            const std::optional<NamedSetting>& named = std::nullopt) const;
 
+  // An encoder-decoder reading `input` positions and decoding `output`:
+  // encoder_plan() on the encoder, an encoder output memory that keeps
+  // every encoder output (O = T), decoder self-attention over all `output`.
+  EncoderDecoderConfig encoder_decoder_config(const Model& model, uint64_t input, uint32_t output) const;
+
   bool flush() const { return flush_; }
   bool full_context() const { return full_context_; }
-  static const char* help();  // one line per option
+  static std::string help();  // one line per option
 
  private:
+  MemoryPlan make_plan(uint32_t blocks, uint32_t context_length, uint64_t positions,
+                       const std::optional<NamedSetting>& named, bool encoder) const;
+
   std::optional<uint32_t> chunk_, q_capacity_, kv_capacity_, top_k_, sinks_;
   std::optional<PolicyKind> policy_;
   std::optional<double> lambda_, init_k_;
   std::optional<RetrievalMode> retrieval_;
-  bool protect_new_ = true, causal_ = true, flush_ = false, full_context_ = false;
+  bool protect_new_ = true, flush_ = false, full_context_ = false;
+  std::optional<bool> causal_;  // absent: causal, except in an encoder
+  LmInfiniteRequest lm_infinite_;
   std::vector<BlockOverride> overrides_;
 };
 

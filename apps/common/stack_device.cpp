@@ -1,7 +1,9 @@
 #include "stack_device.hpp"
 
 #include <attendre/diagnostics.hpp>
+#include <attendre/gpu_encoder_decoder.hpp>
 #include <attendre/gpu_stack.hpp>
+#include <attendre/reference/encoder_decoder.hpp>
 #include <attendre/reference/stack.hpp>
 
 namespace attendre::cli {
@@ -23,6 +25,13 @@ std::unique_ptr<TransformerStack> StackDevice::make_stack(const StackConfig& con
   if (!context_) return std::make_unique<reference::Stack>(config, weights);
   context_->reset_peak_device_memory();
   return std::make_unique<gpu::Stack>(*context_, config, weights);
+}
+
+std::unique_ptr<EncoderDecoder> StackDevice::make_encoder_decoder(const EncoderDecoderConfig& config,
+                                                                 WeightSource& weights) {
+  if (!context_) return std::make_unique<reference::EncoderDecoder>(config, weights);
+  context_->reset_peak_device_memory();
+  return std::make_unique<gpu::EncoderDecoder>(*context_, config, weights);
 }
 
 std::string StackDevice::name() const {

@@ -6,6 +6,7 @@
 #include "arguments.hpp"
 
 #include <attendre/context.hpp>
+#include <attendre/encoder_decoder.hpp>
 #include <attendre/stack.hpp>
 
 #include <memory>
@@ -25,9 +26,11 @@ class StackDevice {
 
   // A stack on this device; the peak below restarts with it.
   std::unique_ptr<TransformerStack> make_stack(const StackConfig& config, WeightSource& weights);
+  // The same for an encoder-decoder (T5).
+  std::unique_ptr<EncoderDecoder> make_encoder_decoder(const EncoderDecoderConfig& config, WeightSource& weights);
   // "gpu (llvmpipe ...)" or "cpu (float64 reference)".
   std::string name() const;
-  // The most device memory held since the last make_stack() (0 on the cpu):
+  // The most device memory held since the last make_stack() or make_encoder_decoder() (0 on the cpu):
   // the stack, the staging its weights went through, and what it runs with.
   uint64_t peak_bytes() const;
   // Reports every Vulkan validation message, and returns 3 when there were

@@ -2,10 +2,10 @@
 // figure 3): the encoder streams the input through bidirectional ATTENDRE
 // blocks; its outputs enter a FIFO data-only memory of capacity O; once
 // encoding finished, every cross-attention block of the decoder loads the
-// whole memory, and decoding runs token by token.
+// whole memory, and decoding runs token by token. The device implementation
+// is gpu_encoder_decoder.hpp's, the float64 one reference/encoder_decoder.hpp's.
 #pragma once
 
-#include <attendre/context.hpp>
 #include <attendre/stack.hpp>
 
 #include <memory>
@@ -54,22 +54,4 @@ class EncoderDecoder {
   virtual std::vector<int64_t> encoder_memory_positions() const = 0;
 };
 
-namespace gpu {
-
-class EncoderDecoder final : public attendre::EncoderDecoder {
- public:
-  EncoderDecoder(Context& context, const EncoderDecoderConfig& config, WeightSource& weights);
-  ~EncoderDecoder() override;
-  const EncoderDecoderConfig& config() const override;
-  void encode(const StackChunk& chunk) override;
-  void finish_encoding() override;
-  StackOutput decode(const StackChunk& one, const StackRequest& request = {}) override;
-  std::vector<int64_t> encoder_memory_positions() const override;
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-};
-
-}  // namespace gpu
 }  // namespace attendre

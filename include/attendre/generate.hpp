@@ -5,6 +5,7 @@
 // every block's policy.
 #pragma once
 
+#include <attendre/encoder_decoder.hpp>
 #include <attendre/stack.hpp>
 
 #include <cstdint>
@@ -79,6 +80,16 @@ struct GenerateResult {
 // chosen (before the next decode step), for streaming output.
 GenerateResult generate(TransformerStack& stack, std::span<const uint32_t> prompt, const GenerateOptions& options,
                         const std::function<void(uint32_t)>& on_token = {});
+
+// Encoder-decoder generation (T5): `input` streams through the encoder at
+// positions 0, 1, ... in chunks of its S and finish_encoding() drains it;
+// the decoder then starts from `decoder_start` at position 0 and samples up
+// to max_tokens tokens at positions 1, 2, ... (the decoder's self-attention
+// must hold max_tokens positions to keep them all). prompt_tokens counts
+// the input, read_seconds its encoding; prompt_logits and flush are refused
+// (invalid_argument): the encoder emits no logits and drains.
+GenerateResult generate(EncoderDecoder& model, std::span<const uint32_t> input, uint32_t decoder_start,
+                        const GenerateOptions& options, const std::function<void(uint32_t)>& on_token = {});
 
 // Generation after a prompt the caller streamed and finished itself (the
 // reader feeds a document chunk by chunk): `last_logits` are the last

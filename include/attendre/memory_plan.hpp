@@ -1,10 +1,13 @@
 // The caller's half of a stack configuration: how much each block's memories
 // hold and how they evict (S, N, M, K, policy, sinks, masks), as opposed to
 // the model's half (shapes, norms, RoPE, scale), which a model file fixes.
-// One setting applies to every block, with per-block overrides.
+// One setting applies to every block, with per-block overrides. LM-Infinite
+// is the caller's too: it changes how far apart a memory's entries look,
+// not what the model is.
 #pragma once
 
 #include <attendre/config.hpp>
+#include <attendre/encoder_decoder.hpp>
 #include <attendre/stack.hpp>
 
 #include <cstdint>
@@ -19,11 +22,18 @@ struct MemorySetting {
   uint32_t top_k = 0;       // K; 0 means K = M (full attention over the memory)
   RetrievalMode mode = RetrievalMode::per_head;
   bool causal = true;
+  // LM-Infinite distances (paper section 4) on the block's RoPE attention;
+  // blocks without RoPE (cross-attention, T5) are left as they are.
+  LmInfinite lm_infinite;
 
   // The unbounded reference setting for a stream of `positions` positions read
   // in chunks of `chunk`: N = 0, causal, fifo, M = max(positions, chunk), K = M.
   // Nothing is ever evicted, so the stack equals ordinary causal attention.
   static MemorySetting full_context(uint64_t positions, uint32_t chunk);
+  // The same for an encoder: every query waits for the whole stream (N =
+  // positions) and sees all of it, not causal, so the stack equals ordinary
+  // bidirectional attention.
+  static MemorySetting full_bidirectional(uint64_t positions, uint32_t chunk);
 };
 
 struct MemoryPlan {
@@ -36,9 +46,27 @@ struct MemoryPlan {
 };
 
 // Sets config.chunk, flush_capable and every block's N, M, K, policy, sinks,
-// retrieval mode and causal mask from `plan`, leaving shapes, scale and bias
-// as the model set them. Throws invalid_argument for an override of a block
-// the stack does not have; feasibility is StackConfig::validate()'s.
+// retrieval mode, causal mask and (RoPE blocks) LM-Infinite from `plan`,
+// leaving shapes, scale and bias as the model set them. Throws
+// invalid_argument for an override of a block the stack does not have, and
+// for LM-Infinite on a stack without RoPE blocks; feasibility is
+// StackConfig::validate()'s.
 void apply_memory(StackConfig& config, const MemoryPlan& plan);
+
+// The caller's half of an encoder-decoder (paper section 3.3).
+struct EncoderDecoderPlan {
+  MemoryPlan encoder;  // the encoder's blocks
+  // O: how many of the newest encoder outputs the encoder output memory
+  // keeps; every cross-attention block reads all of them (M = K = O).
+  uint32_t encoder_memory = 0;
+  // M of every decoder self-attention block (causal, N = 0, fifo, K = M):
+  // decoding more positions slides a window over them.
+  uint32_t decoder_positions = 0;
+};
+
+// Applies `plan`: the encoder plan to config.encoder, O, and the decoder's
+// self- and cross-attention memories as EncoderDecoderPlan describes them
+// (the decoder reads one position per decode(): S = 1).
+void apply_encoder_decoder_memory(EncoderDecoderConfig& config, const EncoderDecoderPlan& plan);
 
 }  // namespace attendre

@@ -5,11 +5,16 @@
 // policy, sinks) are the caller's: stack_config() applies a MemoryPlan.
 //
 // Architectures (general.architecture): llama (Llama 2/3, TinyLlama, SmolLM,
-// llama2.c exports; "normal" RoPE pairs, optional biases) and qwen2 (NeoX
-// RoPE, q/k/v biases). Everything else, RoPE scaling included, is refused
-// with a one-line Error naming the key.
+// llama2.c exports; "normal" RoPE pairs, optional biases; linear RoPE
+// scaling and llama3's rope_freqs.weight) and qwen2 (NeoX RoPE, q/k/v
+// biases), decoders that run as one stack; t5 (T5, FLAN-T5, mT5: relative
+// position buckets, an encoder-decoder that runs as gpu::EncoderDecoder)
+// and t5encoder (its encoder alone, a bidirectional stack). Everything else
+// (another architecture, YaRN or LongRoPE scaling, ...) is refused with a
+// one-line Error naming the key or tensor.
 #pragma once
 
+#include <attendre/encoder_decoder.hpp>
 #include <attendre/memory_plan.hpp>
 #include <attendre/stack.hpp>
 #include <attendre/tensor.hpp>
@@ -18,19 +23,36 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace attendre {
 
-// What the file says about the model besides its stack.
+// How a model runs: one causal stack (stack_config(), generating with
+// generate()), an encoder and a decoder around the encoder output memory
+// (encoder_decoder_config()), or one bidirectional stack whose final hidden
+// states are the product (stack_config(); its "logits" are the embedding
+// table's products, not a language model's).
+enum class ModelKind { decoder, encoder_decoder, encoder };
+
+// What the file says about the model besides its stacks.
 struct ModelInfo {
   std::string architecture;     // general.architecture
   std::string name;             // general.name ("" when absent)
+  ModelKind kind = ModelKind::decoder;
   // <arch>.context_length: the length it was trained on (LM-Infinite's
-  // n_local, paper section 4, for the position-encoding work).
+  // default n_local, paper section 4; T5 files give their n_positions).
   uint32_t context_length = 0;
-  uint32_t blocks = 0;          // <arch>.block_count
-  uint64_t parameters = 0;      // elements of every tensor the stack uses
+  // <arch>.block_count: the blocks a MemoryPlan configures (the encoder's
+  // for an encoder-decoder).
+  uint32_t blocks = 0;
+  // Encoder-decoders: <arch>.decoder_block_count (default block_count)
+  // decoder layers, each two decoder blocks (self- then cross-attention),
+  // and the token decoding starts from (t5.decoder_start_token_id, else
+  // the vocabulary's padding token, as T5 starts from its pad).
+  uint32_t decoder_layers = 0;
+  std::optional<uint32_t> decoder_start_token;
+  uint64_t parameters = 0;      // elements of every tensor the stacks use
   uint64_t tensor_bytes = 0;    // their bytes in the file
 };
 
@@ -45,8 +67,8 @@ class Model {
   // Maps the file and reads the architecture, hyper-parameters, tensor
   // infos and tokenizer. Throws Error (one line, naming the file and the key
   // or tensor): io_error, malformed_input for missing keys or inconsistent
-  // shapes, unsupported for architectures, RoPE scaling or tensor encodings
-  // attendre does not run.
+  // shapes, unsupported for architectures, RoPE scaling types or tensor
+  // encodings attendre does not run.
   static Model open(const std::filesystem::path& path, const ModelOptions& options = {});
 
   Model(Model&&) noexcept;
@@ -55,13 +77,20 @@ class Model {
 
   const std::filesystem::path& path() const;
   const ModelInfo& info() const;
-  // The stack with the memory plan's settings on every block.
+  // A decoder's or an encoder's stack with the memory plan's settings on
+  // every block; invalid_argument for an encoder-decoder.
   StackConfig stack_config(const MemoryPlan& memory) const;
-  // The default plan: chunks of 64 and the full trained context
-  // (MemorySetting::full_context(context_length)).
+  // An encoder-decoder's configuration: `memory.encoder` on the encoder's
+  // blocks, the decoder as apply_encoder_decoder_memory() sets it;
+  // invalid_argument for the other kinds.
+  EncoderDecoderConfig encoder_decoder_config(const EncoderDecoderPlan& memory) const;
+  // The default plan of stack_config(), or of the encoder: chunks of 64 and
+  // the full trained context (MemorySetting::full_context(context_length),
+  // for encoders full_bidirectional()).
   MemoryPlan default_memory() const;
-  // The tensors, by the stack's names (which are GGUF's); their bytes stay
-  // valid while the Model lives.
+  // The tensors, by the stacks' names (an encoder-decoder's with "enc." and
+  // "dec." in front, as gpu::EncoderDecoder asks for them), whatever the
+  // file calls them; their bytes stay valid while the Model lives.
   WeightSource& weights();
   const Tokenizer& tokenizer() const;
 

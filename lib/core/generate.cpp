@@ -1,5 +1,6 @@
 #include "core/fail.hpp"
 
+#include <attendre/encoder_decoder.hpp>
 #include <attendre/generate.hpp>
 
 #include <algorithm>
@@ -17,6 +18,37 @@ double rate(uint64_t count, double seconds) { return seconds > 0.0 ? static_cast
 
 // Positions are counted in 31 bits on the device (gpu::Stack refuses more).
 constexpr uint64_t kMaxPositions = uint64_t{1} << 31;
+
+// One position through the decoder: its logits.
+using DecodeOne = std::function<std::vector<float>(uint32_t token, int64_t position)>;
+
+// Samples from `last` (the logits that predict position `next`), feeds each
+// token back through `decode` until a stop token or the budget.
+void sample_tokens(std::vector<float> last, int64_t next, const GenerateOptions& options, const DecodeOne& decode,
+                   const std::function<void(uint32_t)>& on_token, GenerateResult& result) {
+  Sampler sampler(options.sampling);
+  const auto generate_start = std::chrono::steady_clock::now();
+  for (uint32_t n = 0; n < options.max_tokens; ++n) {
+    const uint32_t token = sampler.sample(last);
+    if (std::find(options.stop_tokens.begin(), options.stop_tokens.end(), token) != options.stop_tokens.end()) {
+      result.stopped = true;
+      break;
+    }
+    result.tokens.push_back(token);
+    if (on_token) on_token(token);
+    if (n + 1 == options.max_tokens) break;  // the budget is spent: no logits needed past it
+    last = decode(token, next + n);
+  }
+  result.generate_seconds = seconds_since(generate_start);
+}
+
+StackChunk one_position(const uint32_t& token, const int64_t& position) {
+  StackChunk one;
+  one.rows = 1;
+  one.tokens = std::span<const uint32_t>(&token, 1);
+  one.positions = std::span<const int64_t>(&position, 1);
+  return one;
+}
 
 }  // namespace
 
@@ -80,35 +112,58 @@ GenerateResult generate(TransformerStack& stack, std::span<const uint32_t> promp
 
 GenerateResult generate_after(TransformerStack& stack, std::span<const float> last_logits, int64_t next_position,
                               const GenerateOptions& options, const std::function<void(uint32_t)>& on_token) {
-  Sampler sampler(options.sampling);
+  options.sampling.validate();
   const uint32_t vocab = stack.config().vocab;
   require(vocab > 0 && last_logits.size() == vocab,
           "generation needs one row of logits (" + std::to_string(vocab) + "), got " + std::to_string(last_logits.size()));
   require(next_position >= 0 && static_cast<uint64_t>(next_position) + options.max_tokens < kMaxPositions,
           "prompt and budget exceed 2^31 positions");
   GenerateResult result;
-  std::vector<float> last(last_logits.begin(), last_logits.end());
-  const auto generate_start = std::chrono::steady_clock::now();
   StackRequest request;
   request.hidden = false;
   request.logits = true;
-  for (uint32_t n = 0; n < options.max_tokens; ++n) {
-    const uint32_t token = sampler.sample(last);
-    if (std::find(options.stop_tokens.begin(), options.stop_tokens.end(), token) != options.stop_tokens.end()) {
-      result.stopped = true;
-      break;
-    }
-    result.tokens.push_back(token);
-    if (on_token) on_token(token);
-    if (n + 1 == options.max_tokens) break;  // the budget is spent: no logits needed past it
-    const int64_t position = next_position + n;
-    StackChunk one;
-    one.rows = 1;
-    one.tokens = std::span<const uint32_t>(&result.tokens.back(), 1);
-    one.positions = std::span<const int64_t>(&position, 1);
-    last = std::move(stack.decode(one, request).logits);
+  sample_tokens(std::vector<float>(last_logits.begin(), last_logits.end()), next_position, options,
+                [&](uint32_t token, int64_t position) { return stack.decode(one_position(token, position), request).logits; },
+                on_token, result);
+  return result;
+}
+
+GenerateResult generate(EncoderDecoder& model, std::span<const uint32_t> input, uint32_t decoder_start,
+                        const GenerateOptions& options, const std::function<void(uint32_t)>& on_token) {
+  options.sampling.validate();
+  const EncoderDecoderConfig& c = model.config();
+  require(!input.empty(), "nothing to encode: the input is empty");
+  require(c.encoder.vocab > 0 && c.decoder.vocab > 0, "generation needs an encoder and a decoder with vocabularies");
+  require(input.size() < kMaxPositions && options.max_tokens < kMaxPositions, "input or budget exceed 2^31 positions");
+  require(!options.prompt_logits, "an encoder-decoder's input has no logits: the encoder emits hidden states");
+  require(!options.flush, "an encoder-decoder finishes encoding by draining (finish_encoding())");
+  GenerateResult result;
+  result.prompt_tokens = input.size();
+  const auto read_start = std::chrono::steady_clock::now();
+  std::vector<int64_t> positions(c.encoder.chunk);
+  for (size_t first = 0; first < input.size(); first += c.encoder.chunk) {
+    StackChunk chunk;
+    chunk.rows = static_cast<uint32_t>(std::min<size_t>(c.encoder.chunk, input.size() - first));
+    for (uint32_t r = 0; r < chunk.rows; ++r) positions[r] = static_cast<int64_t>(first + r);
+    chunk.tokens = input.subspan(first, chunk.rows);
+    chunk.positions = std::span<const int64_t>(positions).first(chunk.rows);
+    model.encode(chunk);
   }
-  result.generate_seconds = seconds_since(generate_start);
+  model.finish_encoding();
+  result.read_seconds = seconds_since(read_start);
+
+  StackRequest request;
+  request.hidden = false;
+  request.logits = true;
+  const DecodeOne decode = [&](uint32_t token, int64_t position) {
+    return model.decode(one_position(token, position), request).logits;
+  };
+  // The decoder starts from its start token at position 0; the first
+  // sampled token sits at position 1.
+  const auto start_time = std::chrono::steady_clock::now();
+  std::vector<float> first_logits = decode(decoder_start, 0);
+  sample_tokens(std::move(first_logits), 1, options, decode, on_token, result);
+  result.generate_seconds = seconds_since(start_time);  // the start token's step included
   return result;
 }
 

@@ -21,6 +21,13 @@ MemorySetting MemorySetting::full_context(uint64_t positions, uint32_t chunk) {
   return s;
 }
 
+MemorySetting MemorySetting::full_bidirectional(uint64_t positions, uint32_t chunk) {
+  MemorySetting s = full_context(positions, chunk);
+  s.q_capacity = s.kv.capacity;  // >= positions: every query waits until the last one is in
+  s.causal = false;
+  return s;
+}
+
 const MemorySetting& MemoryPlan::for_block(uint32_t block) const {
   const auto it = blocks.find(block);
   return it == blocks.end() ? all : it->second;
@@ -32,14 +39,38 @@ void apply_memory(StackConfig& config, const MemoryPlan& plan) {
                                               std::to_string(config.blocks.size()) + " blocks");
   config.chunk = plan.chunk;
   config.flush_capable = plan.flush_capable;
+  bool rope = false, lm_infinite = false;
   for (uint32_t l = 0; l < config.blocks.size(); ++l) {
     const MemorySetting& s = plan.for_block(l);
-    LayerConfig& a = config.blocks[l].attention;
+    BlockConfig& b = config.blocks[l];
+    LayerConfig& a = b.attention;
     a.q_capacity = s.q_capacity;
     a.kv = s.kv;
     a.retrieval.top_k = s.top_k == 0 ? s.kv.capacity : s.top_k;
     a.retrieval.mode = s.mode;
     a.retrieval.causal = s.causal;
+    rope = rope || b.rope;
+    lm_infinite = lm_infinite || s.lm_infinite.enabled;
+    if (b.rope) b.lm_infinite = s.lm_infinite;
+  }
+  require(!lm_infinite || rope, "LM-Infinite caps RoPE distances, and no block of this stack uses RoPE");
+}
+
+void apply_encoder_decoder_memory(EncoderDecoderConfig& config, const EncoderDecoderPlan& plan) {
+  apply_memory(config.encoder, plan.encoder);
+  config.encoder_memory = plan.encoder_memory;
+  StackConfig& d = config.decoder;
+  d.chunk = 1;
+  d.flush_capable = false;
+  for (BlockConfig& b : d.blocks) {
+    LayerConfig& a = b.attention;
+    a.q_capacity = 0;
+    a.kv = KvMemoryConfig{};
+    a.kv.capacity = b.cross_attention ? plan.encoder_memory : plan.decoder_positions;
+    a.kv.policy = Policy::fifo();
+    a.retrieval.top_k = a.kv.capacity;
+    a.retrieval.mode = RetrievalMode::per_head;
+    a.retrieval.causal = !b.cross_attention;  // encoder and decoder positions are not comparable
   }
 }
 

@@ -6,7 +6,7 @@
 #include "core/fail.hpp"
 
 #include <attendre/data_only_memory.hpp>
-#include <attendre/encoder_decoder.hpp>
+#include <attendre/gpu_encoder_decoder.hpp>
 #include <attendre/error.hpp>
 #include <attendre/gpu_stack.hpp>
 

@@ -2,6 +2,7 @@
 
 #include "core/fail.hpp"
 #include "io/gguf_source.hpp"
+#include "io/quant.hpp"
 
 #include <algorithm>
 
@@ -20,7 +21,14 @@ std::string shape_text(std::span<const uint64_t> shape) {
   return text + "]";
 }
 
-const TensorInfo* FileWeights::find(const std::string& name, std::span<const uint64_t> shape, ElementType& type) const {
+std::string FileWeights::file_name(const std::string& stack_name) const {
+  std::string name = naming_ ? naming_(stack_name) : std::string();
+  return name.empty() ? stack_name : name;
+}
+
+const TensorInfo* FileWeights::find(const std::string& stack_name, std::span<const uint64_t> shape,
+                                    ElementType& type) const {
+  const std::string name = file_name(stack_name);
   const TensorInfo* info = file_.find_tensor(name);
   if (!info) return nullptr;
   const std::string where = file_.path().string() + ": tensor " + detail::quote_name(name);
@@ -37,14 +45,20 @@ const TensorInfo* FileWeights::find(const std::string& name, std::span<const uin
 
 std::optional<ElementType> FileWeights::type_of(const std::string& name, std::span<const uint64_t> shape) {
   ElementType type{};
-  return find(name, shape, type) ? std::optional<ElementType>(type) : std::nullopt;
+  if (!find(name, shape, type)) return std::nullopt;
+  return scaled_.count(name) ? ElementType::f32 : type;
 }
 
 std::optional<TensorView> FileWeights::tensor(const std::string& name, std::span<const uint64_t> shape) {
   ElementType type{};
   const TensorInfo* info = find(name, shape, type);
   if (!info) return std::nullopt;
-  return TensorView{type, file_.data(*info)};
+  const auto scale = scaled_.find(name);
+  if (scale == scaled_.end()) return TensorView{type, file_.data(*info)};
+  const std::vector<double> values = dequantize(info->type, file_.data(*info));
+  scaled_values_.assign(values.size(), 0.0f);
+  for (size_t i = 0; i < values.size(); ++i) scaled_values_[i] = static_cast<float>(values[i] * scale->second);
+  return TensorView{ElementType::f32, std::as_bytes(std::span<const float>(scaled_values_))};
 }
 
 }  // namespace attendre::gguf

@@ -1,3 +1,4 @@
+#include "core/fail.hpp"
 #include "io/gguf.hpp"
 #include "io/gguf_architecture.hpp"
 #include "io/gguf_weights.hpp"
@@ -13,7 +14,7 @@ struct Model::Impl {
   explicit Impl(gguf::File opened, WeightType storage)
       : file(std::move(opened)),
         description(gguf::describe_model(file, storage)),
-        weights(file),
+        weights(file, description.naming, description.scaled),
         tokenizer(TokenizerAccess::from_file(file)) {}
   gguf::File file;
   gguf::ModelDescription description;
@@ -37,8 +38,21 @@ WeightSource& Model::weights() { return impl_->weights; }
 const Tokenizer& Model::tokenizer() const { return impl_->tokenizer; }
 
 StackConfig Model::stack_config(const MemoryPlan& memory) const {
-  StackConfig config = impl_->description.stack;
+  const gguf::ModelDescription& d = impl_->description;
+  require(d.info.kind != ModelKind::encoder_decoder,
+          path().string() + ": " + d.info.architecture + " is an encoder-decoder: use encoder_decoder_config()");
+  StackConfig config = d.stack;
   apply_memory(config, memory);
+  config.validate();
+  return config;
+}
+
+EncoderDecoderConfig Model::encoder_decoder_config(const EncoderDecoderPlan& memory) const {
+  const gguf::ModelDescription& d = impl_->description;
+  require(d.info.kind == ModelKind::encoder_decoder,
+          path().string() + ": " + d.info.architecture + " is not an encoder-decoder: use stack_config()");
+  EncoderDecoderConfig config{d.stack, *d.decoder, 0};
+  apply_encoder_decoder_memory(config, memory);
   config.validate();
   return config;
 }

@@ -112,9 +112,7 @@ TEST_CASE("model: a file the stack cannot run is refused in one line naming the 
   const std::optional<MetadataValue> removed;
   const BadFile cases[] = {
       {"another architecture", {{{"general.architecture", text("gemma")}}}, ErrorCode::unsupported,
-       "\"general.architecture\": architecture 'gemma' is not supported (supported: llama, qwen2)"},
-      {"T5, the hook for the encoder-decoder", {{{"general.architecture", text("t5")}}}, ErrorCode::unsupported,
-       "architecture 't5' (T5 relative position buckets) is not supported yet"},
+       "\"general.architecture\": architecture 'gemma' is not supported (supported: llama, qwen2, t5, t5encoder)"},
       {"a missing count", {{{"llama.block_count", removed}}}, ErrorCode::malformed_input,
        "metadata key \"llama.block_count\": is missing"},
       {"a missing norm epsilon", {{{"llama.attention.layer_norm_rms_epsilon", removed}}}, ErrorCode::malformed_input,
@@ -133,11 +131,26 @@ TEST_CASE("model: a file the stack cannot run is refused in one line naming the 
       {"odd rotary dims", {{{"llama.rope.dimension_count", u32(7)}}}, ErrorCode::malformed_input,
        "\"llama.rope.dimension_count\": 7 must be even and at most the head dim 16"},
       {"YaRN scaling", {{{"llama.rope.scaling.type", text("yarn")}, {"llama.rope.scaling.factor", MetadataValue::f32(4)}}},
-       ErrorCode::unsupported, "\"llama.rope.scaling.type\": RoPE scaling 'yarn' with factor 4 is not supported yet"},
-      {"linear scaling by a factor", {{{"llama.rope.scaling.factor", MetadataValue::f32(2)}}}, ErrorCode::unsupported,
-       "\"llama.rope.scaling.factor\": RoPE scaling 'linear' with factor 2 is not supported yet"},
-      {"llama3 frequency factors", {{}, {}, {random_tensor("rope_freqs.weight", {8}, TensorType::f32)}},
-       ErrorCode::unsupported, "tensor \"rope_freqs.weight\": llama3 RoPE scaling (per-frequency factors) is not supported yet"},
+       ErrorCode::unsupported,
+       "\"llama.rope.scaling.type\": RoPE scaling 'yarn' is not supported (supported: none, linear, llama3, and "
+       "per-pair factors in rope_freqs.weight)"},
+      {"llama3 factors that do not rise",
+       {{{"llama.rope.scaling.type", text("llama3")}, {"llama.rope.scaling.factor", MetadataValue::f32(8)},
+         {"llama.rope.scaling.low_freq_factor", MetadataValue::f32(4)}, {"llama.rope.scaling.high_freq_factor", MetadataValue::f32(2)}}},
+       ErrorCode::malformed_input,
+       "\"llama.rope.scaling.high_freq_factor\": 2.000000 must exceed rope.scaling.low_freq_factor 4.000000"},
+      {"llama3 keys beside rope_freqs.weight",
+       {{{"llama.rope.scaling.type", text("llama3")}}, {}, {random_tensor("rope_freqs.weight", {8}, TensorType::f32)}},
+       ErrorCode::malformed_input,
+       "\"llama.rope.scaling.type\": llama3 scaling from keys and rope_freqs.weight would scale the frequencies twice"},
+      {"a zero llama3 original context", {{{"llama.rope.scaling.type", text("llama3")}, {"llama.rope.scaling.original_context_length", u32(0)}}},
+       ErrorCode::malformed_input, "\"llama.rope.scaling.original_context_length\": is 0, expected a count in [1, 2^32)"},
+      {"LongRoPE scaling", {{{"llama.rope.scaling.type", text("longrope")}}}, ErrorCode::unsupported,
+       "RoPE scaling 'longrope' is not supported"},
+      {"a negative linear factor", {{{"llama.rope.scaling.factor", MetadataValue::f32(-2)}}}, ErrorCode::malformed_input,
+       "\"llama.rope.scaling.factor\": is -2.000000, expected a positive factor"},
+      {"per-pair factors of the wrong size", {{}, {}, {random_tensor("rope_freqs.weight", {5}, TensorType::f32)}},
+       ErrorCode::malformed_input, "tensor \"rope_freqs.weight\" has shape [5], the model's hyper-parameters make it [8]"},
       {"a mixture of experts", {{{"llama.expert_count", u32(8)}}}, ErrorCode::unsupported,
        "\"llama.expert_count\": mixtures of experts are not supported"},
       {"a vocabulary size that disagrees with the tokens", {{{"llama.vocab_size", u32(7)}}}, ErrorCode::malformed_input,
@@ -162,12 +175,15 @@ TEST_CASE("model: a file the stack cannot run is refused in one line naming the 
     test::check_error([&] { Model::open(path); }, bad.code, bad.needle);
     test::check_error([&] { Model::open(path); }, bad.code, path.string() + ": ");
   }
-  // Scaling that changes nothing is no scaling.
-  for (const char* type : {"none", "linear"}) {
-    INFO(type);
+  // Scaling that changes nothing is no scaling; none ignores its factor, as llama.cpp does.
+  for (const auto& [type, factor] : {std::pair{"none", 4.0f}, {"linear", 1.0f}, {"linear", 0.0f}}) {
+    INFO(type << " " << factor);
     const std::filesystem::path path = dir.path / "unscaled.gguf";
-    test::rewrite_gguf(good, path, {{{"llama.rope.scaling.type", text(type)}, {"llama.rope.scaling.factor", MetadataValue::f32(1)}}});
-    CHECK(Model::open(path).info().architecture == "llama");
+    test::rewrite_gguf(good, path, {{{"llama.rope.scaling.type", text(type)}, {"llama.rope.scaling.factor", MetadataValue::f32(factor)}}});
+    const Model model = Model::open(path);
+    const StackConfig c = model.stack_config(model.default_memory());
+    CHECK(c.blocks[0].rope_scaling.kind == RopeScaling::Kind::none);
+    CHECK_FALSE(c.blocks[0].rope_scaling.freq_factors);
   }
   test::check_error([&] { Model::open(dir.path / "absent.gguf"); }, ErrorCode::io_error, "absent.gguf: cannot open");
 }

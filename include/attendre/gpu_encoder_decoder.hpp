@@ -1,0 +1,32 @@
+// The encoder-decoder on the device (encoder_decoder.hpp): the encoder's
+// final rows enter the encoder output memory inside the encoder's own
+// command buffers, and the decoder's cross-attention blocks load it without
+// a trip through the host.
+#pragma once
+
+#include <attendre/context.hpp>
+#include <attendre/encoder_decoder.hpp>
+
+#include <memory>
+#include <vector>
+
+namespace attendre {
+namespace gpu {
+
+class EncoderDecoder final : public attendre::EncoderDecoder {
+ public:
+  EncoderDecoder(Context& context, const EncoderDecoderConfig& config, WeightSource& weights);
+  ~EncoderDecoder() override;
+  const EncoderDecoderConfig& config() const override;
+  void encode(const StackChunk& chunk) override;
+  void finish_encoding() override;
+  StackOutput decode(const StackChunk& one, const StackRequest& request = {}) override;
+  std::vector<int64_t> encoder_memory_positions() const override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpu
+}  // namespace attendre
