@@ -3,17 +3,18 @@
 #   core <- io <- reference          (Vulkan-free)
 #   core <- vulkan <- kernels <- gpu (kernels and gpu may use io too)
 #   capi (the C API, over the public headers): no layer includes it
-# shaders/interface/ headers (shared by GLSL and C++) include only each
-# other, and public headers (include/attendre/) include only public headers.
+# shaders/interface/ headers (constants and push-constant layouts shared by
+# GLSL and C++) sit below every layer and include only each other, and
+# public headers (include/attendre/) include only public headers.
 cmake_minimum_required(VERSION 3.25)
 if(NOT ROOT)
   message(FATAL_ERROR "usage: cmake -DROOT=<source tree> -P CheckLayers.cmake")
 endif()
 
-set(allowed_core core)
-set(allowed_io core io)
-set(allowed_reference core io reference)
-set(allowed_vulkan core vulkan)
+set(allowed_core core interface)
+set(allowed_io core io interface)
+set(allowed_reference core io reference interface)
+set(allowed_vulkan core vulkan interface)
 set(allowed_kernels core vulkan kernels interface)
 set(allowed_gpu core io vulkan kernels gpu interface)
 set(allowed_capi core capi)  # the C API uses the public headers; nothing includes it

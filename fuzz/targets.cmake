@@ -20,4 +20,4 @@ endforeach()
 set(ATTENDRE_FUZZ_SUPPORT_SOURCES ${ATTENDRE_FUZZ_ROOT}/apps/attendre-replay/cli.cpp
   ${ATTENDRE_FUZZ_ROOT}/apps/common/arguments.cpp)
 set(ATTENDRE_FUZZ_INCLUDE_DIRS
-  ${ATTENDRE_FUZZ_ROOT}/include ${ATTENDRE_FUZZ_ROOT}/lib ${ATTENDRE_FUZZ_ROOT}/apps ${ATTENDRE_FUZZ_ROOT}/apps/attendre-replay ${ATTENDRE_FUZZ_DIR})
+  ${ATTENDRE_FUZZ_ROOT}/include ${ATTENDRE_FUZZ_ROOT}/lib ${ATTENDRE_FUZZ_ROOT}/shaders ${ATTENDRE_FUZZ_ROOT}/apps ${ATTENDRE_FUZZ_ROOT}/apps/attendre-replay ${ATTENDRE_FUZZ_DIR})

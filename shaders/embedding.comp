@@ -4,30 +4,29 @@
 // each: a part holds ids [first_id, first_id + vocab) and writes only their
 // rows, except the part at first_id 0, which also writes zeros for every id
 // outside it (padding rows carry id = vocab); the later parts overwrite their
-// own rows after it (the recorder orders the writes).
-// -DWEIGHTS_F16: fp16 table (needs storageBuffer16BitAccess), fp32 output.
+// own rows after it (the recorder orders the writes). The table is in any
+// weight encoding (weights.glsl: -DWEIGHTS_F16, -DWEIGHTS_BF16,
+// -DWEIGHTS_Q4_0 ...), decoded one value per invocation; fp32 output.
 //
 // Bindings:  0 ids (uint32, word 0 of each row)                      read
-//            1 table [vocab][dim] at table_offset (table elements)   read
+//            1 table [vocab][dim] at table_offset (elements of the
+//              float types, bytes of the block types)                read
 //            2 out rows (dim floats each)                            write
 // Spec constants: 0 workgroup size W
 // Push constants: EmbeddingParams (interface/embedding.h)
 // Dispatch: rows * ceil(dim / W) logical groups, folded (kernels::fold_groups)
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : enable  // [[unroll]] in the block decoders
 #ifdef WEIGHTS_F16
 #extension GL_EXT_shader_16bit_storage : require
 #endif
 #include "interface/embedding.h"
 #include "rows.glsl"
+#include "weights.glsl"
 
 layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer Ids { uint ids[]; };
-#ifdef WEIGHTS_F16
-layout(std430, binding = 1) readonly buffer Table { float16_t table[]; };
-#else
-layout(std430, binding = 1) readonly buffer Table { float table[]; };
-#endif
 layout(std430, binding = 2) writeonly buffer Output { float out_rows[]; };
 
 void main() {
@@ -37,7 +36,7 @@ void main() {
     const uint row = group / blocks, i = (group % blocks) * W + gl_LocalInvocationID.x;
     if (i >= pc.dim) continue;
     const uint local = ids[ROW_WORD(ids, row)] - pc.first_id;  // ids below first_id wrap past vocab
-    if (local < pc.vocab) out_rows[ROW_WORD(out, row) + i] = float(table[pc.table_offset + local * pc.dim + i]);
+    if (local < pc.vocab) out_rows[ROW_WORD(out, row) + i] = weight_element(pc.table_offset, pc.dim, local, i);
     else if (pc.first_id == 0) out_rows[ROW_WORD(out, row) + i] = 0.0;
   }
 }

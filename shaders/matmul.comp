@@ -4,12 +4,15 @@
 // stepping through `in` by TILE_K; each invocation accumulates a TM x TN
 // micro-tile (rows tr + m * (TILE_R / TM), outputs to + n * (TILE_O / TN), so
 // neighbouring invocations read neighbouring shared words and write
-// neighbouring outputs). W is row-major [out][in] (PyTorch / GGUF); math is
-// fp32 for both weight types. -DWEIGHTS_F16: fp16 weights (needs the
-// storageBuffer16BitAccess feature); the bias is fp32 in either case.
+// neighbouring outputs). W is row-major [out][in] (PyTorch / GGUF) in any
+// weight encoding (weights.glsl: -DWEIGHTS_F16, -DWEIGHTS_BF16,
+// -DWEIGHTS_Q4_0 ...), decoded one value at a time as the W tile is loaded
+// (neighbouring invocations share a block, so its scales come from cache);
+// math is fp32, the bias is fp32 in every encoding.
 //
 // Bindings:  0 A rows (in floats each)                                read
-//            1 W at w_offset (elements), bias at bias_offset (words)  read
+//            1 W at w_offset (interface/matmul.h), bias at
+//              bias_offset (words)                                    read
 //            2 C rows (out floats each); they hold R when has_residual
 //              is kResidualInC                                        read/write
 //            3 R rows (out floats each) for kResidualSeparate; never
@@ -20,11 +23,13 @@
 // Dispatch: ceil(out / TILE_O) * ceil(rows / TILE_R) tiles, folded into a
 //           2-D grid (kernels::fold_groups); output tiles vary fastest.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : enable  // [[unroll]] in the block decoders
 #ifdef WEIGHTS_F16
 #extension GL_EXT_shader_16bit_storage : require
 #endif
 #include "interface/matmul.h"
 #include "rows.glsl"
+#include "weights.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint TILE_R = 32;
@@ -34,13 +39,6 @@ layout(constant_id = 4) const uint TM = 4;
 layout(constant_id = 5) const uint TN = 4;
 
 layout(std430, binding = 0) readonly buffer ARows { float a_rows[]; };
-layout(std430, binding = 1) readonly buffer Weights32 { float w32[]; };
-#ifdef WEIGHTS_F16
-layout(std430, binding = 1) readonly buffer Weights16 { float16_t w16[]; };  // aliases Weights32
-float weight(uint i) { return float(w16[i]); }
-#else
-float weight(uint i) { return w32[i]; }
-#endif
 layout(std430, binding = 2) buffer CRows { float c_rows[]; };
 layout(std430, binding = 3) readonly buffer RRows { float r_rows[]; };
 
@@ -76,7 +74,7 @@ void main() {
       for (uint i = tid; i < TILE_O * TILE_K; i += W) {
         const uint o = i / TILE_K, kk = i % TILE_K;
         w_tile[kk * (TILE_O + 1) + o] =
-            o0 + o < pc.out_dim && k0 + kk < pc.in_dim ? weight(pc.w_offset + (o0 + o) * pc.in_dim + k0 + kk) : 0.0;
+            o0 + o < pc.out_dim && k0 + kk < pc.in_dim ? weight_element(pc.w_offset, pc.in_dim, o0 + o, k0 + kk) : 0.0;
       }
       barrier();  // tiles complete before anyone reads them
       for (uint kk = 0; kk < TILE_K; ++kk) {
@@ -98,7 +96,7 @@ void main() {
         const uint o = o0 + to + n * threads_o;
         if (o >= pc.out_dim) break;
         float v = acc[m * TN + n];
-        if (pc.has_bias != 0u) v += w32[pc.bias_offset + o];
+        if (pc.has_bias != 0u) v += weight_float(pc.bias_offset + o);
         if (pc.has_residual == kResidualSeparate) v += r_rows[r_base + o];
         if (pc.has_residual == kResidualInC) v += c_rows[c_base + o];
         c_rows[c_base + o] = v;

@@ -2,31 +2,27 @@
 // C[r][o] = sum_i A[r][i] * W[o][i] (+ bias[o]) (+ R[r][o]) for a few rows
 // (rows <= kMatvecMaxRows, e.g. decoding): a matrix-vector product. Each
 // workgroup computes W / lanes outputs; the `lanes` invocations of one output
-// split `in` (reading consecutive weights) and accumulate every row, then a
-// shared-memory tree reduction adds their partial sums. -DWEIGHTS_F16: fp16
-// weights as in matmul.comp; math is fp32.
+// split `in` (float types: reading consecutive weights; block types: one
+// decode unit of a block each, its scales decoded once) and accumulate every
+// row, then a shared-memory tree reduction adds their partial sums. Weight
+// encodings as in matmul.comp (weights.glsl); math is fp32.
 //
 // Bindings:  as matmul.comp (0 A read, 1 W + bias read, 2 C read/write, 3 R read)
 // Spec constants: 0 workgroup size W (a power of two)
 // Push constants: MatmulParams (interface/matmul.h); lanes is a power of two <= W
 // Dispatch: ceil(out / (W / lanes)) logical groups, folded (kernels::fold_groups)
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : enable  // [[unroll]] in the block decoders
 #ifdef WEIGHTS_F16
 #extension GL_EXT_shader_16bit_storage : require
 #endif
 #include "interface/matmul.h"
 #include "rows.glsl"
+#include "weights.glsl"
 
 layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer ARows { float a_rows[]; };
-layout(std430, binding = 1) readonly buffer Weights32 { float w32[]; };
-#ifdef WEIGHTS_F16
-layout(std430, binding = 1) readonly buffer Weights16 { float16_t w16[]; };  // aliases Weights32
-float weight(uint i) { return float(w16[i]); }
-#else
-float weight(uint i) { return w32[i]; }
-#endif
 layout(std430, binding = 2) buffer CRows { float c_rows[]; };
 layout(std430, binding = 3) readonly buffer RRows { float r_rows[]; };
 
@@ -46,11 +42,26 @@ void main() {
     float acc[kMatvecMaxRows];
     for (uint row = 0; row < kMatvecMaxRows; ++row) acc[row] = 0.0;
     if (o < pc.out_dim) {
+#ifdef WEIGHTS_BLOCKS
+      // Lane l decodes units l, l + lanes, ... of the row.
+      const uint w_row = pc.w_offset + o * block_row_bytes(pc.in_dim);
+      const uint units_per_block = QUANT_VALUES / QUANT_UNIT;
+      for (uint u = lane; u < pc.in_dim / QUANT_UNIT; u += lanes) {
+        const uint block = w_row + u / units_per_block * QUANT_BYTES;
+        float v[QUANT_UNIT];
+        quant_unit(quant_block(block), block, u % units_per_block, v);
+        for (uint row = 0; row < pc.rows; ++row) {
+          const uint a = a_base[row] + u * QUANT_UNIT;
+          for (uint j = 0; j < QUANT_UNIT; ++j) acc[row] = fma(a_rows[a + j], v[j], acc[row]);
+        }
+      }
+#else
       const uint w_row = pc.w_offset + o * pc.in_dim;
       for (uint i = lane; i < pc.in_dim; i += lanes) {
         const float w = weight(w_row + i);
         for (uint row = 0; row < pc.rows; ++row) acc[row] = fma(a_rows[a_base[row] + i], w, acc[row]);
       }
+#endif
     }
     for (uint row = 0; row < pc.rows; ++row) partial[row * W + tid] = acc[row];
     barrier();  // partial sums complete before the reduction reads them
@@ -63,7 +74,7 @@ void main() {
     if (lane == 0 && o < pc.out_dim) {
       for (uint row = 0; row < pc.rows; ++row) {
         float v = partial[row * W + tid];
-        if (pc.has_bias != 0u) v += w32[pc.bias_offset + o];
+        if (pc.has_bias != 0u) v += weight_float(pc.bias_offset + o);
         if (pc.has_residual == kResidualSeparate) v += r_rows[ROW_WORD(r, row) + o];
         if (pc.has_residual == kResidualInC) v += c_rows[ROW_WORD(c, row) + o];
         c_rows[ROW_WORD(c, row) + o] = v;

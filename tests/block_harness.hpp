@@ -94,18 +94,25 @@ inline void check_untouched(std::span<const uint32_t> before, std::span<const ui
   CHECK(stray == 0);
 }
 
-// Fails for every element outside tolerance(i) (NaN included), naming the first few.
-inline void check_close(std::span<const float> actual, std::span<const double> expected,
-                 const std::function<double(size_t)>& tolerance) {
+// Elements outside tolerance(i) (NaN included); `report` of them are failed
+// by name (0: none, so that a test can expect a mismatch).
+inline uint32_t count_outside(std::span<const float> actual, std::span<const double> expected,
+                              const std::function<double(size_t)>& tolerance, uint32_t report) {
   REQUIRE(actual.size() == expected.size());
   uint32_t bad = 0;
   for (size_t i = 0; i < actual.size(); ++i) {
     const double error = std::abs(static_cast<double>(actual[i]) - expected[i]);
-    if (!(error <= tolerance(i)) && bad++ < 3)
+    if (!(error <= tolerance(i)) && bad++ < report)
       FAIL_CHECK("element " << i << ": expected " << expected[i] << ", got " << actual[i] << " (tolerance "
                             << tolerance(i) << ")");
   }
-  CHECK(bad == 0);
+  return bad;
+}
+
+// Fails for every element outside tolerance(i) (NaN included), naming the first few.
+inline void check_close(std::span<const float> actual, std::span<const double> expected,
+                 const std::function<double(size_t)>& tolerance) {
+  CHECK(count_outside(actual, expected, tolerance, 3) == 0);
 }
 
 // fp16 elements from element `offset` on, packed two per word (low half first).

@@ -87,6 +87,9 @@ const std::set<std::string> kLayerKernels = {"score", "topk", "attend", "evict_s
 const std::set<std::string> kPolicies = {"lru", "lfu", "lra_last", "lra_max", "lra_sum", "lfa"};
 const std::set<std::string> kBlockKernels = {"matmul", "matvec", "norm_rms", "norm_layer", "rope",
                                              "activation", "embedding", "add"};
+// The encodings of the bench's weight-decoding entries (weights.cpp).
+const std::set<std::string> kWeightPrecisions = {"f32",  "f16",  "bf16", "q8_0", "q4_0", "q4_1",
+                                                 "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"};
 
 bool allowed_kernel(const std::string& name) {
   if (kLayerKernels.count(name) || kBlockKernels.count(name)) return true;
@@ -152,7 +155,7 @@ TEST_CASE("attendre-bench --quick --json: the JSON follows SCHEMA.md") {
 
   const Json& kernels = c.list(doc, "kernels", "$");
   REQUIRE_FALSE(kernels.empty());
-  std::set<std::string> seen;
+  std::set<std::string> seen, weight_precisions;
   for (size_t i = 0; i < kernels.size(); ++i) {
     const Json& k = kernels[i];
     const std::string where = "kernels[" + std::to_string(i) + "]";
@@ -161,7 +164,15 @@ TEST_CASE("attendre-bench --quick --json: the JSON follows SCHEMA.md") {
     CHECK(allowed_kernel(name));
     seen.insert(name);
     const std::string precision = c.text(k, "precision", where);
-    CHECK((precision == "f32" || precision == "f16"));
+    // The weight-decoding entries run every encoding the kernels decode.
+    if (k.contains("weight_bytes")) {
+      CHECK(kWeightPrecisions.count(precision));
+      CHECK((name == "matmul" || name == "matvec"));
+      for (const char* key : {"weight_bytes", "weight_gbps", "copy_fraction"}) c.positive(k, key, where);
+      weight_precisions.insert(precision);
+    } else {
+      CHECK((precision == "f32" || precision == "f16"));
+    }
     const Json& shape = c.at(k, "shape", where);
     REQUIRE(shape.is_object());
     CHECK_FALSE(shape.empty());
@@ -181,6 +192,7 @@ TEST_CASE("attendre-bench --quick --json: the JSON follows SCHEMA.md") {
   for (const std::string& name : kLayerKernels) CHECK_MESSAGE(seen.count(name), "no " << name << " entry");
   CHECK(std::any_of(seen.begin(), seen.end(), [](const std::string& n) { return n.rfind("policy_", 0) == 0; }));
   CHECK(seen.count("matmul"));
+  CHECK(weight_precisions == kWeightPrecisions);  // --quick's shape holds whole blocks of every type
 
   const Json& skipped = c.list(doc, "skipped", "$");
   for (const Json& s : skipped) {

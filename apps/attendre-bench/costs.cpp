@@ -66,7 +66,7 @@ Cost compact_cost(const LayerShape& s, bool attention_scored) {
 }
 
 // C = A W^T (+ bias) (+ R): weights read once, A read, C written (R read).
-Cost matmul_cost(uint64_t rows, uint64_t in, uint64_t out, uint32_t weight_bytes, bool residual) {
+Cost matmul_cost(uint64_t rows, uint64_t in, uint64_t out, double weight_bytes, bool residual) {
   const double r = static_cast<double>(rows), i = static_cast<double>(in), o = static_cast<double>(out);
   return {i * o * weight_bytes + 4.0 * (r * i + r * o + (residual ? r * o : 0.0)), 2.0 * r * i * o};
 }
@@ -109,6 +109,10 @@ void rate(KernelResult& k, const Limits& limits) {
   const double memory_s = k.bytes / (limits.copy_gbps * 1e9), compute_s = k.flops / (limits.fma_gflops * 1e9);
   k.efficiency = std::max(memory_s, compute_s) / seconds;
   k.bound = memory_s >= compute_s ? "memory" : "compute";
+  if (k.weight_bytes > 0.0) {
+    k.weight_gbps = k.weight_bytes / seconds * 1e-9;
+    k.copy_fraction = k.weight_gbps / limits.copy_gbps;
+  }
 }
 
 }  // namespace bench

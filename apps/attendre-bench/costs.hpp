@@ -34,15 +34,17 @@ Cost policy_cost(const LayerShape& s);
 Cost evict_select_cost(const LayerShape& s);
 Cost compact_cost(const LayerShape& s, bool attention_scored);
 
-// Transformer block kernels; weight_bytes is 4 (f32) or 2 (f16).
-Cost matmul_cost(uint64_t rows, uint64_t in, uint64_t out, uint32_t weight_bytes, bool residual);
+// Transformer block kernels; weight_bytes is per value: 4 (f32), 2 (f16,
+// bf16), block bytes / block values for the GGUF block types.
+Cost matmul_cost(uint64_t rows, uint64_t in, uint64_t out, double weight_bytes, bool residual);
 Cost norm_cost(uint64_t rows, uint64_t cols);
 Cost rope_cost(uint64_t rows, uint64_t heads, uint64_t head_dim);
 Cost activation_cost(uint64_t rows, uint64_t ffn, bool gated);
 Cost embedding_cost(uint64_t rows, uint64_t hidden, uint32_t weight_bytes);
 Cost add_cost(uint64_t rows, uint64_t cols);
 
-// Fills gbps, gflops, efficiency and bound of `k` from its bytes, flops and median_ms.
+// Fills gbps, gflops, efficiency and bound of `k` from its bytes, flops and
+// median_ms (and weight_gbps, copy_fraction from weight_bytes when set).
 void rate(KernelResult& k, const Limits& limits);
 
 }  // namespace bench

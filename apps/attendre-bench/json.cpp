@@ -61,6 +61,11 @@ Json kernel(const KernelResult& k) {
   j["gflops"] = k.gflops;
   j["efficiency"] = k.efficiency;
   j["bound"] = k.bound;
+  if (k.weight_bytes > 0.0) {
+    j["weight_bytes"] = k.weight_bytes;
+    j["weight_gbps"] = k.weight_gbps;
+    j["copy_fraction"] = k.copy_fraction;
+  }
   return j;
 }
 

@@ -1,7 +1,7 @@
 #include "core/fail.hpp"
 #include "limits.hpp"
 
-#include "stats.hpp"
+#include "timing.hpp"
 
 #include "kernels/kernel_plan.hpp"
 #include "interface/bench.h"
@@ -50,26 +50,6 @@ std::string type_name(VkPhysicalDeviceType type) {
     case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
     default: return "other";
   }
-}
-
-// Median GPU time of `repeats` submissions of one dispatch, each between
-// two timestamps, after one warm-up submission.
-template <class Record>
-double time_dispatch(attendre::Context& context, uint32_t repeats, Record record) {
-  vk::TimestampPool pool(context, 2);
-  vk::Submission submission(context);
-  std::vector<double> ms;
-  for (uint32_t r = 0; r <= repeats; ++r) {
-    vk::CommandRecorder& rec = submission.begin();
-    rec.reset(pool);
-    rec.timestamp(pool, 0);
-    record(rec);
-    rec.timestamp(pool, 1);
-    submission.submit();
-    submission.wait();
-    if (r > 0) ms.push_back(pool.read_ns()[1] * 1e-6);
-  }
-  return median(ms);
 }
 
 // Driver name and info from VK_KHR_driver_properties when the device has it

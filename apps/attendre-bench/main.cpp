@@ -3,6 +3,7 @@
 //   1. limits: copy bandwidth and FMA peak (bench_copy.comp, bench_fma.comp)
 //   2. the layer kernels over a sweep of shapes (kernels.cpp)
 //   3. the stack for named presets, and the block kernels inside it (presets.cpp)
+//      and the weight-reading products in every encoding (weights.cpp)
 //   4. per-step cost vs document length, bounded vs dense (scaling.cpp)
 // then a table on stdout, and optionally JSON (SCHEMA.md) and SVG plots.
 #include "json.hpp"
@@ -13,6 +14,7 @@
 #include "scaling.hpp"
 #include "svg.hpp"
 #include "table.hpp"
+#include "weights.hpp"
 
 #include <attendre/context.hpp>
 #include <attendre/diagnostics.hpp>
@@ -55,6 +57,7 @@ int run(const bench::Options& options) {
 
   bench::sweep_layer_kernels(context, options, results);
   bench::run_presets(context, options, results);
+  bench::sweep_weight_kernels(context, options, results);
   bench::print_kernels(stdout, results);
   bench::print_presets(stdout, results);
   std::fflush(stdout);

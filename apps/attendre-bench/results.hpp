@@ -50,6 +50,9 @@ struct KernelResult {
   double efficiency = 0.0;          // max(bytes / copy, flops / fma) / time
   std::string bound;                // "memory" or "compute": which limit the model says binds
   uint32_t samples = 0;             // timed repeats behind the median
+  // The weight-decoding sweep (weights.cpp) only: the bytes of encoded
+  // weights one product reads, their rate, and that rate over copy_gbps.
+  double weight_bytes = 0.0, weight_gbps = 0.0, copy_fraction = 0.0;
 };
 
 // A shape, precision or preset the device could not run, and why.

@@ -52,6 +52,17 @@ void print_kernels(std::FILE* out, const Results& r) {
     std::fprintf(out, "  %-15s %-6s %-4s %-46s %10.3f %8.3f %8.3f %6.2f%%  %s\n", k.name.c_str(), k.role.c_str(),
                  k.precision.c_str(), shape_label(k.shape).c_str(), k.median_ms, k.gbps, k.gflops, 100.0 * k.efficiency,
                  k.bound.c_str());
+  bool header = false;
+  for (const KernelResult& k : r.kernels) {
+    if (k.weight_bytes <= 0.0) continue;
+    if (!header)
+      std::fprintf(out, "\nWeight decoding (encoded weight bytes read per second; copy = share of copy bandwidth %.2f GB/s)\n"
+                        "  %-8s %-5s %-5s %-30s %10s %8s %7s\n",
+                   r.limits.copy_gbps, "kernel", "role", "prec", "shape", "ms", "wGB/s", "copy");
+    header = true;
+    std::fprintf(out, "  %-8s %-5s %-5s %-30s %10.3f %8.3f %6.1f%%\n", k.name.c_str(), k.role.c_str(), k.precision.c_str(),
+                 shape_label(k.shape).c_str(), k.median_ms, k.weight_gbps, 100.0 * k.copy_fraction);
+  }
 }
 
 void print_presets(std::FILE* out, const Results& r) {

@@ -46,7 +46,8 @@ struct DeviceCaps {
   // GPUs, CPU devices): weights are written in place, without staging.
   bool unified_memory = false;
 
-  uint32_t subgroup_size = 0;              // informational: no kernel assumes it
+  uint32_t subgroup_size = 0;              // no kernel assumes a size (KernelPlan::direct_share reads it)
+  bool subgroup_shuffle = false;           // subgroupShuffle in compute shaders
 
   // Kernel family: `tiled` kernels share tiles through shared memory and
   // barriers, which suits GPUs; `direct` kernels (one invocation per output

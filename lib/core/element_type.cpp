@@ -3,6 +3,8 @@
 #include <attendre/error.hpp>
 #include <attendre/tensor.hpp>
 
+#include "interface/quant.h"
+
 namespace attendre {
 
 std::string_view to_string(ElementType type) {
@@ -30,21 +32,23 @@ std::optional<ElementType> element_type(uint32_t id) {
   return std::nullopt;
 }
 
-// Block layouts of ggml's types (ggml-common.h): a value count and the
-// bytes of one block holding its scales and quants.
+// Block layouts of ggml's types (ggml-common.h), as the kernels decode them
+// (interface/quant.h): a value count and the bytes of one block holding its
+// scales and quants.
 ElementBlock element_block(ElementType type) {
+  using namespace kernels;
   switch (type) {
     case ElementType::f32: return {1, 4};
     case ElementType::f16: return {1, 2};
     case ElementType::bf16: return {1, 2};
-    case ElementType::q4_0: return {32, 18};   // fp16 d, 16 bytes of nibbles
-    case ElementType::q4_1: return {32, 20};   // fp16 d, fp16 m, 16 bytes of nibbles
-    case ElementType::q5_0: return {32, 22};   // fp16 d, 4 bytes of high bits, 16 of nibbles
-    case ElementType::q5_1: return {32, 24};   // fp16 d, fp16 m, 4 + 16
-    case ElementType::q8_0: return {32, 34};   // fp16 d, 32 int8
-    case ElementType::q4_k: return {256, 144};  // fp16 d, dmin, 12 bytes of 6-bit scales, 128 of nibbles
-    case ElementType::q5_k: return {256, 176};  // as q4_k + 32 bytes of high bits
-    case ElementType::q6_k: return {256, 210};  // 128 low nibbles, 64 high pairs, 16 int8 scales, fp16 d
+    case ElementType::q4_0: return {kLegacyBlockValues, kQ4_0BlockBytes};
+    case ElementType::q4_1: return {kLegacyBlockValues, kQ4_1BlockBytes};
+    case ElementType::q5_0: return {kLegacyBlockValues, kQ5_0BlockBytes};
+    case ElementType::q5_1: return {kLegacyBlockValues, kQ5_1BlockBytes};
+    case ElementType::q8_0: return {kLegacyBlockValues, kQ8_0BlockBytes};
+    case ElementType::q4_k: return {kSuperBlockValues, kQ4_KBlockBytes};
+    case ElementType::q5_k: return {kSuperBlockValues, kQ5_KBlockBytes};
+    case ElementType::q6_k: return {kSuperBlockValues, kQ6_KBlockBytes};
   }
   return {1, 4};
 }

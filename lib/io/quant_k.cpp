@@ -8,13 +8,15 @@
 // one; then requantize the values against the scales as stored.
 #include "io/quant_codecs.hpp"
 
+#include "interface/quant.h"
+
 #include <algorithm>
 #include <array>
 
 namespace attendre::gguf::detail {
 namespace {
 
-constexpr int kSuper = 256;
+constexpr int kSuper = kernels::kSuperBlockValues;
 
 // ---- Fits -------------------------------------------------------------------
 
@@ -271,9 +273,9 @@ void encode_q6_k(const float* x, std::byte* block) {
 }
 
 constexpr BlockCodec kKCodecs[] = {
-    {TensorType::q4_k, kSuper, 144, decode_q4_k, encode_q4_k},
-    {TensorType::q5_k, kSuper, 176, decode_q5_k, encode_q5_k},
-    {TensorType::q6_k, kSuper, 210, decode_q6_k, encode_q6_k},
+    {TensorType::q4_k, kSuper, kernels::kQ4_KBlockBytes, decode_q4_k, encode_q4_k},
+    {TensorType::q5_k, kSuper, kernels::kQ5_KBlockBytes, decode_q5_k, encode_q5_k},
+    {TensorType::q6_k, kSuper, kernels::kQ6_KBlockBytes, decode_q6_k, encode_q6_k},
 };
 
 }  // namespace

@@ -8,13 +8,15 @@
 // byte for byte, which the tests check against the shared Q8_0 and Q4_0 files.
 #include "io/quant_codecs.hpp"
 
+#include "interface/quant.h"
+
 #include <algorithm>
 #include <array>
 
 namespace attendre::gguf::detail {
 namespace {
 
-constexpr int kBlock = 32;
+constexpr int kBlock = kernels::kLegacyBlockValues;
 constexpr int kHalf = kBlock / 2;
 
 // The extreme of a block, the value of largest magnitude with its sign: the
@@ -156,11 +158,11 @@ void encode_q8_0(const float* x, std::byte* block) {
 }
 
 constexpr BlockCodec kLegacyCodecs[] = {
-    {TensorType::q4_0, kBlock, 18, decode_q4_0, encode_q4_0},
-    {TensorType::q4_1, kBlock, 20, decode_q4_1, encode_q4_1},
-    {TensorType::q5_0, kBlock, 22, decode_q5_0, encode_q5_0},
-    {TensorType::q5_1, kBlock, 24, decode_q5_1, encode_q5_1},
-    {TensorType::q8_0, kBlock, 34, decode_q8_0, encode_q8_0},
+    {TensorType::q4_0, kBlock, kernels::kQ4_0BlockBytes, decode_q4_0, encode_q4_0},
+    {TensorType::q4_1, kBlock, kernels::kQ4_1BlockBytes, decode_q4_1, encode_q4_1},
+    {TensorType::q5_0, kBlock, kernels::kQ5_0BlockBytes, decode_q5_0, encode_q5_0},
+    {TensorType::q5_1, kBlock, kernels::kQ5_1BlockBytes, decode_q5_1, encode_q5_1},
+    {TensorType::q8_0, kBlock, kernels::kQ8_0BlockBytes, decode_q8_0, encode_q8_0},
 };
 
 }  // namespace

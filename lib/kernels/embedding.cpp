@@ -9,16 +9,18 @@ static_assert(offsetof(EmbeddingParams, ids) == 16 && offsetof(EmbeddingParams, 
 
 Embedding::Embedding(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ElementType table_type,
                      vk::BufferBinding ids, vk::BufferBinding table, vk::BufferBinding out)
-    : plan_(plan) {
-  const ShaderId shader = weight_variant(context, {ShaderId::embedding_f32, ShaderId::embedding_f16}, table_type,
-                                         "the embedding table");
+    : plan_(plan), type_(table_type) {
+  const ShaderId shader = weight_variant(context, WeightKernel::embedding, table_type, "the embedding table");
   kernel_ = Kernel::make<EmbeddingParams>(context, arena, shader, {plan.workgroup}, {ids, table, out});
 }
 
 void Embedding::record(vk::CommandRecorder& recorder, const Args& args) const {
   if (args.rows == 0 || args.dim == 0) return;
-  require(uint64_t{args.vocab} * args.dim + args.table_offset <= 0xFFFFFFFFull,
-          "embedding table larger than 2^32 elements");
+  check_weight_layout(type_, args.dim, args.table_offset, "embedding table");
+  // The kernel addresses the table in 32-bit elements (float types) or bytes (block types).
+  const ElementBlock block = element_block(type_);
+  const uint64_t extent = block.values == 1 ? uint64_t{args.vocab} * args.dim : encoded_bytes(type_, uint64_t{args.vocab} * args.dim);
+  require(extent + args.table_offset <= 0xFFFFFFFFull, "embedding table larger than 2^32 elements or bytes");
   check_rows(args.ids, args.rows, 1, false, "embedding ids");
   check_rows(args.out, args.rows, args.dim, true, "embedding output");
   EmbeddingParams p{};

@@ -1,7 +1,8 @@
-// Token embedding lookup (embedding.comp): out[r] = table[ids[r]], fp32 or
-// fp16 table, fp32 rows out. One kernel serves one part of a table split by
-// rows: ids [first_id, first_id + vocab). The part at first_id 0 writes a
-// row of zeros for every id outside it, so it must be recorded first.
+// Token embedding lookup (embedding.comp): out[r] = table[ids[r]], the table
+// in any weight encoding (shaders/weights.glsl), fp32 rows out. One kernel
+// serves one part of a table split by rows: ids [first_id, first_id + vocab).
+// The part at first_id 0 writes a row of zeros for every id outside it, so it
+// must be recorded first.
 #pragma once
 
 #include "kernels/kernel_plan.hpp"
@@ -17,7 +18,7 @@ class Embedding {
  public:
   struct Args {
     uint32_t rows = 0, dim = 0, vocab = 0;  // vocab: the rows this part holds
-    uint32_t table_offset = 0;  // elements of the table type: table[id][i] at table_offset + id * dim + i
+    uint32_t table_offset = 0;  // where the part starts: elements of F32/F16/BF16, bytes (even) of block types
     RowRef ids;                 // uint32 id of row r at word ids.word(r)
     RowRef out;                 // rows of dim floats
     uint32_t first_id = 0;      // the id of the part's row 0
@@ -34,6 +35,7 @@ class Embedding {
 
  private:
   KernelPlan plan_;
+  ElementType type_ = ElementType::f32;
   Kernel kernel_;
 };
 

@@ -4,6 +4,8 @@
 #include "vulkan/context_state.hpp"
 #include "core/fail.hpp"
 
+#include "interface/quant.h"
+
 #include <attendre/error.hpp>
 
 namespace attendre::kernels {
@@ -33,19 +35,69 @@ Kernel::Kernel(Context& context, vk::DescriptorArena& arena, ShaderId shader, ui
     }
 }
 
-ShaderId weight_variant(const Context& context, const WeightVariants& variants, ElementType type,
-                        const std::string& what) {
-  switch (type) {
-    case ElementType::f32: return variants.f32;
-    case ElementType::f16:
-      if (!context.caps().storage_16bit)
-        fail(ErrorCode::unsupported, what + ": fp16 weights need storageBuffer16BitAccess, which " +
-                                         context.caps().name + " lacks");
-      return variants.f16;
-    default:
-      fail(ErrorCode::unsupported, what + ": " + std::string(to_string(type)) +
-                                       " weights have no decoding kernel yet (F32 and F16 do)");
+namespace {
+
+// Every weight encoding's variant of each weight-reading kernel.
+struct WeightVariants {
+  ElementType type;
+  ShaderId gemm, matvec, direct, embedding;
+};
+#define ATTENDRE_WEIGHT_VARIANTS(t) \
+  {ElementType::t, ShaderId::matmul_##t, ShaderId::matvec_##t, ShaderId::matmul_direct_##t, ShaderId::embedding_##t}
+constexpr WeightVariants kWeightVariants[] = {
+    ATTENDRE_WEIGHT_VARIANTS(f32),  ATTENDRE_WEIGHT_VARIANTS(f16),  ATTENDRE_WEIGHT_VARIANTS(bf16),
+    ATTENDRE_WEIGHT_VARIANTS(q4_0), ATTENDRE_WEIGHT_VARIANTS(q4_1), ATTENDRE_WEIGHT_VARIANTS(q5_0),
+    ATTENDRE_WEIGHT_VARIANTS(q5_1), ATTENDRE_WEIGHT_VARIANTS(q8_0), ATTENDRE_WEIGHT_VARIANTS(q4_k),
+    ATTENDRE_WEIGHT_VARIANTS(q5_k), ATTENDRE_WEIGHT_VARIANTS(q6_k),
+};
+#undef ATTENDRE_WEIGHT_VARIANTS
+
+std::string decoded_types() {
+  std::string names;
+  for (const WeightVariants& v : kWeightVariants) names += (names.empty() ? "" : ", ") + std::string(to_string(v.type));
+  return names;
+}
+
+}  // namespace
+
+ShaderId weight_variant(const Context& context, WeightKernel kernel, ElementType type, const std::string& what) {
+  for (const WeightVariants& v : kWeightVariants) {
+    if (v.type != type) continue;
+    if (type == ElementType::f16 && !context.caps().storage_16bit)
+      fail(ErrorCode::unsupported, what + ": fp16 weights need storageBuffer16BitAccess, which " +
+                                       context.caps().name + " lacks");
+    switch (kernel) {
+      case WeightKernel::gemm: return v.gemm;
+      case WeightKernel::matvec: return v.matvec;
+      case WeightKernel::direct: return v.direct;
+      case WeightKernel::embedding: return v.embedding;
+    }
   }
+  fail(ErrorCode::unsupported, what + ": " + std::string(to_string(type)) + " weights have no decoding kernel (" +
+                                   decoded_types() + " do)");
+}
+
+uint32_t decode_unit(ElementType type) {
+  switch (type) {
+    case ElementType::q4_0:
+    case ElementType::q4_1:
+    case ElementType::q5_0:
+    case ElementType::q5_1:
+    case ElementType::q8_0: return kLegacyUnitValues;
+    case ElementType::q4_k: return kQ4_KUnitValues;
+    case ElementType::q5_k: return kQ5_KUnitValues;
+    case ElementType::q6_k: return kQ6_KUnitValues;
+    default: return 1;
+  }
+}
+
+void check_weight_layout(ElementType type, uint32_t cols, uint32_t offset, const char* what) {
+  const ElementBlock b = element_block(type);
+  if (b.values == 1) return;
+  require(cols % b.values == 0, std::string(what) + ": rows of " + std::to_string(cols) + " values are not whole " +
+                                    std::string(to_string(type)) + " blocks of " + std::to_string(b.values));
+  require(offset % 2 == 0, std::string(what) + ": " + std::string(to_string(type)) +
+                               " blocks start at even bytes, not at byte " + std::to_string(offset));
 }
 
 bool in_place(const vk::BufferBinding& in, const vk::BufferBinding& out, const char* kernel) {

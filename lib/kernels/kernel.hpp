@@ -44,13 +44,23 @@ class Kernel {
   std::vector<vk::BufferUse> uses_;  // each binding's range and access, for derived barriers
 };
 
-// The variant of a kernel family for weights encoded as `type`: throws
-// unsupported naming `what` when the family has none, or when it needs
-// 16-bit storage the device lacks.
-struct WeightVariants {
-  ShaderId f32, f16;
-};
-ShaderId weight_variant(const Context& context, const WeightVariants& variants, ElementType type, const std::string& what);
+// The kernels that read weights, each compiled once per weight encoding
+// (shaders/weights.glsl).
+enum class WeightKernel { gemm, matvec, direct, embedding };
+
+// The variant of `kernel` for weights encoded as `type`: throws unsupported
+// naming `what` when there is none, or when it needs 16-bit storage the
+// device lacks (F16 only: every other encoding is read as 32-bit words).
+ShaderId weight_variant(const Context& context, WeightKernel kernel, ElementType type, const std::string& what);
+
+// Values of `type` the matvec and direct kernels decode per step (a block
+// or part of one, interface/quant.h; 1 for the float types).
+uint32_t decode_unit(ElementType type);
+
+// Checks that a matrix or table of `cols` columns at `offset` (elements of
+// the float types, bytes of the block types) can be addressed in `type`:
+// rows of whole blocks, block offsets even. Throws invalid_argument naming `what`.
+void check_weight_layout(ElementType type, uint32_t cols, uint32_t offset, const char* what);
 
 // Whether a kernel writing `out` while reading `in` works in place: the same
 // binding (one read/write binding in the IN_PLACE shader variant), or

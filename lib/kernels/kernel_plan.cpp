@@ -2,6 +2,7 @@
 
 #include "interface/constants.h"
 #include "interface/matmul.h"
+#include "interface/quant.h"
 #include "interface/score.h"
 #include "interface/select_tile.h"
 
@@ -23,6 +24,8 @@ uint32_t next_pow2(uint32_t x) {
   while (p < x) p *= 2;
   return p;
 }
+
+static_assert(4 * kMatmulDirectMaxShare <= kLegacyUnitValues, "the shared quads must fit the smallest decode unit");
 
 uint32_t KernelPlan::max_head_dim() const { return attend_workgroup * kMaxDimsPerThread; }
 
@@ -55,6 +58,10 @@ KernelPlan plan_kernels(const DeviceCaps& caps) {
 
   plan.attend_workgroup = std::min<uint32_t>(64, plan.workgroup);
   plan.direct = caps.kernel_style == DeviceCaps::KernelStyle::direct;
+  // Shuffles need full subgroups of the reported size: CPU devices run
+  // fixed SIMD widths (GPUs may pick another size per pipeline).
+  if (caps.subgroup_shuffle && caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU && caps.subgroup_size > 0)
+    plan.direct_share = std::min(kMatmulDirectMaxShare, floor_pow2(caps.subgroup_size));
   plan.insert_workgroup = plan.workgroup;
 
   // Matmul GEMM: a near-square grid of invocations, each owning a micro-tile

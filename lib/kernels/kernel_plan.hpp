@@ -40,6 +40,10 @@ struct KernelPlan {
 
   // DeviceCaps::KernelStyle::direct: barrier-free kernels (CPU devices).
   bool direct = false;
+  // Block-type weights under `direct`: invocations of a subgroup that share
+  // their A loads through subgroup shuffles (matmul_direct.comp); 0 where
+  // that is unavailable, and block-type products then take the tiled kernels.
+  uint32_t direct_share = 0;
   uint32_t direct_segment = 1024;  // candidates one select_direct invocation scans
 
   // Largest K (and eviction count) one select can keep: two lists must fit a tile.

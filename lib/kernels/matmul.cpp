@@ -16,34 +16,54 @@ namespace {
 // reduction's barriers are amortized; lanes = pow2 >= in / kMatvecElements.
 constexpr uint32_t kMatvecElements = 8;
 
-// Rows one matmul_direct invocation computes for its output: enough to
-// reuse the weight row from cache, few enough that one invocation's loops
-// stay far below lavapipe's iteration limit (ROWS * in / 4).
-constexpr uint32_t kDirectRows = 8;
+// What one matmul_direct invocation computes: `rows` rows of one output,
+// in workgroups of `workgroup`.
+struct DirectShape {
+  uint32_t rows, workgroup;
+};
+
+// Float types: 8 rows per invocation, enough to reuse the weight row from
+// cache, few enough that one invocation's loops stay far below lavapipe's
+// iteration limit (rows * in / 4).
+// Block types: each decoded weight serves every row an invocation owns, so
+// GEMMs take 8 rows, and decoding (rows <= kDirectFewRows) a single-row
+// variant that decodes nothing in vain. Small workgroups keep every CPU
+// thread busy on matrices of a few hundred outputs.
+DirectShape direct_shape(const KernelPlan& plan, ElementType type, bool few) {
+  if (decode_unit(type) == 1) return {8, plan.workgroup};
+  return {few ? 1u : 8u, std::min(plan.workgroup, 32u)};
+}
+constexpr uint32_t kDirectFewRows = 2;
 
 }  // namespace
 
 Matmul::Matmul(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ElementType weights,
                vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c, vk::BufferBinding r)
-    : plan_(plan) {
+    : plan_(plan), type_(weights) {
   const std::string what = "matmul over '" + (w.buffer ? w.buffer->label() : std::string("weights")) + "'";
-  const ShaderId gemm = weight_variant(context, {ShaderId::matmul_f32, ShaderId::matmul_f16}, weights, what);
-  const ShaderId matvec = weight_variant(context, {ShaderId::matvec_f32, ShaderId::matvec_f16}, weights, what);
-  const ShaderId direct =
-      weight_variant(context, {ShaderId::matmul_direct_f32, ShaderId::matmul_direct_f16}, weights, what);
   // Without a separate R, the residual (if any) is read from C itself, and
   // binding 3 takes A: it must hold a buffer, and one the dispatch only reads.
   residual_in_c_ = !r.buffer;
   if (!r.buffer) r = a;
-  gemm_ = Kernel::make<MatmulParams>(context, arena, gemm,
+  // Block types decode on direct devices only with subgroup shuffles (KernelPlan::direct_share).
+  const bool blocks = decode_unit(weights) > 1;
+  plan_.direct = plan.direct && (!blocks || plan.direct_share > 0);
+  if (plan_.direct) {
+    const ShaderId direct = weight_variant(context, WeightKernel::direct, weights, what);
+    const DirectShape many = direct_shape(plan, weights, false), few = direct_shape(plan, weights, true);
+    direct_ = Kernel::make<MatmulParams>(context, arena, direct, {many.workgroup, many.rows, plan.direct_share},
+                                         {a, w, c, r});
+    if (blocks)
+      direct_few_ = Kernel::make<MatmulParams>(context, arena, direct, {few.workgroup, few.rows, plan.direct_share},
+                                               {a, w, c, r});
+    return;
+  }
+  gemm_ = Kernel::make<MatmulParams>(context, arena, weight_variant(context, WeightKernel::gemm, weights, what),
                                      {plan.matmul_workgroup, plan.matmul_tile_rows, plan.matmul_tile_outputs,
                                       plan.matmul_tile_in, plan.matmul_micro_rows, plan.matmul_micro_outputs},
                                      {a, w, c, r});
-  matvec_ = Kernel::make<MatmulParams>(context, arena, matvec,
+  matvec_ = Kernel::make<MatmulParams>(context, arena, weight_variant(context, WeightKernel::matvec, weights, what),
                                        {plan.matvec_workgroup}, {a, w, c, r});
-  if (plan.direct)
-    direct_ = Kernel::make<MatmulParams>(context, arena, direct,
-                                         {plan.workgroup, kDirectRows}, {a, w, c, r});
 }
 
 MatmulParams Matmul::params(const Args& args) const {
@@ -53,6 +73,7 @@ MatmulParams Matmul::params(const Args& args) const {
   if (args.residual && residual_in_c_)
     require(args.r == args.c,
             "matmul: a residual added in place needs R rows to be the C rows (bind a separate R otherwise)");
+  check_weight_layout(type_, args.in, args.w_offset, "matmul W");
   MatmulParams p{};
   p.rows = args.rows;
   p.in_dim = args.in;
@@ -64,14 +85,23 @@ MatmulParams Matmul::params(const Args& args) const {
   p.a = args.a;
   p.c = args.c;
   p.r = args.r;
-  // Matvec: enough lanes per output that each owns ~kMatvecElements of `in`.
-  p.lanes = std::min(plan_.matvec_workgroup, next_pow2(std::max(1u, ceil_div(args.in, kMatvecElements))));
+  // Matvec: enough lanes per output that each owns ~kMatvecElements of `in`
+  // (float types) or one decode unit (block types).
+  const uint32_t unit = decode_unit(type_);
+  const uint32_t share = unit == 1 ? ceil_div(args.in, kMatvecElements) : args.in / unit;
+  p.lanes = std::min(plan_.matvec_workgroup, next_pow2(std::max(1u, share)));
   return p;
 }
 
+const Kernel& Matmul::direct_for(uint32_t rows) const {
+  return direct_few_ && rows <= kDirectFewRows ? direct_few_ : direct_;
+}
+
 Grid Matmul::grid(const Args& args) const {
-  if (plan_.direct)
-    return fold_groups(uint64_t{ceil_div(args.out, plan_.workgroup)} * ceil_div(args.rows, kDirectRows), plan_);
+  if (plan_.direct) {
+    const DirectShape s = direct_shape(plan_, type_, direct_few_ && args.rows <= kDirectFewRows);
+    return fold_groups(uint64_t{ceil_div(args.out, s.workgroup)} * ceil_div(args.rows, s.rows), plan_);
+  }
   if (uses_matvec(args.rows)) {
     const uint32_t per_group = plan_.matvec_workgroup / params(args).lanes;
     return fold_groups(ceil_div(args.out, per_group), plan_);
@@ -84,7 +114,7 @@ void Matmul::record(vk::CommandRecorder& recorder, const Args& args) const {
   if (args.rows == 0 || args.out == 0) return;
   const MatmulParams p = params(args);
   const Grid g = grid(args);
-  (plan_.direct ? direct_ : uses_matvec(args.rows) ? matvec_ : gemm_).dispatch(recorder, p, g.x, g.y);
+  (plan_.direct ? direct_for(args.rows) : uses_matvec(args.rows) ? matvec_ : gemm_).dispatch(recorder, p, g.x, g.y);
 }
 
 }  // namespace attendre::kernels

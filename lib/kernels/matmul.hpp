@@ -1,6 +1,7 @@
 // C[r][o] = sum_i A[r][i] * W[o][i] (+ bias[o]) (+ R[r][o]) for `rows` rows of
-// `in` floats into `out` floats (matmul.comp, matvec.comp). W is row-major
-// [out][in] in fp32 or fp16; the bias is fp32 in the same binding.
+// `in` floats into `out` floats (matmul.comp, matvec.comp, matmul_direct.comp).
+// W is row-major [out][in] in any weight encoding, decoded by the kernels
+// (shaders/weights.glsl); the bias is fp32 in the same binding.
 #pragma once
 
 #include "kernels/kernel_plan.hpp"
@@ -17,7 +18,8 @@ class Matmul {
   struct Args {
     uint32_t rows = 0, in = 0, out = 0;
     RowRef a, c, r;             // r only read when residual
-    uint32_t w_offset = 0;      // elements of the weight encoding: W[o][i] at w_offset + o * in + i
+    uint32_t w_offset = 0;      // where W starts: elements of F32/F16/BF16, bytes (even) of block types
+                                // (row o then starts at byte w_offset + o * row bytes)
     uint32_t bias_offset = 0;   // words (fp32) of the weight binding: bias[o] at bias_offset + o
     bool bias = false, residual = false;
   };
@@ -27,6 +29,7 @@ class Matmul {
   // disjoint from C; an empty binding means that R row r is C row r: the
   // residual is added in place). A must not overlap C. Throws unsupported
   // for an encoding without a kernel, or f16 on a device without storage_16bit.
+  // Only the kernels of the plan's style are built.
   Matmul(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ElementType weights,
          vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c, vk::BufferBinding r = {});
 
@@ -42,9 +45,13 @@ class Matmul {
   bool uses_matvec(uint32_t rows) const { return rows <= kMatvecMaxRows; }
 
  private:
+  const Kernel& direct_for(uint32_t rows) const;
+
   KernelPlan plan_;
+  ElementType type_ = ElementType::f32;
   bool residual_in_c_ = false;
-  Kernel gemm_, matvec_, direct_;
+  Kernel gemm_, matvec_;
+  Kernel direct_, direct_few_;  // direct_few_: block types' single-row variant
 };
 
 }  // namespace attendre::kernels

@@ -123,6 +123,8 @@ DeviceCaps query_caps(VkPhysicalDevice physical, uint32_t queue_family) {
   for (uint32_t i = 0; i < memory.memoryTypeCount; ++i)
     if ((memory.memoryTypes[i].propertyFlags & unified) == unified) c.unified_memory = true;
   c.subgroup_size = subgroup.subgroupSize;
+  c.subgroup_shuffle = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
+                       (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) != 0;
   c.storage_16bit = storage16.storageBuffer16BitAccess == VK_TRUE;
   c.timestamp_valid_bits = families[queue_family].timestampValidBits;
   c.timestamps = c.timestamp_valid_bits > 0 && l.timestampPeriod > 0.0f;

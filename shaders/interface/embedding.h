@@ -10,7 +10,7 @@ ATT_PARAMS_BEGIN(EmbeddingParams)
   ATT_U32(rows)
   ATT_U32(dim)
   ATT_U32(vocab)         // rows of this part of the table: ids first_id .. first_id + vocab - 1
-  ATT_U32(table_offset)  // elements of the table type: table[id][i] at table_offset + id * dim + i
+  ATT_U32(table_offset)  // where the table starts: elements or bytes, as w_offset (interface/matmul.h)
   ATT_ROWS(ids)          // one uint32 id per row (word 0 of the row), binding 0
   ATT_ROWS(out)          // rows of dim floats, binding 2
   ATT_U32(first_id)      // the id of the part's row 0 (a table split by rows over storage ranges)

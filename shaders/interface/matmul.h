@@ -1,5 +1,13 @@
-// matmul.comp (tiled GEMM) and matvec.comp (rows <= kMatvecMaxRows):
-// C[r][o] = sum_i A[r][i] * W[o][i] (+ bias[o]) (+ R[r][o]).
+// matmul.comp (tiled GEMM), matvec.comp (rows <= kMatvecMaxRows) and
+// matmul_direct.comp (CPU devices): C[r][o] = sum_i A[r][i] * W[o][i]
+// (+ bias[o]) (+ R[r][o]), W in any weight encoding (shaders/weights.glsl).
+//
+// w_offset, where W starts in the weight binding, counts units of the
+// encoding's addressing: elements for F32, F16 and BF16 (W[o][i] is element
+// w_offset + o * in_dim + i), bytes for the block types (row o starts at
+// byte w_offset + o * (in_dim / block values) * block bytes; in_dim is a
+// whole number of blocks and w_offset even, so every block starts at an even
+// byte, interface/quant.h).
 #ifndef ATTENDRE_INTERFACE_MATMUL_H
 #define ATTENDRE_INTERFACE_MATMUL_H
 #include "interface/params.h"
@@ -10,6 +18,9 @@ ATT_NAMESPACE_BEGIN
 ATT_CONST(kMatmulMaxMicro, 4u)
 // The matrix-vector path handles at most this many rows.
 ATT_CONST(kMatvecMaxRows, 4u)
+// matmul_direct.comp, block types: most invocations that share A loads by
+// subgroup shuffles (the A quads of the smallest decode unit, interface/quant.h).
+ATT_CONST(kMatmulDirectMaxShare, 8u)
 // has_residual: where R comes from. In place, the C rows hold R before the
 // product and are read then written by the same invocation, through one binding.
 ATT_CONST(kResidualNone, 0u)
@@ -28,7 +39,7 @@ ATT_PARAMS_BEGIN(MatmulParams)
   ATT_U32(rows)
   ATT_U32(in_dim)
   ATT_U32(out_dim)
-  ATT_U32(w_offset)     // elements of the weight type: W[o][i] at w_offset + o * in_dim + i
+  ATT_U32(w_offset)     // elements (float types) or bytes (block types), above
   ATT_U32(bias_offset)  // words (fp32) in the weight binding
   ATT_U32(has_bias)
   ATT_U32(has_residual)  // kResidualNone, kResidualSeparate or kResidualInC

@@ -1,0 +1,61 @@
+// The weight binding (binding 1) of the matmul and embedding kernels, in any
+// of the encodings a WEIGHTS_* define selects: F32 (none), F16 (WEIGHTS_F16,
+// needs storageBuffer16BitAccess: the kernel enables the extension), BF16
+// (WEIGHTS_BF16, decoded from 32-bit words) or a GGUF block type
+// (WEIGHTS_Q4_0 ... WEIGHTS_Q6_K: its decoder in quant/, which defines
+// WEIGHTS_BLOCKS). The same binding holds fp32 words (biases).
+//
+// Offsets into it count elements for the float types and bytes (even) for
+// the block types (interface/matmul.h).
+#ifndef ATTENDRE_WEIGHTS_GLSL
+#define ATTENDRE_WEIGHTS_GLSL
+
+layout(std430, binding = 1) readonly buffer WeightWords { uint w_words[]; };
+
+#if defined(WEIGHTS_Q4_0)
+#include "quant/q4_0.glsl"
+#elif defined(WEIGHTS_Q4_1)
+#include "quant/q4_1.glsl"
+#elif defined(WEIGHTS_Q5_0)
+#include "quant/q5_0.glsl"
+#elif defined(WEIGHTS_Q5_1)
+#include "quant/q5_1.glsl"
+#elif defined(WEIGHTS_Q8_0)
+#include "quant/q8_0.glsl"
+#elif defined(WEIGHTS_Q4_K)
+#include "quant/q4_k.glsl"
+#elif defined(WEIGHTS_Q5_K)
+#include "quant/q5_k.glsl"
+#elif defined(WEIGHTS_Q6_K)
+#include "quant/q6_k.glsl"
+#elif defined(WEIGHTS_F16)
+layout(std430, binding = 1) readonly buffer Weights16 { float16_t w16[]; };  // aliases WeightWords
+float weight(uint e) { return float(w16[e]); }
+#elif defined(WEIGHTS_BF16)
+// bfloat16 is the top half of a binary32: element e is half e & 1 of word e / 2.
+float weight(uint e) {
+  const uint w = w_words[e >> 1u];
+  return uintBitsToFloat((e & 1u) != 0u ? w & 0xFFFF0000u : w << 16u);
+}
+#else
+float weight(uint e) { return uintBitsToFloat(w_words[e]); }
+#endif
+
+// The fp32 word `word` of the binding (a bias).
+float weight_float(uint word) { return uintBitsToFloat(w_words[word]); }
+
+#ifdef WEIGHTS_BLOCKS
+// Bytes of a row of `cols` values (a whole number of blocks).
+uint block_row_bytes(uint cols) { return cols / QUANT_VALUES * QUANT_BYTES; }
+#endif
+
+// Element i of row `row` of a matrix of `cols` columns at `offset`.
+float weight_element(uint offset, uint cols, uint row, uint i) {
+#ifdef WEIGHTS_BLOCKS
+  return quant_value(offset + row * block_row_bytes(cols) + i / QUANT_VALUES * QUANT_BYTES, i % QUANT_VALUES);
+#else
+  return weight(offset + row * cols + i);
+#endif
+}
+
+#endif

@@ -1,0 +1,226 @@
+// Weights in BF16 and every GGUF block type, decoded inside the kernels that
+// read them (tiled GEMM, matvec, direct, embedding lookup), against the
+// float64 product with the values the CPU reference codec (lib/io/quant)
+// decodes from the same bytes: odd row counts, rows of many blocks, outputs
+// off every tile, bias and residual, blocks straddling 32-bit words (every
+// matrix starts half a word in), misaligned A rows (rings), folded grids,
+// embedding tables split by rows. Each path is forced through the kernel
+// plan, whatever the device prefers. Whole models in every type, fixtures
+// and the shared real files, run in test_models.cpp and
+// test_stack_resources.cpp.
+#include "block_harness.hpp"
+
+#include "io/quant.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstring>
+
+using namespace attendre;
+using namespace attendre::test::block;
+
+namespace {
+
+constexpr ElementType kTypes[] = {ElementType::bf16, ElementType::q8_0, ElementType::q4_0,
+                                  ElementType::q4_1, ElementType::q5_0, ElementType::q5_1,
+                                  ElementType::q4_k, ElementType::q5_k, ElementType::q6_k};
+
+// Where every test matrix starts: byte 6, half a word in, so that the first
+// block straddles a word boundary (the offset counts elements for BF16).
+constexpr uint32_t kStartByte = 6;
+
+uint32_t start_offset(ElementType type) { return element_block(type).values == 1 ? kStartByte / 2 : kStartByte; }
+
+// A weight image: the encoded rows from kStartByte on, sentinels around
+// them, and the float64 values the CPU codec decodes from those bytes.
+struct Encoded {
+  std::vector<uint32_t> words;
+  std::vector<double> values;
+  std::vector<std::byte> bytes;
+  uint32_t end_word = 0;  // first word past the rows
+};
+
+Encoded encode(ElementType type, std::span<const float> w) {
+  const auto codec = static_cast<gguf::TensorType>(type);
+  Encoded e;
+  e.bytes = gguf::quantize(codec, w);
+  e.values = gguf::dequantize(codec, e.bytes);
+  e.end_word = static_cast<uint32_t>((kStartByte + e.bytes.size() + 3) / 4);
+  e.words.assign(e.end_word, kSentinel);
+  std::memcpy(reinterpret_cast<std::byte*>(e.words.data()) + kStartByte, e.bytes.data(), e.bytes.size());
+  return e;
+}
+
+// The kernel plan forcing one path: direct, or tiled (matvec for rows <=
+// kMatvecMaxRows, the GEMM above).
+kernels::KernelPlan with_style(kernels::KernelPlan plan, bool direct) {
+  plan.direct = direct;
+  return plan;
+}
+
+struct Case {
+  uint32_t rows, blocks, out;  // `in` is `blocks` blocks
+  bool bias = false, residual = false, ring = false;
+};
+
+// Runs one product and returns how many outputs miss the float64 product
+// with `reference` (the decoded weights): fp32 accumulation over `in`
+// products, relative to the magnitude of the output's row and weights.
+// `report` mismatches fail the test by name.
+uint32_t mismatches(Context& context, const kernels::KernelPlan& plan, ElementType type, const Case& c,
+                    std::span<const float> a, const Encoded& w, std::span<const double> reference,
+                    std::span<const float> bias, std::span<const float> residual, uint32_t report) {
+  const uint32_t in = c.blocks * element_block(type).values;
+  kernels::Matmul::Args args;
+  args.rows = c.rows;
+  args.in = in;
+  args.out = c.out;
+  args.w_offset = start_offset(type);
+  args.bias = c.bias;
+  args.bias_offset = w.end_word + 1;
+  args.residual = c.residual;
+  std::vector<uint32_t> w_words = w.words;
+  w_words.resize(args.bias_offset + c.out + 2, kSentinel);
+  for (uint32_t o = 0; o < c.out; ++o) w_words[args.bias_offset + o] = test::float_bits(bias[o]);
+  // Rings put A rows off vec4 boundaries (the direct kernel's scalar path).
+  args.a = c.ring ? wrapping(c.rows, in, 1, 3) : RowRef::contiguous(in);
+  args.c = c.ring ? wrapping(c.rows, c.out, 2, 1) : RowRef::contiguous(c.out, 4);
+  args.r = args.c;
+  std::vector<uint32_t> a_words(extent(args.a, c.rows, in), kSentinel);
+  put_rows(a_words, args.a, c.rows, in, a);
+  std::vector<uint32_t> c_words(extent(args.c, c.rows, c.out), kSentinel);
+  if (c.residual) put_rows(c_words, args.c, c.rows, c.out, residual);
+
+  const vk::Buffer a_buffer = test::upload_words(context, a_words, "test A");
+  const vk::Buffer w_buffer = test::upload_words(context, w_words, "test W");
+  const vk::Buffer c_buffer = test::upload_words(context, c_words, "test C");
+  vk::DescriptorArena arena(context);
+  const kernels::Matmul matmul(context, arena, plan, type, {&a_buffer}, {&w_buffer}, {&c_buffer});
+  test::run_once(context, [&](vk::CommandRecorder& rec) { matmul.record(rec, args); });
+  const std::vector<uint32_t> after = test::download_words(context, c_buffer, 0, c_words.size());
+  check_untouched(c_words, after, args.c, c.rows, c.out);
+
+  const std::vector<double> expected =
+      ops::matmul(ops::widen(a), reference, c.rows, in, c.out, c.bias ? ops::widen(bias) : std::vector<double>{},
+                  c.residual ? ops::widen(residual) : std::vector<double>{});
+  auto rms = [](auto values) {
+    double sum = 0;
+    for (auto x : values) sum += double(x) * double(x);
+    return std::sqrt(sum / static_cast<double>(values.size()));
+  };
+  return count_outside(get_rows(after, args.c, c.rows, c.out), expected, [&](size_t i) {
+    const size_t r = i / c.out, o = i % c.out;
+    const double magnitude = rms(a.subspan(r * in, in)) * rms(reference.subspan(o * in, in));
+    return 1e-5 * (std::sqrt(static_cast<double>(in)) + 4.0) * magnitude + 1e-6 * std::abs(expected[i]);
+  }, report);
+}
+
+void check_paths(Context& context, const kernels::KernelPlan& plan, ElementType type, const Case& c,
+                 std::mt19937_64& rng) {
+  const uint32_t in = c.blocks * element_block(type).values;
+  INFO(to_string(type) << ": rows " << c.rows << ", in " << in << ", out " << c.out << ", bias " << c.bias
+                       << ", residual " << c.residual << ", ring " << c.ring);
+  const std::vector<float> a = normal_values(size_t{c.rows} * in, rng), w = normal_values(size_t{c.out} * in, rng);
+  const std::vector<float> bias = normal_values(c.out, rng), residual = normal_values(size_t{c.rows} * c.out, rng);
+  const Encoded e = encode(type, w);
+  for (bool direct : {false, true}) {
+    INFO((direct ? "direct" : c.rows <= kernels::kMatvecMaxRows ? "matvec" : "tiled GEMM"));
+    CHECK(mismatches(context, with_style(plan, direct), type, c, a, e, e.values, bias, residual, 3) == 0);
+  }
+}
+
+TEST_CASE("block kernels: quantized matmul, matvec and direct products match the float64 dequantized product") {
+  std::mt19937_64 rng(9001);
+  Context& context = test::gpu();
+  const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
+  // Rows 1, 3, 4 take the matvec path; outputs off every tile and workgroup.
+  const Case cases[] = {{1, 9, 513, true},       {3, 2, 65, false, true, true}, {4, 1, 7, true, true},
+                        {5, 3, 130, false, false, true}, {17, 5, 33, true, false}, {65, 2, 70, false, true},
+                        {130, 3, 129, true, true, true}};
+  for (ElementType type : kTypes) {
+    for (const Case& c : cases) check_paths(context, plan, type, c, rng);
+    check_paths(context, folded(plan), type, {2, 4, 65, true, true, true}, rng);
+    check_paths(context, folded(plan), type, {70, 2, 40, true, false}, rng);
+  }
+  test::check_no_validation_messages(context);
+}
+
+TEST_CASE("block kernels: the quantized comparison rejects weights decoded with their nibbles swapped") {
+  std::mt19937_64 rng(9002);
+  Context& context = test::gpu();
+  const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
+  const Case c{1, 2, 3};
+  const std::vector<float> a = normal_values(64, rng), w = normal_values(192, rng), none(3);
+  Encoded e = encode(ElementType::q4_0, w);
+  // The device decodes these bytes; the reference decodes them with the
+  // nibbles of one byte of row 0 swapped, as a decoder reading them in the
+  // wrong order would.
+  std::vector<std::byte> swapped = e.bytes;
+  size_t at = 2;  // first byte of nibbles of block 0
+  while (at < 18 && (uint8_t(swapped[at]) >> 4) == (uint8_t(swapped[at]) & 15)) ++at;
+  REQUIRE(at < 18);
+  swapped[at] = std::byte(uint8_t((uint8_t(swapped[at]) << 4) | (uint8_t(swapped[at]) >> 4)));
+  const std::vector<double> wrong = gguf::dequantize(gguf::TensorType::q4_0, swapped);
+  for (bool direct : {false, true}) {
+    CHECK(mismatches(context, with_style(plan, direct), ElementType::q4_0, c, a, e, e.values, none, none, 3) == 0);
+    CHECK(mismatches(context, with_style(plan, direct), ElementType::q4_0, c, a, e, wrong, none, none, 0) == 1);
+  }
+  test::check_no_validation_messages(context);
+}
+
+// ---------------------------------------------------------------------------
+// Embedding
+
+// A table of `vocab` rows looked up whole, or (split > 0) as two parts, rows
+// [0, split) and [split, vocab), each its own kernel over its own range of
+// the binding, the second starting at the byte (or element) where its first
+// row lies: the way the stack splits tables past one storage range.
+void check_embedding(Context& context, const kernels::KernelPlan& plan, ElementType type, uint32_t rows,
+                     uint32_t blocks, uint32_t split, std::mt19937_64& rng) {
+  const uint32_t vocab = 37, dim = blocks * element_block(type).values;
+  INFO(to_string(type) << ": rows " << rows << ", dim " << dim << ", split at " << split);
+  const Encoded table = encode(type, normal_values(size_t{vocab} * dim, rng));
+  std::vector<uint32_t> ids(rows);
+  const uint32_t special[] = {vocab - 1, 0, vocab, 0xFFFFFFFFu, split, split - 1};
+  std::uniform_int_distribution<uint32_t> id(0, vocab - 1);
+  for (uint32_t r = 0; r < rows; ++r) ids[r] = r < std::size(special) ? special[r] : id(rng);
+  const RowRef out = wrapping(rows, dim, 1, 2);
+  std::vector<uint32_t> out_words(extent(out, rows, dim), kSentinel);
+
+  const vk::Buffer id_buffer = test::upload_words(context, ids, "test ids");
+  const vk::Buffer t_buffer = test::upload_words(context, table.words, "test table");
+  const vk::Buffer out_buffer = test::upload_words(context, out_words, "test embeddings");
+  vk::DescriptorArena arena(context);
+  const kernels::Embedding embedding(context, arena, plan, type, {&id_buffer}, {&t_buffer}, {&out_buffer});
+  // Where row `first` starts: elements of the float types, bytes of the block types.
+  const ElementBlock block = element_block(type);
+  auto row_start = [&](uint32_t first) {
+    return start_offset(type) + (block.values == 1 ? first * dim : first * (dim / block.values) * block.bytes);
+  };
+  test::run_once(context, [&](vk::CommandRecorder& rec) {
+    // The part at first_id 0 first: it zeros the rows of ids outside it.
+    const uint32_t part_rows = split > 0 ? split : vocab;
+    embedding.record(rec, {rows, dim, part_rows, row_start(0), RowRef::contiguous(1), out, 0});
+    if (split > 0) embedding.record(rec, {rows, dim, vocab - split, row_start(split), RowRef::contiguous(1), out, split});
+  });
+  const std::vector<uint32_t> after = test::download_words(context, out_buffer, 0, out_words.size());
+
+  const std::vector<double> expected = ops::embedding(table.values, dim, ids);
+  // One fp32 rounding of each decoded value (scale times level, plus offset).
+  check_close(get_rows(after, out, rows, dim), expected, [&](size_t i) { return 1e-6 * std::abs(expected[i]) + 1e-7; });
+  check_untouched(out_words, after, out, rows, dim);
+}
+
+TEST_CASE("block kernels: embedding lookup decodes BF16 and every block type, whole or split, zeros for out-of-range ids") {
+  std::mt19937_64 rng(9003);
+  Context& context = test::gpu();
+  const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
+  for (ElementType type : kTypes) {
+    check_embedding(context, plan, type, 9, 2, 0, rng);
+    check_embedding(context, plan, type, 11, 1, 19, rng);
+    check_embedding(context, folded(plan), type, 6, 3, 5, rng);
+  }
+  test::check_no_validation_messages(context);
+}
+
+}  // namespace
