@@ -6,6 +6,7 @@
 // positions and scores, same greedy answer); the GPU keeps what the
 // reference keeps under fifo; and runs are deterministic.
 #include "io/gguf_test_support.hpp"
+#include "model_checks.hpp"
 #include "model_fixtures.hpp"
 #include "reader_support.hpp"
 
@@ -139,23 +140,7 @@ ReferenceRun reference_run(attendre::Model& model, const std::vector<uint32_t>& 
       ::reader::configure_stack(model.stack_config(plan), memory, {policy}, false);
   reference::Stack stack(config, model.weights());
   const int64_t n = static_cast<int64_t>(ids.size());
-  std::vector<float> last_logits;
-  const auto keep = [&](const StackOutput& out) {
-    if (!out.logits.empty() && out.positions.back() == n - 1)
-      last_logits.assign(out.logits.end() - static_cast<std::ptrdiff_t>(config.vocab), out.logits.end());
-  };
-  for (int64_t start = 0; start < n; start += 16) {
-    const int64_t rows = std::min<int64_t>(16, n - start);
-    std::vector<int64_t> positions(static_cast<size_t>(rows));
-    for (int64_t i = 0; i < rows; ++i) positions[static_cast<size_t>(i)] = start + i;
-    StackChunk chunk;
-    chunk.rows = static_cast<uint32_t>(rows);
-    chunk.tokens = std::span(ids).subspan(static_cast<size_t>(start), static_cast<size_t>(rows));
-    chunk.positions = positions;
-    keep(stack.step(chunk, {false, start + rows == n}));
-  }
-  keep(stack.finish({false, true}));
-  REQUIRE(last_logits.size() == config.vocab);
+  const std::vector<float> last_logits = read_and_finish(stack, ids);
   ReferenceRun run;
   for (size_t b = 0; b < config.blocks.size(); ++b) run.blocks.push_back(stack.snapshot(b));
   GenerateOptions options;

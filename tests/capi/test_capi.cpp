@@ -7,6 +7,7 @@
 // device-only checks (random stack, layer, K/V memory) fail the program
 // itself.
 #include "io/gguf_test_support.hpp"
+#include "model_checks.hpp"
 #include "model_fixtures.hpp"
 #include "support.hpp"
 
@@ -105,23 +106,7 @@ void check_program(const std::filesystem::path& model_path, const std::string& p
   const StackConfig config = model.stack_config(program_memory(policy));
   reference::Stack stack(config, model.weights());
   const int64_t n = static_cast<int64_t>(ids.size());
-  std::vector<float> last_logits;
-  const auto keep = [&](const StackOutput& out) {
-    if (!out.positions.empty() && out.positions.back() == n - 1)
-      last_logits.assign(out.logits.end() - static_cast<std::ptrdiff_t>(config.vocab), out.logits.end());
-  };
-  for (int64_t start = 0; start < n; start += 8) {
-    const int64_t rows = std::min<int64_t>(8, n - start);
-    std::vector<int64_t> positions(static_cast<size_t>(rows));
-    for (int64_t i = 0; i < rows; ++i) positions[static_cast<size_t>(i)] = start + i;
-    StackChunk chunk;
-    chunk.rows = static_cast<uint32_t>(rows);
-    chunk.tokens = std::span(ids).subspan(static_cast<size_t>(start), static_cast<size_t>(rows));
-    chunk.positions = positions;
-    keep(stack.step(chunk, {false, true}));
-  }
-  keep(stack.finish({false, true}));
-  REQUIRE(last_logits.size() == config.vocab);
+  const std::vector<float> last_logits = test::read_and_finish(stack, ids);  // S = 8 as the program's
   check_close(numbers<double>(lines.at("last_logits")), std::vector<double>(last_logits.begin(), last_logits.end()),
               2e-3, "last logits");
   for (size_t b = 0; b < config.blocks.size(); ++b) {
