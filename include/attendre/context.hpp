@@ -31,7 +31,7 @@ struct DeviceCaps {
   uint32_t max_group_count_y = 65535;
   uint32_t max_shared_bytes = 16384;       // maxComputeSharedMemorySize
   uint64_t max_storage_range = 1u << 27;   // maxStorageBufferRange
-  uint64_t storage_alignment = 256;        // minStorageBufferOffsetAlignment, at least 256
+  uint64_t storage_alignment = 256;        // where sections start: the spec's largest minStorageBufferOffsetAlignment
   uint32_t max_push_constants = 128;
   uint32_t max_storage_buffers = 4;        // maxPerStageDescriptorStorageBuffers
   uint64_t max_allocation = 1ull << 30;    // maxMemoryAllocationSize

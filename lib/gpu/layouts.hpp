@@ -1,15 +1,20 @@
 // Where each array lives inside the buffers of the GPU memories, in 32-bit
-// words. Sections start on 256-byte boundaries (the portable
-// minStorageBufferOffsetAlignment), so any of them can be bound on its own.
+// words. Sections start on 256-byte boundaries, so any of them can be bound
+// on its own on every device: the Vulkan spec caps
+// minStorageBufferOffsetAlignment at 256 bytes (Context refuses a device
+// that reports more, DeviceCaps::storage_alignment), so one constant serves
+// them all and layouts never depend on the device.
 #pragma once
 
 #include <attendre/config.hpp>
+#include <attendre/context.hpp>
 
 #include <cstdint>
 
 namespace attendre::gpu {
 
 inline constexpr uint64_t kSectionWords = 64;  // 256 bytes
+static_assert(kSectionWords * 4 == DeviceCaps{}.storage_alignment, "sections start at the largest alignment a device may ask");
 
 inline uint64_t align_words(uint64_t words) { return (words + kSectionWords - 1) / kSectionWords * kSectionWords; }
 

@@ -111,7 +111,14 @@ DeviceCaps query_caps(VkPhysicalDevice physical, uint32_t queue_family) {
   c.max_group_count_y = l.maxComputeWorkGroupCount[1];
   c.max_shared_bytes = l.maxComputeSharedMemorySize;
   c.max_storage_range = l.maxStorageBufferRange;
-  c.storage_alignment = std::max<uint64_t>(256, l.minStorageBufferOffsetAlignment);
+  // The spec's largest minStorageBufferOffsetAlignment: the layouts place
+  // every section at 256 bytes (gpu/layouts.hpp), so a device asking for
+  // more does not conform and is refused.
+  if (l.minStorageBufferOffsetAlignment > 256)
+    fail(ErrorCode::unsupported, std::string(p.deviceName) + " asks for storage buffer offsets aligned to " +
+                                     std::to_string(l.minStorageBufferOffsetAlignment) +
+                                     " bytes, past the 256 the Vulkan spec allows");
+  c.storage_alignment = 256;
   c.max_push_constants = l.maxPushConstantsSize;
   c.max_storage_buffers = l.maxPerStageDescriptorStorageBuffers;
   c.max_allocation = maintenance3.maxMemoryAllocationSize;
