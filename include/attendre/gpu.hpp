@@ -5,11 +5,34 @@
 #pragma once
 
 #include <attendre/context.hpp>
+#include <attendre/embedding.hpp>
 #include <attendre/layer.hpp>
 
 #include <memory>
+#include <optional>
 
 namespace attendre::gpu {
+
+// One step recorded into an application's command buffer. Positions,
+// valid flags and tags always come from the host (the host plans evictions
+// from them, never reading anything back); q, k and v come from the chunk's
+// spans, or all three from the application's buffers: rows * heads * head_dim
+// floats each, row-major as in ChunkView.
+struct LayerInputs {
+  ChunkView chunk;
+  std::optional<BufferRange> q, k, v;
+};
+
+// Where a recorded step's outputs go: the emitted rows o[q][h][d], packed in
+// emission order (room for S rows); none: the step only advances the memories.
+struct LayerOutputs {
+  std::optional<BufferRange> outputs;
+  Consumer consumer;  // who reads them after the step
+};
+
+struct RecordedStep {
+  std::vector<int64_t> emitted_positions;  // one row each in LayerOutputs::outputs
+};
 
 class Layer final : public AttendreLayer {
  public:
@@ -30,6 +53,30 @@ class Layer final : public AttendreLayer {
   // Blocks until every submitted step finished on the device (steps that
   // read nothing back return as soon as they are submitted).
   void wait();
+
+  // Embedding (docs/architecture.md, "Recording into an application's
+  // command buffer"): appends one step to `cb`, which the application has
+  // begun and will end and submit to the context's queue. The step is
+  // committed here: the host's bookkeeping already counts it, so `cb` must
+  // be submitted, once, before the next call on this layer, and steps run in
+  // the order they were recorded. Contract of the recorded commands: first a
+  // barrier from every stage's writes (ALL_COMMANDS, MEMORY_WRITE) to
+  // compute and transfer, so the application's earlier writes of q, k, v
+  // need no barrier of theirs; last a barrier from compute and transfer
+  // writes to `out.consumer` and the host. Host inputs travel inside `cb`
+  // (vkCmdUpdateBuffer). Non-finite values of recorded steps are reported
+  // (numerical_error) by the next call that waits for the device.
+  RecordedStep record(VkCommandBuffer cb, const LayerInputs& in, const LayerOutputs& out = {});
+
+  // step() without blocking: uploads the chunk, submits, and returns. Two
+  // steps may be in flight (double-buffered upload and readback), so the
+  // host prepares step t+1 while the device runs step t; a third submit
+  // waits for the first. Collect each with result(), in any order, before
+  // the step after next is submitted; a snapshot or evicted entries must be
+  // collected before the next submit.
+  Ticket submit(const ChunkView& chunk, const StepRequest& request = {});
+  // Waits for the ticket's step and returns what step() would have.
+  StepResult result(const Ticket& ticket);
 
   // Timestamps around every dispatch of later steps (off by default: they
   // cost a little). last_profile() then lists the last step's kernels.

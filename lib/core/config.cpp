@@ -101,7 +101,8 @@ void LayerConfig::validate() const {
 }
 
 void StreamValidator::check(const ChunkView& chunk, const LayerConfig& config, Parts parts) const {
-  const bool queries = parts != Parts::keys, keys = parts != Parts::queries;
+  const bool queries = parts == Parts::all || parts == Parts::queries;
+  const bool keys = parts == Parts::all || parts == Parts::keys;
   const AttentionShape& s = config.shape;
   const size_t rows = chunk.rows;
   require(chunk.rows <= config.chunk,
@@ -132,8 +133,8 @@ void StreamValidator::check(const ChunkView& chunk, const LayerConfig& config, P
     finite_rows(chunk.k, s.kv_row(), "k");
     finite_rows(chunk.v, s.kv_row(), "v");
   }
-  check_magnitudes(chunk, config, parts);
-  if (!keys) return;  // queries alone need not follow the stream's order
+  if (parts != Parts::positions) check_magnitudes(chunk, config, parts);
+  if (parts == Parts::queries) return;  // queries alone need not follow the stream's order
   cursor_.check(chunk.positions, chunk.valid);
 }
 
@@ -154,6 +155,7 @@ StreamValidator::Norms StreamValidator::chunk_norms(const ChunkView& chunk, cons
       }
     }
   };
+  if (parts == Parts::positions) return n;  // the values are on the device
   if (parts != Parts::keys) head_norms(chunk.q, s.heads_q, n.query, n.query_row);
   if (parts != Parts::queries) {
     head_norms(chunk.k, s.heads_kv, n.key, n.key_row);

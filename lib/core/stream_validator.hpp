@@ -31,8 +31,10 @@ class PositionCursor {
 class StreamValidator {
  public:
   // Which parts of a chunk a call uses: a layer step uses all of them, a
-  // K/V insertion the keys and values, a retrieval the queries.
-  enum class Parts { all, keys, queries };
+  // K/V insertion the keys and values, a retrieval the queries; `positions`:
+  // a step whose q, k and v are in device buffers (recorded by an
+  // application), where only rows, positions, valid flags and tags are seen.
+  enum class Parts { all, keys, queries, positions };
 
   // Throws invalid_argument naming the problem; changes nothing. Positions
   // must increase across the stream except for queries-only chunks.

@@ -1,13 +1,16 @@
 // One ATTENDRE layer step on the device (spec section 3): the chunk is
 // uploaded into the Q ring and the K/V chunk buffer, then insertion,
 // retrieval with the evicted queries, attend and the policy update are
-// recorded into one command buffer and submitted once.
+// recorded into one command buffer: the layer's own, submitted once
+// (step, submit), or an application's (record).
 #include "gpu/kv_memory.hpp"
 #include "gpu/layouts.hpp"
 #include "gpu/query_ring.hpp"
 #include "gpu/staging.hpp"
+#include "gpu/ticket.hpp"
 #include "vulkan/buffer.hpp"
 #include "vulkan/commands.hpp"
+#include "vulkan/context_state.hpp"
 #include "core/fail.hpp"
 #include "core/stream_validator.hpp"
 
@@ -16,6 +19,7 @@
 #include <attendre/gpu.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <limits>
 
@@ -36,6 +40,24 @@ struct UploadLayout {
   }
 };
 
+// One of two sets of what a submitted step uses from the host side, so that
+// the host fills one while the device runs the step of the other.
+struct StepSlot {
+  StepSlot(Context& ctx, uint64_t upload_bytes, uint64_t readback_bytes)
+      : upload(ctx, upload_bytes, vk::MemoryIntent::upload, "chunk upload"),
+        readback(ctx, readback_bytes, vk::MemoryIntent::readback, "readback"),
+        submission(ctx) {}
+  vk::Buffer upload, readback;
+  vk::Submission submission;
+  // The step submitted last from this slot, and what result() decodes of it.
+  uint64_t step = 0;
+  std::vector<QueryMeta> evicted;
+  StepRequest request;
+  bool read_outputs = false;
+  bool uncollected = false;  // result() not called yet
+  bool unverified = false;   // its finite checks are still to be read
+};
+
 }  // namespace
 
 struct Layer::Impl {
@@ -46,17 +68,23 @@ struct Layer::Impl {
         checks(ctx, 2),
         kv(ctx, cfg, cfg.max_queries_per_step(true), cfg.chunk, ring.buffer(), ring.layout(), checks, ""),
         upload_layout(UploadLayout::make(cfg, kv.chunk_layout())),
-        upload(ctx, upload_layout.words * 4, vk::MemoryIntent::upload, "chunk upload"),
         outputs_words(align_words(uint64_t{cfg.max_queries_per_step(true)} * cfg.shape.q_row())),
-        readback(ctx, (outputs_words + align_words(kv.snapshot_words()) + kv.evicted_words()) * 4,
-                 vk::MemoryIntent::readback, "readback"),
-        submission(ctx) {}
+        staged(ctx, upload_layout.words * 4, vk::MemoryIntent::device, "recorded chunk") {
+    const uint64_t readback_bytes = (outputs_words + align_words(kv.snapshot_words()) + kv.evicted_words()) * 4;
+    for (auto& slot : slots) slot = std::make_unique<StepSlot>(ctx, upload_layout.words * 4, readback_bytes);
+  }
 
-  StepResult run(std::vector<QueryMeta> evicted, const ChunkView* chunk, const std::vector<QueryMeta>* inserted,
-                 uint64_t first, const StepRequest& request);
-  void stage_chunk(vk::CommandRecorder& rec, const ChunkView& chunk, const std::vector<QueryMeta>& inserted,
-                   uint64_t first);
-  // Waits for the last submitted step and reports its non-finite values.
+  // Records the step into `rec` and submits it from the next slot.
+  Ticket submit(std::vector<QueryMeta> evicted, const ChunkView* chunk, const std::vector<QueryMeta>* inserted,
+                uint64_t first, const StepRequest& request);
+  StepResult result(const Ticket& ticket);
+  // The chunk as the upload layout holds it, and the copies from such an
+  // image in `src` into the Q ring and the K/V chunk buffer.
+  void pack_chunk(const ChunkView& chunk, const std::vector<QueryMeta>& inserted, uint32_t* words) const;
+  void record_chunk(vk::CommandRecorder& rec, const vk::Buffer& src, uint64_t first) const;
+  // Waits for the slot's step and reports its non-finite values.
+  void finish(StepSlot& slot);
+  // Waits for every step, recorded ones included, and reports their non-finite values.
   void finish_pending();
 
   Context& context;
@@ -65,21 +93,40 @@ struct Layer::Impl {
   FiniteChecks checks;
   KvMemory kv;
   UploadLayout upload_layout;
-  vk::Buffer upload;
   uint64_t outputs_words;
-  vk::Buffer readback;
-  vk::Submission submission;
+  std::array<std::unique_ptr<StepSlot>, 2> slots;
+  // record()'s chunk image: device-local, written by the command buffer
+  // itself, so nothing the host owns must outlive the application's submission.
+  vk::Buffer staged;
   StreamValidator validator;
   std::unique_ptr<vk::Profiler> profiler;
-  uint64_t steps = 0;         // submitted so far
-  bool unverified = false;    // the last step's checks are still to be read
+  uint64_t steps = 0;  // submitted or recorded so far
+  // Steps recorded into applications' command buffers whose finite checks
+  // are still to be read, and the host-visible buffers they wrote.
+  bool recorded_unverified = false;
+  std::vector<const vk::Buffer*> recorded_host_writes;
 };
 
+void Layer::Impl::finish(StepSlot& slot) {
+  slot.submission.wait();
+  if (!slot.unverified) return;
+  slot.unverified = false;
+  checks.verify("step " + std::to_string(slot.step));
+}
+
 void Layer::Impl::finish_pending() {
-  submission.wait();
-  if (!unverified) return;
-  unverified = false;
-  checks.verify("step " + std::to_string(steps - 1));
+  for (auto& slot : slots) finish(*slot);
+  if (!recorded_unverified) return;
+  // The application submitted the recorded steps to the context's queue
+  // (record()'s contract): an empty submission of ours after them signals
+  // its fence only once they completed. Only our own fence is waited on.
+  vk::Submission& s = slots[0]->submission;
+  s.begin();
+  s.submit();
+  s.wait();
+  for (const vk::Buffer* b : recorded_host_writes) b->invalidate();
+  recorded_unverified = false;
+  checks.verify("a recorded step before step " + std::to_string(steps));
 }
 
 Layer::Layer(Context& context, const LayerConfig& config) : impl_(std::make_unique<Impl>(context, config)) {}
@@ -87,7 +134,9 @@ Layer::~Layer() = default;
 
 const LayerConfig& Layer::config() const { return impl_->config; }
 uint64_t Layer::device_bytes() const {
-  return impl_->ring.buffer().size() + impl_->kv.device_bytes() + impl_->upload.size() + impl_->readback.size();
+  uint64_t bytes = impl_->ring.buffer().size() + impl_->kv.device_bytes() + impl_->staged.size();
+  for (const auto& slot : impl_->slots) bytes += slot->upload.size() + slot->readback.size();
+  return bytes;
 }
 uint32_t Layer::queries_per_batch() const { return impl_->kv.queries_per_batch(); }
 void Layer::wait() { impl_->finish_pending(); }
@@ -107,9 +156,14 @@ std::vector<KernelTime> Layer::last_profile() {
 
 bool Layer::has_pending_queries() const { return impl_->ring.has_pending(); }
 
-StepResult Layer::step(const ChunkView& chunk, const StepRequest& request) {
+Ticket Layer::submit(const ChunkView& chunk, const StepRequest& request) {
   Impl& m = *impl_;
   require(!request.evicted || m.config.kv.copy_out_evicted, "evicted entries requested but copy_out_evicted is off");
+  // A snapshot and evicted entries are decoded with the memory's host
+  // counts, which the next step changes.
+  const StepSlot& previous = *m.slots[(m.steps + 1) % 2];
+  require(!(previous.uncollected && (previous.request.snapshot || previous.request.evicted)),
+          "collect the result of a step that asked for a snapshot or evicted entries before submitting the next");
   m.validator.check(chunk, m.config);
   check_int32_positions(chunk);
   const std::vector<QueryMeta> rows = query_metas(chunk, m.config.chunk);
@@ -117,69 +171,192 @@ StepResult Layer::step(const ChunkView& chunk, const StepRequest& request) {
   m.kv.plan_insert(in.valid, in.positions);  // throws before anything changed
   const uint64_t first = m.ring.next_sequence();
   std::vector<QueryMeta> evicted = m.ring.insert(rows);
-  StepResult result = m.run(std::move(evicted), &chunk, &rows, first, request);
+  Ticket ticket = m.submit(std::move(evicted), &chunk, &rows, first, request);
   m.validator.accept(chunk, m.config);
-  return result;
+  return ticket;
 }
+
+StepResult Layer::result(const Ticket& ticket) { return impl_->result(ticket); }
+
+StepResult Layer::step(const ChunkView& chunk, const StepRequest& request) { return result(submit(chunk, request)); }
 
 StepResult Layer::drain_step(const StepRequest& request) { return step(ChunkView{}, request); }
 
 StepResult Layer::flush(const StepRequest& request) {
   require(!request.evicted, "a flush step inserts nothing, so it evicts nothing");
-  return impl_->run(impl_->ring.take_all(), nullptr, nullptr, 0, request);
+  return result(impl_->submit(impl_->ring.take_all(), nullptr, nullptr, 0, request));
 }
 
 MemorySnapshot Layer::snapshot() {
   impl_->finish_pending();
-  return impl_->kv.read_snapshot(impl_->submission, impl_->readback, impl_->outputs_words);
+  return impl_->kv.read_snapshot(impl_->slots[0]->submission, impl_->slots[0]->readback, impl_->outputs_words);
 }
 
-void Layer::Impl::stage_chunk(vk::CommandRecorder& rec, const ChunkView& chunk, const std::vector<QueryMeta>& inserted,
-                              uint64_t first) {
-  const uint32_t S = config.chunk, q_row = config.shape.q_row();
-  auto* words = static_cast<uint32_t*>(upload.mapped());
-  pack_query_rows(chunk, q_row, S, reinterpret_cast<float*>(words + upload_layout.queries));
+void Layer::Impl::pack_chunk(const ChunkView& chunk, const std::vector<QueryMeta>& inserted, uint32_t* words) const {
+  pack_query_rows(chunk, config.shape.q_row(), config.chunk, reinterpret_cast<float*>(words + upload_layout.queries));
   pack_kv_rows(chunk, kv.chunk_layout(), words + upload_layout.chunk);
   QueryRing::pack_meta(inserted, words + upload_layout.ring_meta);
-  rec.copy(upload, upload_layout.chunk * 4, kv.chunk_buffer(), 0, uint64_t{kv.chunk_layout().init} * 4);
-  ring.record_rows(rec, upload, upload_layout.queries, ring.layout().queries, q_row, first, S);
-  ring.record_meta(rec, upload, upload_layout.ring_meta, first, S);
 }
 
-StepResult Layer::Impl::run(std::vector<QueryMeta> evicted, const ChunkView* chunk,
-                            const std::vector<QueryMeta>* inserted, uint64_t first, const StepRequest& request) {
-  const QueryRange range = ring.range_of(evicted);
+void Layer::Impl::record_chunk(vk::CommandRecorder& rec, const vk::Buffer& src, uint64_t first) const {
+  const uint32_t S = config.chunk, q_row = config.shape.q_row();
+  rec.copy(src, upload_layout.chunk * 4, kv.chunk_buffer(), 0, uint64_t{kv.chunk_layout().init} * 4);
+  ring.record_rows(rec, src, upload_layout.queries, ring.layout().queries, q_row, first, S);
+  ring.record_meta(rec, src, upload_layout.ring_meta, first, S);
+}
 
-  finish_pending();  // the previous step is done: the upload buffer is free
-  vk::CommandRecorder& rec = submission.begin();
+Ticket Layer::Impl::submit(std::vector<QueryMeta> evicted, const ChunkView* chunk,
+                           const std::vector<QueryMeta>* inserted, uint64_t first, const StepRequest& request) {
+  const QueryRange range = ring.range_of(evicted);
+  if (profiler) finish_pending();  // profiles are per step: one in flight
+  StepSlot& slot = *slots[steps % 2];
+  finish(slot);  // its previous step is done: its upload and readback are free
+  vk::CommandRecorder& rec = slot.submission.begin();
   rec.attach(profiler.get());
   if (chunk) {
-    stage_chunk(rec, *chunk, *inserted, first);
+    pack_chunk(*chunk, *inserted, static_cast<uint32_t*>(slot.upload.mapped()));
+    record_chunk(rec, slot.upload, first);
     const InsertionRows in = insertion_rows(*inserted, config.chunk);
     kv.record_insert(rec, in.valid, in.positions);
   }
   kv.record_retrieve(rec, range);
-  const bool read_outputs = request.outputs && range.last_valid != kernels::kInvalid;
-  if (read_outputs) rec.copy(kv.attention_buffer(), kv.outputs_offset() * 4, readback, 0, uint64_t{range.count} * config.shape.q_row() * 4);
-  if (request.snapshot) kv.record_snapshot(rec, readback, outputs_words * 4);
+  slot.read_outputs = request.outputs && range.last_valid != kernels::kInvalid;
+  if (slot.read_outputs)
+    rec.copy(kv.attention_buffer(), kv.outputs_offset() * 4, slot.readback, 0,
+             uint64_t{range.count} * config.shape.q_row() * 4);
+  if (request.snapshot) kv.record_snapshot(rec, slot.readback, outputs_words * 4);
   const uint64_t evicted_at = outputs_words + align_words(kv.snapshot_words());
-  if (request.evicted) kv.record_evicted(rec, readback, evicted_at * 4);
-  submission.submit();
-  ++steps;
-  unverified = true;
+  if (request.evicted) kv.record_evicted(rec, slot.readback, evicted_at * 4);
+  slot.submission.submit();
+  slot.step = steps++;
+  slot.unverified = true;
+  slot.uncollected = true;
+  slot.evicted = std::move(evicted);
+  slot.request = request;
+  return TicketAccess::make(slot.submission, slot.step);
+}
 
+StepResult Layer::Impl::result(const Ticket& ticket) {
+  StepSlot& slot = *slots[ticket.step() % 2];
+  require(slot.step == ticket.step() && slot.uncollected,
+          "step " + std::to_string(ticket.step()) +
+              "'s result was collected already or overwritten (collect it before the step after next)");
+  slot.uncollected = false;
   StepResult result;
-  for (const QueryMeta& meta : evicted)
+  for (const QueryMeta& meta : slot.evicted)
     if (meta.valid) result.emitted_positions.push_back(meta.position);
-  if (!read_outputs && !request.snapshot && !request.evicted) return result;
-  finish_pending();
-  const auto* words = static_cast<const uint32_t*>(readback.mapped());
-  if (read_outputs) {
-    append_valid_rows(reinterpret_cast<const float*>(words), evicted, config.shape.q_row(), result.outputs);
-  }
-  if (request.snapshot) result.snapshot = kv.decode_snapshot(words + outputs_words);
-  if (request.evicted) result.evicted = kv.decode_evicted(words + evicted_at);
+  if (!slot.read_outputs && !slot.request.snapshot && !slot.request.evicted) return result;
+  finish(slot);
+  const auto* words = static_cast<const uint32_t*>(slot.readback.mapped());
+  if (slot.read_outputs) append_valid_rows(reinterpret_cast<const float*>(words), slot.evicted, config.shape.q_row(), result.outputs);
+  if (slot.request.snapshot) result.snapshot = kv.decode_snapshot(words + outputs_words);
+  if (slot.request.evicted) result.evicted = kv.decode_evicted(words + outputs_words + align_words(kv.snapshot_words()));
   return result;
+}
+
+namespace {
+
+void check_range(const BufferRange& range, uint64_t bytes, const char* what) {
+  require(range.buffer != VK_NULL_HANDLE, std::string("record: the ") + what + " range has no buffer");
+  require(range.offset % 4 == 0, std::string("record: the ") + what + " range's offset is not a multiple of 4");
+  require(range.size >= bytes, std::string("record: the ") + what + " range holds " + std::to_string(range.size) +
+                                   " bytes, needs " + std::to_string(bytes));
+}
+
+// Calls f(begin, end) for each run of consecutive valid rows.
+template <class F>
+void for_valid_runs(const std::vector<QueryMeta>& rows, F f) {
+  for (uint32_t r = 0; r < rows.size();) {
+    if (!rows[r].valid) { ++r; continue; }
+    uint32_t end = r;
+    while (end < rows.size() && rows[end].valid) ++end;
+    f(r, end);
+    r = end;
+  }
+}
+
+}  // namespace
+
+RecordedStep Layer::record(VkCommandBuffer cb, const LayerInputs& in, const LayerOutputs& out) {
+  Impl& m = *impl_;
+  require(cb != VK_NULL_HANDLE, "record: no command buffer");
+  const bool device = in.q || in.k || in.v;
+  require(!device || (in.q && in.k && in.v), "record: q, k and v come all from the chunk or all from buffer ranges");
+  const ChunkView& chunk = in.chunk;
+  const auto parts = device ? StreamValidator::Parts::positions : StreamValidator::Parts::all;
+  m.validator.check(chunk, m.config, parts);
+  check_int32_positions(chunk);
+  const uint32_t S = m.config.chunk, q_row = m.config.shape.q_row(), kv_row = m.config.shape.kv_row();
+  if (device) {
+    check_range(*in.q, uint64_t{chunk.rows} * q_row * 4, "q");
+    check_range(*in.k, uint64_t{chunk.rows} * kv_row * 4, "k");
+    check_range(*in.v, uint64_t{chunk.rows} * kv_row * 4, "v");
+  }
+  if (out.outputs) check_range(*out.outputs, uint64_t{S} * q_row * 4, "outputs");
+  const std::vector<QueryMeta> rows = query_metas(chunk, S);
+  const InsertionRows insertion = insertion_rows(rows, S);
+  m.kv.plan_insert(insertion.valid, insertion.positions);  // throws before anything changed
+  // Steps the layer submitted itself may still run: they come earlier on the
+  // same queue, and the acquire barrier below orders them before this one.
+  const uint64_t first = m.ring.next_sequence();
+  const std::vector<QueryMeta> evicted = m.ring.insert(rows);
+  const QueryRange range = m.ring.range_of(evicted);
+
+  vk::CommandRecorder rec(cb, m.context.state().debug_label);
+  rec.acquire();
+  // The chunk image travels in the command buffer; device inputs then
+  // overwrite its zeros row run by row (the tracker orders the overwrite).
+  std::vector<uint32_t> image(m.upload_layout.words);
+  ChunkView packed = chunk;
+  std::vector<float> zeros;
+  if (device) {
+    zeros.assign(uint64_t{chunk.rows} * std::max(q_row, kv_row), 0.0f);
+    packed.q = {zeros.data(), uint64_t{chunk.rows} * q_row};
+    packed.k = packed.v = {zeros.data(), uint64_t{chunk.rows} * kv_row};
+  }
+  m.pack_chunk(packed, rows, image.data());
+  rec.update(m.staged, 0, image.size() * 4, image.data());
+  m.record_chunk(rec, m.staged, first);
+  if (device) {
+    const ChunkLayout& l = m.kv.chunk_layout();
+    require(l.key_stride == kv_row, "record: a layer's memory keeps one key variant");
+    const vk::Buffer q = vk::Buffer::borrow(in.q->buffer, in.q->offset + in.q->size, "application q");
+    const vk::Buffer k = vk::Buffer::borrow(in.k->buffer, in.k->offset + in.k->size, "application k");
+    const vk::Buffer v = vk::Buffer::borrow(in.v->buffer, in.v->offset + in.v->size, "application v");
+    // Only valid rows: padding rows of the application's buffers are never read.
+    for_valid_runs(rows, [&](uint32_t begin, uint32_t end) {
+      m.ring.record_rows(rec, q, in.q->offset / 4 + uint64_t{begin} * q_row, m.ring.layout().queries, q_row,
+                         first + begin, end - begin);
+      const uint64_t bytes = uint64_t{end - begin} * kv_row * 4;
+      rec.copy(k, in.k->offset + uint64_t{begin} * kv_row * 4, m.kv.chunk_buffer(),
+               (l.keys + uint64_t{begin} * kv_row) * 4, bytes);
+      rec.copy(v, in.v->offset + uint64_t{begin} * kv_row * 4, m.kv.chunk_buffer(),
+               (l.values + uint64_t{begin} * kv_row) * 4, bytes);
+    });
+  }
+  m.kv.record_insert(rec, insertion.valid, insertion.positions);
+  m.kv.record_retrieve(rec, range);
+  RecordedStep recorded;
+  if (out.outputs) {
+    const vk::Buffer o = vk::Buffer::borrow(out.outputs->buffer, out.outputs->offset + out.outputs->size,
+                                            "application outputs");
+    uint64_t written = 0;
+    for_valid_runs(evicted, [&](uint32_t begin, uint32_t end) {
+      rec.copy(m.kv.attention_buffer(), (m.kv.outputs_offset() + uint64_t{begin} * q_row) * 4, o,
+               out.outputs->offset + written * q_row * 4, uint64_t{end - begin} * q_row * 4);
+      written += end - begin;
+    });
+  }
+  rec.release(out.consumer.stages, out.consumer.access);
+  for (const vk::Buffer* b : rec.host_writes())
+    if (std::find(m.recorded_host_writes.begin(), m.recorded_host_writes.end(), b) == m.recorded_host_writes.end())
+      m.recorded_host_writes.push_back(b);
+  m.recorded_unverified = true;
+  ++m.steps;
+  m.validator.accept(chunk, m.config, parts);
+  for (const QueryMeta& meta : evicted)
+    if (meta.valid) recorded.emitted_positions.push_back(meta.position);
+  return recorded;
 }
 
 }  // namespace attendre::gpu

@@ -68,6 +68,7 @@ namespace attendre::vk {
   X(vkDestroyFence)                              \
   X(vkResetFences)                               \
   X(vkWaitForFences)                             \
+  X(vkGetFenceStatus)                            \
   X(vkCreateQueryPool)                           \
   X(vkDestroyQueryPool)                          \
   X(vkGetQueryPoolResults)                       \
@@ -78,6 +79,7 @@ namespace attendre::vk {
   X(vkCmdPipelineBarrier)                        \
   X(vkCmdCopyBuffer)                             \
   X(vkCmdFillBuffer)                             \
+  X(vkCmdUpdateBuffer)                           \
   X(vkCmdResetQueryPool)                         \
   X(vkCmdWriteTimestamp)
 

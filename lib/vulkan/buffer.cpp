@@ -102,6 +102,15 @@ Buffer::Buffer(MemoryArena& arena, VkDeviceSize bytes, const char* label)
 
 Buffer::~Buffer() { release(); }
 
+Buffer Buffer::borrow(VkBuffer handle, VkDeviceSize bytes, const char* label) {
+  Buffer b;
+  b.buffer_ = handle;
+  b.size_ = bytes;
+  b.label_ = label;
+  b.borrowed_ = true;
+  return b;
+}
+
 void Buffer::flush_host_writes() const {
   if (!arena_host_ || coherent_) return;
   const VkDeviceSize atom = context_->caps().non_coherent_atom;
@@ -149,12 +158,13 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
     coherent_ = std::exchange(other.coherent_, true);
     shadow_ = std::move(other.shadow_);
     label_ = std::move(other.label_);
+    borrowed_ = std::exchange(other.borrowed_, false);
   }
   return *this;
 }
 
 void Buffer::release() {
-  if (buffer_) vkDestroyBuffer(device_, buffer_, nullptr);
+  if (buffer_ && !borrowed_) vkDestroyBuffer(device_, buffer_, nullptr);
   if (memory_) {
     vkFreeMemory(device_, memory_, nullptr);  // unmaps implicitly
     context_->state().device_memory_bytes -= memory_bytes_;
@@ -165,6 +175,7 @@ void Buffer::release() {
   arena_host_ = nullptr;
   memory_bytes_ = 0;
   shadow_.reset();
+  borrowed_ = false;
 }
 
 }  // namespace attendre::vk

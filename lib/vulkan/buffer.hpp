@@ -42,6 +42,9 @@ class Buffer {
   Buffer(Context& context, VkDeviceSize bytes, MemoryIntent intent, const char* label);
   // A buffer in `arena`'s memory, which must outlive it.
   Buffer(MemoryArena& arena, VkDeviceSize bytes, const char* label);
+  // An application's buffer, borrowed for recording (embedding): never
+  // destroyed here, never mapped; `bytes` is how far commands may reach.
+  static Buffer borrow(VkBuffer handle, VkDeviceSize bytes, const char* label);
   ~Buffer();
   Buffer(Buffer&& other) noexcept;
   Buffer& operator=(Buffer&& other) noexcept;
@@ -85,6 +88,7 @@ class Buffer {
   // memory): the host sees this copy, synchronized only by flush/invalidate.
   std::unique_ptr<std::byte[]> shadow_;
   std::string label_;
+  bool borrowed_ = false;
 };
 
 }  // namespace attendre::vk

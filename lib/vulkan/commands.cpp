@@ -7,9 +7,11 @@
 
 #include <attendre/shader_ids.hpp>
 
+#include <attendre/embedding.hpp>
 #include <attendre/error.hpp>
 
 #include <algorithm>
+#include <cstddef>
 
 namespace attendre::vk {
 
@@ -107,6 +109,46 @@ void CommandRecorder::fill(const Buffer& dst, VkDeviceSize offset, VkDeviceSize 
   ++counts_.copies;
 }
 
+void CommandRecorder::update(const Buffer& dst, VkDeviceSize offset, VkDeviceSize bytes, const void* data) {
+  if (bytes == 0) return;
+  require(offset % 4 == 0 && bytes % 4 == 0, "CommandRecorder::update: offset and size must be multiples of 4");
+  const BufferAccess access{&dst, offset, offset + bytes, false, true, "update"};
+  order({&access, 1});
+  constexpr VkDeviceSize kPiece = 65536;  // vkCmdUpdateBuffer's limit per call
+  const auto* bytes_in = static_cast<const std::byte*>(data);
+  for (VkDeviceSize at = 0; at < bytes; at += kPiece) {
+    vkCmdUpdateBuffer(cmd_, dst.handle(), offset + at, std::min(kPiece, bytes - at), bytes_in + at);
+    ++counts_.copies;
+  }
+}
+
+void CommandRecorder::acquire() {
+  // The application's commands are invisible to the tracker and may be of
+  // any stage and any write (its shaders, copies, host writes before the
+  // submission): the widest first scope orders them all before this work.
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT;
+  barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                          VK_ACCESS_TRANSFER_WRITE_BIT;
+  vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier, 0,
+                       nullptr, 0, nullptr);
+  ++counts_.barriers;
+  pending_.clear();
+}
+
+void CommandRecorder::release(VkPipelineStageFlags stages, VkAccessFlags access) {
+  // The host is always a consumer too: the finite-check flags this work
+  // sets are read by the host once the application's submission completed.
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  barrier.dstAccessMask = access | VK_ACCESS_HOST_READ_BIT;
+  vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       stages | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+  ++counts_.barriers;
+  pending_.clear();
+}
+
 void CommandRecorder::timestamp(const TimestampPool& pool, uint32_t index) {
   vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool.handle(), index);
 }
@@ -165,6 +207,24 @@ void Submission::submit() {
   info.pCommandBuffers = &cmd_;
   check(vkQueueSubmit(context_.queue(), 1, &info, fence_), "vkQueueSubmit");
   pending_ = true;
+  ++submitted_;
+}
+
+bool Submission::finished(uint64_t n) const {
+  if (n < submitted_ || !pending_) return true;
+  const VkResult r = vkGetFenceStatus(context_.device(), fence_);
+  if (r == VK_NOT_READY) return false;
+  check(r, "vkGetFenceStatus");
+  return true;
+}
+
+bool Submission::wait_for(uint64_t n, uint64_t timeout_ns) {
+  if (n < submitted_ || !pending_) return true;
+  const VkResult r = vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, timeout_ns);
+  if (r == VK_TIMEOUT) return false;
+  check(r, "vkWaitForFences");
+  wait();  // signalled: returns at once, invalidating what the host reads
+  return true;
 }
 
 void Submission::wait() {
@@ -231,3 +291,11 @@ std::vector<double> TimestampPool::read_ns(uint32_t count) const {
 }
 
 }  // namespace attendre::vk
+
+namespace attendre {
+
+bool Ticket::ready() const { return !submission_ || submission_->finished(submitted_); }
+
+bool Ticket::wait(uint64_t timeout_ns) const { return !submission_ || submission_->wait_for(submitted_, timeout_ns); }
+
+}  // namespace attendre

@@ -54,6 +54,10 @@ class CommandRecorder {
 
   void copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& dst, VkDeviceSize dst_offset, VkDeviceSize bytes);
   void fill(const Buffer& dst, VkDeviceSize offset, VkDeviceSize bytes, uint32_t value);
+  // Writes host words into `dst` from the command buffer itself
+  // (vkCmdUpdateBuffer, in pieces of at most 64 KiB): the data is copied at
+  // record time, so nothing host-visible must outlive the recording.
+  void update(const Buffer& dst, VkDeviceSize offset, VkDeviceSize bytes, const void* data);
   void timestamp(const TimestampPool& pool, uint32_t index);
   void reset(const TimestampPool& pool);
 
@@ -63,6 +67,13 @@ class CommandRecorder {
   // Makes device writes to host-visible buffers visible to the host; the
   // owner records it last, before the host reads mapped memory.
   void host_barrier();
+  // Embedding: what an application's command buffer did before this
+  // recorder's first command (any stage, any write) is made visible to it,
+  // and its earlier reads finish before it writes. Recorded first.
+  void acquire();
+  // Embedding: this recorder's writes (shader and transfer) are made visible
+  // to the application's `stages` and `access`, and to the host. Recorded last.
+  void release(VkPipelineStageFlags stages, VkAccessFlags access);
   // Host-visible buffers the commands read (to flush before submitting) and
   // write (to invalidate once they completed).
   const std::vector<const Buffer*>& host_reads() const { return host_reads_; }
@@ -117,6 +128,15 @@ class Submission {
   void wait();
   bool pending() const { return pending_; }
 
+  // Submissions so far; a ticket names the one it waits for by this count.
+  uint64_t submitted() const { return submitted_; }
+  // Whether submission number `n` (its submitted() right after) finished,
+  // without blocking; later ones reuse the fence, so an older `n` is done.
+  bool finished(uint64_t n) const;
+  // Waits up to `timeout_ns` for submission `n`; true once it finished
+  // (then as wait(), mapped memory invalidated).
+  bool wait_for(uint64_t n, uint64_t timeout_ns);
+
  private:
   Context& context_;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
@@ -125,6 +145,7 @@ class Submission {
   std::vector<const Buffer*> to_invalidate_;  // mapped buffers the pending submission writes
   bool pending_ = false;
   bool recording_ = false;
+  uint64_t submitted_ = 0;
 };
 
 // GPU timestamps; read() converts ticks to nanoseconds with the device's

@@ -292,7 +292,9 @@ std::vector<std::string> validation_messages(const Context& context) { return co
 void clear_validation_messages(Context& context) { context.state().messages.clear(); }
 
 void Context::release() {
-  if (device_) vkDeviceWaitIdle(device_);
+  // attendre's objects wait on their own fences when destroyed; an adopted
+  // device may run the application's work, which is not ours to wait for.
+  if (device_ && owns_device_) vkDeviceWaitIdle(device_);
   if (state_->command_pool) vkDestroyCommandPool(device_, state_->command_pool, nullptr);
   state_->command_pool = VK_NULL_HANDLE;
   state_->pipelines.clear();
