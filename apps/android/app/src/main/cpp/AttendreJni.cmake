@@ -15,4 +15,10 @@ function(attendre_jni_library target)
   # symbols stay local, so no other copy in the process can clash).
   target_link_libraries(${target} PRIVATE attendre_c)
   target_link_options(${target} PRIVATE -Wl,--exclude-libs,ALL -Wl,--no-undefined)
+  # Google Play requires 16 KiB page alignment of native libraries for
+  # Android 15 devices with 16 KiB pages: every LOAD segment aligned to
+  # 16 KiB. NDK r28 and later do it by default, r27 when Gradle passes
+  # -DANDROID_SUPPORT_FLEXIBLE_PAGE_SIZES=ON (app/build.gradle.kts does);
+  # this flag makes it hold with any NDK, and the host test checks it.
+  target_link_options(${target} PRIVATE -Wl,-z,max-page-size=16384)
 endfunction()
