@@ -16,7 +16,17 @@ endfunction()
 
 # The io layer's outside libraries: PCRE2 (8-bit, with Unicode properties)
 # runs the tokenizers' pre-tokenizer regexes.
+# A parent project that builds PCRE2 itself (the Android app: the NDK has
+# none, nor pkg-config) names its target in ATTENDRE_PCRE2_TARGET; the io
+# layer then links that under the same name, PkgConfig::PCRE2.
 macro(attendre_find_io_dependencies)
-  find_package(PkgConfig REQUIRED)
-  pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET GLOBAL libpcre2-8)
+  if(ATTENDRE_PCRE2_TARGET)
+    if(NOT TARGET PkgConfig::PCRE2)
+      add_library(PkgConfig::PCRE2 INTERFACE IMPORTED GLOBAL)
+      target_link_libraries(PkgConfig::PCRE2 INTERFACE ${ATTENDRE_PCRE2_TARGET})
+    endif()
+  else()
+    find_package(PkgConfig REQUIRED)
+    pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET GLOBAL libpcre2-8)
+  endif()
 endmacro()

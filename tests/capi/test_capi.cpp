@@ -133,7 +133,54 @@ void check_program(const std::filesystem::path& model_path, const std::string& p
     CHECK(numbers<int64_t>(blocks.at("read_positions " + std::to_string(b))) == reader.snapshot(b).positions);
 }
 
+// The Android app's JNI binding (tests/jni/JniTest.java on a desktop JVM,
+// through apps/android's AttendreNative.java and attendre_jni.c): its error
+// paths fail the Java program itself; its read of the C program's question
+// and text under the same memory gives the same answer, document length and
+// retained positions as the C program's attendre_read_document.
+void check_jni(const std::filesystem::path& model_path, const std::string& policy) {
+#ifdef ATTENDRE_JNI_JAVA
+  INFO(model_path.filename().string() << " under " << policy);
+  TempDir dir;
+  const std::string c_path = dir / "capi.txt", java_path = dir / "jni.txt";
+  const ToolOutcome c_run = run_tool(ATTENDRE_CAPI_PROGRAM, c_path + " " + model_path.string() + " " + policy);
+  INFO(c_run.output);
+  REQUIRE(c_run.exit_code == 0);
+  const ToolOutcome java_run =
+      run_tool(ATTENDRE_JNI_JAVA, std::string("-Djava.library.path=") + ATTENDRE_JNI_LIBRARY_DIR + " -cp " +
+                                      ATTENDRE_JNI_JAR + " JniTest " + java_path + " " + model_path.string() + " " +
+                                      policy);
+  INFO(java_run.output);
+  REQUIRE(java_run.exit_code == 0);
+  CHECK(java_run.output.find("jni: ok") != std::string::npos);
+  const auto c_lines = parse(slurp(c_path)), java_lines = parse(slurp(java_path));
+  for (const char* key : {"device", "architecture", "answer", "document_tokens"}) {
+    INFO(key);
+    CHECK(java_lines.at(key) == c_lines.at(key));
+  }
+  const auto c_blocks = parse_blocks(slurp(c_path)), java_blocks = parse_blocks(slurp(java_path));
+  size_t blocks = 0;
+  for (const auto& [key, positions] : java_blocks) {
+    if (key.rfind("read_positions ", 0) != 0) continue;
+    INFO(key);
+    CHECK(positions == c_blocks.at(key));
+    ++blocks;
+  }
+  CHECK(blocks == Model::open(model_path).info().blocks);
+#else
+  (void)model_path;
+  (void)policy;
+  MESSAGE("skipped: no JDK (javac, jni.h) was found when configuring; Debian: default-jdk-headless");
+#endif
+}
+
 }  // namespace
+
+TEST_CASE("C API: the Android app's JNI binding reads a document as the C program does") {
+  TempDir dir;
+  check_jni(write_fixture(dir.path, FixtureShape{}, 11), "lra_sum");
+  if (const auto models = shared_models()) check_jni(*models / "stories260K.gguf", "fifo");
+}
 
 TEST_CASE("C API: a C11 program equals the C++ API on a generated llama model") {
   TempDir dir;

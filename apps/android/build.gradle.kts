@@ -1,0 +1,5 @@
+// Plugin versions for the whole build; app/build.gradle.kts applies them.
+plugins {
+    id("com.android.application") version "8.7.3" apply false
+    id("org.jetbrains.kotlin.android") version "2.0.21" apply false
+}
