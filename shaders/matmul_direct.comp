@@ -111,6 +111,12 @@ void main() {
 #ifdef WEIGHTS_F16
 layout(std430, binding = 1) readonly buffer Weights16x4 { f16vec4 w16x4[]; };  // aliases the weights
 vec4 weight4(uint i) { return vec4(w16x4[i]); }  // i in units of 4 elements
+#elif defined(WEIGHTS_F16_WORDS)
+layout(std430, binding = 1) readonly buffer WeightWords2 { uvec2 w_words2[]; };
+vec4 weight4(uint i) {
+  const uvec2 w = w_words2[i];
+  return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+}
 #elif defined(WEIGHTS_BF16)
 layout(std430, binding = 1) readonly buffer WeightWords2 { uvec2 w_words2[]; };
 vec4 weight4(uint i) {

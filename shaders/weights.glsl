@@ -1,6 +1,7 @@
 // The weight binding (binding 1) of the matmul and embedding kernels, in any
 // of the encodings a WEIGHTS_* define selects: F32 (none), F16 (WEIGHTS_F16,
-// needs storageBuffer16BitAccess: the kernel enables the extension), BF16
+// needs storageBuffer16BitAccess: the kernel enables the extension; without
+// it WEIGHTS_F16_WORDS unpacks pairs from 32-bit words), BF16
 // (WEIGHTS_BF16, decoded from 32-bit words) or a GGUF block type
 // (WEIGHTS_Q4_0 ... WEIGHTS_Q6_K: its decoder in quant/, which defines
 // WEIGHTS_BLOCKS). The same binding holds fp32 words (biases).
@@ -31,6 +32,9 @@ layout(std430, binding = 1) readonly buffer WeightWords { uint w_words[]; };
 #elif defined(WEIGHTS_F16)
 layout(std430, binding = 1) readonly buffer Weights16 { float16_t w16[]; };  // aliases WeightWords
 float weight(uint e) { return float(w16[e]); }
+#elif defined(WEIGHTS_F16_WORDS)
+// fp16 where 16-bit storage is absent: element e is half e & 1 of word e / 2.
+float weight(uint e) { return unpackHalf2x16(w_words[e >> 1u])[e & 1u]; }
 #elif defined(WEIGHTS_BF16)
 // bfloat16 is the top half of a binary32: element e is half e & 1 of word e / 2.
 float weight(uint e) {

@@ -146,9 +146,8 @@ inline Weights put_weights(std::vector<uint32_t>& words, WeightType type, uint32
   return out;
 }
 
-inline std::vector<WeightType> weight_types(const Context& context) {
-  if (context.caps().storage_16bit) return {WeightType::f32, WeightType::f16};
-  return {WeightType::f32};
-}
+// fp16 runs everywhere: 16-bit loads where the device stores 16-bit values,
+// unpacked 32-bit words where it does not (or ATTENDRE_DISABLE=16bit).
+inline std::vector<WeightType> weight_types(const Context&) { return {WeightType::f32, WeightType::f16}; }
 
 }  // namespace attendre::test::block

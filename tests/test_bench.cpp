@@ -140,6 +140,16 @@ TEST_CASE("attendre-bench --quick --json: the JSON follows SCHEMA.md") {
     c.positive(limits, key, "device.limits");
   for (const char* key : {"max_loop_iterations", "device_local_bytes"}) CHECK(c.number(limits, key, "device.limits") >= 0.0);
   CHECK(c.at(limits, "storage_16bit", "device.limits").is_boolean());
+  // The variant of every device-dependent kernel family, printed too.
+  const Json& variants = c.list(device, "kernel_variants", "device");
+  CHECK(variants.size() >= 5);
+  for (const Json& v : variants) {
+    CHECK_FALSE(c.text(v, "family", "device.kernel_variants").empty());
+    CHECK_FALSE(c.text(v, "variant", "device.kernel_variants").empty());
+    CHECK(outcome.output.find(c.text(v, "family", "device.kernel_variants") + ":") != std::string::npos);
+  }
+  CHECK(c.at(device, "quirks", "device").is_array());
+  CHECK(c.at(device, "disabled_features", "device").is_array());
 
   c.positive(doc, "copy_gbps", "$");
   c.positive(doc, "fma_gflops", "$");
@@ -210,6 +220,8 @@ TEST_CASE("attendre-bench --quick --json: the JSON follows SCHEMA.md") {
                             "layers_run", "layers_model", "hidden", "S", "M", "N", "K", "steps_timed", "dispatches"})
       c.positive(p, key, where);
     CHECK(c.number(p, "overhead_ms", where) >= 0.0);
+    c.positive(p, "longest_dispatch_ms", where);
+    CHECK_FALSE(c.text(p, "longest_dispatch", where).empty());
     CHECK(c.number(p, "layers_run", where) <= c.number(p, "layers_model", where));
     const Json& split = c.at(p, "kernel_ms", where);
     REQUIRE(split.is_object());

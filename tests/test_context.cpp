@@ -9,6 +9,7 @@
 #include "vulkan/buffer.hpp"
 #include "vulkan/commands.hpp"
 
+#include <attendre/diagnostics.hpp>
 #include <attendre/error.hpp>
 
 #include <doctest/doctest.h>
@@ -49,9 +50,61 @@ TEST_CASE("context: environment switches reject values they do not understand") 
     ScopedEnv env("ATTENDRE_PORTABLE_LIMITS", "true");
     CHECK(context_error().find("ATTENDRE_PORTABLE_LIMITS must be 0 or 1, got 'true'") != std::string::npos);
   }
+  {
+    ScopedEnv env("ATTENDRE_DISABLE", "shuffle,fp16");
+    CHECK(context_error() == "unknown device feature 'fp16' (valid: 16bit, float16, 8bit, arithmetic, ballot, "
+                             "shuffle, size_control, large_workgroups)");
+  }
   ScopedEnv off("ATTENDRE_VALIDATION", "0");
   ScopedEnv limits("ATTENDRE_PORTABLE_LIMITS", "0");
+  ScopedEnv disable("ATTENDRE_DISABLE", "");
   CHECK_NOTHROW(Context());
+}
+
+TEST_CASE("context: feature switches mask the caps before planning, options first, then ATTENDRE_DISABLE") {
+  CHECK(parse_features("").bits == 0);
+  CHECK(parse_features("shuffle,16bit") == FeatureSet{}.add(Feature::subgroup_shuffle).add(Feature::storage_16bit));
+  for (uint32_t f = 0; f < kFeatureCount; ++f)
+    CHECK(parse_features(feature_name(static_cast<Feature>(f))).has(static_cast<Feature>(f)));
+  CHECK_THROWS_AS(parse_features("shuffle,"), Error);  // an empty name is a typo too
+
+  FeatureSet all;
+  for (uint32_t f = 0; f < kFeatureCount; ++f) all.add(static_cast<Feature>(f));
+  ContextOptions options;
+  options.disabled_features = all;
+  Context off(options);
+  const DeviceCaps& c = off.caps();
+  CHECK(c.disabled == all);
+  const bool any = c.storage_16bit || c.float16 || c.storage_8bit || c.subgroup_arithmetic || c.subgroup_ballot ||
+                   c.subgroup_shuffle || c.subgroup_size_control || c.large_workgroups;
+  CHECK_FALSE(any);
+  CHECK(c.max_invocations <= 128);
+  CHECK(c.max_shared_bytes <= 16384);
+  const kernels::KernelPlan plan = kernels::plan_kernels(c);
+  CHECK(plan.workgroup <= 128);
+  CHECK(plan.direct_share == 0);  // block types take the tiled kernels
+  CHECK(kernels::f16_as_words(c));
+  // Every family's fallback is named, with the switch as its reason.
+  const std::vector<KernelVariant> variants = kernel_variants(off);
+  for (const KernelVariant& v : variants) {
+    INFO(v.family << ": " << v.variant << " (" << v.reason << ")");
+    if (v.family == "fp16 weights") CHECK(v.variant == "unpackHalf2x16 of 32-bit words");
+    if (v.family == "fp16 weights" || v.family == "workgroups")
+      CHECK(v.reason.find("switched off") != std::string::npos);
+    if (v.family == "matmul (block types)") CHECK(v.variant == "tiled GEMM + matvec");
+  }
+  CHECK(describe_variants(off).size() == variants.size() + c.quirks.describe().size());
+  test::check_no_validation_messages(off);
+
+  // Options that say nothing-off win over ATTENDRE_DISABLE.
+  ScopedEnv env("ATTENDRE_DISABLE", "16bit,large_workgroups");
+  options.disabled_features = FeatureSet{};
+  Context on(options);
+  CHECK(on.caps().disabled.bits == 0);
+  options.disabled_features.reset();
+  Context from_env(options);
+  CHECK(from_env.caps().disabled == parse_features("16bit,large_workgroups"));
+  CHECK_FALSE(from_env.caps().storage_16bit);
 }
 
 TEST_CASE("context: a submission the device does not finish within the fence timeout is reported as device lost") {

@@ -151,6 +151,15 @@ TEST_CASE("attendre-generate: llama.cpp's continuation, the JSON and logits file
 
   // The defaults (M = the trained context) hold the whole text too; the cpu reference agrees.
   CHECK(run(stories + " --max-tokens 32").out == expected + "\n");
+  // --verbose names each kernel family's variant on stderr, one line each;
+  // with features switched off, the fallbacks continue the text the same way.
+  r = test::run_tool_streams(ATTENDRE_GENERATE_BINARY, stories + " --max-tokens 32 --verbose",
+                             "ATTENDRE_DISABLE=16bit,shuffle,large_workgroups ");
+  CHECK(r.out == expected + "\n");
+  CHECK(r.err.find("attendre-generate: fp16 weights: unpackHalf2x16 of 32-bit words (16bit switched off)\n") !=
+        std::string::npos);
+  CHECK(r.err.find("attendre-generate: matmul (block types): ") != std::string::npos);
+  CHECK(r.err.find("attendre-generate: workgroups: 128 invocations") != std::string::npos);
   CHECK(run(stories + " --max-tokens 32 --device cpu --chunk 3").out == expected + "\n");
 
   // Sampling: a seed repeats itself, another seed differs.

@@ -60,8 +60,6 @@ TEST_CASE("models: the GPU stack equals the float64 reference stack on fixtures 
   test::GgufTempDir dir;
   for (const test::FixtureShape& shape : test::fixture_shapes()) {
     INFO(shape.name());
-    const TensorType type = shape.weights;
-    if (type == TensorType::f16 && !test::gpu().caps().storage_16bit) continue;
     Model model = Model::open(test::write_fixture(dir.path, shape, 31));
     const StackConfig config = model.stack_config(bounded_plan());
     const auto device = std::make_unique<gpu::Stack>(test::gpu(), config, model.weights());
@@ -93,8 +91,6 @@ TEST_CASE("models: with unbounded memories the GPU logits equal the dense forwar
     Model model = Model::open(path);
     const std::vector<uint32_t> prompt = model.tokenizer().encode("Once upon a time, the cat sat on the mat");
     const StackConfig config = model.stack_config(test::unbounded(prompt.size(), 4));
-    const TensorType embedding = static_cast<TensorType>(*model.weights().type_of("token_embd.weight", std::vector<uint64_t>{config.vocab, config.hidden}));
-    if (embedding == TensorType::f16 && !test::gpu().caps().storage_16bit) continue;
     const auto device = std::make_unique<gpu::Stack>(test::gpu(), config, model.weights());
     check_logits(test::stack_logits(*device, prompt), test::dense_logits(model, config, prompt), 2e-4);
   }
@@ -109,8 +105,6 @@ TEST_CASE("models: the real files' greedy continuations on the GPU equal the den
     Model model = Model::open(*models / real.file);
     const std::vector<uint32_t> prompt = model.tokenizer().encode("Once upon a time");
     const StackConfig config = model.stack_config(test::unbounded(prompt.size() + test::kContinuationTokens, 4));
-    const TensorType embedding = static_cast<TensorType>(*model.weights().type_of("token_embd.weight", std::vector<uint64_t>{config.vocab, config.hidden}));
-    if (embedding == TensorType::f16 && !test::gpu().caps().storage_16bit) continue;
     const auto device = std::make_unique<gpu::Stack>(test::gpu(), config, model.weights());
     GenerateOptions options;
     options.max_tokens = test::kContinuationTokens;
@@ -130,7 +124,7 @@ TEST_CASE("models: T5 fixtures on the GPU equal the float64 reference (bounded e
   FixtureShape original = FixtureShape::for_type("t5", TensorType::f32);
   original.t5_original = true;  // ReLU, the tied head and its d_model^-0.5, a second bias table
   std::vector<FixtureShape> shapes = {FixtureShape::for_type("t5", TensorType::f32), original};
-  if (test::gpu().caps().storage_16bit) shapes.push_back(FixtureShape::for_type("t5", TensorType::f16));
+  shapes.push_back(FixtureShape::for_type("t5", TensorType::f16));
   const std::vector<uint32_t> decoded = {test::kT5DecoderStart, 40, 7, 103};
   for (const FixtureShape& shape : shapes) {
     INFO(shape.name());

@@ -137,7 +137,7 @@ ReferenceRun reference_run(attendre::Model& model, const std::vector<uint32_t>& 
   memory.kv_capacity = {64};
   memory.top_k = {16};
   const StackConfig config =
-      ::reader::configure_stack(model.stack_config(plan), memory, {policy}, false);
+      ::reader::configure_stack(model.stack_config(plan), memory, {policy});
   reference::Stack stack(config, model.weights());
   const int64_t n = static_cast<int64_t>(ids.size());
   const std::vector<float> last_logits = read_and_finish(stack, ids);

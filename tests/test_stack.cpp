@@ -130,7 +130,7 @@ TEST_CASE("stack: block options (LayerNorm, biases, GELU, plain FFN, NeoX RoPE, 
   StackConfig c = test::small_stack(2, {4, 2, 8}, 5, 3, 16, 4, Policy::lra_max());
   c.final_norm = NormKind::layer;
   c.tied_embeddings = true;
-  if (test::gpu().caps().storage_16bit) c.weights = WeightType::f16;
+  c.weights = WeightType::f16;
   for (BlockConfig& b : c.blocks) {
     b.norm = NormKind::layer;
     b.qkv_bias = b.output_bias = b.ffn_bias = true;

@@ -194,10 +194,6 @@ TEST_CASE("stack memory: what the stack holds is what the device allocator holds
 }
 
 TEST_CASE("stack: weights keep their own encoding per tensor, and the memory plan holds each at its encoded size") {
-  if (!test::gpu().caps().storage_16bit) {
-    MESSAGE("skipped: the device has no 16-bit storage");
-    return;
-  }
   StackConfig c = test::small_stack(2, {4, 2, 8}, 4, 5, 16, 4, Policy::lru());
   for (BlockConfig& b : c.blocks) b.ffn = 256;  // rows of whole Q4_K blocks for ffn_down
   // The q projections in F16, ffn_down in Q4_K (its decoded values are what

@@ -20,6 +20,11 @@ using Json = nlohmann::ordered_json;
 // schema forbids, so a checker catches it.
 
 Json device(const DeviceInfo& d) {
+  Json variants = Json::array();
+  for (const attendre::KernelVariant& v : d.variants) variants.push_back({{"family", v.family}, {"variant", v.variant}, {"reason", v.reason}});
+  Json quirks = Json::array(), off = Json::array();
+  for (const std::string& q : d.quirks) quirks.push_back(q);
+  for (const std::string& f : d.disabled_features) off.push_back(f);
   return {{"name", d.name},
           {"vendor", d.vendor},
           {"vendor_id", d.vendor_id},
@@ -37,7 +42,10 @@ Json device(const DeviceInfo& d) {
             {"subgroup_size", d.subgroup_size},
             {"max_loop_iterations", d.max_loop_iterations},
             {"storage_16bit", d.storage_16bit},
-            {"timestamp_period_ns", d.timestamp_period_ns}}}};
+            {"timestamp_period_ns", d.timestamp_period_ns}}},
+          {"kernel_variants", variants},
+          {"quirks", quirks},
+          {"disabled_features", off}};
 }
 
 Json limit_samples(const std::vector<LimitSample>& samples, const char* size_key, const char* rate_key) {
@@ -100,6 +108,8 @@ Json preset(const Preset& p) {
           {"steps_timed", p.steps_timed},
           {"dispatches", p.dispatches},
           {"barriers", p.barriers},
+          {"longest_dispatch_ms", p.longest_dispatch_ms},
+          {"longest_dispatch", p.longest_dispatch},
           {"notes", p.notes}};
 }
 

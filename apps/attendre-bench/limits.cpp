@@ -10,6 +10,7 @@
 #include "vulkan/buffer.hpp"
 #include "vulkan/commands.hpp"
 
+#include <attendre/diagnostics.hpp>
 #include <attendre/error.hpp>
 
 #include <algorithm>
@@ -99,6 +100,11 @@ DeviceInfo describe_device(const attendre::Context& context) {
   d.max_loop_iterations = c.max_loop_iterations;
   d.storage_16bit = c.storage_16bit;
   d.timestamp_period_ns = c.timestamp_period_ns;
+  d.variants = attendre::kernel_variants(context);
+  d.quirks = c.quirks.describe();
+  for (uint32_t f = 0; f < attendre::kFeatureCount; ++f)
+    if (c.disabled.has(static_cast<attendre::Feature>(f)))
+      d.disabled_features.emplace_back(attendre::feature_name(static_cast<attendre::Feature>(f)));
   return d;
 }
 

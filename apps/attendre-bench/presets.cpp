@@ -204,7 +204,13 @@ void run_one(attendre::Context& context, const Options& options, const Spec& spe
     const double profiled_ms = seconds_since(t0) * 1e3;
     stack.set_profiling(false);
     double gpu_ms = 0.0;
-    for (const Dispatch& d : dispatches) gpu_ms += d.ms;
+    for (const Dispatch& d : dispatches) {
+      gpu_ms += d.ms;
+      if (d.ms > p.longest_dispatch_ms) {
+        p.longest_dispatch_ms = d.ms;
+        p.longest_dispatch = d.name + (d.role.empty() ? "" : " (" + d.role + ")");
+      }
+    }
     overhead.push_back(profiled_ms - gpu_ms);
     for (const auto& [kernel, ms] : sum_by_name(dispatches)) {
       if (!per_step.count(kernel)) order.push_back(kernel);
@@ -256,7 +262,6 @@ void run_presets(attendre::Context& context, const Options& options, Results& re
     if (report) {
       for (WeightType type : {WeightType::f32, WeightType::f16}) {
         const uint32_t wbytes = type == WeightType::f16 ? 2 : 4;
-        if (wbytes == 2 && !context.caps().storage_16bit) continue;
         const StackConfig full = stack_config(spec, spec.layers, spec.vocab, type, options.lm_infinite);
         results.plans.push_back({spec.name, spec.layers, spec.vocab, wbytes == 2 ? "f16" : "f32",
                                  attendre::gpu::plan_stack_memory(full, context.caps()).total()});
@@ -268,16 +273,13 @@ void run_presets(attendre::Context& context, const Options& options, Results& re
       continue;
     }
     if (!report && !(blocks && std::string(spec.name) == "mobile")) continue;
-    // fp16 weights where the device stores 16-bit values, for mobile: the
-    // block kernels' f16 figures (under --quick from a short run that only
+    // fp16 weights for mobile (16-bit loads, or unpacked words where the
+    // device lacks 16-bit storage): the block kernels' f16 figures (under
+    // --quick from a short run that only
     // fills the Q memories, reported as kernels, not as a preset).
     std::vector<std::pair<WeightType, bool>> runs = {{WeightType::f32, report}};
     if (std::string(spec.name) == "mobile") {
-      if (context.caps().storage_16bit) {
-        if (!options.quick || blocks) runs.push_back({WeightType::f16, report && !options.quick});
-      } else {
-        results.skipped.push_back({"f16 weights", "the device lacks storageBuffer16BitAccess"});
-      }
+      if (!options.quick || blocks) runs.push_back({WeightType::f16, report && !options.quick});
     }
     for (const auto& [type, report_run] : runs) {
       try {

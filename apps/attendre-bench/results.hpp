@@ -3,6 +3,8 @@
 // printers (table, JSON, SVG). SCHEMA.md documents the JSON form.
 #pragma once
 
+#include <attendre/diagnostics.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -20,6 +22,9 @@ struct DeviceInfo {
   uint32_t max_loop_iterations = 0;  // 0: no driver loop limit
   bool storage_16bit = false;
   double timestamp_period_ns = 0.0;
+  std::vector<attendre::KernelVariant> variants;  // the kernel variant a family runs, and why
+  std::vector<std::string> quirks;             // "name: reason" per driver quirk
+  std::vector<std::string> disabled_features;  // switched off (ATTENDRE_DISABLE)
 };
 
 // One size (copy) or grid (FMA) of the limit measurements.
@@ -80,6 +85,10 @@ struct Preset {
   uint64_t gpu_bytes = 0;               // memory().total() of the stack that ran
   uint64_t planned_full_bytes = 0;      // plan_stack_memory of the full-depth model
   uint32_t steps_timed = 0, dispatches = 0, barriers = 0;
+  // The longest single dispatch of any profiled step (GPU time), and which:
+  // what a mobile driver's watchdog would see.
+  double longest_dispatch_ms = 0.0;
+  std::string longest_dispatch;
 };
 
 // What a preset's full-depth model holds on this device (plan_stack_memory),

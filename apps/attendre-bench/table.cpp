@@ -31,6 +31,12 @@ void print_device(std::FILE* out, const DeviceInfo& d) {
                d.workgroup, d.max_invocations, d.max_shared_bytes, mib(d.max_storage_range).c_str(), d.subgroup_size,
                d.storage_16bit ? "yes" : "no",
                d.max_loop_iterations ? std::to_string(d.max_loop_iterations).c_str() : "none");
+  std::string off;
+  for (const std::string& f : d.disabled_features) off += (off.empty() ? "" : ",") + f;
+  std::fprintf(out, "kernel variants%s:\n", off.empty() ? "" : (" (switched off: " + off + ")").c_str());
+  for (const attendre::KernelVariant& v : d.variants)
+    std::fprintf(out, "  %-24s %s (%s)\n", (v.family + ":").c_str(), v.variant.c_str(), v.reason.c_str());
+  for (const std::string& q : d.quirks) std::fprintf(out, "  quirk %s\n", q.c_str());
 }
 
 void print_limits(std::FILE* out, const Limits& l) {
@@ -82,6 +88,7 @@ void print_presets(std::FILE* out, const Results& r) {
                       "%u barriers\n",
                  p.ms_per_step, p.tokens_per_s, p.overhead_ms, 100.0 * p.overhead_ms / p.ms_per_step,
                  mib(p.gpu_bytes).c_str(), p.dispatches, p.barriers);
+    std::fprintf(out, "    longest dispatch %.2f ms (%s)\n", p.longest_dispatch_ms, p.longest_dispatch.c_str());
     if (p.layers_run != p.layers_model)
       std::fprintf(out, "    full depth (%u blocks), scaled: %.1f ms/step, %.1f tokens/s\n", p.layers_model,
                    p.ms_per_step_full_depth, p.S / (p.ms_per_step_full_depth * 1e-3));

@@ -28,13 +28,14 @@ struct Options {
   SamplingOptions sampling;
   cli::MemoryOptions memory;
   cli::Device device = cli::Device::gpu;
+  bool verbose = false;
   bool help = false;
 };
 
 std::string help_text() {
   return std::string(R"(usage: attendre-generate --model FILE.gguf (--prompt STR | --prompt-file PATH) [--max-tokens N]
     [--temperature T] [--top-p P] [--seed S] [memory options] [--logits OUT.npy] [--json OUT.json]
-    [--device cpu|gpu]
+    [--device cpu|gpu] [--verbose]
 
 Streams the prompt (BOS as the vocabulary says) through the model's ATTENDRE stack, drains it, then
 generates token by token, each new key inserted under its block's policy; prints the continuation.
@@ -50,6 +51,7 @@ generates token by token, each new key inserted under its block's policy; prints
   --logits OUT.npy      writes float32 [prompt tokens, vocab]: the logits at every prompt position
   --json OUT.json       writes prompt_ids, generated_ids, text, throughputs and peak_gpu_bytes
   --device cpu|gpu      gpu (default): Vulkan; cpu: the float64 reference (slow, any GGUF encoding)
+  --verbose             the kernel variant of each family and the driver quirks on stderr
   --help, -h            this text
 )") + cli::MemoryOptions::help() +
          R"(
@@ -77,6 +79,7 @@ Options parse(std::span<const std::string> args) {
       {"--logits", cli::path_option(o.logits)},
       {"--json", cli::path_option(o.json)},
       {"--device", cli::device_option(o.device)},
+      {"--verbose", cli::switch_option(o.verbose, true)},
       {"--help", cli::switch_option(o.help, true)},
   };
   o.memory.add_to(table);
@@ -122,6 +125,7 @@ int run(std::span<const std::string> args) {
   g.flush = o.memory.flush();
   g.prompt_logits = !o.logits.empty();
   cli::StackDevice device(o.device);
+  if (o.verbose) device.report_variants("attendre-generate");
   // A decoder continues the prompt; T5's decoder writes a text of its own.
   generate_tool::Continuation continuation(model.tokenizer(), encoder_decoder ? std::vector<uint32_t>{} : prompt);
   const auto stream = [&](uint32_t token) { std::cout << continuation.add(token) << std::flush; };

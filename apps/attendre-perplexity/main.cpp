@@ -28,12 +28,13 @@ struct Options {
   std::vector<cli::NamedSetting> compare;
   cli::MemoryOptions memory;
   cli::Device device = cli::Device::gpu;
+  bool verbose = false;
   bool help = false;
 };
 
 std::string help_text() {
   return std::string(R"(usage: attendre-perplexity --model FILE.gguf --file TEXT [memory options] [--json OUT.json]
-    [--compare full,fifo,sinks,lra_sum,lfa] [--device cpu|gpu]
+    [--compare full,fifo,sinks,lra_sum,lfa] [--device cpu|gpu] [--verbose]
 
 Streams a text through the model's ATTENDRE stack, causal (the logits at position t predict token
 t+1), and prints its perplexity, tokens per second and peak GPU memory, with a progress line on stderr.
@@ -65,6 +66,7 @@ Options parse(std::span<const std::string> args) {
                        if (o.compare.empty()) cli::usage(f + ": expected a list of settings, got '" + v + "'");
                      }}},
       {"--device", cli::device_option(o.device)},
+      {"--verbose", cli::switch_option(o.verbose, true)},
       {"--help", cli::switch_option(o.help, true)},
   };
   o.memory.add_to(table);
@@ -141,6 +143,7 @@ int run(std::span<const std::string> args) {
   std::vector<std::optional<cli::NamedSetting>> settings(o.compare.begin(), o.compare.end());
   if (settings.empty()) settings.emplace_back(std::nullopt);
   cli::StackDevice device(o.device);
+  if (o.verbose) device.report_variants("attendre-perplexity");
   std::vector<Row> rows;
   for (const std::optional<cli::NamedSetting>& named : settings) {
     const StackConfig config = o.memory.stack_config(model, tokens.size(), named);

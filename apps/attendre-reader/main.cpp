@@ -6,6 +6,7 @@
 #include "common/arguments.hpp"
 #include "common/human_bytes.hpp"
 #include "common/output_files.hpp"
+#include "common/stack_device.hpp"
 #include "core/fail.hpp"
 #include "html_report.hpp"
 #include "input.hpp"
@@ -115,12 +116,12 @@ int run(const Options& o) {
   Session s = survey_session(backend, input, *tokenizer, o);
 
   std::unique_ptr<attendre::Context> device = open_device(o.device);
+  if (device && o.verbose) attendre::cli::report_variants("attendre-reader", *device);
   s.device = device ? device->caps().name : "cpu (float64 reference)";
-  const bool fp16_available = !device || device->caps().storage_16bit;
-  s.weights = o.memory.fp16 ? (fp16_available ? "f16" : "f32 (no 16-bit storage on this device)") : "f32";
+  s.weights = o.memory.fp16 ? "f16" : "f32";
   std::vector<attendre::StackConfig> configs;
   for (const PolicyList& policies : o.runs) {
-    configs.push_back(configure_stack(backend.stack_shape(), o.memory, policies, fp16_available));
+    configs.push_back(configure_stack(backend.stack_shape(), o.memory, policies));
     naming_flags([&] { configs.back().validate(); });
     if (device) check_device_memory(*device, configs.back(), backend.weights());
   }

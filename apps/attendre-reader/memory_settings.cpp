@@ -54,7 +54,7 @@ uint32_t per_block(const std::vector<uint32_t>& values, size_t block) {
 }
 
 attendre::StackConfig configure_stack(attendre::StackConfig shape, const MemorySettings& memory,
-                                      const PolicyList& policies, bool fp16_available) {
+                                      const PolicyList& policies) {
   const size_t blocks = shape.blocks.size();
   check_list(memory.q_capacity, blocks, "--q-capacity");
   check_list(memory.kv_capacity, blocks, "--kv-capacity");
@@ -63,7 +63,7 @@ attendre::StackConfig configure_stack(attendre::StackConfig shape, const MemoryS
   check_list(policies, blocks, "--policy");
   shape.chunk = memory.chunk;
   shape.flush_capable = memory.flush;
-  shape.weights = memory.fp16 && fp16_available ? attendre::WeightType::f16 : attendre::WeightType::f32;
+  shape.weights = memory.fp16 ? attendre::WeightType::f16 : attendre::WeightType::f32;
   for (size_t l = 0; l < blocks; ++l) {
     attendre::LayerConfig& a = shape.blocks[l].attention;
     const std::string& name = policies.size() == 1 ? policies[0] : policies[l];

@@ -43,7 +43,7 @@ std::string label(const PolicyList& policies);
 // naming the flag whose list does not have 1 or `blocks` entries; the
 // stack's own validation then judges the values.
 attendre::StackConfig configure_stack(attendre::StackConfig shape, const MemorySettings& memory,
-                                      const PolicyList& policies, bool fp16_available);
+                                      const PolicyList& policies);
 
 // The per-block value a list gives.
 uint32_t per_block(const std::vector<uint32_t>& values, size_t block);

@@ -141,6 +141,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--report", path(o.report_path)},
       {"--export-stream", path(o.export_dir)},
       {"--quiet", toggle(o.quiet)},
+      {"--verbose", toggle(o.verbose)},
       {"--help", toggle(o.help)},  // and -h
   };
 
@@ -211,7 +212,7 @@ memory (one value for every block, or a comma-separated value per block)
   --init-k X           initial score mu - X*sigma (default 1)
   --init-const X       a constant initial score instead
   --flush              finish by flushing each block instead of draining
-  --fp16               fp16 weight storage where the device has it
+  --fp16               fp16 weight storage
   --device D           gpu (default: ATTENDRE_DEVICE or the best device), a
                        Vulkan device's index or name, or cpu (the float64
                        reference stack, no Vulkan)
@@ -224,6 +225,8 @@ output
   --export-stream DIR  block 0's queries, keys and values (q.npy, k.npy,
                        v.npy) for attendre-replay (with --policy)
   --quiet              no progress line on stderr
+  --verbose            the kernel variant of each family and the driver
+                       quirks on stderr (gpu)
   --help, -h           this text
 
 exit status: 0 success; 1 input, configuration, device or runtime error (one

@@ -35,6 +35,7 @@ struct Options {
 
   std::optional<std::string> json_path, report_path, export_dir;
   bool quiet = false;
+  bool verbose = false;
   bool help = false;
 };
 

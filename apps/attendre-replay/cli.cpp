@@ -69,6 +69,7 @@ Options parse_args(std::span<const std::string> args) {
       {"--causal", flag(o.causal, true)},
       {"--alibi", flag(o.alibi, true)},
       {"--tag-mask", flag(o.tag_mask, true)},
+      {"--verbose", flag(o.verbose, true)},
       {"--help", flag(o.help, true)},
       {"--policy", {true, false, [&o](const std::string& f, const std::string& v) {
                       const auto kind = parse_policy(v);
@@ -147,6 +148,8 @@ run:
                       gpu: Vulkan path on the device ATTENDRE_DEVICE selects
                       (index or name substring; default: the best device)
   --out DIR           output folder, created if missing
+  --verbose           the kernel variant of each family and the driver quirks
+                      on stderr (gpu)
   --help, -h          this text
 
 outputs in DIR, replaced together only when the whole replay succeeded (a

@@ -40,6 +40,7 @@ struct Options {
   RetrievalMode retrieval = RetrievalMode::per_head;
   Device device = Device::cpu;
 
+  bool verbose = false;  // kernel variants on stderr (gpu)
   bool help = false;  // everything else is unset when this is true
 };
 

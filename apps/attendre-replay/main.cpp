@@ -5,6 +5,7 @@
 #include "cli.hpp"
 #include "inputs.hpp"
 #include "common/output_set.hpp"
+#include "common/stack_device.hpp"
 #include "replay.hpp"
 #include "result_files.hpp"
 
@@ -49,6 +50,7 @@ int run(const Options& options) {
     device = "cpu (float64 reference)";
   } else {
     Context context;
+    if (options.verbose) cli::report_variants("attendre-replay", context);
     // Destroyed before the check: teardown can raise messages too.
     summary = naming_flags([&] {
       gpu::Layer layer(context, config);

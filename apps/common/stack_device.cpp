@@ -15,6 +15,15 @@ Option device_option(Device& target) {
           }};
 }
 
+void report_variants(const std::string& tool, const Context& context) {
+  report(tool, "device " + context.caps().name);
+  for (const std::string& line : describe_variants(context)) report(tool, line);
+}
+
+void StackDevice::report_variants(const std::string& tool) const {
+  if (context_) cli::report_variants(tool, *context_);
+}
+
 StackDevice::StackDevice(Device device) {
   if (device == Device::gpu) context_ = std::make_unique<Context>();
 }

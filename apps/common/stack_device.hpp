@@ -19,6 +19,10 @@ enum class Device { cpu, gpu };
 // --device cpu|gpu into `target`.
 Option device_option(Device& target);
 
+// --verbose: the kernel variant of each family and the driver quirks on
+// stderr, one "<tool>: family: variant (reason)" line each.
+void report_variants(const std::string& tool, const Context& context);
+
 class StackDevice {
  public:
   explicit StackDevice(Device device);
@@ -36,6 +40,8 @@ class StackDevice {
   // Reports every Vulkan validation message, and returns 3 when there were
   // any (the tools' exit status for them), else 0.
   int validation_status(const std::string& tool) const;
+  // report_variants() on the gpu; nothing on the cpu.
+  void report_variants(const std::string& tool) const;
 
  private:
   std::unique_ptr<Context> context_;  // gpu only

@@ -13,6 +13,53 @@
 
 namespace attendre {
 
+// Optional device features attendre uses when present. Each one has a
+// fallback, and each can be switched off (ContextOptions::disabled_features,
+// ATTENDRE_DISABLE) so that its fallback runs, and is tested, on any device.
+enum class Feature : uint32_t {
+  storage_16bit,          // "16bit": fp16 weights read as 16-bit values (else unpackHalf2x16 of 32-bit words)
+  float16,                // "float16": shaderFloat16 (detected and reported; no kernel computes in fp16 yet)
+  storage_8bit,           // "8bit": storageBuffer8BitAccess (detected; block decoders read 32-bit words)
+  subgroup_arithmetic,    // "arithmetic": subgroup reductions (detected; reductions use shared memory)
+  subgroup_ballot,        // "ballot" (detected; no kernel needs it yet)
+  subgroup_shuffle,       // "shuffle": direct matmuls share block decodes through shuffles (else tiled)
+  subgroup_size_control,  // "size_control": VK_EXT_subgroup_size_control (detected)
+  large_workgroups,       // "large_workgroups": past 128 invocations and 16 KiB of shared memory
+};
+inline constexpr uint32_t kFeatureCount = 8;
+
+// A set of Features (a bitmask).
+struct FeatureSet {
+  uint32_t bits = 0;
+  bool has(Feature f) const { return (bits >> static_cast<uint32_t>(f)) & 1u; }
+  FeatureSet& add(Feature f) {
+    bits |= 1u << static_cast<uint32_t>(f);
+    return *this;
+  }
+  bool operator==(const FeatureSet&) const = default;
+};
+
+// The switch name of a feature ("16bit", "shuffle", ...).
+const char* feature_name(Feature feature);
+// A comma-separated list of switch names ("shuffle,16bit"; empty: none);
+// an unknown name is an error (invalid_argument) listing the valid ones.
+FeatureSet parse_features(const std::string& list);
+
+// Known driver bugs and costs, each a named flag with its reason (after
+// ncnn's), decided in one place (lib/vulkan/context.cpp) from the device's
+// identity, and applied there to the caps and defaults they change.
+struct DriverQuirks {
+  // A workgroup's invocations run as coroutines on one CPU core (lavapipe,
+  // SwiftShader): every barrier costs a context switch per SIMD group, so the
+  // barrier-free `direct` kernels are the default.
+  bool barriers_switch_context = false;
+  // lavapipe's shader compiler silently leaves any loop after 65535
+  // iterations per invocation (DeviceCaps::max_loop_iterations).
+  bool loops_stop_at_65535 = false;
+  // "name: reason" for each flag set.
+  std::vector<std::string> describe() const;
+};
+
 // Device limits and optional features, queried once. Every tile and
 // workgroup size is derived from these in one function (gpu/kernel_plan).
 struct DeviceCaps {
@@ -63,6 +110,14 @@ struct DeviceCaps {
   // stay under it there (0: no such limit).
   uint32_t max_loop_iterations = 0;
   bool storage_16bit = false;              // storageBuffer16BitAccess
+  bool float16 = false;                    // shaderFloat16
+  bool storage_8bit = false;               // storageBuffer8BitAccess
+  bool subgroup_arithmetic = false;        // subgroup operations in compute shaders
+  bool subgroup_ballot = false;
+  bool subgroup_size_control = false;      // VK_EXT_subgroup_size_control (or Vulkan 1.3)
+  bool large_workgroups = false;           // more than 128 invocations or 16 KiB of shared memory
+  FeatureSet disabled;                     // switched off (ContextOptions::disabled_features), masked above
+  DriverQuirks quirks;
   bool timestamps = false;
   double timestamp_period_ns = 1.0;        // a double: some devices report fractions
   uint32_t timestamp_valid_bits = 0;
@@ -105,6 +160,9 @@ struct ContextOptions {
   // Unset reads ATTENDRE_KERNELS (tiled or direct); else direct on CPU
   // devices, tiled elsewhere. Forcing one tests it on any device.
   std::optional<DeviceCaps::KernelStyle> kernels;
+  // Features treated as absent (their fallbacks run). Unset reads
+  // ATTENDRE_DISABLE (parse_features: "shuffle,16bit").
+  std::optional<FeatureSet> disabled_features;
   // How long a wait for the device may take before the device is reported
   // as lost (ErrorCode::device_lost): a hung device must not hang the app.
   uint32_t fence_timeout_ms = 60000;

@@ -14,4 +14,16 @@ namespace attendre {
 std::vector<std::string> validation_messages(const Context& context);
 void clear_validation_messages(Context& context);
 
+// The variant of one kernel family this context runs, and why: e.g.
+// {"matmul (block types)", "direct, 8 lanes share decodes", "subgroup shuffle"}.
+struct KernelVariant {
+  std::string family, variant, reason;
+};
+// One per kernel family whose variant depends on the device (features,
+// limits, driver quirks, switches), as the kernels choose them.
+std::vector<KernelVariant> kernel_variants(const Context& context);
+// "family: variant (reason)" lines of kernel_variants(), then one
+// "quirk name: reason" line per driver quirk (DeviceCaps::quirks).
+std::vector<std::string> describe_variants(const Context& context);
+
 }  // namespace attendre

@@ -8,6 +8,7 @@
 #include <attendre/stack.hpp>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace attendre::gpu {
@@ -42,6 +43,29 @@ struct StackMemory {
 // config.weights without a source.
 StackMemory plan_stack_memory(const StackConfig& config, const DeviceCaps& caps);
 StackMemory plan_stack_memory(const StackConfig& config, const DeviceCaps& caps, WeightSource& weights);
+
+// One buffer a stack creates: its bytes as allocated, or as placed in the
+// weight arena. Each is bound whole or in sections of it, so one within the
+// storage range is within it in every binding.
+struct PlannedBuffer {
+  std::string name;      // the tensor ("blk.3.ffn_down.weight", "part i" when split by rows) or the buffer
+  uint64_t bytes = 0;
+  bool weights = false;  // placed in the weight arena; else an allocation of its own
+};
+
+// Every buffer and allocation of a stack, planned without allocating (the
+// totals are plan_stack_memory's), for checking a layout against a device's
+// limits before loading anything.
+struct StackLayout {
+  std::vector<PlannedBuffer> buffers;        // weights in loading order, then the rest
+  std::vector<uint64_t> weight_allocations;  // the weight arena's vkAllocateMemory sizes
+  StackMemory memory;
+  // Throws unsupported naming the first buffer whose bytes pass
+  // caps.max_storage_range, or whose allocation passes caps.max_allocation.
+  void check(const DeviceCaps& caps) const;
+};
+StackLayout plan_stack_layout(const StackConfig& config, const DeviceCaps& caps);
+StackLayout plan_stack_layout(const StackConfig& config, const DeviceCaps& caps, WeightSource& weights);
 
 class Stack final : public TransformerStack {
  public:

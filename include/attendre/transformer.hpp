@@ -10,7 +10,8 @@ namespace attendre {
 // Block kernel choices (lib/kernels: matmul, norm, rope, activation, embedding)
 
 // Storage of fp32 matmul weights and embedding tables; math is fp32 either
-// way (f16 needs storage_16bit). Tensors in other encodings keep theirs.
+// way (f16 is read as 16-bit values, or unpacked from 32-bit words where
+// the device lacks 16-bit storage). Tensors in other encodings keep theirs.
 enum class WeightType { f32, f16 };
 inline ElementType element_type(WeightType w) { return w == WeightType::f16 ? ElementType::f16 : ElementType::f32; }
 

@@ -44,12 +44,19 @@ ElementType DeviceMatrix::stored_type(ElementType source, WeightType storage) {
   return source == ElementType::f32 ? element_type(storage) : source;
 }
 
-uint64_t DeviceMatrix::placed_bytes(const DeviceCaps& caps, ElementType type, uint64_t rows, uint64_t cols, bool bias) {
+std::vector<uint64_t> DeviceMatrix::placed_parts(const DeviceCaps& caps, ElementType type, uint64_t rows, uint64_t cols,
+                                                 bool bias) {
   const uint64_t per_row = row_bytes(type, cols, "matrix");
   const uint64_t per = rows_per_part(caps, rows, per_row, bias);
-  uint64_t total = 0;
+  std::vector<uint64_t> parts;
   for (uint64_t first = 0; first < rows; first += per)
-    total += vk::MemoryArena::placed_bytes(part_bytes(std::min(per, rows - first), per_row, bias, nullptr));
+    parts.push_back(vk::MemoryArena::placed_bytes(part_bytes(std::min(per, rows - first), per_row, bias, nullptr)));
+  return parts;
+}
+
+uint64_t DeviceMatrix::placed_bytes(const DeviceCaps& caps, ElementType type, uint64_t rows, uint64_t cols, bool bias) {
+  uint64_t total = 0;
+  for (uint64_t p : placed_parts(caps, type, rows, cols, bias)) total += p;
   return total;
 }
 

@@ -35,7 +35,10 @@ struct MatrixPart {
 class DeviceMatrix {
  public:
   DeviceMatrix() = default;
-  // Arena bytes a matrix of this encoding and shape takes (for planners).
+  // Arena bytes of each part (split by rows to fit one storage range) of a
+  // matrix of this encoding and shape, and their sum (for planners).
+  static std::vector<uint64_t> placed_parts(const DeviceCaps& caps, ElementType type, uint64_t rows, uint64_t cols,
+                                            bool bias);
   static uint64_t placed_bytes(const DeviceCaps& caps, ElementType type, uint64_t rows, uint64_t cols, bool bias);
   // The encoding a tensor of `source` type is stored in under `storage`.
   static ElementType stored_type(ElementType source, WeightType storage);

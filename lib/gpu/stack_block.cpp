@@ -42,27 +42,42 @@ uint64_t DeviceBlock::upload_words(const StackConfig& config, size_t index) {
 }
 
 BlockMemory DeviceBlock::plan_memory(const StackConfig& config, size_t index, const DeviceCaps& caps,
-                                     const std::function<ElementType(const MatrixSpec&)>& types) {
+                                     const std::function<ElementType(const MatrixSpec&)>& types,
+                                     std::vector<PlannedBuffer>* buffers) {
   const BlockConfig& b = config.blocks[index];
   const AttentionShape& s = b.attention.shape;
   const BlockSpec spec = model_spec(config).blocks[index];
-  auto matrix = [&](const std::optional<MatrixSpec>& m) {
-    return m ? DeviceMatrix::placed_bytes(caps, types(*m), m->rows, m->cols, m->bias.has_value()) : 0;
+  BlockMemory m;
+  auto add = [&](uint64_t& total, const std::string& name, uint64_t bytes, bool weights) {
+    if (buffers && bytes > 0) buffers->push_back({name, bytes, weights});
+    total += bytes;
+  };
+  auto matrix = [&](const std::optional<MatrixSpec>& t) {
+    if (!t) return;
+    const std::vector<uint64_t> parts = DeviceMatrix::placed_parts(caps, types(*t), t->rows, t->cols, t->bias.has_value());
+    for (size_t i = 0; i < parts.size(); ++i)
+      add(m.weights, t->name + (parts.size() > 1 ? " part " + std::to_string(i) : ""), parts[i], true);
   };
   auto norm = [&](const std::optional<VectorSpec>& gain, const std::optional<VectorSpec>& shift) {
-    return gain ? DeviceNorm::placed_bytes(gain->size, shift.has_value()) : 0;
+    if (gain) add(m.weights, gain->name, DeviceNorm::placed_bytes(gain->size, shift.has_value()), true);
   };
-  BlockMemory m;
-  m.weights = norm(spec.attn_norm, spec.attn_norm_bias) + matrix(spec.wq) + matrix(spec.wk) + matrix(spec.wv) +
-              matrix(spec.wo) + norm(spec.ffn_norm, spec.ffn_norm_bias) + matrix(spec.gate) + matrix(spec.up) +
-              matrix(spec.down);
-  m.weights += BlockWeights::rope_table_bytes(b);
-  m.q_memory =
-      RingLayout::make(b.attention.q_capacity + config.max_rows_in(index), s, config.hidden, query_variants(b)).words * 4;
+  // The loader's order (BlockWeights::load), which decides the arena's blocks.
+  norm(spec.attn_norm, spec.attn_norm_bias);
+  norm(spec.ffn_norm, spec.ffn_norm_bias);
+  for (const auto& t : {std::optional<MatrixSpec>(spec.wq), std::optional<MatrixSpec>(spec.wk),
+                        std::optional<MatrixSpec>(spec.wv), std::optional<MatrixSpec>(spec.wo), spec.gate, spec.up,
+                        spec.down})
+    matrix(t);
+  const std::string block = "block " + std::to_string(index) + " ";
+  add(m.weights, block + "rope frequencies", BlockWeights::rope_table_bytes(b), true);
+  add(m.q_memory, block + "q ring",
+      RingLayout::make(b.attention.q_capacity + config.max_rows_in(index), s, config.hidden, query_variants(b)).words *
+          4,
+      false);
   const uint32_t keys = KvMemory::key_variants(b.lm_infinite);
-  m.kv_memory = (KvLayout::make(b.attention.kv.capacity, s, keys, b.attention.retrieval).words +
-                 ChunkLayout::make(config.max_insert(index), s, keys).words) *
-                4;
+  add(m.kv_memory, block + "kv memory", KvLayout::make(b.attention.kv.capacity, s, keys, b.attention.retrieval).words * 4,
+      false);
+  add(m.kv_memory, block + "kv chunk", ChunkLayout::make(config.max_insert(index), s, keys).words * 4, false);
   return m;
 }
 

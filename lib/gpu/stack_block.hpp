@@ -74,9 +74,11 @@ class DeviceBlock {
               SharedBuffers& shared);
 
   // Bytes allocated for a block of this config (its weights in the encodings
-  // `types` gives per tensor), and the upload words its metadata needs per step.
+  // `types` gives per tensor), and the upload words its metadata needs per
+  // step. `buffers` (if given) gets each buffer, weights in loading order.
   static BlockMemory plan_memory(const StackConfig& config, size_t index, const DeviceCaps& caps,
-                                 const std::function<ElementType(const MatrixSpec&)>& types);
+                                 const std::function<ElementType(const MatrixSpec&)>& types,
+                                 std::vector<PlannedBuffer>* buffers = nullptr);
   static uint64_t upload_words(const StackConfig& config, size_t index);
   static uint32_t max_queries(const StackConfig& config, size_t index);
   // Finite-check sites one block registers (attention outputs, policy scores, output rows).

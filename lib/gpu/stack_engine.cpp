@@ -31,13 +31,6 @@ ScratchWords scratch_words(const StackConfig& config, const DeviceCaps& caps) {
   return words;
 }
 
-uint64_t activation_bytes(const StackConfig& c) {
-  const uint64_t rows = max_rows(c), row_bytes = rows * c.hidden * 4;
-  // x[2], h, y, gu, then the final norm rows and logits, each rounded as allocated.
-  const uint64_t ffn = FfnLayout::make(static_cast<uint32_t>(rows), max_ffn(c)).words * 4;
-  return 5 * vk::rounded_bytes(row_bytes) + vk::rounded_bytes(ffn) + vk::rounded_bytes(rows * c.vocab * 4);
-}
-
 void check_range(const DeviceCaps& caps, uint64_t bytes, const std::string& what) {
   if (bytes > caps.max_storage_range)
     fail(ErrorCode::unsupported, what + " needs " + std::to_string(bytes >> 20) +
@@ -55,24 +48,68 @@ uint64_t StackMemory::total() const {
 
 namespace {
 
-// The plan, with each matrix in the encoding `types` gives it.
-StackMemory plan(const StackConfig& config, const DeviceCaps& caps,
+// The layout, with each matrix in the encoding `types` gives it: every
+// buffer the engine creates, in the order it creates them, and the totals
+// summed from them.
+StackLayout plan(const StackConfig& config, const DeviceCaps& caps,
                  const std::function<ElementType(const MatrixSpec&)>& types) {
   const ModelSpec spec = model_spec(config);
-  StackMemory m;
-  for (size_t l = 0; l < config.blocks.size(); ++l) m.blocks.push_back(DeviceBlock::plan_memory(config, l, caps, types));
-  m.model = DeviceNorm::placed_bytes(config.hidden, spec.output_norm_bias.has_value());
-  for (const auto& matrix : {spec.token_embd, spec.output})
-    if (matrix) m.model += DeviceMatrix::placed_bytes(caps, types(*matrix), matrix->rows, matrix->cols, false);
+  StackLayout layout;
+  StackMemory& m = layout.memory;
+  auto add = [&](uint64_t& total, const std::string& name, uint64_t bytes, bool weights) {
+    layout.buffers.push_back({name, bytes, weights});
+    total += bytes;
+  };
+  // Weights in the loader's order (StackEngine's constructor): the final
+  // norm, the embedding table and LM head (split by rows), then the blocks.
+  add(m.model, spec.output_norm.name, DeviceNorm::placed_bytes(config.hidden, spec.output_norm_bias.has_value()), true);
+  for (const auto& matrix : {spec.token_embd, spec.output}) {
+    if (!matrix) continue;
+    const std::vector<uint64_t> parts = DeviceMatrix::placed_parts(caps, types(*matrix), matrix->rows, matrix->cols, false);
+    for (size_t i = 0; i < parts.size(); ++i)
+      add(m.model, matrix->name + (parts.size() > 1 ? " part " + std::to_string(i) : ""), parts[i], true);
+  }
+  for (size_t l = 0; l < config.blocks.size(); ++l)
+    m.blocks.push_back(DeviceBlock::plan_memory(config, l, caps, types, &layout.buffers));
+  std::vector<uint64_t> placements;
+  for (const PlannedBuffer& b : layout.buffers)
+    if (b.weights) placements.push_back(b.bytes);
+  layout.weight_allocations = vk::MemoryArena::plan_blocks(placements, caps.max_allocation);
+
   const ScratchWords s = scratch_words(config, caps);
-  m.scratch = vk::rounded_bytes(s.logits * 4) + vk::rounded_bytes(s.lists * 4) + vk::rounded_bytes(s.attention * 4) +
-              vk::rounded_bytes(s.usage * 4);
-  m.activations = activation_bytes(config);
-  m.staging = vk::rounded_bytes(UploadPlan(config).words * 4) + vk::rounded_bytes(ReadbackPlan(config).words * 4);
-  m.staging += vk::rounded_bytes(uint64_t{DeviceBlock::kFiniteSites * config.blocks.size() + 1} * kSectionWords * 4);
+  add(m.scratch, "retrieval logits", vk::rounded_bytes(s.logits * 4), false);
+  add(m.scratch, "retrieval lists", vk::rounded_bytes(s.lists * 4), false);
+  add(m.scratch, "retrieval attention", vk::rounded_bytes(s.attention * 4), false);
+  add(m.scratch, "retrieval usage", vk::rounded_bytes(s.usage * 4), false);
+  const uint64_t rows = max_rows(config), row_bytes = vk::rounded_bytes(rows * config.hidden * 4);
+  for (const char* name : {"block rows 0", "block rows 1", "normed rows", "attention block rows"})
+    add(m.activations, name, row_bytes, false);
+  add(m.activations, "ffn rows", vk::rounded_bytes(FfnLayout::make(static_cast<uint32_t>(rows), max_ffn(config)).words * 4),
+      false);
+  add(m.activations, "final rows", row_bytes, false);
+  add(m.activations, "logits", vk::rounded_bytes(rows * config.vocab * 4), false);
+  add(m.staging, "stack upload", vk::rounded_bytes(UploadPlan(config).words * 4), false);
+  add(m.staging, "stack readback", vk::rounded_bytes(ReadbackPlan(config).words * 4), false);
+  add(m.staging, "finite checks",
+      vk::rounded_bytes(uint64_t{DeviceBlock::kFiniteSites * config.blocks.size() + 1} * kSectionWords * 4), false);
   m.load_staging = caps.unified_memory ? 0 : WeightLoader::kStagingBytes;
-  return m;
+  return layout;
 }
+
+std::function<ElementType(const MatrixSpec&)> stored_types(const StackConfig& config, WeightSource* weights) {
+  if (!weights) {
+    const ElementType stored = element_type(config.weights);
+    return [stored](const MatrixSpec&) { return stored; };
+  }
+  return [&config, weights](const MatrixSpec& m) {
+    const uint64_t shape[] = {m.rows, m.cols};
+    const std::optional<ElementType> type = weights->type_of(m.name, shape);
+    if (!type) fail(ErrorCode::invalid_argument, "the weights have no tensor '" + m.name + "'");
+    return DeviceMatrix::stored_type(*type, config.weights);
+  };
+}
+
+std::string mib(uint64_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; }
 
 uint64_t weight_bytes(const StackMemory& m) {
   uint64_t total = m.model;
@@ -82,20 +119,36 @@ uint64_t weight_bytes(const StackMemory& m) {
 
 }  // namespace
 
-StackMemory plan_stack_memory(const StackConfig& config, const DeviceCaps& caps) {
+StackLayout plan_stack_layout(const StackConfig& config, const DeviceCaps& caps) {
   config.validate();
-  const ElementType stored = element_type(config.weights);
-  return plan(config, caps, [&](const MatrixSpec&) { return stored; });
+  return plan(config, caps, stored_types(config, nullptr));
+}
+
+StackLayout plan_stack_layout(const StackConfig& config, const DeviceCaps& caps, WeightSource& weights) {
+  config.validate();
+  return plan(config, caps, stored_types(config, &weights));
+}
+
+StackMemory plan_stack_memory(const StackConfig& config, const DeviceCaps& caps) {
+  return plan_stack_layout(config, caps).memory;
 }
 
 StackMemory plan_stack_memory(const StackConfig& config, const DeviceCaps& caps, WeightSource& weights) {
-  config.validate();
-  return plan(config, caps, [&](const MatrixSpec& m) {
-    const uint64_t shape[] = {m.rows, m.cols};
-    const std::optional<ElementType> type = weights.type_of(m.name, shape);
-    if (!type) fail(ErrorCode::invalid_argument, "the weights have no tensor '" + m.name + "'");
-    return DeviceMatrix::stored_type(*type, config.weights);
-  });
+  return plan_stack_layout(config, caps, weights).memory;
+}
+
+void StackLayout::check(const DeviceCaps& caps) const {
+  for (const PlannedBuffer& b : buffers) {
+    if (b.bytes > caps.max_storage_range)
+      fail(ErrorCode::unsupported, "'" + b.name + "' needs " + mib(b.bytes) + " in one buffer, over the device's " +
+                                       "storage-buffer range of " + mib(caps.max_storage_range));
+    if (b.bytes > caps.max_allocation)
+      fail(ErrorCode::unsupported, "'" + b.name + "' needs " + mib(b.bytes) + " in one allocation, over the device's " +
+                                       "maxMemoryAllocationSize of " + mib(caps.max_allocation));
+  }
+  // Every placement fits an allocation (above), so every block the arena opens does.
+  for (uint64_t a : weight_allocations)
+    require(a <= caps.max_allocation, "the weight arena planned a block past maxMemoryAllocationSize");
 }
 
 StackEngine::StackEngine(Context& ctx, const StackConfig& c, WeightSource& weights, const vk::Buffer* encoder_rows)

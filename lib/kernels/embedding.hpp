@@ -26,7 +26,7 @@ class Embedding {
 
   Embedding() = default;
   // Bindings: ids, table, out (written). Throws unsupported for an encoding
-  // without a kernel, or an fp16 table on a device without storage_16bit.
+  // without a kernel.
   Embedding(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ElementType table_type,
             vk::BufferBinding ids, vk::BufferBinding table, vk::BufferBinding out);
 

@@ -50,6 +50,9 @@ constexpr WeightVariants kWeightVariants[] = {
     ATTENDRE_WEIGHT_VARIANTS(q5_1), ATTENDRE_WEIGHT_VARIANTS(q8_0), ATTENDRE_WEIGHT_VARIANTS(q4_k),
     ATTENDRE_WEIGHT_VARIANTS(q5_k), ATTENDRE_WEIGHT_VARIANTS(q6_k),
 };
+// fp16 read as 32-bit words and unpacked, where 16-bit storage is absent.
+constexpr WeightVariants kF16Words = {ElementType::f16, ShaderId::matmul_f16_words, ShaderId::matvec_f16_words,
+                                      ShaderId::matmul_direct_f16_words, ShaderId::embedding_f16_words};
 #undef ATTENDRE_WEIGHT_VARIANTS
 
 std::string decoded_types() {
@@ -60,12 +63,12 @@ std::string decoded_types() {
 
 }  // namespace
 
+bool f16_as_words(const DeviceCaps& caps) { return !caps.storage_16bit; }
+
 ShaderId weight_variant(const Context& context, WeightKernel kernel, ElementType type, const std::string& what) {
-  for (const WeightVariants& v : kWeightVariants) {
+  for (WeightVariants v : kWeightVariants) {
     if (v.type != type) continue;
-    if (type == ElementType::f16 && !context.caps().storage_16bit)
-      fail(ErrorCode::unsupported, what + ": fp16 weights need storageBuffer16BitAccess, which " +
-                                       context.caps().name + " lacks");
+    if (type == ElementType::f16 && f16_as_words(context.caps())) v = kF16Words;
     switch (kernel) {
       case WeightKernel::gemm: return v.gemm;
       case WeightKernel::matvec: return v.matvec;

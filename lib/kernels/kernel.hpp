@@ -48,9 +48,13 @@ class Kernel {
 // (shaders/weights.glsl).
 enum class WeightKernel { gemm, matvec, direct, embedding };
 
+// Whether fp16 weights are read as 32-bit words and unpacked (unpackHalf2x16):
+// where 16-bit storage is absent or switched off.
+bool f16_as_words(const DeviceCaps& caps);
+
 // The variant of `kernel` for weights encoded as `type`: throws unsupported
-// naming `what` when there is none, or when it needs 16-bit storage the
-// device lacks (F16 only: every other encoding is read as 32-bit words).
+// naming `what` when there is none. Every encoding but F16 is read as 32-bit
+// words; F16 too where f16_as_words().
 ShaderId weight_variant(const Context& context, WeightKernel kernel, ElementType type, const std::string& what);
 
 // Values of `type` the matvec and direct kernels decode per step (a block

@@ -37,6 +37,10 @@ constexpr uint32_t kDirectFewRows = 2;
 
 }  // namespace
 
+bool direct_matmul(const KernelPlan& plan, ElementType weights) {
+  return plan.direct && (decode_unit(weights) == 1 || plan.direct_share > 0);
+}
+
 Matmul::Matmul(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ElementType weights,
                vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c, vk::BufferBinding r)
     : plan_(plan), type_(weights) {
@@ -45,9 +49,8 @@ Matmul::Matmul(Context& context, vk::DescriptorArena& arena, const KernelPlan& p
   // binding 3 takes A: it must hold a buffer, and one the dispatch only reads.
   residual_in_c_ = !r.buffer;
   if (!r.buffer) r = a;
-  // Block types decode on direct devices only with subgroup shuffles (KernelPlan::direct_share).
   const bool blocks = decode_unit(weights) > 1;
-  plan_.direct = plan.direct && (!blocks || plan.direct_share > 0);
+  plan_.direct = direct_matmul(plan, weights);
   if (plan_.direct) {
     const ShaderId direct = weight_variant(context, WeightKernel::direct, weights, what);
     const DirectShape many = direct_shape(plan, weights, false), few = direct_shape(plan, weights, true);

@@ -13,6 +13,11 @@
 
 namespace attendre::kernels {
 
+// Whether products over `weights` take matmul_direct.comp: under the direct
+// style, and for block types only where subgroup shuffles share the decodes
+// (KernelPlan::direct_share); the tiled GEMM and matvec otherwise.
+bool direct_matmul(const KernelPlan& plan, ElementType weights);
+
 class Matmul {
  public:
   struct Args {
@@ -28,7 +33,7 @@ class Matmul {
   // Bindings: a (A rows), w (weights and bias), c (C rows, written), r (R rows,
   // disjoint from C; an empty binding means that R row r is C row r: the
   // residual is added in place). A must not overlap C. Throws unsupported
-  // for an encoding without a kernel, or f16 on a device without storage_16bit.
+  // for an encoding without a kernel.
   // Only the kernels of the plan's style are built.
   Matmul(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ElementType weights,
          vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c, vk::BufferBinding r = {});

@@ -54,6 +54,42 @@ VKAPI_ATTR VkBool32 VKAPI_CALL record_message(VkDebugUtilsMessageSeverityFlagBit
   return VK_FALSE;  // never abort the call that triggered the message
 }
 
+constexpr const char* kFeatureNames[kFeatureCount] = {"16bit",   "float16", "8bit",         "arithmetic",
+                                                      "ballot",  "shuffle", "size_control", "large_workgroups"};
+
+// The switches in ATTENDRE_DISABLE; read only when the options leave them unset.
+FeatureSet disabled_features(const std::optional<FeatureSet>& requested) {
+  return requested ? *requested : parse_features(env_string("ATTENDRE_DISABLE"));
+}
+
+// Treats the switched-off features as absent, before the device is created
+// (so a disabled feature is not even enabled there, and validation catches
+// any use) and before any kernel is planned.
+void disable_features(DeviceCaps& c, FeatureSet off) {
+  c.disabled = off;
+  if (off.has(Feature::storage_16bit)) c.storage_16bit = false;
+  if (off.has(Feature::float16)) c.float16 = false;
+  if (off.has(Feature::storage_8bit)) c.storage_8bit = false;
+  if (off.has(Feature::subgroup_arithmetic)) c.subgroup_arithmetic = false;
+  if (off.has(Feature::subgroup_ballot)) c.subgroup_ballot = false;
+  if (off.has(Feature::subgroup_shuffle)) c.subgroup_shuffle = false;
+  if (off.has(Feature::subgroup_size_control)) c.subgroup_size_control = false;
+  if (off.has(Feature::large_workgroups)) {  // the Vulkan minimums
+    c.max_invocations = std::min(c.max_invocations, 128u);
+    c.max_group_size_x = std::min(c.max_group_size_x, 128u);
+    c.max_shared_bytes = std::min(c.max_shared_bytes, 16384u);
+  }
+}
+
+bool has_device_extension(VkPhysicalDevice physical, const char* name) {
+  uint32_t count = 0;
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
+  std::vector<VkExtensionProperties> extensions(count);
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, extensions.data());
+  return std::any_of(extensions.begin(), extensions.end(),
+                     [&](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, name) == 0; });
+}
+
 bool has_layer(const char* name) {
   uint32_t count = 0;
   vkEnumerateInstanceLayerProperties(&count, nullptr);
@@ -81,6 +117,19 @@ DeviceCaps query_caps(VkPhysicalDevice physical, uint32_t queue_family) {
   VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   features2.pNext = &storage16;
+  // The instance asks for Vulkan 1.1, so the newer feature structures are
+  // chained only where the device offers their extensions.
+  VkPhysicalDeviceShaderFloat16Int8FeaturesKHR float16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES_KHR};
+  VkPhysicalDevice8BitStorageFeaturesKHR storage8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES_KHR};
+  VkPhysicalDeviceSubgroupSizeControlFeaturesEXT size_control{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
+  auto chain = [&](auto& next) {
+    next.pNext = features2.pNext;
+    features2.pNext = &next;
+  };
+  if (has_device_extension(physical, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME)) chain(float16);
+  if (has_device_extension(physical, VK_KHR_8BIT_STORAGE_EXTENSION_NAME)) chain(storage8);
+  if (has_device_extension(physical, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME)) chain(size_control);
   vkGetPhysicalDeviceFeatures2(physical, &features2);
 
   VkPhysicalDeviceMaintenance3Properties maintenance3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
@@ -132,11 +181,20 @@ DeviceCaps query_caps(VkPhysicalDevice physical, uint32_t queue_family) {
   c.subgroup_size = subgroup.subgroupSize;
   c.subgroup_shuffle = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
                        (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) != 0;
+  const bool compute_subgroups = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
+  c.subgroup_arithmetic = compute_subgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0;
+  c.subgroup_ballot = compute_subgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT) != 0;
+  c.subgroup_size_control = size_control.subgroupSizeControl == VK_TRUE && size_control.computeFullSubgroups == VK_TRUE;
   c.storage_16bit = storage16.storageBuffer16BitAccess == VK_TRUE;
+  c.float16 = float16.shaderFloat16 == VK_TRUE;
+  c.storage_8bit = storage8.storageBuffer8BitAccess == VK_TRUE;
   c.timestamp_valid_bits = families[queue_family].timestampValidBits;
   c.timestamps = c.timestamp_valid_bits > 0 && l.timestampPeriod > 0.0f;
   c.timestamp_period_ns = static_cast<double>(l.timestampPeriod);
-  if (c.type == VK_PHYSICAL_DEVICE_TYPE_CPU && c.name.rfind("llvmpipe", 0) == 0) c.max_loop_iterations = 65535;
+  // Every driver quirk is decided here, and applied here or in kernel_style().
+  c.quirks.barriers_switch_context = c.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  c.quirks.loops_stop_at_65535 = c.type == VK_PHYSICAL_DEVICE_TYPE_CPU && c.name.rfind("llvmpipe", 0) == 0;
+  if (c.quirks.loops_stop_at_65535) c.max_loop_iterations = 65535;
   return c;
 }
 
@@ -146,7 +204,7 @@ DeviceCaps::KernelStyle kernel_style(std::optional<DeviceCaps::KernelStyle> requ
   if (env == "tiled") return DeviceCaps::KernelStyle::tiled;
   if (env == "direct") return DeviceCaps::KernelStyle::direct;
   if (!env.empty()) fail(ErrorCode::invalid_argument, "ATTENDRE_KERNELS must be tiled or direct, got '" + env + "'");
-  return caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? DeviceCaps::KernelStyle::direct : DeviceCaps::KernelStyle::tiled;
+  return caps.quirks.barriers_switch_context ? DeviceCaps::KernelStyle::direct : DeviceCaps::KernelStyle::tiled;
 }
 
 void apply_limits(DeviceCaps& caps, const LimitOverrides& limits) {
@@ -162,6 +220,37 @@ void apply_limits(DeviceCaps& caps, const LimitOverrides& limits) {
 
 }  // namespace
 
+const char* feature_name(Feature feature) { return kFeatureNames[static_cast<uint32_t>(feature)]; }
+
+FeatureSet parse_features(const std::string& list) {
+  FeatureSet set;
+  if (list.empty()) return set;
+  for (size_t start = 0;;) {
+    const size_t end = std::min(list.find(',', start), list.size());
+    const std::string name = list.substr(start, end - start);
+    const auto* found = std::find(std::begin(kFeatureNames), std::end(kFeatureNames), name);
+    if (found == std::end(kFeatureNames)) {
+      std::string valid;
+      for (const char* n : kFeatureNames) valid += (valid.empty() ? "" : ", ") + std::string(n);
+      fail(ErrorCode::invalid_argument, "unknown device feature '" + name + "' (valid: " + valid + ")");
+    }
+    set.add(static_cast<Feature>(found - std::begin(kFeatureNames)));
+    if (end == list.size()) return set;
+    start = end + 1;
+  }
+}
+
+std::vector<std::string> DriverQuirks::describe() const {
+  std::vector<std::string> lines;
+  if (barriers_switch_context)
+    lines.emplace_back("barriers_switch_context: a CPU device runs a workgroup as coroutines, a barrier costs a "
+                       "context switch per SIMD group -> direct kernels");
+  if (loops_stop_at_65535)
+    lines.emplace_back("loops_stop_at_65535: lavapipe leaves any loop after 65535 iterations per invocation -> "
+                       "retrieval batches bounded");
+  return lines;
+}
+
 Context::Context(const ContextOptions& options) : state_(std::make_unique<vk::ContextState>(*this)) {
   try {
     create_instance(options.validation ? *options.validation : env_validation());
@@ -170,6 +259,7 @@ Context::Context(const ContextOptions& options) : state_(std::make_unique<vk::Co
     physical_device_ = choice.device;
     queue_family_ = choice.queue_family;
     caps_ = query_caps(physical_device_, queue_family_);
+    disable_features(caps_, disabled_features(options.disabled_features));
     create_device();
     LimitOverrides limits = options.limits.value_or(
         env_flag("ATTENDRE_PORTABLE_LIMITS") ? LimitOverrides::portable() : LimitOverrides{});
@@ -194,6 +284,10 @@ Context::Context(const ExternalDevice& external, const LimitOverrides& limits)
   queue_family_ = external.queue_family;
   caps_ = query_caps(physical_device_, queue_family_);
   caps_.storage_16bit = caps_.storage_16bit && external.storage_16bit_enabled;
+  // The application enabled only 16-bit storage for attendre: the features
+  // that need enabling at device creation are treated as absent.
+  caps_.float16 = caps_.storage_8bit = caps_.subgroup_size_control = false;
+  disable_features(caps_, disabled_features(std::nullopt));
   caps_.kernel_style = kernel_style(std::nullopt, caps_);
   try {
     finish_setup(limits, ContextOptions{}.fence_timeout_ms);
@@ -271,6 +365,7 @@ void Context::create_device() {
 
 void Context::finish_setup(const LimitOverrides& limits, uint32_t fence_timeout_ms) {
   apply_limits(caps_, limits);
+  caps_.large_workgroups = std::min(caps_.max_invocations, caps_.max_group_size_x) > 128 || caps_.max_shared_bytes > 16384;
   state_->fence_timeout_ns = uint64_t{fence_timeout_ms} * 1000000ull;
   VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;

@@ -59,22 +59,47 @@ void MemoryArena::add_block(uint64_t bytes, uint32_t type_bits, const char* labe
           "vkMapMemory");
 }
 
+std::optional<uint64_t> MemoryArena::fit(uint64_t used, uint64_t size, uint64_t bytes, uint64_t alignment) {
+  const uint64_t offset = (used + alignment - 1) / alignment * alignment;
+  if (offset + bytes > size) return std::nullopt;
+  return offset;
+}
+
+uint64_t MemoryArena::block_bytes(uint64_t bytes, uint64_t expected, uint64_t placed, uint64_t max_allocation) {
+  const uint64_t remaining = expected > placed ? expected - placed : 0;
+  return std::max(bytes, std::min(remaining, max_allocation));
+}
+
+std::vector<uint64_t> MemoryArena::plan_blocks(std::span<const uint64_t> placements, uint64_t max_allocation) {
+  uint64_t expected = 0, placed = 0, used = 0;
+  for (uint64_t p : placements) expected += p;
+  std::vector<uint64_t> blocks;
+  for (uint64_t p : placements) {
+    std::optional<uint64_t> offset = blocks.empty() ? std::nullopt : fit(used, blocks.back(), p, kAlignment);
+    if (!offset) {
+      blocks.push_back(block_bytes(p, expected, placed, max_allocation));
+      offset = 0;
+    }
+    used = *offset + p;
+    placed += p;
+  }
+  return blocks;
+}
+
 MemoryArena::Slice MemoryArena::place(const VkMemoryRequirements& req, const char* label) {
   const uint64_t alignment = std::max<uint64_t>(kAlignment, req.alignment);
   const uint64_t bytes = placed_bytes(req.size);
-  auto fits = [&](const Block& b) { return (b.used + alignment - 1) / alignment * alignment + bytes <= b.size; };
-  if (blocks_.empty() || !fits(blocks_.back())) {
-    // A new block for what is still expected (or this buffer, if larger),
-    // within the device's largest allocation (drivers cap it at 1-4 GiB):
-    // exact when the caller's expectation is and fits one allocation.
-    const uint64_t remaining = expected_ > placed_ ? expected_ - placed_ : 0;
-    add_block(std::max(bytes, std::min(remaining, context_.caps().max_allocation)), req.memoryTypeBits, label);
+  std::optional<uint64_t> offset =
+      blocks_.empty() ? std::nullopt : fit(blocks_.back().used, blocks_.back().size, bytes, alignment);
+  if (!offset) {
+    // Exact when the caller's expectation is and fits one allocation.
+    add_block(block_bytes(bytes, expected_, placed_, context_.caps().max_allocation), req.memoryTypeBits, label);
+    offset = 0;
   }
   Block& b = blocks_.back();
-  const uint64_t offset = (b.used + alignment - 1) / alignment * alignment;
-  b.used = offset + bytes;
+  b.used = *offset + bytes;
   placed_ += bytes;
-  return {b.memory, offset, b.host ? static_cast<std::byte*>(b.host) + offset : nullptr, coherent_};
+  return {b.memory, *offset, b.host ? static_cast<std::byte*>(b.host) + *offset : nullptr, coherent_};
 }
 
 }  // namespace attendre::vk

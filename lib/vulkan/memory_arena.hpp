@@ -8,6 +8,8 @@
 #include <attendre/context.hpp>
 
 #include <cstdint>
+#include <span>
+#include <optional>
 #include <vector>
 
 namespace attendre::vk {
@@ -18,6 +20,17 @@ class MemoryArena {
   // offset alignment), so planners can predict an arena's size exactly.
   static constexpr uint64_t kAlignment = 256;
   static uint64_t placed_bytes(uint64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+  // Where a placement of `bytes` starts in a block with `used` bytes taken,
+  // or nullopt when it does not fit the block's `size`.
+  static std::optional<uint64_t> fit(uint64_t used, uint64_t size, uint64_t bytes, uint64_t alignment);
+  // The block a placement that fits no block opens: what is still expected
+  // (or the placement, if larger), within the device's largest allocation
+  // (drivers cap it at 1-4 GiB).
+  static uint64_t block_bytes(uint64_t bytes, uint64_t expected, uint64_t placed, uint64_t max_allocation);
+  // The blocks an arena expecting the sum of `placements` (placed_bytes
+  // each, in placing order) allocates: planners check them against
+  // maxMemoryAllocationSize without allocating.
+  static std::vector<uint64_t> plan_blocks(std::span<const uint64_t> placements, uint64_t max_allocation);
   // Bytes placed so far (the arena's blocks may hold more: reserved_bytes()).
   uint64_t placed() const { return placed_; }
 

@@ -1,0 +1,82 @@
+// The kernel variant each family runs on a context, for the bench and the
+// tools' --verbose. Every choice is read from the function that makes it
+// (plan_kernels, direct_matmul, f16_as_words), never decided again here.
+#include "kernels/kernel.hpp"
+#include "kernels/kernel_plan.hpp"
+#include "kernels/matmul.hpp"
+
+#include <attendre/diagnostics.hpp>
+
+namespace attendre {
+namespace {
+
+std::string switched_off(const DeviceCaps& caps, Feature f) {
+  return caps.disabled.has(f) ? std::string(feature_name(f)) + " switched off" : "";
+}
+
+// Why a feature is absent: switched off, or missing on the device.
+std::string absent(const DeviceCaps& caps, Feature f, const char* what) {
+  const std::string off = switched_off(caps, f);
+  return off.empty() ? std::string("no ") + what : off;
+}
+
+}  // namespace
+
+std::vector<KernelVariant> kernel_variants(const Context& context) {
+  const DeviceCaps& caps = context.caps();
+  const kernels::KernelPlan plan = kernels::plan_kernels(caps);
+  std::vector<KernelVariant> v;
+
+  v.push_back({"workgroups", std::to_string(plan.workgroup) + " invocations, select tile " + std::to_string(plan.select_tile),
+               caps.large_workgroups ? "large workgroups and shared memory"
+                                     : absent(caps, Feature::large_workgroups, "room past the Vulkan minimums")});
+
+  const std::string style_reason =
+      caps.quirks.barriers_switch_context == plan.direct
+          ? (plan.direct ? "quirk barriers_switch_context" : "GPU: tiles shared through shared memory")
+          : "forced (ATTENDRE_KERNELS or ContextOptions::kernels)";
+  const char* style = plan.direct ? "direct" : "tiled";
+  v.push_back({"score, select", style, style_reason});
+  v.push_back({"matmul (f32, f16, bf16)", direct_matmul(plan, ElementType::f32) ? "direct" : "tiled GEMM + matvec",
+               style_reason});
+
+  KernelVariant blocks{"matmul (block types)", "", ""};
+  if (direct_matmul(plan, ElementType::q4_k)) {
+    blocks.variant = "direct, " + std::to_string(plan.direct_share) + " lanes share decodes";
+    blocks.reason = "subgroup shuffle, subgroup size " + std::to_string(caps.subgroup_size);
+  } else if (plan.direct) {
+    blocks.variant = "tiled GEMM + matvec";
+    blocks.reason = caps.subgroup_shuffle ? "subgroup size not fixed (GPU)"
+                                          : absent(caps, Feature::subgroup_shuffle, "subgroup shuffle");
+  } else {
+    blocks.variant = "tiled GEMM + matvec";
+    blocks.reason = style_reason;
+  }
+  v.push_back(blocks);
+
+  v.push_back({"fp16 weights", kernels::f16_as_words(caps) ? "unpackHalf2x16 of 32-bit words" : "16-bit loads",
+               caps.storage_16bit ? "storageBuffer16BitAccess"
+                                  : absent(caps, Feature::storage_16bit, "storageBuffer16BitAccess")});
+  // Detected and reported, not used yet; each line says what serves instead.
+  auto unused = [&](const char* name, bool present, Feature f, const char* instead) {
+    v.push_back({name, present ? "present, unused" : "absent", present ? instead : absent(caps, f, "support")});
+  };
+  unused("subgroup arithmetic", caps.subgroup_arithmetic, Feature::subgroup_arithmetic,
+         "reductions are shared-memory trees");
+  unused("subgroup ballot", caps.subgroup_ballot, Feature::subgroup_ballot, "no kernel needs it");
+  unused("subgroup size control", caps.subgroup_size_control, Feature::subgroup_size_control,
+         "no kernel depends on the subgroup size");
+  unused("shaderFloat16", caps.float16, Feature::float16, "math is fp32");
+  unused("8-bit storage", caps.storage_8bit, Feature::storage_8bit, "block decoders read 32-bit words");
+  return v;
+}
+
+std::vector<std::string> describe_variants(const Context& context) {
+  std::vector<std::string> lines;
+  for (const KernelVariant& k : kernel_variants(context))
+    lines.push_back(k.family + ": " + k.variant + (k.reason.empty() ? "" : " (" + k.reason + ")"));
+  for (const std::string& q : context.caps().quirks.describe()) lines.push_back("quirk " + q);
+  return lines;
+}
+
+}  // namespace attendre

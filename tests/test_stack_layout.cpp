@@ -1,0 +1,146 @@
+// Big models on small limits: the stack's whole layout (every buffer and
+// allocation) planned without allocating, for a Llama-3.2-3B-shaped model
+// under the limits of phone drivers, and refused, naming the buffer and the
+// limit, where one buffer cannot fit.
+#include "stack_support.hpp"
+#include "support.hpp"
+
+#include <attendre/error.hpp>
+#include <attendre/gpu_stack.hpp>
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using namespace attendre;
+
+namespace {
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+// Llama-3.2-3B: hidden 3072, 28 blocks, 24 query and 8 key/value heads of
+// 128, FFN 8192, vocabulary 128256 (tied), with M = 4096, N = 1024, S = 128, K = 256.
+StackConfig llama_3b(uint32_t kv_capacity = 4096) {
+  StackConfig c;
+  c.hidden = 3072;
+  c.vocab = 128256;
+  c.tied_embeddings = true;
+  c.chunk = 128;
+  for (uint32_t l = 0; l < 28; ++l) {
+    BlockConfig b;
+    b.attention.shape = {24, 8, 128};
+    b.attention.q_capacity = 1024;
+    b.attention.kv.capacity = kv_capacity;
+    b.attention.kv.policy = Policy::lra_sum();
+    b.attention.retrieval.top_k = 256;
+    b.ffn = 8192;
+    b.rope_theta = 500000.0;
+    c.blocks.push_back(b);
+  }
+  return c;
+}
+
+// Every matrix in Q4_K (no data: planning reads types only).
+class Q4KTypes final : public WeightSource {
+ public:
+  std::optional<ElementType> type_of(const std::string&, std::span<const uint64_t> shape) override {
+    return shape.size() == 2 ? ElementType::q4_k : ElementType::f32;
+  }
+  std::optional<TensorView> tensor(const std::string&, std::span<const uint64_t>) override { return std::nullopt; }
+};
+
+void check_within(const gpu::StackLayout& layout, const DeviceCaps& caps, const StackConfig& config) {
+  CHECK_NOTHROW(layout.check(caps));
+  uint64_t placed = 0, own = 0, parts = 0;
+  for (const gpu::PlannedBuffer& b : layout.buffers) {
+    INFO(b.name << ": " << b.bytes);
+    CHECK(b.bytes <= caps.max_storage_range);
+    CHECK(b.bytes <= caps.max_allocation);
+    (b.weights ? placed : own) += b.bytes;
+    if (b.name.rfind("token_embd.weight part ", 0) == 0) ++parts;
+  }
+  uint64_t allocated = 0;
+  for (uint64_t a : layout.weight_allocations) {
+    CHECK(a <= caps.max_allocation);
+    allocated += a;
+  }
+  CHECK(allocated >= placed);
+  CHECK(layout.weight_allocations.size() >= (placed + caps.max_allocation - 1) / caps.max_allocation);
+  // The vocabulary's table is split by rows into ranges (several GiB of
+  // weights in total, none of it in one buffer).
+  CHECK(parts > 1);
+  // The totals are plan_stack_memory's: the listing leaves nothing out.
+  const gpu::StackMemory& m = layout.memory;
+  uint64_t weights = m.model, rest = m.scratch + m.activations + m.staging;
+  for (const gpu::BlockMemory& b : m.blocks) weights += b.weights, rest += b.q_memory + b.kv_memory;
+  CHECK(placed == weights);
+  CHECK(own == rest);
+  CHECK(layout.memory.blocks.size() == config.blocks.size());
+}
+
+}  // namespace
+
+TEST_CASE("stack layout: a 3B-class model plans within 128 MiB ranges and 1 GiB allocations, and the portable limits") {
+  const StackConfig f16 = [] {
+    StackConfig c = llama_3b();
+    c.weights = WeightType::f16;
+    return c;
+  }();
+  DeviceCaps phone;  // the defaults are the Vulkan minimums: 128 invocations, 16 KiB shared, 128 MiB ranges
+  phone.max_storage_range = 128 * kMiB;
+  phone.max_allocation = 1024 * kMiB;
+  DeviceCaps here = test::gpu().caps();
+  here.max_storage_range = std::min<uint64_t>(here.max_storage_range, 128 * kMiB);
+  here.max_allocation = std::min<uint64_t>(here.max_allocation, 1024 * kMiB);
+  Q4KTypes q4k;
+  for (const DeviceCaps* caps : {&phone, &here}) {
+    {
+      INFO("F16");
+      const gpu::StackLayout layout = gpu::plan_stack_layout(f16, *caps);
+      check_within(layout, *caps, f16);
+      CHECK(layout.memory.total() == gpu::plan_stack_memory(f16, *caps).total());
+      CHECK(layout.weight_allocations.size() >= 6);  // over 6 GiB of fp16 weights
+    }
+    {
+      INFO("Q4_K");
+      const StackConfig c = llama_3b();
+      const gpu::StackLayout layout = gpu::plan_stack_layout(c, *caps, q4k);
+      check_within(layout, *caps, c);
+      CHECK(layout.memory.total() == gpu::plan_stack_memory(c, *caps, q4k).total());
+    }
+  }
+}
+
+TEST_CASE("stack layout: a K/V memory past one storage range is refused, naming the buffer and the limit") {
+  // M = 2^18: 2^18 slots x 8 heads x 128 dims x (key + value) x 4 bytes = 2 GiB in one block's memory.
+  const StackConfig c = llama_3b(1u << 18);
+  DeviceCaps phone;
+  phone.max_storage_range = 128 * kMiB;
+  const gpu::StackLayout layout = gpu::plan_stack_layout(c, phone);
+  try {
+    layout.check(phone);
+    FAIL("a 2 GiB K/V memory was accepted");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::unsupported);
+    const std::string message = e.what();
+    CHECK(message.find("'block 0 kv memory' needs") != std::string::npos);
+    CHECK(message.find("storage-buffer range of 128 MiB") != std::string::npos);
+  }
+}
+
+TEST_CASE("stack layout: the planned buffers are the ones a small stack allocates") {
+  StackConfig c = test::small_stack(2, {4, 2, 8}, 4, 5, 16, 4, Policy::lru());
+  RandomWeights weights(3);
+  const uint64_t before = test::gpu().device_memory_bytes();
+  gpu::Stack device(test::gpu(), c, weights);
+  const gpu::StackLayout layout = gpu::plan_stack_layout(c, test::gpu().caps(), weights);
+  CHECK_NOTHROW(layout.check(test::gpu().caps()));
+  uint64_t allocations = 0;
+  for (const gpu::PlannedBuffer& b : layout.buffers)
+    if (!b.weights) allocations += b.bytes;
+  for (uint64_t a : layout.weight_allocations) allocations += a;
+  // What the device allocator holds: the arena's blocks and every other buffer.
+  CHECK(test::gpu().device_memory_bytes() - before == allocations);
+  CHECK(device.memory().total() == layout.memory.total());
+  test::check_no_validation_messages(test::gpu());
+}
