@@ -16,9 +16,93 @@
 #include <cstdio>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 namespace attendre::test {
+
+ScopedEnv::ScopedEnv(const char* n, const char* value) : name(n) {
+  if (const char* v = std::getenv(n)) old = v, had = true;
+  setenv(n, value, 1);
+}
+ScopedEnv::~ScopedEnv() { had ? setenv(name.c_str(), old.c_str(), 1) : unsetenv(name.c_str()); }
+
+CountingAllocator::CountingAllocator() {
+  callbacks_.pUserData = this;
+  callbacks_.pfnAllocation = allocate;
+  callbacks_.pfnReallocation = reallocate;
+  callbacks_.pfnFree = release;
+}
+
+uint64_t CountingAllocator::calls() const {
+  std::lock_guard lock(mutex_);
+  return calls_;
+}
+
+uint64_t CountingAllocator::foreign() const {
+  std::lock_guard lock(mutex_);
+  return foreign_;
+}
+
+uint64_t CountingAllocator::live() const {
+  std::lock_guard lock(mutex_);
+  return sizes_.size();
+}
+
+void* VKAPI_CALL CountingAllocator::allocate(void* user, size_t size, size_t alignment, VkSystemAllocationScope) {
+  auto* self = static_cast<CountingAllocator*>(user);
+  // aligned_alloc wants a power-of-two alignment of at least a pointer and a
+  // size that is a multiple of it.
+  const size_t align = std::max(alignment, sizeof(void*));
+  void* memory = std::aligned_alloc(align, (std::max<size_t>(size, 1) + align - 1) / align * align);
+  std::lock_guard lock(self->mutex_);
+  ++self->calls_;
+  if (memory) self->sizes_[memory] = size;
+  return memory;
+}
+
+void* VKAPI_CALL CountingAllocator::reallocate(void* user, void* original, size_t size, size_t alignment,
+                                               VkSystemAllocationScope scope) {
+  auto* self = static_cast<CountingAllocator*>(user);
+  if (!original) return allocate(user, size, alignment, scope);
+  if (size == 0) {
+    release(user, original);
+    return nullptr;
+  }
+  size_t old_size = 0;
+  {
+    std::lock_guard lock(self->mutex_);
+    ++self->calls_;
+    const auto it = self->sizes_.find(original);
+    if (it == self->sizes_.end()) {
+      ++self->foreign_;
+      return nullptr;
+    }
+    old_size = it->second;
+  }
+  void* memory = allocate(user, size, alignment, scope);
+  if (!memory) return nullptr;  // the original stays valid, as the spec asks
+  std::memcpy(memory, original, std::min(old_size, size));
+  release(user, original);
+  return memory;
+}
+
+void VKAPI_CALL CountingAllocator::release(void* user, void* memory) {
+  if (!memory) return;
+  auto* self = static_cast<CountingAllocator*>(user);
+  {
+    std::lock_guard lock(self->mutex_);
+    ++self->calls_;
+    // Memory these callbacks did not allocate: a destroy given callbacks the
+    // matching create was not. Counted (no test macro: drivers may call from
+    // their own threads) and left alone rather than freed as ours.
+    if (self->sizes_.erase(memory) == 0) {
+      ++self->foreign_;
+      return;
+    }
+  }
+  std::free(memory);
+}
 
 Context& gpu() {
   static std::unique_ptr<Context> context = std::make_unique<Context>();

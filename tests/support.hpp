@@ -7,8 +7,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <mutex>
 #include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace attendre::test {
@@ -23,6 +25,41 @@ Context& tiny_gpu();
 
 // Fails the current test with every validation message recorded so far.
 void check_no_validation_messages(Context& context);
+
+// Sets an environment variable for the scope, then restores it.
+struct ScopedEnv {
+  std::string name, old;
+  bool had = false;
+  ScopedEnv(const char* n, const char* value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+};
+
+// An application's host allocator that counts: every allocation the driver
+// (or a layer) makes through callbacks() is live until freed through them,
+// so a create and destroy that disagree on the callbacks leave live() above
+// zero. Thread-safe: drivers may free from their own threads.
+class CountingAllocator {
+ public:
+  CountingAllocator();
+  const VkAllocationCallbacks* callbacks() const { return &callbacks_; }
+  uint64_t calls() const;  // allocations, reallocations and frees so far
+  uint64_t live() const;   // allocations not yet freed
+  uint64_t foreign() const;  // frees and reallocations of memory these callbacks never allocated
+
+ private:
+  static void* VKAPI_CALL allocate(void* user, size_t size, size_t alignment, VkSystemAllocationScope);
+  static void* VKAPI_CALL reallocate(void* user, void* original, size_t size, size_t alignment,
+                                     VkSystemAllocationScope);
+  static void VKAPI_CALL release(void* user, void* memory);
+
+  VkAllocationCallbacks callbacks_{};
+  mutable std::mutex mutex_;
+  std::unordered_map<void*, size_t> sizes_;  // live allocations, for reallocation's copy
+  uint64_t calls_ = 0;
+  uint64_t foreign_ = 0;
+};
 
 struct StreamOptions {
   double invalid_fraction = 0.0;  // rows marked invalid at random

@@ -20,16 +20,7 @@
 namespace attendre {
 namespace {
 
-// Sets an environment variable for the scope, then restores it.
-struct ScopedEnv {
-  std::string name, old;
-  bool had = false;
-  ScopedEnv(const char* n, const char* value) : name(n) {
-    if (const char* v = std::getenv(n)) old = v, had = true;
-    setenv(n, value, 1);
-  }
-  ~ScopedEnv() { had ? setenv(name.c_str(), old.c_str(), 1) : unsetenv(name.c_str()); }
-};
+using test::ScopedEnv;
 
 std::string context_error() {
   try {

@@ -3,11 +3,13 @@
 // own copy commands, outputs read from its own buffer), checked against the
 // float64 reference; steps submitted without blocking (tickets, two in
 // flight) against the blocking path; and an adopted device never idled.
+#include "stack_support.hpp"
 #include "support.hpp"
 #include "vulkan/api.hpp"
 
 #include <attendre/error.hpp>
 #include <attendre/gpu.hpp>
+#include <attendre/gpu_stack.hpp>
 #include <attendre/reference/layer.hpp>
 
 #include <doctest/doctest.h>
@@ -352,4 +354,73 @@ TEST_CASE("embedding: a context on an adopted device waits only on its own fence
   }
   CHECK(device_idles == 0);
   app.check_no_messages();
+}
+
+namespace {
+
+// A few layer steps and stack steps on `context`: pipelines, descriptor
+// pools, buffers, arenas, fences and staging, each created and destroyed
+// (validation messages are the caller's: its own context's, or the app's).
+void exercise(Context& context) {
+  const LayerConfig config = embedding_config(PolicyKind::lra_sum);
+  const test::Stream stream = test::random_stream(config.shape, 3 * config.chunk, 41);
+  {
+    gpu::Layer layer(context, config);
+    for (uint32_t at = 0; at < stream.rows; at += config.chunk)
+      CHECK(layer.step(stream.chunk(at, config.chunk)).outputs.size() <= size_t{config.chunk} * config.shape.q_row());
+  }
+  const StackConfig c = test::small_stack(2, {4, 2, 8}, 4, 5, 9, 4, Policy::lru());
+  RandomWeights weights(7);
+  gpu::Stack stack(context, c, weights);
+  const test::TokenStream tokens = test::random_tokens(2 * c.chunk, c.vocab, 3);
+  CHECK(!test::run_stack(stack, tokens).empty());
+}
+
+}  // namespace
+
+TEST_CASE("embedding: the application's allocation callbacks serve the context it creates, all freed") {
+  test::CountingAllocator allocator;
+  {
+    ContextOptions options;
+    options.allocator = allocator.callbacks();
+    Context context(options);
+    CHECK(context.allocator() == allocator.callbacks());
+    exercise(context);
+    test::check_no_validation_messages(context);
+  }
+  // The driver allocates through the instance's and device's callbacks; any
+  // create and destroy that disagreed on them would leave some live.
+  CHECK(allocator.calls() > 0);
+  CHECK(allocator.live() == 0);
+  CHECK(allocator.foreign() == 0);
+}
+
+TEST_CASE("embedding: an adopted device's context uses the application's callbacks and options, reads no environment") {
+  // The application's own objects use the driver's allocator, so every call
+  // counted here is one of attendre's objects (command pool, buffers,
+  // memory, pipelines, descriptor pools, fences) given the callbacks, and
+  // none left live means each was destroyed with them too.
+  App app;
+  test::CountingAllocator allocator;
+  // Values the environment readers would reject: read, they would throw.
+  test::ScopedEnv kernels("ATTENDRE_KERNELS", "bogus");
+  test::ScopedEnv disable("ATTENDRE_DISABLE", "bogus");
+  {
+    ExternalDevice external = app.external();
+    external.allocator = allocator.callbacks();
+    external.kernels = DeviceCaps::KernelStyle::tiled;
+    external.disabled_features = FeatureSet{}.add(Feature::subgroup_shuffle);
+    Context context(external);
+    CHECK(context.caps().kernel_style == DeviceCaps::KernelStyle::tiled);
+    CHECK(context.caps().disabled == FeatureSet{}.add(Feature::subgroup_shuffle));
+    CHECK_FALSE(context.caps().subgroup_shuffle);
+    exercise(context);
+    CHECK(allocator.calls() > 0);
+    CHECK(allocator.live() > 0);  // the command pool at least, while the context lives
+  }
+  CHECK(allocator.live() == 0);
+  CHECK(allocator.foreign() == 0);
+  app.check_no_messages();
+  // Without the options, the same environment is read (and rejected).
+  CHECK_THROWS_AS(Context(app.external()), Error);
 }

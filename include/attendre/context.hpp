@@ -166,6 +166,10 @@ struct ContextOptions {
   // How long a wait for the device may take before the device is reported
   // as lost (ErrorCode::device_lost): a hung device must not hang the app.
   uint32_t fence_timeout_ms = 60000;
+  // The application's host allocator, passed to every Vulkan object attendre
+  // creates and destroys (instance and device included); null: the driver's.
+  // It must outlive the Context.
+  const VkAllocationCallbacks* allocator = nullptr;
 };
 
 // Handles of a device an application already created; attendre never
@@ -179,6 +183,14 @@ struct ExternalDevice {
   bool storage_16bit_enabled = false;
   // The application's loader entry point; null: attendre opens libvulkan itself.
   PFN_vkGetInstanceProcAddr get_instance_proc_addr = nullptr;
+  // As in ContextOptions: unset reads ATTENDRE_KERNELS and ATTENDRE_DISABLE,
+  // so an application that sets them reads no environment.
+  std::optional<DeviceCaps::KernelStyle> kernels;
+  std::optional<FeatureSet> disabled_features;
+  // The application's host allocator for the objects attendre creates on
+  // this device (never the adopted ones); null: the driver's. It must
+  // outlive the Context.
+  const VkAllocationCallbacks* allocator = nullptr;
 };
 
 namespace vk {
@@ -202,6 +214,9 @@ class Context {
   VkQueue queue() const { return queue_; }
   uint32_t queue_family() const { return queue_family_; }
   const DeviceCaps& caps() const { return caps_; }
+  // The application's host allocator (ContextOptions/ExternalDevice), given
+  // to every vkCreate*, vkDestroy*, vkAllocateMemory and vkFreeMemory call.
+  const VkAllocationCallbacks* allocator() const { return allocator_; }
 
   bool validation_enabled() const { return messenger_ != VK_NULL_HANDLE; }
   Validation validation() const { return validation_; }
@@ -230,6 +245,7 @@ class Context {
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
   Validation validation_ = Validation::off;
+  const VkAllocationCallbacks* allocator_ = nullptr;
   DeviceCaps caps_;
   std::unique_ptr<vk::ContextState> state_;
 };

@@ -38,7 +38,7 @@ Buffer::Buffer(Context& context, VkDeviceSize bytes, MemoryIntent intent, const 
   info.size = bytes;
   info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  check(vkCreateBuffer(device_, &info, nullptr, &buffer_), "vkCreateBuffer");
+  check(vkCreateBuffer(device_, &info, context_->allocator(), &buffer_), "vkCreateBuffer");
 
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(device_, buffer_, &req);
@@ -60,7 +60,7 @@ Buffer::Buffer(Context& context, VkDeviceSize bytes, MemoryIntent intent, const 
     VkPhysicalDeviceMemoryProperties props;
     vkGetPhysicalDeviceMemoryProperties(context.physical_device(), &props);
     alloc.memoryTypeIndex = find_memory_type(props, req.memoryTypeBits, required, preferred, label);
-    check(vkAllocateMemory(device_, &alloc, nullptr, &memory_), "vkAllocateMemory");
+    check(vkAllocateMemory(device_, &alloc, context_->allocator(), &memory_), "vkAllocateMemory");
     memory_bytes_ = req.size;
     context.state().add_device_memory(memory_bytes_);
     check(vkBindBufferMemory(device_, buffer_, memory_, 0), "vkBindBufferMemory");
@@ -84,7 +84,7 @@ Buffer::Buffer(MemoryArena& arena, VkDeviceSize bytes, const char* label)
   info.size = size_;
   info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  check(vkCreateBuffer(device_, &info, nullptr, &buffer_), "vkCreateBuffer");
+  check(vkCreateBuffer(device_, &info, context_->allocator(), &buffer_), "vkCreateBuffer");
   try {
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(device_, buffer_, &req);
@@ -164,9 +164,9 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
 }
 
 void Buffer::release() {
-  if (buffer_ && !borrowed_) vkDestroyBuffer(device_, buffer_, nullptr);
+  if (buffer_ && !borrowed_) vkDestroyBuffer(device_, buffer_, context_->allocator());
   if (memory_) {
-    vkFreeMemory(device_, memory_, nullptr);  // unmaps implicitly
+    vkFreeMemory(device_, memory_, context_->allocator());  // unmaps implicitly
     context_->state().device_memory_bytes -= memory_bytes_;
   }
   buffer_ = VK_NULL_HANDLE;

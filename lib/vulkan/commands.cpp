@@ -162,7 +162,7 @@ Submission::Submission(Context& context) : context_(context) {
   info.commandBufferCount = 1;
   check(vkAllocateCommandBuffers(context.device(), &info, &cmd_), "vkAllocateCommandBuffers");
   VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  const VkResult r = vkCreateFence(context.device(), &fence_info, nullptr, &fence_);
+  const VkResult r = vkCreateFence(context.device(), &fence_info, context.allocator(), &fence_);
   if (r != VK_SUCCESS) {
     vkFreeCommandBuffers(context.device(), context.state().command_pool, 1, &cmd_);
     check(r, "vkCreateFence");
@@ -175,7 +175,7 @@ Submission::~Submission() {
   // destruction rather than freed under its feet (or waited for forever).
   if (pending_ && vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, context_.state().fence_timeout_ns) != VK_SUCCESS)
     return;
-  vkDestroyFence(context_.device(), fence_, nullptr);
+  vkDestroyFence(context_.device(), fence_, context_.allocator());
   vkFreeCommandBuffers(context_.device(), context_.state().command_pool, 1, &cmd_);
 }
 
@@ -266,17 +266,17 @@ std::vector<Profiler::Sample> Profiler::read() const {
 }
 
 TimestampPool::TimestampPool(Context& context, uint32_t count)
-    : device_(context.device()), count_(count), period_ns_(context.caps().timestamp_period_ns) {
+    : device_(context.device()), allocator_(context.allocator()), count_(count), period_ns_(context.caps().timestamp_period_ns) {
   if (!context.caps().timestamps) fail(ErrorCode::unsupported, "the device's compute queue has no timestamps");
   const uint32_t bits = context.caps().timestamp_valid_bits;
   mask_ = bits >= 64 ? ~uint64_t{0} : ((uint64_t{1} << bits) - 1);
   VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
   info.queryType = VK_QUERY_TYPE_TIMESTAMP;
   info.queryCount = count;
-  check(vkCreateQueryPool(device_, &info, nullptr, &pool_), "vkCreateQueryPool");
+  check(vkCreateQueryPool(device_, &info, allocator_, &pool_), "vkCreateQueryPool");
 }
 
-TimestampPool::~TimestampPool() { vkDestroyQueryPool(device_, pool_, nullptr); }
+TimestampPool::~TimestampPool() { vkDestroyQueryPool(device_, pool_, allocator_); }
 
 std::vector<double> TimestampPool::read_ns(uint32_t count) const {
   if (count == 0 || count > count_) count = count_;

@@ -164,6 +164,7 @@ class TimestampPool {
 
  private:
   VkDevice device_;
+  const VkAllocationCallbacks* allocator_;  // the context's, for destruction
   VkQueryPool pool_ = VK_NULL_HANDLE;
   uint32_t count_;
   double period_ns_;

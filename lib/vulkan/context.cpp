@@ -251,7 +251,8 @@ std::vector<std::string> DriverQuirks::describe() const {
   return lines;
 }
 
-Context::Context(const ContextOptions& options) : state_(std::make_unique<vk::ContextState>(*this)) {
+Context::Context(const ContextOptions& options)
+    : allocator_(options.allocator), state_(std::make_unique<vk::ContextState>(*this)) {
   try {
     create_instance(options.validation ? *options.validation : env_validation());
     const std::string selector = options.device.empty() ? env_string("ATTENDRE_DEVICE") : options.device;
@@ -272,7 +273,7 @@ Context::Context(const ContextOptions& options) : state_(std::make_unique<vk::Co
 }
 
 Context::Context(const ExternalDevice& external, const LimitOverrides& limits)
-    : owns_device_(false), state_(std::make_unique<vk::ContextState>(*this)) {
+    : owns_device_(false), allocator_(external.allocator), state_(std::make_unique<vk::ContextState>(*this)) {
   require(external.instance && external.physical_device && external.device && external.queue,
           "ExternalDevice needs instance, physical device, device and queue");
   vk::load_global_commands(external.get_instance_proc_addr);
@@ -287,8 +288,8 @@ Context::Context(const ExternalDevice& external, const LimitOverrides& limits)
   // The application enabled only 16-bit storage for attendre: the features
   // that need enabling at device creation are treated as absent.
   caps_.float16 = caps_.storage_8bit = caps_.subgroup_size_control = false;
-  disable_features(caps_, disabled_features(std::nullopt));
-  caps_.kernel_style = kernel_style(std::nullopt, caps_);
+  disable_features(caps_, disabled_features(external.disabled_features));
+  caps_.kernel_style = kernel_style(external.kernels, caps_);
   try {
     finish_setup(limits, ContextOptions{}.fence_timeout_ms);
   } catch (...) {
@@ -335,14 +336,14 @@ void Context::create_instance(Validation level) {
     messenger_info.pNext = enables.empty() ? nullptr : &features;
     info.pNext = &messenger_info;  // also catches messages from vkCreateInstance itself
   }
-  vk::check(vkCreateInstance(&info, nullptr, &instance_), "vkCreateInstance");
+  vk::check(vkCreateInstance(&info, allocator_, &instance_), "vkCreateInstance");
   vk::load_instance_commands(instance_);
   if (validation) {
     auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
         vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
     if (!create) fail(ErrorCode::unsupported, "VK_EXT_debug_utils is not available");
     messenger_info.pNext = nullptr;
-    vk::check(create(instance_, &messenger_info, nullptr, &messenger_), "vkCreateDebugUtilsMessengerEXT");
+    vk::check(create(instance_, &messenger_info, allocator_, &messenger_), "vkCreateDebugUtilsMessengerEXT");
   }
 }
 
@@ -359,7 +360,7 @@ void Context::create_device() {
   info.pNext = &storage16;
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &queue_info;
-  vk::check(vkCreateDevice(physical_device_, &info, nullptr, &device_), "vkCreateDevice");
+  vk::check(vkCreateDevice(physical_device_, &info, allocator_, &device_), "vkCreateDevice");
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
 }
 
@@ -370,7 +371,7 @@ void Context::finish_setup(const LimitOverrides& limits, uint32_t fence_timeout_
   VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pool_info.queueFamilyIndex = queue_family_;
-  vk::check(vkCreateCommandPool(device_, &pool_info, nullptr, &state_->command_pool), "vkCreateCommandPool");
+  vk::check(vkCreateCommandPool(device_, &pool_info, allocator_, &state_->command_pool), "vkCreateCommandPool");
   // Labels name each derived barrier's reason in validation messages and captures.
   if (messenger_)
     state_->debug_label = reinterpret_cast<PFN_vkCmdInsertDebugUtilsLabelEXT>(
@@ -390,17 +391,17 @@ void Context::release() {
   // attendre's objects wait on their own fences when destroyed; an adopted
   // device may run the application's work, which is not ours to wait for.
   if (device_ && owns_device_) vkDeviceWaitIdle(device_);
-  if (state_->command_pool) vkDestroyCommandPool(device_, state_->command_pool, nullptr);
+  if (state_->command_pool) vkDestroyCommandPool(device_, state_->command_pool, allocator_);
   state_->command_pool = VK_NULL_HANDLE;
   state_->pipelines.clear();
   if (owns_device_) {
-    if (device_) vkDestroyDevice(device_, nullptr);
+    if (device_) vkDestroyDevice(device_, allocator_);
     if (messenger_) {
       auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
           vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
-      if (destroy) destroy(instance_, messenger_, nullptr);
+      if (destroy) destroy(instance_, messenger_, allocator_);
     }
-    if (instance_) vkDestroyInstance(instance_, nullptr);
+    if (instance_) vkDestroyInstance(instance_, allocator_);
   }
   device_ = VK_NULL_HANDLE;
   messenger_ = VK_NULL_HANDLE;

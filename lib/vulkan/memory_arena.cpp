@@ -16,7 +16,7 @@ MemoryArena::MemoryArena(Context& context, uint64_t expected_bytes, const char* 
 
 MemoryArena::~MemoryArena() {
   for (Block& b : blocks_) {
-    vkFreeMemory(context_.device(), b.memory, nullptr);
+    vkFreeMemory(context_.device(), b.memory, context_.allocator());
     context_.state().device_memory_bytes -= b.size;
   }
 }
@@ -51,7 +51,7 @@ void MemoryArena::add_block(uint64_t bytes, uint32_t type_bits, const char* labe
   VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   alloc.allocationSize = bytes;
   alloc.memoryTypeIndex = memory_type_;
-  check(vkAllocateMemory(context_.device(), &alloc, nullptr, &b.memory), "vkAllocateMemory");
+  check(vkAllocateMemory(context_.device(), &alloc, context_.allocator(), &b.memory), "vkAllocateMemory");
   context_.state().add_device_memory(b.size);
   blocks_.push_back(b);
   if (host_visible_)

@@ -14,7 +14,8 @@ constexpr uint32_t kMaxBindings = 4;  // the portable minimum of storage buffers
 
 }  // namespace
 
-ComputePipeline::ComputePipeline(Context& context, const PipelineKey& key) : device_(context.device()), key_(key) {
+ComputePipeline::ComputePipeline(Context& context, const PipelineKey& key)
+    : device_(context.device()), allocator_(context.allocator()), key_(key) {
   const DeviceCaps& caps = context.caps();
   if (key.bindings > kMaxBindings || key.bindings > caps.max_storage_buffers)
     fail(ErrorCode::unsupported, std::string(shaders::name(key.shader)) + " binds " + std::to_string(key.bindings) +
@@ -33,7 +34,7 @@ ComputePipeline::ComputePipeline(Context& context, const PipelineKey& key) : dev
     VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     module_info.codeSize = code.size_bytes();
     module_info.pCode = code.data();
-    check(vkCreateShaderModule(device_, &module_info, nullptr, &module_), "vkCreateShaderModule");
+    check(vkCreateShaderModule(device_, &module_info, allocator_, &module_), "vkCreateShaderModule");
 
     std::vector<VkDescriptorSetLayoutBinding> bindings(key.bindings);
     for (uint32_t i = 0; i < key.bindings; ++i)
@@ -41,7 +42,7 @@ ComputePipeline::ComputePipeline(Context& context, const PipelineKey& key) : dev
     VkDescriptorSetLayoutCreateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
     set_info.bindingCount = key.bindings;
     set_info.pBindings = bindings.data();
-    check(vkCreateDescriptorSetLayout(device_, &set_info, nullptr, &set_layout_), "vkCreateDescriptorSetLayout");
+    check(vkCreateDescriptorSetLayout(device_, &set_info, allocator_, &set_layout_), "vkCreateDescriptorSetLayout");
 
     VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, key.push_bytes};
     VkPipelineLayoutCreateInfo layout_info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
@@ -49,7 +50,7 @@ ComputePipeline::ComputePipeline(Context& context, const PipelineKey& key) : dev
     layout_info.pSetLayouts = &set_layout_;
     layout_info.pushConstantRangeCount = key.push_bytes ? 1 : 0;
     layout_info.pPushConstantRanges = &push;
-    check(vkCreatePipelineLayout(device_, &layout_info, nullptr, &layout_), "vkCreatePipelineLayout");
+    check(vkCreatePipelineLayout(device_, &layout_info, allocator_, &layout_), "vkCreatePipelineLayout");
 
     std::vector<VkSpecializationMapEntry> entries(key.specialization.size());
     for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
@@ -62,7 +63,7 @@ ComputePipeline::ComputePipeline(Context& context, const PipelineKey& key) : dev
     info.stage.pName = "main";
     info.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec;
     info.layout = layout_;
-    check(vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &info, nullptr, &pipeline_), "vkCreateComputePipelines");
+    check(vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &info, allocator_, &pipeline_), "vkCreateComputePipelines");
   } catch (...) {
     destroy();
     throw;
@@ -72,10 +73,10 @@ ComputePipeline::ComputePipeline(Context& context, const PipelineKey& key) : dev
 ComputePipeline::~ComputePipeline() { destroy(); }
 
 void ComputePipeline::destroy() {
-  if (pipeline_) vkDestroyPipeline(device_, pipeline_, nullptr);
-  if (layout_) vkDestroyPipelineLayout(device_, layout_, nullptr);
-  if (set_layout_) vkDestroyDescriptorSetLayout(device_, set_layout_, nullptr);
-  if (module_) vkDestroyShaderModule(device_, module_, nullptr);
+  if (pipeline_) vkDestroyPipeline(device_, pipeline_, allocator_);
+  if (layout_) vkDestroyPipelineLayout(device_, layout_, allocator_);
+  if (set_layout_) vkDestroyDescriptorSetLayout(device_, set_layout_, allocator_);
+  if (module_) vkDestroyShaderModule(device_, module_, allocator_);
   pipeline_ = VK_NULL_HANDLE;
   layout_ = VK_NULL_HANDLE;
   set_layout_ = VK_NULL_HANDLE;
@@ -96,7 +97,7 @@ const ComputePipeline& PipelineCache::get(const PipelineKey& key) {
 }
 
 DescriptorArena::~DescriptorArena() {
-  for (VkDescriptorPool pool : pools_) vkDestroyDescriptorPool(device_, pool, nullptr);
+  for (VkDescriptorPool pool : pools_) vkDestroyDescriptorPool(device_, pool, allocator_);
 }
 
 VkDescriptorSet DescriptorArena::allocate(VkDescriptorSetLayout layout) {
@@ -116,7 +117,7 @@ VkDescriptorSet DescriptorArena::allocate(VkDescriptorSetLayout layout) {
   pool_info.poolSizeCount = 1;
   pool_info.pPoolSizes = &size;
   VkDescriptorPool pool = VK_NULL_HANDLE;
-  check(vkCreateDescriptorPool(device_, &pool_info, nullptr, &pool), "vkCreateDescriptorPool");
+  check(vkCreateDescriptorPool(device_, &pool_info, allocator_, &pool), "vkCreateDescriptorPool");
   pools_.push_back(pool);
   info.descriptorPool = pool;
   check(vkAllocateDescriptorSets(device_, &info, &set), "vkAllocateDescriptorSets");

@@ -46,6 +46,7 @@ class ComputePipeline {
   void destroy();
 
   VkDevice device_;
+  const VkAllocationCallbacks* allocator_;  // the context's, for destruction
   PipelineKey key_;
   std::vector<BindingAccess> access_;
   VkShaderModule module_ = VK_NULL_HANDLE;
@@ -88,7 +89,7 @@ struct BufferBinding {
 // as the arena. Pools are added as needed.
 class DescriptorArena {
  public:
-  explicit DescriptorArena(Context& context) : device_(context.device()) {}
+  explicit DescriptorArena(Context& context) : device_(context.device()), allocator_(context.allocator()) {}
   ~DescriptorArena();
   DescriptorArena(const DescriptorArena&) = delete;
   DescriptorArena& operator=(const DescriptorArena&) = delete;
@@ -100,6 +101,7 @@ class DescriptorArena {
   VkDescriptorSet allocate(VkDescriptorSetLayout layout);
 
   VkDevice device_;
+  const VkAllocationCallbacks* allocator_;  // the context's, for destruction
   std::vector<VkDescriptorPool> pools_;
 };
 
