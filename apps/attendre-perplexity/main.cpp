@@ -87,16 +87,20 @@ struct Row {
 };
 
 // One line on stderr that follows the run: rewritten in place on a
-// terminal, written once at the end elsewhere (logs get one line per setting).
+// terminal; elsewhere (a log) a plain line every 30 seconds of a long
+// setting, and one at its end.
 class Progress {
  public:
   explicit Progress(std::string setting) : setting_(std::move(setting)), terminal_(::isatty(2) != 0) {}
   void update(uint64_t scored, uint64_t total, double perplexity) {
     const auto now = std::chrono::steady_clock::now();
-    if (!terminal_ || now - last_ < std::chrono::milliseconds(200)) return;
+    if (now - last_ < (terminal_ ? std::chrono::milliseconds(200) : std::chrono::milliseconds(30'000))) return;
+    const bool first = last_ == std::chrono::steady_clock::time_point{};
     last_ = now;
-    std::fprintf(stderr, "\r[%s] %llu/%llu tokens scored, perplexity %.4f", setting_.c_str(),
-                 static_cast<unsigned long long>(scored), static_cast<unsigned long long>(total), perplexity);
+    if (!terminal_ && first) return;  // a log's clock starts at the first update: short settings stay one line
+    std::fprintf(stderr, "%s[%s] %llu/%llu tokens scored, perplexity %.4f%s", terminal_ ? "\r" : "", setting_.c_str(),
+                 static_cast<unsigned long long>(scored), static_cast<unsigned long long>(total), perplexity,
+                 terminal_ ? "" : "\n");
   }
   void done(const PerplexityResult& r) const {
     std::fprintf(stderr, "%s[%s] %llu/%llu tokens scored, perplexity %.4f, %.1f tokens/s\n", terminal_ ? "\r" : "",
