@@ -3,6 +3,7 @@
 // own copy commands, outputs read from its own buffer), checked against the
 // float64 reference; steps submitted without blocking (tickets, two in
 // flight) against the blocking path; and an adopted device never idled.
+#include "app_device.hpp"
 #include "stack_support.hpp"
 #include "support.hpp"
 #include "vulkan/api.hpp"
@@ -22,177 +23,11 @@ using namespace attendre;
 
 namespace {
 
-// Calls the loaded entry points the library uses (vulkan/api.hpp): the
-// test is an application that loads Vulkan the same way.
+// The application calls the loaded entry points (vulkan/api.hpp), as the
+// library does.
 using namespace attendre::vk;
-
-void ok(VkResult r, const char* what) { REQUIRE_MESSAGE(r == VK_SUCCESS, what << " returned " << r); }
-
-VKAPI_ATTR VkBool32 VKAPI_CALL collect(VkDebugUtilsMessageSeverityFlagBitsEXT, VkDebugUtilsMessageTypeFlagsEXT,
-                                       const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
-  static_cast<std::vector<std::string>*>(user)->push_back(data->pMessage ? data->pMessage : "");
-  return VK_FALSE;
-}
-
-// The application's own Vulkan objects: instance with the validation layer
-// (synchronization checks on) reporting to its own messenger, a device with
-// one compute queue, a command pool, one command buffer and a fence.
-struct App {
-  VkInstance instance = VK_NULL_HANDLE;
-  VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
-  VkPhysicalDevice physical = VK_NULL_HANDLE;
-  VkDevice device = VK_NULL_HANDLE;
-  VkQueue queue = VK_NULL_HANDLE;
-  uint32_t family = 0;
-  VkCommandPool pool = VK_NULL_HANDLE;
-  VkCommandBuffer cb = VK_NULL_HANDLE;
-  VkFence fence = VK_NULL_HANDLE;
-  std::vector<std::string> messages;
-
-  App() {
-    test::gpu();  // loads the Vulkan loader's entry points, as an application would have
-    VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
-    app.apiVersion = VK_API_VERSION_1_1;
-    const char* layer = "VK_LAYER_KHRONOS_validation";
-    const char* extensions[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME};
-    VkValidationFeatureEnableEXT sync = VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT;
-    VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
-    features.enabledValidationFeatureCount = 1;
-    features.pEnabledValidationFeatures = &sync;
-    VkDebugUtilsMessengerCreateInfoEXT messenger_info{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
-    messenger_info.messageSeverity =
-        VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
-    messenger_info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
-                                 VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
-                                 VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
-    messenger_info.pfnUserCallback = collect;
-    messenger_info.pUserData = &messages;
-    messenger_info.pNext = &features;
-    VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
-    info.pApplicationInfo = &app;
-    info.enabledLayerCount = 1;
-    info.ppEnabledLayerNames = &layer;
-    info.enabledExtensionCount = 2;
-    info.ppEnabledExtensionNames = extensions;
-    info.pNext = &messenger_info;
-    ok(vkCreateInstance(&info, nullptr, &instance), "vkCreateInstance");
-    auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
-        vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT"));
-    messenger_info.pNext = nullptr;
-    ok(create(instance, &messenger_info, nullptr, &messenger), "vkCreateDebugUtilsMessengerEXT");
-
-    uint32_t count = 1;
-    vkEnumeratePhysicalDevices(instance, &count, &physical);
-    REQUIRE(count >= 1);
-    uint32_t families = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, nullptr);
-    std::vector<VkQueueFamilyProperties> props(families);
-    vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, props.data());
-    while (family < families && !(props[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++family;
-    REQUIRE(family < families);
-    const float priority = 1.0f;
-    VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-    queue_info.queueFamilyIndex = family;
-    queue_info.queueCount = 1;
-    queue_info.pQueuePriorities = &priority;
-    VkDeviceCreateInfo device_info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-    device_info.queueCreateInfoCount = 1;
-    device_info.pQueueCreateInfos = &queue_info;
-    ok(vkCreateDevice(physical, &device_info, nullptr, &device), "vkCreateDevice");
-    vkGetDeviceQueue(device, family, 0, &queue);
-    VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-    pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
-    pool_info.queueFamilyIndex = family;
-    ok(vkCreateCommandPool(device, &pool_info, nullptr, &pool), "vkCreateCommandPool");
-    VkCommandBufferAllocateInfo cb_info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    cb_info.commandPool = pool;
-    cb_info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    cb_info.commandBufferCount = 1;
-    ok(vkAllocateCommandBuffers(device, &cb_info, &cb), "vkAllocateCommandBuffers");
-    VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    ok(vkCreateFence(device, &fence_info, nullptr, &fence), "vkCreateFence");
-  }
-  ~App() {
-    vkDeviceWaitIdle(device);  // the application's own choice on its own device
-    vkDestroyFence(device, fence, nullptr);
-    vkDestroyCommandPool(device, pool, nullptr);
-    vkDestroyDevice(device, nullptr);
-    auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
-        vkGetInstanceProcAddr(instance, "vkDestroyDebugUtilsMessengerEXT"));
-    destroy(instance, messenger, nullptr);
-    vkDestroyInstance(instance, nullptr);
-  }
-  App(const App&) = delete;
-  App& operator=(const App&) = delete;
-
-  ExternalDevice external() const { return {instance, physical, device, queue, family, false}; }
-
-  void begin() {
-    ok(vkResetCommandBuffer(cb, 0), "vkResetCommandBuffer");
-    VkCommandBufferBeginInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    info.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    ok(vkBeginCommandBuffer(cb, &info), "vkBeginCommandBuffer");
-  }
-  // Ends, submits with the application's fence and waits on it.
-  void submit_and_wait() {
-    ok(vkEndCommandBuffer(cb), "vkEndCommandBuffer");
-    VkSubmitInfo info{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    info.commandBufferCount = 1;
-    info.pCommandBuffers = &cb;
-    ok(vkResetFences(device, 1, &fence), "vkResetFences");
-    ok(vkQueueSubmit(queue, 1, &info, fence), "vkQueueSubmit");
-    ok(vkWaitForFences(device, 1, &fence, VK_TRUE, 60'000'000'000ull), "vkWaitForFences");
-  }
-  void check_no_messages() {
-    for (const std::string& m : messages) FAIL_CHECK("application's validation: " << m);
-    messages.clear();
-  }
-};
-
-// A buffer of the application's, host-visible (mapped, coherent) or device-local.
-struct AppBuffer {
-  const App& app;
-  VkBuffer buffer = VK_NULL_HANDLE;
-  VkDeviceMemory memory = VK_NULL_HANDLE;
-  void* mapped = nullptr;
-
-  AppBuffer(const App& a, VkDeviceSize bytes, bool host) : app(a) {
-    VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-    info.size = bytes;
-    info.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-    ok(vkCreateBuffer(app.device, &info, nullptr, &buffer), "vkCreateBuffer");
-    VkMemoryRequirements req;
-    vkGetBufferMemoryRequirements(app.device, buffer, &req);
-    VkPhysicalDeviceMemoryProperties props;
-    vkGetPhysicalDeviceMemoryProperties(app.physical, &props);
-    const VkMemoryPropertyFlags want =
-        host ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
-    uint32_t type = 0;
-    while (type < props.memoryTypeCount &&
-           (!(req.memoryTypeBits & (1u << type)) || (props.memoryTypes[type].propertyFlags & want) != want))
-      ++type;
-    REQUIRE(type < props.memoryTypeCount);
-    VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-    alloc.allocationSize = req.size;
-    alloc.memoryTypeIndex = type;
-    ok(vkAllocateMemory(app.device, &alloc, nullptr, &memory), "vkAllocateMemory");
-    ok(vkBindBufferMemory(app.device, buffer, memory, 0), "vkBindBufferMemory");
-    if (host) ok(vkMapMemory(app.device, memory, 0, VK_WHOLE_SIZE, 0, &mapped), "vkMapMemory");
-  }
-  ~AppBuffer() {
-    vkDestroyBuffer(app.device, buffer, nullptr);
-    vkFreeMemory(app.device, memory, nullptr);
-  }
-  AppBuffer(const AppBuffer&) = delete;
-  AppBuffer& operator=(const AppBuffer&) = delete;
-};
-
-void copy(VkCommandBuffer cb, const AppBuffer& from, VkDeviceSize from_offset, const AppBuffer& to,
-          VkDeviceSize to_offset, VkDeviceSize bytes) {
-  if (bytes == 0) return;
-  const VkBufferCopy region{from_offset, to_offset, bytes};
-  vkCmdCopyBuffer(cb, from.buffer, to.buffer, 1, &region);
-}
+using test::App;
+using test::AppBuffer;
 
 LayerConfig embedding_config(PolicyKind policy) {
   LayerConfig c;
@@ -260,12 +95,7 @@ void check_recorded_stream(PolicyKind policy, uint64_t seed) {
       const gpu::RecordedStep recorded = layer.record(app.cb, in, outputs);
       // The application's own consumer: a copy into its readback, then its host barrier.
       const VkDeviceSize emitted_bytes = recorded.emitted_positions.size() * q_row * 4;
-      copy(app.cb, out, out_at, readback, 0, emitted_bytes);
-      VkMemoryBarrier to_host{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-      to_host.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-      to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-      vkCmdPipelineBarrier(app.cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0,
-                           nullptr, 0, nullptr);
+      read_back(app.cb, out, out_at, readback, emitted_bytes);
       app.submit_and_wait();
 
       actual.push_back({});

@@ -106,12 +106,32 @@ typedef enum attendre_kernels {
   ATTENDRE_KERNELS_DIRECT = 1
 } attendre_kernels;
 
+/* Optional device features attendre uses when present, as bits of
+ * disabled_features: a disabled one is treated as absent and its fallback
+ * runs (so that the fallback is tested on any device). */
+#define ATTENDRE_FEATURE_STORAGE_16BIT (1u << 0)          /* "16bit" */
+#define ATTENDRE_FEATURE_FLOAT16 (1u << 1)                /* "float16" */
+#define ATTENDRE_FEATURE_STORAGE_8BIT (1u << 2)           /* "8bit" */
+#define ATTENDRE_FEATURE_SUBGROUP_ARITHMETIC (1u << 3)    /* "arithmetic" */
+#define ATTENDRE_FEATURE_SUBGROUP_BALLOT (1u << 4)        /* "ballot" */
+#define ATTENDRE_FEATURE_SUBGROUP_SHUFFLE (1u << 5)       /* "shuffle" */
+#define ATTENDRE_FEATURE_SUBGROUP_SIZE_CONTROL (1u << 6)  /* "size_control" */
+#define ATTENDRE_FEATURE_LARGE_WORKGROUPS (1u << 7)       /* "large_workgroups" */
+#define ATTENDRE_FEATURES_ALL 0xffu
+/* disabled_features: read ATTENDRE_DISABLE ("shuffle,16bit") from the environment. */
+#define ATTENDRE_FEATURES_DEFAULT 0xffffffffu
+
 typedef struct attendre_context_options {
   const char* device;             /* index or name substring; NULL or "": ATTENDRE_DEVICE, else the best */
   int validation;                 /* attendre_validation */
   int portable_limits;            /* -1: ATTENDRE_PORTABLE_LIMITS; 0: off; 1: the Vulkan minimums */
   int kernels;                    /* attendre_kernels */
   uint32_t fence_timeout_ms;      /* a longer wait reports the device lost */
+  uint32_t disabled_features;     /* ATTENDRE_FEATURE_* bits, or ATTENDRE_FEATURES_DEFAULT; others: an error */
+  /* The application's host allocator (a const VkAllocationCallbacks*), given
+   * to every Vulkan object attendre creates; NULL: the driver's. It must
+   * outlive the context. */
+  const void* allocator;
 } attendre_context_options;
 
 ATTENDRE_C_API void attendre_context_options_defaults(attendre_context_options* options);
@@ -132,6 +152,13 @@ typedef struct attendre_external_device {
   /* PFN_vkGetInstanceProcAddr of the application's loader; NULL: attendre
    * opens libvulkan itself. */
   void (*(*get_instance_proc_addr)(void* instance, const char* name))(void);
+  /* NULL: the defaults. Of the options, kernels, disabled_features,
+   * allocator (for the objects attendre creates, never the adopted ones) and
+   * portable_limits (1: the Vulkan minimums; else the device's own) apply;
+   * device, validation and fence_timeout_ms must keep their defaults, since
+   * the application's instance and device decide them. A pointer rather
+   * than fields, so that a zero-initialized struct keeps every default. */
+  const attendre_context_options* options;
 } attendre_external_device;
 
 ATTENDRE_C_API attendre_status attendre_context_adopt(const attendre_external_device* external,
@@ -140,6 +167,10 @@ ATTENDRE_C_API void attendre_context_destroy(attendre_context* context);
 /* The device's name (text buffer, see the top of this header). */
 ATTENDRE_C_API attendre_status attendre_context_device_name(const attendre_context* context, char* name,
                                                             size_t* count);
+/* The ATTENDRE_FEATURE_* bits switched off on this context (by its options
+ * or ATTENDRE_DISABLE). */
+ATTENDRE_C_API attendre_status attendre_context_disabled_features(const attendre_context* context,
+                                                                  uint32_t* features);
 /* Device memory attendre's objects hold now, and the most since creation. */
 ATTENDRE_C_API attendre_status attendre_context_device_memory(const attendre_context* context, uint64_t* bytes,
                                                               uint64_t* peak_bytes);
@@ -234,6 +265,34 @@ ATTENDRE_C_API attendre_status attendre_layer_output(const attendre_layer* layer
                                                      size_t* position_count, float* outputs, size_t* output_count);
 ATTENDRE_C_API attendre_status attendre_layer_snapshot(attendre_layer* layer, int64_t* positions, double* scores,
                                                        size_t* count);
+
+/* Bytes [offset, offset + size) of a VkBuffer the application created on
+ * an adopted context's device (a non-dispatchable handle, hence uint64_t),
+ * with TRANSFER_SRC usage (inputs) or TRANSFER_DST (outputs). */
+typedef struct attendre_buffer_range {
+  uint64_t buffer;  /* VkBuffer */
+  uint64_t offset, size;
+} attendre_buffer_range;
+
+/* Embedding (docs/architecture.md, "Recording into an application's
+ * command buffer"): appends one step to `command_buffer` (a VkCommandBuffer
+ * the application has begun and will end and submit, once, to the
+ * context's queue before the next call on this layer). Positions, valid
+ * flags and tags come from `chunk`; q, k and v from its arrays, or, with
+ * `qkv` set, from the application's buffers: qkv[0] q, qkv[1] k, qkv[2] v
+ * (rows * heads * head_dim floats each, row-major). `outputs` (NULL: none)
+ * receives the emitted rows o[query][head_q][dim], packed (room for S rows).
+ * The recorded commands start with a barrier from every stage's writes and
+ * end with one to consumer_stages / consumer_access (VkPipelineStageFlags,
+ * VkAccessFlags; 0: all commands, memory read and write) and the host.
+ * `positions` receives the emitted positions: *count must hold S, checked
+ * before recording (count NULL: not returned); they are also
+ * attendre_layer_output's positions, with no outputs there. Non-finite
+ * outputs are reported by the layer's next call that waits for the device. */
+ATTENDRE_C_API attendre_status attendre_layer_record(attendre_layer* layer, void* command_buffer,
+                                                     const attendre_chunk* chunk, const attendre_buffer_range* qkv,
+                                                     const attendre_buffer_range* outputs, uint32_t consumer_stages,
+                                                     uint32_t consumer_access, int64_t* positions, size_t* count);
 
 /* ------------------------------------------------------------------------
  * Models (GGUF files: llama-family and qwen2 architectures). */

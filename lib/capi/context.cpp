@@ -8,24 +8,41 @@ using namespace attendre::capi;
 
 namespace {
 
-ContextOptions context_options(const attendre_context_options& o) {
+// The C bits are the C++ Feature numbers (attendre.h lists them in order).
+static_assert(ATTENDRE_FEATURES_ALL == (1u << kFeatureCount) - 1);
+static_assert(ATTENDRE_FEATURE_LARGE_WORKGROUPS == 1u << static_cast<uint32_t>(Feature::large_workgroups));
+
+// The options of create, also those of adopt that apply to it (`what`
+// names the call in messages).
+ContextOptions context_options(const attendre_context_options& o, const std::string& what) {
   ContextOptions options;
   if (o.device) options.device = o.device;
   if (o.validation < -1 || o.validation > ATTENDRE_VALIDATION_GPU)
-    fail(ErrorCode::invalid_argument, "attendre_context_create: validation " + std::to_string(o.validation) +
+    fail(ErrorCode::invalid_argument, what + ": validation " + std::to_string(o.validation) +
                                           " is not an attendre_validation (-1 to 3)");
   if (o.validation >= 0) options.validation = static_cast<Validation>(o.validation);
   if (o.portable_limits < -1 || o.portable_limits > 1)
     fail(ErrorCode::invalid_argument,
-         "attendre_context_create: portable_limits " + std::to_string(o.portable_limits) + " is not -1, 0 or 1");
+         what + ": portable_limits " + std::to_string(o.portable_limits) + " is not -1, 0 or 1");
   if (o.portable_limits >= 0) options.limits = o.portable_limits ? LimitOverrides::portable() : LimitOverrides{};
   if (o.kernels < -1 || o.kernels > ATTENDRE_KERNELS_DIRECT)
     fail(ErrorCode::invalid_argument,
-         "attendre_context_create: kernels " + std::to_string(o.kernels) + " is not an attendre_kernels (-1 to 1)");
+         what + ": kernels " + std::to_string(o.kernels) + " is not an attendre_kernels (-1 to 1)");
   if (o.kernels >= 0)
     options.kernels = o.kernels == ATTENDRE_KERNELS_TILED ? DeviceCaps::KernelStyle::tiled : DeviceCaps::KernelStyle::direct;
-  require(o.fence_timeout_ms > 0, "attendre_context_create: fence_timeout_ms is 0");
+  require(o.fence_timeout_ms > 0, what + ": fence_timeout_ms is 0");
   options.fence_timeout_ms = o.fence_timeout_ms;
+  if (o.disabled_features != ATTENDRE_FEATURES_DEFAULT) {
+    // An unknown bit is a feature this library does not know: refusing it
+    // keeps a newer program from believing a fallback is tested.
+    const uint32_t unknown = o.disabled_features & ~ATTENDRE_FEATURES_ALL;
+    if (unknown != 0)
+      fail(ErrorCode::invalid_argument, what + ": disabled_features has unknown bits " + std::to_string(unknown) +
+                                            " (the ATTENDRE_FEATURE_* bits are " +
+                                            std::to_string(ATTENDRE_FEATURES_ALL) + ")");
+    options.disabled_features = FeatureSet{o.disabled_features};
+  }
+  options.allocator = static_cast<const VkAllocationCallbacks*>(o.allocator);
   return options;
 }
 
@@ -40,6 +57,7 @@ void attendre_context_options_defaults(attendre_context_options* options) {
   options->portable_limits = -1;
   options->kernels = ATTENDRE_KERNELS_DEFAULT;
   options->fence_timeout_ms = ContextOptions{}.fence_timeout_ms;
+  options->disabled_features = ATTENDRE_FEATURES_DEFAULT;
 }
 
 attendre_status attendre_context_create(const attendre_context_options* options, attendre_context** context) {
@@ -48,7 +66,7 @@ attendre_status attendre_context_create(const attendre_context_options* options,
     *context = nullptr;
     attendre_context_options o;
     attendre_context_options_defaults(&o);
-    *context = new attendre_context(context_options(options ? *options : o));
+    *context = new attendre_context(context_options(options ? *options : o, "attendre_context_create"));
     return ATTENDRE_OK;
   });
 }
@@ -69,7 +87,21 @@ attendre_status attendre_context_adopt(const attendre_external_device* external,
     device.get_instance_proc_addr = reinterpret_cast<PFN_vkGetInstanceProcAddr>(e.get_instance_proc_addr);
     require(device.instance && device.physical_device && device.device && device.queue,
             "attendre_context_adopt: instance, physical_device, device and queue must all be set");
-    *context = new attendre_context(device, LimitOverrides{});
+    attendre_context_options defaults;
+    attendre_context_options_defaults(&defaults);
+    const attendre_context_options& o = e.options ? *e.options : defaults;
+    const ContextOptions options = context_options(o, "attendre_context_adopt");
+    // The application made the instance and device: options that would
+    // choose or configure them cannot apply, and are refused, not ignored.
+    require((!o.device || !*o.device) && o.validation == ATTENDRE_VALIDATION_DEFAULT &&
+                o.fence_timeout_ms == defaults.fence_timeout_ms,
+            "attendre_context_adopt: options.device, validation and fence_timeout_ms must keep their defaults");
+    device.kernels = options.kernels;
+    device.disabled_features = options.disabled_features;
+    device.allocator = options.allocator;
+    // Unset (-1) reads no environment here: an adopted device's limits are
+    // the application's, as before options existed.
+    *context = new attendre_context(device, options.limits.value_or(LimitOverrides{}));
     return ATTENDRE_OK;
   });
 }
@@ -80,6 +112,14 @@ attendre_status attendre_context_device_name(const attendre_context* context, ch
   return guard([&] {
     return copy_text(need(context, "attendre_context_device_name: context").context.caps().name, name, count,
                      "attendre_context_device_name");
+  });
+}
+
+attendre_status attendre_context_disabled_features(const attendre_context* context, uint32_t* features) {
+  return guard([&] {
+    need(features, "attendre_context_disabled_features: features") =
+        need(context, "attendre_context_disabled_features: context").context.caps().disabled.bits;
+    return ATTENDRE_OK;
   });
 }
 

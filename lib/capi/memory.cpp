@@ -2,6 +2,7 @@
 #include "capi/capi.hpp"
 
 #include <array>
+#include <type_traits>
 
 using namespace attendre;
 using namespace attendre::capi;
@@ -57,6 +58,19 @@ ChunkView chunk_view(const attendre_chunk& c, const AttentionShape& shape, uint3
   view.tags = span_of(c.tags, 1);
   return view;
 }
+
+// A non-dispatchable Vulkan handle from its C form: a pointer on 64-bit
+// platforms, a uint64_t elsewhere (a template, so that only the branch for
+// this platform's VkBuffer is compiled).
+template <class Handle>
+Handle handle_of(uint64_t value) {
+  if constexpr (std::is_pointer_v<Handle>)
+    return reinterpret_cast<Handle>(static_cast<uintptr_t>(value));
+  else
+    return static_cast<Handle>(value);
+}
+
+BufferRange buffer_range(const attendre_buffer_range& r) { return {handle_of<VkBuffer>(r.buffer), r.offset, r.size}; }
 
 }  // namespace
 
@@ -164,6 +178,39 @@ attendre_status attendre_layer_step(attendre_layer* layer, const attendre_chunk*
     l.last = {};
     l.last = l.layer->step(chunk_view(need(chunk, "attendre_layer_step: chunk"), config.shape, config.chunk,
                                       "attendre_layer_step"));
+    return ATTENDRE_OK;
+  });
+}
+
+attendre_status attendre_layer_record(attendre_layer* layer, void* command_buffer, const attendre_chunk* chunk,
+                                      const attendre_buffer_range* qkv, const attendre_buffer_range* outputs,
+                                      uint32_t consumer_stages, uint32_t consumer_access, int64_t* positions,
+                                      size_t* count) {
+  return guard([&] {
+    const char* what = "attendre_layer_record";
+    attendre_layer& l = need(layer, "attendre_layer_record: layer");
+    // VkCommandBuffer is a dispatchable handle: a pointer to an opaque struct.
+    const auto cb = static_cast<VkCommandBuffer>(command_buffer);
+    need(cb, "attendre_layer_record: command_buffer");
+    const LayerConfig& config = l.layer->config();
+    // Recording commits the step, so the positions' room is checked first:
+    // a step emits at most S queries.
+    if (count && !fits(positions, count, config.chunk, what)) return too_small(what, config.chunk);
+    gpu::LayerInputs in;
+    in.chunk = chunk_view(need(chunk, "attendre_layer_record: chunk"), config.shape, config.chunk, what);
+    if (qkv) {
+      in.q = buffer_range(qkv[0]);
+      in.k = buffer_range(qkv[1]);
+      in.v = buffer_range(qkv[2]);
+    }
+    gpu::LayerOutputs out;
+    if (outputs) out.outputs = buffer_range(*outputs);
+    // 0 is no valid stage mask: it stands for the library's default consumer.
+    if (consumer_stages != 0) out.consumer = {consumer_stages, consumer_access};
+    l.last = {};
+    l.last.emitted_positions =
+        l.layer->record(cb, in, out).emitted_positions;
+    if (count) return copy_out(std::span<const int64_t>(l.last.emitted_positions), positions, count, what);
     return ATTENDRE_OK;
   });
 }

@@ -111,6 +111,17 @@ static void check_errors_without_device(void) {
   options.device = "no such device anywhere";
   FAILS(attendre_context_create(&options, &context), ATTENDRE_ERROR_UNSUPPORTED, "no such device");
   FAILS(attendre_context_adopt(NULL, &context), ATTENDRE_ERROR_INVALID_ARGUMENT, "external");
+  /* Feature switches and the allocator: their defaults, and bits this
+   * library does not know refused before any device is made. */
+  attendre_context_options_defaults(&options);
+  REQUIRE(options.disabled_features == ATTENDRE_FEATURES_DEFAULT);
+  REQUIRE(options.allocator == NULL);
+  options.disabled_features = ATTENDRE_FEATURE_SUBGROUP_SHUFFLE | (1u << 20);
+  FAILS(attendre_context_create(&options, &context), ATTENDRE_ERROR_INVALID_ARGUMENT, "disabled_features");
+  REQUIRE(context == NULL);
+  FAILS(attendre_context_disabled_features(NULL, NULL), ATTENDRE_ERROR_INVALID_ARGUMENT, "features");
+  FAILS(attendre_layer_record(NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL), ATTENDRE_ERROR_INVALID_ARGUMENT,
+        "layer");
   OK(attendre_continuation_point("word word", 9, 9, &point));
   REQUIRE(point == 4);
   REQUIRE(attendre_last_error()[0] == '\0');  /* a success clears the message */

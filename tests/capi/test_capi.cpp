@@ -216,3 +216,233 @@ TEST_CASE("C API: read_document gives the ids the reader's per-part encoding giv
 }
 
 #endif
+
+// The C API called in this process: what its C program cannot check
+// without a Vulkan device of its own (a record needs the application's
+// device, buffers and command buffer).
+#include "app_device.hpp"
+
+#include <attendre/attendre.h>
+#include <attendre/reference/layer.hpp>
+
+#include <array>
+#include <cstring>
+
+namespace {
+
+using namespace attendre;
+
+#define C_OK(call) REQUIRE_MESSAGE((call) == ATTENDRE_OK, #call << ": " << attendre_last_error())
+
+// The embedding tests' layer (GQA, rows off every power of two, N not a
+// multiple of S), in its C form and its C++ one.
+attendre_layer_config c_layer_config() {
+  attendre_layer_config c;
+  attendre_layer_config_defaults(&c);
+  c.heads_q = 4;
+  c.heads_kv = 2;
+  c.head_dim = 20;
+  c.chunk = 5;
+  c.memory.q_capacity = 7;
+  c.memory.kv_capacity = 11;
+  c.memory.top_k = 4;
+  c.memory.policy = "lra_sum";
+  return c;
+}
+
+LayerConfig cpp_layer_config() {
+  LayerConfig c;
+  c.shape = {4, 2, 20};
+  c.chunk = 5;
+  c.q_capacity = 7;
+  c.kv.capacity = 11;
+  c.kv.policy = Policy{PolicyKind::lra_sum, 0.0, {}};
+  c.retrieval.top_k = 4;
+  c.retrieval.causal = true;  // the C memory setting's default
+  return c;
+}
+
+attendre_chunk c_chunk(const ChunkView& v) {
+  return {v.rows,
+          v.q.empty() ? nullptr : v.q.data(),
+          v.k.empty() ? nullptr : v.k.data(),
+          v.v.empty() ? nullptr : v.v.data(),
+          v.positions.data(),
+          v.valid.empty() ? nullptr : v.valid.data(),
+          v.tags.empty() ? nullptr : v.tags.data()};
+}
+
+// Every step of `stream` (then drain steps until nothing waits) through a C layer on `context`.
+std::vector<test::StepRecord> c_layer_run(attendre_context* context, const test::Stream& stream) {
+  const attendre_layer_config config = c_layer_config();
+  attendre_layer* layer = nullptr;
+  C_OK(attendre_layer_create(context, &config, &layer));
+  std::vector<test::StepRecord> run;
+  int pending = 1;
+  for (uint32_t at = 0; at < stream.rows || pending; at += config.chunk) {
+    if (at < stream.rows) {
+      const attendre_chunk chunk = c_chunk(stream.chunk(at, std::min(config.chunk, stream.rows - at)));
+      C_OK(attendre_layer_step(layer, &chunk));
+    } else {
+      C_OK(attendre_layer_drain_step(layer));
+    }
+    size_t positions = 0, outputs = 0;
+    attendre_layer_output(layer, nullptr, &positions, nullptr, &outputs);  // asks the sizes
+    run.push_back({});
+    run.back().emitted.resize(positions);
+    run.back().outputs.resize(outputs);
+    C_OK(attendre_layer_output(layer, run.back().emitted.data(), &positions, run.back().outputs.data(), &outputs));
+    C_OK(attendre_layer_has_pending(layer, &pending));
+  }
+  attendre_layer_destroy(layer);
+  return run;
+}
+
+void check_no_validation_messages(attendre_context* context) {
+  size_t messages = 0;
+  C_OK(attendre_context_take_validation_messages(context, &messages, nullptr, nullptr));
+  CHECK_MESSAGE(messages == 0, messages << " validation messages");
+}
+
+}  // namespace
+
+TEST_CASE("C API: a context with disabled features reports them and steps a layer as the default context does") {
+  const test::Stream stream = test::random_stream({4, 2, 20}, 31, 5);
+  attendre_context* plain = nullptr;
+  C_OK(attendre_context_create(nullptr, &plain));
+  const std::vector<test::StepRecord> expected = c_layer_run(plain, stream);
+  check_no_validation_messages(plain);
+  attendre_context_destroy(plain);
+
+  attendre_context_options options;
+  attendre_context_options_defaults(&options);
+  options.disabled_features = ATTENDRE_FEATURE_SUBGROUP_SHUFFLE | ATTENDRE_FEATURE_STORAGE_16BIT;
+  attendre_context* context = nullptr;
+  C_OK(attendre_context_create(&options, &context));
+  uint32_t disabled = 0;
+  C_OK(attendre_context_disabled_features(context, &disabled));
+  CHECK(disabled == options.disabled_features);
+  test::check_runs_match(expected, c_layer_run(context, stream), 0.0, 2e-5, "features disabled");
+  check_no_validation_messages(context);
+  attendre_context_destroy(context);
+
+  options.disabled_features = 1u << 31;
+  context = nullptr;
+  CHECK(attendre_context_create(&options, &context) == ATTENDRE_ERROR_INVALID_ARGUMENT);
+  CHECK(context == nullptr);
+  CHECK(std::string(attendre_last_error()).find("disabled_features has unknown bits") != std::string::npos);
+}
+
+TEST_CASE("C API: the application's allocator in the options is called and fully freed") {
+  test::CountingAllocator allocator;
+  {
+    attendre_context_options options;
+    attendre_context_options_defaults(&options);
+    options.allocator = allocator.callbacks();
+    attendre_context* context = nullptr;
+    C_OK(attendre_context_create(&options, &context));
+    c_layer_run(context, test::random_stream({4, 2, 20}, 12, 6));
+    check_no_validation_messages(context);
+    attendre_context_destroy(context);
+  }
+  CHECK(allocator.calls() > 0);
+  CHECK(allocator.live() == 0);
+  CHECK(allocator.foreign() == 0);
+}
+
+TEST_CASE("C API: layer steps recorded into the application's command buffer and buffers match the reference") {
+  using namespace attendre::vk;  // the application calls the loaded entry points, as the library does
+  const LayerConfig config = cpp_layer_config();
+  test::StreamOptions stream_options;
+  stream_options.invalid_fraction = 0.2;
+  const test::Stream stream = test::random_stream(config.shape, 37, 9, stream_options);
+  const uint32_t S = config.chunk, q_row = config.shape.q_row(), kv_row = config.shape.kv_row();
+
+  test::App app;
+  test::CountingAllocator allocator;
+  std::vector<test::StepRecord> expected, actual;
+  {
+    // Adopted with options: the allocator and a disabled feature apply to the application's device.
+    attendre_context_options options;
+    attendre_context_options_defaults(&options);
+    options.allocator = allocator.callbacks();
+    options.disabled_features = ATTENDRE_FEATURE_SUBGROUP_SHUFFLE;
+    attendre_external_device external{};
+    external.instance = app.instance;
+    external.physical_device = app.physical;
+    external.device = app.device;
+    external.queue = app.queue;
+    external.queue_family = app.family;
+    external.options = &options;
+    attendre_context* context = nullptr;
+    C_OK(attendre_context_adopt(&external, &context));
+    uint32_t disabled = 0;
+    C_OK(attendre_context_disabled_features(context, &disabled));
+    CHECK(disabled == ATTENDRE_FEATURE_SUBGROUP_SHUFFLE);
+    const attendre_layer_config c_config = c_layer_config();
+    attendre_layer* layer = nullptr;
+    C_OK(attendre_layer_create(context, &c_config, &layer));
+    reference::Layer cpu(config);
+
+    const VkDeviceSize q_at = 16, k_at = 4, v_at = 260, out_at = 12;  // off the buffers' beginnings
+    const VkDeviceSize q_bytes = uint64_t{S} * q_row * 4, kv_bytes = uint64_t{S} * kv_row * 4;
+    test::AppBuffer staging(app, q_bytes + 2 * kv_bytes, true), readback(app, q_bytes, true);
+    test::AppBuffer q(app, q_at + q_bytes, false), k(app, k_at + kv_bytes, false), v(app, v_at + kv_bytes, false),
+        out(app, out_at + q_bytes, false);
+    const auto handle = [](VkBuffer b) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(b)); };
+
+    uint32_t at = 0;
+    for (uint32_t step = 0; at < stream.rows || cpu.has_pending_queries(); ++step) {
+      const uint32_t rows = std::min(S, stream.rows - at);
+      const ChunkView chunk = stream.chunk(at, rows);
+      at += rows;
+      const StepResult want = cpu.step(chunk);
+      expected.push_back({want.emitted_positions, want.outputs, {}});
+
+      app.begin();
+      attendre_chunk c = c_chunk(chunk);
+      std::array<attendre_buffer_range, 3> qkv{};
+      const bool from_buffers = step % 2 == 0;  // odd steps hand q, k, v over from the host
+      if (from_buffers) {
+        auto* bytes = static_cast<char*>(staging.mapped);
+        std::memcpy(bytes, chunk.q.data(), chunk.q.size_bytes());
+        std::memcpy(bytes + q_bytes, chunk.k.data(), chunk.k.size_bytes());
+        std::memcpy(bytes + q_bytes + kv_bytes, chunk.v.data(), chunk.v.size_bytes());
+        copy(app.cb, staging, 0, q, q_at, chunk.q.size_bytes());
+        copy(app.cb, staging, q_bytes, k, k_at, chunk.k.size_bytes());
+        copy(app.cb, staging, q_bytes + kv_bytes, v, v_at, chunk.v.size_bytes());
+        c.q = c.k = c.v = nullptr;
+        qkv = {{{handle(q.buffer), q_at, chunk.q.size_bytes()},
+                {handle(k.buffer), k_at, chunk.k.size_bytes()},
+                {handle(v.buffer), v_at, chunk.v.size_bytes()}}};
+      }
+      const attendre_buffer_range outputs{handle(out.buffer), out_at, q_bytes};
+      std::vector<int64_t> emitted(S);
+      size_t count = emitted.size();
+      C_OK(attendre_layer_record(layer, app.cb, &c, from_buffers ? qkv.data() : nullptr, &outputs,
+                                 VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT, emitted.data(), &count));
+      emitted.resize(count);
+      const VkDeviceSize emitted_bytes = count * q_row * 4;
+      read_back(app.cb, out, out_at, readback, emitted_bytes);
+      app.submit_and_wait();
+      const auto* floats = static_cast<const float*>(readback.mapped);
+      actual.push_back({emitted, std::vector<float>(floats, floats + emitted_bytes / 4), {}});
+    }
+    // Too little room for the positions is refused before anything is recorded.
+    size_t small = S - 1;
+    std::vector<int64_t> room(S);
+    attendre_chunk empty{};
+    CHECK(attendre_layer_record(layer, app.cb, &empty, nullptr, nullptr, 0, 0, room.data(), &small) ==
+          ATTENDRE_ERROR_BUFFER_TOO_SMALL);
+    CHECK(small == S);
+    int pending = 1;
+    C_OK(attendre_layer_has_pending(layer, &pending));
+    CHECK(pending == 0);
+    attendre_layer_destroy(layer);
+    attendre_context_destroy(context);
+  }
+  test::check_runs_match(expected, actual, 2e-4, 2e-4, "C recorded");
+  CHECK(allocator.calls() > 0);
+  CHECK(allocator.live() == 0);
+  app.check_no_messages();
+}
