@@ -1,7 +1,7 @@
 // Embedding: an application with its own instance, device, buffers and
-// command buffers records layer steps into them (q, k, v produced by its
-// own copy commands, outputs read from its own buffer), checked against the
-// float64 reference; steps submitted without blocking (tickets, two in
+// command buffers records layer steps and stack steps into them (q, k, v or
+// token ids produced by its own commands, outputs read from its own
+// buffers), checked against the float64 reference; steps submitted without blocking (tickets, two in
 // flight) against the blocking path; and an adopted device never idled.
 #include "app_device.hpp"
 #include "stack_support.hpp"
@@ -12,6 +12,7 @@
 #include <attendre/gpu.hpp>
 #include <attendre/gpu_stack.hpp>
 #include <attendre/reference/layer.hpp>
+#include <attendre/reference/stack.hpp>
 
 #include <doctest/doctest.h>
 
@@ -28,6 +29,7 @@ namespace {
 using namespace attendre::vk;
 using test::App;
 using test::AppBuffer;
+using test::read_back;
 
 LayerConfig embedding_config(PolicyKind policy) {
   LayerConfig c;
@@ -93,7 +95,6 @@ void check_recorded_stream(PolicyKind policy, uint64_t seed) {
       outputs.outputs = BufferRange{out.buffer, out_at, q_bytes};
       outputs.consumer = {VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT};
       const gpu::RecordedStep recorded = layer.record(app.cb, in, outputs);
-      // The application's own consumer: a copy into its readback, then its host barrier.
       const VkDeviceSize emitted_bytes = recorded.emitted_positions.size() * q_row * 4;
       read_back(app.cb, out, out_at, readback, emitted_bytes);
       app.submit_and_wait();
@@ -115,6 +116,90 @@ void check_recorded_stream(PolicyKind policy, uint64_t seed) {
 TEST_CASE("embedding: layer steps recorded into the application's command buffers and buffers match the reference") {
   check_recorded_stream(PolicyKind::lra_sum, 11);
   check_recorded_stream(PolicyKind::fifo, 12);
+}
+
+namespace {
+
+void check_logits(const std::vector<float>& want, const std::vector<float>& got, const std::string& when) {
+  INFO(when);
+  REQUIRE(got.size() == want.size());
+  // The tolerance of the GPU-vs-reference stack tests (test_stack.cpp).
+  for (size_t i = 0; i < want.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-3).scale(1.0));
+}
+
+}  // namespace
+
+TEST_CASE("embedding: stack steps recorded into the application's command buffers and buffers match the reference") {
+  // Bounded memories that evict, N > 0 so emission lags the input, per-block N differ.
+  StackConfig c = test::small_stack(2, {4, 2, 6}, 6, 7, 14, 5, Policy::lra_sum());
+  c.blocks.back().attention.q_capacity = 4;
+  const test::TokenStream s = test::random_tokens(31, c.vocab, 31, 0.05);
+  const uint32_t S = c.chunk, V = c.vocab;
+  RandomWeights weights(41);
+  reference::Stack cpu(c, weights);
+  StackRequest request;
+  request.hidden = false;
+  request.logits = true;
+
+  App app;
+  {
+    Context context(app.external());
+    gpu::Stack stack(context, c, weights);
+    // Ranges start off the buffers' beginnings, as an application's sub-allocations would.
+    const VkDeviceSize ids_at = 8, logits_at = 20, logits_bytes = uint64_t{S} * V * 4;
+    AppBuffer ids(app, ids_at + S * 4, false), logits(app, logits_at + logits_bytes, false),
+        readback(app, logits_bytes, true);
+    // One recorded step: ids (if any) written by the application's
+    // vkCmdUpdateBuffer, logits copied by its own consumer to its readback.
+    auto record = [&](const StackChunk& chunk) {
+      app.begin();
+      gpu::StackRecordInputs in;
+      in.chunk = chunk;
+      if (chunk.rows > 0) {
+        vkCmdUpdateBuffer(app.cb, ids.buffer, ids_at, chunk.tokens.size_bytes(), chunk.tokens.data());
+        in.chunk.tokens = {};
+        in.tokens = BufferRange{ids.buffer, ids_at, chunk.tokens.size_bytes()};
+      }
+      gpu::StackRecordOutputs out;
+      out.logits = BufferRange{logits.buffer, logits_at, logits_bytes};
+      out.consumer = {VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT};
+      const gpu::RecordedStep recorded = stack.record(app.cb, in, out);
+      const VkDeviceSize bytes = recorded.emitted_positions.size() * V * 4;
+      read_back(app.cb, logits, logits_at, readback, bytes);
+      app.submit_and_wait();
+      StackOutput got;
+      got.positions = recorded.emitted_positions;
+      const auto* floats = static_cast<const float*>(readback.mapped);
+      got.logits.assign(floats, floats + bytes / 4);
+      return got;
+    };
+
+    size_t emitted = 0;
+    uint32_t step = 0;
+    for (uint32_t first = 0; first < s.rows(); first += S, ++step) {
+      const StackChunk chunk = s.chunk(first, std::min(S, s.rows() - first));
+      const StackOutput want = cpu.step(chunk, request);
+      const StackOutput got = record(chunk);
+      CHECK(got.positions == want.positions);
+      check_logits(want.logits, got.logits, "step " + std::to_string(step));
+      emitted += got.positions.size();
+    }
+    CHECK(emitted < s.rows());  // emission lags: positions still wait in the Q rings
+    // Drained by recorded steps of no rows, as finish() would.
+    const StackOutput want = cpu.finish(request);
+    StackOutput got;
+    while (stack.has_pending()) got.append(record(StackChunk{}));
+    CHECK(got.positions == want.positions);
+    check_logits(want.logits, got.logits, "drain");
+    // The ordinary API goes on after recorded steps (it waits for them first).
+    CHECK(stack.finish(request).positions.empty());
+    const test::OnePosition one{5, s.rows()};
+    const StackOutput want_decode = cpu.decode(one.chunk(), request);
+    const StackOutput got_decode = stack.decode(one.chunk(), request);
+    CHECK(got_decode.positions == want_decode.positions);
+    check_logits(want_decode.logits, got_decode.logits, "decode");
+  }
+  app.check_no_messages();
 }
 
 TEST_CASE("embedding: two steps in flight (tickets, double-buffered staging) equal the blocking path") {

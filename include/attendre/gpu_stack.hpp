@@ -5,15 +5,38 @@
 #pragma once
 
 #include <attendre/context.hpp>
+#include <attendre/gpu.hpp>
 #include <attendre/stack.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace attendre::gpu {
 
 class StackEngine;
+
+// One stack step recorded into an application's command buffer. Positions
+// and valid flags always come from the host (every block plans its
+// evictions from them); the input rows come from the chunk's tokens or
+// embeddings, or from the application's buffer: chunk.rows uint32 token ids
+// (`tokens`, when the stack has a vocabulary) or chunk.rows * hidden floats
+// (`embeddings`, when it has none). A chunk of no rows is a drain step.
+struct StackRecordInputs {
+  StackChunk chunk;
+  std::optional<BufferRange> tokens, embeddings;
+};
+
+// Where a recorded step's outputs go, one row per emitted position, packed
+// in emission order (room for config.chunk rows: a step emits at most as
+// many rows as it takes in): the final hidden rows (hidden floats each, after
+// the final norm) and the logits (vocab floats each); none: the step only
+// advances the memories.
+struct StackRecordOutputs {
+  std::optional<BufferRange> hidden, logits;
+  Consumer consumer;  // who reads them after the step
+};
 
 // Device bytes held for one block. None of it grows with the stream.
 struct BlockMemory {
@@ -91,6 +114,14 @@ class Stack final : public TransformerStack {
   // lists the last one's kernels in order.
   void set_profiling(bool enabled);
   std::vector<KernelTime> last_profile();
+
+  // Embedding: appends one step (embedding, every block, final norm, LM
+  // head) to `cb`, with the contract of Layer::record (attendre/gpu.hpp):
+  // committed here, so `cb` is submitted once, in recording order, before
+  // the next call on this stack; first an acquire barrier from every
+  // stage's writes, last a release barrier to `out.consumer` and the host;
+  // host inputs travel inside `cb`. Returns the positions the step emitted.
+  RecordedStep record(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out = {});
 
  protected:
   StackOutput drain_step(const StackRequest& request) override;

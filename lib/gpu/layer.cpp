@@ -6,6 +6,7 @@
 #include "gpu/kv_memory.hpp"
 #include "gpu/layouts.hpp"
 #include "gpu/query_ring.hpp"
+#include "gpu/recorded_steps.hpp"
 #include "gpu/staging.hpp"
 #include "gpu/ticket.hpp"
 #include "vulkan/buffer.hpp"
@@ -101,10 +102,7 @@ struct Layer::Impl {
   StreamValidator validator;
   std::unique_ptr<vk::Profiler> profiler;
   uint64_t steps = 0;  // submitted or recorded so far
-  // Steps recorded into applications' command buffers whose finite checks
-  // are still to be read, and the host-visible buffers they wrote.
-  bool recorded_unverified = false;
-  std::vector<const vk::Buffer*> recorded_host_writes;
+  RecordedSteps recorded;
 };
 
 void Layer::Impl::finish(StepSlot& slot) {
@@ -116,17 +114,7 @@ void Layer::Impl::finish(StepSlot& slot) {
 
 void Layer::Impl::finish_pending() {
   for (auto& slot : slots) finish(*slot);
-  if (!recorded_unverified) return;
-  // The application submitted the recorded steps to the context's queue
-  // (record()'s contract): an empty submission of ours after them signals
-  // its fence only once they completed. Only our own fence is waited on.
-  vk::Submission& s = slots[0]->submission;
-  s.begin();
-  s.submit();
-  s.wait();
-  for (const vk::Buffer* b : recorded_host_writes) b->invalidate();
-  recorded_unverified = false;
-  checks.verify("a recorded step before step " + std::to_string(steps));
+  recorded.wait(slots[0]->submission, checks, "a recorded step before step " + std::to_string(steps));
 }
 
 Layer::Layer(Context& context, const LayerConfig& config) : impl_(std::make_unique<Impl>(context, config)) {}
@@ -254,29 +242,6 @@ StepResult Layer::Impl::result(const Ticket& ticket) {
   return result;
 }
 
-namespace {
-
-void check_range(const BufferRange& range, uint64_t bytes, const char* what) {
-  require(range.buffer != VK_NULL_HANDLE, std::string("record: the ") + what + " range has no buffer");
-  require(range.offset % 4 == 0, std::string("record: the ") + what + " range's offset is not a multiple of 4");
-  require(range.size >= bytes, std::string("record: the ") + what + " range holds " + std::to_string(range.size) +
-                                   " bytes, needs " + std::to_string(bytes));
-}
-
-// Calls f(begin, end) for each run of consecutive valid rows.
-template <class F>
-void for_valid_runs(const std::vector<QueryMeta>& rows, F f) {
-  for (uint32_t r = 0; r < rows.size();) {
-    if (!rows[r].valid) { ++r; continue; }
-    uint32_t end = r;
-    while (end < rows.size() && rows[end].valid) ++end;
-    f(r, end);
-    r = end;
-  }
-}
-
-}  // namespace
-
 RecordedStep Layer::record(VkCommandBuffer cb, const LayerInputs& in, const LayerOutputs& out) {
   Impl& m = *impl_;
   require(cb != VK_NULL_HANDLE, "record: no command buffer");
@@ -348,10 +313,7 @@ RecordedStep Layer::record(VkCommandBuffer cb, const LayerInputs& in, const Laye
     });
   }
   rec.release(out.consumer.stages, out.consumer.access);
-  for (const vk::Buffer* b : rec.host_writes())
-    if (std::find(m.recorded_host_writes.begin(), m.recorded_host_writes.end(), b) == m.recorded_host_writes.end())
-      m.recorded_host_writes.push_back(b);
-  m.recorded_unverified = true;
+  m.recorded.add(rec);
   ++m.steps;
   m.validator.accept(chunk, m.config, parts);
   for (const QueryMeta& meta : evicted)

@@ -23,5 +23,8 @@ StackMemory Stack::memory() const { return engine_->memory(); }
 Stack::Recorded Stack::last_recorded() const { return engine_->last_recorded(); }
 void Stack::set_profiling(bool enabled) { engine_->set_profiling(enabled); }
 std::vector<KernelTime> Stack::last_profile() { return engine_->last_profile(); }
+RecordedStep Stack::record(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out) {
+  return engine_->record(cb, in, out);
+}
 
 }  // namespace attendre::gpu

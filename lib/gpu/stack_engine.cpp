@@ -2,10 +2,12 @@
 
 #include "core/model_spec.hpp"
 #include "core/fail.hpp"
+#include "vulkan/context_state.hpp"
 
 #include <attendre/error.hpp>
 #include <attendre/gpu_stack.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -208,13 +210,14 @@ StackEngine::StackEngine(Context& ctx, const StackConfig& c, WeightSource& weigh
 
 void StackEngine::finish_pending() {
   submission_.wait();
-  if (!unverified_) return;
-  unverified_ = false;
-  shared_.checks->verify("step " + std::to_string(steps_ - 1));
+  if (unverified_) {
+    unverified_ = false;
+    shared_.checks->verify("step " + std::to_string(steps_ - 1));
+  }
+  recorded_steps_.wait(submission_, *shared_.checks, "a recorded step before step " + std::to_string(steps_));
 }
 
-std::vector<QueryMeta> StackEngine::stage_input(const StackChunk* chunk, uint32_t rows) {
-  auto* words = static_cast<uint32_t*>(shared_.upload.mapped()) + upload_plan_.input;
+std::vector<QueryMeta> StackEngine::stage_input(const StackChunk* chunk, uint32_t rows, uint32_t* words) {
   auto* floats = reinterpret_cast<float*>(words);
   const uint32_t H = config_.hidden;
   std::vector<QueryMeta> metas(rows);
@@ -229,16 +232,38 @@ std::vector<QueryMeta> StackEngine::stage_input(const StackChunk* chunk, uint32_
   return metas;
 }
 
-StackOutput StackEngine::run(const StackChunk* chunk, size_t first_block, BlockMode mode, const StackRequest& request) {
-  require(!request.logits || config_.vocab > 0, "logits requested from a stack without a vocabulary");
-  finish_pending();  // the previous step is done: staging is free
-  vk::CommandRecorder& rec = submission_.begin();
-  rec.attach(profiler_.get());
-  const uint32_t H = config_.hidden;
+StackEngine::Planned StackEngine::plan(const StackChunk* chunk, size_t first_block, BlockMode mode, uint32_t* words) {
+  Planned p;
   std::vector<QueryMeta> rows;
   if (first_block == 0 && mode != BlockMode::flush) {
-    const uint32_t n = mode == BlockMode::decode ? 1 : config_.chunk;
-    rows = stage_input(chunk, n);
+    p.input_rows = mode == BlockMode::decode ? 1 : config_.chunk;
+    rows = stage_input(chunk, p.input_rows, words + upload_plan_.input);
+  }
+  for (size_t l = first_block; l < blocks_.size(); ++l) {
+    const BlockMode block_mode = mode == BlockMode::flush && l != first_block ? BlockMode::stream : mode;
+    p.blocks.push_back(blocks_[l]->plan(std::move(rows), block_mode));
+    blocks_[l]->stage(p.blocks.back(), words + upload_plan_.blocks[l]);
+    rows = p.blocks.back().evicted;
+  }
+  p.emitted = std::move(rows);
+  return p;
+}
+
+void StackEngine::copy_rows(vk::CommandRecorder& rec, const vk::Buffer& src, uint32_t row_floats,
+                            const std::vector<QueryMeta>& rows, Destination dst) const {
+  const uint64_t row_bytes = uint64_t{row_floats} * 4;
+  if (!dst.packed) return rec.copy(src, 0, *dst.buffer, dst.offset, rows.size() * row_bytes);
+  uint64_t written = 0;
+  for_valid_runs(rows, [&](uint32_t begin, uint32_t end) {
+    rec.copy(src, begin * row_bytes, *dst.buffer, dst.offset + written * row_bytes, (end - begin) * row_bytes);
+    written += end - begin;
+  });
+}
+
+void StackEngine::record_step(vk::CommandRecorder& rec, const Planned& step, size_t first_block, Destination hidden,
+                              Destination logits) {
+  const uint32_t H = config_.hidden, n = step.input_rows;
+  if (n > 0) {
     if (config_.vocab > 0) {
       // Part 0 writes zeros for the ids outside it, the later parts their own
       // rows over them: in order (parts() starts at id 0).
@@ -250,33 +275,44 @@ StackOutput StackEngine::run(const StackChunk* chunk, size_t first_block, BlockM
       rec.copy(shared_.upload, upload_plan_.input * 4, shared_.x[0], 0, uint64_t{n} * H * 4);
     }
   }
-  auto* upload_words = static_cast<uint32_t*>(shared_.upload.mapped());
-  for (size_t l = first_block; l < blocks_.size(); ++l) {
-    const BlockMode block_mode = mode == BlockMode::flush && l != first_block ? BlockMode::stream : mode;
-    const BlockStep step = blocks_[l]->plan(std::move(rows), block_mode);
-    blocks_[l]->stage(step, upload_words + upload_plan_.blocks[l]);
-    blocks_[l]->record(rec, step, upload_plan_.blocks[l]);
-    rows = step.evicted;
-  }
+  for (size_t i = 0; i < step.blocks.size(); ++i)
+    blocks_[first_block + i]->record(rec, step.blocks[i], upload_plan_.blocks[first_block + i]);
 
-  StackOutput out;
-  for (const QueryMeta& m : rows)
-    if (m.valid) out.positions.push_back(m.position);
+  const std::vector<QueryMeta>& rows = step.emitted;
   const uint32_t count = static_cast<uint32_t>(rows.size());
-  const bool read = !out.positions.empty() && (request.hidden || request.logits);
-  if (!out.positions.empty() && (read || on_output)) {
+  const bool emits = std::any_of(rows.begin(), rows.end(), [](const QueryMeta& m) { return m.valid; });
+  const bool read = emits && (hidden.buffer || logits.buffer);
+  if (emits && (read || on_output)) {
     final_norm_.record(rec, {count, H, config_.final_norm_eps, 0, output_norm_.bias_offset, RowRef::contiguous(H),
                             RowRef::contiguous(H)});
     if (on_output) on_output(rec, final_rows_, rows);
   }
-  if (read) {
-    if (request.hidden) rec.copy(final_rows_, 0, readback_, readback_plan_.hidden * 4, uint64_t{count} * H * 4);
-    if (request.logits) {
-      head_.record(rec, count, RowRef::contiguous(H), RowRef::contiguous(config_.vocab));
-      shared_.checks->record(rec, logits_site_, 0, count * config_.vocab);
-      rec.copy(logits_, 0, readback_, readback_plan_.logits * 4, uint64_t{count} * config_.vocab * 4);
-    }
+  if (!read) return;
+  if (hidden.buffer) copy_rows(rec, final_rows_, H, rows, hidden);
+  if (logits.buffer) {
+    head_.record(rec, count, RowRef::contiguous(H), RowRef::contiguous(config_.vocab));
+    shared_.checks->record(rec, logits_site_, 0, count * config_.vocab);
+    copy_rows(rec, logits_, config_.vocab, rows, logits);
   }
+}
+
+StackOutput StackEngine::run(const StackChunk* chunk, size_t first_block, BlockMode mode, const StackRequest& request) {
+  require(!request.logits || config_.vocab > 0, "logits requested from a stack without a vocabulary");
+  finish_pending();  // the previous step is done: staging is free
+  vk::CommandRecorder& rec = submission_.begin();
+  rec.attach(profiler_.get());
+  const uint32_t H = config_.hidden;
+  const Planned step = plan(chunk, first_block, mode, static_cast<uint32_t*>(shared_.upload.mapped()));
+  const std::vector<QueryMeta>& rows = step.emitted;
+  StackOutput out;
+  for (const QueryMeta& m : rows)
+    if (m.valid) out.positions.push_back(m.position);
+  Destination hidden, logits;
+  if (request.hidden) hidden = {&readback_, readback_plan_.hidden * 4};
+  if (request.logits) logits = {&readback_, readback_plan_.logits * 4};
+  record_step(rec, step, first_block, hidden, logits);
+  const uint32_t count = static_cast<uint32_t>(rows.size());
+  const bool read = !out.positions.empty() && (request.hidden || request.logits);
   recorded_ = {1, rec.counts().dispatches, rec.counts().barriers, rec.counts().copies};
   submission_.submit();
   ++steps_;
@@ -341,6 +377,66 @@ StackOutput StackEngine::decode(const StackChunk& one, const StackRequest& reque
   StackOutput out = run(&one, 0, BlockMode::decode, request);
   validator_.accept(one);
   return out;
+}
+
+RecordedStep StackEngine::record(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out) {
+  require(cb != VK_NULL_HANDLE, "record: no command buffer");
+  require(!finished_, "record() after finish(): the stack decodes now");
+  const uint32_t H = config_.hidden, S = config_.chunk;
+  const bool ids = config_.vocab > 0;
+  require(!(ids ? in.embeddings : in.tokens), ids ? "record: a stack with a vocabulary takes token ids, not embeddings"
+                                                  : "record: a stack without a vocabulary takes embeddings, not ids");
+  require(!out.logits || ids, "record: logits requested from a stack without a vocabulary");
+  const std::optional<BufferRange>& device = ids ? in.tokens : in.embeddings;
+  const uint32_t row_words = ids ? 1 : H;
+  // The device input's values never reach the host: positions and valid
+  // flags are checked with placeholders (id 0, zero rows) in its place,
+  // which the upload image then holds until the device copies overwrite them.
+  StackChunk chunk = in.chunk;
+  std::vector<uint32_t> placeholder_ids;
+  std::vector<float> placeholder_rows;
+  if (device) {
+    require(ids ? chunk.tokens.empty() : chunk.embeddings.empty(),
+            "record: the input rows come from the chunk or from a buffer range, not both");
+    check_range(*device, uint64_t{chunk.rows} * row_words * 4, ids ? "tokens" : "embeddings");
+    if (ids) chunk.tokens = placeholder_ids = std::vector<uint32_t>(chunk.rows, 0);
+    else chunk.embeddings = placeholder_rows = std::vector<float>(uint64_t{chunk.rows} * H, 0.0f);
+  }
+  if (out.hidden) check_range(*out.hidden, uint64_t{S} * H * 4, "hidden");
+  if (out.logits) check_range(*out.logits, uint64_t{S} * config_.vocab * 4, "logits");
+  validator_.check(chunk, config_, S);
+  check_gpu_positions(chunk);
+
+  // Committed from here. The upload image travels inside `cb`
+  // (vkCmdUpdateBuffer into the upload buffer, after the acquire barrier):
+  // the host writes no mapped memory that an earlier step may still read.
+  std::vector<uint32_t> image(upload_plan_.words);
+  const Planned step = plan(&chunk, 0, BlockMode::stream, image.data());
+  vk::CommandRecorder rec(cb, context_.state().debug_label);
+  rec.acquire();
+  rec.update(shared_.upload, 0, image.size() * 4, image.data());
+  if (device) {
+    const vk::Buffer src = vk::Buffer::borrow(device->buffer, device->offset + device->size, "application input");
+    const uint64_t row_bytes = uint64_t{row_words} * 4;
+    // Only valid rows: padding rows of the application's buffer are never read.
+    for_valid_runs(step.blocks[0].inserted, [&](uint32_t begin, uint32_t end) {
+      rec.copy(src, device->offset + begin * row_bytes, shared_.upload, upload_plan_.input * 4 + begin * row_bytes,
+               (end - begin) * row_bytes);
+    });
+  }
+  std::optional<vk::Buffer> hidden, logits;
+  if (out.hidden) hidden = vk::Buffer::borrow(out.hidden->buffer, out.hidden->offset + out.hidden->size, "application hidden");
+  if (out.logits) logits = vk::Buffer::borrow(out.logits->buffer, out.logits->offset + out.logits->size, "application logits");
+  record_step(rec, step, 0, hidden ? Destination{&*hidden, out.hidden->offset, true} : Destination{},
+              logits ? Destination{&*logits, out.logits->offset, true} : Destination{});
+  rec.release(out.consumer.stages, out.consumer.access);
+  recorded_steps_.add(rec);
+  ++steps_;
+  validator_.accept(chunk);
+  RecordedStep recorded;
+  for (const QueryMeta& m : step.emitted)
+    if (m.valid) recorded.emitted_positions.push_back(m.position);
+  return recorded;
 }
 
 bool StackEngine::has_pending() const {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/stack_chunk.hpp"
+#include "gpu/recorded_steps.hpp"
 #include "gpu/stack_block.hpp"
 #include "kernels/embedding.hpp"
 #include "vulkan/commands.hpp"
@@ -70,6 +71,7 @@ class StackEngine final : public TransformerStack {
   Stack::Recorded last_recorded() const { return recorded_; }
   void set_profiling(bool enabled);
   std::vector<KernelTime> last_profile();
+  RecordedStep record(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out);
 
   // Loads every cross-attention block from `rows` rows of the encoder buffer.
   void load_encoder_memory(kernels::RowRef rows, const std::vector<int64_t>& positions);
@@ -78,10 +80,33 @@ class StackEngine final : public TransformerStack {
   std::function<void(vk::CommandRecorder&, const vk::Buffer&, const std::vector<QueryMeta>&)> on_output;
 
  private:
+  // One step's host half: every block planned (committed) and the upload
+  // image (input, then each block's metadata) written at `words`.
+  struct Planned {
+    uint32_t input_rows = 0;  // rows embedded (0: the step starts past block 0)
+    std::vector<BlockStep> blocks;
+    std::vector<QueryMeta> emitted;  // rows leaving the last block, valid or not
+  };
+  Planned plan(const StackChunk* chunk, size_t first_block, BlockMode mode, uint32_t* words);
+  // Where a step's final rows or logits are copied: packed (valid rows only,
+  // as record() writes an application's buffer) or all rows as computed.
+  struct Destination {
+    const vk::Buffer* buffer = nullptr;
+    uint64_t offset = 0;  // bytes
+    bool packed = false;
+  };
+  // Records a planned step: embedding, blocks, then, when it emits any valid
+  // row, the final norm, the LM head and the copies to `hidden` and `logits`
+  // (either may have no buffer).
+  void record_step(vk::CommandRecorder& rec, const Planned& step, size_t first_block, Destination hidden,
+                   Destination logits);
+  void copy_rows(vk::CommandRecorder& rec, const vk::Buffer& src, uint32_t row_floats,
+                 const std::vector<QueryMeta>& rows, Destination dst) const;
   StackOutput run(const StackChunk* chunk, size_t first_block, BlockMode mode, const StackRequest& request);
-  // Waits for the last submitted step and reports its non-finite values.
+  // Waits for the last submitted step and for recorded ones, and reports
+  // their non-finite values.
   void finish_pending();
-  std::vector<QueryMeta> stage_input(const StackChunk* chunk, uint32_t rows);
+  std::vector<QueryMeta> stage_input(const StackChunk* chunk, uint32_t rows, uint32_t* words);
 
   Context& context_;
   StackConfig config_;
@@ -101,6 +126,7 @@ class StackEngine final : public TransformerStack {
   vk::Submission submission_;
   StackStreamValidator validator_;
   Stack::Recorded recorded_;
+  RecordedSteps recorded_steps_;  // record()'s, read at the next wait
   std::unique_ptr<vk::Profiler> profiler_;
   uint32_t logits_site_ = 0;
   uint64_t steps_ = 0;       // submitted so far
