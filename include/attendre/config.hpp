@@ -2,6 +2,8 @@
 // eviction policy, and retrieval. Names follow ../shared/spec/memory-semantics.md.
 #pragma once
 
+#include <attendre/status.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -109,9 +111,13 @@ struct LayerConfig {
   KvMemoryConfig kv;
   RetrievalConfig retrieval;
 
-  // Throws Error(invalid_argument or infeasible_config) naming the first
-  // problem: shapes, K, lambda and the eviction feasibility of spec 2.1.
-  void validate() const;
+  // The first problem (invalid_argument or infeasible_config) named, or ok:
+  // shapes, K, lambda and the eviction feasibility of spec 2.1.
+  Status check() const;
+#if defined(__cpp_exceptions)
+  // Throws check()'s failure as Error.
+  void validate() const { check().or_throw(); }
+#endif
 
   double scale() const;
   // Whether retrieval reads every held entry (no top-K selection needed).
@@ -120,9 +126,9 @@ struct LayerConfig {
   uint32_t max_queries_per_step(bool with_flush) const;
 };
 
-// Throws infeasible_config for an insertion that must evict `needed`
+// The infeasible_config failure of an insertion that must evict `needed`
 // entries when only `eligible` may go (pinned entries, protect_new).
-[[noreturn]] void fail_infeasible_insertion(uint64_t needed, uint64_t eligible);
+Status infeasible_insertion(uint64_t needed, uint64_t eligible);
 
 // The input magnitudes every backend accepts, so that fp32 logits and
 // attention outputs stay finite (docs/spec-notes.md, "Numerics"): for every

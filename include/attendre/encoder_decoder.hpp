@@ -21,7 +21,11 @@ struct EncoderDecoderConfig {
   StackConfig decoder;
   uint32_t encoder_memory = 0;  // O
 
-  void validate() const;
+  // The first problem named (both stacks, O, the cross-attention blocks), or ok.
+  Status check() const;
+#if defined(__cpp_exceptions)
+  void validate() const { check().or_throw(); }  // throws check()'s failure
+#endif
 };
 
 // A WeightSource whose tensor names all start with `prefix`.

@@ -19,8 +19,11 @@ struct SamplingOptions {
   double temperature = 0.0;  // 0: greedy (the largest logit, the smaller id on ties)
   double top_p = 1.0;        // nucleus: sample among the most likely tokens whose probability reaches top_p
   uint64_t seed = 0;
-  // Throws invalid_argument naming the field: temperature finite and >= 0, top_p in (0, 1].
-  void validate() const;
+  // invalid_argument naming the field, or ok: temperature finite and >= 0, top_p in (0, 1].
+  Status check() const;
+#if defined(__cpp_exceptions)
+  void validate() const { check().or_throw(); }  // throws check()'s failure
+#endif
 };
 
 // Picks tokens from rows of logits. Draws come from a local generator

@@ -29,11 +29,21 @@ struct MemorySetting {
   // The unbounded reference setting for a stream of `positions` positions read
   // in chunks of `chunk`: N = 0, causal, fifo, M = max(positions, chunk), K = M.
   // Nothing is ever evicted, so the stack equals ordinary causal attention.
-  static MemorySetting full_context(uint64_t positions, uint32_t chunk);
+  // invalid_argument when M would pass 2^32.
+  static Result<MemorySetting> try_full_context(uint64_t positions, uint32_t chunk);
   // The same for an encoder: every query waits for the whole stream (N =
   // positions) and sees all of it, not causal, so the stack equals ordinary
   // bidirectional attention.
-  static MemorySetting full_bidirectional(uint64_t positions, uint32_t chunk);
+  static Result<MemorySetting> try_full_bidirectional(uint64_t positions, uint32_t chunk);
+#if defined(__cpp_exceptions)
+  // The same, failures thrown as Error.
+  static MemorySetting full_context(uint64_t positions, uint32_t chunk) {
+    return try_full_context(positions, chunk).value_or_throw();
+  }
+  static MemorySetting full_bidirectional(uint64_t positions, uint32_t chunk) {
+    return try_full_bidirectional(positions, chunk).value_or_throw();
+  }
+#endif
 };
 
 struct MemoryPlan {
@@ -47,11 +57,11 @@ struct MemoryPlan {
 
 // Sets config.chunk, flush_capable and every block's N, M, K, policy, sinks,
 // retrieval mode, causal mask and (RoPE blocks) LM-Infinite from `plan`,
-// leaving shapes, scale and bias as the model set them. Throws
+// leaving shapes, scale and bias as the model set them. Fails with
 // invalid_argument for an override of a block the stack does not have, and
-// for LM-Infinite on a stack without RoPE blocks; feasibility is
-// StackConfig::validate()'s.
-void apply_memory(StackConfig& config, const MemoryPlan& plan);
+// for LM-Infinite on a stack without RoPE blocks (config unchanged then);
+// feasibility is StackConfig::check()'s.
+Status try_apply_memory(StackConfig& config, const MemoryPlan& plan);
 // The same for one layer: N, M, K, policy, sinks, retrieval mode and causal
 // mask from `setting`, the shape, chunk, scale and bias left as they are.
 void apply_memory(LayerConfig& config, const MemorySetting& setting);
@@ -70,6 +80,14 @@ struct EncoderDecoderPlan {
 // Applies `plan`: the encoder plan to config.encoder, O, and the decoder's
 // self- and cross-attention memories as EncoderDecoderPlan describes them
 // (the decoder reads one position per decode(): S = 1).
-void apply_encoder_decoder_memory(EncoderDecoderConfig& config, const EncoderDecoderPlan& plan);
+Status try_apply_encoder_decoder_memory(EncoderDecoderConfig& config, const EncoderDecoderPlan& plan);
+
+#if defined(__cpp_exceptions)
+// The same, failures thrown as Error.
+inline void apply_memory(StackConfig& config, const MemoryPlan& plan) { try_apply_memory(config, plan).or_throw(); }
+inline void apply_encoder_decoder_memory(EncoderDecoderConfig& config, const EncoderDecoderPlan& plan) {
+  try_apply_encoder_decoder_memory(config, plan).or_throw();
+}
+#endif
 
 }  // namespace attendre

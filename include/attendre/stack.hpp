@@ -75,8 +75,11 @@ struct StackConfig {
   // once, so it needs M >= N_l + n_sink under protect_new (a higher peak).
   bool flush_capable = false;
 
-  // Throws Error naming the first problem (shapes, feasibility of every block).
-  void validate() const;
+  // The first problem named (shapes, feasibility of every block), or ok.
+  Status check() const;
+#if defined(__cpp_exceptions)
+  void validate() const { check().or_throw(); }  // throws check()'s failure
+#endif
   // The most rows block l receives in one step.
   uint32_t max_rows_in(size_t block) const;
   // The most rows one insertion into block l's K/V memory holds: its input

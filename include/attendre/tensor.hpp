@@ -4,6 +4,8 @@
 // are stored and are decoded inside the kernels.
 #pragma once
 
+#include <attendre/status.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -29,8 +31,11 @@ struct ElementBlock {
   uint32_t values = 1, bytes = 4;
 };
 ElementBlock element_block(ElementType type);
-// Bytes of `values` values; `values` must be a whole number of blocks.
-uint64_t encoded_bytes(ElementType type, uint64_t values);
+// Bytes of `values` values; invalid_argument unless `values` is a whole number of blocks.
+Result<uint64_t> try_encoded_bytes(ElementType type, uint64_t values);
+#if defined(__cpp_exceptions)
+inline uint64_t encoded_bytes(ElementType type, uint64_t values) { return try_encoded_bytes(type, values).value_or_throw(); }
+#endif
 
 // One tensor's bytes in their encoding, rows contiguous (cols * rows values).
 struct TensorView {

@@ -1,6 +1,6 @@
 #include "core/numerics.hpp"
 #include "core/positions.hpp"
-#include "core/fail.hpp"
+#include "core/try.hpp"
 #include "core/stream_validator.hpp"
 
 #include <attendre/config.hpp>
@@ -27,10 +27,10 @@ std::string g(double value) {
 
 // The device computes in fp32: a parameter outside its normal range would
 // silently become infinite (and NaN once multiplied by 0) or flush to zero.
-void require_float32(double value, const char* what) {
-  if (!numerics::fits_float32(value))
-    fail(ErrorCode::invalid_argument, std::string(what) + " is " + g(value) +
-                                          ": it must be 0 or a float32 magnitude in [1.18e-38, 3.4e38]");
+Status require_float32(double value, const char* what) {
+  ATTENDRE_REQUIRE(numerics::fits_float32(value),
+                   std::string(what) + " is " + g(value) + ": it must be 0 or a float32 magnitude in [1.18e-38, 3.4e38]");
+  return {};
 }
 
 }  // namespace
@@ -51,10 +51,10 @@ double alibi_slope(uint32_t head, uint32_t heads) {
   return std::exp2(-8.0 * static_cast<double>(head + 1) / static_cast<double>(heads));
 }
 
-void fail_infeasible_insertion(uint64_t needed, uint64_t eligible) {
-  fail(ErrorCode::infeasible_config, "infeasible insertion: must evict " + std::to_string(needed) +
-                                         " entries but only " + std::to_string(eligible) +
-                                         " are eligible (pinned positions < n_sink are never evicted)");
+Status infeasible_insertion(uint64_t needed, uint64_t eligible) {
+  return {ErrorCode::infeasible_config, "infeasible insertion: must evict " + std::to_string(needed) +
+                                            " entries but only " + std::to_string(eligible) +
+                                            " are eligible (pinned positions < n_sink are never evicted)"};
 }
 
 double LayerConfig::scale() const {
@@ -65,77 +65,78 @@ uint32_t LayerConfig::max_queries_per_step(bool with_flush) const {
   return with_flush && q_capacity > chunk ? q_capacity : chunk;
 }
 
-void LayerConfig::validate() const {
-  require(shape.heads_q >= 1 && shape.heads_kv >= 1 && shape.head_dim >= 1,
+Status LayerConfig::check() const {
+  ATTENDRE_REQUIRE(shape.heads_q >= 1 && shape.heads_kv >= 1 && shape.head_dim >= 1,
           "heads_q, heads_kv and head_dim must be at least 1");
-  require(shape.heads_q % shape.heads_kv == 0, "heads_q (" + u(shape.heads_q) +
+  ATTENDRE_REQUIRE(shape.heads_q % shape.heads_kv == 0, "heads_q (" + u(shape.heads_q) +
                                                    ") must be a multiple of heads_kv (" + u(shape.heads_kv) + ")");
-  require(chunk >= 1, "chunk size S must be at least 1");
-  require(kv.capacity >= 1, "K/V capacity M must be at least 1");
-  require(retrieval.top_k >= 1, "top-K must be at least 1");
+  ATTENDRE_REQUIRE(chunk >= 1, "chunk size S must be at least 1");
+  ATTENDRE_REQUIRE(kv.capacity >= 1, "K/V capacity M must be at least 1");
+  ATTENDRE_REQUIRE(retrieval.top_k >= 1, "top-K must be at least 1");
   // The Q ring holds N + S rows and insertion plans over M + S candidates,
   // counted in 32 bits on the device.
-  require(uint64_t{q_capacity} + chunk <= 0xFFFFFFFFull,
+  ATTENDRE_REQUIRE(uint64_t{q_capacity} + chunk <= 0xFFFFFFFFull,
           "N + S must fit 32 bits, got N=" + u(q_capacity) + " S=" + u(chunk));
-  require(uint64_t{kv.capacity} + chunk <= 0xFFFFFFFFull,
+  ATTENDRE_REQUIRE(uint64_t{kv.capacity} + chunk <= 0xFFFFFFFFull,
           "M + S must fit 32 bits, got M=" + u(kv.capacity) + " S=" + u(chunk));
-  require(!(kv.policy.lambda < 0.0), "lfa lambda must be >= 0, got " + g(kv.policy.lambda));
-  require_float32(kv.policy.lambda, "lfa lambda");
+  ATTENDRE_REQUIRE(!(kv.policy.lambda < 0.0), "lfa lambda must be >= 0, got " + g(kv.policy.lambda));
+  ATTENDRE_TRY(require_float32(kv.policy.lambda, "lfa lambda"));
   const InitialScore& init = kv.policy.initial;
-  require_float32(init.k, "initial score k");
-  require_float32(init.value, "constant initial score");
-  if (retrieval.scale) require_float32(*retrieval.scale, "scale");
-  if (retrieval.bias == BiasKind::t5) positions::validate(retrieval.t5, shape.heads_q, false, "");
+  ATTENDRE_TRY(require_float32(init.k, "initial score k"));
+  ATTENDRE_TRY(require_float32(init.value, "constant initial score"));
+  if (retrieval.scale) ATTENDRE_TRY(require_float32(*retrieval.scale, "scale"));
+  if (retrieval.bias == BiasKind::t5) ATTENDRE_TRY(positions::check(retrieval.t5, shape.heads_q, false, ""));
 
   // Spec 2.1: a configuration in which E eligible entries cannot exist is an
   // error now, never a silent clamp at run time.
   if (kv.protect_new) {
     if (static_cast<uint64_t>(kv.capacity) < static_cast<uint64_t>(chunk) + kv.n_sink)
-      fail(ErrorCode::infeasible_config,
-           "infeasible: protect_new needs M >= S + n_sink, got M=" + u(kv.capacity) + " S=" + u(chunk) +
-               " n_sink=" + u(kv.n_sink));
+      return {ErrorCode::infeasible_config, "infeasible: protect_new needs M >= S + n_sink, got M=" + u(kv.capacity) +
+                                                " S=" + u(chunk) + " n_sink=" + u(kv.n_sink)};
   } else if (kv.capacity < kv.n_sink) {
-    fail(ErrorCode::infeasible_config,
-         "infeasible: M=" + u(kv.capacity) + " cannot hold n_sink=" + u(kv.n_sink) + " pinned entries");
+    return {ErrorCode::infeasible_config,
+            "infeasible: M=" + u(kv.capacity) + " cannot hold n_sink=" + u(kv.n_sink) + " pinned entries"};
   }
+  return {};
 }
 
-void StreamValidator::check(const ChunkView& chunk, const LayerConfig& config, Parts parts) const {
+Status StreamValidator::check(const ChunkView& chunk, const LayerConfig& config, Parts parts) const {
   const bool queries = parts == Parts::all || parts == Parts::queries;
   const bool keys = parts == Parts::all || parts == Parts::keys;
   const AttentionShape& s = config.shape;
   const size_t rows = chunk.rows;
-  require(chunk.rows <= config.chunk,
+  ATTENDRE_REQUIRE(chunk.rows <= config.chunk,
           "chunk has " + u(chunk.rows) + " rows, more than the layer's S=" + u(config.chunk));
   if (queries)
-    require(chunk.q.size() == rows * s.q_row(), "chunk q holds " + u(chunk.q.size()) +
+    ATTENDRE_REQUIRE(chunk.q.size() == rows * s.q_row(), "chunk q holds " + u(chunk.q.size()) +
                                                    " floats, expected rows*heads_q*head_dim = " + u(rows * s.q_row()));
   if (keys) {
-    require(chunk.k.size() == rows * s.kv_row(), "chunk k holds " + u(chunk.k.size()) +
+    ATTENDRE_REQUIRE(chunk.k.size() == rows * s.kv_row(), "chunk k holds " + u(chunk.k.size()) +
                                                     " floats, expected rows*heads_kv*head_dim = " + u(rows * s.kv_row()));
-    require(chunk.v.size() == rows * s.kv_row(), "chunk v holds " + u(chunk.v.size()) +
+    ATTENDRE_REQUIRE(chunk.v.size() == rows * s.kv_row(), "chunk v holds " + u(chunk.v.size()) +
                                                     " floats, expected rows*heads_kv*head_dim = " + u(rows * s.kv_row()));
   }
-  require(chunk.positions.size() == rows, "chunk positions hold " + u(chunk.positions.size()) + " values, expected " + u(rows));
-  require(chunk.valid.empty() || chunk.valid.size() == rows, "chunk valid flags hold " + u(chunk.valid.size()) + " values, expected " + u(rows));
-  require(chunk.tags.empty() || chunk.tags.size() == rows, "chunk tags hold " + u(chunk.tags.size()) + " values, expected " + u(rows));
+  ATTENDRE_REQUIRE(chunk.positions.size() == rows, "chunk positions hold " + u(chunk.positions.size()) + " values, expected " + u(rows));
+  ATTENDRE_REQUIRE(chunk.valid.empty() || chunk.valid.size() == rows, "chunk valid flags hold " + u(chunk.valid.size()) + " values, expected " + u(rows));
+  ATTENDRE_REQUIRE(chunk.tags.empty() || chunk.tags.size() == rows, "chunk tags hold " + u(chunk.tags.size()) + " values, expected " + u(rows));
   // Non-finite inputs would make every ordering below meaningless; padding
   // rows are never read, so only valid rows are checked.
-  auto finite_rows = [&](std::span<const float> data, size_t row_floats, const char* name) {
+  auto finite_rows = [&](std::span<const float> data, size_t row_floats, const char* name) -> Status {
     for (size_t r = 0; r < rows; ++r) {
       if (!chunk.valid.empty() && chunk.valid[r] == 0) continue;
       for (float x : data.subspan(r * row_floats, row_floats))
-        require(std::isfinite(x), std::string("chunk ") + name + " row " + u(r) + " holds a non-finite value");
+        ATTENDRE_REQUIRE(std::isfinite(x), std::string("chunk ") + name + " row " + u(r) + " holds a non-finite value");
     }
+    return {};
   };
-  if (queries) finite_rows(chunk.q, s.q_row(), "q");
+  if (queries) ATTENDRE_TRY(finite_rows(chunk.q, s.q_row(), "q"));
   if (keys) {
-    finite_rows(chunk.k, s.kv_row(), "k");
-    finite_rows(chunk.v, s.kv_row(), "v");
+    ATTENDRE_TRY(finite_rows(chunk.k, s.kv_row(), "k"));
+    ATTENDRE_TRY(finite_rows(chunk.v, s.kv_row(), "v"));
   }
-  if (parts != Parts::positions) check_magnitudes(chunk, config, parts);
-  if (parts == Parts::queries) return;  // queries alone need not follow the stream's order
-  cursor_.check(chunk.positions, chunk.valid);
+  if (parts != Parts::positions) ATTENDRE_TRY(check_magnitudes(chunk, config, parts));
+  if (parts == Parts::queries) return {};  // queries alone need not follow the stream's order
+  return cursor_.check(chunk.positions, chunk.valid);
 }
 
 StreamValidator::Norms StreamValidator::chunk_norms(const ChunkView& chunk, const LayerConfig& config,
@@ -173,20 +174,18 @@ StreamValidator::Norms StreamValidator::chunk_norms(const ChunkView& chunk, cons
 // Every query meets every key held with it, and both norms only grow over
 // the stream, so bounding the largest query norm seen times the largest key
 // norm seen bounds every logit the layer will compute.
-void StreamValidator::check_magnitudes(const ChunkView& chunk, const LayerConfig& config, Parts parts) const {
+Status StreamValidator::check_magnitudes(const ChunkView& chunk, const LayerConfig& config, Parts parts) const {
   const Norms n = chunk_norms(chunk, config, parts);
-  if (n.value > numerics::kMaxValue)
-    fail(ErrorCode::invalid_argument, "chunk v row " + u(n.value_row) + " holds |v| = " + g(n.value) +
-                                          ", over the limit of " + g(numerics::kMaxValue) +
-                                          " that keeps float32 attention outputs finite");
+  ATTENDRE_REQUIRE(n.value <= numerics::kMaxValue, "chunk v row " + u(n.value_row) + " holds |v| = " + g(n.value) +
+                                                      ", over the limit of " + g(numerics::kMaxValue) +
+                                                      " that keeps float32 attention outputs finite");
   const double scale = std::abs(config.scale());
   const double query = std::max(seen_.query, n.query), key = std::max(seen_.key, n.key);
-  if (scale * query * key <= numerics::kMaxLogit) return;
+  if (scale * query * key <= numerics::kMaxLogit) return {};
   const bool blame_query = n.query * key >= query * n.key;
-  fail(ErrorCode::invalid_argument,
-       "chunk " + std::string(blame_query ? "q row " + u(n.query_row) : "k row " + u(n.key_row)) +
-           ": scale * |q| * |k| reaches " + g(scale * query * key) + " (|q| " + g(query) + ", |k| " + g(key) +
-           "), over the limit of " + g(numerics::kMaxLogit) + " that keeps float32 logits finite");
+  return invalid_argument("chunk " + std::string(blame_query ? "q row " + u(n.query_row) : "k row " + u(n.key_row)) +
+                          ": scale * |q| * |k| reaches " + g(scale * query * key) + " (|q| " + g(query) + ", |k| " +
+                          g(key) + "), over the limit of " + g(numerics::kMaxLogit) + " that keeps float32 logits finite");
 }
 
 void StreamValidator::accept(const ChunkView& chunk, const LayerConfig& config, Parts parts) {
@@ -196,16 +195,17 @@ void StreamValidator::accept(const ChunkView& chunk, const LayerConfig& config, 
   seen_.key = std::max(seen_.key, n.key);
 }
 
-void PositionCursor::check(std::span<const int64_t> positions, std::span<const uint8_t> valid) const {
+Status PositionCursor::check(std::span<const int64_t> positions, std::span<const uint8_t> valid) const {
   int64_t last = last_;
   bool seen = seen_;
   for (size_t r = 0; r < positions.size(); ++r) {
     if (!valid.empty() && valid[r] == 0) continue;
-    require(!seen || positions[r] > last, "positions must strictly increase over valid rows: " +
-                                              std::to_string(positions[r]) + " follows " + std::to_string(last));
+    ATTENDRE_REQUIRE(!seen || positions[r] > last, "positions must strictly increase over valid rows: " +
+                                                       std::to_string(positions[r]) + " follows " + std::to_string(last));
     last = positions[r];
     seen = true;
   }
+  return {};
 }
 
 void PositionCursor::accept(std::span<const int64_t> positions, std::span<const uint8_t> valid) {

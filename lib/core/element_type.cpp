@@ -1,4 +1,4 @@
-#include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include <attendre/error.hpp>
 #include <attendre/tensor.hpp>
@@ -53,9 +53,9 @@ ElementBlock element_block(ElementType type) {
   return {1, 4};
 }
 
-uint64_t encoded_bytes(ElementType type, uint64_t values) {
+Result<uint64_t> try_encoded_bytes(ElementType type, uint64_t values) {
   const ElementBlock b = element_block(type);
-  require(values % b.values == 0, std::string(to_string(type)) + " holds whole blocks of " + std::to_string(b.values) +
+  ATTENDRE_REQUIRE(values % b.values == 0, std::string(to_string(type)) + " holds whole blocks of " + std::to_string(b.values) +
                                       " values, not " + std::to_string(values));
   return values / b.values * b.bytes;
 }

@@ -20,6 +20,8 @@ const char* to_string(ErrorCode code) {
   return "unknown error";
 }
 
+#if defined(__cpp_exceptions)
 void fail(ErrorCode code, const std::string& message) { throw Error(code, message); }
+#endif
 
 }  // namespace attendre

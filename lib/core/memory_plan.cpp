@@ -1,4 +1,4 @@
-#include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include <attendre/memory_plan.hpp>
 
@@ -7,11 +7,11 @@
 
 namespace attendre {
 
-MemorySetting MemorySetting::full_context(uint64_t positions, uint32_t chunk) {
-  // M past 32 bits cannot be counted by the memories; validate() names it.
+Result<MemorySetting> MemorySetting::try_full_context(uint64_t positions, uint32_t chunk) {
+  // M past 32 bits cannot be counted by the memories.
   const uint64_t capacity = std::max<uint64_t>(positions, chunk);
-  require(capacity <= std::numeric_limits<uint32_t>::max(),
-          "a full context of " + std::to_string(positions) + " positions needs M past 2^32");
+  ATTENDRE_REQUIRE(capacity <= std::numeric_limits<uint32_t>::max(),
+                   "a full context of " + std::to_string(positions) + " positions needs M past 2^32");
   MemorySetting s;
   s.q_capacity = 0;
   s.kv.capacity = static_cast<uint32_t>(capacity);
@@ -21,8 +21,8 @@ MemorySetting MemorySetting::full_context(uint64_t positions, uint32_t chunk) {
   return s;
 }
 
-MemorySetting MemorySetting::full_bidirectional(uint64_t positions, uint32_t chunk) {
-  MemorySetting s = full_context(positions, chunk);
+Result<MemorySetting> MemorySetting::try_full_bidirectional(uint64_t positions, uint32_t chunk) {
+  ATTENDRE_TRY_ASSIGN(MemorySetting s, try_full_context(positions, chunk));
   s.q_capacity = s.kv.capacity;  // >= positions: every query waits until the last one is in
   s.causal = false;
   return s;
@@ -33,26 +33,29 @@ const MemorySetting& MemoryPlan::for_block(uint32_t block) const {
   return it == blocks.end() ? all : it->second;
 }
 
-void apply_memory(StackConfig& config, const MemoryPlan& plan) {
+Status try_apply_memory(StackConfig& config, const MemoryPlan& plan) {
   for (const auto& [block, setting] : plan.blocks)
-    require(block < config.blocks.size(), "a memory override names block " + std::to_string(block) + " of a stack of " +
+    ATTENDRE_REQUIRE(block < config.blocks.size(), "a memory override names block " + std::to_string(block) + " of a stack of " +
                                               std::to_string(config.blocks.size()) + " blocks");
+  bool rope = false, lm_infinite = false;
+  for (uint32_t l = 0; l < config.blocks.size(); ++l) {
+    rope = rope || config.blocks[l].rope;
+    lm_infinite = lm_infinite || plan.for_block(l).lm_infinite.enabled;
+  }
+  ATTENDRE_REQUIRE(!lm_infinite || rope, "LM-Infinite caps RoPE distances, and no block of this stack uses RoPE");
   config.chunk = plan.chunk;
   config.flush_capable = plan.flush_capable;
-  bool rope = false, lm_infinite = false;
   for (uint32_t l = 0; l < config.blocks.size(); ++l) {
     const MemorySetting& s = plan.for_block(l);
     BlockConfig& b = config.blocks[l];
     apply_memory(b.attention, s);
-    rope = rope || b.rope;
-    lm_infinite = lm_infinite || s.lm_infinite.enabled;
     if (b.rope) b.lm_infinite = s.lm_infinite;
   }
-  require(!lm_infinite || rope, "LM-Infinite caps RoPE distances, and no block of this stack uses RoPE");
+  return {};
 }
 
-void apply_encoder_decoder_memory(EncoderDecoderConfig& config, const EncoderDecoderPlan& plan) {
-  apply_memory(config.encoder, plan.encoder);
+Status try_apply_encoder_decoder_memory(EncoderDecoderConfig& config, const EncoderDecoderPlan& plan) {
+  ATTENDRE_TRY(try_apply_memory(config.encoder, plan.encoder));
   config.encoder_memory = plan.encoder_memory;
   StackConfig& d = config.decoder;
   d.chunk = 1;
@@ -67,6 +70,7 @@ void apply_encoder_decoder_memory(EncoderDecoderConfig& config, const EncoderDec
     a.retrieval.mode = RetrievalMode::per_head;
     a.retrieval.causal = !b.cross_attention;  // encoder and decoder positions are not comparable
   }
+  return {};
 }
 
 void apply_memory(LayerConfig& config, const MemorySetting& s) {

@@ -1,5 +1,7 @@
 #include "core/model_spec.hpp"
 
+#include "core/try.hpp"
+
 namespace attendre {
 namespace {
 
@@ -13,8 +15,8 @@ MatrixSpec matrix(const std::string& name, uint64_t rows, uint64_t cols, bool bi
 
 }  // namespace
 
-ModelSpec model_spec(const StackConfig& config) {
-  config.validate();
+Result<ModelSpec> model_spec(const StackConfig& config) {
+  ATTENDRE_TRY(config.check());
   const uint64_t H = config.hidden;
   ModelSpec m;
   if (config.vocab > 0) m.token_embd = matrix("token_embd", config.vocab, H, false);

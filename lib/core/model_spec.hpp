@@ -45,6 +45,7 @@ struct ModelSpec {
   std::vector<BlockSpec> blocks;
 };
 
-ModelSpec model_spec(const StackConfig& config);
+// The tensors `config` needs; StackConfig::check()'s failure when it is invalid.
+Result<ModelSpec> model_spec(const StackConfig& config);
 
 }  // namespace attendre

@@ -1,6 +1,6 @@
 #include "core/positions.hpp"
 
-#include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -18,12 +18,13 @@ uint32_t t5_half_buckets(const T5Buckets& t5) { return t5.bidirectional ? t5.num
 
 }  // namespace
 
-std::vector<double> rope_frequencies(double theta, uint32_t rope_dims, const RopeScaling& scaling,
-                                     std::span<const double> factors) {
-  require(!scaling.freq_factors || factors.size() == rope_dims / 2,
+Result<std::vector<double>> rope_frequencies(double theta, uint32_t rope_dims, const RopeScaling& scaling,
+                                             std::span<const double> factors) {
+  ATTENDRE_REQUIRE(!scaling.freq_factors || factors.size() == rope_dims / 2,
           "rope_freqs.weight holds " + std::to_string(factors.size()) + " factors, expected rope_dims / 2 = " +
               std::to_string(rope_dims / 2));
-  for (double x : factors) require(positive(x), "rope_freqs.weight holds a factor that is not positive: " + std::to_string(x));
+  for (double x : factors)
+    ATTENDRE_REQUIRE(positive(x), "rope_freqs.weight holds a factor that is not positive: " + std::to_string(x));
   std::vector<double> f(rope_dims / 2);
   for (uint32_t i = 0; i < f.size(); ++i) {
     f[i] = std::pow(theta, -2.0 * i / rope_dims);
@@ -46,29 +47,31 @@ std::vector<double> rope_frequencies(double theta, uint32_t rope_dims, const Rop
   return f;
 }
 
-void validate(const RopeScaling& s, const std::string& at) {
+Status check(const RopeScaling& s, const std::string& at) {
   if (s.kind != RopeScaling::Kind::none)
-    require(positive(s.factor), at + "rope scaling factor must be positive, got " + std::to_string(s.factor));
+    ATTENDRE_REQUIRE(positive(s.factor), at + "rope scaling factor must be positive, got " + std::to_string(s.factor));
   if (s.kind == RopeScaling::Kind::llama3) {
-    require(positive(s.low_freq_factor) && positive(s.high_freq_factor) && s.high_freq_factor > s.low_freq_factor,
+    ATTENDRE_REQUIRE(positive(s.low_freq_factor) && positive(s.high_freq_factor) && s.high_freq_factor > s.low_freq_factor,
             at + "llama3 rope scaling needs 0 < low_freq_factor < high_freq_factor");
-    require(positive(s.original_context), at + "llama3 rope scaling needs a positive original_context");
-    require(!s.freq_factors, at + "llama3 rope scaling and rope_freqs.weight factors would scale twice");
+    ATTENDRE_REQUIRE(positive(s.original_context), at + "llama3 rope scaling needs a positive original_context");
+    ATTENDRE_REQUIRE(!s.freq_factors, at + "llama3 rope scaling and rope_freqs.weight factors would scale twice");
   }
+  return {};
 }
 
-void validate(const T5Buckets& t5, uint32_t heads_q, bool need_table, const std::string& at) {
+Status check(const T5Buckets& t5, uint32_t heads_q, bool need_table, const std::string& at) {
   const uint32_t half = t5_half_buckets(t5);
-  require(half / 2 >= 1, at + "t5 needs at least " + std::string(t5.bidirectional ? "4" : "2") +
+  ATTENDRE_REQUIRE(half / 2 >= 1, at + "t5 needs at least " + std::string(t5.bidirectional ? "4" : "2") +
                              " buckets, got " + std::to_string(t5.num_buckets));
-  require(t5.max_distance > half / 2 && t5.max_distance <= kMaxT5Distance,
+  ATTENDRE_REQUIRE(t5.max_distance > half / 2 && t5.max_distance <= kMaxT5Distance,
           at + "t5 max_distance must exceed the exact buckets (" + std::to_string(half / 2) + ") and be at most " +
               std::to_string(kMaxT5Distance) + ", got " + std::to_string(t5.max_distance));
   const uint64_t size = uint64_t{t5.num_buckets} * heads_q;
   if (need_table || !t5.table.empty())
-    require(t5.table.size() == size, at + "t5 bias table holds " + std::to_string(t5.table.size()) +
+    ATTENDRE_REQUIRE(t5.table.size() == size, at + "t5 bias table holds " + std::to_string(t5.table.size()) +
                                          " values, expected num_buckets * heads_q = " + std::to_string(size));
-  for (float x : t5.table) require(std::isfinite(x), at + "t5 bias table holds a non-finite value");
+  for (float x : t5.table) ATTENDRE_REQUIRE(std::isfinite(x), at + "t5 bias table holds a non-finite value");
+  return {};
 }
 
 uint32_t t5_bucket(int64_t relative, const T5Buckets& t5) {
@@ -92,14 +95,14 @@ uint32_t t5_bucket(int64_t relative, const T5Buckets& t5) {
   return bucket + std::min(max_exact + static_cast<uint32_t>(large), buckets - 1);
 }
 
-std::vector<uint32_t> t5_bucket_table(const T5Buckets& t5) {
+Result<std::vector<uint32_t>> t5_bucket_table(const T5Buckets& t5) {
   const int64_t R = t5.max_distance;
   std::vector<uint32_t> table;
   for (int64_t r = -R; r <= R; ++r) table.push_back(t5_bucket(r, t5));
   // From max_distance on, the real-valued bucket is past the last one, so
   // no float32 rounding can bring it back: the ends stand for every farther key.
   const uint32_t last = t5_half_buckets(t5) - 1;
-  require(table.back() == (t5.bidirectional ? 2 * last + 1 : 0) && table.front() == last,
+  ATTENDRE_REQUIRE(table.back() == (t5.bidirectional ? 2 * last + 1 : 0) && table.front() == last,
           "t5 buckets do not saturate at max_distance");
   return table;
 }

@@ -17,18 +17,20 @@ namespace attendre::positions {
 // Angular frequency (radians per position) of rotary pair i < rope_dims / 2:
 // theta^(-2i / rope_dims), scaled as `scaling` says, in float64. `factors`
 // are the per-pair divisors of rope_freqs.weight (scaling.freq_factors only).
-std::vector<double> rope_frequencies(double theta, uint32_t rope_dims, const RopeScaling& scaling,
-                                     std::span<const double> factors = {});
+// invalid_argument when `factors` are not rope_dims / 2 positive numbers.
+Result<std::vector<double>> rope_frequencies(double theta, uint32_t rope_dims, const RopeScaling& scaling,
+                                             std::span<const double> factors = {});
 
-// Throws invalid_argument naming the first bad field, prefixed by `at`.
-void validate(const RopeScaling& scaling, const std::string& at);
-void validate(const T5Buckets& t5, uint32_t heads_q, bool need_table, const std::string& at);
+// invalid_argument naming the first bad field, prefixed by `at`, or ok.
+Status check(const RopeScaling& scaling, const std::string& at);
+Status check(const T5Buckets& t5, uint32_t heads_q, bool need_table, const std::string& at);
 
 // T5's bucket of a key `relative` = p_key - p_query positions from its query.
 uint32_t t5_bucket(int64_t relative, const T5Buckets& t5);
 // Buckets of relative positions -max_distance..max_distance (entry
 // relative + max_distance); every farther key shares its end's bucket.
-std::vector<uint32_t> t5_bucket_table(const T5Buckets& t5);
+// (A failure is a broken invariant of the bucket math: the ends must saturate.)
+Result<std::vector<uint32_t>> t5_bucket_table(const T5Buckets& t5);
 
 // Spec 2.2's bias(h, p_q, p_j) under `retrieval`: 0, ALiBi or T5 (whose table it needs).
 double logit_bias(const RetrievalConfig& retrieval, uint32_t h, uint32_t heads_q, int64_t p_query, int64_t p_key);

@@ -1,6 +1,7 @@
 // Host-side sampling from a row of logits, identical on every platform: a
 // local generator and explicit orderings (ties always go to the smaller id).
 #include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include <attendre/generate.hpp>
 
@@ -10,10 +11,12 @@
 
 namespace attendre {
 
-void SamplingOptions::validate() const {
-  require(std::isfinite(temperature) && temperature >= 0.0,
-          "sampling temperature must be a finite number >= 0, got " + std::to_string(temperature));
-  require(std::isfinite(top_p) && top_p > 0.0 && top_p <= 1.0, "top_p must lie in (0, 1], got " + std::to_string(top_p));
+Status SamplingOptions::check() const {
+  ATTENDRE_REQUIRE(std::isfinite(temperature) && temperature >= 0.0,
+                   "sampling temperature must be a finite number >= 0, got " + std::to_string(temperature));
+  ATTENDRE_REQUIRE(std::isfinite(top_p) && top_p > 0.0 && top_p <= 1.0,
+                   "top_p must lie in (0, 1], got " + std::to_string(top_p));
+  return {};
 }
 
 Sampler::Sampler(const SamplingOptions& options) : options_(options), state_(options.seed) { options.validate(); }

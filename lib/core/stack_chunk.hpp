@@ -10,8 +10,8 @@ namespace attendre {
 
 class StackStreamValidator {
  public:
-  // Throws invalid_argument naming the problem; `rows_limit` is S (or 1 when decoding).
-  void check(const StackChunk& chunk, const StackConfig& config, uint32_t rows_limit) const;
+  // invalid_argument naming the problem, or ok; `rows_limit` is S (or 1 when decoding).
+  Status check(const StackChunk& chunk, const StackConfig& config, uint32_t rows_limit) const;
   void accept(const StackChunk& chunk);
 
  private:

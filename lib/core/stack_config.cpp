@@ -1,4 +1,5 @@
 #include "core/fail.hpp"
+#include "core/try.hpp"
 #include "core/positions.hpp"
 
 #include <attendre/error.hpp>
@@ -33,63 +34,60 @@ uint64_t StackConfig::drain_positions() const {
                          [](uint64_t sum, const BlockConfig& b) { return sum + b.attention.q_capacity; });
 }
 
-void StackConfig::validate() const {
-  require(hidden >= 1, "stack hidden size must be at least 1");
-  require(chunk >= 1, "stack chunk size S must be at least 1");
-  require(!blocks.empty(), "a stack needs at least one block");
-  require(!tied_embeddings || vocab > 0, "tied embeddings need a vocabulary");
+Status StackConfig::check() const {
+  ATTENDRE_REQUIRE(hidden >= 1, "stack hidden size must be at least 1");
+  ATTENDRE_REQUIRE(chunk >= 1, "stack chunk size S must be at least 1");
+  ATTENDRE_REQUIRE(!blocks.empty(), "a stack needs at least one block");
+  ATTENDRE_REQUIRE(!tied_embeddings || vocab > 0, "tied embeddings need a vocabulary");
   for (size_t l = 0; l < blocks.size(); ++l) {
     const BlockConfig& b = blocks[l];
     const std::string at = "block " + std::to_string(l) + ": ";
-    require(b.norm_eps > 0.0f && final_norm_eps > 0.0f, at + "norm eps must be positive");
+    ATTENDRE_REQUIRE(b.norm_eps > 0.0f && final_norm_eps > 0.0f, at + "norm eps must be positive");
     if (b.cross_attention) {
-      require(b.attention.q_capacity == 0, at + "cross-attention queries do not wait: N must be 0");
-      require(b.attention.full_attention(), at + "cross-attention reads all of the encoder memory: K must be >= M");
-      require(!b.rope, at + "cross-attention takes no RoPE");
-      require(!b.attention.retrieval.causal, at + "encoder and decoder positions differ: cross-attention is not causal");
+      ATTENDRE_REQUIRE(b.attention.q_capacity == 0, at + "cross-attention queries do not wait: N must be 0");
+      ATTENDRE_REQUIRE(b.attention.full_attention(), at + "cross-attention reads all of the encoder memory: K must be >= M");
+      ATTENDRE_REQUIRE(!b.rope, at + "cross-attention takes no RoPE");
+      ATTENDRE_REQUIRE(!b.attention.retrieval.causal, at + "encoder and decoder positions differ: cross-attention is not causal");
     }
     if (b.rope) {
       const uint32_t dims = b.rope_dims ? b.rope_dims : b.attention.shape.head_dim;
-      require(dims % 2 == 0 && dims <= b.attention.shape.head_dim,
+      ATTENDRE_REQUIRE(dims % 2 == 0 && dims <= b.attention.shape.head_dim,
               at + "rope_dims must be even and at most head_dim");
-      require(b.rope_theta > 0.0, at + "rope theta must be positive");
-      positions::validate(b.rope_scaling, at);
+      ATTENDRE_REQUIRE(b.rope_theta > 0.0, at + "rope theta must be positive");
+      ATTENDRE_TRY(positions::check(b.rope_scaling, at));
     }
     if (b.lm_infinite.enabled) {
-      require(b.rope, at + "LM-Infinite caps RoPE distances: it needs rope");
-      require(b.lm_infinite.n_local >= 1 && b.lm_infinite.n_local <= 0x7FFFFFFFu,
+      ATTENDRE_REQUIRE(b.rope, at + "LM-Infinite caps RoPE distances: it needs rope");
+      ATTENDRE_REQUIRE(b.lm_infinite.n_local >= 1 && b.lm_infinite.n_local <= 0x7FFFFFFFu,
               at + "LM-Infinite n_local must be in [1, 2^31), got " + std::to_string(b.lm_infinite.n_local));
     }
     const RetrievalConfig& r = b.attention.retrieval;
     if (r.bias == BiasKind::t5) {
-      require(r.t5.table.empty(), at + "a stack reads t5 bias tables from its weights: leave retrieval.t5.table empty");
+      ATTENDRE_REQUIRE(r.t5.table.empty(), at + "a stack reads t5 bias tables from its weights: leave retrieval.t5.table empty");
       if (b.t5_table_block) {
         const uint32_t owner = *b.t5_table_block;
-        require(owner < blocks.size() && blocks[owner].attention.retrieval.bias == BiasKind::t5 &&
+        ATTENDRE_REQUIRE(owner < blocks.size() && blocks[owner].attention.retrieval.bias == BiasKind::t5 &&
                     !blocks[owner].t5_table_block,
                 at + "t5_table_block must name a t5 block with a table of its own");
         const BlockConfig& o = blocks[owner];
-        require(o.attention.retrieval.t5.num_buckets == r.t5.num_buckets &&
+        ATTENDRE_REQUIRE(o.attention.retrieval.t5.num_buckets == r.t5.num_buckets &&
                     o.attention.shape.heads_q == b.attention.shape.heads_q,
                 at + "t5_table_block " + std::to_string(owner) + " has another table shape");
       }
     } else {
-      require(!b.t5_table_block, at + "t5_table_block is set but the bias is not t5");
+      ATTENDRE_REQUIRE(!b.t5_table_block, at + "t5_table_block is set but the bias is not t5");
     }
-    try {
-      attention(l).validate();
-    } catch (const Error& e) {
-      fail(e.code(), at + e.what());
-    }
+    ATTENDRE_TRY(attention(l).check().within("block " + std::to_string(l)));
   }
   // rope_freqs.weight is one tensor for the whole model.
   std::optional<uint32_t> factor_pairs;
   for (const BlockConfig& b : blocks) {
     if (!b.rope || !b.rope_scaling.freq_factors) continue;
     const uint32_t pairs = (b.rope_dims ? b.rope_dims : b.attention.shape.head_dim) / 2;
-    require(!factor_pairs || *factor_pairs == pairs, "blocks reading rope_freqs.weight rotate different rope_dims");
+    ATTENDRE_REQUIRE(!factor_pairs || *factor_pairs == pairs, "blocks reading rope_freqs.weight rotate different rope_dims");
     factor_pairs = pairs;
   }
+  return {};
 }
 
 StackOutput TransformerStack::finish(const StackRequest& request, bool flush) {

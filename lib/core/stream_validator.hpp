@@ -4,6 +4,7 @@
 
 #include <attendre/config.hpp>
 #include <attendre/layer.hpp>
+#include <attendre/status.hpp>
 
 #include <cstdint>
 #include <span>
@@ -14,8 +15,8 @@ namespace attendre {
 // rows (an empty `valid` means all valid), chunk after chunk.
 class PositionCursor {
  public:
-  // Throws invalid_argument naming the first position out of order.
-  void check(std::span<const int64_t> positions, std::span<const uint8_t> valid) const;
+  // invalid_argument naming the first position out of order, or ok.
+  Status check(std::span<const int64_t> positions, std::span<const uint8_t> valid) const;
   void accept(std::span<const int64_t> positions, std::span<const uint8_t> valid);
 
  private:
@@ -36,9 +37,9 @@ class StreamValidator {
   // application), where only rows, positions, valid flags and tags are seen.
   enum class Parts { all, keys, queries, positions };
 
-  // Throws invalid_argument naming the problem; changes nothing. Positions
+  // invalid_argument naming the problem, or ok; changes nothing. Positions
   // must increase across the stream except for queries-only chunks.
-  void check(const ChunkView& chunk, const LayerConfig& config, Parts parts = Parts::all) const;
+  Status check(const ChunkView& chunk, const LayerConfig& config, Parts parts = Parts::all) const;
   // Records the chunk's positions and norms once the step that used it succeeded.
   void accept(const ChunkView& chunk, const LayerConfig& config, Parts parts = Parts::all);
 
@@ -48,7 +49,7 @@ class StreamValidator {
     uint32_t query_row = 0, key_row = 0, value_row = 0;
   };
   Norms chunk_norms(const ChunkView& chunk, const LayerConfig& config, Parts parts) const;
-  void check_magnitudes(const ChunkView& chunk, const LayerConfig& config, Parts parts) const;
+  Status check_magnitudes(const ChunkView& chunk, const LayerConfig& config, Parts parts) const;
 
   PositionCursor cursor_;
   Norms seen_;

@@ -63,7 +63,7 @@ KeyValueMemory::~KeyValueMemory() = default;
 
 EvictedEntries KeyValueMemory::insert(const ChunkView& rows) {
   Impl& m = *impl_;
-  m.keys.check(rows, m.config, StreamValidator::Parts::keys);
+  m.keys.check(rows, m.config, StreamValidator::Parts::keys).or_throw();
   check_int32_positions(rows);
   InsertionRows in = insertion_rows(query_metas(rows, m.config.chunk), m.config.chunk);
   m.kv.plan_insert(in.valid, in.positions);  // throws before anything changed
@@ -87,7 +87,7 @@ std::vector<float> KeyValueMemory::retrieve(const ChunkView& queries) {
                                              std::to_string(m.max_queries));
   LayerConfig query_shape = m.config;
   query_shape.chunk = m.max_queries;
-  m.keys.check(queries, query_shape, StreamValidator::Parts::queries);
+  m.keys.check(queries, query_shape, StreamValidator::Parts::queries).or_throw();
   check_int32_positions(queries);
   const std::vector<QueryMeta> metas = query_metas(queries, queries.rows);
   vk::CommandRecorder& rec = m.submission.begin();

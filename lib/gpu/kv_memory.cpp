@@ -45,7 +45,7 @@ KvMemory::KvMemory(Context& context, const LayerConfig& config, uint32_t max_que
       ring_layout_(ring_layout),
       checks_(checks) {
   config.validate();
-  if (config.retrieval.bias == BiasKind::t5) positions::validate(config.retrieval.t5, config.shape.heads_q, true, "");
+  if (config.retrieval.bias == BiasKind::t5) positions::check(config.retrieval.t5, config.shape.heads_q, true, "").or_throw();
   require(ring_layout.q_stride == (lm_infinite.enabled ? kernels::kLmQueryVariants : 1u) * ring_layout.q_row,
           "the Q ring holds another number of query variants than the K/V memory scores with");
   config_.chunk = max_insert;  // the insertion kernels size everything by the largest insertion
@@ -96,7 +96,7 @@ KvMemory::KvMemory(Context& context, const LayerConfig& config, uint32_t max_que
 
 void KvMemory::upload_t5_tables(Context& context) {
   const T5Buckets& t5 = config_.retrieval.t5;
-  const std::vector<uint32_t> buckets = positions::t5_bucket_table(t5);
+  const std::vector<uint32_t> buckets = positions::t5_bucket_table(t5).value_or_throw();
   const uint64_t at = kv_layout_.t5_buckets, words = kv_layout_.t5_biases + t5.table.size() - at;
   vk::Buffer staging(context, words * 4, vk::MemoryIntent::upload, "t5 tables");
   auto* w = static_cast<uint32_t*>(staging.mapped());
@@ -174,7 +174,7 @@ uint32_t KvMemory::plan_insert(std::span<const uint8_t> valid, std::span<const i
   const Fresh fresh = count_fresh(valid, positions, kv.n_sink);
   const uint32_t evictions = held_ + fresh.rows > kv.capacity ? held_ + fresh.rows - kv.capacity : 0;
   const uint32_t eligible = (held_ - pinned_) + (kv.protect_new ? 0 : fresh.rows - fresh.pinned);
-  if (evictions > eligible) fail_infeasible_insertion(evictions, eligible);
+  if (evictions > eligible) infeasible_insertion(evictions, eligible).or_throw();
   return evictions;
 }
 

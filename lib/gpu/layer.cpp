@@ -152,7 +152,7 @@ Ticket Layer::submit(const ChunkView& chunk, const StepRequest& request) {
   const StepSlot& previous = *m.slots[(m.steps + 1) % 2];
   require(!(previous.uncollected && (previous.request.snapshot || previous.request.evicted)),
           "collect the result of a step that asked for a snapshot or evicted entries before submitting the next");
-  m.validator.check(chunk, m.config);
+  m.validator.check(chunk, m.config).or_throw();
   check_int32_positions(chunk);
   const std::vector<QueryMeta> rows = query_metas(chunk, m.config.chunk);
   const InsertionRows in = insertion_rows(rows, m.config.chunk);
@@ -249,7 +249,7 @@ RecordedStep Layer::record(VkCommandBuffer cb, const LayerInputs& in, const Laye
   require(!device || (in.q && in.k && in.v), "record: q, k and v come all from the chunk or all from buffer ranges");
   const ChunkView& chunk = in.chunk;
   const auto parts = device ? StreamValidator::Parts::positions : StreamValidator::Parts::all;
-  m.validator.check(chunk, m.config, parts);
+  m.validator.check(chunk, m.config, parts).or_throw();
   check_int32_positions(chunk);
   const uint32_t S = m.config.chunk, q_row = m.config.shape.q_row(), kv_row = m.config.shape.kv_row();
   if (device) {

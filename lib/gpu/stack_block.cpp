@@ -46,7 +46,7 @@ BlockMemory DeviceBlock::plan_memory(const StackConfig& config, size_t index, co
                                      std::vector<PlannedBuffer>* buffers) {
   const BlockConfig& b = config.blocks[index];
   const AttentionShape& s = b.attention.shape;
-  const BlockSpec spec = model_spec(config).blocks[index];
+  const BlockSpec spec = model_spec(config).value_or_throw().blocks[index];
   BlockMemory m;
   auto add = [&](uint64_t& total, const std::string& name, uint64_t bytes, bool weights) {
     if (buffers && bytes > 0) buffers->push_back({name, bytes, weights});
@@ -100,7 +100,8 @@ BlockWeights BlockWeights::load(WeightLoader& loader, const BlockSpec& t, const 
   if (config.rope) {
     const std::vector<double> f = positions::rope_frequencies(config.rope_theta, rope_dims(config), config.rope_scaling,
                                                               config.rope_scaling.freq_factors ? rope_factors
-                                                                                               : std::span<const double>{});
+                                                                                               : std::span<const double>{})
+                                      .value_or_throw();
     w.rope_table = loader.constants(kernels::rope_turns_table(f), "rope frequencies");
   }
   if (t.t5_table) {

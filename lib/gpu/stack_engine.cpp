@@ -55,7 +55,7 @@ namespace {
 // summed from them.
 StackLayout plan(const StackConfig& config, const DeviceCaps& caps,
                  const std::function<ElementType(const MatrixSpec&)>& types) {
-  const ModelSpec spec = model_spec(config);
+  const ModelSpec spec = model_spec(config).value_or_throw();
   StackLayout layout;
   StackMemory& m = layout.memory;
   auto add = [&](uint64_t& total, const std::string& name, uint64_t bytes, bool weights) {
@@ -164,7 +164,7 @@ StackEngine::StackEngine(Context& ctx, const StackConfig& c, WeightSource& weigh
   // The weights go first, into one arena sized by the plan (exact unless a
   // device asks for alignments past 256 bytes), through a staging ring
   // freed when they are in place.
-  const ModelSpec spec = model_spec(c);
+  const ModelSpec spec = model_spec(c).value_or_throw();
   arena_ = std::make_unique<vk::MemoryArena>(ctx, weight_bytes(plan_stack_memory(c, caps, weights)), "weights");
   WeightLoader loader(ctx, weights, *arena_, c.weights);
 
@@ -356,7 +356,7 @@ void check_gpu_positions(const StackChunk& chunk) {
 
 StackOutput StackEngine::step(const StackChunk& chunk, const StackRequest& request) {
   require(!finished_, "step() after finish(): use decode()");
-  validator_.check(chunk, config_, config_.chunk);
+  validator_.check(chunk, config_, config_.chunk).or_throw();
   check_gpu_positions(chunk);
   StackOutput out = run(&chunk, 0, BlockMode::stream, request);
   validator_.accept(chunk);
@@ -371,7 +371,7 @@ StackOutput StackEngine::flush_block(size_t block, const StackRequest& request) 
 
 StackOutput StackEngine::decode(const StackChunk& one, const StackRequest& request) {
   require(finished_, "decode() before finish(): drain the stack first");
-  validator_.check(one, config_, 1);
+  validator_.check(one, config_, 1).or_throw();
   require(one.rows == 1, "decode() takes exactly one position");
   check_gpu_positions(one);
   StackOutput out = run(&one, 0, BlockMode::decode, request);
@@ -404,7 +404,7 @@ RecordedStep StackEngine::record(VkCommandBuffer cb, const StackRecordInputs& in
   }
   if (out.hidden) check_range(*out.hidden, uint64_t{S} * H * 4, "hidden");
   if (out.logits) check_range(*out.logits, uint64_t{S} * config_.vocab * 4, "logits");
-  validator_.check(chunk, config_, S);
+  validator_.check(chunk, config_, S).or_throw();
   check_gpu_positions(chunk);
 
   // Committed from here. The upload image travels inside `cb`

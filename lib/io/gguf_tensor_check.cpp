@@ -30,7 +30,7 @@ ModelInfo check_tensors(const File& file, FileWeights& weights, std::span<const 
   };
   for (const CheckedStack& stack : stacks) {
     prefix = stack.prefix;
-    const ModelSpec spec = model_spec(*stack.config);
+    const ModelSpec spec = model_spec(*stack.config).value_or_throw();
     matrix(spec.token_embd);
     vector(spec.output_norm);
     vector(spec.output_norm_bias);

@@ -38,7 +38,8 @@ BlockMath::BlockMath(uint32_t hidden, const BlockConfig& config, const BlockTens
   if (config.rope)
     rope_frequencies_ = positions::rope_frequencies(
         config.rope_theta, config.rope_dims ? config.rope_dims : config.attention.shape.head_dim, config.rope_scaling,
-        t.rope_freqs ? std::span<const double>(t.rope_freqs->data) : std::span<const double>{});
+        t.rope_freqs ? std::span<const double>(t.rope_freqs->data) : std::span<const double>{})
+                            .value_or_throw();
 }
 
 std::vector<double> BlockMath::norm(std::span<const double> x, const std::vector<double>& g,

@@ -49,7 +49,7 @@ std::vector<double> attend_all(const BlockMath::Projected& p, const AttentionSha
 StackOutput dense_forward(const StackConfig& config, WeightSource& weights, const StackChunk& sequence, bool causal,
                           const StackRequest& request, std::span<const float> encoder_rows) {
   StackStreamValidator validator;
-  validator.check(sequence, config, sequence.rows);
+  validator.check(sequence, config, sequence.rows).or_throw();
   const ModelTensors tensors = load_model(config, weights);
   const HeadMath head(config, tensors);
   const uint32_t H = config.hidden;

@@ -114,7 +114,7 @@ EvictedEntries KeyValueMemory::insert_rows(std::span<const double> k, std::span<
     if (eligible.size() < needed) {
       entries_ = std::move(all);
       entries_.resize(held);  // the memory is left as it was before this insertion
-      fail_infeasible_insertion(needed, eligible.size());
+      infeasible_insertion(needed, eligible.size()).or_throw();
     }
     // Lowest priority first; ties: smaller position (the older entry) first.
     std::partial_sort(eligible.begin(), eligible.begin() + static_cast<std::ptrdiff_t>(needed), eligible.end(),
@@ -149,7 +149,7 @@ EvictedEntries KeyValueMemory::insert_rows(std::span<const double> k, std::span<
 Retrieval KeyValueMemory::retrieve(const QueryBatch& queries, const RetrievalConfig& retrieval, double scale,
                                    const PairDot& pair_dot) const {
   const uint32_t heads = shape_.heads_q, dim = shape_.head_dim, group = shape_.group();
-  if (retrieval.bias == BiasKind::t5) positions::validate(retrieval.t5, heads, true, "");
+  if (retrieval.bias == BiasKind::t5) positions::check(retrieval.t5, heads, true, "").or_throw();
   const size_t n = entries_.size();
   Retrieval out;
   out.queries = static_cast<uint32_t>(queries.size());

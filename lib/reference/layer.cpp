@@ -16,13 +16,13 @@ Layer::Layer(const LayerConfig& config)
       q_memory_(config.q_capacity),
       kv_(config.shape, config.kv, config.chunk),
       validator_(std::make_unique<StreamValidator>()) {
-  if (config.retrieval.bias == BiasKind::t5) positions::validate(config.retrieval.t5, config.shape.heads_q, true, "");
+  if (config.retrieval.bias == BiasKind::t5) positions::check(config.retrieval.t5, config.shape.heads_q, true, "").or_throw();
 }
 
 Layer::~Layer() = default;
 
 StepResult Layer::step(const ChunkView& chunk, const StepRequest& request) {
-  validator_->check(chunk, config_);
+  validator_->check(chunk, config_).or_throw();
   require(!request.evicted || config_.kv.copy_out_evicted, "evicted entries requested but copy_out_evicted is off");
   const size_t q_row = config_.shape.q_row();
   std::vector<QueryRow> rows(config_.chunk);  // padding rows stay invalid

@@ -82,7 +82,7 @@ BlockTensors load_block(Loader& load, const BlockSpec& spec) {
 }  // namespace
 
 ModelTensors load_model(const StackConfig& config, WeightSource& source) {
-  const ModelSpec spec = model_spec(config);
+  const ModelSpec spec = model_spec(config).value_or_throw();
   Loader load(source, config.weights == WeightType::f16);
   ModelTensors m;
   m.token_embd = load.matrix(spec.token_embd);

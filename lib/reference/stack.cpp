@@ -174,7 +174,7 @@ const StackConfig& Stack::config() const { return impl_->config; }
 StackOutput Stack::step(const StackChunk& chunk, const StackRequest& request) {
   Impl& m = *impl_;
   require(!m.finished, "step() after finish(): use decode()");
-  m.validator.check(chunk, m.config, m.config.chunk);
+  m.validator.check(chunk, m.config, m.config.chunk).or_throw();
   StackOutput out = m.run(m.input_rows(chunk, m.config.chunk), 0, Mode::stream, request);
   m.validator.accept(chunk);
   return out;
@@ -195,7 +195,7 @@ void Stack::mark_finished() { impl_->finished = true; }
 StackOutput Stack::decode(const StackChunk& one, const StackRequest& request) {
   Impl& m = *impl_;
   require(m.finished, "decode() before finish(): drain the stack first");
-  m.validator.check(one, m.config, 1);
+  m.validator.check(one, m.config, 1).or_throw();
   StackOutput out = m.run(m.input_rows(one, one.rows), 0, Mode::decode, request);
   m.validator.accept(one);
   return out;

@@ -1,0 +1,24 @@
+// Compiled with -fno-exceptions (tests/CMakeLists.txt): an application
+// without exceptions reads the library's failures as values from these
+// public headers. Not run: it only has to compile.
+#include <attendre/config.hpp>
+#include <attendre/encoder_decoder.hpp>
+#include <attendre/memory_plan.hpp>
+#include <attendre/stack.hpp>
+#include <attendre/status.hpp>
+#include <attendre/tensor.hpp>
+
+#if defined(__cpp_exceptions)
+#error "this file must be compiled with -fno-exceptions"
+#endif
+
+namespace {
+
+[[maybe_unused]] attendre::Status plan_layer(attendre::LayerConfig& config, uint64_t positions) {
+  attendre::Result<attendre::MemorySetting> setting = attendre::MemorySetting::try_full_context(positions, config.chunk);
+  if (!setting.ok()) return std::move(setting).status();
+  attendre::apply_memory(config, *setting);
+  return config.check();
+}
+
+}  // namespace

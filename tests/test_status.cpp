@@ -1,0 +1,209 @@
+// Errors as values (include/attendre/status.hpp): Status and Result, the
+// propagation macros, and the status forms of the configuration checks,
+// which must fail exactly as their throwing forms do.
+#include "core/try.hpp"
+
+#include <attendre/config.hpp>
+#include <attendre/encoder_decoder.hpp>
+#include <attendre/memory_plan.hpp>
+#include <attendre/stack.hpp>
+#include <attendre/status.hpp>
+#include <attendre/tensor.hpp>
+
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <string>
+
+using namespace attendre;
+
+namespace {
+
+Result<int> parse_digit(char c) {
+  ATTENDRE_REQUIRE(c >= '0' && c <= '9', std::string("not a digit: ") + c);
+  return c - '0';
+}
+
+Result<int> second_digit(char c) {
+  Result<int> digit = parse_digit(c);
+  if (!digit.ok()) return std::move(digit).status().within("second");
+  return digit;
+}
+
+// Two digits through ATTENDRE_TRY_ASSIGN, the second one's failure named.
+Result<int> parse_pair(const char* text) {
+  ATTENDRE_TRY_ASSIGN(const int tens, parse_digit(text[0]));
+  ATTENDRE_TRY_ASSIGN(const int ones, second_digit(text[1]));
+  return tens * 10 + ones;
+}
+
+Status check_pair(const char* text, int* out) {
+  ATTENDRE_TRY(parse_pair(text));
+  ATTENDRE_TRY_ASSIGN(*out, parse_pair(text));
+  return {};
+}
+
+// The message Error carries when `validate` throws, or "" when it does not.
+template <class Validate>
+std::string thrown_message(Validate&& validate) {
+  try {
+    validate();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return {};
+}
+
+LayerConfig small_layer() {
+  LayerConfig c;
+  c.shape = {4, 2, 8};
+  c.chunk = 4;
+  c.q_capacity = 2;
+  c.kv.capacity = 16;
+  c.retrieval.top_k = 8;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("status: ok, failure, copies and context") {
+  const Status ok;
+  CHECK(ok.ok());
+  const Status failed(ErrorCode::malformed_input, "bad header");
+  REQUIRE_FALSE(failed.ok());
+  CHECK(failed.code() == ErrorCode::malformed_input);
+  CHECK(failed.message() == "bad header");
+
+  Status copy = failed;  // a deep copy: the original keeps its message
+  copy = Status(copy).within("model.gguf");
+  CHECK(copy.message() == "model.gguf: bad header");
+  CHECK(failed.message() == "bad header");
+  CHECK(Status().within("ignored").ok());
+
+  Status assigned;
+  assigned = failed;
+  CHECK(assigned.code() == ErrorCode::malformed_input);
+  assigned = Status();
+  CHECK(assigned.ok());
+}
+
+TEST_CASE("status: Result holds a value or the failure, and throws it as Error") {
+  Result<std::unique_ptr<int>> value(std::make_unique<int>(7));  // move-only values
+  REQUIRE(value.ok());
+  CHECK(**value == 7);
+  std::unique_ptr<int> taken = std::move(value).value_or_throw();
+  CHECK(*taken == 7);
+
+  Result<std::string> failed(Status(ErrorCode::io_error, "cannot open x"));
+  CHECK_FALSE(failed.ok());
+  CHECK(failed.status().code() == ErrorCode::io_error);
+  try {
+    (void)std::move(failed).value_or_throw();
+    FAIL("value_or_throw returned on a failure");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::io_error);
+    CHECK(std::string(e.what()) == "cannot open x");
+  }
+  CHECK_NOTHROW(Status().or_throw());
+  CHECK_THROWS_AS(invalid_argument("x").or_throw(), Error);
+}
+
+TEST_CASE("status: the macros return the first failure and assign values") {
+  CHECK(parse_pair("42").value() == 42);
+  const Result<int> first = parse_pair("x2");
+  REQUIRE_FALSE(first.ok());
+  CHECK(first.status().code() == ErrorCode::invalid_argument);
+  CHECK(first.status().message() == "not a digit: x");
+  const Result<int> second = parse_pair("4y");
+  REQUIRE_FALSE(second.ok());
+  CHECK(second.status().message() == "second: not a digit: y");
+
+  int out = -1;
+  CHECK(check_pair("17", &out).ok());
+  CHECK(out == 17);
+  out = -1;
+  const Status failed = check_pair("1z", &out);
+  CHECK(failed.message() == "second: not a digit: z");
+  CHECK(out == -1);  // nothing assigned past the failure
+}
+
+TEST_CASE("status: configuration checks fail as validate() throws") {
+  CHECK(small_layer().check().ok());
+  CHECK(thrown_message([] { small_layer().validate(); }).empty());
+
+  // One bad field at a time, each kind of check: shapes, counts, fp32
+  // ranges, feasibility.
+  const auto bad = [](auto&& edit) {
+    LayerConfig c = small_layer();
+    edit(c);
+    return c;
+  };
+  const LayerConfig cases[] = {
+      bad([](LayerConfig& c) { c.shape.heads_q = 3; }),
+      bad([](LayerConfig& c) { c.chunk = 0; }),
+      bad([](LayerConfig& c) { c.retrieval.top_k = 0; }),
+      bad([](LayerConfig& c) { c.kv.policy.lambda = -1.0; }),
+      bad([](LayerConfig& c) { c.kv.policy.lambda = 1e-300; }),
+      bad([](LayerConfig& c) { c.kv.n_sink = 17; }),
+      bad([](LayerConfig& c) {
+        c.kv.protect_new = true;
+        c.kv.n_sink = 13;
+      }),
+  };
+  for (const LayerConfig& c : cases) {
+    const Status status = c.check();
+    REQUIRE_FALSE(status.ok());
+    CHECK(status.message() == thrown_message([&] { c.validate(); }));
+    CHECK(status.code() == (c.kv.n_sink > 0 ? ErrorCode::infeasible_config : ErrorCode::invalid_argument));
+  }
+
+  // A stack names the block whose attention fails.
+  StackConfig stack;
+  stack.hidden = 8;
+  stack.chunk = 4;
+  stack.blocks.resize(2);
+  for (BlockConfig& b : stack.blocks) {
+    b.attention = small_layer();
+    b.ffn = 16;
+  }
+  CHECK(stack.check().ok());
+  stack.blocks[1].attention.retrieval.top_k = 0;
+  const Status block = stack.check();
+  REQUIRE_FALSE(block.ok());
+  CHECK(block.message() == "block 1: top-K must be at least 1");
+  CHECK(block.message() == thrown_message([&] { stack.validate(); }));
+}
+
+TEST_CASE("status: memory plans refuse without changing the configuration") {
+  CHECK_FALSE(MemorySetting::try_full_context(uint64_t{1} << 33, 4).ok());
+  CHECK(MemorySetting::try_full_context(100, 4)->kv.capacity == 100);
+  CHECK(MemorySetting::try_full_bidirectional(100, 4)->q_capacity == 100);
+
+  StackConfig stack;
+  stack.hidden = 8;
+  stack.chunk = 4;
+  stack.blocks.resize(1);
+  stack.blocks[0].attention = small_layer();
+  stack.blocks[0].rope = false;
+  const StackConfig before = stack;
+  MemoryPlan plan;
+  plan.chunk = 8;
+  plan.all = MemorySetting::try_full_context(64, 8).value();
+  plan.all.lm_infinite.enabled = true;  // no block has RoPE
+  const Status lm = try_apply_memory(stack, plan);
+  REQUIRE_FALSE(lm.ok());
+  CHECK(lm.message() == "LM-Infinite caps RoPE distances, and no block of this stack uses RoPE");
+  CHECK(stack.chunk == before.chunk);
+  CHECK(stack.blocks[0].attention.kv.capacity == before.blocks[0].attention.kv.capacity);
+
+  plan.all.lm_infinite.enabled = false;
+  plan.blocks[3] = plan.all;  // a block the stack does not have
+  CHECK(try_apply_memory(stack, plan).message() == "a memory override names block 3 of a stack of 1 blocks");
+  plan.blocks.clear();
+  REQUIRE(try_apply_memory(stack, plan).ok());
+  CHECK(stack.chunk == 8);
+  CHECK(stack.blocks[0].attention.kv.capacity == 64);
+
+  CHECK(try_encoded_bytes(ElementType::q8_0, 64).value() == 2 * 34);
+  CHECK(try_encoded_bytes(ElementType::q8_0, 33).status().code() == ErrorCode::invalid_argument);
+}
