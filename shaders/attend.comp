@@ -4,11 +4,15 @@
 // gather of values. Writes the output row and each entry's weight (-1 for
 // list entries outside R: masked or padding), which usage.comp reads.
 //
+// Values are read as the memory stores them (stored.glsl: fp32, or fp16
+// through 16-bit loads or unpacked words); the math is fp32.
+//
 // Bindings: 0 logits read, 1 top-K lists read, 2 K/V memory read,
 //           3 attention buffer (outputs, weights) write
 // Spec constants: 0 workgroup size W (power of two); head_dim <= W * kMaxDimsPerThread
 // Dispatch: (heads_q, queries)
 #extension GL_GOOGLE_include_directive : require
+#include "stored.glsl"
 #include "common.glsl"
 #include "interface/retrieve.h"
 
@@ -17,6 +21,7 @@ layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) readonly buffer Logits { float logits[]; };
 layout(std430, binding = 1) readonly buffer Lists { uint lists[]; };
 layout(std430, binding = 2) readonly buffer KvMemory { uint kv[]; };
+STORED_VIEWS(2, kv)
 layout(std430, binding = 3) writeonly buffer Attention { uint attention[]; };
 
 #include "retrieved.glsl"
@@ -79,9 +84,9 @@ void main() {
     const uint chunk = min(W, pc.list_count - base);
     for (uint e = 0u; e < chunk; ++e) {
       if (s_weight[e] < 0.0) continue;
-      const uint v_base = pc.kv_value_offset + (s_slot[e] * pc.heads_kv + g) * pc.head_dim;
+      const uint v_base = s_slot[e] * pc.kv_value_stride + g * pc.head_dim;  // elements into the values
       for (uint k = 0u, d = tid; k < kMaxDimsPerThread && d < pc.head_dim; ++k, d += W)
-        acc[k] = fma(s_weight[e], uintBitsToFloat(kv[v_base + d]), acc[k]);
+        acc[k] = fma(s_weight[e], STORED_LOAD(kv, pc.kv_value_offset, v_base + d), acc[k]);
     }
     barrier();  // the chunk is consumed before the next overwrites it
   }

@@ -12,6 +12,9 @@
 // on lavapipe: 1.4x (every pair local) to 1.7x (mixed tiles) the plain
 // kernel's time (docs/spec-notes.md, "Positions").
 //
+// Queries and keys are read as the memories store them (stored.glsl: fp32,
+// or fp16 through 16-bit loads or unpacked words); the tiles and math are fp32.
+//
 // Bindings:  0 Q ring (q floats, positions, valid, tags)   read
 //            1 K/V memory (keys, positions, tags, T5 tables) read
 //            2 logits [queries * heads_q][logit_stride]     write
@@ -20,6 +23,7 @@
 //                 (TILE_R * TILE_M / W <= kMaxScoreOutputsPerThread, W % TILE_M == 0)
 // Dispatch: (ceil(held / TILE_M), ceil(queries * group / TILE_R), heads_kv)
 #extension GL_GOOGLE_include_directive : require
+#include "stored.glsl"
 #include "common.glsl"
 #include "interface/score.h"
 
@@ -36,6 +40,8 @@ const uint K_VARIANTS = LM_INFINITE != 0u ? kLmKeyVariants : 1u;
 
 layout(std430, binding = 0) readonly buffer QRing { uint ring[]; };
 layout(std430, binding = 1) readonly buffer KvMemory { uint kv[]; };
+STORED_VIEWS(0, ring)
+STORED_VIEWS(1, kv)
 layout(std430, binding = 2) writeonly buffer Logits { float logits[]; };
 
 #include "score_positions.glsl"
@@ -99,7 +105,7 @@ void main() {
           const uint ring_row = (pc.ring_first + query) % pc.ring_capacity;
           // Scaled before the dot product, so that no partial sum can
           // overflow where the logit itself fits (see score_direct.comp).
-          x = pc.scale * uintBitsToFloat(ring[ring_row * pc.ring_q_stride + v * q_row + h * pc.head_dim + d0 + dd]);
+          x = pc.scale * STORED_LOAD(ring, 0u, ring_row * pc.ring_q_stride + v * q_row + h * pc.head_dim + d0 + dd);
         }
         q_tile[(v * TILE_R + r) * (TILE_D + 1) + dd] = x;
       }
@@ -111,7 +117,7 @@ void main() {
         const uint m = i / TILE_D, dd = i % TILE_D, s = slot0 + m;
         float x = 0.0;
         if (s < pc.held && d0 + dd < pc.head_dim)
-          x = uintBitsToFloat(kv[pc.kv_key_offset + s * pc.kv_key_stride + v * kv_row + g * pc.head_dim + d0 + dd]);
+          x = STORED_LOAD(kv, pc.kv_key_offset, s * pc.kv_key_stride + v * kv_row + g * pc.head_dim + d0 + dd);
         k_tile[(v * TILE_M + m) * (TILE_D + 1) + dd] = x;
       }
     }

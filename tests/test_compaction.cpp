@@ -316,6 +316,8 @@ void check_insertion(Context& context, vk::DescriptorArena& arena, const InsertC
   k.policy = c.policy;
   k.kv_row = D;
   k.key_stride = D;
+  k.kv_key_stride = D;  // fp32 memory: as the chunk
+  k.kv_value_stride = D;
   k.kv_key_offset = kv_keys;
   k.kv_value_offset = kv_values;
   k.kv_pos_offset = kv_pos;

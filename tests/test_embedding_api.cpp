@@ -31,8 +31,9 @@ using test::App;
 using test::AppBuffer;
 using test::read_back;
 
-LayerConfig embedding_config(PolicyKind policy) {
+LayerConfig embedding_config(PolicyKind policy, MemoryStorage storage = MemoryStorage::f32) {
   LayerConfig c;
+  c.kv.storage = storage;
   c.shape = {4, 2, 20};  // GQA; rows of 80 and 40 floats, off every power of two
   c.chunk = 5;
   c.q_capacity = 7;      // not a multiple of S: evictions straddle chunks
@@ -46,8 +47,8 @@ LayerConfig embedding_config(PolicyKind policy) {
 // buffers, against the reference. Even steps take q, k, v from the
 // application's device buffers (filled by its own vkCmdCopyBuffer and
 // vkCmdUpdateBuffer); odd steps hand them over from the host.
-void check_recorded_stream(PolicyKind policy, uint64_t seed) {
-  const LayerConfig config = embedding_config(policy);
+void check_recorded_stream(PolicyKind policy, uint64_t seed, MemoryStorage storage = MemoryStorage::f32) {
+  const LayerConfig config = embedding_config(policy, storage);
   test::StreamOptions options;
   options.invalid_fraction = 0.2;
   const test::Stream stream = test::random_stream(config.shape, 43, seed, options);
@@ -107,7 +108,8 @@ void check_recorded_stream(PolicyKind policy, uint64_t seed) {
     CHECK_FALSE(layer.has_pending_queries());
     layer.wait();  // reads the recorded steps' finite checks
   }
-  test::check_runs_match(expected, actual, 2e-4, 2e-4, "recorded " + std::string(to_string(policy)));
+  test::check_runs_match(expected, actual, 2e-4, 2e-4,
+                         "recorded " + std::string(to_string(policy)) + " " + std::string(to_string(storage)));
   app.check_no_messages();
 }
 
@@ -116,6 +118,8 @@ void check_recorded_stream(PolicyKind policy, uint64_t seed) {
 TEST_CASE("embedding: layer steps recorded into the application's command buffers and buffers match the reference") {
   check_recorded_stream(PolicyKind::lra_sum, 11);
   check_recorded_stream(PolicyKind::fifo, 12);
+  // fp16 memories: the application's q rows go through the ring's fp32 incoming section.
+  check_recorded_stream(PolicyKind::lru, 13, MemoryStorage::f16);
 }
 
 namespace {

@@ -125,6 +125,50 @@ TEST_CASE("stack: the GPU stack equals the reference stack step by step with bou
   }
 }
 
+TEST_CASE("stack: fp16 memories equal the reference stack that rounds what it stores") {
+  // Every block's keys, values and delayed queries in fp16 (projected and
+  // rotated in fp32, then rounded on the device); the reference rounds the
+  // same values, so the fp32 tolerance (1e-3) and equal retained positions
+  // hold, decoding included.
+  const test::TokenStream s = test::random_tokens(50, 37, 33, 0.05);
+  StackConfig c = test::small_stack(2, {4, 2, 6}, 6, 7, 14, 5, Policy::lra_sum());
+  c.blocks.back().attention.q_capacity = 4;
+  c.blocks.back().attention.kv.n_sink = 2;
+  for (BlockConfig& b : c.blocks) b.attention.kv.storage = MemoryStorage::f16;
+  check_gpu_matches_reference(c, s, 44, false);
+}
+
+TEST_CASE("stack: fp16 memories under LM-Infinite agree with the reference within fp16 rounding") {
+  // The device rounds each rotated variant it stores (three per query, two
+  // per key), the reference the un-rotated q and k it rotates per pair: the
+  // stored values differ by fp16 rounding (2^-11 relative), so the
+  // tolerance is 2e-2 (hidden and logits ~1), and M >= T with K = M keeps
+  // every entry, so no decision can flip.
+  const test::TokenStream s = test::random_tokens(30, 37, 34);
+  StackConfig c = test::small_stack(2, {4, 2, 8}, 4, 6, 40, 40, Policy::lra_sum());
+  for (BlockConfig& b : c.blocks) {
+    b.attention.kv.storage = MemoryStorage::f16;
+    b.lm_infinite = {true, 3};
+  }
+  RandomWeights weights(45);
+  reference::Stack cpu(c, weights);
+  gpu::Stack device(test::gpu(), c, weights);
+  StackRequest request;
+  request.logits = true;
+  const auto expected = test::run_stack(cpu, s, false, request), actual = test::run_stack(device, s, false, request);
+  REQUIRE(expected.size() == actual.size());
+  double largest = 0.0;
+  for (const auto& [position, e] : expected) {
+    const test::Emitted& a = actual.at(position);
+    REQUIRE(a.hidden.size() == e.hidden.size());
+    for (size_t i = 0; i < e.hidden.size(); ++i) largest = std::max(largest, double(std::abs(a.hidden[i] - e.hidden[i])));
+    for (size_t i = 0; i < e.logits.size(); ++i) largest = std::max(largest, double(std::abs(a.logits[i] - e.logits[i])));
+  }
+  INFO("largest difference " << largest);
+  CHECK(largest < 2e-2);
+  test::check_no_validation_messages(test::gpu());
+}
+
 TEST_CASE("stack: block options (LayerNorm, biases, GELU, plain FFN, NeoX RoPE, fp16, tied) match the reference") {
   const test::TokenStream s = test::random_tokens(40, 37, 32);
   StackConfig c = test::small_stack(2, {4, 2, 8}, 5, 3, 16, 4, Policy::lra_max());

@@ -130,6 +130,10 @@ TEST_CASE("stack layout: a K/V memory past one storage range is refused, naming 
 
 TEST_CASE("stack layout: the planned buffers are the ones a small stack allocates") {
   StackConfig c = test::small_stack(2, {4, 2, 8}, 4, 5, 16, 4, Policy::lru());
+  SUBCASE("fp32 memories") {}
+  SUBCASE("fp16 memories") {
+    for (BlockConfig& b : c.blocks) b.attention.kv.storage = MemoryStorage::f16;
+  }
   RandomWeights weights(3);
   const uint64_t before = test::gpu().device_memory_bytes();
   gpu::Stack device(test::gpu(), c, weights);
@@ -143,4 +147,22 @@ TEST_CASE("stack layout: the planned buffers are the ones a small stack allocate
   CHECK(test::gpu().device_memory_bytes() - before == allocations);
   CHECK(device.memory().total() == layout.memory.total());
   test::check_no_validation_messages(test::gpu());
+}
+
+TEST_CASE("stack layout: fp16 memories halve the keys, values and queries of a 3B-class model") {
+  // Per block: keys and values 4096 x 8 x 128 x 2 elements, queries
+  // (1024 + 128) x 24 x 128; positions, scores, tags, the fp32 chunk, the
+  // residual rows and (fp16 only) the fp32 incoming queries stay.
+  StackConfig c = llama_3b();
+  const gpu::StackMemory f32 = gpu::plan_stack_memory(c, DeviceCaps{});
+  for (BlockConfig& b : c.blocks) b.attention.kv.storage = MemoryStorage::f16;
+  const gpu::StackMemory f16 = gpu::plan_stack_memory(c, DeviceCaps{});
+  const gpu::BlockMemory& a = f32.blocks[0];
+  const gpu::BlockMemory& h = f16.blocks[0];
+  MESSAGE("block K/V memory " << a.kv_memory << " -> " << h.kv_memory << " bytes, Q memory " << a.q_memory << " -> "
+                              << h.q_memory << ", whole stack " << f32.total() << " -> " << f16.total());
+  CHECK(a.kv_memory - h.kv_memory == 4096ull * 8 * 128 * 2 * 2);  // 2 bytes saved per key and value element
+  CHECK(a.q_memory - h.q_memory == 1152ull * 24 * 128 * 2 - 128ull * 24 * 128 * 4);  // less the incoming rows
+  CHECK(a.weights == h.weights);
+  CHECK(f32.total() - f16.total() == 28 * ((a.kv_memory - h.kv_memory) + (a.q_memory - h.q_memory)));
 }

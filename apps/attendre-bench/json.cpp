@@ -85,6 +85,7 @@ Json preset(const Preset& p) {
           {"precision", p.precision},
           {"policy", p.policy},
           {"lm_infinite", p.lm_infinite},
+          {"kv_storage", p.kv_storage},
           {"layers_model", p.layers_model},
           {"layers_run", p.layers_run},
           {"vocab_model", p.vocab_model},
@@ -151,7 +152,8 @@ std::string to_json(const Results& r) {
   j["presets"] = presets;
   Json plans = Json::array();
   for (const MemoryPlan& m : r.plans)
-    plans.push_back({{"name", m.name}, {"layers", m.layers}, {"vocab", m.vocab}, {"precision", m.precision}, {"gpu_bytes", m.gpu_bytes}});
+    plans.push_back({{"name", m.name}, {"layers", m.layers}, {"vocab", m.vocab}, {"precision", m.precision}, {"kv_storage", m.kv_storage},
+                     {"gpu_bytes", m.gpu_bytes}});
   j["memory_plans"] = plans;
   if (r.scaling) j["scaling"] = scaling(*r.scaling);
   // Strings come from the device and the options: invalid UTF-8 becomes U+FFFD rather than an exception.

@@ -113,6 +113,8 @@ Options parse_options(int argc, char** argv) {
       if (ec != std::errc{} || end != text.data() + text.size() || n > 1000)
         throw UsageError("--layers expects a whole number 0..1000, got '" + text + "'");
       o.layers = static_cast<int32_t>(n);
+    } else if (arg == "--fp16-memory") {
+      o.fp16_memory = true;
     } else if (arg == "--lm-infinite") {
       const std::string text = take();
       uint32_t n = 0;
@@ -129,7 +131,7 @@ Options parse_options(int argc, char** argv) {
 
 std::string usage_text() {
   return "usage: attendre-bench [--quick] [--json FILE] [--svg DIR] [--filter NAMES] [--layers L]\n"
-         "                      [--lm-infinite N_LOCAL] [--dispatches] [--device D] [--help]\n"
+         "                      [--lm-infinite N_LOCAL] [--fp16-memory] [--dispatches] [--device D] [--help]\n"
          "\n"
          "Measures the device's copy bandwidth and FMA peak, then every ATTENDRE kernel\n"
          "over a sweep of shapes, the whole stack for named presets, and per-step cost\n"
@@ -148,6 +150,7 @@ std::string usage_text() {
          "                   and 2 for desktop, whose full depth takes many minutes)\n"
          "  --lm-infinite N  run the presets with LM-Infinite distances capped at\n"
          "                   n_local = N in every block (its score kernel variant)\n"
+         "  --fp16-memory    run and plan the presets with fp16 K/V and Q memories\n"
          "  --dispatches     also print every dispatch of one timed step of each\n"
          "                   measurement (shader, kernel name, GPU ms): the profile\n"
          "                   behind a kernel's time\n"

@@ -35,7 +35,8 @@ const Spec kSpecs[] = {
 };
 const attendre::Policy kPolicy = attendre::Policy::lra_sum();
 
-StackConfig stack_config(const Spec& s, uint32_t layers, uint32_t vocab, WeightType weights, uint32_t lm_infinite) {
+StackConfig stack_config(const Spec& s, uint32_t layers, uint32_t vocab, WeightType weights, const Options& options) {
+  const uint32_t lm_infinite = options.lm_infinite;
   StackConfig c;
   c.hidden = s.hidden;
   c.vocab = vocab;
@@ -48,6 +49,7 @@ StackConfig stack_config(const Spec& s, uint32_t layers, uint32_t vocab, WeightT
     b.attention.q_capacity = s.N;
     b.attention.kv.capacity = s.M;
     b.attention.kv.policy = kPolicy;
+    b.attention.kv.storage = options.fp16_memory ? attendre::MemoryStorage::f16 : attendre::MemoryStorage::f32;
     b.attention.retrieval.top_k = s.K;
     b.ffn = s.ffn;
     b.rope_theta = s.rope_theta;
@@ -134,8 +136,9 @@ void run_one(attendre::Context& context, const Options& options, const Spec& spe
   p.S = spec.S, p.M = spec.M, p.N = spec.N, p.K = spec.K;
   p.policy = std::string(attendre::to_string(kPolicy.kind));
   p.lm_infinite = options.lm_infinite;
+  p.kv_storage = options.fp16_memory ? "f16" : "f32";
   p.precision = precision;
-  p.planned_full_bytes = attendre::gpu::plan_stack_memory(stack_config(spec, spec.layers, spec.vocab, weights, options.lm_infinite), caps).total();
+  p.planned_full_bytes = attendre::gpu::plan_stack_memory(stack_config(spec, spec.layers, spec.vocab, weights, options), caps).total();
 
   // A token table past one storage range cannot be bound: feed embeddings instead.
   const uint64_t table = uint64_t{spec.vocab} * spec.hidden * wbytes;
@@ -146,7 +149,7 @@ void run_one(attendre::Context& context, const Options& options, const Spec& spe
   if (p.layers_run < p.layers_model)
     p.notes.push_back(std::to_string(p.layers_run) + " of " + std::to_string(p.layers_model) +
                       " blocks run (--layers 0 runs all); ms_per_step_full_depth scales the step by the depth");
-  const StackConfig config = stack_config(spec, p.layers_run, p.vocab_run, weights, options.lm_infinite);
+  const StackConfig config = stack_config(spec, p.layers_run, p.vocab_run, weights, options);
   const uint64_t planned = attendre::gpu::plan_stack_memory(config, caps).total();
   if (caps.device_local_bytes && planned > caps.device_local_bytes)
     attendre::fail(attendre::ErrorCode::out_of_device_memory,
@@ -262,9 +265,10 @@ void run_presets(attendre::Context& context, const Options& options, Results& re
     if (report) {
       for (WeightType type : {WeightType::f32, WeightType::f16}) {
         const uint32_t wbytes = type == WeightType::f16 ? 2 : 4;
-        const StackConfig full = stack_config(spec, spec.layers, spec.vocab, type, options.lm_infinite);
+        const StackConfig full = stack_config(spec, spec.layers, spec.vocab, type, options);
         results.plans.push_back({spec.name, spec.layers, spec.vocab, wbytes == 2 ? "f16" : "f32",
-                                 attendre::gpu::plan_stack_memory(full, context.caps()).total()});
+                                 attendre::gpu::plan_stack_memory(full, context.caps()).total(),
+                                 options.fp16_memory ? "f16" : "f32"});
       }
     }
     // --quick runs the mobile preset only; block kernels come from it.

@@ -77,6 +77,7 @@ struct Preset {
   uint32_t S = 0, M = 0, N = 0, K = 0;
   std::string policy, precision;
   uint32_t lm_infinite = 0;          // n_local of every block's LM-Infinite cap (--lm-infinite), 0: off
+  std::string kv_storage = "f32";     // the K/V and Q memories' storage (--fp16-memory: f16)
   std::vector<std::string> notes;    // every deviation from the named model, in words
   double ms_per_step = 0.0, tokens_per_s = 0.0;
   double overhead_ms = 0.0;  // median over profiled steps of (step wall time - its kernels' GPU time)
@@ -98,6 +99,7 @@ struct MemoryPlan {
   uint32_t layers = 0, vocab = 0;
   std::string precision;
   uint64_t gpu_bytes = 0;
+  std::string kv_storage = "f32";  // the K/V and Q memories' storage (--fp16-memory: f16)
 };
 
 struct ScalingPoint {

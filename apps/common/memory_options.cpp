@@ -103,6 +103,7 @@ void MemoryOptions::add_to(OptionTable& table) {
     return v == "shared" ? RetrievalMode::shared : RetrievalMode::per_head;
   });
   table["--no-protect-new"] = switch_option(protect_new_, false);
+  table["--fp16-memory"] = switch_option(fp16_memory_, true);
   table["--causal"] = {false, false, [this](const std::string&, const std::string&) { causal_ = true; }};
   table["--no-causal"] = {false, false, [this](const std::string&, const std::string&) { causal_ = false; }};
   table["--lm-infinite"] = lm_infinite_option(lm_infinite_);
@@ -162,6 +163,7 @@ MemoryPlan MemoryOptions::make_plan(uint32_t blocks, uint32_t context_length, ui
   s.q_capacity = q_capacity_.value_or(encoder ? s.kv.capacity : 0);
   s.kv.n_sink = sinks_.value_or(0);
   s.kv.protect_new = protect_new_;
+  s.kv.storage = fp16_memory_ ? MemoryStorage::f16 : MemoryStorage::f32;
   s.top_k = top_k_.value_or(0);  // 0: K = M
   s.mode = retrieval_.value_or(RetrievalMode::per_head);
   s.causal = causal_.value_or(!encoder);
@@ -219,6 +221,7 @@ memory (the same for every block unless --layer overrides it):
   --init-k X            initial score mu - X*sigma of lra_* and lfa (default 1)
   --sinks N             the first N positions are never evicted (default 0)
   --no-protect-new      new entries may be evicted in the step that inserts them
+  --fp16-memory         keys, values and waiting queries stored in fp16 (half the bytes; math stays fp32)
   --retrieval MODE      per_head (default) or shared top-K selection
   --causal              queries attend only to positions <= their own (the default, except in an encoder)
   --no-causal           queries also see the later positions they waited for (N > 0)

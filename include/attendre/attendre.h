@@ -197,9 +197,11 @@ typedef struct attendre_memory_setting {
   int shared_retrieval;  /* one top-K selection shared by all heads (else per head) */
   int causal;            /* a query sees only keys at positions <= its own */
   int flush_capable;     /* stacks: finish may flush (see attendre_stack_finish) */
+  int fp16_memory;       /* keys, values and waiting queries stored in fp16 (math stays fp32);
+                            inputs beyond 65504 are then refused */
 } attendre_memory_setting;
 
-/* S = 64, N = 0, M = 0, K = 0, fifo, no sinks, protect_new, per head, causal. */
+/* S = 64, N = 0, M = 0, K = 0, fifo, no sinks, protect_new, per head, causal, fp32 memory. */
 ATTENDRE_C_API void attendre_memory_setting_defaults(attendre_memory_setting* setting);
 
 /* One chunk of rows in host memory, row-major: q rows * heads_q * head_dim,

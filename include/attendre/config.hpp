@@ -72,12 +72,25 @@ struct AttentionShape {
   uint32_t kv_row() const { return heads_kv * head_dim; }  // floats per key or value
 };
 
+// How a memory stores its keys, values and (in a layer or stack block) its
+// delayed queries. fp16 halves their bytes; scoring, softmax and
+// accumulation stay fp32 (float64 in the reference, which rounds what it
+// stores the same way: round to nearest even, fp16 subnormals flushed to
+// zero). Inputs beyond fp16's range (|x| > 65504) are refused.
+enum class MemoryStorage { f32, f16 };
+
+std::string_view to_string(MemoryStorage storage);
+std::optional<MemoryStorage> parse_memory_storage(std::string_view name);
+
 struct KvMemoryConfig {
   uint32_t capacity = 0;  // M
   Policy policy;
   uint32_t n_sink = 0;    // positions < n_sink are pinned: never evicted
   bool protect_new = true;
   bool copy_out_evicted = false;
+  // Keys and values, and the layer's Q memory with them (evicted entries
+  // come back as stored, widened to fp32).
+  MemoryStorage storage = MemoryStorage::f32;
 };
 
 // T5 relative position buckets (BiasKind::t5): bias(h, p_q, p_j) =
@@ -136,6 +149,8 @@ Status infeasible_insertion(uint64_t needed, uint64_t eligible);
 // |v| at most 2^126. Chunks beyond them are refused with the row named.
 inline constexpr double kMaxLogitMagnitude = 8.507059173023462e37;  // 2^126
 inline constexpr double kMaxValueMagnitude = 8.507059173023462e37;  // 2^126
+// With MemoryStorage::f16, every stored q, k and v element: fp16's largest finite value.
+inline constexpr double kMaxHalfMagnitude = 65504.0;
 
 // ALiBi slope of query head h among `heads` (geometric 2^(-8(h+1)/heads)).
 double alibi_slope(uint32_t head, uint32_t heads);

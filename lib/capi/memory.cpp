@@ -19,6 +19,7 @@ MemorySetting memory_setting(const attendre_memory_setting& s) {
   setting.kv.policy = Policy{*kind, s.lambda, {}};
   setting.kv.n_sink = s.n_sink;
   setting.kv.protect_new = s.protect_new != 0;
+  setting.kv.storage = s.fp16_memory ? MemoryStorage::f16 : MemoryStorage::f32;
   setting.top_k = s.top_k;
   setting.mode = s.shared_retrieval ? RetrievalMode::shared : RetrievalMode::per_head;
   setting.causal = s.causal != 0;

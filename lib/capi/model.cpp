@@ -60,6 +60,7 @@ attendre_status attendre_model_default_memory(const attendre_model* model, atten
     s.lambda = plan.all.kv.policy.lambda;
     s.n_sink = plan.all.kv.n_sink;
     s.protect_new = plan.all.kv.protect_new;
+    s.fp16_memory = plan.all.kv.storage == MemoryStorage::f16;
     s.shared_retrieval = plan.all.mode == RetrievalMode::shared;
     s.causal = plan.all.causal;
     s.flush_capable = plan.flush_capable;

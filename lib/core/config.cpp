@@ -19,9 +19,9 @@ constexpr std::array<std::string_view, 7> kPolicyNames = {"fifo",    "lru",     
 
 std::string u(uint64_t value) { return std::to_string(value); }
 
-std::string g(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3g", value);
+std::string g(double value, int digits = 3) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%.*g", digits, value);
   return text;
 }
 
@@ -40,6 +40,14 @@ std::string_view to_string(PolicyKind kind) { return kPolicyNames[static_cast<si
 std::optional<PolicyKind> parse_policy(std::string_view name) {
   for (size_t i = 0; i < kPolicyNames.size(); ++i)
     if (kPolicyNames[i] == name) return static_cast<PolicyKind>(i);
+  return std::nullopt;
+}
+
+std::string_view to_string(MemoryStorage storage) { return storage == MemoryStorage::f16 ? "f16" : "f32"; }
+
+std::optional<MemoryStorage> parse_memory_storage(std::string_view name) {
+  if (name == "f32") return MemoryStorage::f32;
+  if (name == "f16") return MemoryStorage::f16;
   return std::nullopt;
 }
 
@@ -121,11 +129,18 @@ Status StreamValidator::check(const ChunkView& chunk, const LayerConfig& config,
   ATTENDRE_REQUIRE(chunk.tags.empty() || chunk.tags.size() == rows, "chunk tags hold " + u(chunk.tags.size()) + " values, expected " + u(rows));
   // Non-finite inputs would make every ordering below meaningless; padding
   // rows are never read, so only valid rows are checked.
+  // fp16 storage: a stored element past fp16's range would become infinity.
+  const bool half = config.kv.storage == MemoryStorage::f16;
   auto finite_rows = [&](std::span<const float> data, size_t row_floats, const char* name) -> Status {
     for (size_t r = 0; r < rows; ++r) {
       if (!chunk.valid.empty() && chunk.valid[r] == 0) continue;
-      for (float x : data.subspan(r * row_floats, row_floats))
+      for (size_t c = 0; c < row_floats; ++c) {
+        const float x = data[r * row_floats + c];
         ATTENDRE_REQUIRE(std::isfinite(x), std::string("chunk ") + name + " row " + u(r) + " holds a non-finite value");
+        ATTENDRE_REQUIRE(!half || std::abs(x) <= kMaxHalfMagnitude,
+                         std::string("chunk ") + name + " row " + u(r) + " column " + u(c) + " holds " + g(x, 9) +
+                             ", beyond the fp16 range (65504) of the memory's storage");
+      }
     }
     return {};
   };

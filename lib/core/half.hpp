@@ -1,7 +1,9 @@
-// IEEE binary16 <-> binary32 conversion on the host (for fp16 weights):
+// IEEE binary16 <-> binary32 conversion on the host (fp16 weights, fp16 memories):
 // round to nearest, ties to even; overflow to infinity; subnormals kept;
 // NaN stays NaN (quiet, payload truncated).
 #pragma once
+
+#include <attendre/config.hpp>
 
 #include <bit>
 #include <cstdint>
@@ -42,6 +44,21 @@ inline float half_to_float(uint16_t h) {
   // Subnormal: value = mantissa * 2^-24, exactly representable as a float.
   const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
   return sign ? -magnitude : magnitude;
+}
+
+// An element as an fp16 memory stores it (MemoryStorage::f16), exactly as
+// the kernels do (shaders/stored.glsl, stored_half_bits): the fp32 value
+// rounded to nearest even, an fp16 subnormal flushed to signed zero (GPUs
+// may flush them on load, so none is ever stored).
+inline uint16_t to_stored_half(float value) {
+  const uint16_t h = float_to_half(value);
+  return (h & 0x7C00u) == 0 ? static_cast<uint16_t>(h & 0x8000u) : h;
+}
+
+// A float64 value as a memory of `storage` holds it: itself in fp32 storage
+// (the reference computes in float64), the fp32-then-fp16 rounding in fp16.
+inline double stored_value(double value, MemoryStorage storage) {
+  return storage == MemoryStorage::f16 ? half_to_float(to_stored_half(static_cast<float>(value))) : value;
 }
 
 inline std::vector<uint16_t> to_half(std::span<const float> values) {

@@ -64,6 +64,7 @@ Status try_apply_encoder_decoder_memory(EncoderDecoderConfig& config, const Enco
     LayerConfig& a = b.attention;
     a.q_capacity = 0;
     a.kv = KvMemoryConfig{};
+    a.kv.storage = plan.encoder.all.kv.storage;  // the decoder's memories store as the encoder's
     a.kv.capacity = b.cross_attention ? plan.encoder_memory : plan.decoder_positions;
     a.kv.policy = Policy::fifo();
     a.retrieval.top_k = a.kv.capacity;

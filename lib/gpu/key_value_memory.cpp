@@ -30,7 +30,7 @@ LayerConfig as_layer(const AttentionShape& shape, const KvMemoryConfig& kv, cons
 struct KeyValueMemory::Impl {
   Impl(Context& ctx, const LayerConfig& c, uint32_t queries)
       : config(c),
-        ring(ctx, c.shape, 0, queries),
+        ring(ctx, c.shape, 0, queries, 0, 1, c.kv.storage),
         checks(ctx, 2),
         kv(ctx, c, queries, c.chunk, ring.buffer(), ring.layout(), checks, ""),
         chunk_words(kv.chunk_layout().init),
@@ -97,7 +97,8 @@ std::vector<float> KeyValueMemory::retrieve(const ChunkView& queries) {
   const std::vector<QueryMeta> evicted = m.ring.insert(metas);  // N = 0: every query retrieves now
   pack_query_rows(queries, q_row, queries.rows, reinterpret_cast<float*>(words + q_at));
   QueryRing::pack_meta(metas, words + meta_at);
-  m.ring.record_rows(rec, m.upload, q_at, m.ring.layout().queries, q_row, first, queries.rows);
+  m.ring.record_query_rows(rec, m.upload, q_at, first, 0, queries.rows);
+  m.ring.record_store_queries(rec, first, queries.rows);
   m.ring.record_meta(rec, m.upload, meta_at, first, queries.rows);
   const QueryRange range = m.ring.range_of(evicted);
   m.kv.record_retrieve(rec, range);

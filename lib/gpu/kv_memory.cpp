@@ -46,11 +46,13 @@ KvMemory::KvMemory(Context& context, const LayerConfig& config, uint32_t max_que
       checks_(checks) {
   config.validate();
   if (config.retrieval.bias == BiasKind::t5) positions::check(config.retrieval.t5, config.shape.heads_q, true, "").or_throw();
-  require(ring_layout.q_stride == (lm_infinite.enabled ? kernels::kLmQueryVariants : 1u) * ring_layout.q_row,
+  require(ring_layout.q_variants == (lm_infinite.enabled ? kernels::kLmQueryVariants : 1u),
           "the Q ring holds another number of query variants than the K/V memory scores with");
+  require(ring_layout.storage == config.kv.storage, "the Q ring stores queries in another precision than the K/V memory");
   config_.chunk = max_insert;  // the insertion kernels size everything by the largest insertion
   plan_ = plan_retrieval(config_, kernels_, max_queries, context.caps());
-  kv_layout_ = KvLayout::make(config.kv.capacity, config.shape, key_variants(lm_infinite), config.retrieval);
+  kv_layout_ = KvLayout::make(config.kv.capacity, config.shape, key_variants(lm_infinite), config.retrieval,
+                              config.kv.storage);
   chunk_layout_ = ChunkLayout::make(max_insert, config.shape, key_variants(lm_infinite));
   evicted_layout_ = EvictedLayout::make(config.kv.copy_out_evicted ? max_insert : 0, config.shape);
   if (kv_layout_.words * 4 > context.caps().max_storage_range)
@@ -75,9 +77,10 @@ KvMemory::KvMemory(Context& context, const LayerConfig& config, uint32_t max_que
     evicted_ = vk::Buffer(context, evicted_layout_.words * 4, vk::MemoryIntent::device, "evicted");
 
   arena_ = std::make_unique<vk::DescriptorArena>(context);
+  const kernels::StoredPath stored = kernels::stored_path(context.caps(), config.kv.storage);
   insert_ = kernels::InsertKernels(context, *arena_, kernels_,
                                    {{&kv_}, {&chunk_}, {&scratch_->lists()}, {evicted_ ? &evicted_ : nullptr}},
-                                   insert_constants());
+                                   insert_constants(), stored);
   retrieve_ = kernels::RetrieveKernels(context, *arena_, kernels_,
                                        {{&ring},
                                         {&kv_},
@@ -85,7 +88,8 @@ KvMemory::KvMemory(Context& context, const LayerConfig& config, uint32_t max_que
                                         {&scratch_->lists()},
                                         {&scratch_->attention()},
                                         {&scratch_->usage()}},
-                                       config.kv.capacity, std::max(1u, plan_.top_keep), lm_infinite.enabled);
+                                       config.kv.capacity, std::max(1u, plan_.top_keep), lm_infinite.enabled,
+                                       stored);
   if (config.retrieval.bias == BiasKind::t5) upload_t5_tables(context);
   outputs_site_ = checks.add("the attention outputs" + stage,
                              vk::BufferBinding::words(scratch_->attention(), 0, plan_.outputs_words));
@@ -120,7 +124,9 @@ kernels::InsertConstants KvMemory::insert_constants() const {
   c.init_k = static_cast<float>(init.k);
   c.init_value = static_cast<float>(init.value);
   c.kv_row = kv_layout_.kv_row;
-  c.key_stride = kv_layout_.key_stride;
+  c.key_stride = chunk_layout_.key_stride;
+  c.kv_key_stride = kv_layout_.key_stride;
+  c.kv_value_stride = kv_layout_.value_stride;
   c.kv_key_offset = kv_layout_.keys;
   c.kv_value_offset = kv_layout_.values;
   c.kv_pos_offset = kv_layout_.positions;
@@ -278,6 +284,7 @@ void KvMemory::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& range,
   rp.list_tiles = retrieve_.select().tiles(held_);
   rp.list_keep = plan_.top_keep;
   rp.kv_value_offset = kv_layout_.values;
+  rp.kv_value_stride = kv_layout_.value_stride;
   rp.out_offset = static_cast<uint32_t>(outputs_offset());
   rp.out_first_query = first;
   rp.weight_offset = static_cast<uint32_t>(plan_.weights_offset);

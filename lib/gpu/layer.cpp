@@ -65,7 +65,7 @@ struct Layer::Impl {
   Impl(Context& ctx, const LayerConfig& cfg)
       : context(ctx),
         config((cfg.validate(), cfg)),
-        ring(ctx, cfg.shape, cfg.q_capacity, cfg.chunk),
+        ring(ctx, cfg.shape, cfg.q_capacity, cfg.chunk, 0, 1, cfg.kv.storage),
         checks(ctx, 2),
         kv(ctx, cfg, cfg.max_queries_per_step(true), cfg.chunk, ring.buffer(), ring.layout(), checks, ""),
         upload_layout(UploadLayout::make(cfg, kv.chunk_layout())),
@@ -187,9 +187,9 @@ void Layer::Impl::pack_chunk(const ChunkView& chunk, const std::vector<QueryMeta
 }
 
 void Layer::Impl::record_chunk(vk::CommandRecorder& rec, const vk::Buffer& src, uint64_t first) const {
-  const uint32_t S = config.chunk, q_row = config.shape.q_row();
+  const uint32_t S = config.chunk;
   rec.copy(src, upload_layout.chunk * 4, kv.chunk_buffer(), 0, uint64_t{kv.chunk_layout().init} * 4);
-  ring.record_rows(rec, src, upload_layout.queries, ring.layout().queries, q_row, first, S);
+  ring.record_query_rows(rec, src, upload_layout.queries, first, 0, S);
   ring.record_meta(rec, src, upload_layout.ring_meta, first, S);
 }
 
@@ -204,6 +204,7 @@ Ticket Layer::Impl::submit(std::vector<QueryMeta> evicted, const ChunkView* chun
   if (chunk) {
     pack_chunk(*chunk, *inserted, static_cast<uint32_t*>(slot.upload.mapped()));
     record_chunk(rec, slot.upload, first);
+    ring.record_store_queries(rec, first, config.chunk);
     const InsertionRows in = insertion_rows(*inserted, config.chunk);
     kv.record_insert(rec, in.valid, in.positions);
   }
@@ -290,8 +291,7 @@ RecordedStep Layer::record(VkCommandBuffer cb, const LayerInputs& in, const Laye
     const vk::Buffer v = vk::Buffer::borrow(in.v->buffer, in.v->offset + in.v->size, "application v");
     // Only valid rows: padding rows of the application's buffers are never read.
     for_valid_runs(rows, [&](uint32_t begin, uint32_t end) {
-      m.ring.record_rows(rec, q, in.q->offset / 4 + uint64_t{begin} * q_row, m.ring.layout().queries, q_row,
-                         first + begin, end - begin);
+      m.ring.record_query_rows(rec, q, in.q->offset / 4 + uint64_t{begin} * q_row, first, begin, end - begin);
       const uint64_t bytes = uint64_t{end - begin} * kv_row * 4;
       rec.copy(k, in.k->offset + uint64_t{begin} * kv_row * 4, m.kv.chunk_buffer(),
                (l.keys + uint64_t{begin} * kv_row) * 4, bytes);
@@ -299,6 +299,7 @@ RecordedStep Layer::record(VkCommandBuffer cb, const LayerInputs& in, const Laye
                (l.values + uint64_t{begin} * kv_row) * 4, bytes);
     });
   }
+  m.ring.record_store_queries(rec, first, m.config.chunk);
   m.kv.record_insert(rec, insertion.valid, insertion.positions);
   m.kv.record_retrieve(rec, range);
   RecordedStep recorded;

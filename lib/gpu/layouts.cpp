@@ -16,15 +16,25 @@ uint32_t SectionCursor::take(uint64_t count) {
   return static_cast<uint32_t>(at);
 }
 
+uint32_t stored_row(uint32_t elements, MemoryStorage storage) {
+  return storage == MemoryStorage::f16 ? (elements + 1) / 2 * 2 : elements;
+}
+
+uint64_t stored_words(uint64_t elements, MemoryStorage storage) {
+  return storage == MemoryStorage::f16 ? (elements + 1) / 2 : elements;
+}
+
 KvLayout KvLayout::make(uint32_t capacity, const AttentionShape& shape, uint32_t key_variants,
-                        const RetrievalConfig& retrieval) {
+                        const RetrievalConfig& retrieval, MemoryStorage storage) {
   KvLayout l;
   l.capacity = capacity;
   l.kv_row = shape.kv_row();
-  l.key_stride = key_variants * l.kv_row;
+  l.key_stride = stored_row(key_variants * l.kv_row, storage);
+  l.value_stride = stored_row(l.kv_row, storage);
+  l.storage = storage;
   SectionCursor c;
-  l.keys = c.take(uint64_t{capacity} * l.key_stride);
-  l.values = c.take(uint64_t{capacity} * l.kv_row);
+  l.keys = c.take(stored_words(uint64_t{capacity} * l.key_stride, storage));
+  l.values = c.take(stored_words(uint64_t{capacity} * l.value_stride, storage));
   l.positions = c.take(capacity);
   l.scores = c.take(capacity);
   l.tags = c.take(capacity);
@@ -37,18 +47,24 @@ KvLayout KvLayout::make(uint32_t capacity, const AttentionShape& shape, uint32_t
 }
 
 RingLayout RingLayout::make(uint32_t capacity, const AttentionShape& shape, uint32_t residual_width,
-                            uint32_t q_variants) {
+                            uint32_t q_variants, MemoryStorage storage, uint32_t incoming_rows) {
   RingLayout l;
   l.capacity = capacity;
   l.q_row = shape.q_row();
-  l.q_stride = q_variants * l.q_row;
+  l.q_variants = q_variants;
+  l.q_stride = stored_row(q_variants * l.q_row, storage);
+  l.storage = storage;
   l.residual_width = residual_width;
   SectionCursor c;
-  l.queries = c.take(uint64_t{capacity} * l.q_stride);
+  l.queries = c.take(stored_words(uint64_t{capacity} * l.q_stride, storage));
   l.positions = c.take(capacity);
   l.valid = c.take(capacity);
   l.tags = c.take(capacity);
   l.residuals = c.take(uint64_t{capacity} * residual_width);
+  if (l.half()) {
+    l.incoming_rows = incoming_rows;
+    l.incoming = c.take(uint64_t{incoming_rows} * l.incoming_stride());
+  }
   l.words = c.words;
   return l;
 }

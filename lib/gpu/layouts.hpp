@@ -24,31 +24,49 @@ struct SectionCursor {
   uint32_t take(uint64_t count);
 };
 
+// Elements per stored row of `elements` values: fp16 rows are padded to an
+// even count, so that every row starts on a 32-bit word (shaders/stored.glsl).
+uint32_t stored_row(uint32_t elements, MemoryStorage storage);
+// 32-bit words of `elements` values stored in `storage`.
+uint64_t stored_words(uint64_t elements, MemoryStorage storage);
+
 // K/V memory: keys [M][key_variants][heads_kv][head_dim] (LM-Infinite keeps
 // each key rotated by its position, then un-rotated: interface/score.h) and
-// values [M][heads_kv][head_dim], then per slot its position (int32), policy
-// score (float or int32 bits) and tag; then, with a T5 bias, the bucket of
-// each relative position -R..R (R = max_distance) and the [bucket][heads_q]
-// bias table.
+// values [M][heads_kv][head_dim], in fp32 or fp16 (`storage`), then per slot
+// its position (int32), policy score (float or int32 bits) and tag; then,
+// with a T5 bias, the bucket of each relative position -R..R (R =
+// max_distance) and the [bucket][heads_q] bias table.
 struct KvLayout {
-  uint32_t capacity = 0, kv_row = 0, key_stride = 0;  // key_stride = key_variants * kv_row
+  uint32_t capacity = 0, kv_row = 0;
+  // Elements per slot as stored: key_variants * kv_row and kv_row, each
+  // padded to an even count in fp16.
+  uint32_t key_stride = 0, value_stride = 0;
+  MemoryStorage storage = MemoryStorage::f32;
   uint32_t keys = 0, values = 0, positions = 0, scores = 0, tags = 0;
   uint32_t t5_buckets = 0, t5_biases = 0;
   uint64_t words = 0;
   static KvLayout make(uint32_t capacity, const AttentionShape& shape, uint32_t key_variants = 1,
-                       const RetrievalConfig& retrieval = {});
+                       const RetrievalConfig& retrieval = {}, MemoryStorage storage = MemoryStorage::f32);
 };
 
 // Q memory ring of `capacity` rows: q [row][q_variants][heads_q][head_dim]
-// (LM-Infinite keeps three rotations of each query), then per row position,
-// valid flag and tag, then optional residual rows that wait with their
-// queries in a transformer block.
+// (LM-Infinite keeps three rotations of each query) in fp32 or fp16, then
+// per row position, valid flag and tag, then optional residual rows that
+// wait with their queries in a transformer block. An fp16 ring adds an fp32
+// section of `incoming_rows` rows where a chunk's queries land (uploaded, or
+// projected and rotated) before store_half_rows stores them into the ring.
 struct RingLayout {
-  uint32_t capacity = 0, q_row = 0, q_stride = 0, residual_width = 0;  // q_stride = q_variants * q_row
+  uint32_t capacity = 0, q_row = 0, q_variants = 1, residual_width = 0;
+  uint32_t q_stride = 0;  // elements per ring row as stored: q_variants * q_row, even in fp16
+  MemoryStorage storage = MemoryStorage::f32;
   uint32_t queries = 0, positions = 0, valid = 0, tags = 0, residuals = 0;
+  uint32_t incoming = 0, incoming_rows = 0;  // fp16 only: rows of q_variants * q_row floats
   uint64_t words = 0;
   static RingLayout make(uint32_t capacity, const AttentionShape& shape, uint32_t residual_width = 0,
-                         uint32_t q_variants = 1);
+                         uint32_t q_variants = 1, MemoryStorage storage = MemoryStorage::f32,
+                         uint32_t incoming_rows = 0);
+  bool half() const { return storage == MemoryStorage::f16; }
+  uint32_t incoming_stride() const { return q_variants * q_row; }
 };
 
 // One chunk of new K/V rows as inserted this step (keys in their variants

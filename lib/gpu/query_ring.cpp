@@ -17,12 +17,49 @@ InsertionRows insertion_rows(const std::vector<QueryMeta>& rows, uint32_t count)
 }
 
 QueryRing::QueryRing(Context& context, const AttentionShape& shape, uint32_t capacity, uint32_t max_insert,
-                     uint32_t residual_width, uint32_t q_variants)
-    : layout_(RingLayout::make(capacity + max_insert, shape, residual_width, q_variants)),
+                     uint32_t residual_width, uint32_t q_variants, MemoryStorage storage)
+    : layout_(RingLayout::make(capacity + max_insert, shape, residual_width, q_variants, storage, max_insert)),
       buffer_(context, layout_.words * 4, vk::MemoryIntent::device, "q ring"),
       fifo_(capacity) {
   if (layout_.words * 4 > context.caps().max_storage_range)
     fail(ErrorCode::unsupported, "the Q memory ring exceeds the device's storage-buffer range; lower N or S");
+  if (!layout_.half()) return;
+  arena_ = std::make_unique<vk::DescriptorArena>(context);
+  store_ = kernels::StoreHalfRows(
+      context, *arena_, kernels::plan_kernels(context.caps()), query_section(),
+      vk::BufferBinding::words(buffer_, layout_.queries, stored_words(uint64_t{layout_.capacity} * layout_.q_stride,
+                                                                      storage)));
+}
+
+void QueryRing::record_query_rows(vk::CommandRecorder& rec, const vk::Buffer& src, uint64_t src_words, uint64_t first,
+                                  uint32_t offset_row, uint32_t rows) const {
+  const uint32_t row_words = layout_.incoming_stride();
+  if (!layout_.half()) return record_rows(rec, src, src_words, layout_.queries, row_words, first + offset_row, rows);
+  rec.copy(src, src_words * 4, buffer_, (layout_.incoming + uint64_t{offset_row} * row_words) * 4,
+           uint64_t{rows} * row_words * 4);
+}
+
+void QueryRing::record_store_queries(vk::CommandRecorder& rec, uint64_t first, uint32_t rows) const {
+  if (!layout_.half() || rows == 0) return;
+  kernels::StoreHalfParams p{};
+  p.rows = rows;
+  p.row_floats = layout_.incoming_stride();
+  p.stored_stride = layout_.q_stride;
+  p.first = ring_row(first);
+  p.capacity = layout_.capacity;
+  store_.record(rec, p);
+}
+
+vk::BufferBinding QueryRing::query_section() const {
+  if (layout_.half())
+    return vk::BufferBinding::words(buffer_, layout_.incoming, uint64_t{layout_.incoming_rows} * layout_.incoming_stride());
+  return vk::BufferBinding::words(buffer_, layout_.queries, uint64_t{layout_.capacity} * layout_.q_stride);
+}
+
+kernels::RowRef QueryRing::query_rows(uint32_t first_row, uint32_t variant) const {
+  const uint32_t offset = variant * layout_.q_row;
+  if (layout_.half()) return kernels::RowRef::contiguous(layout_.incoming_stride(), offset);
+  return kernels::RowRef::ring(layout_.q_stride, layout_.capacity, first_row, offset);
 }
 
 std::vector<QueryMeta> QueryRing::insert(std::vector<QueryMeta> rows) {

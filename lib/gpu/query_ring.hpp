@@ -7,11 +7,14 @@
 
 #include "gpu/kv_memory.hpp"
 #include "gpu/layouts.hpp"
+#include "kernels/rows.hpp"
+#include "kernels/store_half.hpp"
 #include "vulkan/buffer.hpp"
 #include "vulkan/commands.hpp"
 
 #include <attendre/data_only_memory.hpp>
 
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -36,9 +39,9 @@ class QueryRing {
  public:
   // Holds N = `capacity` waiting rows plus up to `max_insert` rows of one
   // insertion; `residual_width` floats per row ride along (0: none);
-  // `q_variants` rotations of each query (RingLayout).
+  // `q_variants` rotations of each query (RingLayout), stored in `storage`.
   QueryRing(Context& context, const AttentionShape& shape, uint32_t capacity, uint32_t max_insert,
-            uint32_t residual_width = 0, uint32_t q_variants = 1);
+            uint32_t residual_width = 0, uint32_t q_variants = 1, MemoryStorage storage = MemoryStorage::f32);
 
   // Host side of insert(): appends rows (sequences assigned here) and
   // returns the evicted ones, oldest first.
@@ -67,12 +70,28 @@ class QueryRing {
   void record_rows(vk::CommandRecorder& rec, const vk::Buffer& src, uint64_t src_words, uint64_t section_words,
                    uint32_t row_words, uint64_t first, uint32_t rows) const;
 
+  // A chunk's queries (rows of q_variants * q_row floats) enter in two
+  // steps: record_query_rows copies `rows` rows from `src` as row
+  // `offset_row`.. of the step whose first sequence is `first` (into the
+  // ring in fp32; into the fp32 incoming section in fp16), then, once every
+  // row is in, record_store_queries stores the step's `rows` rows into the
+  // fp16 ring (nothing to do in fp32).
+  void record_query_rows(vk::CommandRecorder& rec, const vk::Buffer& src, uint64_t src_words, uint64_t first,
+                         uint32_t offset_row, uint32_t rows) const;
+  void record_store_queries(vk::CommandRecorder& rec, uint64_t first, uint32_t rows) const;
+  // Where kernels write a step's queries in fp32 (projections, RoPE): the
+  // incoming section in fp16, else the ring's queries; and row refs into it.
+  vk::BufferBinding query_section() const;
+  kernels::RowRef query_rows(uint32_t first_row, uint32_t variant) const;
+
   const vk::Buffer& buffer() const { return buffer_; }
   const RingLayout& layout() const { return layout_; }
 
  private:
   RingLayout layout_;
   vk::Buffer buffer_;
+  std::unique_ptr<vk::DescriptorArena> arena_;  // fp16 only
+  kernels::StoreHalfRows store_;
   DataOnlyMemory<QueryMeta> fifo_;
   uint64_t next_sequence_ = 0;
 };

@@ -70,13 +70,16 @@ BlockMemory DeviceBlock::plan_memory(const StackConfig& config, size_t index, co
     matrix(t);
   const std::string block = "block " + std::to_string(index) + " ";
   add(m.weights, block + "rope frequencies", BlockWeights::rope_table_bytes(b), true);
+  const MemoryStorage storage = b.attention.kv.storage;
   add(m.q_memory, block + "q ring",
-      RingLayout::make(b.attention.q_capacity + config.max_rows_in(index), s, config.hidden, query_variants(b)).words *
+      RingLayout::make(b.attention.q_capacity + config.max_rows_in(index), s, config.hidden, query_variants(b),
+                       storage, config.max_rows_in(index))
+              .words *
           4,
       false);
   const uint32_t keys = KvMemory::key_variants(b.lm_infinite);
-  add(m.kv_memory, block + "kv memory", KvLayout::make(b.attention.kv.capacity, s, keys, b.attention.retrieval).words * 4,
-      false);
+  add(m.kv_memory, block + "kv memory",
+      KvLayout::make(b.attention.kv.capacity, s, keys, b.attention.retrieval, storage).words * 4, false);
   add(m.kv_memory, block + "kv chunk", ChunkLayout::make(config.max_insert(index), s, keys).words * 4, false);
   return m;
 }
@@ -130,7 +133,8 @@ DeviceBlock::DeviceBlock(Context& context, const StackConfig& config, size_t ind
       out_(&shared.x[1 - index % 2]),
       shared_(shared),
       w_(weights),
-      ring_(context, attention_.shape, attention_.q_capacity, chunk_rows_, config.hidden, query_variants(config_)),
+      ring_(context, attention_.shape, attention_.q_capacity, chunk_rows_, config.hidden, query_variants(config_),
+            attention_.kv.storage),
       rope_dims_(rope_dims(config_)) {
   const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   const std::string stage = " of block " + std::to_string(index);
@@ -150,7 +154,7 @@ DeviceBlock::DeviceBlock(Context& context, const StackConfig& config, size_t ind
   const RingLayout& rl = ring_.layout();
   const vk::Buffer& chunk = kv_->chunk_buffer();
   const ChunkLayout& cl = kv_->chunk_layout();
-  const Section queries = Section::words(ring, rl.queries, uint64_t{rl.capacity} * rl.q_stride);
+  const Section queries = ring_.query_section();  // fp32 rows: the ring's, or the fp16 ring's incoming section
   const Section keys = Section::words(chunk, cl.keys, uint64_t{cl.rows} * cl.key_stride);
   const Section values = Section::words(chunk, cl.values, uint64_t{cl.rows} * cl.kv_row);
   const FfnLayout& fl = shared.ffn;
@@ -261,7 +265,7 @@ void DeviceBlock::record_qk(vk::CommandRecorder& rec, uint32_t n, uint32_t first
   const ChunkLayout& chunk = kv_->chunk_layout();
   // Row references are relative to the sections the kernels bind: variant v
   // of a ring row (or chunk row) starts v rows of q (or k) into it.
-  auto ring_rows = [&](uint32_t variant) { return RowRef::ring(ring.q_stride, ring.capacity, first_row, variant * s.q_row()); };
+  auto ring_rows = [&](uint32_t variant) { return ring_.query_rows(first_row, variant); };
   auto key_rows = [&](uint32_t variant) { return RowRef::contiguous(chunk.key_stride, variant * s.kv_row()); };
   const RowRef ring_positions = RowRef::ring(1, ring.capacity, first_row), chunk_positions = RowRef::contiguous(1);
   // LM-Infinite (interface/score.h): q and k land un-rotated in the past
@@ -301,6 +305,7 @@ void DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint64
     ring_.record_meta(rec, shared_.upload, upload_at, step.first, n);
     if (own_keys) record_chunk_meta(rec, upload_at + align_words(3ull * chunk_rows_));
     record_qk(rec, n, first_row, own_keys);
+    ring_.record_store_queries(rec, step.first, n);  // an fp16 ring: rounded once projected and rotated
     if (own_keys) {
       const InsertionRows rows = insertion_rows(step.inserted, insert_rows_);
       kv_->record_insert(rec, rows.valid, rows.positions);

@@ -21,15 +21,18 @@ std::vector<uint32_t> specialization(uint32_t workgroup, const InsertConstants& 
 }  // namespace
 
 InsertKernels::InsertKernels(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
-                             const InsertBuffers& b, const InsertConstants& constants)
+                             const InsertBuffers& b, const InsertConstants& constants, StoredPath stored)
     : plan_(plan), constants_(constants) {
   const std::vector<uint32_t> spec = specialization(plan.workgroup, constants);
   stats_ = Kernel::make<InsertParams>(context, arena, ShaderId::score_stats, spec, {b.kv, b.chunk});
   plan_kernel_ = Kernel::make<InsertParams>(context, arena, ShaderId::insert_plan,
                                             specialization(plan.insert_workgroup, constants), {b.lists, b.chunk});
-  scatter_ = Kernel::make<InsertParams>(context, arena, ShaderId::insert_scatter, spec, {b.kv, b.chunk});
-  if (b.evicted.buffer)
-    copy_ = Kernel::make<InsertParams>(context, arena, ShaderId::evict_copy, spec, {b.lists, b.kv, b.chunk, b.evicted});
+  // fp16 rows are written as packed words on every device (stored.glsl).
+  const ShaderId scatter = stored == StoredPath::f32 ? ShaderId::insert_scatter : ShaderId::insert_scatter_f16;
+  scatter_ = Kernel::make<InsertParams>(context, arena, scatter, spec, {b.kv, b.chunk});
+  const ShaderId copy =
+      stored_variant(stored, ShaderId::evict_copy, ShaderId::evict_copy_f16, ShaderId::evict_copy_f16_words);
+  if (b.evicted.buffer) copy_ = Kernel::make<InsertParams>(context, arena, copy, spec, {b.lists, b.kv, b.chunk, b.evicted});
   select_ = Select(context, arena, plan, Select::Source::evict, b.kv, b.chunk, b.lists,
                    constants.capacity + constants.rows, constants.rows);
 }

@@ -7,6 +7,7 @@
 #include "interface/insert.h"
 #include "kernels/kernel.hpp"
 #include "kernels/select.hpp"
+#include "kernels/stored.hpp"
 
 namespace attendre::kernels {
 
@@ -19,9 +20,10 @@ class InsertKernels {
  public:
   InsertKernels() = default;
   // `constants` (capacity M, rows S, policy, layouts) are specialized into
-  // the pipelines; M and S also size the victim select's tile.
+  // the pipelines; M and S also size the victim select's tile. `stored`:
+  // how insert_scatter and evict_copy write and read keys and values.
   InsertKernels(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, const InsertBuffers& buffers,
-                const InsertConstants& constants);
+                const InsertConstants& constants, StoredPath stored = StoredPath::f32);
 
   void score_stats(vk::CommandRecorder& recorder, const InsertParams& params) const { stats_.dispatch(recorder, params, 1); }
   void select_victims(vk::CommandRecorder& recorder, const SelectTileParams& params) const {

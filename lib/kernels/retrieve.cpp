@@ -10,17 +10,22 @@ static_assert(kBiasAlibi == static_cast<uint32_t>(BiasKind::alibi));
 static_assert(kBiasT5 == static_cast<uint32_t>(BiasKind::t5));
 
 RetrieveKernels::RetrieveKernels(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
-                                 const RetrieveBuffers& b, uint32_t capacity, uint32_t keep, bool lm_infinite)
+                                 const RetrieveBuffers& b, uint32_t capacity, uint32_t keep, bool lm_infinite,
+                                 StoredPath stored)
     : plan_(plan) {
   const uint32_t lm = lm_infinite ? 1u : 0u;
-  score_ = plan.direct ? Kernel::make<ScoreParams>(context, arena, ShaderId::score_direct,
+  const ShaderId score_direct =
+      stored_variant(stored, ShaderId::score_direct, ShaderId::score_direct_f16, ShaderId::score_direct_f16_words);
+  const ShaderId score_tiled = stored_variant(stored, ShaderId::score, ShaderId::score_f16, ShaderId::score_f16_words);
+  score_ = plan.direct ? Kernel::make<ScoreParams>(context, arena, score_direct,
                                                   {plan.workgroup, plan.score_tile_rows, lm}, {b.ring, b.kv, b.logits})
-                       : Kernel::make<ScoreParams>(context, arena, ShaderId::score,
+                       : Kernel::make<ScoreParams>(context, arena, score_tiled,
                                                    {plan.score_workgroup, plan.score_tile_rows, plan.score_tile_slots,
                                                     lm_infinite ? plan.score_lm_tile_dims : plan.score_tile_dims, lm},
                                                    {b.ring, b.kv, b.logits});
   sum_heads_ = Kernel::make<RetrieveParams>(context, arena, ShaderId::sum_heads, {plan.workgroup}, {b.logits});
-  attend_ = Kernel::make<RetrieveParams>(context, arena, ShaderId::attend, {plan.attend_workgroup},
+  const ShaderId attend = stored_variant(stored, ShaderId::attend, ShaderId::attend_f16, ShaderId::attend_f16_words);
+  attend_ = Kernel::make<RetrieveParams>(context, arena, attend, {plan.attend_workgroup},
                                          {b.logits, b.lists, b.kv, b.attention});
   usage_ = Kernel::make<RetrieveParams>(context, arena, ShaderId::usage, {plan.workgroup},
                                         {b.lists, b.attention, b.usage});

@@ -8,6 +8,7 @@
 #include "interface/score.h"
 #include "kernels/kernel.hpp"
 #include "kernels/select.hpp"
+#include "kernels/stored.hpp"
 
 namespace attendre::kernels {
 
@@ -19,9 +20,11 @@ class RetrieveKernels {
  public:
   RetrieveKernels() = default;
   // `capacity` (M) and `keep` (the top-K list length) size the select tile;
-  // `lm_infinite` scores with the LM-Infinite query and key variants.
+  // `lm_infinite` scores with the LM-Infinite query and key variants;
+  // `stored` is how score and attend read the queries, keys and values.
   RetrieveKernels(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
-                  const RetrieveBuffers& buffers, uint32_t capacity, uint32_t keep, bool lm_infinite = false);
+                  const RetrieveBuffers& buffers, uint32_t capacity, uint32_t keep, bool lm_infinite = false,
+                  StoredPath stored = StoredPath::f32);
 
   void score(vk::CommandRecorder& recorder, const ScoreParams& params) const;
   void sum_heads(vk::CommandRecorder& recorder, const RetrieveParams& params) const;

@@ -1,9 +1,10 @@
 // The kernel variant each family runs on a context, for the bench and the
 // tools' --verbose. Every choice is read from the function that makes it
-// (plan_kernels, direct_matmul, f16_as_words), never decided again here.
+// (plan_kernels, direct_matmul, f16_as_words, stored_path), never decided again here.
 #include "kernels/kernel.hpp"
 #include "kernels/kernel_plan.hpp"
 #include "kernels/matmul.hpp"
+#include "kernels/stored.hpp"
 
 #include <attendre/diagnostics.hpp>
 
@@ -55,6 +56,14 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
   v.push_back(blocks);
 
   v.push_back({"fp16 weights", kernels::f16_as_words(caps) ? "unpackHalf2x16 of 32-bit words" : "16-bit loads",
+               caps.storage_16bit ? "storageBuffer16BitAccess"
+                                  : absent(caps, Feature::storage_16bit, "storageBuffer16BitAccess")});
+  // fp16 memories (KvMemoryConfig::storage = f16) read keys, values and
+  // queries on the weights' path; fp32 memories read fp32 words.
+  const bool stored_words = kernels::stored_path(caps, MemoryStorage::f16) == kernels::StoredPath::f16_words;
+  v.push_back({"fp16 K/V and Q memories",
+               std::string(stored_words ? "unpackHalf2x16 of 32-bit words" : "16-bit loads") +
+                   ", stored as packed words rounded to nearest even",
                caps.storage_16bit ? "storageBuffer16BitAccess"
                                   : absent(caps, Feature::storage_16bit, "storageBuffer16BitAccess")});
   // Detected and reported, not used yet; each line says what serves instead.

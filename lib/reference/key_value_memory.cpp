@@ -1,5 +1,6 @@
 // Float64 reference of the K/V memory: insertion with eviction (spec 2.1),
 // top-K retrieval and attend (2.2, 2.3) and the policy updates (2.4).
+#include "core/half.hpp"
 #include "core/numerics.hpp"
 #include "core/positions.hpp"
 #include "core/fail.hpp"
@@ -91,8 +92,11 @@ EvictedEntries KeyValueMemory::insert_rows(std::span<const double> k, std::span<
     e.position = positions[r];
     e.score = initial_score(e.position, attention_initial);
     e.tag = tags.empty() ? 0u : tags[r];
-    e.key.assign(k.begin() + r * kv_row, k.begin() + (r + 1) * kv_row);
-    e.value.assign(v.begin() + r * kv_row, v.begin() + (r + 1) * kv_row);
+    // Stored as the device stores them (fp16 memories round here).
+    for (size_t i = r * kv_row; i < (r + 1) * kv_row; ++i) {
+      e.key.push_back(half::stored_value(k[i], config_.storage));
+      e.value.push_back(half::stored_value(v[i], config_.storage));
+    }
     fresh.push_back(std::move(e));
   }
 

@@ -1,4 +1,5 @@
 // Float64 reference of one ATTENDRE layer step (spec section 3).
+#include "core/half.hpp"
 #include "core/numerics.hpp"
 #include "core/positions.hpp"
 #include "core/fail.hpp"
@@ -32,7 +33,7 @@ StepResult Layer::step(const ChunkView& chunk, const StepRequest& request) {
     row.valid = chunk.valid.empty() || chunk.valid[r] != 0;
     row.tag = chunk.tags.empty() ? 0u : chunk.tags[r];
     if (row.valid)
-      for (size_t i = r * q_row; i < (r + 1) * q_row; ++i) row.q.push_back(numerics::flush_subnormal(chunk.q[i]));
+      for (size_t i = r * q_row; i < (r + 1) * q_row; ++i) row.q.push_back(half::stored_value(numerics::flush_subnormal(chunk.q[i]), config_.kv.storage));
   }
   // 2. before 1.: the two memories are independent, and the K/V insertion
   // is the one that may reject the chunk, before anything changed.

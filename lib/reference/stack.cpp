@@ -5,6 +5,7 @@
 #include "core/stack_chunk.hpp"
 #include "reference/block_math.hpp"
 #include "core/fail.hpp"
+#include "core/half.hpp"
 #include "core/positions.hpp"
 #include "core/stream_validator.hpp"
 
@@ -100,7 +101,8 @@ Rows Stack::Impl::run_block(size_t l, Rows in, Mode mode) {
     for (size_t r = 0; r < in.size(); ++r) {
       rows[r].position = in.positions[r];
       rows[r].valid = in.valid[r] != 0;
-      rows[r].q.assign(p.q.begin() + r * s.q_row(), p.q.begin() + (r + 1) * s.q_row());
+      for (size_t i = r * s.q_row(); i < (r + 1) * s.q_row(); ++i)  // stored as the Q ring stores it
+        rows[r].q.push_back(half::stored_value(p.q[i], b.attention.kv.storage));
       rows[r].residual.assign(in.hidden.begin() + r * H, in.hidden.begin() + (r + 1) * H);
     }
     if (!b.math_config().cross_attention)

@@ -38,7 +38,9 @@ ATT_PARAMS_END(InsertParams)
   U(22, out_value_offset)                                                                  \
   U(23, out_pos_offset)                                                                    \
   U(24, out_score_offset)                                                                  \
-  U(25, key_stride)        /* words per key row, K/V and chunk (its variants) */
+  U(25, key_stride)        /* words per key row of the chunk (its variants); of the memory in fp32 */ \
+  U(26, kv_key_stride)     /* elements per slot of keys as the memory stores them */           \
+  U(27, kv_value_stride)   /* elements per slot of values as stored (fp16: even) */
 ATT_SPEC_STRUCT(InsertConstants, ATT_INSERT_CONSTANTS)
 ATT_NAMESPACE_END
 

@@ -20,6 +20,7 @@ ATT_PARAMS_BEGIN(RetrieveParams)
   ATT_U32(list_tiles)
   ATT_U32(list_keep)
   ATT_U32(kv_value_offset)
+  ATT_U32(kv_value_stride)  // elements per slot of values as the memory stores them
   ATT_U32(out_offset)       // words in the attention buffer: o[step query][h][d]
   ATT_U32(out_first_query)  // step index of this batch's first query
   ATT_U32(weight_offset)    // words in the attention buffer: a[row][weight_stride], -1 = not in R

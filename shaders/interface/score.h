@@ -42,12 +42,12 @@ ATT_PARAMS_BEGIN(ScoreParams)
   ATT_U32(causal)
   ATT_U32(tag_mask)
   ATT_U32(bias)               // kBiasNone, kBiasAlibi or kBiasT5
-  ATT_U32(ring_q_stride)      // words per ring row of queries (its variants)
+  ATT_U32(ring_q_stride)      // elements per ring row of queries as stored (its variants)
   ATT_U32(ring_pos_offset)    // words, in the Q ring buffer
   ATT_U32(ring_valid_offset)
   ATT_U32(ring_tag_offset)
   ATT_U32(kv_key_offset)      // words, in the K/V buffer
-  ATT_U32(kv_key_stride)      // words per slot of keys (its variants)
+  ATT_U32(kv_key_stride)      // elements per slot of keys as stored (its variants)
   ATT_U32(kv_pos_offset)
   ATT_U32(kv_tag_offset)
   ATT_U32(n_local)            // LM-Infinite's cap (the LM_INFINITE variant only)

@@ -236,9 +236,10 @@ using namespace attendre;
 
 // The embedding tests' layer (GQA, rows off every power of two, N not a
 // multiple of S), in its C form and its C++ one.
-attendre_layer_config c_layer_config() {
+attendre_layer_config c_layer_config(bool fp16_memory = false) {
   attendre_layer_config c;
   attendre_layer_config_defaults(&c);
+  c.memory.fp16_memory = fp16_memory ? 1 : 0;
   c.heads_q = 4;
   c.heads_kv = 2;
   c.head_dim = 20;
@@ -273,8 +274,9 @@ attendre_chunk c_chunk(const ChunkView& v) {
 }
 
 // Every step of `stream` (then drain steps until nothing waits) through a C layer on `context`.
-std::vector<test::StepRecord> c_layer_run(attendre_context* context, const test::Stream& stream) {
-  const attendre_layer_config config = c_layer_config();
+std::vector<test::StepRecord> c_layer_run(attendre_context* context, const test::Stream& stream,
+                                          bool fp16_memory = false) {
+  const attendre_layer_config config = c_layer_config(fp16_memory);
   attendre_layer* layer = nullptr;
   C_OK(attendre_layer_create(context, &config, &layer));
   std::vector<test::StepRecord> run;
@@ -305,6 +307,20 @@ void check_no_validation_messages(attendre_context* context) {
 }
 
 }  // namespace
+
+TEST_CASE("C API: fp16_memory stores a layer's memories in fp16, as the rounding reference does") {
+  const test::Stream stream = test::random_stream({4, 2, 20}, 31, 6);
+  LayerConfig config = cpp_layer_config();
+  config.kv.storage = MemoryStorage::f16;
+  reference::Layer cpu(config);
+  std::vector<test::StepRecord> expected = test::run_stream(cpu, stream);
+  for (test::StepRecord& step : expected) step.snapshot = {};  // the C run reads outputs only
+  attendre_context* context = nullptr;
+  C_OK(attendre_context_create(nullptr, &context));
+  test::check_runs_match(expected, c_layer_run(context, stream, true), 2e-4, 2e-4, "fp16 memory");
+  check_no_validation_messages(context);
+  attendre_context_destroy(context);
+}
 
 TEST_CASE("C API: a context with disabled features reports them and steps a layer as the default context does") {
   const test::Stream stream = test::random_stream({4, 2, 20}, 31, 5);

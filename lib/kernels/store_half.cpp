@@ -1,0 +1,15 @@
+#include "kernels/store_half.hpp"
+
+namespace attendre::kernels {
+
+StoreHalfRows::StoreHalfRows(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
+                             vk::BufferBinding source, vk::BufferBinding ring)
+    : plan_(plan),
+      kernel_(Kernel::make<StoreHalfParams>(context, arena, ShaderId::store_half_rows, {plan.workgroup}, {source, ring})) {}
+
+void StoreHalfRows::record(vk::CommandRecorder& recorder, const StoreHalfParams& p) const {
+  if (p.rows == 0) return;
+  kernel_.dispatch(recorder, p, ceil_div(p.stored_stride / 2, plan_.workgroup), p.rows);
+}
+
+}  // namespace attendre::kernels

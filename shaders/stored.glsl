@@ -1,0 +1,71 @@
+// Keys, values and queries as a memory stores them (KvMemoryConfig::storage,
+// gpu/layouts.hpp): fp32 words by default; fp16 with STORED_F16 (16-bit
+// loads: needs storageBuffer16BitAccess) or STORED_F16_WORDS (pairs unpacked
+// from 32-bit words, where 16-bit storage is absent or switched off), the
+// weights' two fp16 paths (weights.glsl). Writers of either fp16 variant
+// store whole 32-bit words packed by stored_half_pair, so that no device
+// needs 16-bit stores and every device rounds as the reference does.
+//
+// Include right after GL_GOOGLE_include_directive (it may enable an
+// extension). A section starts at 32-bit word `section`; `e` counts elements
+// from there (fp16 rows are padded to an even count, so rows start on words).
+//   STORED_VIEWS(binding, name): the aliases the loads read, declared after
+//     the shader's own `readonly buffer { uint name[]; }` at that binding;
+//   STORED_LOAD(name, section, e): element e as a float;
+//   STORED_LOAD4(name, section, e): elements e..e+3 (e % 4 == 0).
+#ifndef ATTENDRE_STORED_GLSL
+#define ATTENDRE_STORED_GLSL
+
+#if defined(STORED_F16)
+#extension GL_EXT_shader_16bit_storage : require
+#define STORED_HALF 1
+#define STORED_VIEWS(b, name)                                                                 \
+  layout(std430, binding = b) readonly buffer name##Halves { float16_t name##_h[]; };        \
+  layout(std430, binding = b) readonly buffer name##Halves4 { f16vec4 name##_h4[]; };
+#define STORED_LOAD(name, section, e) float(name##_h[2u * (section) + (e)])
+#define STORED_LOAD4(name, section, e) vec4(name##_h4[(2u * (section) + (e)) >> 2u])
+#elif defined(STORED_F16_WORDS)
+#define STORED_HALF 1
+#define STORED_VIEWS(b, name) layout(std430, binding = b) readonly buffer name##Pairs { uvec2 name##_w2[]; };
+#define STORED_LOAD(name, section, e) unpackHalf2x16(name[(section) + ((e) >> 1u)])[(e) & 1u]
+#define STORED_LOAD4(name, section, e) stored_unpack4(name##_w2[((section) + ((e) >> 1u)) >> 1u])
+vec4 stored_unpack4(uvec2 w) { return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y)); }
+#else
+#define STORED_VIEWS(b, name) layout(std430, binding = b) readonly buffer name##Vec4 { vec4 name##_f4[]; };
+#define STORED_LOAD(name, section, e) uintBitsToFloat(name[(section) + (e)])
+#define STORED_LOAD4(name, section, e) name##_f4[((section) + (e)) >> 2u]
+#endif
+
+#ifdef STORED_HALF
+// fp16 bits of x rounded to nearest even, an fp16 subnormal flushed to
+// signed zero: lib/core/half.hpp's to_stored_half, bit for bit. Beyond
+// fp16's range (refused on the host): infinity.
+uint stored_half_bits(float x) {
+  const uint f = floatBitsToUint(x);
+  const uint sign = (f >> 16u) & 0x8000u;
+  const int e = int((f >> 23u) & 0xFFu) - 112;  // biased fp16 exponent
+  uint mantissa = f & 0x7FFFFFu;
+  if (e >= 31) return sign | 0x7C00u;
+  uint shift = 13u;  // mantissa bits dropped
+  if (e <= 0) {
+    if (e < -10) return sign;
+    mantissa |= 0x800000u;
+    shift = uint(14 - e);
+  }
+  uint h = mantissa >> shift;
+  const uint rest = mantissa & ((1u << shift) - 1u), halfway = 1u << (shift - 1u);
+  if (rest > halfway || (rest == halfway && (h & 1u) != 0u)) ++h;  // a carry into the exponent is still right
+  if (e > 0) h += uint(e) << 10u;
+  return (h & 0x7C00u) == 0u ? sign : sign | h;
+}
+
+// Elements 2w and 2w + 1 of a row as word w holds them (the first in the low half).
+uint stored_half_pair(float first, float second) { return stored_half_bits(first) | (stored_half_bits(second) << 16u); }
+
+// x as the memory stores it, back in fp32 (exact: every fp16 is an fp32).
+float stored_round(float x) { return unpackHalf2x16(stored_half_bits(x)).x; }
+#else
+float stored_round(float x) { return x; }
+#endif
+
+#endif
