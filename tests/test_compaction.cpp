@@ -151,14 +151,16 @@ struct Sensitivity {
   }
 };
 
-// Runs insert_plan with workgroup `workgroup` on `in` and checks every
-// placement, and that no other chunk word changed.
-void check_plan(Context& context, vk::DescriptorArena& arena, uint32_t workgroup, const PlanInputs& in,
-                Sensitivity& sensitivity) {
+// Runs insert_plan with workgroup `workgroup` on `in`, its scans built from
+// subgroup operations or shared-memory trees, and checks every placement,
+// and that no other chunk word changed.
+void check_plan(Context& context, vk::DescriptorArena& arena, uint32_t workgroup, bool subgroups,
+                const PlanInputs& in, Sensitivity& sensitivity) {
   kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   plan.insert_workgroup = workgroup;
+  plan.subgroup_reductions = subgroups;
   INFO("rows " << in.rows << ", held " << in.held << ", M " << in.capacity << ", victims " << in.victims.size()
-               << ", workgroup " << workgroup);
+               << ", workgroup " << workgroup << ", subgroup scans " << subgroups);
 
   // Victim list: tile 0 of row 0, (key, tie, payload). Keys and ties are
   // noise (the plan reads payloads only); entries past `victims` name
@@ -170,6 +172,9 @@ void check_plan(Context& context, vk::DescriptorArena& arena, uint32_t workgroup
   for (uint32_t r = 0; r < std::min<uint32_t>(in.rows, 8); ++r) lists.insert(lists.end(), {0u, 0u, kNewRow | r});
   for (uint32_t s = 0; s < std::min<uint32_t>(in.held, 8); ++s) lists.insert(lists.end(), {0u, 0u, s});
   lists.push_back(0u);  // never empty
+  // InsertKernels also binds score_stats' partials at the start of the lists.
+  if (lists.size() < kernels::stats_partial_words(plan, in.capacity))
+    lists.resize(kernels::stats_partial_words(plan, in.capacity), 0u);
 
   const uint32_t valid_off = 5, place_off = valid_off + in.rows + 3;
   std::vector<uint32_t> chunk(place_off + in.rows + 6, 0x5EED0000u);
@@ -199,6 +204,12 @@ void check_plan(Context& context, vk::DescriptorArena& arena, uint32_t workgroup
   sensitivity.note(in, expected, actual);
 }
 
+// Both scan builds where the device has subgroup arithmetic, else the trees.
+std::vector<bool> scan_builds(const Context& context) {
+  if (kernels::plan_kernels(context.caps()).subgroup_reductions) return {true, false};
+  return {false};
+}
+
 void check_plan_sizes(Context& context, std::initializer_list<uint32_t> workgroups) {
   vk::DescriptorArena arena(context);
   std::mt19937_64 rng(4242);
@@ -207,13 +218,15 @@ void check_plan_sizes(Context& context, std::initializer_list<uint32_t> workgrou
     for (Mix mix : {Mix::none, Mix::held_only, Mix::new_only, Mix::mixed, Mix::all_rows, Mix::full_memory}) {
       INFO(to_string(mix));
       const PlanInputs in = make_plan_inputs(rows, mix, rng);
-      for (uint32_t w : workgroups) check_plan(context, arena, w, in, sensitivity);
+      for (uint32_t w : workgroups)
+        for (bool subgroups : scan_builds(context)) check_plan(context, arena, w, subgroups, in, sensitivity);
     }
   // Nothing held, tail only.
   PlanInputs empty = make_plan_inputs(257, Mix::none, rng);
   empty.capacity -= empty.held;
   empty.held = 0;
-  for (uint32_t w : workgroups) check_plan(context, arena, w, empty, sensitivity);
+  for (uint32_t w : workgroups)
+    for (bool subgroups : scan_builds(context)) check_plan(context, arena, w, subgroups, empty, sensitivity);
   CHECK(sensitivity.order_sensitive > 0);
   test::check_no_validation_messages(context);
 }
@@ -307,7 +320,10 @@ void check_insertion(Context& context, vk::DescriptorArena& arena, const InsertC
   const uint32_t keep = kernels::next_pow2(std::max(E, 1u));
   const uint32_t count = H + in.new_rows;
   const vk::Buffer lists = test::device_words(
-      context, uint64_t{std::max(1u, kernels::ceil_div(count, plan.select_span()))} * keep * 3, kInvalid, "test lists");
+      context,
+      std::max(uint64_t{std::max(1u, kernels::ceil_div(count, plan.select_span()))} * keep * 3,
+               kernels::stats_partial_words(plan, M)),
+      kInvalid, "test lists");
   const vk::Buffer evicted = test::device_words(context, out_words, 0x0BADF00Du, "test evicted");
   kernels::InsertConstants k{};
   k.capacity = M;

@@ -11,6 +11,7 @@
 #include "interface/constants.h"
 #include "kernels/select.hpp"
 
+#include <attendre/diagnostics.hpp>
 #include <attendre/error.hpp>
 
 #include <doctest/doctest.h>
@@ -398,4 +399,51 @@ TEST_CASE("select rejects a keep that is not a power of two or exceeds half a ti
     CHECK_THROWS_AS(select.record(rec, p, 1), Error);
   }
   test::check_no_validation_messages(context);
+}
+
+// The tiled select in both builds on any device (lavapipe defaults to the
+// direct kernels): bitonic stages within a subgroup through
+// subgroupShuffleXor where shuffles and full subgroups are present, and
+// the shared-memory stages with `shuffle` switched off. Sizes cross
+// subgroups, workgroups, tiles and merge rounds; ties decide membership.
+TEST_CASE("select (tiled): subgroup shuffle stages and shared-memory stages both match std::partial_sort") {
+  for (bool tiny : {false, true})
+    for (bool shuffle : {true, false}) {
+      ContextOptions options;
+      options.kernels = DeviceCaps::KernelStyle::tiled;
+      if (tiny) options.limits = LimitOverrides{32u, 1536u, std::nullopt};  // 64-entry tiles, 32 invocations
+      if (!shuffle) options.disabled_features = FeatureSet{}.add(Feature::subgroup_shuffle);
+      Context context(options);
+      const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
+      INFO((tiny ? "tiny limits" : "device limits") << ", shuffle " << (shuffle ? "on" : "switched off")
+                                                    << ", subgroup size " << context.caps().subgroup_size);
+      vk::DescriptorArena arena(context);
+      const vk::Buffer logits = test::device_words(context, 64, 0u, "probe logits");
+      const vk::Buffer kv = test::device_words(context, 64, 0u, "probe kv");
+      const vk::Buffer lists = test::device_words(context, 64, 0u, "probe lists");
+      const kernels::Select probe(context, arena, plan, kernels::Select::Source::logits, {&logits}, {&kv}, {&lists});
+      if (!shuffle) CHECK_FALSE(probe.shuffles());
+      if (shuffle && context.caps().subgroup_shuffle && context.caps().subgroup_size_control &&
+          plan.select_workgroup % context.caps().max_subgroup_size == 0)
+        CHECK(probe.shuffles());
+      // The variant report names what runs, and why the fallback does.
+      for (const KernelVariant& v : kernel_variants(context)) {
+        if (v.family != "select (tiled)") continue;
+        INFO(v.variant << " (" << v.reason << ")");
+        CHECK((v.variant.find("subgroupShuffleXor") != std::string::npos) == probe.shuffles());
+        if (!shuffle) CHECK(v.reason.find("shuffle switched off") != std::string::npos);
+      }
+      std::mt19937_64 rng(4099 + (tiny ? 1 : 0));
+      Sensitivity sensitivity;
+      const std::vector<Fill> all = {Fill::ties, Fill::continuous, Fill::few_unmasked, Fill::coarse};
+      for (uint32_t count : {7u, 257u, 3 * plan.select_tile + 5})
+        for (uint32_t keep : keeps_for(plan, {1, 2, 8, 32, plan.max_keep()}))
+          check_top_k(context, arena, count, keep, all, rng, sensitivity);
+      const uint32_t mk = plan.max_keep();
+      for (const EvictCase& c : {EvictCase{255, 1, 1, 4, {1, 3, 32}}, EvictCase{60, 70, 70, 100, {32, mk}},
+                                 EvictCase{2 * plan.select_tile, 96, 96, 4, {4, mk}}})
+        check_victims(context, arena, c, kernels::kPolicyLfu, Scores::small_ints, rng, sensitivity);
+      CHECK(sensitivity.tie_sensitive > 0);
+      test::check_no_validation_messages(context);
+    }
 }

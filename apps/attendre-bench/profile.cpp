@@ -1,6 +1,7 @@
 #include "profile.hpp"
 
 #include <algorithm>
+#include <string>
 #include <cstdio>
 
 namespace bench {
@@ -9,8 +10,17 @@ namespace {
 bool is_matmul(const std::string& shader) { return shader.rfind("matmul", 0) == 0 || shader.rfind("matvec", 0) == 0; }
 bool is_norm(const std::string& shader) { return shader.rfind("norm_", 0) == 0; }
 
+// A shader build's family: subgroup builds (score_stats_subgroups,
+// select_merge_shuffle, ...) count as their fallback's kernel.
+std::string family(const std::string& shader) {
+  for (const char* suffix : {"_subgroups", "_shuffle"})
+    if (shader.ends_with(suffix)) return shader.substr(0, shader.size() - std::char_traits<char>::length(suffix));
+  return shader;
+}
+
 // The layer kernels' names; empty for block kernels.
-std::string layer_kernel(const std::string& shader, const std::string& policy_name, std::string& last_select) {
+std::string layer_kernel(const std::string& build, const std::string& policy_name, std::string& last_select) {
+  const std::string shader = family(build);
   // Tiled (GPUs) and direct (CPU devices) variants count as the same kernel.
   if (shader == "score" || shader == "score_direct" || shader == "sum_heads") return "score";
   if (shader == "select_tile_logits" || shader == "select_direct_logits") return last_select = "topk";
@@ -18,7 +28,8 @@ std::string layer_kernel(const std::string& shader, const std::string& policy_na
   if (shader == "select_merge" || shader == "select_merge_direct") return last_select.empty() ? "topk" : last_select;
   if (shader == "attend") return "attend";
   if (shader == "usage" || shader == "policy_update") return policy_name;
-  if (shader == "score_stats" || shader == "insert_plan" || shader == "insert_scatter" || shader == "evict_copy")
+  if (shader == "score_stats" || shader == "score_stats_combine" || shader == "insert_plan" ||
+      shader == "insert_scatter" || shader == "evict_copy")
     return "compact";
   return {};
 }

@@ -20,10 +20,10 @@ enum class Feature : uint32_t {
   storage_16bit,          // "16bit": fp16 weights and memories read as 16-bit values (else unpackHalf2x16 of 32-bit words)
   float16,                // "float16": shaderFloat16 (detected and reported; no kernel computes in fp16 yet)
   storage_8bit,           // "8bit": storageBuffer8BitAccess (detected; block decoders read 32-bit words)
-  subgroup_arithmetic,    // "arithmetic": subgroup reductions (detected; reductions use shared memory)
+  subgroup_arithmetic,    // "arithmetic": score_stats and insert_plan reduce and scan with subgroup operations (else shared-memory trees)
   subgroup_ballot,        // "ballot" (detected; no kernel needs it yet)
-  subgroup_shuffle,       // "shuffle": direct matmuls share block decodes through shuffles (else tiled)
-  subgroup_size_control,  // "size_control": VK_EXT_subgroup_size_control (detected)
+  subgroup_shuffle,       // "shuffle": direct matmuls share block decodes, tiled selects sort within subgroups
+  subgroup_size_control,  // "size_control": VK_EXT_subgroup_size_control: full subgroups for the shuffle select
   large_workgroups,       // "large_workgroups": past 128 invocations and 16 KiB of shared memory
 };
 inline constexpr uint32_t kFeatureCount = 8;
@@ -94,6 +94,9 @@ struct DeviceCaps {
   bool unified_memory = false;
 
   uint32_t subgroup_size = 0;              // no kernel assumes a size (KernelPlan::direct_share reads it)
+  // maxSubgroupSize of VK_EXT_subgroup_size_control (0 without it): a
+  // pipeline that requires full subgroups needs workgroups of a multiple of it.
+  uint32_t max_subgroup_size = 0;
   bool subgroup_shuffle = false;           // subgroupShuffle in compute shaders
 
   // Kernel family: `tiled` kernels share tiles through shared memory and

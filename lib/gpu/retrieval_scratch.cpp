@@ -2,6 +2,7 @@
 
 #include "gpu/layouts.hpp"
 #include "interface/constants.h"
+#include "kernels/insert.hpp"
 #include "core/fail.hpp"
 
 #include <attendre/error.hpp>
@@ -64,7 +65,10 @@ RetrievalPlan plan_retrieval(const LayerConfig& config, const kernels::KernelPla
   const uint64_t per_query_weights = uint64_t{Hq} * r.list_count;
   const uint64_t per_query_usage = updates ? 2ull * M : 0;
   r.outputs_words = align_words(uint64_t{max_queries} * shape.q_row());
-  const uint64_t evict_list_words = uint64_t{(M + S + plan.select_span() - 1) / plan.select_span()} * kernels::next_pow2(S) * 3;
+  // The victim select's lists, and before them score_stats' partials.
+  const uint64_t evict_list_words =
+      std::max(uint64_t{(M + S + plan.select_span() - 1) / plan.select_span()} * kernels::next_pow2(S) * 3,
+               kernels::stats_partial_words(plan, M));
 
   // The batch shrinks until every scratch buffer fits one storage range.
   const uint64_t range = max_range_bytes / 4;

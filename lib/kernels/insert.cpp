@@ -1,5 +1,6 @@
 #include "kernels/insert.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 
@@ -18,14 +19,46 @@ std::vector<uint32_t> specialization(uint32_t workgroup, const InsertConstants& 
   return words;
 }
 
+// score_stats.comp's STATS_SPAN follows the memory's constants.
+constexpr uint32_t kStatsSpanId = 1 + sizeof(InsertConstants) / 4;
+static_assert(kStatsSpanId == 26, "score_stats.comp declares STATS_SPAN as constant 26");
+
+// Slots per score_stats invocation: enough that a workgroup's reductions
+// (and, on CPU devices, its start) cost little against its loads, few
+// enough that a workgroup's share of a large memory stays small (a few
+// microseconds on any GPU; a 1M-entry memory is 256 workgroups of 256).
+constexpr uint32_t kStatsSlotsPerInvocation = 16;
+
 }  // namespace
+
+uint32_t stats_span(const KernelPlan& plan, uint32_t capacity) {
+  const uint64_t per_invocation =
+      std::max<uint64_t>(kStatsSlotsPerInvocation, (uint64_t{capacity} + uint64_t{plan.workgroup} * plan.max_groups_x - 1) /
+                                                       (uint64_t{plan.workgroup} * plan.max_groups_x));
+  return static_cast<uint32_t>(per_invocation * plan.workgroup);
+}
+
+uint64_t stats_partial_words(const KernelPlan& plan, uint32_t capacity) {
+  const uint32_t groups = ceil_div(capacity, stats_span(plan, capacity));
+  return groups > 1 ? 4ull * groups : 1;
+}
 
 InsertKernels::InsertKernels(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
                              const InsertBuffers& b, const InsertConstants& constants, StoredPath stored)
     : plan_(plan), constants_(constants) {
   const std::vector<uint32_t> spec = specialization(plan.workgroup, constants);
-  stats_ = Kernel::make<InsertParams>(context, arena, ShaderId::score_stats, spec, {b.kv, b.chunk});
-  plan_kernel_ = Kernel::make<InsertParams>(context, arena, ShaderId::insert_plan,
+  const bool subgroups = plan.subgroup_reductions;
+  stats_span_ = stats_span(plan, constants.capacity);
+  std::vector<uint32_t> stats_spec = spec;
+  stats_spec.push_back(stats_span_);
+  const vk::BufferBinding partials{b.lists.buffer, b.lists.offset, 4 * stats_partial_words(plan, constants.capacity)};
+  stats_ = Kernel::make<InsertParams>(context, arena, subgroups ? ShaderId::score_stats_subgroups : ShaderId::score_stats,
+                                      stats_spec, {b.kv, b.chunk, partials});
+  stats_combine_ = Kernel::make<InsertParams>(
+      context, arena, subgroups ? ShaderId::score_stats_combine_subgroups : ShaderId::score_stats_combine, stats_spec,
+      {partials, b.chunk});
+  plan_kernel_ = Kernel::make<InsertParams>(context, arena,
+                                            subgroups ? ShaderId::insert_plan_subgroups : ShaderId::insert_plan,
                                             specialization(plan.insert_workgroup, constants), {b.lists, b.chunk});
   // fp16 rows are written as packed words on every device (stored.glsl).
   const ShaderId scatter = stored == StoredPath::f32 ? ShaderId::insert_scatter : ShaderId::insert_scatter_f16;
@@ -35,6 +68,13 @@ InsertKernels::InsertKernels(Context& context, vk::DescriptorArena& arena, const
   if (b.evicted.buffer) copy_ = Kernel::make<InsertParams>(context, arena, copy, spec, {b.lists, b.kv, b.chunk, b.evicted});
   select_ = Select(context, arena, plan, Select::Source::evict, b.kv, b.chunk, b.lists,
                    constants.capacity + constants.rows, constants.rows);
+}
+
+void InsertKernels::score_stats(vk::CommandRecorder& recorder, const InsertParams& p) const {
+  // A constant initial score needs one invocation; an empty memory one workgroup.
+  const uint32_t groups = constants_.init_constant ? 1 : std::max(1u, ceil_div(p.held, stats_span_));
+  stats_.dispatch(recorder, p, groups);
+  if (groups > 1) stats_combine_.dispatch(recorder, p, 1);
 }
 
 void InsertKernels::evict_copy(vk::CommandRecorder& recorder, const InsertParams& p) const {

@@ -16,16 +16,26 @@ struct InsertBuffers {
   vk::BufferBinding evicted;  // buffer == nullptr: no copy-out
 };
 
+// Slots one score_stats workgroup reduces: a few per invocation, widened
+// when a memory of `capacity` slots would need more workgroups than one
+// dispatch can have. A multiple of plan.workgroup.
+uint32_t stats_span(const KernelPlan& plan, uint32_t capacity);
+// Words of the select lists' scratch that score_stats' partials take (4 per
+// workgroup; at least 1, so there is always a range to bind).
+uint64_t stats_partial_words(const KernelPlan& plan, uint32_t capacity);
+
 class InsertKernels {
  public:
   InsertKernels() = default;
   // `constants` (capacity M, rows S, policy, layouts) are specialized into
-  // the pipelines; M and S also size the victim select's tile. `stored`:
-  // how insert_scatter and evict_copy write and read keys and values.
+  // the pipelines; M and S also size the victim select's tile. score_stats
+  // keeps its partials at the start of `lists` (stats_partial_words).
+  // `stored`: how insert_scatter and evict_copy write and read keys and values.
   InsertKernels(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, const InsertBuffers& buffers,
                 const InsertConstants& constants, StoredPath stored = StoredPath::f32);
 
-  void score_stats(vk::CommandRecorder& recorder, const InsertParams& params) const { stats_.dispatch(recorder, params, 1); }
+  // ceil(held / stats_span) workgroups, then one combining them when there are several.
+  void score_stats(vk::CommandRecorder& recorder, const InsertParams& params) const;
   void select_victims(vk::CommandRecorder& recorder, const SelectTileParams& params) const {
     select_.record(recorder, params, 1);
   }
@@ -38,7 +48,8 @@ class InsertKernels {
  private:
   KernelPlan plan_;
   InsertConstants constants_;
-  Kernel stats_, plan_kernel_, scatter_, copy_;
+  uint32_t stats_span_ = 0;
+  Kernel stats_, stats_combine_, plan_kernel_, scatter_, copy_;
   Select select_;
 };
 

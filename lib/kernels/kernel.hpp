@@ -21,10 +21,14 @@ using shaders::ShaderId;
 class Kernel {
  public:
   Kernel() = default;
+  // full_subgroups: the shader depends on every subgroup being full
+  // (specialization constant 0, the workgroup size, a multiple of the
+  // device's largest subgroup size).
   template <class Params>
   static Kernel make(Context& context, vk::DescriptorArena& arena, ShaderId shader,
-                     std::vector<uint32_t> specialization, std::initializer_list<vk::BufferBinding> bindings) {
-    return Kernel(context, arena, shader, sizeof(Params), std::move(specialization), bindings);
+                     std::vector<uint32_t> specialization, std::initializer_list<vk::BufferBinding> bindings,
+                     bool full_subgroups = false) {
+    return Kernel(context, arena, shader, sizeof(Params), std::move(specialization), bindings, full_subgroups);
   }
 
   template <class Params>
@@ -37,7 +41,8 @@ class Kernel {
 
  private:
   Kernel(Context& context, vk::DescriptorArena& arena, ShaderId shader, uint32_t push_bytes,
-         std::vector<uint32_t> specialization, std::initializer_list<vk::BufferBinding> bindings);
+         std::vector<uint32_t> specialization, std::initializer_list<vk::BufferBinding> bindings,
+         bool full_subgroups);
 
   const vk::ComputePipeline* pipeline_ = nullptr;
   VkDescriptorSet set_ = VK_NULL_HANDLE;

@@ -63,6 +63,10 @@ KernelPlan plan_kernels(const DeviceCaps& caps) {
   if (caps.subgroup_shuffle && caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU && caps.subgroup_size > 0)
     plan.direct_share = std::min(kMatmulDirectMaxShare, floor_pow2(caps.subgroup_size));
   plan.insert_workgroup = plan.workgroup;
+  // Any subgroup size and layout: the reductions read gl_SubgroupID and
+  // gl_NumSubgroups, never assume a size (shaders/reduce.glsl, scan.glsl).
+  plan.subgroup_reductions = caps.subgroup_arithmetic;
+  if (caps.subgroup_shuffle && caps.subgroup_size_control) plan.select_shuffle_multiple = caps.max_subgroup_size;
 
   // Matmul GEMM: a near-square grid of invocations, each owning a micro-tile
   // of up to kMatmulMaxMicro^2 outputs; the `in` step shrinks until the two

@@ -20,6 +20,9 @@ struct KernelPlan {
   uint32_t score_lm_tile_dims = 16;  // TILE_D of score's LM-Infinite variant
   uint32_t attend_workgroup = 64;
   uint32_t insert_workgroup = 128;  // insert_plan scans: rows / workgroup per invocation
+  // Reductions and scans (score_stats, insert_plan) through subgroup
+  // arithmetic (the *_subgroups shader builds), else shared-memory trees.
+  bool subgroup_reductions = false;
 
   // Transformer block kernels. Matmul GEMM: each of matmul_workgroup
   // invocations accumulates a matmul_micro_rows x matmul_micro_outputs
@@ -45,11 +48,20 @@ struct KernelPlan {
   // that is unavailable, and block-type products then take the tiled kernels.
   uint32_t direct_share = 0;
   uint32_t direct_segment = 1024;  // candidates one select_direct invocation scans
+  // Tiled select: the bitonic stages whose partners share a subgroup run
+  // in registers through subgroupShuffleXor (the *_shuffle builds), which
+  // needs full subgroups: workgroups of a multiple of this (the device's
+  // largest subgroup size); 0 where shuffles or size control are absent.
+  uint32_t select_shuffle_multiple = 0;
 
   // Largest K (and eviction count) one select can keep: two lists must fit a tile.
   uint32_t max_keep() const { return select_tile / 2; }
   // Candidates per select list: a tile, or a direct segment.
   uint32_t select_span() const { return direct ? direct_segment : select_tile; }
+  // Whether a tiled select of `invocations` per workgroup sorts within subgroups.
+  bool select_shuffles(uint32_t invocations) const {
+    return select_shuffle_multiple > 0 && invocations % select_shuffle_multiple == 0;
+  }
   // Largest head_dim attend accumulates.
   uint32_t max_head_dim() const;
 };

@@ -26,9 +26,13 @@ Select::Select(Context& context, vk::DescriptorArena& arena, const KernelPlan& p
   if (max_count > 0) tile_ = std::min(plan.select_tile, std::max(next_pow2(max_count), 2 * next_pow2(max_keep)));
   keep_max_ = tile_ / 2;
   const std::vector<uint32_t> spec = {std::min(plan.select_workgroup, std::max(1u, tile_ / 2)), tile_};
-  const ShaderId shader = logits ? ShaderId::select_tile_logits : ShaderId::select_tile_evict;
-  tile_pass_ = Kernel::make<SelectTileParams>(context, arena, shader, spec, {first, second, lists});
-  merge_ = Kernel::make<SelectMergeParams>(context, arena, ShaderId::select_merge, spec, {lists});
+  shuffles_ = plan.select_shuffles(spec[0]);
+  const ShaderId shader = shuffles_ ? (logits ? ShaderId::select_tile_logits_shuffle : ShaderId::select_tile_evict_shuffle)
+                                    : (logits ? ShaderId::select_tile_logits : ShaderId::select_tile_evict);
+  tile_pass_ = Kernel::make<SelectTileParams>(context, arena, shader, spec, {first, second, lists}, shuffles_);
+  merge_ = Kernel::make<SelectMergeParams>(context, arena,
+                                           shuffles_ ? ShaderId::select_merge_shuffle : ShaderId::select_merge, spec,
+                                           {lists}, shuffles_);
 }
 
 void Select::record_direct(vk::CommandRecorder& recorder, SelectTileParams params, uint32_t rows) const {

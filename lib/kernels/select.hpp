@@ -28,6 +28,8 @@ class Select {
          uint32_t max_keep = 1);
 
   uint32_t tile() const { return tile_; }
+  // Whether the tiled passes sort within subgroups (KernelPlan::select_shuffles).
+  bool shuffles() const { return shuffles_; }
 
   uint32_t tiles(uint32_t count) const { return count == 0 ? 1 : ceil_div(count, tile_); }
   // Words of the list buffer for `rows` rows of `count` candidates keeping `keep`.
@@ -44,6 +46,7 @@ class Select {
 
   Kernel tile_pass_, merge_;
   bool direct_ = false;
+  bool shuffles_ = false;
   uint32_t workgroup_ = 1;
   uint32_t tile_ = 0;
   uint32_t keep_max_ = 0;  // the largest list one record() may keep

@@ -1,6 +1,7 @@
 // The kernel variant each family runs on a context, for the bench and the
 // tools' --verbose. Every choice is read from the function that makes it
-// (plan_kernels, direct_matmul, f16_as_words, stored_path), never decided again here.
+// (plan_kernels, KernelPlan::select_shuffles, direct_matmul, f16_as_words,
+// stored_path), never decided again here.
 #include "kernels/kernel.hpp"
 #include "kernels/kernel_plan.hpp"
 #include "kernels/matmul.hpp"
@@ -66,15 +67,31 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
                    ", stored as packed words rounded to nearest even",
                caps.storage_16bit ? "storageBuffer16BitAccess"
                                   : absent(caps, Feature::storage_16bit, "storageBuffer16BitAccess")});
+  v.push_back({"reductions, scans",
+               plan.subgroup_reductions ? "subgroup arithmetic (score_stats, insert_plan)"
+                                        : "shared-memory trees (score_stats, insert_plan)",
+               plan.subgroup_reductions ? "any subgroup size"
+                                        : absent(caps, Feature::subgroup_arithmetic, "subgroup arithmetic")});
+  KernelVariant select{"select (tiled)", "", ""};
+  if (plan.select_shuffles(plan.select_workgroup)) {
+    select.variant = "bitonic stages within a subgroup by subgroupShuffleXor";
+    select.reason = "subgroup shuffle, full subgroups (size_control), largest subgroup " +
+                    std::to_string(caps.max_subgroup_size);
+  } else {
+    select.variant = "bitonic stages in shared memory";
+    if (!caps.subgroup_shuffle) select.reason = absent(caps, Feature::subgroup_shuffle, "subgroup shuffle");
+    else if (!caps.subgroup_size_control)
+      select.reason = absent(caps, Feature::subgroup_size_control, "VK_EXT_subgroup_size_control (full subgroups)");
+    else select.reason = "workgroup not a multiple of the largest subgroup size";
+  }
+  if (plan.direct) select.reason += "; this device runs the direct select";
+  v.push_back(select);
   // Detected and reported, not used yet; each line says what serves instead.
   auto unused = [&](const char* name, bool present, Feature f, const char* instead) {
     v.push_back({name, present ? "present, unused" : "absent", present ? instead : absent(caps, f, "support")});
   };
-  unused("subgroup arithmetic", caps.subgroup_arithmetic, Feature::subgroup_arithmetic,
-         "reductions are shared-memory trees");
-  unused("subgroup ballot", caps.subgroup_ballot, Feature::subgroup_ballot, "no kernel needs it");
-  unused("subgroup size control", caps.subgroup_size_control, Feature::subgroup_size_control,
-         "no kernel depends on the subgroup size");
+  unused("subgroup ballot", caps.subgroup_ballot, Feature::subgroup_ballot,
+         "the scans add per-invocation counts, which subgroup arithmetic serves");
   unused("shaderFloat16", caps.float16, Feature::float16, "math is fp32");
   unused("8-bit storage", caps.storage_8bit, Feature::storage_8bit, "block decoders read 32-bit words");
   return v;

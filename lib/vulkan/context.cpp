@@ -74,6 +74,7 @@ void disable_features(DeviceCaps& c, FeatureSet off) {
   if (off.has(Feature::subgroup_ballot)) c.subgroup_ballot = false;
   if (off.has(Feature::subgroup_shuffle)) c.subgroup_shuffle = false;
   if (off.has(Feature::subgroup_size_control)) c.subgroup_size_control = false;
+  if (!c.subgroup_size_control) c.max_subgroup_size = 0;
   if (off.has(Feature::large_workgroups)) {  // the Vulkan minimums
     c.max_invocations = std::min(c.max_invocations, 128u);
     c.max_group_size_x = std::min(c.max_group_size_x, 128u);
@@ -101,8 +102,12 @@ bool has_layer(const char* name) {
 
 DeviceCaps query_caps(VkPhysicalDevice physical, uint32_t queue_family) {
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceSubgroupSizeControlPropertiesEXT size_range{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT};
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props2.pNext = &subgroup;
+  const bool has_size_control = has_device_extension(physical, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  if (has_size_control) subgroup.pNext = &size_range;
   vkGetPhysicalDeviceProperties2(physical, &props2);
   // Driver name and version string: core in Vulkan 1.2, absent before.
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
@@ -129,7 +134,7 @@ DeviceCaps query_caps(VkPhysicalDevice physical, uint32_t queue_family) {
   };
   if (has_device_extension(physical, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME)) chain(float16);
   if (has_device_extension(physical, VK_KHR_8BIT_STORAGE_EXTENSION_NAME)) chain(storage8);
-  if (has_device_extension(physical, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME)) chain(size_control);
+  if (has_size_control) chain(size_control);
   vkGetPhysicalDeviceFeatures2(physical, &features2);
 
   VkPhysicalDeviceMaintenance3Properties maintenance3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
@@ -184,7 +189,9 @@ DeviceCaps query_caps(VkPhysicalDevice physical, uint32_t queue_family) {
   const bool compute_subgroups = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
   c.subgroup_arithmetic = compute_subgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0;
   c.subgroup_ballot = compute_subgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT) != 0;
-  c.subgroup_size_control = size_control.subgroupSizeControl == VK_TRUE && size_control.computeFullSubgroups == VK_TRUE;
+  c.subgroup_size_control = size_control.subgroupSizeControl == VK_TRUE && size_control.computeFullSubgroups == VK_TRUE &&
+                            size_range.maxSubgroupSize > 0;
+  c.max_subgroup_size = c.subgroup_size_control ? size_range.maxSubgroupSize : 0;
   c.storage_16bit = storage16.storageBuffer16BitAccess == VK_TRUE;
   c.float16 = float16.shaderFloat16 == VK_TRUE;
   c.storage_8bit = storage8.storageBuffer8BitAccess == VK_TRUE;
@@ -288,6 +295,7 @@ Context::Context(const ExternalDevice& external, const LimitOverrides& limits)
   // The application enabled only 16-bit storage for attendre: the features
   // that need enabling at device creation are treated as absent.
   caps_.float16 = caps_.storage_8bit = caps_.subgroup_size_control = false;
+  caps_.max_subgroup_size = 0;
   disable_features(caps_, disabled_features(external.disabled_features));
   caps_.kernel_style = kernel_style(external.kernels, caps_);
   try {
@@ -360,6 +368,19 @@ void Context::create_device() {
   info.pNext = &storage16;
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &queue_info;
+  // Full subgroups (REQUIRE_FULL_SUBGROUPS pipelines: the shuffle select)
+  // need the extension and both of its features; absent or switched off,
+  // none is enabled and caps_.max_subgroup_size is 0.
+  VkPhysicalDeviceSubgroupSizeControlFeaturesEXT size_control{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
+  const char* size_control_extension = VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME;
+  if (caps_.subgroup_size_control) {
+    size_control.subgroupSizeControl = VK_TRUE;
+    size_control.computeFullSubgroups = VK_TRUE;
+    storage16.pNext = &size_control;
+    info.enabledExtensionCount = 1;
+    info.ppEnabledExtensionNames = &size_control_extension;
+  }
   vk::check(vkCreateDevice(physical_device_, &info, allocator_, &device_), "vkCreateDevice");
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
 }

@@ -61,6 +61,14 @@ ComputePipeline::ComputePipeline(Context& context, const PipelineKey& key)
     info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
     info.stage.module = module_;
     info.stage.pName = "main";
+    if (key.full_subgroups) {
+      if (!caps.subgroup_size_control || caps.max_subgroup_size == 0 || key.specialization.empty() ||
+          key.specialization[0] % caps.max_subgroup_size != 0)
+        fail(ErrorCode::unsupported, std::string(shaders::name(key.shader)) +
+                                         " needs full subgroups: VK_EXT_subgroup_size_control and a workgroup of a "
+                                         "multiple of the largest subgroup size");
+      info.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT;
+    }
     info.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec;
     info.layout = layout_;
     check(vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &info, allocator_, &pipeline_), "vkCreateComputePipelines");

@@ -19,12 +19,15 @@ class Buffer;
 
 // Identity of a pipeline: which shader variant, how many storage-buffer
 // bindings (0..n-1), how many push-constant bytes, and the values of
-// specialization constants 0..k-1 (all 32-bit).
+// specialization constants 0..k-1 (all 32-bit), and whether every subgroup
+// must be full (VK_EXT_subgroup_size_control; the workgroup size must then
+// be a multiple of DeviceCaps::max_subgroup_size).
 struct PipelineKey {
   shaders::ShaderId shader{};
   uint32_t bindings = 0;
   uint32_t push_bytes = 0;
   std::vector<uint32_t> specialization;
+  bool full_subgroups = false;
   auto operator<=>(const PipelineKey&) const = default;
 };
 
