@@ -21,14 +21,14 @@
 //           words per workgroup, in the select lists' scratch) write;
 //           STATS_COMBINE: 0 partials read, 1 chunk (init word) write
 // Spec constants: 0 workgroup size W (power of two), 1.. InsertConstants,
-//                 26 STATS_SPAN (slots per workgroup, a multiple of W)
+//                 28 STATS_SPAN (slots per workgroup, a multiple of W)
 // Dispatch: (ceil(held / STATS_SPAN)); STATS_COMBINE (1), only when that is > 1
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "interface/insert.h"
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 26) const uint STATS_SPAN = 1024;
+layout(constant_id = 28) const uint STATS_SPAN = 1024;
 
 #ifndef STATS_COMBINE
 layout(std430, binding = 0) readonly buffer KvMemory { uint kv[]; };

@@ -21,7 +21,7 @@ std::vector<uint32_t> specialization(uint32_t workgroup, const InsertConstants& 
 
 // score_stats.comp's STATS_SPAN follows the memory's constants.
 constexpr uint32_t kStatsSpanId = 1 + sizeof(InsertConstants) / 4;
-static_assert(kStatsSpanId == 26, "score_stats.comp declares STATS_SPAN as constant 26");
+static_assert(kStatsSpanId == 28, "score_stats.comp declares STATS_SPAN as constant 28");
 
 // Slots per score_stats invocation: enough that a workgroup's reductions
 // (and, on CPU devices, its start) cost little against its loads, few
