@@ -15,7 +15,6 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
-#include <string>
 
 using namespace attendre;
 using namespace attendre::test::block;
@@ -222,37 +221,6 @@ TEST_CASE("block kernels: embedding lookup decodes BF16 and every block type, wh
     check_embedding(context, folded(plan), type, 6, 3, 5, rng);
   }
   test::check_no_validation_messages(context);
-}
-
-
-TEST_CASE("block kernels: Q8_0 as int8 loads (8-bit storage) and as 32-bit words both match the float64 decode") {
-  std::mt19937_64 rng(9004);
-  ContextOptions options;
-  options.disabled_features = FeatureSet{}.add(Feature::storage_8bit);
-  Context words(options);
-  using kernels::ShaderId;
-  using kernels::WeightKernel;
-  CHECK_FALSE(kernels::q8_0_as_int8(words.caps()));
-  CHECK(kernels::weight_variant(words, WeightKernel::matvec, ElementType::q8_0, "W") == ShaderId::matvec_q8_0);
-  if (test::gpu().caps().storage_8bit) {
-    CHECK(kernels::weight_variant(test::gpu(), WeightKernel::gemm, ElementType::q8_0, "W") == ShaderId::matmul_q8_0_int8);
-    CHECK(kernels::weight_variant(test::gpu(), WeightKernel::matvec, ElementType::q8_0, "W") ==
-          ShaderId::matvec_q8_0_int8);
-    CHECK(kernels::weight_variant(test::gpu(), WeightKernel::direct, ElementType::q8_0, "W") ==
-          ShaderId::matmul_direct_q8_0_int8);
-    CHECK(kernels::weight_variant(test::gpu(), WeightKernel::embedding, ElementType::q8_0, "W") ==
-          ShaderId::embedding_q8_0_int8);
-  }
-  for (Context* context : {&test::gpu(), &words}) {
-    const std::string reads = context->caps().storage_8bit ? "int8 loads" : "32-bit words";
-    INFO("Q8_0 read as " << reads);
-    const kernels::KernelPlan plan = kernels::plan_kernels(context->caps());
-    // Blocks of 34 bytes: every other one starts half a word off.
-    for (const Case& c : {Case{1, 3, 65, true}, Case{3, 2, 65, false, true, true}, Case{33, 3, 70, true, true}})
-      check_paths(*context, plan, ElementType::q8_0, c, rng);
-    check_embedding(*context, plan, ElementType::q8_0, 11, 1, 19, rng);
-    test::check_no_validation_messages(*context);
-  }
 }
 
 }  // namespace

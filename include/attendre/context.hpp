@@ -19,7 +19,7 @@ namespace attendre {
 enum class Feature : uint32_t {
   storage_16bit,          // "16bit": fp16 weights read as 16-bit values (else unpackHalf2x16 of 32-bit words)
   float16,                // "float16": shaderFloat16 (detected and reported; no kernel computes in fp16 yet)
-  storage_8bit,           // "8bit": Q8_0 quants read as int8 (else unpacked from 32-bit words)
+  storage_8bit,           // "8bit": storageBuffer8BitAccess (detected; block decoders read 32-bit words)
   subgroup_arithmetic,    // "arithmetic": score_stats and insert_plan reduce and scan with subgroup operations (else shared-memory trees)
   subgroup_ballot,        // "ballot" (detected; no kernel needs it yet)
   subgroup_shuffle,       // "shuffle": direct matmuls share block decodes, tiled selects sort within subgroups

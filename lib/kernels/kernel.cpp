@@ -55,8 +55,6 @@ constexpr WeightVariants kWeightVariants[] = {
 // fp16 read as 32-bit words and unpacked, where 16-bit storage is absent.
 constexpr WeightVariants kF16Words = {ElementType::f16, ShaderId::matmul_f16_words, ShaderId::matvec_f16_words,
                                       ShaderId::matmul_direct_f16_words, ShaderId::embedding_f16_words};
-constexpr WeightVariants kQ8_0Int8 = {ElementType::q8_0, ShaderId::matmul_q8_0_int8, ShaderId::matvec_q8_0_int8,
-                                      ShaderId::matmul_direct_q8_0_int8, ShaderId::embedding_q8_0_int8};
 #undef ATTENDRE_WEIGHT_VARIANTS
 
 std::string decoded_types() {
@@ -68,13 +66,11 @@ std::string decoded_types() {
 }  // namespace
 
 bool f16_as_words(const DeviceCaps& caps) { return !caps.storage_16bit; }
-bool q8_0_as_int8(const DeviceCaps& caps) { return caps.storage_8bit; }
 
 ShaderId weight_variant(const Context& context, WeightKernel kernel, ElementType type, const std::string& what) {
   for (WeightVariants v : kWeightVariants) {
     if (v.type != type) continue;
     if (type == ElementType::f16 && f16_as_words(context.caps())) v = kF16Words;
-    if (type == ElementType::q8_0 && q8_0_as_int8(context.caps())) v = kQ8_0Int8;
     switch (kernel) {
       case WeightKernel::gemm: return v.gemm;
       case WeightKernel::matvec: return v.matvec;

@@ -57,11 +57,6 @@ enum class WeightKernel { gemm, matvec, direct, embedding };
 // where 16-bit storage is absent or switched off.
 bool f16_as_words(const DeviceCaps& caps);
 
-// Whether Q8_0 quants are read as int8 values (the *_q8_0_int8 builds):
-// where storageBuffer8BitAccess is present and not switched off; else from
-// 32-bit words like every other block type.
-bool q8_0_as_int8(const DeviceCaps& caps);
-
 // The variant of `kernel` for weights encoded as `type`: throws unsupported
 // naming `what` when there is none. Every encoding but F16 is read as 32-bit
 // words; F16 too where f16_as_words().

@@ -1,7 +1,6 @@
 // The kernel variant each family runs on a context, for the bench and the
 // tools' --verbose. Every choice is read from the function that makes it
-// (plan_kernels, KernelPlan::select_shuffles, direct_matmul, f16_as_words,
-// q8_0_as_int8),
+// (plan_kernels, KernelPlan::select_shuffles, direct_matmul, f16_as_words),
 // never decided again here.
 #include "kernels/kernel.hpp"
 #include "kernels/kernel_plan.hpp"
@@ -78,9 +77,6 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
   }
   if (plan.direct) select.reason += "; this device runs the direct select";
   v.push_back(select);
-  v.push_back({"q8_0 weights", kernels::q8_0_as_int8(caps) ? "int8 loads" : "int8 unpacked from 32-bit words",
-               caps.storage_8bit ? "storageBuffer8BitAccess"
-                                 : absent(caps, Feature::storage_8bit, "storageBuffer8BitAccess")});
   // Detected and reported, not used yet; each line says what serves instead.
   auto unused = [&](const char* name, bool present, Feature f, const char* instead) {
     v.push_back({name, present ? "present, unused" : "absent", present ? instead : absent(caps, f, "support")});
@@ -88,6 +84,7 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
   unused("subgroup ballot", caps.subgroup_ballot, Feature::subgroup_ballot,
          "the scans add per-invocation counts, which subgroup arithmetic serves");
   unused("shaderFloat16", caps.float16, Feature::float16, "math is fp32");
+  unused("8-bit storage", caps.storage_8bit, Feature::storage_8bit, "block decoders read 32-bit words");
   return v;
 }
 

@@ -373,26 +373,14 @@ void Context::create_device() {
   // none is enabled and caps_.max_subgroup_size is 0.
   VkPhysicalDeviceSubgroupSizeControlFeaturesEXT size_control{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
-  // 8-bit storage (Q8_0 quants read as int8) likewise.
-  VkPhysicalDevice8BitStorageFeaturesKHR storage8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES_KHR};
-  std::vector<const char*> extensions;
-  auto chain = [&](auto& next) {
-    next.pNext = storage16.pNext;
-    storage16.pNext = &next;
-  };
+  const char* size_control_extension = VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME;
   if (caps_.subgroup_size_control) {
     size_control.subgroupSizeControl = VK_TRUE;
     size_control.computeFullSubgroups = VK_TRUE;
-    chain(size_control);
-    extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+    storage16.pNext = &size_control;
+    info.enabledExtensionCount = 1;
+    info.ppEnabledExtensionNames = &size_control_extension;
   }
-  if (caps_.storage_8bit) {
-    storage8.storageBuffer8BitAccess = VK_TRUE;
-    chain(storage8);
-    extensions.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
-  }
-  info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
-  info.ppEnabledExtensionNames = extensions.data();
   vk::check(vkCreateDevice(physical_device_, &info, allocator_, &device_), "vkCreateDevice");
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
 }

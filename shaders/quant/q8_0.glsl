@@ -9,26 +9,6 @@ const uint QUANT_VALUES = kLegacyBlockValues;
 const uint QUANT_BYTES = kQ8_0BlockBytes;
 const uint QUANT_UNIT = kLegacyUnitValues;  // one unit per block
 
-#ifdef WEIGHTS_INT8
-// storageBuffer8BitAccess: the quants are read as int8 values, one load
-// each, from an int8 view of the weight binding (the scale still through
-// 32-bit words: it sits at any even byte).
-#extension GL_EXT_shader_8bit_storage : require
-layout(std430, binding = 1) readonly buffer WeightInt8 { int8_t w_int8[]; };  // aliases WeightWords
-
-struct QuantBlock {
-  float d;
-};
-
-QuantBlock quant_block(uint byte) { return QuantBlock(weight_half(byte)); }
-
-void quant_unit(QuantBlock b, uint byte, uint unit, out float v[QUANT_UNIT]) {
-  [[unroll]] for (uint k = 0u; k < QUANT_UNIT; ++k) v[k] = b.d * float(int(w_int8[byte + 2u + k]));
-}
-
-float quant_value(uint byte, uint i) { return weight_half(byte) * float(int(w_int8[byte + 2u + i])); }
-#else
-
 // A whole block, loaded in one span.
 struct QuantBlock {
   float d;
@@ -53,6 +33,5 @@ void quant_unit(QuantBlock b, uint byte, uint unit, out float v[QUANT_UNIT]) {
 float quant_value(uint byte, uint i) {
   return weight_half(byte) * float(int(weight_byte(byte + 2u + i) << 24u) >> 24);
 }
-#endif
 
 #endif
