@@ -165,3 +165,23 @@ TEST_CASE("gpu layer matches reference with quantized inputs: exact ties break b
     }
   }
 }
+
+TEST_CASE("gpu layer matches reference with a memory spanning several score_stats workgroups") {
+  // tiny_gpu(): 32 invocations, so score_stats reduces 512 slots per
+  // workgroup and M = 1100 takes three, merged by the combining pass; the
+  // initial scores of lra_sum and lfa then decide every eviction.
+  uint64_t seed = 9100;
+  for (PolicyKind kind : {PolicyKind::lra_sum, PolicyKind::lfa}) {
+    Case c;
+    c.config.shape = {4, 2, 8};
+    c.config.chunk = 16;
+    c.config.q_capacity = 0;
+    c.config.kv.capacity = 1100;
+    c.config.kv.n_sink = 3;
+    c.config.kv.policy = policy_of(kind);
+    c.config.retrieval.top_k = 8;
+    c.rows = 1300;
+    c.stream.invalid_fraction = 0.05;
+    check_case(test::tiny_gpu(), c, ++seed);
+  }
+}
