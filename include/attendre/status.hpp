@@ -68,10 +68,10 @@ class [[nodiscard]] Result {
   static_assert(!std::is_same_v<std::remove_cv_t<T>, Status>, "Result<Status>: return a Status");
 
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: a value converts, as with std::optional
-  template <class U>
+  // A value, or anything a T is made from, converts (as with std::optional).
+  template <class U = T>
     requires(std::is_constructible_v<T, U &&> && !std::is_same_v<std::remove_cvref_t<U>, Status> &&
-             !std::is_same_v<std::remove_cvref_t<U>, T> && !std::is_same_v<std::remove_cvref_t<U>, Result>)
+             !std::is_same_v<std::remove_cvref_t<U>, Result>)
   Result(U&& value) : value_(std::in_place, std::forward<U>(value)) {}  // NOLINT
   Result(Status failure) : status_(std::move(failure)) { assert(!status_.ok() && "a Result needs a value or a failure"); }
 
