@@ -57,6 +57,9 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
   v.push_back({"fp16 weights", kernels::f16_as_words(caps) ? "unpackHalf2x16 of 32-bit words" : "16-bit loads",
                caps.storage_16bit ? "storageBuffer16BitAccess"
                                   : absent(caps, Feature::storage_16bit, "storageBuffer16BitAccess")});
+  v.push_back({"tickets", caps.timeline_semaphore ? "timeline semaphores, chainable" : "fences, host waits only",
+               caps.timeline_semaphore ? "timelineSemaphore"
+                                       : absent(caps, Feature::timeline_semaphore, "timelineSemaphore")});
   // Detected and reported, not used yet; each line says what serves instead.
   auto unused = [&](const char* name, bool present, Feature f, const char* instead) {
     v.push_back({name, present ? "present, unused" : "absent", present ? instead : absent(caps, f, "support")});

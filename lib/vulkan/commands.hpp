@@ -6,6 +6,7 @@
 #include "vulkan/pipeline.hpp"
 
 #include <attendre/context.hpp>
+#include <attendre/embedding.hpp>
 
 #include <cstdint>
 #include <span>
@@ -107,7 +108,10 @@ class CommandRecorder {
   std::vector<BufferAccess> scratch_;  // reused per dispatch
 };
 
-// One primary command buffer and its fence, reused step after step.
+// One primary command buffer and its fence, reused step after step; with
+// timeline semaphores (DeviceCaps::timeline_semaphore) also a timeline
+// semaphore that submission number n signals to n, for the application's
+// submissions to wait on (Ticket::semaphore).
 class Submission {
  public:
   explicit Submission(Context& context);
@@ -121,8 +125,15 @@ class Submission {
   // The recorder of the submission being recorded (between begin and submit).
   CommandRecorder& recorder() { return *recorder_; }
   // Ends recording (with a host barrier when mapped memory was written),
-  // flushes the mapped memory the commands read, and submits.
-  void submit();
+  // flushes the mapped memory the commands read, and submits, waiting for
+  // `waits` first (checked beforehand with check_waits).
+  void submit(std::span<const SemaphoreWait> waits = {});
+  // Throws invalid_argument for a wait without a semaphore, unsupported for
+  // a timeline value on a context without timeline semaphores. Callers
+  // check before changing any state.
+  void check_waits(std::span<const SemaphoreWait> waits) const;
+  // The timeline semaphore (null without timeline semaphores).
+  VkSemaphore timeline() const { return timeline_; }
   // Blocks until the submitted work finished and invalidates the mapped
   // memory it wrote; device loss surfaces here.
   void wait();
@@ -141,6 +152,7 @@ class Submission {
   Context& context_;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
+  VkSemaphore timeline_ = VK_NULL_HANDLE;
   std::optional<CommandRecorder> recorder_;
   std::vector<const Buffer*> to_invalidate_;  // mapped buffers the pending submission writes
   bool pending_ = false;

@@ -55,7 +55,8 @@ VKAPI_ATTR VkBool32 VKAPI_CALL record_message(VkDebugUtilsMessageSeverityFlagBit
 }
 
 constexpr const char* kFeatureNames[kFeatureCount] = {"16bit",   "float16", "8bit",         "arithmetic",
-                                                      "ballot",  "shuffle", "size_control", "large_workgroups"};
+                                                      "ballot",  "shuffle", "size_control", "large_workgroups",
+                                                      "timeline"};
 
 // The switches in ATTENDRE_DISABLE; read only when the options leave them unset.
 FeatureSet disabled_features(const std::optional<FeatureSet>& requested) {
@@ -74,6 +75,7 @@ void disable_features(DeviceCaps& c, FeatureSet off) {
   if (off.has(Feature::subgroup_ballot)) c.subgroup_ballot = false;
   if (off.has(Feature::subgroup_shuffle)) c.subgroup_shuffle = false;
   if (off.has(Feature::subgroup_size_control)) c.subgroup_size_control = false;
+  if (off.has(Feature::timeline_semaphore)) c.timeline_semaphore = false;
   if (off.has(Feature::large_workgroups)) {  // the Vulkan minimums
     c.max_invocations = std::min(c.max_invocations, 128u);
     c.max_group_size_x = std::min(c.max_group_size_x, 128u);
@@ -123,6 +125,7 @@ DeviceCaps query_caps(VkPhysicalDevice physical, uint32_t queue_family) {
   VkPhysicalDevice8BitStorageFeaturesKHR storage8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES_KHR};
   VkPhysicalDeviceSubgroupSizeControlFeaturesEXT size_control{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
+  VkPhysicalDeviceTimelineSemaphoreFeaturesKHR timeline{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES_KHR};
   auto chain = [&](auto& next) {
     next.pNext = features2.pNext;
     features2.pNext = &next;
@@ -130,6 +133,7 @@ DeviceCaps query_caps(VkPhysicalDevice physical, uint32_t queue_family) {
   if (has_device_extension(physical, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME)) chain(float16);
   if (has_device_extension(physical, VK_KHR_8BIT_STORAGE_EXTENSION_NAME)) chain(storage8);
   if (has_device_extension(physical, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME)) chain(size_control);
+  if (has_device_extension(physical, VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME)) chain(timeline);
   vkGetPhysicalDeviceFeatures2(physical, &features2);
 
   VkPhysicalDeviceMaintenance3Properties maintenance3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
@@ -188,6 +192,7 @@ DeviceCaps query_caps(VkPhysicalDevice physical, uint32_t queue_family) {
   c.storage_16bit = storage16.storageBuffer16BitAccess == VK_TRUE;
   c.float16 = float16.shaderFloat16 == VK_TRUE;
   c.storage_8bit = storage8.storageBuffer8BitAccess == VK_TRUE;
+  c.timeline_semaphore = timeline.timelineSemaphore == VK_TRUE;
   c.timestamp_valid_bits = families[queue_family].timestampValidBits;
   c.timestamps = c.timestamp_valid_bits > 0 && l.timestampPeriod > 0.0f;
   c.timestamp_period_ns = static_cast<double>(l.timestampPeriod);
@@ -285,8 +290,10 @@ Context::Context(const ExternalDevice& external, const LimitOverrides& limits)
   queue_family_ = external.queue_family;
   caps_ = query_caps(physical_device_, queue_family_);
   caps_.storage_16bit = caps_.storage_16bit && external.storage_16bit_enabled;
-  // The application enabled only 16-bit storage for attendre: the features
-  // that need enabling at device creation are treated as absent.
+  caps_.timeline_semaphore = caps_.timeline_semaphore && external.timeline_semaphore_enabled;
+  // The application enabled only 16-bit storage and timeline semaphores for
+  // attendre: the other features that need enabling at device creation are
+  // treated as absent.
   caps_.float16 = caps_.storage_8bit = caps_.subgroup_size_control = false;
   disable_features(caps_, disabled_features(external.disabled_features));
   caps_.kernel_style = kernel_style(external.kernels, caps_);
@@ -356,10 +363,17 @@ void Context::create_device() {
   // Optional features are enabled only where supported; kernels check caps_.
   VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   storage16.storageBuffer16BitAccess = caps_.storage_16bit ? VK_TRUE : VK_FALSE;
+  // Timeline semaphores through the extension: the instance asks for 1.1.
+  VkPhysicalDeviceTimelineSemaphoreFeaturesKHR timeline{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES_KHR};
+  timeline.timelineSemaphore = VK_TRUE;
+  const char* timeline_extension = VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME;
+  if (caps_.timeline_semaphore) storage16.pNext = &timeline;
   VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   info.pNext = &storage16;
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &queue_info;
+  info.enabledExtensionCount = caps_.timeline_semaphore ? 1 : 0;
+  info.ppEnabledExtensionNames = &timeline_extension;
   vk::check(vkCreateDevice(physical_device_, &info, allocator_, &device_), "vkCreateDevice");
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
 }

@@ -298,6 +298,22 @@ std::vector<test::StepRecord> c_layer_run(attendre_context* context, const test:
   return run;
 }
 
+// The application's device adopted through the C API (options NULL: the
+// defaults), timeline semaphores included when the application enabled them.
+attendre_context* c_adopt(const test::App& app, const attendre_context_options* options = nullptr) {
+  attendre_external_device external{};
+  external.instance = app.instance;
+  external.physical_device = app.physical;
+  external.device = app.device;
+  external.queue = app.queue;
+  external.queue_family = app.family;
+  external.timeline_semaphore_enabled = app.timeline ? 1 : 0;
+  external.options = options;
+  attendre_context* context = nullptr;
+  C_OK(attendre_context_adopt(&external, &context));
+  return context;
+}
+
 void check_no_validation_messages(attendre_context* context) {
   size_t messages = 0;
   C_OK(attendre_context_take_validation_messages(context, &messages, nullptr, nullptr));
@@ -367,15 +383,7 @@ TEST_CASE("C API: layer steps recorded into the application's command buffer and
     attendre_context_options_defaults(&options);
     options.allocator = allocator.callbacks();
     options.disabled_features = ATTENDRE_FEATURE_SUBGROUP_SHUFFLE;
-    attendre_external_device external{};
-    external.instance = app.instance;
-    external.physical_device = app.physical;
-    external.device = app.device;
-    external.queue = app.queue;
-    external.queue_family = app.family;
-    external.options = &options;
-    attendre_context* context = nullptr;
-    C_OK(attendre_context_adopt(&external, &context));
+    attendre_context* context = c_adopt(app, &options);
     uint32_t disabled = 0;
     C_OK(attendre_context_disabled_features(context, &disabled));
     CHECK(disabled == ATTENDRE_FEATURE_SUBGROUP_SHUFFLE);
@@ -444,5 +452,188 @@ TEST_CASE("C API: layer steps recorded into the application's command buffer and
   test::check_runs_match(expected, actual, 2e-4, 2e-4, "C recorded");
   CHECK(allocator.calls() > 0);
   CHECK(allocator.live() == 0);
+  app.check_no_messages();
+}
+
+namespace {
+
+uint64_t c_handle(VkBuffer b) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(b)); }
+
+std::vector<float> c_layer_outputs(const attendre_layer* layer, std::vector<int64_t>& positions) {
+  size_t count = 0, outputs = 0;
+  attendre_layer_output(layer, nullptr, &count, nullptr, &outputs);  // asks the sizes
+  positions.resize(count);
+  std::vector<float> out(outputs);
+  C_OK(attendre_layer_output(layer, positions.data(), &count, out.data(), &outputs));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("C API: tickets chain on the application's device, and K/V memory and stack steps record into its buffers") {
+  using namespace attendre::vk;
+  const LayerConfig config = cpp_layer_config();
+  const test::Stream stream = test::random_stream(config.shape, 20, 13);
+  const uint32_t S = config.chunk, q_row = config.shape.q_row(), kv_row = config.shape.kv_row();
+  test::App app;
+  {
+    attendre_context* context = c_adopt(app);
+    int timeline = -1;
+    C_OK(attendre_context_timeline(context, &timeline));
+    if (!app.timeline) CHECK(timeline == 0);
+    const attendre_layer_config c_config = c_layer_config();
+    const VkDeviceSize q_bytes = uint64_t{S} * q_row * 4, kv_bytes = uint64_t{S} * kv_row * 4;
+    test::AppBuffer out(app, q_bytes, false), readback(app, q_bytes, true), k(app, kv_bytes, false),
+        v(app, kv_bytes, false), q(app, q_bytes, false);
+
+    // A layer's steps submitted with their outputs in the application's
+    // buffer, which its own submission copies once the ticket is done.
+    attendre_layer *layer = nullptr, *blocking = nullptr;
+    C_OK(attendre_layer_create(context, &c_config, &layer));
+    C_OK(attendre_layer_create(context, &c_config, &blocking));
+    for (uint32_t at = 0; at < stream.rows; at += S) {
+      const attendre_chunk chunk = c_chunk(stream.chunk(at, S));
+      C_OK(attendre_layer_step(blocking, &chunk));
+      std::vector<int64_t> want_positions, got_positions;
+      const std::vector<float> want = c_layer_outputs(blocking, want_positions);
+      const attendre_buffer_range outputs{c_handle(out.buffer), 0, q_bytes};
+      attendre_submit_options options{nullptr, 0, &outputs};
+      attendre_ticket* ticket = nullptr;
+      C_OK(attendre_layer_submit(layer, &chunk, &options, &ticket));
+      uint64_t semaphore = 0, value = 0;
+      app.begin();
+      if (timeline) {
+        C_OK(attendre_ticket_semaphore(ticket, &semaphore, &value));
+        test::read_back(app.cb, out, 0, readback, want.size() * 4);
+        app.submit(reinterpret_cast<VkSemaphore>(static_cast<uintptr_t>(semaphore)), value);  // a device wait, not the host's
+        app.wait();
+      } else {
+        CHECK(attendre_ticket_semaphore(ticket, &semaphore, &value) == ATTENDRE_ERROR_UNSUPPORTED);
+        int finished = 0;
+        C_OK(attendre_ticket_wait(ticket, UINT64_MAX, &finished));
+        CHECK(finished == 1);
+        VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+        barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+        barrier.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
+        vkCmdPipelineBarrier(app.cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier, 0,
+                             nullptr, 0, nullptr);
+        test::read_back(app.cb, out, 0, readback, want.size() * 4);
+        app.submit_and_wait();
+      }
+      const auto* floats = static_cast<const float*>(readback.mapped);
+      CHECK(std::vector<float>(floats, floats + want.size()) == want);
+      C_OK(attendre_layer_result(layer, ticket));
+      attendre_ticket_destroy(ticket);
+      CHECK(c_layer_outputs(layer, got_positions) == want);
+      CHECK(got_positions == want_positions);
+    }
+    attendre_layer_destroy(layer);
+    attendre_layer_destroy(blocking);
+
+    // The K/V memory: keys, values and queries from the application's buffers.
+    attendre_kv_memory *memory = nullptr, *blocking_memory = nullptr;
+    C_OK(attendre_kv_memory_create(context, &c_config, S, &memory));
+    C_OK(attendre_kv_memory_create(context, &c_config, S, &blocking_memory));
+    for (uint32_t at = 0; at < stream.rows; at += S) {
+      const ChunkView rows = stream.chunk(at, S);
+      const attendre_chunk chunk = c_chunk(rows);
+      C_OK(attendre_kv_memory_insert(blocking_memory, &chunk));
+      std::vector<float> want(uint64_t{S} * q_row);
+      size_t count = want.size();
+      C_OK(attendre_kv_memory_retrieve(blocking_memory, &chunk, want.data(), &count));
+      app.begin();
+      vkCmdUpdateBuffer(app.cb, k.buffer, 0, rows.k.size_bytes(), rows.k.data());
+      vkCmdUpdateBuffer(app.cb, v.buffer, 0, rows.v.size_bytes(), rows.v.data());
+      vkCmdUpdateBuffer(app.cb, q.buffer, 0, rows.q.size_bytes(), rows.q.data());
+      attendre_chunk positions_only = chunk;
+      positions_only.q = positions_only.k = positions_only.v = nullptr;
+      const attendre_buffer_range kv[2] = {{c_handle(k.buffer), 0, kv_bytes}, {c_handle(v.buffer), 0, kv_bytes}};
+      const attendre_buffer_range q_range{c_handle(q.buffer), 0, q_bytes}, outputs{c_handle(out.buffer), 0, q_bytes};
+      C_OK(attendre_kv_memory_record_insert(memory, app.cb, &positions_only, kv, 0, 0));
+      C_OK(attendre_kv_memory_record_retrieve(memory, app.cb, &positions_only, &q_range, &outputs,
+                                              VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT));
+      test::read_back(app.cb, out, 0, readback, count * 4);
+      app.submit_and_wait();
+      const auto* floats = static_cast<const float*>(readback.mapped);
+      CHECK(std::vector<float>(floats, floats + count) == std::vector<float>(want.begin(), want.begin() + count));
+    }
+    attendre_kv_memory_destroy(memory);
+    attendre_kv_memory_destroy(blocking_memory);
+
+    // A stack: token ids from the application's buffer, logits into
+    // another; drained by recorded steps of no rows, then a recorded decode.
+    attendre_stack_config stack_config;
+    attendre_stack_config_defaults(&stack_config);
+    stack_config.seed = 5;
+    attendre_stack *stack = nullptr, *blocking_stack = nullptr;
+    C_OK(attendre_stack_create(context, &stack_config, &stack));
+    C_OK(attendre_stack_create(context, &stack_config, &blocking_stack));
+    const uint32_t SS = stack_config.memory.chunk, V = stack_config.vocab;
+    test::AppBuffer ids(app, SS * 4, false), logits(app, uint64_t{SS} * V * 4, false),
+        logits_back(app, uint64_t{SS} * V * 4, true);
+    std::vector<uint32_t> tokens(3 * SS + 1);
+    std::vector<int64_t> positions(tokens.size());
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      tokens[i] = static_cast<uint32_t>(i * 29 % V);
+      positions[i] = static_cast<int64_t>(i);
+    }
+    // One recorded call against the same call on the blocking stack.
+    auto check_recorded = [&](int kind, uint32_t first, uint32_t rows, const char* when) {
+      INFO(when);
+      attendre_stack_chunk chunk{rows, tokens.data() + first, nullptr, positions.data() + first, nullptr};
+      if (kind == ATTENDRE_RECORD_DECODE) C_OK(attendre_stack_decode(blocking_stack, &chunk, ATTENDRE_WANT_LOGITS));
+      else if (rows > 0) C_OK(attendre_stack_step(blocking_stack, &chunk, ATTENDRE_WANT_LOGITS));
+      app.begin();
+      if (rows > 0) vkCmdUpdateBuffer(app.cb, ids.buffer, 0, rows * 4, tokens.data() + first);
+      const attendre_buffer_range input{c_handle(ids.buffer), 0, uint64_t{rows} * 4},
+          logits_range{c_handle(logits.buffer), 0, uint64_t{SS} * V * 4};
+      chunk.tokens = nullptr;
+      C_OK(attendre_stack_record(stack, app.cb, kind, 0, &chunk, rows > 0 ? &input : nullptr, nullptr, &logits_range,
+                                 VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT));
+      std::vector<int64_t> got(SS);
+      size_t count = got.size();
+      C_OK(attendre_stack_output_positions(stack, got.data(), &count));
+      got.resize(count);
+      test::read_back(app.cb, logits, 0, logits_back, count * V * 4);
+      app.submit_and_wait();
+      const auto* floats = static_cast<const float*>(logits_back.mapped);
+      return std::make_pair(got, std::vector<float>(floats, floats + count * V));
+    };
+    auto blocking_output = [&] {
+      std::vector<int64_t> p(64);
+      std::vector<float> l(64 * V);
+      size_t pc = p.size(), lc = l.size();
+      C_OK(attendre_stack_output_positions(blocking_stack, p.data(), &pc));
+      C_OK(attendre_stack_output_logits(blocking_stack, l.data(), &lc));
+      p.resize(pc);
+      l.resize(lc);
+      return std::make_pair(p, l);
+    };
+    for (uint32_t first = 0; first < 3 * SS; first += SS) {
+      const auto got = check_recorded(ATTENDRE_RECORD_STEP, first, SS, "step");  // then the blocking step's
+      CHECK(got == blocking_output());  // same device, same kernels: bit for bit
+    }
+    std::vector<int64_t> drained_positions;
+    std::vector<float> drained_logits;
+    int pending = 1;
+    while (pending) {
+      const auto part = check_recorded(ATTENDRE_RECORD_STEP, 0, 0, "drain");
+      drained_positions.insert(drained_positions.end(), part.first.begin(), part.first.end());
+      drained_logits.insert(drained_logits.end(), part.second.begin(), part.second.end());
+      C_OK(attendre_stack_has_pending(stack, &pending));
+    }
+    C_OK(attendre_stack_finish(blocking_stack, 0, ATTENDRE_WANT_LOGITS));
+    CHECK(std::make_pair(drained_positions, drained_logits) == blocking_output());
+    C_OK(attendre_stack_finish(stack, 0, 0));  // nothing left to run
+    const auto decoded = check_recorded(ATTENDRE_RECORD_DECODE, 3 * SS, 1, "decode");
+    CHECK(decoded.first.size() == 1);
+    CHECK(decoded == blocking_output());
+    CHECK(attendre_stack_record(stack, app.cb, 7, 0, nullptr, nullptr, nullptr, nullptr, 0, 0) ==
+          ATTENDRE_ERROR_INVALID_ARGUMENT);
+    attendre_stack_destroy(stack);
+    attendre_stack_destroy(blocking_stack);
+    check_no_validation_messages(context);
+    attendre_context_destroy(context);
+  }
   app.check_no_messages();
 }
