@@ -337,6 +337,37 @@ TEST_CASE("embedding: tickets chain on timeline semaphores, or fall back to fenc
     CHECK(layer.step({}).emitted_positions == blocking.step({}).emitted_positions);
     layer.wait();
     CHECK(layer.snapshot().positions == blocking.snapshot().positions);
+
+    // A stack's submitted steps write their final hidden rows, packed, into
+    // the application's buffer as well, chained the same way.
+    const StackConfig sc = test::small_stack(2, {4, 2, 6}, 6, 2, 14, 5, Policy::lru());
+    RandomWeights weights(23);
+    gpu::Stack stack(context, sc, weights);
+    const test::TokenStream tokens = test::random_tokens(18, sc.vocab, 29, 0.1);
+    const VkDeviceSize hidden_bytes = uint64_t{sc.chunk} * sc.hidden * 4;
+    AppBuffer hidden(app, hidden_bytes, false), hidden_back(app, hidden_bytes, true);
+    StackRequest request;
+    request.hidden = true;
+    for (uint32_t first = 0; first < tokens.rows(); first += sc.chunk) {
+      SubmitOptions submit;
+      submit.outputs = BufferRange{hidden.buffer, 0, hidden_bytes};
+      const Ticket ticket = stack.submit(tokens.chunk(first, sc.chunk), request, submit);
+      app.begin();
+      if (chains) {
+        read_back(app.cb, hidden, 0, hidden_back, hidden_bytes);
+        app.submit(ticket.semaphore(), ticket.value());
+        app.wait();
+      } else {
+        CHECK(ticket.wait());
+        after_host_wait(app.cb);
+        read_back(app.cb, hidden, 0, hidden_back, hidden_bytes);
+        app.submit_and_wait();
+      }
+      const StackOutput got = stack.result(ticket);
+      const auto* floats = static_cast<const float*>(hidden_back.mapped);
+      CHECK(std::vector<float>(floats, floats + got.hidden.size()) == got.hidden);
+    }
+    stack.wait();
   }
   app.check_no_messages();
 }

@@ -18,7 +18,7 @@ struct TicketAccess {
     t.submitted_ = submission.submitted();
     t.step_ = step;
     t.semaphore_ = submission.timeline();
-    t.value_ = submission.timeline() ? submission.submitted() : 0;
+    t.value_ = submission.timeline() ? submission.timeline_value(submission.submitted()) : 0;
     return t;
   }
   // Throws invalid_argument unless `ticket` may be collected from the slot

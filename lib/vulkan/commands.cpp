@@ -168,6 +168,13 @@ Submission::Submission(Context& context) : context_(context) {
     check(r, "vkCreateFence");
   }
   if (!context.caps().timeline_semaphore) return;
+  std::vector<ContextState::Timeline>& spare = context.state().spare_timelines;
+  if (!spare.empty()) {  // a finished Submission's, continued from the value it reached
+    timeline_ = spare.back().semaphore;
+    timeline_base_ = spare.back().value;
+    spare.pop_back();
+    return;
+  }
   VkSemaphoreTypeCreateInfoKHR type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO_KHR};
   type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE_KHR;
   type.initialValue = 0;
@@ -179,6 +186,7 @@ Submission::Submission(Context& context) : context_(context) {
     vkFreeCommandBuffers(context.device(), context.state().command_pool, 1, &cmd_);
     check(s, "vkCreateSemaphore");
   }
+  context.state().timelines.push_back(timeline_);
 }
 
 Submission::~Submission() {
@@ -187,7 +195,7 @@ Submission::~Submission() {
   // destruction rather than freed under its feet (or waited for forever).
   if (pending_ && vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, context_.state().fence_timeout_ns) != VK_SUCCESS)
     return;
-  if (timeline_) vkDestroySemaphore(context_.device(), timeline_, context_.allocator());
+  if (timeline_) context_.state().spare_timelines.push_back({timeline_, timeline_value(submitted_)});
   vkDestroyFence(context_.device(), fence_, context_.allocator());
   vkFreeCommandBuffers(context_.device(), context_.state().command_pool, 1, &cmd_);
 }
@@ -239,8 +247,8 @@ void Submission::submit(std::span<const SemaphoreWait> waits) {
   info.waitSemaphoreCount = static_cast<uint32_t>(waits.size());
   info.pWaitSemaphores = wait_semaphores.data();
   info.pWaitDstStageMask = wait_stages.data();
-  // With a timeline, submission n signals it to n (binary waits ignore their values).
-  const uint64_t signal_value = submitted_ + 1;
+  // With a timeline, submission n signals timeline_value(n) (binary waits ignore their values).
+  const uint64_t signal_value = timeline_value(submitted_ + 1);
   VkTimelineSemaphoreSubmitInfoKHR timeline_info{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO_KHR};
   timeline_info.waitSemaphoreValueCount = info.waitSemaphoreCount;
   timeline_info.pWaitSemaphoreValues = wait_values.data();

@@ -110,8 +110,9 @@ class CommandRecorder {
 
 // One primary command buffer and its fence, reused step after step; with
 // timeline semaphores (DeviceCaps::timeline_semaphore) also a timeline
-// semaphore that submission number n signals to n, for the application's
-// submissions to wait on (Ticket::semaphore).
+// semaphore (the context's, see ContextState::timelines) that submission
+// number n signals to timeline_value(n), for the application's submissions
+// to wait on (Ticket::semaphore).
 class Submission {
  public:
   explicit Submission(Context& context);
@@ -134,6 +135,8 @@ class Submission {
   void check_waits(std::span<const SemaphoreWait> waits) const;
   // The timeline semaphore (null without timeline semaphores).
   VkSemaphore timeline() const { return timeline_; }
+  // The value submission number `n` (its submitted() right after) signals.
+  uint64_t timeline_value(uint64_t n) const { return timeline_base_ + n; }
   // Blocks until the submitted work finished and invalidates the mapped
   // memory it wrote; device loss surfaces here.
   void wait();
@@ -153,6 +156,7 @@ class Submission {
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
   VkSemaphore timeline_ = VK_NULL_HANDLE;
+  uint64_t timeline_base_ = 0;  // the value the semaphore had reached when this Submission took it
   std::optional<CommandRecorder> recorder_;
   std::vector<const Buffer*> to_invalidate_;  // mapped buffers the pending submission writes
   bool pending_ = false;

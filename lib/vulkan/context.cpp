@@ -405,6 +405,9 @@ void Context::release() {
   // attendre's objects wait on their own fences when destroyed; an adopted
   // device may run the application's work, which is not ours to wait for.
   if (device_ && owns_device_) vkDeviceWaitIdle(device_);
+  for (VkSemaphore s : state_->timelines) vkDestroySemaphore(device_, s, allocator_);
+  state_->timelines.clear();
+  state_->spare_timelines.clear();
   if (state_->command_pool) vkDestroyCommandPool(device_, state_->command_pool, allocator_);
   state_->command_pool = VK_NULL_HANDLE;
   state_->pipelines.clear();
