@@ -175,7 +175,9 @@ StackEngine::StackEngine(Context& ctx, const StackConfig& c, WeightSource& weigh
   shared_.h = vk::Buffer(ctx, uint64_t{rows} * H * 4, vk::MemoryIntent::device, "normed rows");
   shared_.y = vk::Buffer(ctx, uint64_t{rows} * H * 4, vk::MemoryIntent::device, "attention block rows");
   shared_.gu = vk::Buffer(ctx, shared_.ffn.words * 4, vk::MemoryIntent::device, "ffn rows");
-  shared_.upload = vk::Buffer(ctx, upload_plan_.words * 4, vk::MemoryIntent::upload, "stack upload");
+  // Device-local: the slots' images (or an application's command buffer)
+  // fill it, never the host, which must not flush over a step in flight.
+  shared_.upload = vk::Buffer(ctx, upload_plan_.words * 4, vk::MemoryIntent::device, "stack upload");
   shared_.scratch = std::make_unique<RetrievalScratch>(ctx, scratch_words(c, caps));
   shared_.checks = std::make_unique<FiniteChecks>(ctx, DeviceBlock::kFiniteSites * c.blocks.size() + 1);
   final_rows_ = vk::Buffer(ctx, uint64_t{rows} * H * 4, vk::MemoryIntent::device, "final rows");
@@ -369,9 +371,12 @@ StackOutput StackEngine::run(const StackChunk* chunk, size_t first_block, BlockM
 
 void StackEngine::load_encoder_memory(RowRef rows, const std::vector<int64_t>& positions) {
   finish_pending();
-  vk::Submission& submission = slots_[0]->submission;
+  Slot& slot = *slots_[0];
+  vk::Submission& submission = slot.submission;
   vk::CommandRecorder& rec = submission.begin();
-  auto* words = static_cast<uint32_t*>(shared_.upload.mapped());
+  // The loads' metadata, written below, reaches the upload buffer first.
+  rec.copy(slot.upload, 0, shared_.upload, 0, upload_plan_.words * 4);
+  auto* words = static_cast<uint32_t*>(slot.upload.mapped());
   for (size_t l = 0; l < blocks_.size(); ++l)
     if (blocks_[l]->cross()) blocks_[l]->record_load(rec, rows, positions, words, upload_plan_.blocks[l]);
   submission.submit();
