@@ -265,6 +265,12 @@ TEST_CASE("embedding: tickets chain on timeline semaphores, or fall back to fenc
   const test::Stream stream = test::random_stream(config.shape, 24, 61, options);
   const uint32_t S = config.chunk, q_row = config.shape.q_row();
   const VkDeviceSize out_at = 16, out_bytes = uint64_t{S} * q_row * 4;
+  // The application's semaphore the steps wait for. It outlives the loop:
+  // lavapipe (Mesa 22.3) still touches a semaphore a submission waited for
+  // after that submission's fence signalled, so destroying it right away
+  // can crash the driver's queue thread.
+  std::optional<test::AppTimeline> gate;
+  uint64_t gate_value = 0;
   // Both ways on one device: the context's default (timeline semaphores when
   // the device has them and ATTENDRE_DISABLE leaves them on), then the
   // fallback with the switch off.
@@ -277,15 +283,14 @@ TEST_CASE("embedding: tickets chain on timeline semaphores, or fall back to fenc
     if (switched_off || !app.timeline) CHECK_FALSE(chains);
     gpu::Layer layer(context, config), blocking(context, config), other(context, config);
     AppBuffer out(app, out_at + out_bytes, false), readback(app, out_bytes, true);
-    std::optional<test::AppTimeline> gate;
-    if (chains) gate.emplace(app);
-    for (uint32_t at = 0, t = 0; at < stream.rows; at += S, ++t) {
+    if (chains && !gate) gate.emplace(app);
+    for (uint32_t at = 0; at < stream.rows; at += S) {
       const ChunkView chunk = stream.chunk(at, std::min(S, stream.rows - at));
       const StepResult want = blocking.step(chunk);
       SubmitOptions submit;
       submit.outputs = BufferRange{out.buffer, out_at, out_bytes};
       // The step waits for the application's semaphore (its earlier work).
-      if (chains) submit.waits.push_back({gate->semaphore, t + 1, VK_PIPELINE_STAGE_TRANSFER_BIT});
+      if (chains) submit.waits.push_back({gate->semaphore, ++gate_value, VK_PIPELINE_STAGE_TRANSFER_BIT});
       const Ticket ticket = layer.submit(chunk, {}, submit);
       CHECK(ticket.chainable() == chains);
       const VkDeviceSize bytes = want.emitted_positions.size() * q_row * 4;
@@ -303,7 +308,7 @@ TEST_CASE("embedding: tickets chain on timeline semaphores, or fall back to fenc
         // device; the host only signals the gate and waits for the copy.
         read_back(app.cb, out, out_at, readback, bytes);
         app.submit(ticket.semaphore(), ticket.value());
-        gate->signal(t + 1);
+        gate->signal(gate_value);
         app.wait();
         CHECK(ticket.ready());
         CHECK(app.counter(ticket.semaphore()) == ticket.value());

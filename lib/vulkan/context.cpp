@@ -386,6 +386,13 @@ void Context::finish_setup(const LimitOverrides& limits, uint32_t fence_timeout_
   pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pool_info.queueFamilyIndex = queue_family_;
   vk::check(vkCreateCommandPool(device_, &pool_info, allocator_, &state_->command_pool), "vkCreateCommandPool");
+  // An extension's device command, from the device (the loader's instance
+  // trampolines need not know it).
+  if (caps_.timeline_semaphore) {
+    state_->wait_semaphores = reinterpret_cast<PFN_vkWaitSemaphoresKHR>(vkGetDeviceProcAddr(device_, "vkWaitSemaphoresKHR"));
+    if (!state_->wait_semaphores)
+      state_->wait_semaphores = reinterpret_cast<PFN_vkWaitSemaphoresKHR>(vkGetDeviceProcAddr(device_, "vkWaitSemaphores"));
+  }
   // Labels name each derived barrier's reason in validation messages and captures.
   if (messenger_)
     state_->debug_label = reinterpret_cast<PFN_vkCmdInsertDebugUtilsLabelEXT>(
@@ -405,6 +412,14 @@ void Context::release() {
   // attendre's objects wait on their own fences when destroyed; an adopted
   // device may run the application's work, which is not ours to wait for.
   if (device_ && owns_device_) vkDeviceWaitIdle(device_);
+  for (const vk::ContextState::Timeline& t : state_->spare_timelines) {
+    if (!state_->wait_semaphores || t.value == 0) continue;
+    VkSemaphoreWaitInfoKHR wait{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO_KHR};
+    wait.semaphoreCount = 1;
+    wait.pSemaphores = &t.semaphore;
+    wait.pValues = &t.value;
+    state_->wait_semaphores(device_, &wait, state_->fence_timeout_ns);  // a lost device: destroyed anyway
+  }
   for (VkSemaphore s : state_->timelines) vkDestroySemaphore(device_, s, allocator_);
   state_->timelines.clear();
   state_->spare_timelines.clear();

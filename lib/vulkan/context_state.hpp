@@ -42,6 +42,9 @@ struct ContextState {
   };
   std::vector<Timeline> spare_timelines;
   std::vector<VkSemaphore> timelines;  // every one created
+  // vkWaitSemaphores (KHR or core): before destroying them, the context
+  // waits until each reached its value, so that the driver is done signalling it.
+  PFN_vkWaitSemaphoresKHR wait_semaphores = nullptr;
 };
 
 }  // namespace attendre::vk
