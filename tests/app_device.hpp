@@ -41,6 +41,9 @@ struct App {
   VkCommandPool pool = VK_NULL_HANDLE;
   VkCommandBuffer cb = VK_NULL_HANDLE;
   VkFence fence = VK_NULL_HANDLE;
+  bool timeline = false;  // the device was created with timeline semaphores (when it has them)
+  PFN_vkSignalSemaphoreKHR signal_semaphore = nullptr;
+  PFN_vkGetSemaphoreCounterValueKHR semaphore_counter = nullptr;
   std::vector<std::string> messages;
 
   App() {
@@ -92,7 +95,33 @@ struct App {
     VkDeviceCreateInfo device_info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     device_info.queueCreateInfoCount = 1;
     device_info.pQueueCreateInfos = &queue_info;
+    // Timeline semaphores when the device has them, as an application
+    // chaining on attendre's tickets would enable them.
+    VkPhysicalDeviceTimelineSemaphoreFeaturesKHR timeline_features{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES_KHR};
+    VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    features2.pNext = &timeline_features;
+    const char* timeline_extension = VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME;
+    uint32_t extension_count = 0;
+    vkEnumerateDeviceExtensionProperties(physical, nullptr, &extension_count, nullptr);
+    std::vector<VkExtensionProperties> device_extensions(extension_count);
+    vkEnumerateDeviceExtensionProperties(physical, nullptr, &extension_count, device_extensions.data());
+    for (const VkExtensionProperties& e : device_extensions)
+      if (std::string(e.extensionName) == timeline_extension) vkGetPhysicalDeviceFeatures2(physical, &features2);
+    timeline = timeline_features.timelineSemaphore == VK_TRUE;
+    if (timeline) {
+      timeline_features.pNext = nullptr;
+      device_info.pNext = &timeline_features;
+      device_info.enabledExtensionCount = 1;
+      device_info.ppEnabledExtensionNames = &timeline_extension;
+    }
     ok(vkCreateDevice(physical, &device_info, nullptr, &device), "vkCreateDevice");
+    if (timeline) {
+      signal_semaphore =
+          reinterpret_cast<PFN_vkSignalSemaphoreKHR>(vkGetDeviceProcAddr(device, "vkSignalSemaphoreKHR"));
+      semaphore_counter = reinterpret_cast<PFN_vkGetSemaphoreCounterValueKHR>(
+          vkGetDeviceProcAddr(device, "vkGetSemaphoreCounterValueKHR"));
+    }
     vkGetDeviceQueue(device, family, 0, &queue);
     VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
@@ -119,7 +148,11 @@ struct App {
   App(const App&) = delete;
   App& operator=(const App&) = delete;
 
-  ExternalDevice external() const { return {instance, physical, device, queue, family, false}; }
+  ExternalDevice external() const {
+    ExternalDevice e{instance, physical, device, queue, family, false};
+    e.timeline_semaphore_enabled = timeline;
+    return e;
+  }
 
   void begin() {
     ok(vkResetCommandBuffer(cb, 0), "vkResetCommandBuffer");
@@ -129,19 +162,73 @@ struct App {
   }
   // Ends, submits with the application's fence and waits on it.
   void submit_and_wait() {
+    submit();
+    wait();
+  }
+  // Ends and submits with the application's fence; the commands first wait,
+  // on the device, for `wait` to reach `value` (a timeline semaphore, e.g. a
+  // ticket's) when given.
+  void submit(VkSemaphore wait = VK_NULL_HANDLE, uint64_t value = 0) {
     ok(vkEndCommandBuffer(cb), "vkEndCommandBuffer");
     VkSubmitInfo info{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     info.commandBufferCount = 1;
     info.pCommandBuffers = &cb;
+    const VkPipelineStageFlags stage = VK_PIPELINE_STAGE_TRANSFER_BIT;
+    VkTimelineSemaphoreSubmitInfoKHR values{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO_KHR};
+    values.waitSemaphoreValueCount = 1;
+    values.pWaitSemaphoreValues = &value;
+    if (wait) {
+      info.pNext = &values;
+      info.waitSemaphoreCount = 1;
+      info.pWaitSemaphores = &wait;
+      info.pWaitDstStageMask = &stage;
+    }
     ok(vkResetFences(device, 1, &fence), "vkResetFences");
     ok(vkQueueSubmit(queue, 1, &info, fence), "vkQueueSubmit");
-    ok(vkWaitForFences(device, 1, &fence, VK_TRUE, 60'000'000'000ull), "vkWaitForFences");
+  }
+  void wait() { ok(vkWaitForFences(device, 1, &fence, VK_TRUE, 60'000'000'000ull), "vkWaitForFences"); }
+  // A timeline semaphore's current value, read by the host.
+  uint64_t counter(VkSemaphore semaphore) const {
+    uint64_t value = 0;
+    ok(semaphore_counter(device, semaphore, &value), "vkGetSemaphoreCounterValueKHR");
+    return value;
   }
   void check_no_messages() {
     for (const std::string& m : messages) FAIL_CHECK("application's validation: " << m);
     messages.clear();
   }
 };
+
+// A timeline semaphore of the application's (the device must have them).
+struct AppTimeline {
+  const App& app;
+  VkSemaphore semaphore = VK_NULL_HANDLE;
+  explicit AppTimeline(const App& a) : app(a) {
+    VkSemaphoreTypeCreateInfoKHR type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO_KHR};
+    type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE_KHR;
+    VkSemaphoreCreateInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+    info.pNext = &type;
+    ok(vkCreateSemaphore(app.device, &info, nullptr, &semaphore), "vkCreateSemaphore");
+  }
+  ~AppTimeline() { vkDestroySemaphore(app.device, semaphore, nullptr); }
+  AppTimeline(const AppTimeline&) = delete;
+  AppTimeline& operator=(const AppTimeline&) = delete;
+  // The host signals `value`.
+  void signal(uint64_t value) const {
+    VkSemaphoreSignalInfoKHR info{VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO_KHR};
+    info.semaphore = semaphore;
+    info.value = value;
+    ok(app.signal_semaphore(app.device, &info), "vkSignalSemaphoreKHR");
+  }
+};
+
+// GPU stack rows (hidden states, logits) against the float64 reference, at
+// the tolerance of the GPU-vs-reference stack tests (test_stack.cpp).
+inline void check_stack_rows(const std::vector<float>& want, const std::vector<float>& got, const std::string& when) {
+  INFO(when);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-3).scale(1.0));
+}
 
 // A buffer of the application's, host-visible (mapped, coherent) or device-local.
 struct AppBuffer {

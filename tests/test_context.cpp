@@ -44,7 +44,7 @@ TEST_CASE("context: environment switches reject values they do not understand") 
   {
     ScopedEnv env("ATTENDRE_DISABLE", "shuffle,fp16");
     CHECK(context_error() == "unknown device feature 'fp16' (valid: 16bit, float16, 8bit, arithmetic, ballot, "
-                             "shuffle, size_control, large_workgroups)");
+                             "shuffle, size_control, large_workgroups, timeline)");
   }
   ScopedEnv off("ATTENDRE_VALIDATION", "0");
   ScopedEnv limits("ATTENDRE_PORTABLE_LIMITS", "0");
@@ -67,7 +67,7 @@ TEST_CASE("context: feature switches mask the caps before planning, options firs
   const DeviceCaps& c = off.caps();
   CHECK(c.disabled == all);
   const bool any = c.storage_16bit || c.float16 || c.storage_8bit || c.subgroup_arithmetic || c.subgroup_ballot ||
-                   c.subgroup_shuffle || c.subgroup_size_control || c.large_workgroups;
+                   c.subgroup_shuffle || c.subgroup_size_control || c.large_workgroups || c.timeline_semaphore;
   CHECK_FALSE(any);
   CHECK(c.max_invocations <= 128);
   CHECK(c.max_shared_bytes <= 16384);
@@ -80,7 +80,8 @@ TEST_CASE("context: feature switches mask the caps before planning, options firs
   for (const KernelVariant& v : variants) {
     INFO(v.family << ": " << v.variant << " (" << v.reason << ")");
     if (v.family == "fp16 weights") CHECK(v.variant == "unpackHalf2x16 of 32-bit words");
-    if (v.family == "fp16 weights" || v.family == "workgroups")
+    if (v.family == "tickets") CHECK(v.variant == "fences, host waits only");
+    if (v.family == "fp16 weights" || v.family == "workgroups" || v.family == "tickets")
       CHECK(v.reason.find("switched off") != std::string::npos);
     if (v.family == "matmul (block types)") CHECK(v.variant == "tiled GEMM + matvec");
   }

@@ -17,6 +17,8 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -122,17 +124,6 @@ TEST_CASE("embedding: layer steps recorded into the application's command buffer
   check_recorded_stream(PolicyKind::lru, 13, MemoryStorage::f16);
 }
 
-namespace {
-
-void check_logits(const std::vector<float>& want, const std::vector<float>& got, const std::string& when) {
-  INFO(when);
-  REQUIRE(got.size() == want.size());
-  // The tolerance of the GPU-vs-reference stack tests (test_stack.cpp).
-  for (size_t i = 0; i < want.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-3).scale(1.0));
-}
-
-}  // namespace
-
 TEST_CASE("embedding: stack steps recorded into the application's command buffers and buffers match the reference") {
   // Bounded memories that evict, N > 0 so emission lags the input, per-block N differ.
   StackConfig c = test::small_stack(2, {4, 2, 6}, 6, 7, 14, 5, Policy::lra_sum());
@@ -185,7 +176,7 @@ TEST_CASE("embedding: stack steps recorded into the application's command buffer
       const StackOutput want = cpu.step(chunk, request);
       const StackOutput got = record(chunk);
       CHECK(got.positions == want.positions);
-      check_logits(want.logits, got.logits, "step " + std::to_string(step));
+      test::check_stack_rows(want.logits, got.logits, "step " + std::to_string(step));
       emitted += got.positions.size();
     }
     CHECK(emitted < s.rows());  // emission lags: positions still wait in the Q rings
@@ -194,14 +185,14 @@ TEST_CASE("embedding: stack steps recorded into the application's command buffer
     StackOutput got;
     while (stack.has_pending()) got.append(record(StackChunk{}));
     CHECK(got.positions == want.positions);
-    check_logits(want.logits, got.logits, "drain");
+    test::check_stack_rows(want.logits, got.logits, "drain");
     // The ordinary API goes on after recorded steps (it waits for them first).
     CHECK(stack.finish(request).positions.empty());
     const test::OnePosition one{5, s.rows()};
     const StackOutput want_decode = cpu.decode(one.chunk(), request);
     const StackOutput got_decode = stack.decode(one.chunk(), request);
     CHECK(got_decode.positions == want_decode.positions);
-    check_logits(want_decode.logits, got_decode.logits, "decode");
+    test::check_stack_rows(want_decode.logits, got_decode.logits, "decode");
   }
   app.check_no_messages();
 }
@@ -242,6 +233,187 @@ TEST_CASE("embedding: two steps in flight (tickets, double-buffered staging) equ
   pipelined.submit({});
   CHECK_THROWS_AS(pipelined.result(first), Error);
   pipelined.wait();
+  test::check_no_validation_messages(context);
+}
+
+namespace {
+
+// The application's own barrier before reading what an earlier submission
+// of attendre's wrote, when it waited for the ticket on the host rather
+// than on the device.
+void after_host_wait(VkCommandBuffer cb) {
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  barrier.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier, 0, nullptr,
+                       0, nullptr);
+}
+
+// The code the call was refused with (none: it was accepted).
+std::optional<ErrorCode> code_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    return e.code();
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+TEST_CASE("embedding: tickets chain on timeline semaphores, or fall back to fences with host waits") {
+  App app;
+  const LayerConfig config = embedding_config(PolicyKind::lra_sum);
+  test::StreamOptions options;
+  options.invalid_fraction = 0.1;
+  const test::Stream stream = test::random_stream(config.shape, 24, 61, options);
+  const uint32_t S = config.chunk, q_row = config.shape.q_row();
+  const VkDeviceSize out_at = 16, out_bytes = uint64_t{S} * q_row * 4;
+  // The application's semaphore the steps wait for. It outlives the loop:
+  // lavapipe (Mesa 22.3) still touches a semaphore a submission waited for
+  // after that submission's fence signalled, so destroying it right away
+  // can crash the driver's queue thread.
+  std::optional<test::AppTimeline> gate;
+  uint64_t gate_value = 0;
+  // Both ways on one device: the context's default (timeline semaphores when
+  // the device has them and ATTENDRE_DISABLE leaves them on), then the
+  // fallback with the switch off.
+  for (const bool switched_off : {false, true}) {
+    INFO("timeline switched off: " << switched_off);
+    ExternalDevice external = app.external();
+    if (switched_off) external.disabled_features = FeatureSet{}.add(Feature::timeline_semaphore);
+    Context context(external);
+    const bool chains = context.caps().timeline_semaphore;
+    if (switched_off || !app.timeline) CHECK_FALSE(chains);
+    gpu::Layer layer(context, config), blocking(context, config), other(context, config);
+    AppBuffer out(app, out_at + out_bytes, false), readback(app, out_bytes, true);
+    if (chains && !gate) gate.emplace(app);
+    for (uint32_t at = 0; at < stream.rows; at += S) {
+      const ChunkView chunk = stream.chunk(at, std::min(S, stream.rows - at));
+      const StepResult want = blocking.step(chunk);
+      SubmitOptions submit;
+      submit.outputs = BufferRange{out.buffer, out_at, out_bytes};
+      // The step waits for the application's semaphore (its earlier work).
+      if (chains) submit.waits.push_back({gate->semaphore, ++gate_value, VK_PIPELINE_STAGE_TRANSFER_BIT});
+      const Ticket ticket = layer.submit(chunk, {}, submit);
+      CHECK(ticket.chainable() == chains);
+      const VkDeviceSize bytes = want.emitted_positions.size() * q_row * 4;
+      app.begin();
+      if (chains) {
+        CHECK(ticket.value() > 0);
+        // Not before the application's semaphore: the step waits on the
+        // device, and its timeline is short of the ticket's value (a device
+        // running submissions in order, as lavapipe does, would hide a
+        // ticket naming an earlier value from the copy's result alone).
+        CHECK_FALSE(ticket.ready());
+        CHECK_FALSE(ticket.wait(0));
+        CHECK(app.counter(ticket.semaphore()) < ticket.value());
+        // The application's copy of the outputs waits for the ticket on the
+        // device; the host only signals the gate and waits for the copy.
+        read_back(app.cb, out, out_at, readback, bytes);
+        app.submit(ticket.semaphore(), ticket.value());
+        gate->signal(gate_value);
+        app.wait();
+        CHECK(ticket.ready());
+        CHECK(app.counter(ticket.semaphore()) == ticket.value());
+      } else {
+        CHECK(ticket.semaphore() == VK_NULL_HANDLE);
+        CHECK(ticket.wait());
+        after_host_wait(app.cb);
+        read_back(app.cb, out, out_at, readback, bytes);
+        app.submit_and_wait();
+      }
+      const auto* floats = static_cast<const float*>(readback.mapped);
+      CHECK(std::vector<float>(floats, floats + bytes / 4) == want.outputs);  // same kernels: bit for bit
+      CHECK_THROWS_AS(other.result(ticket), Error);  // another layer's ticket
+      const StepResult got = layer.result(ticket);
+      CHECK(got.emitted_positions == want.emitted_positions);
+      CHECK(got.outputs == want.outputs);
+    }
+    // Refused before anything changed: a wait without a semaphore, and a
+    // timeline value on a context without timeline semaphores.
+    SubmitOptions bad;
+    bad.waits.push_back({VK_NULL_HANDLE, 0, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT});
+    CHECK(code_of([&] { layer.submit({}, {}, bad); }) == ErrorCode::invalid_argument);
+    if (!chains) {
+      VkSemaphoreCreateInfo binary_info{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+      VkSemaphore binary = VK_NULL_HANDLE;
+      test::ok(vkCreateSemaphore(app.device, &binary_info, nullptr, &binary), "vkCreateSemaphore");
+      bad.waits = {{binary, 5, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT}};
+      CHECK(code_of([&] { layer.submit({}, {}, bad); }) == ErrorCode::unsupported);
+      vkDestroySemaphore(app.device, binary, nullptr);
+    }
+    CHECK(layer.step({}).emitted_positions == blocking.step({}).emitted_positions);
+    layer.wait();
+    CHECK(layer.snapshot().positions == blocking.snapshot().positions);
+
+    // A stack's submitted steps write their final hidden rows, packed, into
+    // the application's buffer as well, chained the same way.
+    const StackConfig sc = test::small_stack(2, {4, 2, 6}, 6, 2, 14, 5, Policy::lru());
+    RandomWeights weights(23);
+    gpu::Stack stack(context, sc, weights);
+    const test::TokenStream tokens = test::random_tokens(18, sc.vocab, 29, 0.1);
+    const VkDeviceSize hidden_bytes = uint64_t{sc.chunk} * sc.hidden * 4;
+    AppBuffer hidden(app, hidden_bytes, false), hidden_back(app, hidden_bytes, true);
+    StackRequest request;
+    request.hidden = true;
+    for (uint32_t first = 0; first < tokens.rows(); first += sc.chunk) {
+      SubmitOptions submit;
+      submit.outputs = BufferRange{hidden.buffer, 0, hidden_bytes};
+      const Ticket ticket = stack.submit(tokens.chunk(first, sc.chunk), request, submit);
+      app.begin();
+      if (chains) {
+        read_back(app.cb, hidden, 0, hidden_back, hidden_bytes);
+        app.submit(ticket.semaphore(), ticket.value());
+        app.wait();
+      } else {
+        CHECK(ticket.wait());
+        after_host_wait(app.cb);
+        read_back(app.cb, hidden, 0, hidden_back, hidden_bytes);
+        app.submit_and_wait();
+      }
+      const StackOutput got = stack.result(ticket);
+      const auto* floats = static_cast<const float*>(hidden_back.mapped);
+      CHECK(std::vector<float>(floats, floats + got.hidden.size()) == got.hidden);
+    }
+    stack.wait();
+  }
+  app.check_no_messages();
+}
+
+TEST_CASE("embedding: stack steps submitted two at a time (tickets, double-buffered staging) equal the blocking stack") {
+  Context& context = test::gpu();
+  StackConfig c = test::small_stack(2, {4, 2, 6}, 6, 7, 14, 5, Policy::lra_sum());
+  const test::TokenStream s = test::random_tokens(40, c.vocab, 17, 0.1);
+  RandomWeights weights(19);
+  gpu::Stack blocking(context, c, weights), pipelined(context, c, weights);
+  StackRequest request;
+  request.hidden = true;
+  request.logits = true;
+  std::vector<StackChunk> chunks;
+  for (uint32_t first = 0; first < s.rows(); first += c.chunk)
+    chunks.push_back(s.chunk(first, std::min(c.chunk, s.rows() - first)));
+  std::vector<StackOutput> want;
+  for (const StackChunk& chunk : chunks) want.push_back(blocking.step(chunk, request));
+  // The host plans step t+1 while the device may still run step t.
+  std::vector<Ticket> tickets;
+  tickets.push_back(pipelined.submit(chunks[0], request));
+  for (size_t t = 0; t < chunks.size(); ++t) {
+    INFO("step " << t);
+    if (t + 1 < chunks.size()) tickets.push_back(pipelined.submit(chunks[t + 1], request));
+    CHECK(tickets[t].step() == t);
+    CHECK(tickets[t].wait());
+    CHECK_THROWS_AS(blocking.result(tickets[t]), Error);  // another stack's ticket
+    const StackOutput got = pipelined.result(tickets[t]);
+    CHECK(got.positions == want[t].positions);
+    CHECK(got.hidden == want[t].hidden);  // same device, same kernels: bit for bit
+    CHECK(got.logits == want[t].logits);
+  }
+  CHECK_THROWS_AS(pipelined.result(tickets.back()), Error);  // collected once
+  CHECK(pipelined.snapshot(1).positions == blocking.snapshot(1).positions);
+  const StackOutput drained = pipelined.finish(request), want_drained = blocking.finish(request);
+  CHECK(drained.positions == want_drained.positions);
+  CHECK(drained.logits == want_drained.logits);
   test::check_no_validation_messages(context);
 }
 

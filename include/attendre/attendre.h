@@ -117,7 +117,8 @@ typedef enum attendre_kernels {
 #define ATTENDRE_FEATURE_SUBGROUP_SHUFFLE (1u << 5)       /* "shuffle" */
 #define ATTENDRE_FEATURE_SUBGROUP_SIZE_CONTROL (1u << 6)  /* "size_control" */
 #define ATTENDRE_FEATURE_LARGE_WORKGROUPS (1u << 7)       /* "large_workgroups" */
-#define ATTENDRE_FEATURES_ALL 0xffu
+#define ATTENDRE_FEATURE_TIMELINE (1u << 8)               /* "timeline": tickets chain on timeline semaphores */
+#define ATTENDRE_FEATURES_ALL 0x1ffu
 /* disabled_features: read ATTENDRE_DISABLE ("shuffle,16bit") from the environment. */
 #define ATTENDRE_FEATURES_DEFAULT 0xffffffffu
 
@@ -159,6 +160,9 @@ typedef struct attendre_external_device {
    * the application's instance and device decide them. A pointer rather
    * than fields, so that a zero-initialized struct keeps every default. */
   const attendre_context_options* options;
+  /* The device was created with timelineSemaphore (Vulkan 1.2 core or
+   * VK_KHR_timeline_semaphore): tickets then carry a timeline semaphore. */
+  int timeline_semaphore_enabled;
 } attendre_external_device;
 
 ATTENDRE_C_API attendre_status attendre_context_adopt(const attendre_external_device* external,
@@ -227,6 +231,14 @@ typedef struct attendre_layer_config {
 
 ATTENDRE_C_API void attendre_layer_config_defaults(attendre_layer_config* config);
 
+/* Bytes [offset, offset + size) of a VkBuffer the application created on
+ * an adopted context's device (a non-dispatchable handle, hence uint64_t),
+ * with TRANSFER_SRC usage (inputs) or TRANSFER_DST (outputs). */
+typedef struct attendre_buffer_range {
+  uint64_t buffer;  /* VkBuffer */
+  uint64_t offset, size;
+} attendre_buffer_range;
+
 /* The K/V memory alone (paper Table 1): insert keys and values, retrieve
  * with queries. */
 typedef struct attendre_kv_memory attendre_kv_memory;
@@ -246,6 +258,26 @@ ATTENDRE_C_API attendre_status attendre_kv_memory_retrieve(attendre_kv_memory* m
  * (either array may be NULL when *count is 0; scores may be NULL alone). */
 ATTENDRE_C_API attendre_status attendre_kv_memory_snapshot(attendre_kv_memory* memory, int64_t* positions,
                                                            double* scores, size_t* count);
+/* Embedding: insert and retrieve appended to the application's
+ * `command_buffer`, with attendre_layer_record's contract (committed at
+ * once; submitted, once, in recording order, to the context's queue before
+ * the next call on this memory; consumer_stages / consumer_access as
+ * there). Positions, valid flags and tags come from the chunk; keys and
+ * values from its arrays or, with `kv` set, from the application's buffers
+ * (kv[0] k, kv[1] v: rows * heads_kv * head_dim floats each); queries from
+ * its q or the buffer `q` (rows * heads_q * head_dim floats). A recorded
+ * retrieve writes the valid queries' outputs o[query][head_q][dim], packed,
+ * into `outputs` (room for max_queries rows; NULL: only the policy scores
+ * advance). A recorded insert copies out no evicted entries. */
+ATTENDRE_C_API attendre_status attendre_kv_memory_record_insert(attendre_kv_memory* memory, void* command_buffer,
+                                                                const attendre_chunk* rows,
+                                                                const attendre_buffer_range* kv,
+                                                                uint32_t consumer_stages, uint32_t consumer_access);
+ATTENDRE_C_API attendre_status attendre_kv_memory_record_retrieve(attendre_kv_memory* memory, void* command_buffer,
+                                                                  const attendre_chunk* queries,
+                                                                  const attendre_buffer_range* q,
+                                                                  const attendre_buffer_range* outputs,
+                                                                  uint32_t consumer_stages, uint32_t consumer_access);
 
 /* One ATTENDRE layer (spec 3): a Q memory delaying queries by N, the K/V
  * memory, retrieval. */
@@ -268,14 +300,6 @@ ATTENDRE_C_API attendre_status attendre_layer_output(const attendre_layer* layer
 ATTENDRE_C_API attendre_status attendre_layer_snapshot(attendre_layer* layer, int64_t* positions, double* scores,
                                                        size_t* count);
 
-/* Bytes [offset, offset + size) of a VkBuffer the application created on
- * an adopted context's device (a non-dispatchable handle, hence uint64_t),
- * with TRANSFER_SRC usage (inputs) or TRANSFER_DST (outputs). */
-typedef struct attendre_buffer_range {
-  uint64_t buffer;  /* VkBuffer */
-  uint64_t offset, size;
-} attendre_buffer_range;
-
 /* Embedding (docs/architecture.md, "Recording into an application's
  * command buffer"): appends one step to `command_buffer` (a VkCommandBuffer
  * the application has begun and will end and submit, once, to the
@@ -295,6 +319,57 @@ ATTENDRE_C_API attendre_status attendre_layer_record(attendre_layer* layer, void
                                                      const attendre_chunk* chunk, const attendre_buffer_range* qkv,
                                                      const attendre_buffer_range* outputs, uint32_t consumer_stages,
                                                      uint32_t consumer_access, int64_t* positions, size_t* count);
+
+/* ------------------------------------------------------------------------
+ * Steps that do not block: a submit returns a ticket at once (two steps
+ * may be in flight: the host prepares the next while the device runs one);
+ * wait for it or poll it, then collect its result, once, before the step
+ * after next is submitted. A ticket is valid while the layer or stack that
+ * made it lives; destroy it once collected (or not needed). */
+typedef struct attendre_ticket attendre_ticket;
+
+/* A semaphore of the application's that a submitted step waits for: a
+ * binary one (value 0) or a timeline one reaching `value` (needs timeline
+ * semaphores: attendre_context_timeline). */
+typedef struct attendre_semaphore_wait {
+  uint64_t semaphore;  /* VkSemaphore */
+  uint64_t value;
+  uint32_t stages;     /* VkPipelineStageFlags waiting; 0: all commands */
+} attendre_semaphore_wait;
+
+typedef struct attendre_submit_options {
+  const attendre_semaphore_wait* waits;  /* NULL with wait_count 0: none */
+  size_t wait_count;
+  /* The application's range (TRANSFER_DST) receiving the emitted rows as a
+   * record writes them, packed: a layer's outputs, a stack's final hidden
+   * rows (room for S rows); NULL: none. Its readers wait for the ticket's
+   * semaphore. */
+  const attendre_buffer_range* outputs;
+} attendre_submit_options;
+
+/* attendre_layer_step without blocking (options NULL: none). */
+ATTENDRE_C_API attendre_status attendre_layer_submit(attendre_layer* layer, const attendre_chunk* chunk,
+                                                     const attendre_submit_options* options,
+                                                     attendre_ticket** ticket);
+/* Waits for the ticket's step; its positions and outputs are then read
+ * with attendre_layer_output. */
+ATTENDRE_C_API attendre_status attendre_layer_result(attendre_layer* layer, const attendre_ticket* ticket);
+ATTENDRE_C_API void attendre_ticket_destroy(attendre_ticket* ticket);
+/* Whether the step finished on the device (never blocks). */
+ATTENDRE_C_API attendre_status attendre_ticket_ready(const attendre_ticket* ticket, int* ready);
+/* Blocks up to timeout_ns (UINT64_MAX: forever); *finished: whether it did. */
+ATTENDRE_C_API attendre_status attendre_ticket_wait(const attendre_ticket* ticket, uint64_t timeout_ns,
+                                                    int* finished);
+/* The step's number on the object that submitted it, from 0. */
+ATTENDRE_C_API attendre_status attendre_ticket_step(const attendre_ticket* ticket, uint64_t* step);
+/* Chaining on the device: the timeline semaphore (a VkSemaphore) the step
+ * signals to *value when it completes, for the application's own
+ * vkQueueSubmit to wait on. ATTENDRE_ERROR_UNSUPPORTED on a context without
+ * timeline semaphores (absent, or disabled: then only host waits work). */
+ATTENDRE_C_API attendre_status attendre_ticket_semaphore(const attendre_ticket* ticket, uint64_t* semaphore,
+                                                         uint64_t* value);
+/* Whether the context's tickets carry timeline semaphores (0: fences). */
+ATTENDRE_C_API attendre_status attendre_context_timeline(const attendre_context* context, int* timeline);
 
 /* ------------------------------------------------------------------------
  * Models (GGUF files: llama-family and qwen2 architectures). */
@@ -439,6 +514,38 @@ ATTENDRE_C_API attendre_status attendre_stack_output_hidden(const attendre_stack
                                                             size_t* count);
 ATTENDRE_C_API attendre_status attendre_stack_output_logits(const attendre_stack* stack, float* logits,
                                                             size_t* count);
+/* attendre_stack_step without blocking (options NULL: none); the result
+ * is collected with attendre_stack_result and read with the getters above. */
+ATTENDRE_C_API attendre_status attendre_stack_submit(attendre_stack* stack, const attendre_stack_chunk* chunk,
+                                                     uint32_t want, const attendre_submit_options* options,
+                                                     attendre_ticket** ticket);
+ATTENDRE_C_API attendre_status attendre_stack_result(attendre_stack* stack, const attendre_ticket* ticket);
+
+/* What attendre_stack_record appends. */
+typedef enum attendre_record_kind {
+  ATTENDRE_RECORD_STEP = 0,   /* a step of `chunk` (no rows: a drain step) */
+  ATTENDRE_RECORD_DECODE = 1, /* after finish: one position */
+  ATTENDRE_RECORD_FLUSH = 2   /* block `block`'s waiting queries retrieve at once (no chunk) */
+} attendre_record_kind;
+
+/* Embedding: one stack step appended to the application's
+ * `command_buffer`, with attendre_layer_record's contract. Positions and
+ * valid flags come from `chunk`; the rows from its tokens / embeddings or,
+ * with `input` set, from the application's buffer (rows uint32 ids with a
+ * vocabulary, else rows * hidden floats). `hidden` and `logits` (NULL:
+ * none) receive the emitted rows' final hidden states and logits, packed
+ * (room for S rows; a flush: for the largest of S and the blocks' N).
+ * The emitted positions are then read with attendre_stack_output_positions.
+ * Drain with steps of no rows, or flush every block, until nothing is
+ * pending, then attendre_stack_finish (which has nothing left to run)
+ * before decode steps. */
+ATTENDRE_C_API attendre_status attendre_stack_record(attendre_stack* stack, void* command_buffer, int kind,
+                                                     uint32_t block, const attendre_stack_chunk* chunk,
+                                                     const attendre_buffer_range* input,
+                                                     const attendre_buffer_range* hidden,
+                                                     const attendre_buffer_range* logits, uint32_t consumer_stages,
+                                                     uint32_t consumer_access);
+
 /* Block `block`'s retained positions (ascending) and scores now. */
 ATTENDRE_C_API attendre_status attendre_stack_snapshot(attendre_stack* stack, uint32_t block, int64_t* positions,
                                                        double* scores, size_t* count);

@@ -25,8 +25,9 @@ enum class Feature : uint32_t {
   subgroup_shuffle,       // "shuffle": direct matmuls share block decodes, tiled selects sort within subgroups
   subgroup_size_control,  // "size_control": VK_EXT_subgroup_size_control: full subgroups for the shuffle select
   large_workgroups,       // "large_workgroups": past 128 invocations and 16 KiB of shared memory
+  timeline_semaphore,     // "timeline": tickets carry a timeline semaphore to chain on (else fences, host waits only)
 };
-inline constexpr uint32_t kFeatureCount = 8;
+inline constexpr uint32_t kFeatureCount = 9;
 
 // A set of Features (a bitmask).
 struct FeatureSet {
@@ -119,6 +120,7 @@ struct DeviceCaps {
   bool subgroup_ballot = false;
   bool subgroup_size_control = false;      // VK_EXT_subgroup_size_control (or Vulkan 1.3)
   bool large_workgroups = false;           // more than 128 invocations or 16 KiB of shared memory
+  bool timeline_semaphore = false;         // VK_KHR_timeline_semaphore's timelineSemaphore, enabled
   FeatureSet disabled;                     // switched off (ContextOptions::disabled_features), masked above
   DriverQuirks quirks;
   bool timestamps = false;
@@ -184,6 +186,9 @@ struct ExternalDevice {
   VkQueue queue = VK_NULL_HANDLE;
   uint32_t queue_family = 0;
   bool storage_16bit_enabled = false;
+  // The device was created with timelineSemaphore (Vulkan 1.2 core or
+  // VK_KHR_timeline_semaphore): tickets then carry a timeline semaphore.
+  bool timeline_semaphore_enabled = false;
   // The application's loader entry point; null: attendre opens libvulkan itself.
   PFN_vkGetInstanceProcAddr get_instance_proc_addr = nullptr;
   // As in ContextOptions: unset reads ATTENDRE_KERNELS and ATTENDRE_DISABLE,

@@ -73,8 +73,10 @@ class Layer final : public AttendreLayer {
   // host prepares step t+1 while the device runs step t; a third submit
   // waits for the first. Collect each with result(), in any order, before
   // the step after next is submitted; a snapshot or evicted entries must be
-  // collected before the next submit.
-  Ticket submit(const ChunkView& chunk, const StepRequest& request = {});
+  // collected before the next submit. `options`: semaphores to wait for
+  // first, and an application range for the outputs (then chain on the
+  // ticket's semaphore, attendre/embedding.hpp).
+  Ticket submit(const ChunkView& chunk, const StepRequest& request = {}, const SubmitOptions& options = {});
   // Waits for the ticket's step and returns what step() would have.
   StepResult result(const Ticket& ticket);
 
@@ -115,6 +117,22 @@ class KeyValueMemory {
   // order, after which the policy scores are updated.
   std::vector<float> retrieve(const ChunkView& queries);
   MemorySnapshot snapshot();
+
+  // Embedding: insert() and retrieve() appended to the application's `cb`,
+  // with Layer::record's contract (committed here; `cb` submitted once, in
+  // recording order, to the context's queue before the next call on this
+  // memory; an acquire barrier first, a release barrier to `consumer` and
+  // the host last; host inputs travel inside `cb`). Positions, valid flags
+  // and tags come from the host; keys and values (rows * heads_kv *
+  // head_dim floats each) or queries (rows * heads_q * head_dim) from the
+  // chunk's spans or the application's ranges. A recorded insert copies no
+  // evicted entries out. A recorded retrieve writes o[query][head][dim] of
+  // each valid query, packed, into `outputs` (room for max_queries rows;
+  // none: only the policy scores advance) and returns their positions.
+  void record_insert(VkCommandBuffer cb, const ChunkView& rows, const std::optional<BufferRange>& k,
+                     const std::optional<BufferRange>& v, const Consumer& consumer = {});
+  RecordedStep record_retrieve(VkCommandBuffer cb, const ChunkView& queries, const std::optional<BufferRange>& q,
+                               const LayerOutputs& out = {});
 
  private:
   struct Impl;

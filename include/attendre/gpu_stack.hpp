@@ -122,6 +122,26 @@ class Stack final : public TransformerStack {
   // stage's writes, last a release barrier to `out.consumer` and the host;
   // host inputs travel inside `cb`. Returns the positions the step emitted.
   RecordedStep record(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out = {});
+  // decode() recorded (after finish(): drain with record() of chunks of no
+  // rows, or flush with record_flush(), until has_pending() is false, then
+  // call finish(), which has nothing left to run): one position in `in`.
+  RecordedStep record_decode(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out = {});
+  // One of finish(flush)'s steps recorded: every query waiting in block
+  // `block`'s Q memory retrieves at once and goes on through the blocks
+  // after it. Its outputs may hold more rows than a chunk: room for the
+  // most rows any block passes on (the largest of S and the blocks' N).
+  RecordedStep record_flush(VkCommandBuffer cb, size_t block, const StackRecordOutputs& out = {});
+
+  // step() without blocking, as gpu::Layer::submit: two steps in flight
+  // (double-buffered upload and readback), each collected once with
+  // result() before the step after next; `options` as there (its outputs
+  // receive the final hidden rows, packed). A snapshot needs every result
+  // that reads something back collected first.
+  Ticket submit(const StackChunk& chunk, const StackRequest& request = {}, const SubmitOptions& options = {});
+  StackOutput result(const Ticket& ticket);
+  // Blocks until every submitted or recorded step finished, and reports
+  // their non-finite values.
+  void wait();
 
  protected:
   StackOutput drain_step(const StackRequest& request) override;

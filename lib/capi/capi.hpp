@@ -19,6 +19,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <optional>
 
 // The handles. Each owns its C++ object, and the results a C caller reads
 // after the call that made them.
@@ -48,6 +50,11 @@ struct attendre_model {
 struct attendre_tokenizer {
   explicit attendre_tokenizer(attendre::Tokenizer t) : tokenizer(std::move(t)) {}
   attendre::Tokenizer tokenizer;
+};
+
+// A submitted step's ticket (valid while the layer or stack that made it lives).
+struct attendre_ticket {
+  attendre::Ticket ticket;
 };
 
 struct attendre_stack {
@@ -106,5 +113,57 @@ attendre_status snapshot_out(const MemorySnapshot& held, int64_t* positions, dou
 
 // A C memory setting as the library's (the policy parsed by name).
 MemorySetting memory_setting(const attendre_memory_setting& setting);
+
+// A non-dispatchable Vulkan handle from its C form: a pointer on 64-bit
+// platforms, a uint64_t elsewhere (a template, so that only the branch for
+// this platform's handle type is compiled).
+template <class Handle>
+Handle handle_of(uint64_t value) {
+  if constexpr (std::is_pointer_v<Handle>)
+    return reinterpret_cast<Handle>(static_cast<uintptr_t>(value));
+  else
+    return static_cast<Handle>(value);
+}
+template <class Handle>
+uint64_t handle_value(Handle handle) {
+  if constexpr (std::is_pointer_v<Handle>)
+    return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle));
+  else
+    return static_cast<uint64_t>(handle);
+}
+
+inline BufferRange buffer_range(const attendre_buffer_range& r) {
+  return {handle_of<VkBuffer>(r.buffer), r.offset, r.size};
+}
+inline std::optional<BufferRange> buffer_range(const attendre_buffer_range* r) {
+  if (!r) return std::nullopt;
+  return buffer_range(*r);
+}
+
+// The consumer of recorded outputs: 0 is no valid stage mask, so it stands
+// for the library's default consumer.
+inline Consumer consumer(uint32_t stages, uint32_t access) {
+  return stages == 0 ? Consumer{} : Consumer{stages, access};
+}
+
+// The library's submit options from the C ones (NULL: none).
+SubmitOptions submit_options(const attendre_submit_options* options, const char* what);
+
+// A command buffer from its C form (a dispatchable handle: a pointer).
+inline VkCommandBuffer command_buffer(void* cb, const char* what) {
+  if (!cb) fail(ErrorCode::invalid_argument, std::string(what) + ": command_buffer is NULL");
+  return static_cast<VkCommandBuffer>(cb);
+}
+
+// A new ticket handle into *out (checked first, NULL on failure).
+template <class Submit>
+attendre_status ticket_out(attendre_ticket** out, const char* what, Submit&& submit) {
+  need(out, (std::string(what) + ": ticket").c_str());
+  *out = nullptr;
+  auto handle = std::make_unique<attendre_ticket>();
+  handle->ticket = submit();
+  *out = handle.release();
+  return ATTENDRE_OK;
+}
 
 }  // namespace attendre::capi

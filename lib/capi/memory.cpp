@@ -60,19 +60,6 @@ ChunkView chunk_view(const attendre_chunk& c, const AttentionShape& shape, uint3
   return view;
 }
 
-// A non-dispatchable Vulkan handle from its C form: a pointer on 64-bit
-// platforms, a uint64_t elsewhere (a template, so that only the branch for
-// this platform's VkBuffer is compiled).
-template <class Handle>
-Handle handle_of(uint64_t value) {
-  if constexpr (std::is_pointer_v<Handle>)
-    return reinterpret_cast<Handle>(static_cast<uintptr_t>(value));
-  else
-    return static_cast<Handle>(value);
-}
-
-BufferRange buffer_range(const attendre_buffer_range& r) { return {handle_of<VkBuffer>(r.buffer), r.offset, r.size}; }
-
 }  // namespace
 
 namespace attendre::capi {
@@ -157,6 +144,39 @@ attendre_status attendre_kv_memory_snapshot(attendre_kv_memory* memory, int64_t*
   });
 }
 
+attendre_status attendre_kv_memory_record_insert(attendre_kv_memory* memory, void* command_buffer,
+                                                 const attendre_chunk* rows, const attendre_buffer_range* kv,
+                                                 uint32_t consumer_stages, uint32_t consumer_access) {
+  return guard([&] {
+    const char* what = "attendre_kv_memory_record_insert";
+    attendre_kv_memory& m = need(memory, "attendre_kv_memory_record_insert: memory");
+    const VkCommandBuffer cb = capi::command_buffer(command_buffer, what);
+    const ChunkView view = chunk_view(need(rows, "attendre_kv_memory_record_insert: rows"), m.config.shape,
+                                      m.config.chunk, what);
+    m.memory->record_insert(cb, view, kv ? buffer_range(&kv[0]) : std::nullopt, kv ? buffer_range(&kv[1]) : std::nullopt,
+                            consumer(consumer_stages, consumer_access));
+    return ATTENDRE_OK;
+  });
+}
+
+attendre_status attendre_kv_memory_record_retrieve(attendre_kv_memory* memory, void* command_buffer,
+                                                   const attendre_chunk* queries, const attendre_buffer_range* q,
+                                                   const attendre_buffer_range* outputs, uint32_t consumer_stages,
+                                                   uint32_t consumer_access) {
+  return guard([&] {
+    const char* what = "attendre_kv_memory_record_retrieve";
+    attendre_kv_memory& m = need(memory, "attendre_kv_memory_record_retrieve: memory");
+    const VkCommandBuffer cb = capi::command_buffer(command_buffer, what);
+    const ChunkView view = chunk_view(need(queries, "attendre_kv_memory_record_retrieve: queries"), m.config.shape,
+                                      m.max_queries, what);
+    gpu::LayerOutputs out;
+    out.outputs = buffer_range(outputs);
+    out.consumer = consumer(consumer_stages, consumer_access);
+    m.memory->record_retrieve(cb, view, buffer_range(q), out);
+    return ATTENDRE_OK;
+  });
+}
+
 attendre_status attendre_layer_create(attendre_context* context, const attendre_layer_config* config,
                                       attendre_layer** layer) {
   return guard([&] {
@@ -190,9 +210,7 @@ attendre_status attendre_layer_record(attendre_layer* layer, void* command_buffe
   return guard([&] {
     const char* what = "attendre_layer_record";
     attendre_layer& l = need(layer, "attendre_layer_record: layer");
-    // VkCommandBuffer is a dispatchable handle: a pointer to an opaque struct.
-    const auto cb = static_cast<VkCommandBuffer>(command_buffer);
-    need(cb, "attendre_layer_record: command_buffer");
+    const VkCommandBuffer cb = capi::command_buffer(command_buffer, what);
     const LayerConfig& config = l.layer->config();
     // Recording commits the step, so the positions' room is checked first:
     // a step emits at most S queries.
@@ -206,12 +224,33 @@ attendre_status attendre_layer_record(attendre_layer* layer, void* command_buffe
     }
     gpu::LayerOutputs out;
     if (outputs) out.outputs = buffer_range(*outputs);
-    // 0 is no valid stage mask: it stands for the library's default consumer.
-    if (consumer_stages != 0) out.consumer = {consumer_stages, consumer_access};
+    out.consumer = consumer(consumer_stages, consumer_access);
     l.last = {};
     l.last.emitted_positions =
         l.layer->record(cb, in, out).emitted_positions;
     if (count) return copy_out(std::span<const int64_t>(l.last.emitted_positions), positions, count, what);
+    return ATTENDRE_OK;
+  });
+}
+
+attendre_status attendre_layer_submit(attendre_layer* layer, const attendre_chunk* chunk,
+                                      const attendre_submit_options* options, attendre_ticket** ticket) {
+  return guard([&] {
+    const char* what = "attendre_layer_submit";
+    attendre_layer& l = need(layer, "attendre_layer_submit: layer");
+    const LayerConfig& config = l.layer->config();
+    const ChunkView view = chunk_view(need(chunk, "attendre_layer_submit: chunk"), config.shape, config.chunk, what);
+    const SubmitOptions o = submit_options(options, what);
+    return ticket_out(ticket, what, [&] { return l.layer->submit(view, {}, o); });
+  });
+}
+
+attendre_status attendre_layer_result(attendre_layer* layer, const attendre_ticket* ticket) {
+  return guard([&] {
+    attendre_layer& l = need(layer, "attendre_layer_result: layer");
+    const Ticket& t = need(ticket, "attendre_layer_result: ticket").ticket;
+    l.last = {};
+    l.last = l.layer->result(t);
     return ATTENDRE_OK;
   });
 }

@@ -212,6 +212,63 @@ attendre_status attendre_stack_output_logits(const attendre_stack* stack, float*
   });
 }
 
+attendre_status attendre_stack_submit(attendre_stack* stack, const attendre_stack_chunk* chunk, uint32_t want,
+                                      const attendre_submit_options* options, attendre_ticket** ticket) {
+  return guard([&] {
+    const char* what = "attendre_stack_submit";
+    attendre_stack& s = stack_of(stack, what);
+    const StackConfig& config = s.stack->config();
+    const StackChunk c = stack_chunk(need(chunk, "attendre_stack_submit: chunk"), config, config.chunk, what);
+    const StackRequest r = request(want, what);
+    const SubmitOptions o = submit_options(options, what);
+    return ticket_out(ticket, what, [&] { return s.stack->submit(c, r, o); });
+  });
+}
+
+attendre_status attendre_stack_result(attendre_stack* stack, const attendre_ticket* ticket) {
+  return guard([&] {
+    attendre_stack& s = stack_of(stack, "attendre_stack_result");
+    const Ticket& t = need(ticket, "attendre_stack_result: ticket").ticket;
+    s.output = {};
+    s.output = s.stack->result(t);
+    return ATTENDRE_OK;
+  });
+}
+
+attendre_status attendre_stack_record(attendre_stack* stack, void* command_buffer, int kind, uint32_t block,
+                                      const attendre_stack_chunk* chunk, const attendre_buffer_range* input,
+                                      const attendre_buffer_range* hidden, const attendre_buffer_range* logits,
+                                      uint32_t consumer_stages, uint32_t consumer_access) {
+  return guard([&] {
+    const char* what = "attendre_stack_record";
+    attendre_stack& s = stack_of(stack, what);
+    const VkCommandBuffer cb = capi::command_buffer(command_buffer, what);
+    const StackConfig& config = s.stack->config();
+    gpu::StackRecordOutputs out;
+    out.hidden = buffer_range(hidden);
+    out.logits = buffer_range(logits);
+    out.consumer = consumer(consumer_stages, consumer_access);
+    gpu::RecordedStep recorded;
+    if (kind == ATTENDRE_RECORD_FLUSH) {
+      require(!chunk && !input, "attendre_stack_record: a flush takes no chunk and no input");
+      require(block < config.blocks.size(), "attendre_stack_record: block " + std::to_string(block) +
+                                                " of a stack of " + std::to_string(config.blocks.size()) + " blocks");
+      recorded = s.stack->record_flush(cb, block, out);
+    } else {
+      require(kind == ATTENDRE_RECORD_STEP || kind == ATTENDRE_RECORD_DECODE,
+              "attendre_stack_record: kind " + std::to_string(kind) + " is none of ATTENDRE_RECORD_*");
+      const bool decode = kind == ATTENDRE_RECORD_DECODE;
+      gpu::StackRecordInputs in;
+      in.chunk = stack_chunk(need(chunk, "attendre_stack_record: chunk"), config, decode ? 1 : config.chunk, what);
+      (config.vocab > 0 ? in.tokens : in.embeddings) = buffer_range(input);
+      recorded = decode ? s.stack->record_decode(cb, in, out) : s.stack->record(cb, in, out);
+    }
+    s.output = {};
+    s.output.positions = std::move(recorded.emitted_positions);
+    return ATTENDRE_OK;
+  });
+}
+
 attendre_status attendre_stack_snapshot(attendre_stack* stack, uint32_t block, int64_t* positions, double* scores,
                                         size_t* count) {
   return guard([&] {

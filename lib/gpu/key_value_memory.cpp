@@ -2,8 +2,10 @@
 // layer records into, with its own query rows, staging and submission.
 #include "gpu/kv_memory.hpp"
 #include "gpu/query_ring.hpp"
+#include "gpu/recorded_steps.hpp"
 #include "gpu/staging.hpp"
 #include "vulkan/commands.hpp"
+#include "vulkan/context_state.hpp"
 #include "core/fail.hpp"
 #include "core/stream_validator.hpp"
 
@@ -29,29 +31,62 @@ LayerConfig as_layer(const AttentionShape& shape, const KvMemoryConfig& kv, cons
 
 struct KeyValueMemory::Impl {
   Impl(Context& ctx, const LayerConfig& c, uint32_t queries)
-      : config(c),
+      : context(ctx),
+        config(c),
         ring(ctx, c.shape, 0, queries, 0, 1, c.kv.storage),
         checks(ctx, 2),
         kv(ctx, c, queries, c.chunk, ring.buffer(), ring.layout(), checks, ""),
         chunk_words(kv.chunk_layout().init),
         query_words(align_words(uint64_t{queries} * c.shape.q_row())),
-        upload(ctx, (align_words(chunk_words) + query_words + 3ull * queries) * 4, vk::MemoryIntent::upload,
-               "kv upload"),
+        q_at(align_words(chunk_words)),
+        meta_at(q_at + query_words),
+        upload(ctx, (meta_at + 3ull * queries) * 4, vk::MemoryIntent::upload, "kv upload"),
+        staged(ctx, upload.size(), vk::MemoryIntent::device, "recorded kv image"),
         readback(ctx, (query_words + align_words(kv.snapshot_words()) + kv.evicted_words()) * 4,
                  vk::MemoryIntent::readback, "kv readback"),
         submission(ctx),
         max_queries(queries) {}
 
+  // The host half of an insert (checked, planned, committed): its rows.
+  InsertionRows plan_insert(const ChunkView& rows);
+  // Records the insert whose chunk image is in `src` (upload's layout):
+  // k and v, when given, overwrite the image's zeros.
+  void record_insert(vk::CommandRecorder& rec, const vk::Buffer& src, const InsertionRows& in,
+                     const std::vector<QueryMeta>& metas, const std::optional<BufferRange>& k,
+                     const std::optional<BufferRange>& v);
+  // The host half of a retrieval (checked, queries placed in the ring): the
+  // queries' metas, the ring rows they took and the first one's sequence.
+  struct Retrieval {
+    std::vector<QueryMeta> metas, evicted;
+    uint64_t first = 0;
+    QueryRange range;
+  };
+  Retrieval plan_retrieve(const ChunkView& queries);
+  // Packs the retrieval's queries and metadata at upload's offsets in `words`.
+  void pack_retrieve(const ChunkView& queries, const Retrieval& r, uint32_t* words) const;
+  // Records the retrieval from `src` (upload's layout); q, when given,
+  // overwrites the image's zero queries.
+  void record_retrieve(vk::CommandRecorder& rec, const vk::Buffer& src, const Retrieval& r,
+                       const std::optional<BufferRange>& q);
+  // Waits for recorded calls and reports their non-finite values.
+  void finish_recorded() { recorded.wait(submission, checks, "a recorded call before retrieval " + std::to_string(retrievals)); }
+
+  Context& context;
   LayerConfig config;
   QueryRing ring;
   FiniteChecks checks;
   KvMemory kv;
-  uint64_t chunk_words, query_words;
-  vk::Buffer upload, readback;
+  uint64_t chunk_words, query_words, q_at, meta_at;  // the upload image: chunk, queries, metadata
+  vk::Buffer upload;
+  // record_*'s image: device-local, written by the application's command
+  // buffer itself, so nothing the host owns must outlive its submission.
+  vk::Buffer staged;
+  vk::Buffer readback;
   vk::Submission submission;
   uint32_t max_queries;
   StreamValidator keys;
   uint64_t retrievals = 0;
+  RecordedSteps recorded;
 };
 
 KeyValueMemory::KeyValueMemory(Context& context, const AttentionShape& shape, const KvMemoryConfig& config,
@@ -61,17 +96,30 @@ KeyValueMemory::KeyValueMemory(Context& context, const AttentionShape& shape, co
 }
 KeyValueMemory::~KeyValueMemory() = default;
 
+InsertionRows KeyValueMemory::Impl::plan_insert(const ChunkView& rows) {
+  keys.check(rows, config, StreamValidator::Parts::keys).or_throw();
+  check_int32_positions(rows);
+  InsertionRows in = insertion_rows(query_metas(rows, config.chunk), config.chunk);
+  kv.plan_insert(in.valid, in.positions);  // throws before anything changed
+  keys.accept(rows, config, StreamValidator::Parts::keys);
+  return in;
+}
+
+void KeyValueMemory::Impl::record_insert(vk::CommandRecorder& rec, const vk::Buffer& src, const InsertionRows& in,
+                                         const std::vector<QueryMeta>& metas, const std::optional<BufferRange>& k,
+                                         const std::optional<BufferRange>& v) {
+  rec.copy(src, 0, kv.chunk_buffer(), 0, chunk_words * 4);
+  if (k) record_keys_values_from(rec, kv, *k, *v, metas);
+  kv.record_insert(rec, in.valid, in.positions);
+}
+
 EvictedEntries KeyValueMemory::insert(const ChunkView& rows) {
   Impl& m = *impl_;
-  m.keys.check(rows, m.config, StreamValidator::Parts::keys).or_throw();
-  check_int32_positions(rows);
-  InsertionRows in = insertion_rows(query_metas(rows, m.config.chunk), m.config.chunk);
-  m.kv.plan_insert(in.valid, in.positions);  // throws before anything changed
-  m.keys.accept(rows, m.config, StreamValidator::Parts::keys);
+  m.finish_recorded();
+  const InsertionRows in = m.plan_insert(rows);
   vk::CommandRecorder& rec = m.submission.begin();
   pack_kv_rows(rows, m.kv.chunk_layout(), static_cast<uint32_t*>(m.upload.mapped()));
-  rec.copy(m.upload, 0, m.kv.chunk_buffer(), 0, m.chunk_words * 4);
-  m.kv.record_insert(rec, in.valid, in.positions);
+  m.record_insert(rec, m.upload, in, {}, std::nullopt, std::nullopt);
   const uint64_t evicted_at = m.query_words + align_words(m.kv.snapshot_words());
   if (m.config.kv.copy_out_evicted) m.kv.record_evicted(rec, m.readback, evicted_at * 4);
   m.submission.submit();
@@ -80,43 +128,125 @@ EvictedEntries KeyValueMemory::insert(const ChunkView& rows) {
   return m.kv.decode_evicted(static_cast<const uint32_t*>(m.readback.mapped()) + evicted_at);
 }
 
+KeyValueMemory::Impl::Retrieval KeyValueMemory::Impl::plan_retrieve(const ChunkView& queries) {
+  require(queries.rows <= max_queries, "retrieve() got " + std::to_string(queries.rows) + " queries, more than " +
+                                           std::to_string(max_queries));
+  LayerConfig query_shape = config;
+  query_shape.chunk = max_queries;
+  keys.check(queries, query_shape, StreamValidator::Parts::queries).or_throw();
+  check_int32_positions(queries);
+  Retrieval r;
+  r.metas = query_metas(queries, queries.rows);
+  r.first = ring.next_sequence();
+  r.evicted = ring.insert(r.metas);  // N = 0: every query retrieves now
+  r.range = ring.range_of(r.evicted);
+  keys.accept(queries, query_shape, StreamValidator::Parts::queries);
+  return r;
+}
+
+void KeyValueMemory::Impl::pack_retrieve(const ChunkView& queries, const Retrieval& r, uint32_t* words) const {
+  pack_query_rows(queries, config.shape.q_row(), queries.rows, reinterpret_cast<float*>(words + q_at));
+  QueryRing::pack_meta(r.metas, words + meta_at);
+}
+
+void KeyValueMemory::Impl::record_retrieve(vk::CommandRecorder& rec, const vk::Buffer& src, const Retrieval& r,
+                                           const std::optional<BufferRange>& q) {
+  const uint32_t rows = static_cast<uint32_t>(r.metas.size());
+  ring.record_query_rows(rec, src, q_at, r.first, 0, rows);
+  if (q) record_queries_from(rec, ring, *q, r.metas, r.first);
+  ring.record_store_queries(rec, r.first, rows);
+  ring.record_meta(rec, src, meta_at, r.first, rows);
+  kv.record_retrieve(rec, r.range);
+}
+
 std::vector<float> KeyValueMemory::retrieve(const ChunkView& queries) {
   Impl& m = *impl_;
+  m.finish_recorded();
   const uint32_t q_row = m.config.shape.q_row();
-  require(queries.rows <= m.max_queries, "retrieve() got " + std::to_string(queries.rows) + " queries, more than " +
-                                             std::to_string(m.max_queries));
-  LayerConfig query_shape = m.config;
-  query_shape.chunk = m.max_queries;
-  m.keys.check(queries, query_shape, StreamValidator::Parts::queries).or_throw();
-  check_int32_positions(queries);
-  const std::vector<QueryMeta> metas = query_metas(queries, queries.rows);
+  const Impl::Retrieval r = m.plan_retrieve(queries);
   vk::CommandRecorder& rec = m.submission.begin();
-  auto* words = static_cast<uint32_t*>(m.upload.mapped());
-  const uint64_t q_at = align_words(m.chunk_words), meta_at = q_at + m.query_words;
-  const uint64_t first = m.ring.next_sequence();
-  const std::vector<QueryMeta> evicted = m.ring.insert(metas);  // N = 0: every query retrieves now
-  pack_query_rows(queries, q_row, queries.rows, reinterpret_cast<float*>(words + q_at));
-  QueryRing::pack_meta(metas, words + meta_at);
-  m.ring.record_query_rows(rec, m.upload, q_at, first, 0, queries.rows);
-  m.ring.record_store_queries(rec, first, queries.rows);
-  m.ring.record_meta(rec, m.upload, meta_at, first, queries.rows);
-  const QueryRange range = m.ring.range_of(evicted);
-  m.kv.record_retrieve(rec, range);
-  m.keys.accept(queries, query_shape, StreamValidator::Parts::queries);
-  const bool any = range.last_valid != kernels::kInvalid;
-  if (any) rec.copy(m.kv.attention_buffer(), 0, m.readback, 0, uint64_t{range.count} * q_row * 4);
+  m.pack_retrieve(queries, r, static_cast<uint32_t*>(m.upload.mapped()));
+  m.record_retrieve(rec, m.upload, r, std::nullopt);
+  const bool any = r.range.last_valid != kernels::kInvalid;
+  if (any) rec.copy(m.kv.attention_buffer(), 0, m.readback, 0, uint64_t{r.range.count} * q_row * 4);
   m.submission.submit();
   std::vector<float> out;
   const uint64_t retrieval = m.retrievals++;
   if (!any) return out;
   m.submission.wait();
   m.checks.verify("retrieval " + std::to_string(retrieval));
-  append_valid_rows(static_cast<const float*>(m.readback.mapped()), evicted, q_row, out);
+  append_valid_rows(static_cast<const float*>(m.readback.mapped()), r.evicted, q_row, out);
   return out;
 }
 
 MemorySnapshot KeyValueMemory::snapshot() {
+  impl_->finish_recorded();
   return impl_->kv.read_snapshot(impl_->submission, impl_->readback, impl_->query_words);
+}
+
+namespace {
+
+// Both ranges or neither: the rows come from the host or the application.
+bool from_application(const std::optional<BufferRange>& a, const std::optional<BufferRange>& b, const char* what) {
+  require(a.has_value() == b.has_value(), std::string("record: ") + what + " come both from the chunk or both from buffer ranges");
+  return a.has_value();
+}
+
+}  // namespace
+
+void KeyValueMemory::record_insert(VkCommandBuffer cb, const ChunkView& rows, const std::optional<BufferRange>& k,
+                                   const std::optional<BufferRange>& v, const Consumer& consumer) {
+  Impl& m = *impl_;
+  require(cb != VK_NULL_HANDLE, "record: no command buffer");
+  const uint32_t q_row = m.config.shape.q_row(), kv_row = m.config.shape.kv_row();
+  const bool device = from_application(k, v, "keys and values");
+  if (device) {
+    require(rows.k.empty() && rows.v.empty(), "record: keys and values come from the chunk or from buffer ranges, not both");
+    check_range(*k, uint64_t{rows.rows} * kv_row * 4, "k");
+    check_range(*v, uint64_t{rows.rows} * kv_row * 4, "v");
+  }
+  std::vector<float> zeros;
+  const ChunkView checked = without_device_rows(rows, device, q_row, kv_row, zeros);
+  const InsertionRows in = m.plan_insert(checked);  // committed from here
+  std::vector<uint32_t> image(m.chunk_words);
+  pack_kv_rows(checked, m.kv.chunk_layout(), image.data());
+  vk::CommandRecorder rec(cb, m.context.state().debug_label);
+  rec.acquire();
+  rec.update(m.staged, 0, image.size() * 4, image.data());
+  m.record_insert(rec, m.staged, in, query_metas(rows, m.config.chunk), k, v);
+  rec.release(consumer.stages, consumer.access);
+  m.recorded.add(rec);
+}
+
+RecordedStep KeyValueMemory::record_retrieve(VkCommandBuffer cb, const ChunkView& queries,
+                                             const std::optional<BufferRange>& q, const LayerOutputs& out) {
+  Impl& m = *impl_;
+  require(cb != VK_NULL_HANDLE, "record: no command buffer");
+  const uint32_t q_row = m.config.shape.q_row(), kv_row = m.config.shape.kv_row();
+  if (q) {
+    require(queries.q.empty(), "record: the queries come from the chunk or from a buffer range, not both");
+    check_range(*q, uint64_t{queries.rows} * q_row * 4, "q");
+  }
+  if (out.outputs) check_range(*out.outputs, uint64_t{m.max_queries} * q_row * 4, "outputs");
+  std::vector<float> zeros;
+  const ChunkView checked = without_device_rows(queries, q.has_value(), q_row, kv_row, zeros);
+  const Impl::Retrieval r = m.plan_retrieve(checked);  // committed from here
+  std::vector<uint32_t> image(m.upload.size() / 4);
+  m.pack_retrieve(checked, r, image.data());
+  vk::CommandRecorder rec(cb, m.context.state().debug_label);
+  rec.acquire();
+  rec.update(m.staged, m.q_at * 4, (image.size() - m.q_at) * 4, image.data() + m.q_at);
+  m.record_retrieve(rec, m.staged, r, q);
+  if (out.outputs)
+    copy_valid_rows_packed(rec, m.kv.attention_buffer(), m.kv.outputs_offset() * 4, uint64_t{q_row} * 4, r.evicted,
+                           borrow(*out.outputs, "application outputs"), out.outputs->offset);
+  rec.release(out.consumer.stages, out.consumer.access);
+  m.recorded.add(rec);
+  ++m.retrievals;
+  RecordedStep recorded;
+  for (const QueryMeta& meta : r.evicted)
+    if (meta.valid) recorded.emitted_positions.push_back(meta.position);
+  return recorded;
 }
 
 }  // namespace attendre::gpu

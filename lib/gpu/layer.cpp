@@ -75,14 +75,18 @@ struct Layer::Impl {
     for (auto& slot : slots) slot = std::make_unique<StepSlot>(ctx, upload_layout.words * 4, readback_bytes);
   }
 
-  // Records the step into `rec` and submits it from the next slot.
+  // Records the step into the next slot's command buffer and submits it.
   Ticket submit(std::vector<QueryMeta> evicted, const ChunkView* chunk, const std::vector<QueryMeta>* inserted,
-                uint64_t first, const StepRequest& request);
+                uint64_t first, const StepRequest& request, const SubmitOptions& options);
+  // Throws before anything changed when the options do not fit the layer.
+  void check(const SubmitOptions& options) const;
   StepResult result(const Ticket& ticket);
   // The chunk as the upload layout holds it, and the copies from such an
   // image in `src` into the Q ring and the K/V chunk buffer.
   void pack_chunk(const ChunkView& chunk, const std::vector<QueryMeta>& inserted, uint32_t* words) const;
   void record_chunk(vk::CommandRecorder& rec, const vk::Buffer& src, uint64_t first) const;
+  // Copies the valid evicted queries' outputs, packed, to the application's range.
+  void record_outputs(vk::CommandRecorder& rec, const std::vector<QueryMeta>& evicted, const BufferRange& outputs) const;
   // Waits for the slot's step and reports its non-finite values.
   void finish(StepSlot& slot);
   // Waits for every step, recorded ones included, and reports their non-finite values.
@@ -144,8 +148,14 @@ std::vector<KernelTime> Layer::last_profile() {
 
 bool Layer::has_pending_queries() const { return impl_->ring.has_pending(); }
 
-Ticket Layer::submit(const ChunkView& chunk, const StepRequest& request) {
+void Layer::Impl::check(const SubmitOptions& options) const {
+  slots[0]->submission.check_waits(options.waits);
+  if (options.outputs) check_range(*options.outputs, uint64_t{config.chunk} * config.shape.q_row() * 4, "outputs");
+}
+
+Ticket Layer::submit(const ChunkView& chunk, const StepRequest& request, const SubmitOptions& options) {
   Impl& m = *impl_;
+  m.check(options);
   require(!request.evicted || m.config.kv.copy_out_evicted, "evicted entries requested but copy_out_evicted is off");
   // A snapshot and evicted entries are decoded with the memory's host
   // counts, which the next step changes.
@@ -159,7 +169,7 @@ Ticket Layer::submit(const ChunkView& chunk, const StepRequest& request) {
   m.kv.plan_insert(in.valid, in.positions);  // throws before anything changed
   const uint64_t first = m.ring.next_sequence();
   std::vector<QueryMeta> evicted = m.ring.insert(rows);
-  Ticket ticket = m.submit(std::move(evicted), &chunk, &rows, first, request);
+  Ticket ticket = m.submit(std::move(evicted), &chunk, &rows, first, request, options);
   m.validator.accept(chunk, m.config);
   return ticket;
 }
@@ -172,7 +182,7 @@ StepResult Layer::drain_step(const StepRequest& request) { return step(ChunkView
 
 StepResult Layer::flush(const StepRequest& request) {
   require(!request.evicted, "a flush step inserts nothing, so it evicts nothing");
-  return result(impl_->submit(impl_->ring.take_all(), nullptr, nullptr, 0, request));
+  return result(impl_->submit(impl_->ring.take_all(), nullptr, nullptr, 0, request, {}));
 }
 
 MemorySnapshot Layer::snapshot() {
@@ -194,7 +204,8 @@ void Layer::Impl::record_chunk(vk::CommandRecorder& rec, const vk::Buffer& src, 
 }
 
 Ticket Layer::Impl::submit(std::vector<QueryMeta> evicted, const ChunkView* chunk,
-                           const std::vector<QueryMeta>* inserted, uint64_t first, const StepRequest& request) {
+                           const std::vector<QueryMeta>* inserted, uint64_t first, const StepRequest& request,
+                           const SubmitOptions& options) {
   const QueryRange range = ring.range_of(evicted);
   if (profiler) finish_pending();  // profiles are per step: one in flight
   StepSlot& slot = *slots[steps % 2];
@@ -216,7 +227,8 @@ Ticket Layer::Impl::submit(std::vector<QueryMeta> evicted, const ChunkView* chun
   if (request.snapshot) kv.record_snapshot(rec, slot.readback, outputs_words * 4);
   const uint64_t evicted_at = outputs_words + align_words(kv.snapshot_words());
   if (request.evicted) kv.record_evicted(rec, slot.readback, evicted_at * 4);
-  slot.submission.submit();
+  if (options.outputs) record_outputs(rec, evicted, *options.outputs);
+  slot.submission.submit(options.waits);
   slot.step = steps++;
   slot.unverified = true;
   slot.uncollected = true;
@@ -225,11 +237,16 @@ Ticket Layer::Impl::submit(std::vector<QueryMeta> evicted, const ChunkView* chun
   return TicketAccess::make(slot.submission, slot.step);
 }
 
+void Layer::Impl::record_outputs(vk::CommandRecorder& rec, const std::vector<QueryMeta>& evicted,
+                                 const BufferRange& outputs) const {
+  const uint64_t row_bytes = uint64_t{config.shape.q_row()} * 4;
+  copy_valid_rows_packed(rec, kv.attention_buffer(), kv.outputs_offset() * 4, row_bytes, evicted,
+                         borrow(outputs, "application outputs"), outputs.offset);
+}
+
 StepResult Layer::Impl::result(const Ticket& ticket) {
   StepSlot& slot = *slots[ticket.step() % 2];
-  require(slot.step == ticket.step() && slot.uncollected,
-          "step " + std::to_string(ticket.step()) +
-              "'s result was collected already or overwritten (collect it before the step after next)");
+  TicketAccess::check_collectable(ticket, slot.submission, slot.step, slot.uncollected);
   slot.uncollected = false;
   StepResult result;
   for (const QueryMeta& meta : slot.evicted)
@@ -273,46 +290,19 @@ RecordedStep Layer::record(VkCommandBuffer cb, const LayerInputs& in, const Laye
   // The chunk image travels in the command buffer; device inputs then
   // overwrite its zeros row run by row (the tracker orders the overwrite).
   std::vector<uint32_t> image(m.upload_layout.words);
-  ChunkView packed = chunk;
   std::vector<float> zeros;
-  if (device) {
-    zeros.assign(uint64_t{chunk.rows} * std::max(q_row, kv_row), 0.0f);
-    packed.q = {zeros.data(), uint64_t{chunk.rows} * q_row};
-    packed.k = packed.v = {zeros.data(), uint64_t{chunk.rows} * kv_row};
-  }
-  m.pack_chunk(packed, rows, image.data());
+  m.pack_chunk(without_device_rows(chunk, device, q_row, kv_row, zeros), rows, image.data());
   rec.update(m.staged, 0, image.size() * 4, image.data());
   m.record_chunk(rec, m.staged, first);
   if (device) {
-    const ChunkLayout& l = m.kv.chunk_layout();
-    require(l.key_stride == kv_row, "record: a layer's memory keeps one key variant");
-    const vk::Buffer q = vk::Buffer::borrow(in.q->buffer, in.q->offset + in.q->size, "application q");
-    const vk::Buffer k = vk::Buffer::borrow(in.k->buffer, in.k->offset + in.k->size, "application k");
-    const vk::Buffer v = vk::Buffer::borrow(in.v->buffer, in.v->offset + in.v->size, "application v");
-    // Only valid rows: padding rows of the application's buffers are never read.
-    for_valid_runs(rows, [&](uint32_t begin, uint32_t end) {
-      m.ring.record_query_rows(rec, q, in.q->offset / 4 + uint64_t{begin} * q_row, first, begin, end - begin);
-      const uint64_t bytes = uint64_t{end - begin} * kv_row * 4;
-      rec.copy(k, in.k->offset + uint64_t{begin} * kv_row * 4, m.kv.chunk_buffer(),
-               (l.keys + uint64_t{begin} * kv_row) * 4, bytes);
-      rec.copy(v, in.v->offset + uint64_t{begin} * kv_row * 4, m.kv.chunk_buffer(),
-               (l.values + uint64_t{begin} * kv_row) * 4, bytes);
-    });
+    record_queries_from(rec, m.ring, *in.q, rows, first);
+    record_keys_values_from(rec, m.kv, *in.k, *in.v, rows);
   }
   m.ring.record_store_queries(rec, first, m.config.chunk);
   m.kv.record_insert(rec, insertion.valid, insertion.positions);
   m.kv.record_retrieve(rec, range);
   RecordedStep recorded;
-  if (out.outputs) {
-    const vk::Buffer o = vk::Buffer::borrow(out.outputs->buffer, out.outputs->offset + out.outputs->size,
-                                            "application outputs");
-    uint64_t written = 0;
-    for_valid_runs(evicted, [&](uint32_t begin, uint32_t end) {
-      rec.copy(m.kv.attention_buffer(), (m.kv.outputs_offset() + uint64_t{begin} * q_row) * 4, o,
-               out.outputs->offset + written * q_row * 4, uint64_t{end - begin} * q_row * 4);
-      written += end - begin;
-    });
-  }
+  if (out.outputs) m.record_outputs(rec, evicted, *out.outputs);
   rec.release(out.consumer.stages, out.consumer.access);
   m.recorded.add(rec);
   ++m.steps;

@@ -6,7 +6,9 @@
 #pragma once
 
 #include "gpu/finite_checks.hpp"
+#include "gpu/kv_memory.hpp"
 #include "gpu/query_ring.hpp"
+#include "vulkan/buffer.hpp"
 #include "vulkan/commands.hpp"
 #include "core/fail.hpp"
 
@@ -38,6 +40,79 @@ void for_valid_runs(const std::vector<QueryMeta>& rows, F f) {
     f(r, end);
     r = end;
   }
+}
+
+// Calls f(begin, end, written) for each run of consecutive valid rows, with
+// the valid rows before it (where the run lands when packed).
+template <class F>
+void for_valid_runs_packed(const std::vector<QueryMeta>& rows, F f) {
+  uint64_t written = 0;
+  for_valid_runs(rows, [&](uint32_t begin, uint32_t end) {
+    f(begin, end, written);
+    written += end - begin;
+  });
+}
+
+// The application's range as a buffer the recorder tracks (never destroyed).
+inline vk::Buffer borrow(const BufferRange& range, const char* what) {
+  return vk::Buffer::borrow(range.buffer, range.offset + range.size, what);
+}
+
+// Copies the valid rows among `rows` (row i at src_offset + i * row_bytes)
+// packed, in order, to dst from dst_offset: an application's outputs.
+inline void copy_valid_rows_packed(vk::CommandRecorder& rec, const vk::Buffer& src, uint64_t src_offset,
+                                   uint64_t row_bytes, const std::vector<QueryMeta>& rows, const vk::Buffer& dst,
+                                   uint64_t dst_offset) {
+  for_valid_runs_packed(rows, [&](uint32_t begin, uint32_t end, uint64_t written) {
+    rec.copy(src, src_offset + begin * row_bytes, dst, dst_offset + written * row_bytes, (end - begin) * row_bytes);
+  });
+}
+
+// Copies the valid rows among `rows` from src to the same row indices of
+// dst: an application's inputs (its padding rows are never read).
+inline void copy_valid_rows(vk::CommandRecorder& rec, const vk::Buffer& src, uint64_t src_offset, const vk::Buffer& dst,
+                            uint64_t dst_offset, uint64_t row_bytes, const std::vector<QueryMeta>& rows) {
+  for_valid_runs(rows, [&](uint32_t begin, uint32_t end) {
+    rec.copy(src, src_offset + begin * row_bytes, dst, dst_offset + begin * row_bytes, (end - begin) * row_bytes);
+  });
+}
+
+// The valid rows' queries from the application's `q` range (rows * q_row
+// floats) as rows of the step whose first sequence is `first` (the ring's
+// record_query_rows: the caller then records record_store_queries).
+inline void record_queries_from(vk::CommandRecorder& rec, const QueryRing& ring, const BufferRange& q,
+                                const std::vector<QueryMeta>& rows, uint64_t first) {
+  require(ring.layout().q_variants == 1, "record: a memory keeping another query variant takes queries from the host");
+  const vk::Buffer src = borrow(q, "application q");
+  const uint32_t q_row = ring.layout().q_row;
+  for_valid_runs(rows, [&](uint32_t begin, uint32_t end) {
+    ring.record_query_rows(rec, src, q.offset / 4 + uint64_t{begin} * q_row, first, begin, end - begin);
+  });
+}
+
+// The valid rows' keys and values from the application's ranges (rows *
+// kv_row floats each) over the zeros the chunk image left for them in the
+// K/V memory's chunk buffer.
+inline void record_keys_values_from(vk::CommandRecorder& rec, const KvMemory& kv, const BufferRange& k,
+                                    const BufferRange& v, const std::vector<QueryMeta>& rows) {
+  const ChunkLayout& l = kv.chunk_layout();
+  require(l.key_stride == l.kv_row, "record: a memory keeping another key variant takes keys from the host");
+  const uint64_t row_bytes = uint64_t{l.kv_row} * 4;
+  copy_valid_rows(rec, borrow(k, "application k"), k.offset, kv.chunk_buffer(), uint64_t{l.keys} * 4, row_bytes, rows);
+  copy_valid_rows(rec, borrow(v, "application v"), v.offset, kv.chunk_buffer(), uint64_t{l.values} * 4, row_bytes, rows);
+}
+
+// The chunk with zeros in place of the q, k and v rows the application's
+// buffers give (`device`): what is packed into the uploaded image, which
+// the device copies then overwrite. `zeros` holds them.
+inline ChunkView without_device_rows(const ChunkView& chunk, bool device, uint32_t q_row, uint32_t kv_row,
+                                     std::vector<float>& zeros) {
+  if (!device) return chunk;
+  ChunkView packed = chunk;
+  zeros.assign(uint64_t{chunk.rows} * std::max(q_row, kv_row), 0.0f);
+  packed.q = {zeros.data(), uint64_t{chunk.rows} * q_row};
+  packed.k = packed.v = {zeros.data(), uint64_t{chunk.rows} * kv_row};
+  return packed;
 }
 
 // Steps recorded into applications' command buffers whose finite checks are

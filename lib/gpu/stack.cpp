@@ -26,5 +26,16 @@ std::vector<KernelTime> Stack::last_profile() { return engine_->last_profile(); 
 RecordedStep Stack::record(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out) {
   return engine_->record(cb, in, out);
 }
+RecordedStep Stack::record_decode(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out) {
+  return engine_->record_decode(cb, in, out);
+}
+RecordedStep Stack::record_flush(VkCommandBuffer cb, size_t block, const StackRecordOutputs& out) {
+  return engine_->record_flush(cb, block, out);
+}
+Ticket Stack::submit(const StackChunk& chunk, const StackRequest& request, const SubmitOptions& options) {
+  return engine_->submit(chunk, request, options);
+}
+StackOutput Stack::result(const Ticket& ticket) { return engine_->result(ticket); }
+void Stack::wait() { engine_->wait(); }
 
 }  // namespace attendre::gpu

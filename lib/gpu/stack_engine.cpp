@@ -91,7 +91,10 @@ StackLayout plan(const StackConfig& config, const DeviceCaps& caps,
   add(m.activations, "final rows", row_bytes, false);
   add(m.activations, "logits", vk::rounded_bytes(rows * config.vocab * 4), false);
   add(m.staging, "stack upload", vk::rounded_bytes(UploadPlan(config).words * 4), false);
-  add(m.staging, "stack readback", vk::rounded_bytes(ReadbackPlan(config).words * 4), false);
+  for (const char* slot : {"0", "1"}) {  // double-buffered submissions
+    add(m.staging, std::string("stack upload slot ") + slot, vk::rounded_bytes(UploadPlan(config).words * 4), false);
+    add(m.staging, std::string("stack readback ") + slot, vk::rounded_bytes(ReadbackPlan(config).words * 4), false);
+  }
   add(m.staging, "finite checks",
       vk::rounded_bytes(uint64_t{DeviceBlock::kFiniteSites * config.blocks.size() + 1} * kSectionWords * 4), false);
   m.load_staging = caps.unified_memory ? 0 : WeightLoader::kStagingBytes;
@@ -154,7 +157,7 @@ void StackLayout::check(const DeviceCaps& caps) const {
 }
 
 StackEngine::StackEngine(Context& ctx, const StackConfig& c, WeightSource& weights, const vk::Buffer* encoder_rows)
-    : context_(ctx), config_((c.validate(), c)), upload_plan_(c), readback_plan_(c), submission_(ctx) {
+    : context_(ctx), config_((c.validate(), c)), upload_plan_(c), readback_plan_(c) {
   shared_.encoder = encoder_rows;
   const DeviceCaps& caps = ctx.caps();
   const uint32_t rows = max_rows(c), H = c.hidden, F = max_ffn(c);
@@ -172,12 +175,14 @@ StackEngine::StackEngine(Context& ctx, const StackConfig& c, WeightSource& weigh
   shared_.h = vk::Buffer(ctx, uint64_t{rows} * H * 4, vk::MemoryIntent::device, "normed rows");
   shared_.y = vk::Buffer(ctx, uint64_t{rows} * H * 4, vk::MemoryIntent::device, "attention block rows");
   shared_.gu = vk::Buffer(ctx, shared_.ffn.words * 4, vk::MemoryIntent::device, "ffn rows");
-  shared_.upload = vk::Buffer(ctx, upload_plan_.words * 4, vk::MemoryIntent::upload, "stack upload");
+  // Device-local: the slots' images (or an application's command buffer)
+  // fill it, never the host, which must not flush over a step in flight.
+  shared_.upload = vk::Buffer(ctx, upload_plan_.words * 4, vk::MemoryIntent::device, "stack upload");
   shared_.scratch = std::make_unique<RetrievalScratch>(ctx, scratch_words(c, caps));
   shared_.checks = std::make_unique<FiniteChecks>(ctx, DeviceBlock::kFiniteSites * c.blocks.size() + 1);
   final_rows_ = vk::Buffer(ctx, uint64_t{rows} * H * 4, vk::MemoryIntent::device, "final rows");
   logits_ = vk::Buffer(ctx, uint64_t{rows} * c.vocab * 4, vk::MemoryIntent::device, "logits");
-  readback_ = vk::Buffer(ctx, readback_plan_.words * 4, vk::MemoryIntent::readback, "stack readback");
+  for (auto& slot : slots_) slot = std::make_unique<Slot>(ctx, upload_plan_, readback_plan_);
 
   output_norm_ = loader.norm(spec.output_norm, spec.output_norm_bias);
   if (spec.token_embd) {
@@ -208,13 +213,20 @@ StackEngine::StackEngine(Context& ctx, const StackConfig& c, WeightSource& weigh
   }
 }
 
+void StackEngine::finish_slot(Slot& slot) {
+  slot.submission.wait();
+  if (!slot.unverified) return;
+  slot.unverified = false;
+  shared_.checks->verify("step " + std::to_string(slot.step));
+}
+
 void StackEngine::finish_pending() {
-  submission_.wait();
-  if (unverified_) {
-    unverified_ = false;
-    shared_.checks->verify("step " + std::to_string(steps_ - 1));
-  }
-  recorded_steps_.wait(submission_, *shared_.checks, "a recorded step before step " + std::to_string(steps_));
+  // In submission order, so that a non-finite value is reported for the first step that had one.
+  Slot& older = *slots_[steps_ % 2];
+  finish_slot(older);
+  finish_slot(*slots_[(steps_ + 1) % 2]);
+  recorded_steps_.wait(slots_[0]->submission, *shared_.checks,
+                       "a recorded step before step " + std::to_string(steps_));
 }
 
 std::vector<QueryMeta> StackEngine::stage_input(const StackChunk* chunk, uint32_t rows, uint32_t* words) {
@@ -260,8 +272,8 @@ void StackEngine::copy_rows(vk::CommandRecorder& rec, const vk::Buffer& src, uin
   });
 }
 
-void StackEngine::record_step(vk::CommandRecorder& rec, const Planned& step, size_t first_block, Destination hidden,
-                              Destination logits) {
+void StackEngine::record_step(vk::CommandRecorder& rec, const Planned& step, size_t first_block,
+                              std::span<const Destination> hidden, Destination logits) {
   const uint32_t H = config_.hidden, n = step.input_rows;
   if (n > 0) {
     if (config_.vocab > 0) {
@@ -281,14 +293,14 @@ void StackEngine::record_step(vk::CommandRecorder& rec, const Planned& step, siz
   const std::vector<QueryMeta>& rows = step.emitted;
   const uint32_t count = static_cast<uint32_t>(rows.size());
   const bool emits = std::any_of(rows.begin(), rows.end(), [](const QueryMeta& m) { return m.valid; });
-  const bool read = emits && (hidden.buffer || logits.buffer);
+  const bool read = emits && (!hidden.empty() || logits.buffer);
   if (emits && (read || on_output)) {
     final_norm_.record(rec, {count, H, config_.final_norm_eps, 0, output_norm_.bias_offset, RowRef::contiguous(H),
                             RowRef::contiguous(H)});
     if (on_output) on_output(rec, final_rows_, rows);
   }
   if (!read) return;
-  if (hidden.buffer) copy_rows(rec, final_rows_, H, rows, hidden);
+  for (const Destination& d : hidden) copy_rows(rec, final_rows_, H, rows, d);
   if (logits.buffer) {
     head_.record(rec, count, RowRef::contiguous(H), RowRef::contiguous(config_.vocab));
     shared_.checks->record(rec, logits_site_, 0, count * config_.vocab);
@@ -296,50 +308,79 @@ void StackEngine::record_step(vk::CommandRecorder& rec, const Planned& step, siz
   }
 }
 
-StackOutput StackEngine::run(const StackChunk* chunk, size_t first_block, BlockMode mode, const StackRequest& request) {
-  require(!request.logits || config_.vocab > 0, "logits requested from a stack without a vocabulary");
-  finish_pending();  // the previous step is done: staging is free
-  vk::CommandRecorder& rec = submission_.begin();
+Ticket StackEngine::submit_step(const StackChunk* chunk, size_t first_block, BlockMode mode,
+                                const StackRequest& request, const SubmitOptions& options) {
+  if (profiler_) finish_pending();  // profiles are per step: one in flight
+  Slot& slot = *slots_[steps_ % 2];
+  finish_slot(slot);  // its previous step is done: its upload and readback are free
+  vk::CommandRecorder& rec = slot.submission.begin();
   rec.attach(profiler_.get());
-  const uint32_t H = config_.hidden;
-  const Planned step = plan(chunk, first_block, mode, static_cast<uint32_t*>(shared_.upload.mapped()));
-  const std::vector<QueryMeta>& rows = step.emitted;
+  Planned step = plan(chunk, first_block, mode, static_cast<uint32_t*>(slot.upload.mapped()));
+  // The kernels bind the shared upload buffer: the slot's image goes there
+  // first, after the previous step's reads (begin()'s barrier orders them).
+  rec.copy(slot.upload, 0, shared_.upload, 0, upload_plan_.words * 4);
+  std::vector<Destination> hidden;
+  std::optional<vk::Buffer> app_hidden;
+  if (request.hidden) hidden.push_back({&slot.readback, readback_plan_.hidden * 4});
+  if (options.outputs) {
+    app_hidden = borrow(*options.outputs, "application hidden");
+    hidden.push_back({&*app_hidden, options.outputs->offset, true});
+  }
+  Destination logits;
+  if (request.logits) logits = {&slot.readback, readback_plan_.logits * 4};
+  record_step(rec, step, first_block, hidden, logits);
+  recorded_ = {1, rec.counts().dispatches, rec.counts().barriers, rec.counts().copies};
+  slot.submission.submit(options.waits);
+  slot.step = steps_++;
+  slot.unverified = true;
+  slot.uncollected = true;
+  slot.emitted = std::move(step.emitted);
+  slot.request = request;
+  return TicketAccess::make(slot.submission, slot.step);
+}
+
+StackOutput StackEngine::result(const Ticket& ticket) {
+  Slot& slot = *slots_[ticket.step() % 2];
+  TicketAccess::check_collectable(ticket, slot.submission, slot.step, slot.uncollected);
+  slot.uncollected = false;
+  const std::vector<QueryMeta>& rows = slot.emitted;
   StackOutput out;
   for (const QueryMeta& m : rows)
     if (m.valid) out.positions.push_back(m.position);
-  Destination hidden, logits;
-  if (request.hidden) hidden = {&readback_, readback_plan_.hidden * 4};
-  if (request.logits) logits = {&readback_, readback_plan_.logits * 4};
-  record_step(rec, step, first_block, hidden, logits);
-  const uint32_t count = static_cast<uint32_t>(rows.size());
-  const bool read = !out.positions.empty() && (request.hidden || request.logits);
-  recorded_ = {1, rec.counts().dispatches, rec.counts().barriers, rec.counts().copies};
-  submission_.submit();
-  ++steps_;
-  unverified_ = true;
-  if (!read) return out;
-  finish_pending();
-  const auto* floats = static_cast<const float*>(readback_.mapped());
-  for (uint32_t r = 0; r < count; ++r) {
+  if (out.positions.empty() || !(slot.request.hidden || slot.request.logits)) return out;
+  finish_slot(slot);
+  const uint32_t H = config_.hidden, V = config_.vocab;
+  const auto* floats = static_cast<const float*>(slot.readback.mapped());
+  for (uint32_t r = 0; r < rows.size(); ++r) {
     if (!rows[r].valid) continue;
-    if (request.hidden)
+    if (slot.request.hidden)
       out.hidden.insert(out.hidden.end(), floats + readback_plan_.hidden + uint64_t{r} * H,
                         floats + readback_plan_.hidden + uint64_t{r + 1} * H);
-    if (request.logits)
-      out.logits.insert(out.logits.end(), floats + readback_plan_.logits + uint64_t{r} * config_.vocab,
-                        floats + readback_plan_.logits + uint64_t{r + 1} * config_.vocab);
+    if (slot.request.logits)
+      out.logits.insert(out.logits.end(), floats + readback_plan_.logits + uint64_t{r} * V,
+                        floats + readback_plan_.logits + uint64_t{r + 1} * V);
   }
   return out;
 }
 
+StackOutput StackEngine::run(const StackChunk* chunk, size_t first_block, BlockMode mode, const StackRequest& request) {
+  require(!request.logits || config_.vocab > 0, "logits requested from a stack without a vocabulary");
+  finish_pending();  // blocking steps report an earlier step's non-finite values first
+  return result(submit_step(chunk, first_block, mode, request, {}));
+}
+
 void StackEngine::load_encoder_memory(RowRef rows, const std::vector<int64_t>& positions) {
   finish_pending();
-  vk::CommandRecorder& rec = submission_.begin();
-  auto* words = static_cast<uint32_t*>(shared_.upload.mapped());
+  Slot& slot = *slots_[0];
+  vk::Submission& submission = slot.submission;
+  vk::CommandRecorder& rec = submission.begin();
+  // The loads' metadata, written below, reaches the upload buffer first.
+  rec.copy(slot.upload, 0, shared_.upload, 0, upload_plan_.words * 4);
+  auto* words = static_cast<uint32_t*>(slot.upload.mapped());
   for (size_t l = 0; l < blocks_.size(); ++l)
     if (blocks_[l]->cross()) blocks_[l]->record_load(rec, rows, positions, words, upload_plan_.blocks[l]);
-  submission_.submit();
-  submission_.wait();
+  submission.submit();
+  submission.wait();
 }
 
 namespace {
@@ -355,12 +396,20 @@ void check_gpu_positions(const StackChunk& chunk) {
 }  // namespace
 
 StackOutput StackEngine::step(const StackChunk& chunk, const StackRequest& request) {
+  finish_pending();  // blocking steps report an earlier step's non-finite values first
+  return result(submit(chunk, request, {}));
+}
+
+Ticket StackEngine::submit(const StackChunk& chunk, const StackRequest& request, const SubmitOptions& options) {
   require(!finished_, "step() after finish(): use decode()");
+  require(!request.logits || config_.vocab > 0, "logits requested from a stack without a vocabulary");
+  slots_[0]->submission.check_waits(options.waits);
+  if (options.outputs) check_range(*options.outputs, uint64_t{config_.chunk} * config_.hidden * 4, "outputs");
   validator_.check(chunk, config_, config_.chunk).or_throw();
   check_gpu_positions(chunk);
-  StackOutput out = run(&chunk, 0, BlockMode::stream, request);
+  Ticket ticket = submit_step(&chunk, 0, BlockMode::stream, request, options);
   validator_.accept(chunk);
-  return out;
+  return ticket;
 }
 
 StackOutput StackEngine::drain_step(const StackRequest& request) { return run(nullptr, 0, BlockMode::stream, request); }
@@ -380,14 +429,36 @@ StackOutput StackEngine::decode(const StackChunk& one, const StackRequest& reque
 }
 
 RecordedStep StackEngine::record(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out) {
+  require(!finished_, "record() after finish(): the stack decodes now (record_decode)");
+  return record_step_into(cb, in, out, 0, BlockMode::stream);
+}
+
+RecordedStep StackEngine::record_decode(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out) {
+  require(finished_, "record_decode() before finish(): drain or flush the stack first");
+  require(in.chunk.rows == 1, "record_decode() takes exactly one position");
+  return record_step_into(cb, in, out, 0, BlockMode::decode);
+}
+
+RecordedStep StackEngine::record_flush(VkCommandBuffer cb, size_t block, const StackRecordOutputs& out) {
+  require(!finished_, "record_flush() after finish(): the stack decodes now");
+  require(block < blocks_.size(), "record_flush(): no block " + std::to_string(block));
+  return record_step_into(cb, {}, out, block, BlockMode::flush);
+}
+
+RecordedStep StackEngine::record_step_into(VkCommandBuffer cb, const StackRecordInputs& in,
+                                           const StackRecordOutputs& out, size_t first_block, BlockMode mode) {
   require(cb != VK_NULL_HANDLE, "record: no command buffer");
-  require(!finished_, "record() after finish(): the stack decodes now");
-  const uint32_t H = config_.hidden, S = config_.chunk;
-  const bool ids = config_.vocab > 0;
+  const uint32_t H = config_.hidden;
+  const bool ids = config_.vocab > 0, flush = mode == BlockMode::flush;
+  // Room for the rows a step may emit: at most what it takes in, except a
+  // flush, which empties a block's Q ring into the blocks after it.
+  const uint32_t input_rows = mode == BlockMode::decode ? 1 : config_.chunk;
+  const uint32_t room = flush ? max_rows(config_) : input_rows;
   require(!(ids ? in.embeddings : in.tokens), ids ? "record: a stack with a vocabulary takes token ids, not embeddings"
                                                   : "record: a stack without a vocabulary takes embeddings, not ids");
   require(!out.logits || ids, "record: logits requested from a stack without a vocabulary");
   const std::optional<BufferRange>& device = ids ? in.tokens : in.embeddings;
+  require(!flush || (!device && in.chunk.rows == 0), "record_flush() takes no input rows");
   const uint32_t row_words = ids ? 1 : H;
   // The device input's values never reach the host: positions and valid
   // flags are checked with placeholders (id 0, zero rows) in its place,
@@ -402,37 +473,39 @@ RecordedStep StackEngine::record(VkCommandBuffer cb, const StackRecordInputs& in
     if (ids) chunk.tokens = placeholder_ids = std::vector<uint32_t>(chunk.rows, 0);
     else chunk.embeddings = placeholder_rows = std::vector<float>(uint64_t{chunk.rows} * H, 0.0f);
   }
-  if (out.hidden) check_range(*out.hidden, uint64_t{S} * H * 4, "hidden");
-  if (out.logits) check_range(*out.logits, uint64_t{S} * config_.vocab * 4, "logits");
-  validator_.check(chunk, config_, S).or_throw();
-  check_gpu_positions(chunk);
+  if (out.hidden) check_range(*out.hidden, uint64_t{room} * H * 4, "hidden");
+  if (out.logits) check_range(*out.logits, uint64_t{room} * config_.vocab * 4, "logits");
+  if (!flush) {
+    validator_.check(chunk, config_, input_rows).or_throw();
+    check_gpu_positions(chunk);
+  }
 
   // Committed from here. The upload image travels inside `cb`
   // (vkCmdUpdateBuffer into the upload buffer, after the acquire barrier):
   // the host writes no mapped memory that an earlier step may still read.
   std::vector<uint32_t> image(upload_plan_.words);
-  const Planned step = plan(&chunk, 0, BlockMode::stream, image.data());
+  const Planned step = plan(flush ? nullptr : &chunk, first_block, mode, image.data());
   vk::CommandRecorder rec(cb, context_.state().debug_label);
   rec.acquire();
   rec.update(shared_.upload, 0, image.size() * 4, image.data());
   if (device) {
-    const vk::Buffer src = vk::Buffer::borrow(device->buffer, device->offset + device->size, "application input");
     const uint64_t row_bytes = uint64_t{row_words} * 4;
-    // Only valid rows: padding rows of the application's buffer are never read.
-    for_valid_runs(step.blocks[0].inserted, [&](uint32_t begin, uint32_t end) {
-      rec.copy(src, device->offset + begin * row_bytes, shared_.upload, upload_plan_.input * 4 + begin * row_bytes,
-               (end - begin) * row_bytes);
-    });
+    copy_valid_rows(rec, borrow(*device, "application input"), device->offset, shared_.upload,
+                    upload_plan_.input * 4, row_bytes, step.blocks[0].inserted);
   }
   std::optional<vk::Buffer> hidden, logits;
-  if (out.hidden) hidden = vk::Buffer::borrow(out.hidden->buffer, out.hidden->offset + out.hidden->size, "application hidden");
-  if (out.logits) logits = vk::Buffer::borrow(out.logits->buffer, out.logits->offset + out.logits->size, "application logits");
-  record_step(rec, step, 0, hidden ? Destination{&*hidden, out.hidden->offset, true} : Destination{},
+  std::vector<Destination> hidden_to;
+  if (out.hidden) {
+    hidden = borrow(*out.hidden, "application hidden");
+    hidden_to.push_back({&*hidden, out.hidden->offset, true});
+  }
+  if (out.logits) logits = borrow(*out.logits, "application logits");
+  record_step(rec, step, first_block, hidden_to,
               logits ? Destination{&*logits, out.logits->offset, true} : Destination{});
   rec.release(out.consumer.stages, out.consumer.access);
   recorded_steps_.add(rec);
   ++steps_;
-  validator_.accept(chunk);
+  if (!flush) validator_.accept(chunk);
   RecordedStep recorded;
   for (const QueryMeta& m : step.emitted)
     if (m.valid) recorded.emitted_positions.push_back(m.position);
@@ -448,7 +521,10 @@ bool StackEngine::has_pending() const {
 MemorySnapshot StackEngine::snapshot(size_t block) {
   require(block < blocks_.size(), "no block " + std::to_string(block));
   finish_pending();
-  return blocks_[block]->kv().read_snapshot(submission_, readback_, 0);
+  // Slot 0's readback serves the snapshot: a result still to collect there would be overwritten.
+  require(!(slots_[0]->uncollected && (slots_[0]->request.hidden || slots_[0]->request.logits)),
+          "collect the submitted steps' results before a snapshot");
+  return blocks_[block]->kv().read_snapshot(slots_[0]->submission, slots_[0]->readback, 0);
 }
 
 StackMemory StackEngine::memory() const {
@@ -462,7 +538,8 @@ StackMemory StackEngine::memory() const {
   out.activations = 0;
   for (const vk::Buffer* b : {&shared_.x[0], &shared_.x[1], &shared_.h, &shared_.y, &shared_.gu, &final_rows_, &logits_})
     out.activations += b->size();
-  out.staging = shared_.upload.size() + readback_.size() + shared_.checks->device_bytes();
+  out.staging = shared_.upload.size() + shared_.checks->device_bytes();
+  for (const auto& slot : slots_) out.staging += slot->upload.size() + slot->readback.size();
   out.load_staging = context_.caps().unified_memory ? 0 : WeightLoader::kStagingBytes;
   return out;
 }

@@ -8,6 +8,7 @@
 #include "core/stack_chunk.hpp"
 #include "gpu/recorded_steps.hpp"
 #include "gpu/stack_block.hpp"
+#include "gpu/ticket.hpp"
 #include "kernels/embedding.hpp"
 #include "vulkan/commands.hpp"
 #include "core/stream_validator.hpp"
@@ -15,6 +16,8 @@
 #include <attendre/gpu_stack.hpp>
 
 #include <algorithm>
+#include <array>
+#include <span>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -72,6 +75,11 @@ class StackEngine final : public TransformerStack {
   void set_profiling(bool enabled);
   std::vector<KernelTime> last_profile();
   RecordedStep record(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out);
+  RecordedStep record_decode(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out);
+  RecordedStep record_flush(VkCommandBuffer cb, size_t block, const StackRecordOutputs& out);
+  Ticket submit(const StackChunk& chunk, const StackRequest& request, const SubmitOptions& options);
+  StackOutput result(const Ticket& ticket);
+  void wait() { finish_pending(); }
 
   // Loads every cross-attention block from `rows` rows of the encoder buffer.
   void load_encoder_memory(kernels::RowRef rows, const std::vector<int64_t>& positions);
@@ -96,14 +104,37 @@ class StackEngine final : public TransformerStack {
     bool packed = false;
   };
   // Records a planned step: embedding, blocks, then, when it emits any valid
-  // row, the final norm, the LM head and the copies to `hidden` and `logits`
-  // (either may have no buffer).
-  void record_step(vk::CommandRecorder& rec, const Planned& step, size_t first_block, Destination hidden,
-                   Destination logits);
+  // row, the final norm, the LM head and the copies to every `hidden`
+  // destination and to `logits` (which may have no buffer).
+  void record_step(vk::CommandRecorder& rec, const Planned& step, size_t first_block,
+                   std::span<const Destination> hidden, Destination logits);
+  // Plans and submits one step from the next slot (double-buffered: the
+  // host plans step t+1 while the device runs step t).
+  Ticket submit_step(const StackChunk* chunk, size_t first_block, BlockMode mode, const StackRequest& request,
+                     const SubmitOptions& options);
+  // Plans and records one step into the application's `cb` (record*()).
+  RecordedStep record_step_into(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out,
+                                size_t first_block, BlockMode mode);
   void copy_rows(vk::CommandRecorder& rec, const vk::Buffer& src, uint32_t row_floats,
                  const std::vector<QueryMeta>& rows, Destination dst) const;
   StackOutput run(const StackChunk* chunk, size_t first_block, BlockMode mode, const StackRequest& request);
-  // Waits for the last submitted step and for recorded ones, and reports
+  // One of two sets of what a submitted step uses on the host side.
+  struct Slot {
+    Slot(Context& ctx, const UploadPlan& upload_plan, const ReadbackPlan& readback_plan)
+        : upload(ctx, upload_plan.words * 4, vk::MemoryIntent::upload, "stack upload slot"),
+          readback(ctx, readback_plan.words * 4, vk::MemoryIntent::readback, "stack readback"),
+          submission(ctx) {}
+    vk::Buffer upload, readback;  // the step's upload image (copied to shared_.upload first), its outputs
+    vk::Submission submission;
+    uint64_t step = 0;
+    std::vector<QueryMeta> emitted;
+    StackRequest request;
+    bool uncollected = false;  // result() not called yet
+    bool unverified = false;   // its finite checks are still to be read
+  };
+  // Waits for the slot's step and reports its non-finite values.
+  void finish_slot(Slot& slot);
+  // Waits for every submitted step and for recorded ones, and reports
   // their non-finite values.
   void finish_pending();
   std::vector<QueryMeta> stage_input(const StackChunk* chunk, uint32_t rows, uint32_t* words);
@@ -113,7 +144,7 @@ class StackEngine final : public TransformerStack {
   UploadPlan upload_plan_;
   ReadbackPlan readback_plan_;
   SharedBuffers shared_;
-  vk::Buffer final_rows_, logits_, readback_;
+  vk::Buffer final_rows_, logits_;
   std::unique_ptr<vk::MemoryArena> arena_;  // the weights' memory: before them, so it outlives them
   DeviceNorm output_norm_;
   DeviceMatrix embedding_table_, output_;
@@ -123,14 +154,13 @@ class StackEngine final : public TransformerStack {
   std::vector<kernels::Embedding> embed_;  // one per part of the embedding table
   kernels::Norm final_norm_;
   Projection head_;
-  vk::Submission submission_;
+  std::array<std::unique_ptr<Slot>, 2> slots_;
   StackStreamValidator validator_;
   Stack::Recorded recorded_;
   RecordedSteps recorded_steps_;  // record()'s, read at the next wait
   std::unique_ptr<vk::Profiler> profiler_;
   uint32_t logits_site_ = 0;
-  uint64_t steps_ = 0;       // submitted so far
-  bool unverified_ = false;  // the last step's checks are still to be read
+  uint64_t steps_ = 0;  // submitted or recorded so far
   bool finished_ = false;
 };
 

@@ -86,6 +86,9 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
   }
   if (plan.direct) select.reason += "; this device runs the direct select";
   v.push_back(select);
+  v.push_back({"tickets", caps.timeline_semaphore ? "timeline semaphores, chainable" : "fences, host waits only",
+               caps.timeline_semaphore ? "timelineSemaphore"
+                                       : absent(caps, Feature::timeline_semaphore, "timelineSemaphore")});
   // Detected and reported, not used yet; each line says what serves instead.
   auto unused = [&](const char* name, bool present, Feature f, const char* instead) {
     v.push_back({name, present ? "present, unused" : "absent", present ? instead : absent(caps, f, "support")});

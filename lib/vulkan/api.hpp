@@ -69,6 +69,8 @@ namespace attendre::vk {
   X(vkResetFences)                               \
   X(vkWaitForFences)                             \
   X(vkGetFenceStatus)                            \
+  X(vkCreateSemaphore)                           \
+  X(vkDestroySemaphore)                          \
   X(vkCreateQueryPool)                           \
   X(vkDestroyQueryPool)                          \
   X(vkGetQueryPoolResults)                       \

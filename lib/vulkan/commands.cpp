@@ -167,6 +167,26 @@ Submission::Submission(Context& context) : context_(context) {
     vkFreeCommandBuffers(context.device(), context.state().command_pool, 1, &cmd_);
     check(r, "vkCreateFence");
   }
+  if (!context.caps().timeline_semaphore) return;
+  std::vector<ContextState::Timeline>& spare = context.state().spare_timelines;
+  if (!spare.empty()) {  // a finished Submission's, continued from the value it reached
+    timeline_ = spare.back().semaphore;
+    timeline_base_ = spare.back().value;
+    spare.pop_back();
+    return;
+  }
+  VkSemaphoreTypeCreateInfoKHR type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO_KHR};
+  type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE_KHR;
+  type.initialValue = 0;
+  VkSemaphoreCreateInfo semaphore_info{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+  semaphore_info.pNext = &type;
+  const VkResult s = vkCreateSemaphore(context.device(), &semaphore_info, context.allocator(), &timeline_);
+  if (s != VK_SUCCESS) {
+    vkDestroyFence(context.device(), fence_, context.allocator());
+    vkFreeCommandBuffers(context.device(), context.state().command_pool, 1, &cmd_);
+    check(s, "vkCreateSemaphore");
+  }
+  context.state().timelines.push_back(timeline_);
 }
 
 Submission::~Submission() {
@@ -175,6 +195,7 @@ Submission::~Submission() {
   // destruction rather than freed under its feet (or waited for forever).
   if (pending_ && vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, context_.state().fence_timeout_ns) != VK_SUCCESS)
     return;
+  if (timeline_) context_.state().spare_timelines.push_back({timeline_, timeline_value(submitted_)});
   vkDestroyFence(context_.device(), fence_, context_.allocator());
   vkFreeCommandBuffers(context_.device(), context_.state().command_pool, 1, &cmd_);
 }
@@ -194,7 +215,17 @@ CommandRecorder& Submission::begin() {
   return *recorder_;
 }
 
-void Submission::submit() {
+void Submission::check_waits(std::span<const SemaphoreWait> waits) const {
+  for (const SemaphoreWait& w : waits) {
+    require(w.semaphore != VK_NULL_HANDLE, "submit: a semaphore wait has no semaphore");
+    require(w.stages != 0, "submit: a semaphore wait has no stages");
+    if (w.value != 0 && !timeline_)
+      fail(ErrorCode::unsupported, "submit: a wait for timeline value " + std::to_string(w.value) +
+                                       " needs timeline semaphores, which this context lacks (absent or disabled)");
+  }
+}
+
+void Submission::submit(std::span<const SemaphoreWait> waits) {
   require(recording_, "Submission::submit without begin");
   recording_ = false;
   if (!recorder_->host_writes().empty()) recorder_->host_barrier();
@@ -205,6 +236,29 @@ void Submission::submit() {
   VkSubmitInfo info{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   info.commandBufferCount = 1;
   info.pCommandBuffers = &cmd_;
+  std::vector<VkSemaphore> wait_semaphores;
+  std::vector<uint64_t> wait_values;
+  std::vector<VkPipelineStageFlags> wait_stages;
+  for (const SemaphoreWait& w : waits) {
+    wait_semaphores.push_back(w.semaphore);
+    wait_values.push_back(w.value);
+    wait_stages.push_back(w.stages);
+  }
+  info.waitSemaphoreCount = static_cast<uint32_t>(waits.size());
+  info.pWaitSemaphores = wait_semaphores.data();
+  info.pWaitDstStageMask = wait_stages.data();
+  // With a timeline, submission n signals timeline_value(n) (binary waits ignore their values).
+  const uint64_t signal_value = timeline_value(submitted_ + 1);
+  VkTimelineSemaphoreSubmitInfoKHR timeline_info{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO_KHR};
+  timeline_info.waitSemaphoreValueCount = info.waitSemaphoreCount;
+  timeline_info.pWaitSemaphoreValues = wait_values.data();
+  timeline_info.signalSemaphoreValueCount = 1;
+  timeline_info.pSignalSemaphoreValues = &signal_value;
+  if (timeline_) {
+    info.pNext = &timeline_info;
+    info.signalSemaphoreCount = 1;
+    info.pSignalSemaphores = &timeline_;
+  }
   check(vkQueueSubmit(context_.queue(), 1, &info, fence_), "vkQueueSubmit");
   pending_ = true;
   ++submitted_;

@@ -6,6 +6,7 @@
 #include "vulkan/pipeline.hpp"
 
 #include <attendre/context.hpp>
+#include <attendre/embedding.hpp>
 
 #include <cstdint>
 #include <span>
@@ -107,7 +108,11 @@ class CommandRecorder {
   std::vector<BufferAccess> scratch_;  // reused per dispatch
 };
 
-// One primary command buffer and its fence, reused step after step.
+// One primary command buffer and its fence, reused step after step; with
+// timeline semaphores (DeviceCaps::timeline_semaphore) also a timeline
+// semaphore (the context's, see ContextState::timelines) that submission
+// number n signals to timeline_value(n), for the application's submissions
+// to wait on (Ticket::semaphore).
 class Submission {
  public:
   explicit Submission(Context& context);
@@ -121,8 +126,17 @@ class Submission {
   // The recorder of the submission being recorded (between begin and submit).
   CommandRecorder& recorder() { return *recorder_; }
   // Ends recording (with a host barrier when mapped memory was written),
-  // flushes the mapped memory the commands read, and submits.
-  void submit();
+  // flushes the mapped memory the commands read, and submits, waiting for
+  // `waits` first (checked beforehand with check_waits).
+  void submit(std::span<const SemaphoreWait> waits = {});
+  // Throws invalid_argument for a wait without a semaphore, unsupported for
+  // a timeline value on a context without timeline semaphores. Callers
+  // check before changing any state.
+  void check_waits(std::span<const SemaphoreWait> waits) const;
+  // The timeline semaphore (null without timeline semaphores).
+  VkSemaphore timeline() const { return timeline_; }
+  // The value submission number `n` (its submitted() right after) signals.
+  uint64_t timeline_value(uint64_t n) const { return timeline_base_ + n; }
   // Blocks until the submitted work finished and invalidates the mapped
   // memory it wrote; device loss surfaces here.
   void wait();
@@ -141,6 +155,8 @@ class Submission {
   Context& context_;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
+  VkSemaphore timeline_ = VK_NULL_HANDLE;
+  uint64_t timeline_base_ = 0;  // the value the semaphore had reached when this Submission took it
   std::optional<CommandRecorder> recorder_;
   std::vector<const Buffer*> to_invalidate_;  // mapped buffers the pending submission writes
   bool pending_ = false;

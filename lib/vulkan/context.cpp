@@ -55,7 +55,8 @@ VKAPI_ATTR VkBool32 VKAPI_CALL record_message(VkDebugUtilsMessageSeverityFlagBit
 }
 
 constexpr const char* kFeatureNames[kFeatureCount] = {"16bit",   "float16", "8bit",         "arithmetic",
-                                                      "ballot",  "shuffle", "size_control", "large_workgroups"};
+                                                      "ballot",  "shuffle", "size_control", "large_workgroups",
+                                                      "timeline"};
 
 // The switches in ATTENDRE_DISABLE; read only when the options leave them unset.
 FeatureSet disabled_features(const std::optional<FeatureSet>& requested) {
@@ -74,6 +75,7 @@ void disable_features(DeviceCaps& c, FeatureSet off) {
   if (off.has(Feature::subgroup_ballot)) c.subgroup_ballot = false;
   if (off.has(Feature::subgroup_shuffle)) c.subgroup_shuffle = false;
   if (off.has(Feature::subgroup_size_control)) c.subgroup_size_control = false;
+  if (off.has(Feature::timeline_semaphore)) c.timeline_semaphore = false;
   if (!c.subgroup_size_control) c.max_subgroup_size = 0;
   if (off.has(Feature::large_workgroups)) {  // the Vulkan minimums
     c.max_invocations = std::min(c.max_invocations, 128u);
@@ -128,6 +130,7 @@ DeviceCaps query_caps(VkPhysicalDevice physical, uint32_t queue_family) {
   VkPhysicalDevice8BitStorageFeaturesKHR storage8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES_KHR};
   VkPhysicalDeviceSubgroupSizeControlFeaturesEXT size_control{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
+  VkPhysicalDeviceTimelineSemaphoreFeaturesKHR timeline{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES_KHR};
   auto chain = [&](auto& next) {
     next.pNext = features2.pNext;
     features2.pNext = &next;
@@ -135,6 +138,7 @@ DeviceCaps query_caps(VkPhysicalDevice physical, uint32_t queue_family) {
   if (has_device_extension(physical, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME)) chain(float16);
   if (has_device_extension(physical, VK_KHR_8BIT_STORAGE_EXTENSION_NAME)) chain(storage8);
   if (has_size_control) chain(size_control);
+  if (has_device_extension(physical, VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME)) chain(timeline);
   vkGetPhysicalDeviceFeatures2(physical, &features2);
 
   VkPhysicalDeviceMaintenance3Properties maintenance3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
@@ -195,6 +199,7 @@ DeviceCaps query_caps(VkPhysicalDevice physical, uint32_t queue_family) {
   c.storage_16bit = storage16.storageBuffer16BitAccess == VK_TRUE;
   c.float16 = float16.shaderFloat16 == VK_TRUE;
   c.storage_8bit = storage8.storageBuffer8BitAccess == VK_TRUE;
+  c.timeline_semaphore = timeline.timelineSemaphore == VK_TRUE;
   c.timestamp_valid_bits = families[queue_family].timestampValidBits;
   c.timestamps = c.timestamp_valid_bits > 0 && l.timestampPeriod > 0.0f;
   c.timestamp_period_ns = static_cast<double>(l.timestampPeriod);
@@ -292,8 +297,10 @@ Context::Context(const ExternalDevice& external, const LimitOverrides& limits)
   queue_family_ = external.queue_family;
   caps_ = query_caps(physical_device_, queue_family_);
   caps_.storage_16bit = caps_.storage_16bit && external.storage_16bit_enabled;
-  // The application enabled only 16-bit storage for attendre: the features
-  // that need enabling at device creation are treated as absent.
+  caps_.timeline_semaphore = caps_.timeline_semaphore && external.timeline_semaphore_enabled;
+  // The application enabled only 16-bit storage and timeline semaphores for
+  // attendre: the other features that need enabling at device creation are
+  // treated as absent.
   caps_.float16 = caps_.storage_8bit = caps_.subgroup_size_control = false;
   caps_.max_subgroup_size = 0;
   disable_features(caps_, disabled_features(external.disabled_features));
@@ -364,6 +371,10 @@ void Context::create_device() {
   // Optional features are enabled only where supported; kernels check caps_.
   VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   storage16.storageBuffer16BitAccess = caps_.storage_16bit ? VK_TRUE : VK_FALSE;
+  // Timeline semaphores through the extension: the instance asks for 1.1.
+  VkPhysicalDeviceTimelineSemaphoreFeaturesKHR timeline{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES_KHR};
+  timeline.timelineSemaphore = VK_TRUE;
+  if (caps_.timeline_semaphore) storage16.pNext = &timeline;
   VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   info.pNext = &storage16;
   info.queueCreateInfoCount = 1;
@@ -373,14 +384,17 @@ void Context::create_device() {
   // none is enabled and caps_.max_subgroup_size is 0.
   VkPhysicalDeviceSubgroupSizeControlFeaturesEXT size_control{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
-  const char* size_control_extension = VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME;
+  std::vector<const char*> extensions;
   if (caps_.subgroup_size_control) {
     size_control.subgroupSizeControl = VK_TRUE;
     size_control.computeFullSubgroups = VK_TRUE;
+    size_control.pNext = storage16.pNext;
     storage16.pNext = &size_control;
-    info.enabledExtensionCount = 1;
-    info.ppEnabledExtensionNames = &size_control_extension;
+    extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
   }
+  if (caps_.timeline_semaphore) extensions.push_back(VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
+  info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  info.ppEnabledExtensionNames = extensions.data();
   vk::check(vkCreateDevice(physical_device_, &info, allocator_, &device_), "vkCreateDevice");
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
 }
@@ -393,6 +407,13 @@ void Context::finish_setup(const LimitOverrides& limits, uint32_t fence_timeout_
   pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pool_info.queueFamilyIndex = queue_family_;
   vk::check(vkCreateCommandPool(device_, &pool_info, allocator_, &state_->command_pool), "vkCreateCommandPool");
+  // An extension's device command, from the device (the loader's instance
+  // trampolines need not know it).
+  if (caps_.timeline_semaphore) {
+    state_->wait_semaphores = reinterpret_cast<PFN_vkWaitSemaphoresKHR>(vkGetDeviceProcAddr(device_, "vkWaitSemaphoresKHR"));
+    if (!state_->wait_semaphores)
+      state_->wait_semaphores = reinterpret_cast<PFN_vkWaitSemaphoresKHR>(vkGetDeviceProcAddr(device_, "vkWaitSemaphores"));
+  }
   // Labels name each derived barrier's reason in validation messages and captures.
   if (messenger_)
     state_->debug_label = reinterpret_cast<PFN_vkCmdInsertDebugUtilsLabelEXT>(
@@ -412,6 +433,17 @@ void Context::release() {
   // attendre's objects wait on their own fences when destroyed; an adopted
   // device may run the application's work, which is not ours to wait for.
   if (device_ && owns_device_) vkDeviceWaitIdle(device_);
+  for (const vk::ContextState::Timeline& t : state_->spare_timelines) {
+    if (!state_->wait_semaphores || t.value == 0) continue;
+    VkSemaphoreWaitInfoKHR wait{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO_KHR};
+    wait.semaphoreCount = 1;
+    wait.pSemaphores = &t.semaphore;
+    wait.pValues = &t.value;
+    state_->wait_semaphores(device_, &wait, state_->fence_timeout_ns);  // a lost device: destroyed anyway
+  }
+  for (VkSemaphore s : state_->timelines) vkDestroySemaphore(device_, s, allocator_);
+  state_->timelines.clear();
+  state_->spare_timelines.clear();
   if (state_->command_pool) vkDestroyCommandPool(device_, state_->command_pool, allocator_);
   state_->command_pool = VK_NULL_HANDLE;
   state_->pipelines.clear();

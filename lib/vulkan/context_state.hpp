@@ -29,6 +29,22 @@ struct ContextState {
     peak_device_memory_bytes = std::max(peak_device_memory_bytes, device_memory_bytes);
   }
   std::vector<std::string> messages;  // validation messages since the last clear
+
+  // Timeline semaphores (vk::Submission's) are never destroyed while the
+  // device runs: destroying one soon after the fence of its last submission
+  // signalled left lavapipe's (Mesa 22.3) queue thread blocked for good, in
+  // the full suite under load. A finished Submission hands its semaphore
+  // back with the value it reached; the next one continues from there, and
+  // Context::release destroys them all once the device is idle.
+  struct Timeline {
+    VkSemaphore semaphore = VK_NULL_HANDLE;
+    uint64_t value = 0;
+  };
+  std::vector<Timeline> spare_timelines;
+  std::vector<VkSemaphore> timelines;  // every one created
+  // vkWaitSemaphores (KHR or core): before destroying them, the context
+  // waits until each reached its value, so that the driver is done signalling it.
+  PFN_vkWaitSemaphoresKHR wait_semaphores = nullptr;
 };
 
 }  // namespace attendre::vk

@@ -122,6 +122,11 @@ static void check_errors_without_device(void) {
   FAILS(attendre_context_disabled_features(NULL, NULL), ATTENDRE_ERROR_INVALID_ARGUMENT, "features");
   FAILS(attendre_layer_record(NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL), ATTENDRE_ERROR_INVALID_ARGUMENT,
         "layer");
+  FAILS(attendre_layer_submit(NULL, NULL, NULL, NULL), ATTENDRE_ERROR_INVALID_ARGUMENT, "layer");
+  FAILS(attendre_ticket_wait(NULL, 0, NULL), ATTENDRE_ERROR_INVALID_ARGUMENT, "ticket");
+  FAILS(attendre_stack_record(NULL, NULL, ATTENDRE_RECORD_STEP, 0, NULL, NULL, NULL, NULL, 0, 0),
+        ATTENDRE_ERROR_INVALID_ARGUMENT, "stack");
+  FAILS(attendre_kv_memory_record_insert(NULL, NULL, NULL, NULL, 0, 0), ATTENDRE_ERROR_INVALID_ARGUMENT, "memory");
   OK(attendre_continuation_point("word word", 9, 9, &point));
   REQUIRE(point == 4);
   REQUIRE(attendre_last_error()[0] == '\0');  /* a success clears the message */
@@ -133,6 +138,7 @@ static void check_errors_without_device(void) {
   attendre_kv_memory_destroy(NULL);
   attendre_model_destroy(NULL);
   attendre_tokenizer_destroy(NULL);
+  attendre_ticket_destroy(NULL);
 }
 
 /* A stack with random weights: steps, a drain, snapshots and buffers. */
@@ -219,6 +225,20 @@ static void check_random_stack(attendre_context* context, FILE* out) {
   attendre_stack_destroy(stack);
 }
 
+/* A layer of 2 query heads sharing 1 K/V head of 4 dims, chunks of 4. */
+static void small_layer(attendre_layer_config* config, uint32_t q_capacity, uint32_t kv_capacity, uint32_t top_k,
+                        const char* policy) {
+  attendre_layer_config_defaults(config);
+  config->heads_q = 2;
+  config->heads_kv = 1;
+  config->head_dim = 4;
+  config->chunk = 4;
+  config->memory.q_capacity = q_capacity;
+  config->memory.kv_capacity = kv_capacity;
+  config->memory.top_k = top_k;
+  config->memory.policy = policy;
+}
+
 /* One layer and one K/V memory alone. */
 static void check_layer_and_memory(attendre_context* context) {
   attendre_layer_config config;
@@ -230,15 +250,7 @@ static void check_layer_and_memory(attendre_context* context) {
   size_t i, count, output_count;
   int pending = 1;
 
-  attendre_layer_config_defaults(&config);
-  config.heads_q = 2;
-  config.heads_kv = 1;
-  config.head_dim = 4;
-  config.chunk = 4;
-  config.memory.q_capacity = 2;
-  config.memory.kv_capacity = 8;
-  config.memory.top_k = 4;
-  config.memory.policy = "lfa";
+  small_layer(&config, 2, 8, 4, "lfa");
   config.memory.lambda = 0.01;
   for (i = 0; i < 32; ++i) q[i] = (float)((i * 7) % 11) / 11.0f - 0.5f;
   for (i = 0; i < 16; ++i) {
@@ -279,6 +291,105 @@ static void check_layer_and_memory(attendre_context* context) {
   OK(attendre_kv_memory_snapshot(memory, held, NULL, &count));
   REQUIRE(count == 4);
   attendre_kv_memory_destroy(memory);
+}
+
+/* Steps submitted without blocking: two in flight, collected in order,
+ * equal to the blocking steps of a twin layer and stack. */
+static void check_tickets(attendre_context* context) {
+  attendre_layer_config config;
+  attendre_layer *blocking = NULL, *pipelined = NULL;
+  attendre_stack_config stack_config;
+  attendre_stack *stack_blocking = NULL, *stack_pipelined = NULL;
+  attendre_ticket* tickets[3] = {NULL, NULL, NULL};
+  attendre_chunk chunks[3];
+  attendre_stack_chunk stack_chunks[3];
+  float q[12 * 8], k[12 * 4], v[12 * 4], want[2 * 4 * 8], got[2 * 4 * 8], want_logits[8 * 256], got_logits[8 * 256];
+  int64_t positions[24], want_positions[8], got_positions[8];
+  uint32_t tokens[24];
+  uint64_t semaphore = 0, value = 0, step = 0;
+  size_t i, t, want_count, got_count, want_outputs, got_outputs;
+  int ready = 0, finished = 0, timeline = -1;
+
+  small_layer(&config, 3, 6, 3, "lru");
+  for (i = 0; i < 12 * 8; ++i) q[i] = (float)((i * 7) % 11) / 11.0f - 0.5f;
+  for (i = 0; i < 12 * 4; ++i) {
+    k[i] = (float)((i * 5) % 13) / 13.0f - 0.5f;
+    v[i] = (float)((i * 3) % 17) / 17.0f;
+  }
+  for (i = 0; i < 24; ++i) {
+    positions[i] = (int64_t)i;
+    tokens[i] = (uint32_t)(i * 53 % 256);
+  }
+  for (t = 0; t < 3; ++t) {
+    memset(&chunks[t], 0, sizeof chunks[t]);
+    chunks[t].rows = 4;
+    chunks[t].q = q + t * 4 * 8;
+    chunks[t].k = k + t * 4 * 4;
+    chunks[t].v = v + t * 4 * 4;
+    chunks[t].positions = positions + t * 4;
+  }
+  OK(attendre_layer_create(context, &config, &blocking));
+  OK(attendre_layer_create(context, &config, &pipelined));
+  OK(attendre_context_timeline(context, &timeline));
+  OK(attendre_layer_submit(pipelined, &chunks[0], NULL, &tickets[0]));
+  for (t = 0; t < 3; ++t) {
+    if (t + 1 < 3) OK(attendre_layer_submit(pipelined, &chunks[t + 1], NULL, &tickets[t + 1]));
+    OK(attendre_ticket_wait(tickets[t], UINT64_MAX, &finished));
+    REQUIRE(finished == 1);
+    OK(attendre_ticket_ready(tickets[t], &ready));
+    REQUIRE(ready == 1);
+    OK(attendre_ticket_step(tickets[t], &step));
+    REQUIRE(step == t);
+    if (timeline == 1) {
+      OK(attendre_ticket_semaphore(tickets[t], &semaphore, &value));
+      REQUIRE(semaphore != 0 && value > 0);
+    } else {
+      FAILS(attendre_ticket_semaphore(tickets[t], &semaphore, &value), ATTENDRE_ERROR_UNSUPPORTED, "timeline");
+    }
+    FAILS(attendre_layer_result(blocking, tickets[t]), ATTENDRE_ERROR_INVALID_ARGUMENT, "another");
+    OK(attendre_layer_result(pipelined, tickets[t]));
+    OK(attendre_layer_step(blocking, &chunks[t]));
+    want_count = got_count = 8;
+    want_outputs = got_outputs = 2 * 4 * 8;
+    OK(attendre_layer_output(blocking, want_positions, &want_count, want, &want_outputs));
+    OK(attendre_layer_output(pipelined, got_positions, &got_count, got, &got_outputs));
+    REQUIRE(got_count == want_count && got_outputs == want_outputs);
+    REQUIRE(memcmp(got_positions, want_positions, want_count * sizeof *got_positions) == 0);
+    REQUIRE(memcmp(got, want, want_outputs * sizeof *got) == 0); /* same kernels: bit for bit */
+  }
+  FAILS(attendre_layer_result(pipelined, tickets[2]), ATTENDRE_ERROR_INVALID_ARGUMENT, "collected");
+  for (t = 0; t < 3; ++t) attendre_ticket_destroy(tickets[t]);
+  attendre_layer_destroy(blocking);
+  attendre_layer_destroy(pipelined);
+
+  attendre_stack_config_defaults(&stack_config);
+  stack_config.seed = 11;
+  OK(attendre_stack_create(context, &stack_config, &stack_blocking));
+  OK(attendre_stack_create(context, &stack_config, &stack_pipelined));
+  for (t = 0; t < 3; ++t) {
+    memset(&stack_chunks[t], 0, sizeof stack_chunks[t]);
+    stack_chunks[t].rows = 8;
+    stack_chunks[t].tokens = tokens + t * 8;
+    stack_chunks[t].positions = positions + t * 8;
+  }
+  OK(attendre_stack_submit(stack_pipelined, &stack_chunks[0], ATTENDRE_WANT_LOGITS, NULL, &tickets[0]));
+  for (t = 0; t < 3; ++t) {
+    if (t + 1 < 3)
+      OK(attendre_stack_submit(stack_pipelined, &stack_chunks[t + 1], ATTENDRE_WANT_LOGITS, NULL, &tickets[t + 1]));
+    OK(attendre_stack_result(stack_pipelined, tickets[t]));
+    OK(attendre_stack_step(stack_blocking, &stack_chunks[t], ATTENDRE_WANT_LOGITS));
+    want_count = got_count = 8;
+    OK(attendre_stack_output_positions(stack_blocking, want_positions, &want_count));
+    OK(attendre_stack_output_positions(stack_pipelined, got_positions, &got_count));
+    REQUIRE(got_count == want_count && memcmp(got_positions, want_positions, want_count * sizeof *got_positions) == 0);
+    want_outputs = got_outputs = 8 * 256;
+    OK(attendre_stack_output_logits(stack_blocking, want_logits, &want_outputs));
+    OK(attendre_stack_output_logits(stack_pipelined, got_logits, &got_outputs));
+    REQUIRE(got_outputs == want_outputs && memcmp(got_logits, want_logits, want_outputs * sizeof *got_logits) == 0);
+    attendre_ticket_destroy(tickets[t]);
+  }
+  attendre_stack_destroy(stack_blocking);
+  attendre_stack_destroy(stack_pipelined);
 }
 
 static const char* kText = "Lily had a red ball. She played with it in the park every day.";
@@ -425,6 +536,7 @@ int main(int argc, char** argv) {
   fprintf(out, "device %s\n", name);
   check_random_stack(context, out);
   check_layer_and_memory(context);
+  check_tickets(context);
   if (argc == 4) check_model(context, argv[2], argv[3], out);
   check_validation(context);
   attendre_context_destroy(context);
