@@ -57,7 +57,16 @@
 extern "C" {
 #endif
 
-#define ATTENDRE_API_VERSION 1
+/* History (a struct that grows changes the layout a compiled program
+ * passes, so it counts as incompatible even where rebuilt code keeps its
+ * defaults):
+ *   1  first release of this header;
+ *   2  structs grew (trailing fields, defaults 0 or NULL):
+ *      attendre_context_options (disabled_features, allocator),
+ *      attendre_external_device (options, timeline_semaphore_enabled),
+ *      attendre_memory_setting (fp16_memory); added the record, ticket and
+ *      submit functions. */
+#define ATTENDRE_API_VERSION 2
 
 /* ATTENDRE_API_VERSION of the library linked at run time. */
 ATTENDRE_C_API uint32_t attendre_version(void);
