@@ -8,7 +8,6 @@
 //   padding to the alignment | data section (each tensor at its offset, a multiple of the alignment)
 // Version 1 used 32-bit counts and lengths and is refused, as llama.cpp does.
 #include "io/gguf_value_impl.hpp"
-#include "core/fail.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -18,6 +17,8 @@
 namespace attendre::gguf {
 
 using detail::ValueImpl;
+
+
 namespace {
 
 using detail::Cursor;
@@ -60,32 +61,35 @@ struct File::Impl {
   std::vector<TensorInfo> tensors;
   std::unordered_map<std::string_view, size_t> tensor_index;
 
-  explicit Impl(std::shared_ptr<const detail::Source> bytes) : source(std::move(bytes)) {
+  explicit Impl(std::shared_ptr<const detail::Source> bytes) : source(std::move(bytes)) {}
+
+  // Parses and checks the whole file.
+  Status read() {
     Cursor cursor(source->bytes(), 0);
     Counts counts;
-    in_file([&] {
-      counts = read_header(cursor);
-      read_metadata(cursor, counts.metadata);
-    });
-    read_alignment();  // its own messages: general.alignment is read through a Value
-    in_file([&] {
-      read_tensor_infos(cursor, counts.tensors);
-      place_data(cursor);
+    ATTENDRE_TRY(in_file([&]() -> Status {
+      ATTENDRE_TRY_ASSIGN(counts, read_header(cursor));
+      return read_metadata(cursor, counts.metadata);
+    }));
+    ATTENDRE_TRY(read_alignment());  // its own messages: general.alignment is read through a Value
+    return in_file([&]() -> Status {
+      ATTENDRE_TRY(read_tensor_infos(cursor, counts.tensors));
+      return place_data(cursor);
     });
   }
 
   template <class Body>
-  void in_file(Body&& body) {
-    within([&] { return source->name(); }, body);
+  Status in_file(Body&& body) {
+    return within(body(), [&] { return source->name(); });
   }
 
   struct Counts {
     uint64_t tensors = 0, metadata = 0;
   };
 
-  Counts read_header(Cursor& cursor) {
+  Result<Counts> read_header(Cursor& cursor) {
     const auto bytes = source->bytes();
-    if (bytes.size() < 4) malformed("too short for a GGUF file (" + std::to_string(bytes.size()) + " bytes)");
+    if (bytes.size() < 4) return malformed("too short for a GGUF file (" + std::to_string(bytes.size()) + " bytes)");
     if (std::string_view(reinterpret_cast<const char*>(bytes.data()), 4) != "GGUF") {
       static constexpr char kHex[] = "0123456789abcdef";
       std::string seen;
@@ -95,104 +99,117 @@ struct File::Impl {
         seen += kHex[b >> 4];
         seen += kHex[b & 0xF];
       }
-      malformed("not a GGUF file (starts with bytes " + seen + ", expected \"GGUF\")");
+      return malformed("not a GGUF file (starts with bytes " + seen + ", expected \"GGUF\")");
     }
-    cursor.skip(4);
-    version = within([] { return std::string("version"); }, [&] { return cursor.read<uint32_t>(); });
+    ATTENDRE_TRY(cursor.skip(4));
+    ATTENDRE_TRY_ASSIGN(version, within(cursor.read<uint32_t>(), [] { return std::string("version"); }));
     const uint32_t swapped = byteswap32(version);
     if (version > 3 && swapped >= 1 && swapped <= 3)
-      malformed("big-endian GGUF file (version field reads " + std::to_string(swapped) +
+      return malformed("big-endian GGUF file (version field reads " + std::to_string(swapped) +
                 " byte-swapped): only little-endian files are supported");
     if (version != 2 && version != 3)
-      malformed("GGUF version " + std::to_string(version) + " is not supported (only versions 2 and 3)");
+      return malformed("GGUF version " + std::to_string(version) + " is not supported (only versions 2 and 3)");
     Counts counts;
-    counts.tensors = within([] { return std::string("tensor count"); }, [&] { return cursor.read<uint64_t>(); });
-    counts.metadata = within([] { return std::string("metadata count"); }, [&] { return cursor.read<uint64_t>(); });
+    ATTENDRE_TRY_ASSIGN(counts.tensors, within(cursor.read<uint64_t>(), [] { return std::string("tensor count"); }));
+    ATTENDRE_TRY_ASSIGN(counts.metadata, within(cursor.read<uint64_t>(), [] { return std::string("metadata count"); }));
     return counts;
   }
 
-  void read_metadata(Cursor& cursor, uint64_t metadata_count) {
+  Status read_metadata(Cursor& cursor, uint64_t metadata_count) {
     // Counts are bounded by what the rest of the file can hold before any
     // loop runs on them, so a lying count fails at once instead of slowly.
     if (metadata_count > cursor.left() / kMinPairBytes)
-      malformed("metadata count " + std::to_string(metadata_count) + " exceeds what the " +
+      return malformed("metadata count " + std::to_string(metadata_count) + " exceeds what the " +
                 std::to_string(cursor.left()) + " bytes left in the file can hold (" + std::to_string(kMinPairBytes) +
                 " bytes per key-value pair at least)");
     for (uint64_t i = 0; i < metadata_count; ++i) {
-      const std::string_view key =
-          within([&] { return "metadata key " + std::to_string(i); }, [&] { return cursor.read_string(); });
-      within([&] { return "metadata key " + std::to_string(i) + " (" + quote_name(key) + ")"; }, [&] {
-        const auto type = static_cast<ValueType>(cursor.read<uint32_t>());
-        const uint64_t offset = cursor.offset();
-        cursor.skip(detail::measure_value(source->bytes(), type, offset, 0));
-        const auto [it, inserted] = key_index.emplace(key, keys.size());
-        if (!inserted) malformed("duplicate of metadata key " + std::to_string(it->second));
-        keys.emplace_back(key);
-        values.push_back(detail::ValueAccess::make(source, keys.back(), type, offset, 0));
-      });
+      ATTENDRE_TRY_ASSIGN(const std::string_view key,
+                          within(cursor.read_string(), [&] { return "metadata key " + std::to_string(i); }));
+      ATTENDRE_TRY(within(read_pair(cursor, key),
+                          [&] { return "metadata key " + std::to_string(i) + " (" + quote_name(key) + ")"; }));
     }
+    return {};
   }
 
-  void read_alignment() {
+  // The type and value of metadata key `key`, just read.
+  Status read_pair(Cursor& cursor, std::string_view key) {
+    ATTENDRE_TRY_ASSIGN(const uint32_t type_id, cursor.read<uint32_t>());
+    const auto type = static_cast<ValueType>(type_id);
+    const uint64_t offset = cursor.offset();
+    ATTENDRE_TRY_ASSIGN(const uint64_t size, detail::measure_value(source->bytes(), type, offset, 0));
+    ATTENDRE_TRY(cursor.skip(size));
+    const auto [it, inserted] = key_index.emplace(key, keys.size());
+    if (!inserted) return malformed("duplicate of metadata key " + std::to_string(it->second));
+    keys.emplace_back(key);
+    values.push_back(detail::ValueAccess::make(source, keys.back(), type, offset, 0));
+    return {};
+  }
+
+  Status read_alignment() {
     const auto it = key_index.find("general.alignment");
-    if (it == key_index.end()) return;
-    alignment = values[it->second].as_u64("general.alignment");
+    if (it == key_index.end()) return {};
+    ATTENDRE_TRY_ASSIGN(alignment, values[it->second].try_as_u64("general.alignment"));
     if (alignment == 0 || (alignment & (alignment - 1)) != 0)
-      fail(ErrorCode::malformed_input, source->name() + ": metadata key \"general.alignment\": " +
-                                           std::to_string(alignment) + " is not a nonzero power of two");
+      return malformed(source->name() + ": metadata key \"general.alignment\": " + std::to_string(alignment) +
+                       " is not a nonzero power of two");
+    return {};
   }
 
-  void read_tensor_infos(Cursor& cursor, uint64_t count) {
+  Status read_tensor_infos(Cursor& cursor, uint64_t count) {
     if (count > cursor.left() / kMinTensorInfoBytes)
-      malformed("tensor count " + std::to_string(count) + " exceeds what the " + std::to_string(cursor.left()) +
+      return malformed("tensor count " + std::to_string(count) + " exceeds what the " + std::to_string(cursor.left()) +
                 " bytes left in the file can hold (" + std::to_string(kMinTensorInfoBytes) +
                 " bytes per tensor info at least)");
     for (uint64_t i = 0; i < count; ++i) {
-      const std::string_view name =
-          within([&] { return "tensor " + std::to_string(i); }, [&] { return cursor.read_string(); });
-      within([&] { return "tensor " + std::to_string(i) + " (" + quote_name(name) + ")"; },
-             [&] { read_tensor_info(cursor, name); });
+      ATTENDRE_TRY_ASSIGN(const std::string_view name,
+                          within(cursor.read_string(), [&] { return "tensor " + std::to_string(i); }));
+      ATTENDRE_TRY(within(read_tensor_info(cursor, name),
+                          [&] { return "tensor " + std::to_string(i) + " (" + quote_name(name) + ")"; }));
     }
+    return {};
   }
 
-  void read_tensor_info(Cursor& cursor, std::string_view name) {
+  Status read_tensor_info(Cursor& cursor, std::string_view name) {
     TensorInfo tensor;
     tensor.name = std::string(name);
-    const auto n_dims = cursor.read<uint32_t>();
+    ATTENDRE_TRY_ASSIGN(const uint32_t n_dims, cursor.read<uint32_t>());
     if (n_dims > kMaxDims)
-      malformed("has " + std::to_string(n_dims) + " dimensions, more than " + std::to_string(kMaxDims));
+      return malformed("has " + std::to_string(n_dims) + " dimensions, more than " + std::to_string(kMaxDims));
     uint64_t elements = 1;
     for (uint32_t d = 0; d < n_dims; ++d) {
-      tensor.dims.push_back(cursor.read<uint64_t>());
-      if (tensor.dims.back() == 0) malformed("dimension " + std::to_string(d) + " is 0");
+      ATTENDRE_TRY_ASSIGN(const uint64_t dim, cursor.read<uint64_t>());
+      tensor.dims.push_back(dim);
+      if (tensor.dims.back() == 0) return malformed("dimension " + std::to_string(d) + " is 0");
       // ggml counts elements in int64_t.
       if (tensor.dims.back() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / elements)
-        malformed("element count of dims " + dims_text(tensor.dims) + " overflows int64");
+        return malformed("element count of dims " + dims_text(tensor.dims) + " overflows int64");
       elements *= tensor.dims.back();
     }
-    tensor.type = static_cast<TensorType>(cursor.read<uint32_t>());
+    ATTENDRE_TRY_ASSIGN(const uint32_t type_id, cursor.read<uint32_t>());
+    tensor.type = static_cast<TensorType>(type_id);
     const auto block = block_size(tensor.type);
-    if (!block) malformed("unknown tensor type " + std::to_string(static_cast<uint32_t>(tensor.type)));
+    if (!block) return malformed("unknown tensor type " + std::to_string(static_cast<uint32_t>(tensor.type)));
     const uint64_t row = tensor.dims.empty() ? 1 : tensor.dims[0];
     if (row % block->elements != 0)
-      malformed("row of " + std::to_string(row) + " elements is not a multiple of the " + to_string(tensor.type) +
+      return malformed("row of " + std::to_string(row) + " elements is not a multiple of the " + to_string(tensor.type) +
                 " block of " + std::to_string(block->elements));
     const uint64_t blocks = elements / block->elements;
     if (blocks > std::numeric_limits<uint64_t>::max() / block->bytes)
-      malformed("data size of dims " + dims_text(tensor.dims) + " overflows");
+      return malformed("data size of dims " + dims_text(tensor.dims) + " overflows");
     tensor.bytes = blocks * block->bytes;
-    tensor.offset = cursor.read<uint64_t>();
+    ATTENDRE_TRY_ASSIGN(tensor.offset, cursor.read<uint64_t>());
     if (tensor.offset % alignment != 0)
-      malformed("data offset " + std::to_string(tensor.offset) + " is not a multiple of the alignment " +
+      return malformed("data offset " + std::to_string(tensor.offset) + " is not a multiple of the alignment " +
                 std::to_string(alignment));
     const auto [it, inserted] = tensor_index.emplace(name, tensors.size());
-    if (!inserted) malformed("duplicate tensor name (also tensor " + std::to_string(it->second) + ")");
+    if (!inserted) return malformed("duplicate tensor name (also tensor " + std::to_string(it->second) + ")");
     tensors.push_back(std::move(tensor));
+    return {};
   }
 
   // The data section starts at the first multiple of the alignment after the
   // tensor infos; every tensor must lie inside it and apart from the others.
-  void place_data(const Cursor& cursor) {
+  Status place_data(const Cursor& cursor) {
     const uint64_t end_of_infos = cursor.offset(), size = source->size();
     const uint64_t rest = end_of_infos % alignment;
     // Cannot overflow: the alignment was read from the file, so it is at most
@@ -202,7 +219,7 @@ struct File::Impl {
     for (size_t i = 0; i < tensors.size(); ++i) {
       const TensorInfo& t = tensors[i];
       if (t.offset > section || t.bytes > section - t.offset)
-        malformed("tensor " + std::to_string(i) + " (" + quote_name(t.name) + "): " + std::to_string(t.bytes) +
+        return malformed("tensor " + std::to_string(i) + " (" + quote_name(t.name) + "): " + std::to_string(t.bytes) +
                   " bytes of data at offset " + std::to_string(t.offset) +
                   " extend past the end of the file (the data section holds " + std::to_string(section) +
                   " bytes from file offset " + std::to_string(data_offset) + ")");
@@ -215,31 +232,34 @@ struct File::Impl {
     for (size_t k = 1; k < order.size(); ++k) {
       const TensorInfo &before = tensors[order[k - 1]], &after = tensors[order[k]];
       if (before.offset + before.bytes > after.offset)
-        malformed("tensor " + std::to_string(order[k]) + " (" + quote_name(after.name) + "): data " +
+        return malformed("tensor " + std::to_string(order[k]) + " (" + quote_name(after.name) + "): data " +
                   range_text(after.offset, after.bytes) + " overlaps tensor " + std::to_string(order[k - 1]) + " (" +
                   quote_name(before.name) + ") at " + range_text(before.offset, before.bytes));
     }
+    return {};
   }
 
-  [[noreturn]] void key_error(std::string_view key, const std::string& problem) const {
-    fail(ErrorCode::malformed_input, source->name() + ": metadata key " + quote_name(key) + ": " + problem);
+  Status key_error(std::string_view key, const std::string& problem) const {
+    return malformed(source->name() + ": metadata key " + quote_name(key) + ": " + problem);
   }
 
   // The array at `key` with elements of `type`, checked.
-  const ValueImpl& array_of(std::string_view key, ValueType type) const {
+  Result<const ValueImpl*> array_of(std::string_view key, ValueType type) const {
     const auto it = key_index.find(key);
-    if (it == key_index.end()) key_error(key, "is missing");
+    if (it == key_index.end()) return key_error(key, "is missing");
     const ValueImpl& value = detail::ValueAccess::impl(values[it->second]);
     if (value.type != ValueType::array)
-      key_error(key, "has type " + to_string(value.type) + ", expected an array of " + to_string(type));
+      return key_error(key, "has type " + to_string(value.type) + ", expected an array of " + to_string(type));
     if (value.element_type != type)
-      key_error(key, "is an array of " + to_string(value.element_type) + ", expected an array of " + to_string(type));
-    return value;
+      return key_error(key,
+                       "is an array of " + to_string(value.element_type) + ", expected an array of " + to_string(type));
+    return &value;
   }
 
   template <class T>
-  std::vector<T> scalars(std::string_view key, ValueType type) const {
-    const ValueImpl& value = array_of(key, type);
+  Result<std::vector<T>> scalars(std::string_view key, ValueType type) const {
+    ATTENDRE_TRY_ASSIGN(const ValueImpl* checked, array_of(key, type));
+    const ValueImpl& value = *checked;
     std::vector<T> out(value.count);
     if (!out.empty()) std::memcpy(out.data(), source->bytes().data() + value.first, out.size() * sizeof(T));
     return out;
@@ -251,16 +271,25 @@ File::File(File&&) noexcept = default;
 File& File::operator=(File&&) noexcept = default;
 File::~File() = default;
 
-File File::open(const std::filesystem::path& path) {
-  File file;
-  file.impl_ = std::make_unique<Impl>(detail::Source::map(path));
-  return file;
+// Builds Files (File's constructor and Impl are private).
+struct FileAccess {
+  // The File over `source`, parsed and checked.
+  static Result<File> read(std::shared_ptr<const detail::Source> source) {
+    auto impl = std::make_unique<File::Impl>(std::move(source));
+    ATTENDRE_TRY(impl->read());
+    File file;
+    file.impl_ = std::move(impl);
+    return file;
+  }
+};
+
+Result<File> File::try_open(const std::filesystem::path& path) {
+  ATTENDRE_TRY_ASSIGN(auto source, detail::Source::map(path));
+  return FileAccess::read(std::move(source));
 }
 
-File File::parse(std::span<const std::byte> bytes, const std::filesystem::path& name) {
-  File file;
-  file.impl_ = std::make_unique<Impl>(detail::Source::borrow(bytes, name));
-  return file;
+Result<File> File::try_parse(std::span<const std::byte> bytes, const std::filesystem::path& name) {
+  return FileAccess::read(detail::Source::borrow(bytes, name));
 }
 
 const std::filesystem::path& File::path() const { return impl_->source->path(); }
@@ -276,9 +305,9 @@ std::optional<Value> File::find(std::string_view key) const {
   return impl_->values[it->second];
 }
 
-Value File::get(std::string_view key) const {
+Result<Value> File::try_get(std::string_view key) const {
   auto value = find(key);
-  if (!value) impl_->key_error(key, "is missing");
+  if (!value) return impl_->key_error(key, "is missing");
   return *value;
 }
 
@@ -286,45 +315,51 @@ namespace {
 
 // `read` of the value at `key`, or `fallback` when the key is absent and there is one.
 template <class T, class Read>
-T value_or(const File& file, std::string_view key, const std::optional<T>& fallback, Read read) {
+Result<T> value_or(const File& file, std::string_view key, const std::optional<T>& fallback, Read read) {
   if (fallback && !file.find(key)) return *fallback;
-  return read(file.get(key));
+  ATTENDRE_TRY_ASSIGN(const Value value, file.try_get(key));
+  return read(value);
 }
 
 }  // namespace
 
-uint64_t File::get_u64(std::string_view key, std::optional<uint64_t> fallback) const {
-  return value_or(*this, key, fallback, [&](const Value& v) { return v.as_u64(key); });
+Result<uint64_t> File::try_get_u64(std::string_view key, std::optional<uint64_t> fallback) const {
+  return value_or(*this, key, fallback, [&](const Value& v) { return v.try_as_u64(key); });
 }
 
-int64_t File::get_i64(std::string_view key, std::optional<int64_t> fallback) const {
-  return value_or(*this, key, fallback, [&](const Value& v) { return v.as_i64(key); });
+Result<int64_t> File::try_get_i64(std::string_view key, std::optional<int64_t> fallback) const {
+  return value_or(*this, key, fallback, [&](const Value& v) { return v.try_as_i64(key); });
 }
 
-double File::get_f64(std::string_view key, std::optional<double> fallback) const {
-  return value_or(*this, key, fallback, [&](const Value& v) { return v.as_f64(key); });
+Result<double> File::try_get_f64(std::string_view key, std::optional<double> fallback) const {
+  return value_or(*this, key, fallback, [&](const Value& v) { return v.try_as_f64(key); });
 }
 
-bool File::get_bool(std::string_view key, std::optional<bool> fallback) const {
-  return value_or(*this, key, fallback, [&](const Value& v) { return v.as_bool(key); });
+Result<bool> File::try_get_bool(std::string_view key, std::optional<bool> fallback) const {
+  return value_or(*this, key, fallback, [&](const Value& v) { return v.try_as_bool(key); });
 }
 
-std::string File::get_string(std::string_view key, std::optional<std::string> fallback) const {
-  return value_or(*this, key, fallback, [&](const Value& v) { return std::string(v.as_string(key)); });
+Result<std::string> File::try_get_string(std::string_view key, std::optional<std::string> fallback) const {
+  return value_or(*this, key, fallback, [&](const Value& v) -> Result<std::string> {
+    ATTENDRE_TRY_ASSIGN(const std::string_view text, v.try_as_string(key));
+    return std::string(text);
+  });
 }
 
-std::vector<std::string> File::get_strings(std::string_view key) const {
-  const ValueImpl& value = impl_->array_of(key, ValueType::string);
+Result<std::vector<std::string>> File::try_get_strings(std::string_view key) const {
+  ATTENDRE_TRY_ASSIGN(const ValueImpl* value, impl_->array_of(key, ValueType::string));
   std::vector<std::string> out;
-  out.reserve(value.count);  // checked at open: at least 8 bytes of file per string
-  Cursor cursor(impl_->source->bytes(), value.first);
-  for (uint64_t i = 0; i < value.count; ++i) out.emplace_back(cursor.read_string());
+  out.reserve(value->count);  // checked at open: at least 8 bytes of file per string
+  Cursor cursor(impl_->source->bytes(), value->first);
+  for (uint64_t i = 0; i < value->count; ++i) out.emplace_back(cursor.read_checked_string());
   return out;
 }
 
-std::vector<float> File::get_f32s(std::string_view key) const { return impl_->scalars<float>(key, ValueType::f32); }
+Result<std::vector<float>> File::try_get_f32s(std::string_view key) const {
+  return impl_->scalars<float>(key, ValueType::f32);
+}
 
-std::vector<int32_t> File::get_i32s(std::string_view key) const {
+Result<std::vector<int32_t>> File::try_get_i32s(std::string_view key) const {
   return impl_->scalars<int32_t>(key, ValueType::i32);
 }
 
@@ -335,12 +370,12 @@ const TensorInfo* File::find_tensor(std::string_view name) const {
   return it == impl_->tensor_index.end() ? nullptr : &impl_->tensors[it->second];
 }
 
-std::span<const std::byte> File::data(const TensorInfo& tensor) const {
+Result<std::span<const std::byte>> File::try_data(const TensorInfo& tensor) const {
   // A TensorInfo the caller built or edited is checked like one from the file.
   const uint64_t section = size() - std::min(size(), impl_->data_offset);
   if (tensor.offset > section || tensor.bytes > section - tensor.offset)
-    fail(ErrorCode::invalid_argument, impl_->source->name() + ": tensor " + quote_name(tensor.name) + ": data " +
-                                          range_text(tensor.offset, tensor.bytes) + " is outside the data section");
+    return invalid_argument(impl_->source->name() + ": tensor " + quote_name(tensor.name) + ": data " +
+                            range_text(tensor.offset, tensor.bytes) + " is outside the data section");
   return impl_->source->bytes().subspan(impl_->data_offset + tensor.offset, tensor.bytes);
 }
 

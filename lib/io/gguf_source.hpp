@@ -3,15 +3,15 @@
 // caller's buffer it borrows; a Cursor reads little-endian fields from it and
 // refuses, with a message, to read past its end.
 //
-// Errors thrown below the file level carry only the problem ("string of 9
-// bytes exceeds the 3 bytes left in the file"); `within` prefixes the field
-// being parsed on the way out, so the message ends up naming the file, the
-// field and the problem without building a context string on the good path.
+// Failures below the file level carry only the problem ("string of 9 bytes
+// exceeds the 3 bytes left in the file"); `within` prefixes the field being
+// parsed on the way out, so the message ends up naming the file, the field
+// and the problem without building a context string on the good path.
 #pragma once
 
-#include "core/fail.hpp"
+#include "core/try.hpp"
 
-#include <attendre/error.hpp>
+#include <attendre/status.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -27,7 +27,7 @@ namespace attendre::gguf::detail {
 class Source {
  public:
   // Maps `path` read-only (io_error when it cannot be opened or mapped).
-  static std::shared_ptr<const Source> map(const std::filesystem::path& path);
+  static Result<std::shared_ptr<const Source>> map(const std::filesystem::path& path);
   // Borrows `bytes`, which must outlive the Source.
   static std::shared_ptr<const Source> borrow(std::span<const std::byte> bytes, const std::filesystem::path& name);
 
@@ -48,17 +48,14 @@ class Source {
   void* mapping_ = nullptr;  // owned when not null: munmap'ed by the destructor
 };
 
-[[noreturn]] inline void malformed(const std::string& what) { fail(ErrorCode::malformed_input, what); }
+inline Status malformed(std::string what) { return malformed_input(std::move(what)); }
 
-// Runs `body`; an attendre::Error escaping it is rethrown with `context()` and
-// ": " in front of its message (the code is kept).
-template <class Context, class Body>
-decltype(auto) within(Context&& context, Body&& body) {
-  try {
-    return body();
-  } catch (const Error& e) {
-    throw Error(e.code(), context() + ": " + e.what());
-  }
+// `outcome` (a Status or a Result), a failure with `context()` and ": " in
+// front of its message (the code kept); `context` runs only on failure.
+template <class Outcome, class Context>
+Outcome within(Outcome&& outcome, Context&& context) {
+  if (outcome.ok()) return std::move(outcome);
+  return ::attendre::detail::take_status(std::move(outcome)).within(context());
 }
 
 // "\"name\"" with control characters and quotes escaped and long names cut,
@@ -80,35 +77,46 @@ class Cursor {
   uint64_t offset() const { return offset_; }
   uint64_t left() const { return bytes_.size() - offset_; }
 
-  // Throws "needs N bytes at offset O, the file has L left" unless N bytes remain.
-  void need(uint64_t count) const {
+  // Fails "needs N bytes at offset O, the file has L left" unless N bytes remain.
+  Status need(uint64_t count) const {
     if (count > left())
-      malformed("needs " + std::to_string(count) + " bytes at offset " + std::to_string(offset_) + ", the file has " +
-                std::to_string(left()) + " left");
+      return malformed("needs " + std::to_string(count) + " bytes at offset " + std::to_string(offset_) +
+                       ", the file has " + std::to_string(left()) + " left");
+    return {};
   }
-  void skip(uint64_t count) {
-    need(count);
+  Status skip(uint64_t count) {
+    ATTENDRE_TRY(need(count));
     offset_ += count;
+    return {};
   }
   template <class T>
-  T read() {
-    need(sizeof(T));
+  Result<T> read() {
+    ATTENDRE_TRY(need(sizeof(T)));
     const T value = load<T>(bytes_, offset_);
     offset_ += sizeof(T);
     return value;
   }
   // A GGUF string: a uint64 length, then that many bytes (not terminated).
-  std::string_view read_string() {
-    const auto length = read<uint64_t>();
+  Result<std::string_view> read_string() {
+    ATTENDRE_TRY_ASSIGN(const uint64_t length, read<uint64_t>());
     if (length > left())
-      malformed("string of " + std::to_string(length) + " bytes exceeds the " + std::to_string(left()) +
-                " bytes left in the file");
+      return malformed("string of " + std::to_string(length) + " bytes exceeds the " + std::to_string(left()) +
+                       " bytes left in the file");
+    return take_string(length);
+  }
+  // A string already checked (by the walk at open): no bounds checks.
+  std::string_view read_checked_string() {
+    const auto length = load<uint64_t>(bytes_, offset_);
+    offset_ += sizeof(uint64_t);
+    return take_string(length);
+  }
+
+ private:
+  std::string_view take_string(uint64_t length) {
     const std::string_view text(reinterpret_cast<const char*>(bytes_.data() + offset_), length);
     offset_ += length;
     return text;
   }
-
- private:
   std::span<const std::byte> bytes_;
   uint64_t offset_;
 };

@@ -7,7 +7,6 @@
 // (no type id per element; arrays may hold arrays, each with its own element
 // type and count).
 #include "io/gguf_value_impl.hpp"
-#include "core/fail.hpp"
 
 #include <limits>
 
@@ -33,9 +32,10 @@ std::string plural(ValueType type) {
   return to_string(type) + " values";
 }
 
-void check_bool(std::byte value) {
+Status check_bool(std::byte value) {
   if (static_cast<uint8_t>(value) > 1)
-    malformed("bool byte " + std::to_string(static_cast<uint8_t>(value)) + " is neither 0 nor 1");
+    return malformed("bool byte " + std::to_string(static_cast<uint8_t>(value)) + " is neither 0 nor 1");
+  return {};
 }
 
 }  // namespace
@@ -53,38 +53,41 @@ uint64_t scalar_size(ValueType type) {
 
 bool is_known(ValueType type) { return scalar_size(type) != 0 || type == ValueType::string || type == ValueType::array; }
 
-uint64_t measure_value(std::span<const std::byte> bytes, ValueType type, uint64_t offset, uint32_t depth) {
+Result<uint64_t> measure_value(std::span<const std::byte> bytes, ValueType type, uint64_t offset, uint32_t depth) {
   Cursor cursor(bytes, offset);
   if (const uint64_t size = scalar_size(type)) {
-    cursor.need(size);
-    if (type == ValueType::boolean) check_bool(bytes[offset]);
+    ATTENDRE_TRY(cursor.need(size));
+    if (type == ValueType::boolean) ATTENDRE_TRY(check_bool(bytes[offset]));
     return size;
   }
   if (type == ValueType::string) {
-    cursor.read_string();
+    ATTENDRE_TRY(cursor.read_string());
     return cursor.offset() - offset;
   }
-  if (type != ValueType::array) malformed("unknown value type " + std::to_string(static_cast<uint32_t>(type)));
+  if (type != ValueType::array) return malformed("unknown value type " + std::to_string(static_cast<uint32_t>(type)));
   if (depth >= kMaxArrayNesting)
-    malformed("arrays nested more than " + std::to_string(kMaxArrayNesting) + " levels deep");
-  const auto element = static_cast<ValueType>(cursor.read<uint32_t>());
-  const auto count = cursor.read<uint64_t>();
+    return malformed("arrays nested more than " + std::to_string(kMaxArrayNesting) + " levels deep");
+  ATTENDRE_TRY_ASSIGN(const auto element_id, cursor.read<uint32_t>());
+  ATTENDRE_TRY_ASSIGN(const auto count, cursor.read<uint64_t>());
+  const auto element = static_cast<ValueType>(element_id);
   if (!is_known(element))
-    malformed("array of unknown value type " + std::to_string(static_cast<uint32_t>(element)));
+    return malformed("array of unknown value type " + std::to_string(static_cast<uint32_t>(element)));
   // Every element takes at least min_element_size bytes, so a count that the
   // rest of the file cannot hold is refused before any walk or allocation.
   if (count > cursor.left() / min_element_size(element))
-    malformed("array of " + std::to_string(count) + " " + plural(element) + " exceeds the " +
-              std::to_string(cursor.left()) + " bytes left in the file");
+    return malformed("array of " + std::to_string(count) + " " + plural(element) + " exceeds the " +
+                     std::to_string(cursor.left()) + " bytes left in the file");
   if (const uint64_t size = scalar_size(element)) {
     if (element == ValueType::boolean)
       for (uint64_t i = 0; i < count; ++i)
-        within([&] { return "element " + std::to_string(i); }, [&] { check_bool(bytes[cursor.offset() + i]); });
+        ATTENDRE_TRY(within(check_bool(bytes[cursor.offset() + i]), [&] { return "element " + std::to_string(i); }));
     return kArrayHeader + count * size;
   }
-  for (uint64_t i = 0; i < count; ++i)
-    within([&] { return "element " + std::to_string(i); },
-           [&] { cursor.skip(measure_value(bytes, element, cursor.offset(), depth + 1)); });
+  for (uint64_t i = 0; i < count; ++i) {
+    ATTENDRE_TRY_ASSIGN(const uint64_t size, within(measure_value(bytes, element, cursor.offset(), depth + 1),
+                                                    [&] { return "element " + std::to_string(i); }));
+    ATTENDRE_TRY(cursor.skip(size));
+  }
   return cursor.offset() - offset;
 }
 
@@ -92,10 +95,9 @@ Value ValueAccess::make(std::shared_ptr<const Source> source, std::string name, 
                         uint32_t depth) {
   auto impl = std::make_shared<ValueImpl>();
   if (type == ValueType::array) {
-    Cursor cursor(source->bytes(), offset);
-    impl->element_type = static_cast<ValueType>(cursor.read<uint32_t>());
-    impl->count = cursor.read<uint64_t>();
-    impl->first = cursor.offset();
+    impl->element_type = static_cast<ValueType>(load<uint32_t>(source->bytes(), offset));
+    impl->count = load<uint64_t>(source->bytes(), offset + 4);
+    impl->first = offset + kArrayHeader;
   }
   impl->source = std::move(source);
   impl->name = std::move(name);
@@ -113,10 +115,10 @@ namespace {
 
 using detail::load;
 
-[[noreturn]] void value_error(const ValueImpl& impl, std::string_view key, const std::string& problem,
-                              ErrorCode code = ErrorCode::malformed_input) {
+Status value_error(const ValueImpl& impl, std::string_view key, const std::string& problem,
+                   ErrorCode code = ErrorCode::malformed_input) {
   const std::string_view name = key.empty() ? std::string_view(impl.name) : key;
-  fail(code, impl.source->name() + ": metadata key " + detail::quote_name(name) + ": " + problem);
+  return {code, impl.source->name() + ": metadata key " + detail::quote_name(name) + ": " + problem};
 }
 
 // Any integer value, widened: a negative one in `signed_value`, any other in `magnitude`.
@@ -145,81 +147,93 @@ std::optional<Integer> integer(const ValueImpl& impl) {
   }
 }
 
-void require_array(const ValueImpl& impl) {
-  if (impl.type != ValueType::array) value_error(impl, {}, "has type " + to_string(impl.type) + ", not an array");
+Status require_array(const ValueImpl& impl) {
+  if (impl.type != ValueType::array) return value_error(impl, {}, "has type " + to_string(impl.type) + ", not an array");
+  return {};
 }
 
 }  // namespace
 
-const ValueImpl& Value::impl() const {
-  if (!impl_) fail(ErrorCode::invalid_argument, "gguf: use of an empty Value");
-  return *impl_;
+Result<const ValueImpl*> Value::impl() const {
+  if (!impl_) return invalid_argument("gguf: use of an empty Value");
+  return impl_.get();
 }
 
-ValueType Value::type() const { return impl().type; }
+Result<ValueType> Value::try_type() const {
+  ATTENDRE_TRY_ASSIGN(const ValueImpl* self, impl());
+  return self->type;
+}
 
-uint64_t Value::as_u64(std::string_view key) const {
-  const ValueImpl& self = impl();
+Result<uint64_t> Value::try_as_u64(std::string_view key) const {
+  ATTENDRE_TRY_ASSIGN(const ValueImpl* checked, impl());
+  const ValueImpl& self = *checked;
   const auto value = integer(self);
-  if (!value) value_error(self, key, "has type " + to_string(self.type) + ", expected an unsigned integer");
+  if (!value) return value_error(self, key, "has type " + to_string(self.type) + ", expected an unsigned integer");
   if (value->negative)
-    value_error(self, key, "value " + std::to_string(value->signed_value) + " does not fit an unsigned integer");
+    return value_error(self, key, "value " + std::to_string(value->signed_value) + " does not fit an unsigned integer");
   return value->magnitude;
 }
 
-int64_t Value::as_i64(std::string_view key) const {
-  const ValueImpl& self = impl();
+Result<int64_t> Value::try_as_i64(std::string_view key) const {
+  ATTENDRE_TRY_ASSIGN(const ValueImpl* checked, impl());
+  const ValueImpl& self = *checked;
   const auto value = integer(self);
-  if (!value) value_error(self, key, "has type " + to_string(self.type) + ", expected an integer");
+  if (!value) return value_error(self, key, "has type " + to_string(self.type) + ", expected an integer");
   if (value->negative) return value->signed_value;
   if (value->magnitude > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-    value_error(self, key, "value " + std::to_string(value->magnitude) + " does not fit int64");
+    return value_error(self, key, "value " + std::to_string(value->magnitude) + " does not fit int64");
   return static_cast<int64_t>(value->magnitude);
 }
 
-double Value::as_f64(std::string_view key) const {
-  const ValueImpl& self = impl();
+Result<double> Value::try_as_f64(std::string_view key) const {
+  ATTENDRE_TRY_ASSIGN(const ValueImpl* checked, impl());
+  const ValueImpl& self = *checked;
   if (self.type == ValueType::f32) return load<float>(self.source->bytes(), self.offset);
   if (self.type == ValueType::f64) return load<double>(self.source->bytes(), self.offset);
   const auto value = integer(self);
-  if (!value) value_error(self, key, "has type " + to_string(self.type) + ", expected a number");
+  if (!value) return value_error(self, key, "has type " + to_string(self.type) + ", expected a number");
   // A double holds every integer up to 2^53 exactly; beyond, the conversion would round.
   constexpr uint64_t kExact = uint64_t{1} << 53;
   if (value->negative ? value->signed_value < -static_cast<int64_t>(kExact) : value->magnitude > kExact)
-    value_error(self, key,
+    return value_error(self, key,
                 "integer " + (value->negative ? std::to_string(value->signed_value) : std::to_string(value->magnitude)) +
                     " is not exactly representable as a double");
   return value->negative ? static_cast<double>(value->signed_value) : static_cast<double>(value->magnitude);
 }
 
-bool Value::as_bool(std::string_view key) const {
-  const ValueImpl& self = impl();
-  if (self.type != ValueType::boolean) value_error(self, key, "has type " + to_string(self.type) + ", expected bool");
+Result<bool> Value::try_as_bool(std::string_view key) const {
+  ATTENDRE_TRY_ASSIGN(const ValueImpl* checked, impl());
+  const ValueImpl& self = *checked;
+  if (self.type != ValueType::boolean) return value_error(self, key, "has type " + to_string(self.type) + ", expected bool");
   return load<uint8_t>(self.source->bytes(), self.offset) != 0;
 }
 
-std::string_view Value::as_string(std::string_view key) const {
-  const ValueImpl& self = impl();
+Result<std::string_view> Value::try_as_string(std::string_view key) const {
+  ATTENDRE_TRY_ASSIGN(const ValueImpl* checked, impl());
+  const ValueImpl& self = *checked;
   if (self.type != ValueType::string)
-    value_error(self, key, "has type " + to_string(self.type) + ", expected string");
-  return detail::Cursor(self.source->bytes(), self.offset).read_string();
+    return value_error(self, key, "has type " + to_string(self.type) + ", expected string");
+  return detail::Cursor(self.source->bytes(), self.offset).read_checked_string();
 }
 
-ValueType Value::element_type() const {
-  require_array(impl());
-  return impl_->element_type;
+Result<ValueType> Value::try_element_type() const {
+  ATTENDRE_TRY_ASSIGN(const ValueImpl* self, impl());
+  ATTENDRE_TRY(require_array(*self));
+  return self->element_type;
 }
 
-uint64_t Value::size() const {
-  require_array(impl());
-  return impl_->count;
+Result<uint64_t> Value::try_size() const {
+  ATTENDRE_TRY_ASSIGN(const ValueImpl* self, impl());
+  ATTENDRE_TRY(require_array(*self));
+  return self->count;
 }
 
-Value Value::at(uint64_t index) const {
-  const ValueImpl& self = impl();
-  require_array(self);
+Result<Value> Value::try_at(uint64_t index) const {
+  ATTENDRE_TRY_ASSIGN(const ValueImpl* checked, impl());
+  const ValueImpl& self = *checked;
+  ATTENDRE_TRY(require_array(self));
   if (index >= self.count)
-    value_error(self, {}, "index " + std::to_string(index) + " is out of range (" + std::to_string(self.count) +
+    return value_error(self, {}, "index " + std::to_string(index) + " is out of range (" + std::to_string(self.count) +
                               " elements)", ErrorCode::invalid_argument);
   const auto bytes = self.source->bytes();
   uint64_t offset = 0;
@@ -231,7 +245,8 @@ Value Value::at(uint64_t index) const {
       uint64_t next = self.first;
       for (uint64_t i = 0; i < self.count; ++i) {
         self.element_offsets[i] = next;
-        next += detail::measure_value(bytes, self.element_type, next, self.depth + 1);
+        // Checked at open, so the walk cannot fail here.
+        next += detail::measure_value(bytes, self.element_type, next, self.depth + 1).value();
       }
     });
     offset = self.element_offsets[index];

@@ -34,14 +34,15 @@ bool is_known(ValueType type);
 // Bytes taken by the payload of a value of `type` at `offset` (after its type
 // id), every length and count checked against the end of `bytes` and every
 // nested array against kMaxArrayNesting (`depth`: arrays around this value).
-// Throws malformed_input with the problem alone; the caller adds the field.
-uint64_t measure_value(std::span<const std::byte> bytes, ValueType type, uint64_t offset, uint32_t depth);
+// Fails malformed_input with the problem alone; the caller adds the field.
+Result<uint64_t> measure_value(std::span<const std::byte> bytes, ValueType type, uint64_t offset, uint32_t depth);
 
 struct ValueAccess {
-  // The Value of `type` at `offset`, already checked by measure_value.
+  // The Value of `type` at `offset`, already checked by measure_value: read unchecked.
   static Value make(std::shared_ptr<const Source> source, std::string name, ValueType type, uint64_t offset,
                     uint32_t depth);
-  static const ValueImpl& impl(const Value& value) { return value.impl(); }
+  // Only on a Value the reader made (never empty).
+  static const ValueImpl& impl(const Value& value) { return *value.impl_; }
 };
 
 }  // namespace attendre::gguf::detail

@@ -3,7 +3,7 @@
 #include "io/quant.hpp"
 
 #include "io/quant_codecs.hpp"
-#include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include <bit>
 
@@ -54,59 +54,64 @@ const BlockCodec* find_codec(TensorType type) {
   return nullptr;
 }
 
-const BlockCodec& codec_for(TensorType type, const char* operation) {
-  if (const BlockCodec* codec = find_codec(type)) return *codec;
-  fail(ErrorCode::unsupported, std::string(operation) + ": no reference codec for " + to_string(type) +
-                                   " (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K have one)");
+Result<const BlockCodec*> codec_for(TensorType type, const char* operation) {
+  if (const BlockCodec* codec = find_codec(type)) return codec;
+  return Status(ErrorCode::unsupported, std::string(operation) + ": no reference codec for " + to_string(type) +
+                                            " (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K have one)");
 }
 
-[[noreturn]] void refuse(ErrorCode code, const char* operation, TensorType type, const std::string& problem) {
-  fail(code, std::string(operation) + " " + to_string(type) + ": " + problem);
+Status refuse(ErrorCode code, const char* operation, TensorType type, const std::string& problem) {
+  return {code, std::string(operation) + " " + to_string(type) + ": " + problem};
 }
 
 }  // namespace
 
 bool has_reference_codec(TensorType type) { return find_codec(type) != nullptr; }
 
-void dequantize(TensorType type, std::span<const std::byte> blocks, std::span<double> out) {
-  const BlockCodec& codec = codec_for(type, "dequantize");
+Status try_dequantize(TensorType type, std::span<const std::byte> blocks, std::span<double> out) {
+  ATTENDRE_TRY_ASSIGN(const BlockCodec* checked, codec_for(type, "dequantize"));
+  const BlockCodec& codec = *checked;
   if (blocks.size() % codec.bytes != 0)
-    refuse(ErrorCode::malformed_input, "dequantize", type,
+    return refuse(ErrorCode::malformed_input, "dequantize", type,
            std::to_string(blocks.size()) + " bytes are not a whole number of " + std::to_string(codec.bytes) +
                "-byte blocks");
   const size_t count = blocks.size() / codec.bytes;
   if (out.size() != count * codec.elements)
-    refuse(ErrorCode::invalid_argument, "dequantize", type,
+    return refuse(ErrorCode::invalid_argument, "dequantize", type,
            std::to_string(count) + " blocks hold " + std::to_string(count * codec.elements) +
                " values, the output has room for " + std::to_string(out.size()));
+  // Checked once above: the blocks decode unchecked.
   for (size_t b = 0; b < count; ++b) codec.decode(blocks.data() + b * codec.bytes, out.data() + b * codec.elements);
+  return {};
 }
 
-std::vector<double> dequantize(TensorType type, std::span<const std::byte> blocks) {
-  const BlockCodec& codec = codec_for(type, "dequantize");
-  std::vector<double> out(blocks.size() / codec.bytes * codec.elements);
-  dequantize(type, blocks, out);
+Result<std::vector<double>> try_dequantize(TensorType type, std::span<const std::byte> blocks) {
+  ATTENDRE_TRY_ASSIGN(const BlockCodec* codec, codec_for(type, "dequantize"));
+  std::vector<double> out(blocks.size() / codec->bytes * codec->elements);
+  ATTENDRE_TRY(try_dequantize(type, blocks, out));
   return out;
 }
 
-void quantize(TensorType type, std::span<const float> in, std::vector<std::byte>& out) {
-  const BlockCodec& codec = codec_for(type, "quantize");
+Status try_quantize(TensorType type, std::span<const float> in, std::vector<std::byte>& out) {
+  ATTENDRE_TRY_ASSIGN(const BlockCodec* checked, codec_for(type, "quantize"));
+  const BlockCodec& codec = *checked;
   if (in.size() % codec.elements != 0)
-    refuse(ErrorCode::invalid_argument, "quantize", type,
+    return refuse(ErrorCode::invalid_argument, "quantize", type,
            std::to_string(in.size()) + " values are not a whole number of " + std::to_string(codec.elements) +
                "-value blocks (each row must be a multiple of the block)");
   // The scale searches assume finite input; a NaN would silently poison a block.
   for (size_t i = 0; i < in.size(); ++i)
     if (!std::isfinite(in[i]) && codec.elements > 1)
-      refuse(ErrorCode::invalid_argument, "quantize", type, "value " + std::to_string(i) + " is not finite");
+      return refuse(ErrorCode::invalid_argument, "quantize", type, "value " + std::to_string(i) + " is not finite");
   const size_t count = in.size() / codec.elements;
   out.assign(count * codec.bytes, std::byte{0});
   for (size_t b = 0; b < count; ++b) codec.encode(in.data() + b * codec.elements, out.data() + b * codec.bytes);
+  return {};
 }
 
-std::vector<std::byte> quantize(TensorType type, std::span<const float> in) {
+Result<std::vector<std::byte>> try_quantize(TensorType type, std::span<const float> in) {
   std::vector<std::byte> out;
-  quantize(type, in, out);
+  ATTENDRE_TRY(try_quantize(type, in, out));
   return out;
 }
 

@@ -8,6 +8,9 @@
 #include <attendre/status.hpp>
 #include <attendre/tensor.hpp>
 
+#include "io/gguf.hpp"
+#include "io/quant.hpp"
+
 #if defined(__cpp_exceptions)
 #error "this file must be compiled with -fno-exceptions"
 #endif
@@ -19,6 +22,15 @@ namespace {
   if (!setting.ok()) return std::move(setting).status();
   attendre::apply_memory(config, *setting);
   return config.check();
+}
+
+// The GGUF reader's failures as values: a key's count, or why there is none.
+[[maybe_unused]] attendre::Result<uint64_t> tokens_in(const std::filesystem::path& path) {
+  attendre::Result<attendre::gguf::File> file = attendre::gguf::File::try_open(path);
+  if (!file.ok()) return std::move(file).status();
+  attendre::Result<attendre::gguf::Value> tokens = file->try_get("tokenizer.ggml.tokens");
+  if (!tokens.ok()) return std::move(tokens).status();
+  return tokens->try_size();
 }
 
 }  // namespace
