@@ -3,7 +3,7 @@
 // rope.dimension_count = head dim, head_count_kv = head_count).
 #include "io/gguf_architecture.hpp"
 
-#include "core/fail.hpp"
+#include "core/try.hpp"
 #include "io/gguf_metadata.hpp"
 #include "io/gguf_rope_scaling.hpp"
 #include "io/gguf_tensor_check.hpp"
@@ -26,29 +26,31 @@ constexpr std::array<Architecture, 2> kDecoders = {{
     {"qwen2", RopeLayout::neox, true},
 }};
 
-BlockConfig block_config(const Metadata& m, const Architecture& a, uint32_t hidden) {
+Result<BlockConfig> block_config(const Metadata& m, const Architecture& a, uint32_t hidden) {
   const File& file = m.file();
   BlockConfig b;
   AttentionShape& s = b.attention.shape;
-  s.heads_q = m.count("attention.head_count");
-  s.head_dim = m.head_dim(hidden, s.heads_q);
-  s.heads_kv = m.kv_heads(s.heads_q);
-  b.ffn = m.count("feed_forward_length");
+  ATTENDRE_TRY_ASSIGN(s.heads_q, m.count("attention.head_count"));
+  ATTENDRE_TRY_ASSIGN(s.head_dim, m.head_dim(hidden, s.heads_q));
+  ATTENDRE_TRY_ASSIGN(s.heads_kv, m.kv_heads(s.heads_q));
+  ATTENDRE_TRY_ASSIGN(b.ffn, m.count("feed_forward_length"));
   b.norm = NormKind::rms;
-  b.norm_eps = static_cast<float>(m.number("attention.layer_norm_rms_epsilon"));
+  ATTENDRE_TRY_ASSIGN(const double eps, m.number("attention.layer_norm_rms_epsilon"));
+  b.norm_eps = static_cast<float>(eps);
   if (!(b.norm_eps > 0.0f))
-    m.fail_key(ErrorCode::malformed_input, "attention.layer_norm_rms_epsilon", "must be positive");
+    return m.key_error(ErrorCode::malformed_input, "attention.layer_norm_rms_epsilon", "must be positive");
   b.activation = ActivationKind::silu;
   b.gated = true;
   b.rope = true;
   b.rope_layout = a.rope_layout;
-  b.rope_dims = m.count("rope.dimension_count", s.head_dim);
+  ATTENDRE_TRY_ASSIGN(b.rope_dims, m.count("rope.dimension_count", s.head_dim));
   if (b.rope_dims % 2 != 0 || b.rope_dims > s.head_dim)
-    m.fail_key(ErrorCode::malformed_input, "rope.dimension_count",
-               std::to_string(b.rope_dims) + " must be even and at most the head dim " + std::to_string(s.head_dim));
-  b.rope_theta = m.number("rope.freq_base", 10000.0);
-  if (!(b.rope_theta > 0.0)) m.fail_key(ErrorCode::malformed_input, "rope.freq_base", "must be positive");
-  b.rope_scaling = read_rope_scaling(m);
+    return m.key_error(ErrorCode::malformed_input, "rope.dimension_count",
+                       std::to_string(b.rope_dims) + " must be even and at most the head dim " +
+                           std::to_string(s.head_dim));
+  ATTENDRE_TRY_ASSIGN(b.rope_theta, m.number("rope.freq_base", 10000.0));
+  if (!(b.rope_theta > 0.0)) return m.key_error(ErrorCode::malformed_input, "rope.freq_base", "must be positive");
+  ATTENDRE_TRY_ASSIGN(b.rope_scaling, read_rope_scaling(m));
   // llama.cpp's llama loads q/k/v/output and FFN biases when the file has them.
   b.qkv_bias = a.qkv_bias || file.find_tensor("blk.0.attn_q.bias");
   b.output_bias = file.find_tensor("blk.0.attn_output.bias") != nullptr;
@@ -58,54 +60,55 @@ BlockConfig block_config(const Metadata& m, const Architecture& a, uint32_t hidd
 
 }  // namespace
 
-void validate_as_file(const File& file, const StackConfig& config) {
-  try {
-    config.validate();
-  } catch (const Error& e) {
-    fail(ErrorCode::malformed_input, file.path().string() + ": " + e.what());
-  }
+Status validate_as_file(const File& file, const StackConfig& config) {
+  Status status = config.check();
+  if (status.ok()) return status;
+  return Status(ErrorCode::malformed_input, file.path().string() + ": " + status.message());
 }
 
-ModelDescription describe_decoder(const File& file, const std::string& architecture, WeightType storage) {
+Result<ModelDescription> describe_decoder(const File& file, const std::string& architecture, WeightType storage) {
   const Architecture& a = *std::find_if(kDecoders.begin(), kDecoders.end(),
                                         [&](const Architecture& d) { return d.name == architecture; });
   const Metadata m(file, a.name);
-  if (m.find("expert_count") && m.count("expert_count") > 1)
-    m.fail_key(ErrorCode::unsupported, "expert_count", "mixtures of experts are not supported");
+  if (m.find("expert_count")) {
+    ATTENDRE_TRY_ASSIGN(const uint32_t experts, m.count("expert_count"));
+    if (experts > 1) return m.key_error(ErrorCode::unsupported, "expert_count", "mixtures of experts are not supported");
+  }
 
   ModelDescription d;
   d.info.architecture = a.name;
-  d.info.name = file.get_string("general.name", "");
-  d.info.context_length = m.count("context_length");
+  ATTENDRE_TRY_ASSIGN(d.info.name, file.try_get_string("general.name", ""));
+  ATTENDRE_TRY_ASSIGN(d.info.context_length, m.count("context_length"));
   StackConfig& c = d.stack;
-  c.hidden = m.count("embedding_length");
-  c.vocab = m.vocabulary_size();
+  ATTENDRE_TRY_ASSIGN(c.hidden, m.count("embedding_length"));
+  ATTENDRE_TRY_ASSIGN(c.vocab, m.vocabulary_size());
   c.final_norm = NormKind::rms;
   c.weights = storage;
   // Without output.weight the LM head is the embedding table (SmolLM, Qwen2 0.5B, ...).
   c.tied_embeddings = file.find_tensor("output.weight") == nullptr;
-  const BlockConfig block = block_config(m, a, c.hidden);
+  ATTENDRE_TRY_ASSIGN(const BlockConfig block, block_config(m, a, c.hidden));
   c.final_norm_eps = block.norm_eps;
-  d.info.blocks = m.block_count("block_count");
+  ATTENDRE_TRY_ASSIGN(d.info.blocks, m.block_count("block_count"));
   c.blocks.assign(d.info.blocks, block);
 
   d.default_memory.chunk = std::min<uint32_t>(64, d.info.context_length);
-  d.default_memory.all = MemorySetting::full_context(d.info.context_length, d.default_memory.chunk);
-  apply_memory(c, d.default_memory);
-  validate_as_file(file, c);
+  ATTENDRE_TRY_ASSIGN(d.default_memory.all,
+                      MemorySetting::try_full_context(d.info.context_length, d.default_memory.chunk));
+  ATTENDRE_TRY(try_apply_memory(c, d.default_memory));
+  ATTENDRE_TRY(validate_as_file(file, c));
   FileWeights weights(file);
   const CheckedStack stacks[] = {{&c, ""}};
-  d.info = check_tensors(file, weights, stacks, {}, d.info);
+  ATTENDRE_TRY_ASSIGN(d.info, check_tensors(file, weights, stacks, {}, d.info));
   return d;
 }
 
-ModelDescription describe_model(const File& file, WeightType storage) {
-  const std::string name = file.get_string("general.architecture");
+Result<ModelDescription> try_describe_model(const File& file, WeightType storage) {
+  ATTENDRE_TRY_ASSIGN(const std::string name, file.try_get_string("general.architecture"));
   if (name == "t5" || name == "t5encoder") return describe_t5(file, name, storage);
   for (const Architecture& a : kDecoders)
     if (a.name == name) return describe_decoder(file, name, storage);
-  fail(ErrorCode::unsupported, file.path().string() + ": metadata key \"general.architecture\": architecture '" + name +
-                                   "' is not supported (supported: llama, qwen2, t5, t5encoder)");
+  return Status(ErrorCode::unsupported, file.path().string() + ": metadata key \"general.architecture\": architecture '" +
+                                            name + "' is not supported (supported: llama, qwen2, t5, t5encoder)");
 }
 
 }  // namespace attendre::gguf

@@ -34,18 +34,23 @@ struct ModelDescription {
   std::map<std::string, double> scaled;
 };
 
-// Throws Error with a one-line message naming the file and the key or
-// tensor: malformed_input (missing or inconsistent), unsupported (an
-// architecture, RoPE scaling type, mixture of experts or encoding not run).
-ModelDescription describe_model(const File& file, WeightType storage);
+// Fails with a one-line message naming the file and the key or tensor:
+// malformed_input (missing or inconsistent), unsupported (an architecture,
+// RoPE scaling type, mixture of experts or encoding not run).
+Result<ModelDescription> try_describe_model(const File& file, WeightType storage);
+#if defined(__cpp_exceptions)
+inline ModelDescription describe_model(const File& file, WeightType storage) {
+  return try_describe_model(file, storage).value_or_throw();
+}
+#endif
 
 // The architecture-specific halves (gguf_architecture.cpp: llama, qwen2;
 // gguf_t5.cpp: t5, t5encoder).
-ModelDescription describe_decoder(const File& file, const std::string& architecture, WeightType storage);
-ModelDescription describe_t5(const File& file, const std::string& architecture, WeightType storage);
+Result<ModelDescription> describe_decoder(const File& file, const std::string& architecture, WeightType storage);
+Result<ModelDescription> describe_t5(const File& file, const std::string& architecture, WeightType storage);
 
 // Fails with the file's malformed_input when `config` is one the stack
 // itself refuses (a context past 32-bit counts, ...): the file's fault.
-void validate_as_file(const File& file, const StackConfig& config);
+Status validate_as_file(const File& file, const StackConfig& config);
 
 }  // namespace attendre::gguf

@@ -1,6 +1,6 @@
 #include "io/gguf_metadata.hpp"
 
-#include "core/fail.hpp"
+#include "core/try.hpp"
 #include "io/gguf_source.hpp"
 
 #include <limits>
@@ -10,80 +10,85 @@ namespace attendre::gguf {
 Metadata::Metadata(const File& file, std::string_view architecture)
     : file_(file), prefix_(std::string(architecture) + ".") {}
 
-void Metadata::fail_key(ErrorCode code, std::string_view suffix, const std::string& problem) const {
-  fail(code, file_.path().string() + ": metadata key " + detail::quote_name(key(suffix)) + ": " + problem);
+Status Metadata::key_error(ErrorCode code, std::string_view suffix, const std::string& problem) const {
+  return {code, file_.path().string() + ": metadata key " + detail::quote_name(key(suffix)) + ": " + problem};
 }
 
-void Metadata::fail_tensor(ErrorCode code, const std::string& name, const std::string& problem) const {
-  fail(code, file_.path().string() + ": tensor " + detail::quote_name(name) + ": " + problem);
-}
-
-std::optional<Value> Metadata::required(std::string_view suffix, bool has_default) const {
+Result<std::optional<Value>> Metadata::required(std::string_view suffix, bool has_default) const {
   std::optional<Value> value = find(suffix);
-  if (!value && !has_default) fail_key(ErrorCode::malformed_input, suffix, "is missing");
+  if (!value && !has_default) return key_error(ErrorCode::malformed_input, suffix, "is missing");
   return value;
 }
 
-uint32_t Metadata::count(std::string_view suffix, std::optional<uint32_t> fallback) const {
-  const std::optional<Value> value = required(suffix, fallback.has_value());
+Result<uint32_t> Metadata::count(std::string_view suffix, std::optional<uint32_t> fallback) const {
+  ATTENDRE_TRY_ASSIGN(const std::optional<Value> value, required(suffix, fallback.has_value()));
   if (!value) return *fallback;
-  const uint64_t n = value->as_u64(key(suffix));
+  ATTENDRE_TRY_ASSIGN(const uint64_t n, value->try_as_u64(key(suffix)));
   if (n == 0 || n > std::numeric_limits<uint32_t>::max())
-    fail_key(ErrorCode::malformed_input, suffix, "is " + std::to_string(n) + ", expected a count in [1, 2^32)");
+    return key_error(ErrorCode::malformed_input, suffix, "is " + std::to_string(n) + ", expected a count in [1, 2^32)");
   return static_cast<uint32_t>(n);
 }
 
-double Metadata::number(std::string_view suffix, std::optional<double> fallback) const {
-  const std::optional<Value> value = required(suffix, fallback.has_value());
-  return value ? value->as_f64(key(suffix)) : *fallback;
+Result<double> Metadata::number(std::string_view suffix, std::optional<double> fallback) const {
+  ATTENDRE_TRY_ASSIGN(const std::optional<Value> value, required(suffix, fallback.has_value()));
+  if (!value) return *fallback;
+  return value->try_as_f64(key(suffix));
 }
 
-std::string Metadata::text(std::string_view suffix, std::optional<std::string> fallback) const {
-  const std::optional<Value> value = required(suffix, fallback.has_value());
-  return value ? std::string(value->as_string(key(suffix))) : *fallback;
+Result<std::string> Metadata::text(std::string_view suffix, std::optional<std::string> fallback) const {
+  ATTENDRE_TRY_ASSIGN(const std::optional<Value> value, required(suffix, fallback.has_value()));
+  if (!value) return std::move(*fallback);
+  ATTENDRE_TRY_ASSIGN(const std::string_view text, value->try_as_string(key(suffix)));
+  return std::string(text);
 }
 
-uint32_t Metadata::head_dim(uint32_t hidden, uint32_t heads) const {
+Result<uint32_t> Metadata::head_dim(uint32_t hidden, uint32_t heads) const {
   if (find("attention.key_length")) {
-    const uint32_t key_length = count("attention.key_length");
-    if (count("attention.value_length", key_length) != key_length)
-      fail_key(ErrorCode::unsupported, "attention.value_length",
-               "value heads of " + std::to_string(count("attention.value_length")) + " differ from key heads of " +
-                   std::to_string(key_length) + ", which the stack does not run");
+    ATTENDRE_TRY_ASSIGN(const uint32_t key_length, count("attention.key_length"));
+    ATTENDRE_TRY_ASSIGN(const uint32_t value_length, count("attention.value_length", key_length));
+    if (value_length != key_length)
+      return key_error(ErrorCode::unsupported, "attention.value_length",
+                       "value heads of " + std::to_string(value_length) + " differ from key heads of " +
+                           std::to_string(key_length) + ", which the stack does not run");
     return key_length;
   }
   if (hidden % heads != 0)
-    fail_key(ErrorCode::malformed_input, "attention.head_count",
-             std::to_string(heads) + " heads do not divide embedding_length " + std::to_string(hidden) + " and " +
-                 key("attention.key_length") + " is absent");
+    return key_error(ErrorCode::malformed_input, "attention.head_count",
+                     std::to_string(heads) + " heads do not divide embedding_length " + std::to_string(hidden) +
+                         " and " + key("attention.key_length") + " is absent");
   return hidden / heads;
 }
 
-uint32_t Metadata::kv_heads(uint32_t heads) const {
-  const uint32_t kv = count("attention.head_count_kv", heads);
+Result<uint32_t> Metadata::kv_heads(uint32_t heads) const {
+  ATTENDRE_TRY_ASSIGN(const uint32_t kv, count("attention.head_count_kv", heads));
   if (heads % kv != 0)
-    fail_key(ErrorCode::malformed_input, "attention.head_count_kv",
-             std::to_string(kv) + " does not divide head_count " + std::to_string(heads));
+    return key_error(ErrorCode::malformed_input, "attention.head_count_kv",
+                     std::to_string(kv) + " does not divide head_count " + std::to_string(heads));
   return kv;
 }
 
-uint32_t Metadata::vocabulary_size() const {
-  const uint64_t tokens = file_.get("tokenizer.ggml.tokens").size();
+Result<uint32_t> Metadata::vocabulary_size() const {
+  ATTENDRE_TRY_ASSIGN(const Value token_array, file_.try_get("tokenizer.ggml.tokens"));
+  ATTENDRE_TRY_ASSIGN(const uint64_t tokens, token_array.try_size());
   if (tokens == 0 || tokens > std::numeric_limits<uint32_t>::max())
-    fail(ErrorCode::malformed_input, file_.path().string() + ": metadata key \"tokenizer.ggml.tokens\": " +
-                                         std::to_string(tokens) + " tokens, expected [1, 2^32)");
-  if (find("vocab_size") && count("vocab_size") != tokens)
-    fail_key(ErrorCode::malformed_input, "vocab_size",
-             std::to_string(count("vocab_size")) + " differs from the " + std::to_string(tokens) +
-                 " tokens of tokenizer.ggml.tokens");
+    return malformed_input(file_.path().string() + ": metadata key \"tokenizer.ggml.tokens\": " +
+                           std::to_string(tokens) + " tokens, expected [1, 2^32)");
+  if (find("vocab_size")) {
+    ATTENDRE_TRY_ASSIGN(const uint32_t vocab_size, count("vocab_size"));
+    if (vocab_size != tokens)
+      return key_error(ErrorCode::malformed_input, "vocab_size",
+                       std::to_string(vocab_size) + " differs from the " + std::to_string(tokens) +
+                           " tokens of tokenizer.ggml.tokens");
+  }
   return static_cast<uint32_t>(tokens);
 }
 
-uint32_t Metadata::block_count(std::string_view suffix, std::optional<uint32_t> fallback) const {
-  const uint32_t blocks = count(suffix, fallback);
+Result<uint32_t> Metadata::block_count(std::string_view suffix, std::optional<uint32_t> fallback) const {
+  ATTENDRE_TRY_ASSIGN(const uint32_t blocks, count(suffix, fallback));
   if (blocks > file_.tensors().size())
-    fail_key(ErrorCode::malformed_input, suffix,
-             std::to_string(blocks) + " blocks, but the file holds " + std::to_string(file_.tensors().size()) + " tensors");
+    return key_error(ErrorCode::malformed_input, suffix,
+                     std::to_string(blocks) + " blocks, but the file holds " + std::to_string(file_.tensors().size()) +
+                         " tensors");
   return blocks;
 }
 

@@ -5,7 +5,7 @@
 
 #include "io/gguf.hpp"
 
-#include <attendre/error.hpp>
+#include <attendre/status.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -22,30 +22,29 @@ class Metadata {
   std::string key(std::string_view suffix) const { return prefix_ + std::string(suffix); }
   std::optional<Value> find(std::string_view suffix) const { return file_.find(key(suffix)); }
 
-  [[noreturn]] void fail_key(ErrorCode code, std::string_view suffix, const std::string& problem) const;
-  // "<file>: tensor \"name\": problem".
-  [[noreturn]] void fail_tensor(ErrorCode code, const std::string& name, const std::string& problem) const;
+  // "<file>: metadata key \"<arch>.suffix\": problem".
+  Status key_error(ErrorCode code, std::string_view suffix, const std::string& problem) const;
 
   // A positive count that fits 32 bits (the stack counts in 32 bits); absent,
   // `fallback`, or malformed_input naming the key when there is none.
-  uint32_t count(std::string_view suffix, std::optional<uint32_t> fallback = std::nullopt) const;
-  double number(std::string_view suffix, std::optional<double> fallback = std::nullopt) const;
-  std::string text(std::string_view suffix, std::optional<std::string> fallback = std::nullopt) const;
+  Result<uint32_t> count(std::string_view suffix, std::optional<uint32_t> fallback = std::nullopt) const;
+  Result<double> number(std::string_view suffix, std::optional<double> fallback = std::nullopt) const;
+  Result<std::string> text(std::string_view suffix, std::optional<std::string> fallback = std::nullopt) const;
 
   // The attention head dimension: attention.key_length (which value_length
   // must equal), else embedding_length / head_count.
-  uint32_t head_dim(uint32_t hidden, uint32_t heads) const;
+  Result<uint32_t> head_dim(uint32_t hidden, uint32_t heads) const;
   // head_count_kv (default head_count), which must divide head_count.
-  uint32_t kv_heads(uint32_t heads) const;
+  Result<uint32_t> kv_heads(uint32_t heads) const;
   // The vocabulary size: the tokens of tokenizer.ggml.tokens (vocab_size must agree).
-  uint32_t vocabulary_size() const;
+  Result<uint32_t> vocabulary_size() const;
   // block_count-like keys: a count no larger than the file's tensors (each
   // block has tensors of its own), checked before it sizes anything.
-  uint32_t block_count(std::string_view suffix, std::optional<uint32_t> fallback = std::nullopt) const;
+  Result<uint32_t> block_count(std::string_view suffix, std::optional<uint32_t> fallback = std::nullopt) const;
 
  private:
   // The value at `suffix`; absent, nullopt when a default stands in, else an error.
-  std::optional<Value> required(std::string_view suffix, bool has_default) const;
+  Result<std::optional<Value>> required(std::string_view suffix, bool has_default) const;
 
   const File& file_;
   std::string prefix_;

@@ -1,26 +1,32 @@
 #include "io/gguf_rope_scaling.hpp"
 
+#include "core/try.hpp"
+
 #include <cmath>
 
 namespace attendre::gguf {
 namespace {
 
 // A positive finite factor at `suffix` (or `fallback` when absent).
-double positive(const Metadata& m, const char* suffix, double fallback) {
-  const double value = m.number(suffix, fallback);
+Result<double> positive(const Metadata& m, const char* suffix, double fallback) {
+  ATTENDRE_TRY_ASSIGN(const double value, m.number(suffix, fallback));
   if (!(value > 0.0) || !std::isfinite(value))
-    m.fail_key(ErrorCode::malformed_input, suffix, "is " + std::to_string(value) + ", expected a positive factor");
+    return m.key_error(ErrorCode::malformed_input, suffix, "is " + std::to_string(value) + ", expected a positive factor");
   return value;
 }
 
 }  // namespace
 
-RopeScaling read_rope_scaling(const Metadata& m) {
-  const std::string type = m.text("rope.scaling.type", "linear");
+Result<RopeScaling> read_rope_scaling(const Metadata& m) {
+  ATTENDRE_TRY_ASSIGN(const std::string type, m.text("rope.scaling.type", "linear"));
   const char* factor_key = m.find("rope.scaling.factor") || !m.find("rope.scale_linear") ? "rope.scaling.factor"
                                                                                           : "rope.scale_linear";
   // llama.cpp reads an absent or zero factor as 1.
-  const double factor = m.number(factor_key, 0.0) == 0.0 ? 1.0 : positive(m, factor_key, 1.0);
+  ATTENDRE_TRY_ASSIGN(const double given, m.number(factor_key, 0.0));
+  double factor = 1.0;
+  if (given != 0.0) {
+    ATTENDRE_TRY_ASSIGN(factor, positive(m, factor_key, 1.0));
+  }
   // llama.cpp divides each pair's frequency by its factor under any type.
   const bool freq_factors = m.file().find_tensor("rope_freqs.weight") != nullptr;
   RopeScaling s;
@@ -32,23 +38,23 @@ RopeScaling read_rope_scaling(const Metadata& m) {
   } else if (type == "llama3") {
     // The tensor already holds what the formula computes: both would scale twice.
     if (freq_factors)
-      m.fail_key(ErrorCode::malformed_input, "rope.scaling.type",
-                 "llama3 scaling from keys and rope_freqs.weight would scale the frequencies twice");
+      return m.key_error(ErrorCode::malformed_input, "rope.scaling.type",
+                         "llama3 scaling from keys and rope_freqs.weight would scale the frequencies twice");
     s.kind = RopeScaling::Kind::llama3;
     s.factor = factor;
-    s.low_freq_factor = positive(m, "rope.scaling.low_freq_factor", 1.0);
-    s.high_freq_factor = positive(m, "rope.scaling.high_freq_factor", 4.0);
+    ATTENDRE_TRY_ASSIGN(s.low_freq_factor, positive(m, "rope.scaling.low_freq_factor", 1.0));
+    ATTENDRE_TRY_ASSIGN(s.high_freq_factor, positive(m, "rope.scaling.high_freq_factor", 4.0));
     if (!(s.high_freq_factor > s.low_freq_factor))
-      m.fail_key(ErrorCode::malformed_input, "rope.scaling.high_freq_factor",
-                 std::to_string(s.high_freq_factor) + " must exceed rope.scaling.low_freq_factor " +
-                     std::to_string(s.low_freq_factor));
-    s.original_context = m.count("rope.scaling.original_context_length", 8192);
+      return m.key_error(ErrorCode::malformed_input, "rope.scaling.high_freq_factor",
+                         std::to_string(s.high_freq_factor) + " must exceed rope.scaling.low_freq_factor " +
+                             std::to_string(s.low_freq_factor));
+    ATTENDRE_TRY_ASSIGN(s.original_context, m.count("rope.scaling.original_context_length", 8192));
   } else if (type != "none") {
     // YaRN also rescales attention logits and LongRoPE switches factor
     // tables by length: running them as plain RoPE would be silently wrong.
-    m.fail_key(ErrorCode::unsupported, "rope.scaling.type",
-               "RoPE scaling '" + type +
-                   "' is not supported (supported: none, linear, llama3, and per-pair factors in rope_freqs.weight)");
+    return m.key_error(ErrorCode::unsupported, "rope.scaling.type",
+                       "RoPE scaling '" + type +
+                           "' is not supported (supported: none, linear, llama3, and per-pair factors in rope_freqs.weight)");
   }
   s.freq_factors = freq_factors;
   return s;

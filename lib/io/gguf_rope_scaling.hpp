@@ -17,9 +17,9 @@ namespace attendre::gguf {
 
 // none (whatever the factor: llama.cpp never scales under it), linear (a
 // factor of 1 is no scaling), llama3 from keys, and rope_freqs.weight on
-// top of none or linear. Throws unsupported naming rope.scaling.type for
+// top of none or linear. Fails unsupported naming rope.scaling.type for
 // yarn, longrope and any other type, malformed_input naming the key of a
 // factor out of range or of llama3 keys beside rope_freqs.weight.
-RopeScaling read_rope_scaling(const Metadata& metadata);
+Result<RopeScaling> read_rope_scaling(const Metadata& metadata);
 
 }  // namespace attendre::gguf

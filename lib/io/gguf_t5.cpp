@@ -9,6 +9,7 @@
 // (no FFN) followed by its cross-attention block 2l + 1 (with the FFN).
 #include "io/gguf_architecture.hpp"
 
+#include "core/try.hpp"
 #include "io/gguf_metadata.hpp"
 #include "io/gguf_tensor_check.hpp"
 
@@ -130,36 +131,38 @@ StackConfig decoder_stack(const File& file, const T5Stacks& t, uint32_t layers) 
 
 }  // namespace
 
-ModelDescription describe_t5(const File& file, const std::string& architecture, WeightType storage) {
+Result<ModelDescription> describe_t5(const File& file, const std::string& architecture, WeightType storage) {
   const bool encoder_only = architecture == "t5encoder";
   const Metadata m(file, architecture);
   ModelDescription d;
   d.info.architecture = architecture;
-  d.info.name = file.get_string("general.name", "");
+  ATTENDRE_TRY_ASSIGN(d.info.name, file.try_get_string("general.name", ""));
   d.info.kind = encoder_only ? ModelKind::encoder : ModelKind::encoder_decoder;
   // convert_hf_to_gguf.py writes n_positions, 512 when the config has none.
-  d.info.context_length = m.count("context_length");
+  ATTENDRE_TRY_ASSIGN(d.info.context_length, m.count("context_length"));
   T5Stacks t{};
-  t.hidden = m.count("embedding_length");
-  t.vocab = m.vocabulary_size();
-  t.ffn = m.count("feed_forward_length");
-  t.buckets = m.count("attention.relative_buckets_count");
-  t.heads = m.count("attention.head_count");
-  t.head_dim = m.head_dim(t.hidden, t.heads);
-  t.heads_kv = m.kv_heads(t.heads);
+  ATTENDRE_TRY_ASSIGN(t.hidden, m.count("embedding_length"));
+  ATTENDRE_TRY_ASSIGN(t.vocab, m.vocabulary_size());
+  ATTENDRE_TRY_ASSIGN(t.ffn, m.count("feed_forward_length"));
+  ATTENDRE_TRY_ASSIGN(t.buckets, m.count("attention.relative_buckets_count"));
+  ATTENDRE_TRY_ASSIGN(t.heads, m.count("attention.head_count"));
+  ATTENDRE_TRY_ASSIGN(t.head_dim, m.head_dim(t.hidden, t.heads));
+  ATTENDRE_TRY_ASSIGN(t.heads_kv, m.kv_heads(t.heads));
   // The converter writes T5's layer_norm_epsilon under both keys.
   const char* eps_key = m.find("attention.layer_norm_rms_epsilon") || !m.find("attention.layer_norm_epsilon")
                             ? "attention.layer_norm_rms_epsilon"
                             : "attention.layer_norm_epsilon";
-  t.eps = static_cast<float>(m.number(eps_key));
-  if (!(t.eps > 0.0f)) m.fail_key(ErrorCode::malformed_input, eps_key, "must be positive");
-  d.info.blocks = m.block_count("block_count");
+  ATTENDRE_TRY_ASSIGN(const double eps, m.number(eps_key));
+  t.eps = static_cast<float>(eps);
+  if (!(t.eps > 0.0f)) return m.key_error(ErrorCode::malformed_input, eps_key, "must be positive");
+  ATTENDRE_TRY_ASSIGN(d.info.blocks, m.block_count("block_count"));
   d.stack = encoder_stack(file, t, d.info.blocks);
   d.stack.weights = storage;
   d.default_memory.chunk = std::min<uint32_t>(64, d.info.context_length);
-  d.default_memory.all = MemorySetting::full_bidirectional(d.info.context_length, d.default_memory.chunk);
-  apply_memory(d.stack, d.default_memory);
-  validate_as_file(file, d.stack);
+  ATTENDRE_TRY_ASSIGN(d.default_memory.all,
+                      MemorySetting::try_full_bidirectional(d.info.context_length, d.default_memory.chunk));
+  ATTENDRE_TRY(try_apply_memory(d.stack, d.default_memory));
+  ATTENDRE_TRY(validate_as_file(file, d.stack));
 
   std::vector<CheckedStack> stacks = {{&d.stack, encoder_only ? "" : "enc."}};
   std::set<std::string> ignorable;
@@ -169,25 +172,27 @@ ModelDescription describe_t5(const File& file, const std::string& architecture, 
       return file_name.empty() ? "enc." + name : file_name;
     };
   } else {
-    d.info.decoder_layers = m.block_count("decoder_block_count", d.info.blocks);
+    ATTENDRE_TRY_ASSIGN(d.info.decoder_layers, m.block_count("decoder_block_count", d.info.blocks));
     if (const auto start = m.find("decoder_start_token_id")) {
-      d.info.decoder_start_token = static_cast<uint32_t>(start->as_u64(m.key("decoder_start_token_id")));
+      ATTENDRE_TRY_ASSIGN(const uint64_t id, start->try_as_u64(m.key("decoder_start_token_id")));
+      d.info.decoder_start_token = static_cast<uint32_t>(id);
     } else if (const auto pad = file.find("tokenizer.ggml.padding_token_id")) {
-      d.info.decoder_start_token = static_cast<uint32_t>(pad->as_u64("tokenizer.ggml.padding_token_id"));
+      ATTENDRE_TRY_ASSIGN(const uint64_t id, pad->try_as_u64("tokenizer.ggml.padding_token_id"));
+      d.info.decoder_start_token = static_cast<uint32_t>(id);
     } else {
-      m.fail_key(ErrorCode::malformed_input, "decoder_start_token_id",
-                 "is missing, and so is tokenizer.ggml.padding_token_id that T5 starts decoding from");
+      return m.key_error(ErrorCode::malformed_input, "decoder_start_token_id",
+                         "is missing, and so is tokenizer.ggml.padding_token_id that T5 starts decoding from");
     }
     if (*d.info.decoder_start_token >= t.vocab)
-      m.fail_key(ErrorCode::malformed_input, "decoder_start_token_id",
-                 std::to_string(*d.info.decoder_start_token) + " is not a token of the " + std::to_string(t.vocab) +
-                     "-token vocabulary");
+      return m.key_error(ErrorCode::malformed_input, "decoder_start_token_id",
+                         std::to_string(*d.info.decoder_start_token) + " is not a token of the " +
+                             std::to_string(t.vocab) + "-token vocabulary");
     d.decoder = decoder_stack(file, t, d.info.decoder_layers);
     d.decoder->weights = storage;
     EncoderDecoderConfig placeholder{d.stack, *d.decoder, 1};
-    apply_encoder_decoder_memory(placeholder, {d.default_memory, 1, 1});
+    ATTENDRE_TRY(try_apply_encoder_decoder_memory(placeholder, {d.default_memory, 1, 1}));
     d.decoder = placeholder.decoder;
-    validate_as_file(file, *d.decoder);
+    ATTENDRE_TRY(validate_as_file(file, *d.decoder));
     stacks.push_back({&*d.decoder, "dec."});
     d.naming = t5_file_name;
     // With tied embeddings T5 scales the decoder's output by d_model^-0.5
@@ -200,7 +205,7 @@ ModelDescription describe_t5(const File& file, const std::string& architecture, 
       ignorable.insert("dec.blk." + std::to_string(l) + ".cross_attn_rel_b.weight");
   }
   FileWeights weights(file, d.naming);
-  d.info = check_tensors(file, weights, stacks, ignorable, d.info);
+  ATTENDRE_TRY_ASSIGN(d.info, check_tensors(file, weights, stacks, ignorable, d.info));
   return d;
 }
 

@@ -24,10 +24,10 @@ struct CheckedStack {
 };
 
 // Returns `info` with parameters and tensor_bytes counted (each file tensor
-// once). Throws malformed_input naming the file's tensor that is missing or
+// once). Fails malformed_input naming the file's tensor that is missing or
 // misshapen, unsupported for a tensor no stack reads unless `ignorable`
 // names it (tensors the architecture's own implementations ignore too).
-ModelInfo check_tensors(const File& file, FileWeights& weights, std::span<const CheckedStack> stacks,
+Result<ModelInfo> check_tensors(const File& file, FileWeights& weights, std::span<const CheckedStack> stacks,
                         const std::set<std::string>& ignorable, ModelInfo info);
 
 }  // namespace attendre::gguf

@@ -1,6 +1,6 @@
 #include "io/gguf_weights.hpp"
 
-#include "core/fail.hpp"
+#include "core/try.hpp"
 #include "io/gguf_source.hpp"
 #include "io/quant.hpp"
 
@@ -26,39 +26,64 @@ std::string FileWeights::file_name(const std::string& stack_name) const {
   return name.empty() ? stack_name : name;
 }
 
-const TensorInfo* FileWeights::find(const std::string& stack_name, std::span<const uint64_t> shape,
+Result<const TensorInfo*> FileWeights::find(const std::string& stack_name, std::span<const uint64_t> shape,
                                     ElementType& type) const {
   const std::string name = file_name(stack_name);
   const TensorInfo* info = file_.find_tensor(name);
-  if (!info) return nullptr;
+  if (!info) return static_cast<const TensorInfo*>(nullptr);
   const std::string where = file_.path().string() + ": tensor " + detail::quote_name(name);
   const std::vector<uint64_t> held = row_major_shape(*info);
   if (!std::equal(held.begin(), held.end(), shape.begin(), shape.end()))
-    fail(ErrorCode::malformed_input,
-         where + " has shape " + shape_text(held) + ", the model's hyper-parameters make it " + shape_text(shape));
+    return malformed_input(where + " has shape " + shape_text(held) + ", the model's hyper-parameters make it " +
+                           shape_text(shape));
   const std::optional<ElementType> known = element_type(static_cast<uint32_t>(info->type));
   if (!known)
-    fail(ErrorCode::unsupported, where + " is " + to_string(info->type) + ", an encoding attendre does not decode");
+    return Status(ErrorCode::unsupported, where + " is " + to_string(info->type) + ", an encoding attendre does not decode");
   type = *known;
   return info;
 }
 
-std::optional<ElementType> FileWeights::type_of(const std::string& name, std::span<const uint64_t> shape) {
+Result<std::optional<ElementType>> FileWeights::try_type_of(const std::string& name,
+                                                            std::span<const uint64_t> shape) const {
   ElementType type{};
-  if (!find(name, shape, type)) return std::nullopt;
-  return scaled_.count(name) ? ElementType::f32 : type;
+  ATTENDRE_TRY_ASSIGN(const TensorInfo* info, find(name, shape, type));
+  if (!info) return std::optional<ElementType>();
+  return std::optional<ElementType>(scaled_.count(name) ? ElementType::f32 : type);
+}
+
+Result<std::optional<TensorView>> FileWeights::try_tensor(const std::string& name, std::span<const uint64_t> shape) {
+  ElementType type{};
+  ATTENDRE_TRY_ASSIGN(const TensorInfo* info, find(name, shape, type));
+  if (!info) return std::optional<TensorView>();
+  ATTENDRE_TRY_ASSIGN(const std::span<const std::byte> data, file_.try_data(*info));
+  const auto scale = scaled_.find(name);
+  if (scale == scaled_.end()) return std::optional<TensorView>(TensorView{type, data});
+  ATTENDRE_TRY_ASSIGN(const std::vector<double> values, try_dequantize(info->type, data));
+  scaled_values_.assign(values.size(), 0.0f);
+  for (size_t i = 0; i < values.size(); ++i) scaled_values_[i] = static_cast<float>(values[i] * scale->second);
+  return std::optional<TensorView>(TensorView{ElementType::f32, std::as_bytes(std::span<const float>(scaled_values_))});
+}
+
+namespace {
+
+// WeightSource's reading of a Result (see type_of in gguf_weights.hpp).
+template <class T>
+std::optional<T> as_weight_source(Result<std::optional<T>>&& result) {
+#if defined(__cpp_exceptions)
+  return std::move(result).value_or_throw();
+#else
+  return result.ok() ? std::move(result).value() : std::nullopt;
+#endif
+}
+
+}  // namespace
+
+std::optional<ElementType> FileWeights::type_of(const std::string& name, std::span<const uint64_t> shape) {
+  return as_weight_source(try_type_of(name, shape));
 }
 
 std::optional<TensorView> FileWeights::tensor(const std::string& name, std::span<const uint64_t> shape) {
-  ElementType type{};
-  const TensorInfo* info = find(name, shape, type);
-  if (!info) return std::nullopt;
-  const auto scale = scaled_.find(name);
-  if (scale == scaled_.end()) return TensorView{type, file_.data(*info)};
-  const std::vector<double> values = dequantize(info->type, file_.data(*info));
-  scaled_values_.assign(values.size(), 0.0f);
-  for (size_t i = 0; i < values.size(); ++i) scaled_values_[i] = static_cast<float>(values[i] * scale->second);
-  return TensorView{ElementType::f32, std::as_bytes(std::span<const float>(scaled_values_))};
+  return as_weight_source(try_tensor(name, shape));
 }
 
 }  // namespace attendre::gguf
