@@ -5,7 +5,7 @@
 // allocation larger than the input) is acceptable.
 #include "fuzz_check.hpp"
 
-#include <attendre/io/npy.hpp>
+#include "npy/npy.hpp"
 
 #include <algorithm>
 #include <span>

@@ -5,7 +5,8 @@
 # Convention: fuzz/<name>_fuzz.cpp defines LLVMFuzzerTestOneInput and is the
 # target <name>_fuzz; its seed corpus is fuzz/corpus/<name>/ and its optional
 # libFuzzer dictionary fuzz/<name>.dict. Every target links the Vulkan-free
-# library (lib/core + lib/io) and the replay tool's command-line sources.
+# library (lib/core + lib/io), the tools' .npy reader (apps/npy) and the
+# replay tool's command-line sources.
 get_filename_component(ATTENDRE_FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR} ABSOLUTE)
 get_filename_component(ATTENDRE_FUZZ_ROOT ${CMAKE_CURRENT_LIST_DIR}/.. ABSOLUTE)
 
@@ -18,6 +19,6 @@ foreach(source ${ATTENDRE_FUZZ_TARGET_SOURCES})
 endforeach()
 
 set(ATTENDRE_FUZZ_SUPPORT_SOURCES ${ATTENDRE_FUZZ_ROOT}/apps/attendre-replay/cli.cpp
-  ${ATTENDRE_FUZZ_ROOT}/apps/common/arguments.cpp)
+  ${ATTENDRE_FUZZ_ROOT}/apps/common/arguments.cpp ${ATTENDRE_FUZZ_ROOT}/apps/npy/npy.cpp)
 set(ATTENDRE_FUZZ_INCLUDE_DIRS
   ${ATTENDRE_FUZZ_ROOT}/include ${ATTENDRE_FUZZ_ROOT}/lib ${ATTENDRE_FUZZ_ROOT}/shaders ${ATTENDRE_FUZZ_ROOT}/apps ${ATTENDRE_FUZZ_ROOT}/apps/attendre-replay ${ATTENDRE_FUZZ_DIR})

@@ -9,7 +9,7 @@
 #include "support.hpp"
 
 #include <attendre/config.hpp>
-#include <attendre/io/npy.hpp>
+#include "npy/npy.hpp"
 
 #include <filesystem>
 #include <fstream>

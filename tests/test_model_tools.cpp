@@ -10,7 +10,7 @@
 #include "model_fixtures.hpp"
 #include "support.hpp"
 
-#include <attendre/io/npy.hpp>
+#include "npy/npy.hpp"
 #include <attendre/perplexity.hpp>
 #include <attendre/reference/encoder_decoder.hpp>
 

@@ -6,7 +6,7 @@
 
 #include <array>
 #include <atomic>
-#include <attendre/io/npy.hpp>
+#include "npy/npy.hpp"
 #include <chrono>
 #include <cstring>
 #include <fstream>

@@ -10,7 +10,7 @@
 
 #if defined(ATTENDRE_READER_BINARY) && defined(ATTENDRE_REPLAY_BINARY)
 
-#include <attendre/io/npy.hpp>
+#include "npy/npy.hpp"
 
 #include <cmath>
 

@@ -6,7 +6,7 @@
 
 #ifdef ATTENDRE_REPLAY_BINARY
 
-#include <attendre/io/npy.hpp>
+#include "npy/npy.hpp"
 #include <attendre/reference/layer.hpp>
 
 #include <doctest/doctest.h>

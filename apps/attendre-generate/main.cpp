@@ -11,7 +11,7 @@
 
 #include <attendre/error.hpp>
 #include <attendre/generate.hpp>
-#include <attendre/io/npy.hpp>
+#include "npy/npy.hpp"
 #include <attendre/model.hpp>
 
 #include <cstdio>

@@ -3,7 +3,7 @@
 #include "common/output_set.hpp"
 #include "core/fail.hpp"
 
-#include <attendre/io/npy.hpp>
+#include "npy/npy.hpp"
 
 #include <array>
 #include <vector>

@@ -5,7 +5,7 @@
 #include "cli.hpp"
 
 #include <attendre/layer.hpp>
-#include <attendre/io/npy.hpp>
+#include "npy/npy.hpp"
 
 #include <cstdint>
 #include <vector>

@@ -8,7 +8,7 @@
 #pragma once
 
 #include <attendre/config.hpp>
-#include <attendre/io/npy.hpp>
+#include "npy/npy.hpp"
 
 #include <array>
 #include <cstdint>

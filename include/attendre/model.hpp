@@ -12,6 +12,10 @@
 // and t5encoder (its encoder alone, a bidirectional stack). Everything else
 // (another architecture, YaRN or LongRoPE scaling, ...) is refused with a
 // one-line Error naming the key or tensor.
+//
+// Each fallible call has a try_ form returning Result (include/attendre/
+// status.hpp); the plain forms throw its failure as attendre::Error and
+// exist only where the application has exceptions.
 #pragma once
 
 #include <attendre/encoder_decoder.hpp>
@@ -65,11 +69,11 @@ struct ModelOptions {
 class Model {
  public:
   // Maps the file and reads the architecture, hyper-parameters, tensor
-  // infos and tokenizer. Throws Error (one line, naming the file and the key
-  // or tensor): io_error, malformed_input for missing keys or inconsistent
+  // infos and tokenizer. Fails (one line, naming the file and the key or
+  // tensor): io_error, malformed_input for missing keys or inconsistent
   // shapes, unsupported for architectures, RoPE scaling types or tensor
   // encodings attendre does not run.
-  static Model open(const std::filesystem::path& path, const ModelOptions& options = {});
+  static Result<Model> try_open(const std::filesystem::path& path, const ModelOptions& options = {});
 
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;
@@ -79,11 +83,11 @@ class Model {
   const ModelInfo& info() const;
   // A decoder's or an encoder's stack with the memory plan's settings on
   // every block; invalid_argument for an encoder-decoder.
-  StackConfig stack_config(const MemoryPlan& memory) const;
+  Result<StackConfig> try_stack_config(const MemoryPlan& memory) const;
   // An encoder-decoder's configuration: `memory.encoder` on the encoder's
   // blocks, the decoder as apply_encoder_decoder_memory() sets it;
   // invalid_argument for the other kinds.
-  EncoderDecoderConfig encoder_decoder_config(const EncoderDecoderPlan& memory) const;
+  Result<EncoderDecoderConfig> try_encoder_decoder_config(const EncoderDecoderPlan& memory) const;
   // The default plan of stack_config(), or of the encoder: chunks of 64 and
   // the full trained context (MemorySetting::full_context(context_length),
   // for encoders full_bidirectional()).
@@ -93,6 +97,16 @@ class Model {
   // file calls them; their bytes stay valid while the Model lives.
   WeightSource& weights();
   const Tokenizer& tokenizer() const;
+
+#if defined(__cpp_exceptions)
+  static Model open(const std::filesystem::path& path, const ModelOptions& options = {}) {
+    return try_open(path, options).value_or_throw();
+  }
+  StackConfig stack_config(const MemoryPlan& memory) const { return try_stack_config(memory).value_or_throw(); }
+  EncoderDecoderConfig encoder_decoder_config(const EncoderDecoderPlan& memory) const {
+    return try_encoder_decoder_config(memory).value_or_throw();
+  }
+#endif
 
  private:
   struct Impl;

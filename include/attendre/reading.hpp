@@ -45,17 +45,23 @@ class DocumentEncoder {
 
   explicit DocumentEncoder(Tokenizer tokenizer) : tokenizer_(std::move(tokenizer)) {}
   void begin_part();
-  // Buffers `text` and hands over the pieces it completes.
-  void feed(std::string_view text, const Sink& sink);
+  // Buffers `text` and hands over the pieces it completes. Each of these
+  // fails as Tokenizer::try_encode does (invalid UTF-8 in a piece).
+  Status try_feed(std::string_view text, const Sink& sink);
   // The part's text up to its trailing spaces (which the next part carries).
-  void end_part(const Sink& sink);
+  Status try_end_part(const Sink& sink);
   // Whatever is still buffered (the last part's trailing spaces).
-  void end_document(const Sink& sink);
+  Status try_end_document(const Sink& sink);
+#if defined(__cpp_exceptions)
+  void feed(std::string_view text, const Sink& sink) { try_feed(text, sink).or_throw(); }
+  void end_part(const Sink& sink) { try_end_part(sink).or_throw(); }
+  void end_document(const Sink& sink) { try_end_document(sink).or_throw(); }
+#endif
 
   const Tokenizer& tokenizer() const { return tokenizer_; }
 
  private:
-  void encode(size_t end, const Sink& sink);
+  Status encode(size_t end, const Sink& sink);
 
   Tokenizer tokenizer_;
   std::string pending_;   // not yet encoded: carried spaces, then the part's text
@@ -84,8 +90,14 @@ std::string answer_line(std::string_view text);
 // Greedy generation of at most `max_tokens` after a finished read whose
 // last position's logits are `last_logits`, stopping at the tokenizer's stop
 // tokens, and its answer line.
-Answer answer_after(TransformerStack& stack, const Tokenizer& tokenizer, std::span<const float> last_logits,
-                    int64_t next_position, uint32_t max_tokens);
+Result<Answer> try_answer_after(TransformerStack& stack, const Tokenizer& tokenizer,
+                                std::span<const float> last_logits, int64_t next_position, uint32_t max_tokens);
+#if defined(__cpp_exceptions)
+inline Answer answer_after(TransformerStack& stack, const Tokenizer& tokenizer, std::span<const float> last_logits,
+                           int64_t next_position, uint32_t max_tokens) {
+  return try_answer_after(stack, tokenizer, last_logits, next_position, max_tokens).value_or_throw();
+}
+#endif
 
 struct ReadOptions {
   uint32_t answer_tokens = 32;  // the answer's budget
@@ -100,9 +112,16 @@ struct ReadResult {
 
 // kReadTemplate with `question` and `context`, streamed through `stack` (a
 // fresh stack with a vocabulary, `tokenizer`'s model's) in chunks of its S,
-// finished and answered. Throws invalid_argument for invalid UTF-8 or a
-// stack without a vocabulary, and whatever the stack throws.
-ReadResult read_document(TransformerStack& stack, const Tokenizer& tokenizer, std::string_view question,
-                         std::string_view context, const ReadOptions& options = {});
+// finished and answered. Fails invalid_argument for invalid UTF-8 or a
+// stack without a vocabulary; the stack's own failures are thrown by the
+// stack (its stepping has no status form yet).
+Result<ReadResult> try_read_document(TransformerStack& stack, const Tokenizer& tokenizer, std::string_view question,
+                                     std::string_view context, const ReadOptions& options = {});
+#if defined(__cpp_exceptions)
+inline ReadResult read_document(TransformerStack& stack, const Tokenizer& tokenizer, std::string_view question,
+                                std::string_view context, const ReadOptions& options = {}) {
+  return try_read_document(stack, tokenizer, question, context, options).value_or_throw();
+}
+#endif
 
 }  // namespace attendre

@@ -1,7 +1,7 @@
 // GGUF writing; see gguf_writer.hpp for the contract and gguf_file.cpp for
 // the layout.
 #include "io/gguf_writer.hpp"
-#include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -13,34 +13,35 @@
 namespace attendre::gguf {
 namespace {
 
-[[noreturn]] void invalid(const std::string& what) { fail(ErrorCode::invalid_argument, "gguf writer: " + what); }
+Status invalid(const std::string& what) { return invalid_argument("gguf writer: " + what); }
 
 uint64_t align_up(uint64_t offset, uint64_t alignment) {
   const uint64_t rest = offset % alignment;
   return rest ? offset + (alignment - rest) : offset;
 }
 
-void check_tensor(const TensorToWrite& t, uint64_t alignment) {
+Status check_tensor(const TensorToWrite& t, uint64_t alignment) {
   const std::string who = "tensor \"" + t.name + "\": ";
-  if (t.name.empty()) invalid("a tensor needs a name");
-  if (t.dims.size() > kMaxDims) invalid(who + std::to_string(t.dims.size()) + " dimensions, more than 4");
+  if (t.name.empty()) return invalid("a tensor needs a name");
+  if (t.dims.size() > kMaxDims) return invalid(who + std::to_string(t.dims.size()) + " dimensions, more than 4");
   uint64_t elements = 1;
   for (const uint64_t d : t.dims) {
     if (d == 0 || d > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / elements)
-      invalid(who + "dimension " + std::to_string(d) + " is 0 or makes the element count overflow int64");
+      return invalid(who + "dimension " + std::to_string(d) + " is 0 or makes the element count overflow int64");
     elements *= d;
   }
   const auto block = block_size(t.type);
-  if (!block) invalid(who + "unknown type " + to_string(t.type));
+  if (!block) return invalid(who + "unknown type " + to_string(t.type));
   const uint64_t row = t.dims.empty() ? 1 : t.dims[0];
   if (row % block->elements != 0)
-    invalid(who + "row of " + std::to_string(row) + " is not a multiple of the " + to_string(t.type) + " block of " +
+    return invalid(who + "row of " + std::to_string(row) + " is not a multiple of the " + to_string(t.type) + " block of " +
             std::to_string(block->elements));
   const uint64_t expected = elements / block->elements * block->bytes;
   if (t.data.size() != expected)
-    invalid(who + std::to_string(t.data.size()) + " bytes of data, the shape takes " + std::to_string(expected));
+    return invalid(who + std::to_string(t.data.size()) + " bytes of data, the shape takes " + std::to_string(expected));
   if (t.offset && *t.offset % alignment != 0)
-    invalid(who + "offset " + std::to_string(*t.offset) + " is not a multiple of the alignment");
+    return invalid(who + "offset " + std::to_string(*t.offset) + " is not a multiple of the alignment");
+  return {};
 }
 
 std::string errno_text() { return std::generic_category().message(errno); }
@@ -77,16 +78,16 @@ MetadataValue MetadataValue::boolean(bool value) {
 }
 MetadataValue MetadataValue::string(std::string_view value) { return {ValueType::string, Encoder().string(value).take()}; }
 
-MetadataValue MetadataValue::array(ValueType element_type, std::span<const MetadataValue> elements) {
+Result<MetadataValue> MetadataValue::try_array(ValueType element_type, std::span<const MetadataValue> elements) {
   Encoder out;
   out.u32(static_cast<uint32_t>(element_type)).u64(elements.size());
   for (size_t i = 0; i < elements.size(); ++i) {
     if (elements[i].type_id_ != static_cast<uint32_t>(element_type))
-      invalid("array of " + to_string(element_type) + ": element " + std::to_string(i) + " has type " +
+      return invalid("array of " + to_string(element_type) + ": element " + std::to_string(i) + " has type " +
               to_string(static_cast<ValueType>(elements[i].type_id_)));
     out.bytes(elements[i].payload_);
   }
-  return {ValueType::array, out.take()};
+  return MetadataValue(ValueType::array, out.take());
 }
 
 MetadataValue MetadataValue::strings(std::span<const std::string> values) {
@@ -114,47 +115,43 @@ MetadataValue MetadataValue::raw(uint32_t type_id, std::vector<std::byte> payloa
   return value;
 }
 
-Writer::Writer(WriterOptions options) : options_(options) {
-  if (!options_.checks) {
-    if (options_.alignment == 0) invalid("the alignment must not be 0, even with checks off");
-    return;
+Result<Writer> Writer::create(WriterOptions options) {
+  if (!options.checks) {
+    if (options.alignment == 0) return invalid("the alignment must not be 0, even with checks off");
+    return Writer(options, Checked{});
   }
-  if (options_.version != 2 && options_.version != 3)
-    invalid("version " + std::to_string(options_.version) + " (only 2 and 3 are written)");
-  if (options_.alignment == 0 || (options_.alignment & (options_.alignment - 1)) != 0 ||
-      options_.alignment > std::numeric_limits<uint32_t>::max())
-    invalid("alignment " + std::to_string(options_.alignment) + " is not a power of two that fits uint32");
+  if (options.version != 2 && options.version != 3)
+    return invalid("version " + std::to_string(options.version) + " (only 2 and 3 are written)");
+  if (options.alignment == 0 || (options.alignment & (options.alignment - 1)) != 0 ||
+      options.alignment > std::numeric_limits<uint32_t>::max())
+    return invalid("alignment " + std::to_string(options.alignment) + " is not a power of two that fits uint32");
+  return Writer(options, Checked{});
 }
 
-Writer& Writer::add(std::string key, MetadataValue value) {
+Status Writer::try_add(std::string key, MetadataValue value) {
   if (options_.checks) {
     for (const auto& [existing, unused] : metadata_)
-      if (existing == key) invalid("duplicate metadata key \"" + key + "\"");
+      if (existing == key) return invalid("duplicate metadata key \"" + key + "\"");
     const MetadataValue expected = MetadataValue::u32(static_cast<uint32_t>(options_.alignment));
     if (key == "general.alignment" &&
         (value.type_id() != expected.type_id() || !std::ranges::equal(value.payload(), expected.payload())))
-      invalid("general.alignment must be the uint32 " + std::to_string(options_.alignment) + " of the options");
+      return invalid("general.alignment must be the uint32 " + std::to_string(options_.alignment) + " of the options");
   }
   metadata_.emplace_back(std::move(key), std::move(value));
-  return *this;
+  return {};
 }
 
-Writer& Writer::add_tensor(TensorToWrite tensor) {
+Status Writer::try_add_tensor(TensorToWrite tensor) {
   if (options_.checks) {
-    check_tensor(tensor, options_.alignment);
+    ATTENDRE_TRY(check_tensor(tensor, options_.alignment));
     for (const TensorToWrite& existing : tensors_)
-      if (existing.name == tensor.name) invalid("duplicate tensor name \"" + tensor.name + "\"");
+      if (existing.name == tensor.name) return invalid("duplicate tensor name \"" + tensor.name + "\"");
   }
   tensors_.push_back(std::move(tensor));
-  return *this;
+  return {};
 }
 
-Writer& Writer::add_tensor(std::string name, std::vector<uint64_t> dims, TensorType type,
-                           std::span<const std::byte> data) {
-  return add_tensor(TensorToWrite{std::move(name), std::move(dims), type, {data.begin(), data.end()}, std::nullopt});
-}
-
-std::vector<std::byte> Writer::bytes() const {
+Result<std::vector<std::byte>> Writer::try_bytes() const {
   const uint64_t alignment = options_.alignment;
   const bool has_alignment_key = std::any_of(metadata_.begin(), metadata_.end(),
                                              [](const auto& entry) { return entry.first == "general.alignment"; });
@@ -174,7 +171,7 @@ std::vector<std::byte> Writer::bytes() const {
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return offsets[a] < offsets[b]; });
     for (size_t k = 1; k < order.size(); ++k)
       if (offsets[order[k - 1]] + tensors_[order[k - 1]].data.size() > offsets[order[k]])
-        invalid("tensor \"" + tensors_[order[k]].name + "\" overlaps tensor \"" + tensors_[order[k - 1]].name + "\"");
+        return invalid("tensor \"" + tensors_[order[k]].name + "\" overlaps tensor \"" + tensors_[order[k - 1]].name + "\"");
   }
 
   Encoder out;
@@ -200,41 +197,43 @@ std::vector<std::byte> Writer::bytes() const {
   return file;
 }
 
-void Writer::write(const std::filesystem::path& path) const {
-  const std::vector<std::byte> file = bytes();
+Status Writer::try_write(const std::filesystem::path& path) const {
+  ATTENDRE_TRY_ASSIGN(const std::vector<std::byte> file, try_bytes());
   // Same folder as the target, so that the rename stays on one filesystem and is atomic.
   std::filesystem::path temporary = path;
   temporary += ".tmp-" + std::to_string(::getpid());
   const std::string name = temporary.string();
   const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail(ErrorCode::io_error, path.string() + ": cannot create " + name + ": " + errno_text());
+  if (fd < 0) return Status(ErrorCode::io_error, path.string() + ": cannot create " + name + ": " + errno_text());
   const auto give_up = [&](const std::string& what) {
     const std::string reason = errno_text();
     ::close(fd);
     std::error_code ignored;
     std::filesystem::remove(temporary, ignored);
-    fail(ErrorCode::io_error, name + ": " + what + ": " + reason);
+    return Status(ErrorCode::io_error, name + ": " + what + ": " + reason);
   };
   for (size_t written = 0; written < file.size();) {
     const ssize_t n = ::write(fd, file.data() + written, file.size() - written);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) give_up("write failed");
+    if (n <= 0) return give_up("write failed");
     written += static_cast<size_t>(n);
   }
   // Without fsync, a crash soon after the rename can leave an empty file at `path`.
-  if (::fsync(fd) != 0) give_up("fsync failed");
+  if (::fsync(fd) != 0) return give_up("fsync failed");
   if (::close(fd) != 0) {
+    const std::string reason = errno_text();
     std::error_code ignored;
     std::filesystem::remove(temporary, ignored);
-    fail(ErrorCode::io_error, name + ": close failed: " + errno_text());
+    return Status(ErrorCode::io_error, name + ": close failed: " + reason);
   }
   std::error_code ec;
   std::filesystem::rename(temporary, path, ec);
   if (ec) {
     std::error_code ignored;
     std::filesystem::remove(temporary, ignored);
-    fail(ErrorCode::io_error, path.string() + ": cannot rename " + name + " into place: " + ec.message());
+    return Status(ErrorCode::io_error, path.string() + ": cannot rename " + name + " into place: " + ec.message());
   }
+  return {};
 }
 
 }  // namespace attendre::gguf

@@ -61,7 +61,12 @@ class MetadataValue {
   static MetadataValue i64(int64_t value);
   static MetadataValue f64(double value);
   // An array of `elements`, each of `element_type` (invalid_argument otherwise).
-  static MetadataValue array(ValueType element_type, std::span<const MetadataValue> elements);
+  static Result<MetadataValue> try_array(ValueType element_type, std::span<const MetadataValue> elements);
+#if defined(__cpp_exceptions)
+  static MetadataValue array(ValueType element_type, std::span<const MetadataValue> elements) {
+    return try_array(element_type, elements).value_or_throw();
+  }
+#endif
   // Shorthands for the arrays of vocabularies.
   static MetadataValue strings(std::span<const std::string> values);
   static MetadataValue f32s(std::span<const float> values);
@@ -99,24 +104,47 @@ struct WriterOptions {
   bool checks = true;
 };
 
+// Each fallible call has a try_ form returning Status or Result; the plain
+// forms throw its failure and exist only where exceptions do.
 class Writer {
  public:
-  explicit Writer(WriterOptions options = {});
+  // invalid_argument for options it cannot write (see WriterOptions).
+  static Result<Writer> create(WriterOptions options = {});
 
   // Metadata in the order added. With checks on, a duplicate key or a
   // general.alignment that disagrees with the options is invalid_argument.
-  Writer& add(std::string key, MetadataValue value);
+  Status try_add(std::string key, MetadataValue value);
   // With checks on: a unique name, at most kMaxDims nonzero dims, a known
   // type whose block divides dims[0], and exactly the bytes that shape takes.
-  Writer& add_tensor(TensorToWrite tensor);
-  Writer& add_tensor(std::string name, std::vector<uint64_t> dims, TensorType type, std::span<const std::byte> data);
+  Status try_add_tensor(TensorToWrite tensor);
 
-  // The whole file in memory.
-  std::vector<std::byte> bytes() const;
+  // The whole file in memory (with checks on, invalid_argument for tensors
+  // whose data overlap).
+  Result<std::vector<std::byte>> try_bytes() const;
   // Writes bytes() to `path` atomically (temporary file, fsync, rename); io_error on failure.
-  void write(const std::filesystem::path& path) const;
+  Status try_write(const std::filesystem::path& path) const;
+
+#if defined(__cpp_exceptions)
+  explicit Writer(WriterOptions options = {}) : Writer(create(options).value_or_throw()) {}
+  Writer& add(std::string key, MetadataValue value) {
+    try_add(std::move(key), std::move(value)).or_throw();
+    return *this;
+  }
+  Writer& add_tensor(TensorToWrite tensor) {
+    try_add_tensor(std::move(tensor)).or_throw();
+    return *this;
+  }
+  Writer& add_tensor(std::string name, std::vector<uint64_t> dims, TensorType type, std::span<const std::byte> data) {
+    return add_tensor(TensorToWrite{std::move(name), std::move(dims), type, {data.begin(), data.end()}, std::nullopt});
+  }
+  std::vector<std::byte> bytes() const { return try_bytes().value_or_throw(); }
+  void write(const std::filesystem::path& path) const { try_write(path).or_throw(); }
+#endif
 
  private:
+  struct Checked {};  // the options have passed create()'s checks
+  Writer(WriterOptions options, Checked) : options_(options) {}
+
   WriterOptions options_;
   std::vector<std::pair<std::string, MetadataValue>> metadata_;
   std::vector<TensorToWrite> tensors_;

@@ -1,4 +1,4 @@
-#include "core/fail.hpp"
+#include "core/try.hpp"
 #include "io/gguf.hpp"
 #include "io/gguf_architecture.hpp"
 #include "io/gguf_weights.hpp"
@@ -11,19 +11,24 @@ namespace attendre {
 // Built in place and never moved (Model holds it by pointer): the weights
 // refer to the file.
 struct Model::Impl {
-  explicit Impl(gguf::File opened, WeightType storage)
+  Impl(gguf::File opened, gguf::ModelDescription described, Tokenizer vocabulary)
       : file(std::move(opened)),
-        description(gguf::describe_model(file, storage)),
+        description(std::move(described)),
         weights(file, description.naming, description.scaled),
-        tokenizer(TokenizerAccess::from_file(file)) {}
+        tokenizer(std::move(vocabulary)) {}
   gguf::File file;
   gguf::ModelDescription description;
   gguf::FileWeights weights;
   Tokenizer tokenizer;
 };
 
-Model Model::open(const std::filesystem::path& path, const ModelOptions& options) {
-  return Model(std::make_unique<Impl>(gguf::File::open(path), options.weights));
+Result<Model> Model::try_open(const std::filesystem::path& path, const ModelOptions& options) {
+  ATTENDRE_TRY_ASSIGN(gguf::File file, gguf::File::try_open(path));
+  // The description refers to nothing in `file` (a File's bytes stay where
+  // they are when it moves), so it is read before the Impl takes the file.
+  ATTENDRE_TRY_ASSIGN(gguf::ModelDescription description, gguf::try_describe_model(file, options.weights));
+  ATTENDRE_TRY_ASSIGN(Tokenizer tokenizer, TokenizerAccess::from_file(file));
+  return Model(std::make_unique<Impl>(std::move(file), std::move(description), std::move(tokenizer)));
 }
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -37,23 +42,23 @@ MemoryPlan Model::default_memory() const { return impl_->description.default_mem
 WeightSource& Model::weights() { return impl_->weights; }
 const Tokenizer& Model::tokenizer() const { return impl_->tokenizer; }
 
-StackConfig Model::stack_config(const MemoryPlan& memory) const {
+Result<StackConfig> Model::try_stack_config(const MemoryPlan& memory) const {
   const gguf::ModelDescription& d = impl_->description;
-  require(d.info.kind != ModelKind::encoder_decoder,
-          path().string() + ": " + d.info.architecture + " is an encoder-decoder: use encoder_decoder_config()");
+  ATTENDRE_REQUIRE(d.info.kind != ModelKind::encoder_decoder,
+                   path().string() + ": " + d.info.architecture + " is an encoder-decoder: use encoder_decoder_config()");
   StackConfig config = d.stack;
-  apply_memory(config, memory);
-  config.validate();
+  ATTENDRE_TRY(try_apply_memory(config, memory));
+  ATTENDRE_TRY(config.check());
   return config;
 }
 
-EncoderDecoderConfig Model::encoder_decoder_config(const EncoderDecoderPlan& memory) const {
+Result<EncoderDecoderConfig> Model::try_encoder_decoder_config(const EncoderDecoderPlan& memory) const {
   const gguf::ModelDescription& d = impl_->description;
-  require(d.info.kind == ModelKind::encoder_decoder,
-          path().string() + ": " + d.info.architecture + " is not an encoder-decoder: use stack_config()");
+  ATTENDRE_REQUIRE(d.info.kind == ModelKind::encoder_decoder,
+                   path().string() + ": " + d.info.architecture + " is not an encoder-decoder: use stack_config()");
   EncoderDecoderConfig config{d.stack, *d.decoder, 0};
-  apply_encoder_decoder_memory(config, memory);
-  config.validate();
+  ATTENDRE_TRY(try_apply_encoder_decoder_memory(config, memory));
+  ATTENDRE_TRY(config.check());
   return config;
 }
 

@@ -1,16 +1,16 @@
 #include "io/model_tokenizer.hpp"
 
-#include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include <algorithm>
 
 namespace attendre {
 namespace {
 
-int32_t checked_id(const tokenizer::Tokenizer& tokenizer, uint32_t id) {
-  require(id < static_cast<uint32_t>(tokenizer.size()), "token id " + std::to_string(id) +
-                                                             " is out of range: the vocabulary has " +
-                                                             std::to_string(tokenizer.size()) + " tokens");
+Result<int32_t> checked_id(const tokenizer::Tokenizer& tokenizer, uint32_t id) {
+  ATTENDRE_REQUIRE(id < static_cast<uint32_t>(tokenizer.size()), "token id " + std::to_string(id) +
+                                                                      " is out of range: the vocabulary has " +
+                                                                      std::to_string(tokenizer.size()) + " tokens");
   return static_cast<int32_t>(id);
 }
 
@@ -20,45 +20,53 @@ std::optional<uint32_t> unsigned_id(std::optional<int32_t> id) {
 
 }  // namespace
 
-Tokenizer TokenizerAccess::from_file(const gguf::File& file) {
-  auto impl = std::make_shared<Tokenizer::Impl>(Tokenizer::Impl{tokenizer::Tokenizer::from_gguf(file), {}});
+Result<Tokenizer> TokenizerAccess::from_file(const gguf::File& file) {
+  ATTENDRE_TRY_ASSIGN(tokenizer::Tokenizer built, tokenizer::Tokenizer::try_from_gguf(file));
+  auto impl = std::make_shared<Tokenizer::Impl>(Tokenizer::Impl{std::move(built), {}});
   const int32_t size = impl->tokenizer.size();
   if (const auto eos = impl->tokenizer.eos()) impl->stop_tokens.push_back(static_cast<uint32_t>(*eos));
   // Chat models end a turn with their own token (Llama 3's <|eot_id|>,
   // Qwen2's <|im_end|>); 0xFFFFFFFF or -1 means none, as for the other ids.
   if (const auto eot = file.find("tokenizer.ggml.eot_token_id")) {
-    const int64_t id = eot->as_i64("tokenizer.ggml.eot_token_id");
+    ATTENDRE_TRY_ASSIGN(const int64_t id, eot->try_as_i64("tokenizer.ggml.eot_token_id"));
     if (id >= 0 && id < size && std::find(impl->stop_tokens.begin(), impl->stop_tokens.end(), id) == impl->stop_tokens.end())
       impl->stop_tokens.push_back(static_cast<uint32_t>(id));
   }
   return Tokenizer(std::move(impl));
 }
 
-Tokenizer Tokenizer::open(const std::filesystem::path& path) { return TokenizerAccess::from_file(gguf::File::open(path)); }
+Result<Tokenizer> Tokenizer::try_open(const std::filesystem::path& path) {
+  ATTENDRE_TRY_ASSIGN(const gguf::File file, gguf::File::try_open(path));
+  return TokenizerAccess::from_file(file);
+}
 
 size_t Tokenizer::continuation_point(std::string_view text, size_t limit) {
   return tokenizer::Tokenizer::continuation_point(text, limit);
 }
 
-std::vector<uint32_t> Tokenizer::encode(std::string_view text, const EncodeOptions& options) const {
+Result<std::vector<uint32_t>> Tokenizer::try_encode(std::string_view text, const EncodeOptions& options) const {
   tokenizer::EncodeOptions o;
   o.add_bos = options.add_bos;
   o.continuation = options.continuation;
   o.more_follows = options.more_follows;
   o.parse_special = options.parse_special;
-  const std::vector<int32_t> ids = impl_->tokenizer.encode(text, o);
-  return {ids.begin(), ids.end()};
+  ATTENDRE_TRY_ASSIGN(const std::vector<int32_t> ids, impl_->tokenizer.try_encode(text, o));
+  return std::vector<uint32_t>(ids.begin(), ids.end());
 }
 
-std::string Tokenizer::decode(std::span<const uint32_t> ids) const {
+Result<std::string> Tokenizer::try_decode(std::span<const uint32_t> ids) const {
   std::vector<int32_t> signed_ids;
   signed_ids.reserve(ids.size());
-  for (uint32_t id : ids) signed_ids.push_back(checked_id(impl_->tokenizer, id));
-  return impl_->tokenizer.decode(signed_ids);
+  for (uint32_t id : ids) {
+    ATTENDRE_TRY_ASSIGN(const int32_t checked, checked_id(impl_->tokenizer, id));
+    signed_ids.push_back(checked);
+  }
+  return impl_->tokenizer.try_decode(signed_ids);
 }
 
-std::string_view Tokenizer::piece(uint32_t id) const {
-  return impl_->tokenizer.piece(checked_id(impl_->tokenizer, id));
+Result<std::string_view> Tokenizer::try_piece(uint32_t id) const {
+  ATTENDRE_TRY_ASSIGN(const int32_t checked, checked_id(impl_->tokenizer, id));
+  return impl_->tokenizer.try_piece(checked);
 }
 
 uint32_t Tokenizer::size() const { return static_cast<uint32_t>(impl_->tokenizer.size()); }

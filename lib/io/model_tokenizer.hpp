@@ -16,7 +16,7 @@ struct Tokenizer::Impl {
 
 struct TokenizerAccess {
   // The tokenizer of an open GGUF file; messages name the file.
-  static Tokenizer from_file(const gguf::File& file);
+  static Result<Tokenizer> from_file(const gguf::File& file);
 };
 
 }  // namespace attendre

@@ -1,7 +1,7 @@
 #include <attendre/generate.hpp>
 #include <attendre/reading.hpp>
 
-#include "core/fail.hpp"
+#include "core/try.hpp"
 #include "io/tokenizer_unicode.hpp"
 
 namespace attendre {
@@ -10,39 +10,42 @@ void DocumentEncoder::begin_part() {
   carried_ = pending_.size();  // the previous part's trailing spaces start this one's text
 }
 
-void DocumentEncoder::feed(std::string_view text, const Sink& sink) {
+Status DocumentEncoder::try_feed(std::string_view text, const Sink& sink) {
   pending_.append(text);
-  if (pending_.size() < kPiece + carried_) return;
+  if (pending_.size() < kPiece + carried_) return {};
   size_t cut = Tokenizer::continuation_point(pending_, pending_.size());
   if (cut <= carried_) {
-    if (pending_.size() < kForcedCut + carried_) return;
+    if (pending_.size() < kForcedCut + carried_) return {};
     cut = pending_.size();
     while (cut > carried_ && (static_cast<unsigned char>(pending_[cut - 1]) & 0xC0) == 0x80) --cut;  // inside a character
     if (cut > carried_) --cut;  // before the character's first byte
   }
-  encode(cut, sink);
+  return encode(cut, sink);
 }
 
-void DocumentEncoder::end_part(const Sink& sink) {
+Status DocumentEncoder::try_end_part(const Sink& sink) {
   size_t end = pending_.size();
   while (end > 0 && pending_[end - 1] == ' ') --end;
-  if (end > carried_) encode(end, sink);
+  if (end > carried_) return encode(end, sink);
+  return {};
 }
 
-void DocumentEncoder::end_document(const Sink& sink) {
-  if (!pending_.empty()) encode(pending_.size(), sink);
+Status DocumentEncoder::try_end_document(const Sink& sink) {
+  if (!pending_.empty()) return encode(pending_.size(), sink);
+  return {};
 }
 
-void DocumentEncoder::encode(size_t end, const Sink& sink) {
+Status DocumentEncoder::encode(size_t end, const Sink& sink) {
   Tokenizer::EncodeOptions options;
   options.continuation = started_;
   options.more_follows = true;  // the answer follows the document: never an EOS before it
   started_ = true;
   const std::string_view text = std::string_view(pending_).substr(0, end);
-  ids_ = tokenizer_.encode(text, options);
+  ATTENDRE_TRY_ASSIGN(ids_, tokenizer_.try_encode(text, options));
   sink(Piece{text, std::min(carried_, end), ids_});
   pending_.erase(0, end);
   carried_ = 0;
+  return {};
 }
 
 std::string answer_line(std::string_view text) {
@@ -55,14 +58,15 @@ std::string answer_line(std::string_view text) {
   return line;
 }
 
-Answer answer_after(TransformerStack& stack, const Tokenizer& tokenizer, std::span<const float> last_logits,
-                    int64_t next_position, uint32_t max_tokens) {
+Result<Answer> try_answer_after(TransformerStack& stack, const Tokenizer& tokenizer,
+                                std::span<const float> last_logits, int64_t next_position, uint32_t max_tokens) {
   GenerateOptions options;
   options.max_tokens = max_tokens;
   options.stop_tokens = tokenizer.stop_tokens();
   GenerateResult result = generate_after(stack, last_logits, next_position, options);
   Answer answer;
-  answer.text = answer_line(tokenizer.decode(result.tokens));
+  ATTENDRE_TRY_ASSIGN(const std::string text, tokenizer.try_decode(result.tokens));
+  answer.text = answer_line(text);
   answer.tokens = std::move(result.tokens);
   answer.stopped = result.stopped;
   return answer;
@@ -85,11 +89,12 @@ class ChunkFeeder {
   }
 
   // The last step, then finish(); the last position's logits.
-  std::vector<float> finish(bool flush) {
-    require(next_ > 0, "read_document: the document has no tokens");
+  Result<std::vector<float>> finish(bool flush) {
+    ATTENDRE_REQUIRE(next_ > 0, "read_document: the document has no tokens");
     step(true);
     keep_last_logits(stack_.finish(final_request(), flush));
-    require(last_logits_.size() == stack_.config().vocab, "read_document: the stack gave no logits for the last position");
+    ATTENDRE_REQUIRE(last_logits_.size() == stack_.config().vocab,
+                     "read_document: the stack gave no logits for the last position");
     return std::move(last_logits_);
   }
 
@@ -124,14 +129,14 @@ class ChunkFeeder {
 
 }  // namespace
 
-ReadResult read_document(TransformerStack& stack, const Tokenizer& tokenizer, std::string_view question,
-                         std::string_view context, const ReadOptions& options) {
-  require(stack.config().vocab > 0, "read_document: the stack has no vocabulary (it reads embeddings)");
-  require(stack.config().vocab == tokenizer.size(),
-          "read_document: the stack's vocabulary has " + std::to_string(stack.config().vocab) +
-              " tokens, the tokenizer's " + std::to_string(tokenizer.size()));
-  tokenizer::unicode::require_utf8(question, "read_document: the question");
-  tokenizer::unicode::require_utf8(context, "read_document: the context");
+Result<ReadResult> try_read_document(TransformerStack& stack, const Tokenizer& tokenizer, std::string_view question,
+                                     std::string_view context, const ReadOptions& options) {
+  ATTENDRE_REQUIRE(stack.config().vocab > 0, "read_document: the stack has no vocabulary (it reads embeddings)");
+  ATTENDRE_REQUIRE(stack.config().vocab == tokenizer.size(),
+                   "read_document: the stack's vocabulary has " + std::to_string(stack.config().vocab) +
+                       " tokens, the tokenizer's " + std::to_string(tokenizer.size()));
+  ATTENDRE_TRY(tokenizer::unicode::check_utf8(question, "read_document: the question"));
+  ATTENDRE_TRY(tokenizer::unicode::check_utf8(context, "read_document: the context"));
   ChunkFeeder feeder(stack);
   DocumentEncoder encoder(tokenizer);
   const DocumentEncoder::Sink sink = [&](const DocumentEncoder::Piece& piece) {
@@ -143,14 +148,15 @@ ReadResult read_document(TransformerStack& stack, const Tokenizer& tokenizer, st
   const std::string_view parts[] = {t.substr(0, q), question, t.substr(q + 10, c - q - 10), context, t.substr(c + 9)};
   for (const std::string_view part : parts) {
     encoder.begin_part();
-    encoder.feed(part, sink);
-    encoder.end_part(sink);
+    ATTENDRE_TRY(encoder.try_feed(part, sink));
+    ATTENDRE_TRY(encoder.try_end_part(sink));
   }
-  encoder.end_document(sink);
-  const std::vector<float> last_logits = feeder.finish(options.flush);
+  ATTENDRE_TRY(encoder.try_end_document(sink));
+  ATTENDRE_TRY_ASSIGN(const std::vector<float> last_logits, feeder.finish(options.flush));
   ReadResult result;
   result.document_tokens = static_cast<uint64_t>(feeder.positions());
-  result.answer = answer_after(stack, tokenizer, last_logits, feeder.positions(), options.answer_tokens);
+  ATTENDRE_TRY_ASSIGN(result.answer,
+                      try_answer_after(stack, tokenizer, last_logits, feeder.positions(), options.answer_tokens));
   return result;
 }
 

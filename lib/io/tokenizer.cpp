@@ -1,7 +1,7 @@
 // The Tokenizer: special tokens split out first, then the vocabulary's model
 // on each text fragment; decoding through a table of each token's bytes,
 // built once. See tokenizer.hpp for the contract.
-#include "core/fail.hpp"
+#include "core/try.hpp"
 #include "io/tokenizer.hpp"
 
 #include "io/gguf.hpp"
@@ -16,18 +16,13 @@
 namespace attendre::tokenizer {
 namespace {
 
-Vocabulary validated(Vocabulary vocabulary) {
-  validate(vocabulary);
-  return vocabulary;
-}
-
-std::unique_ptr<TextModel> make_model(const Vocabulary& vocabulary, const TokenIndex& index) {
+Result<std::unique_ptr<TextModel>> make_model(const Vocabulary& vocabulary, const TokenIndex& index) {
   switch (vocabulary.model) {
     case Model::sentencepiece_bpe: return make_sentencepiece_bpe(vocabulary, index);
     case Model::byte_level_bpe: return make_byte_level_bpe(vocabulary, index);
     case Model::unigram: return make_unigram(vocabulary);
   }
-  fail(ErrorCode::invalid_argument, "tokenizer: Vocabulary::model holds no known model");
+  return invalid_argument("tokenizer: Vocabulary::model holds no known model");
 }
 
 // The bytes a token stands for, as llama.cpp's token_to_piece renders them
@@ -87,12 +82,13 @@ void clean_up_spaces(std::string& text) {
 
 }  // namespace
 
+// Built in place by try_build and never moved: the index and the model
+// refer to the vocabulary, the model to the index.
 struct Tokenizer::Impl {
-  explicit Impl(Vocabulary source)
-      : vocabulary(validated(std::move(source))),
-        index(vocabulary),
-        specials(vocabulary),
-        model(make_model(vocabulary, index)) {
+  // `source` has passed validate().
+  explicit Impl(Vocabulary source) : vocabulary(std::move(source)), specials(vocabulary) {}
+
+  void render_pieces() {
     const auto count = static_cast<int32_t>(vocabulary.tokens.size());
     pieces.reserve(vocabulary.tokens.size());
     for (int32_t id = 0; id < count; ++id) pieces.push_back(render(vocabulary, id));
@@ -113,12 +109,12 @@ struct Tokenizer::Impl {
            (type == TokenType::unknown && vocabulary.model == Model::sentencepiece_bpe);
   }
 
+  bool known(int32_t id) const { return id >= 0 && static_cast<size_t>(id) < pieces.size(); }
   // `position`: where the id sits in a decoded sequence, for the message.
-  void require_id(int32_t id, std::optional<size_t> position = std::nullopt) const {
-    if (id >= 0 && static_cast<size_t>(id) < pieces.size()) return;
+  Status unknown_id(int32_t id, std::optional<size_t> position = std::nullopt) const {
     const std::string where = position ? " at position " + std::to_string(*position) : "";
-    fail(ErrorCode::invalid_argument, "tokenizer: id " + std::to_string(id) + where + " is outside the " +
-                                          std::to_string(pieces.size()) + " tokens");
+    return invalid_argument("tokenizer: id " + std::to_string(id) + where + " is outside the " +
+                            std::to_string(pieces.size()) + " tokens");
   }
 
   Vocabulary vocabulary;
@@ -128,15 +124,22 @@ struct Tokenizer::Impl {
   std::vector<std::string> pieces;  // each token's bytes, special tokens as their text
 };
 
-Tokenizer::Tokenizer(Vocabulary vocabulary) : impl_(std::make_unique<const Impl>(std::move(vocabulary))) {}
+Tokenizer::Tokenizer(std::unique_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 
-Tokenizer Tokenizer::from_gguf(const gguf::File& file) {
-  Vocabulary vocabulary = vocabulary_from_gguf(file);
-  try {
-    return Tokenizer(std::move(vocabulary));
-  } catch (const Error& error) {
-    fail(error.code(), file.path().string() + ": " + error.what());
-  }
+Result<Tokenizer> Tokenizer::try_build(Vocabulary vocabulary) {
+  ATTENDRE_TRY(validate(vocabulary));
+  auto impl = std::make_unique<Impl>(std::move(vocabulary));
+  ATTENDRE_TRY_ASSIGN(impl->index, TokenIndex::build(impl->vocabulary));
+  ATTENDRE_TRY_ASSIGN(impl->model, make_model(impl->vocabulary, impl->index));
+  impl->render_pieces();
+  return Tokenizer(std::unique_ptr<const Impl>(std::move(impl)));
+}
+
+Result<Tokenizer> Tokenizer::try_from_gguf(const gguf::File& file) {
+  ATTENDRE_TRY_ASSIGN(Vocabulary vocabulary, try_vocabulary_from_gguf(file));
+  Result<Tokenizer> built = try_build(std::move(vocabulary));
+  if (built.ok()) return built;
+  return std::move(built).status().within(file.path().string());
 }
 
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
@@ -151,15 +154,15 @@ size_t Tokenizer::continuation_point(std::string_view text, size_t limit) {
   return 0;
 }
 
-std::vector<int32_t> Tokenizer::encode(std::string_view utf8, const EncodeOptions& options) const {
+Result<std::vector<int32_t>> Tokenizer::try_encode(std::string_view utf8, const EncodeOptions& options) const {
   const Vocabulary& vocabulary = impl_->vocabulary;
   if (utf8.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
-    fail(ErrorCode::invalid_argument, "tokenizer: text of " + std::to_string(utf8.size()) + " bytes exceeds 2 GiB");
-  unicode::require_utf8(utf8, "tokenizer: text");
+    return invalid_argument("tokenizer: text of " + std::to_string(utf8.size()) + " bytes exceeds 2 GiB");
+  ATTENDRE_TRY(unicode::check_utf8(utf8, "tokenizer: text"));
   const bool add_bos = !options.continuation && options.add_bos.value_or(vocabulary.add_bos);
   const bool add_eos = !options.more_follows && options.add_eos.value_or(vocabulary.add_eos);
-  if (add_bos && !vocabulary.bos) fail(ErrorCode::invalid_argument, "tokenizer: BOS asked for, but the vocabulary has none");
-  if (add_eos && !vocabulary.eos) fail(ErrorCode::invalid_argument, "tokenizer: EOS asked for, but the vocabulary has none");
+  if (add_bos && !vocabulary.bos) return invalid_argument("tokenizer: BOS asked for, but the vocabulary has none");
+  if (add_eos && !vocabulary.eos) return invalid_argument("tokenizer: EOS asked for, but the vocabulary has none");
   std::vector<int32_t> ids;
   if (add_bos) ids.push_back(*vocabulary.bos);
   bool first = true;
@@ -167,14 +170,15 @@ std::vector<int32_t> Tokenizer::encode(std::string_view utf8, const EncodeOption
     if (fragment.token >= 0)
       ids.push_back(fragment.token);
     else
-      impl_->model->encode(fragment.text, vocabulary.add_space_prefix && !(first && options.continuation), ids);
+      ATTENDRE_TRY(
+          impl_->model->encode(fragment.text, vocabulary.add_space_prefix && !(first && options.continuation), ids));
     first = false;
   }
   if (add_eos) ids.push_back(*vocabulary.eos);
   return ids;
 }
 
-std::string Tokenizer::decode(std::span<const int32_t> ids, const DecodeOptions& options) const {
+Result<std::string> Tokenizer::try_decode(std::span<const int32_t> ids, const DecodeOptions& options) const {
   const Vocabulary& vocabulary = impl_->vocabulary;
   // Byte-level BPE never adds a prefix space (llama.cpp ignores the flag
   // there when encoding), so it never strips one either.
@@ -184,7 +188,7 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, const DecodeOptions&
   bool text_starts = true;
   for (size_t i = 0; i < ids.size(); ++i) {
     const int32_t id = ids[i];
-    impl_->require_id(id, i);
+    if (!impl_->known(id)) return impl_->unknown_id(id, i);
     const std::string& piece = impl_->pieces[static_cast<size_t>(id)];
     if (!impl_->hidden(id) || options.render_special) {
       const bool drop_space = strip && text_starts && !impl_->ends_text(id) && !piece.empty() && piece.front() == ' ';
@@ -197,10 +201,10 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, const DecodeOptions&
   return text;
 }
 
-std::string_view Tokenizer::piece(int32_t id, bool render_special) const {
-  impl_->require_id(id);
-  if (impl_->hidden(id) && !render_special) return {};
-  return impl_->pieces[static_cast<size_t>(id)];
+Result<std::string_view> Tokenizer::try_piece(int32_t id, bool render_special) const {
+  if (!impl_->known(id)) return impl_->unknown_id(id);
+  if (impl_->hidden(id) && !render_special) return std::string_view();
+  return std::string_view(impl_->pieces[static_cast<size_t>(id)]);
 }
 
 const Vocabulary& Tokenizer::vocabulary() const { return impl_->vocabulary; }
@@ -209,8 +213,8 @@ std::optional<int32_t> Tokenizer::bos() const { return impl_->vocabulary.bos; }
 std::optional<int32_t> Tokenizer::eos() const { return impl_->vocabulary.eos; }
 std::optional<int32_t> Tokenizer::unknown() const { return impl_->vocabulary.unknown; }
 
-TokenType Tokenizer::type(int32_t id) const {
-  impl_->require_id(id);
+Result<TokenType> Tokenizer::try_type(int32_t id) const {
+  if (!impl_->known(id)) return impl_->unknown_id(id);
   return token_type(impl_->vocabulary, id);
 }
 

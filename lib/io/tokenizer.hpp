@@ -15,7 +15,7 @@
 // ordinary text. Several occurrences are claimed longest token first.
 #pragma once
 
-#include <attendre/error.hpp>
+#include <attendre/status.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -73,9 +73,12 @@ struct Vocabulary {
 // llama.cpp's defaults for absent keys: "llama" adds BOS (id 1, EOS 2,
 // unknown 0) and a space prefix; "gpt2" adds BOS only for the Llama-3 family
 // of pre-tokenizers; "t5" adds EOS (id 1, unknown 2). A special id of
-// 0xFFFFFFFF (or -1) means "none". Throws malformed_input naming the key on
+// 0xFFFFFFFF (or -1) means "none". Fails malformed_input naming the key on
 // a missing or ill-typed key, unsupported on an unknown model.
-Vocabulary vocabulary_from_gguf(const gguf::File& file);
+Result<Vocabulary> try_vocabulary_from_gguf(const gguf::File& file);
+#if defined(__cpp_exceptions)
+inline Vocabulary vocabulary_from_gguf(const gguf::File& file) { return try_vocabulary_from_gguf(file).value_or_throw(); }
+#endif
 
 struct EncodeOptions {
   std::optional<bool> add_bos;  // nullopt: as the vocabulary's add_bos says
@@ -109,32 +112,50 @@ struct DecodeOptions {
 };
 
 // Immutable once built: encode, decode and the lookups may run on one
-// Tokenizer from several threads at once. Move-only.
+// Tokenizer from several threads at once. Move-only. Each fallible call has
+// a try_ form returning Result; the plain forms throw its failure as
+// attendre::Error and exist only where exceptions do.
 class Tokenizer {
  public:
   // Checks `vocabulary` (array lengths, ids in range, merges naming known
   // tokens, duplicate texts, a supported pre-tokenizer) and builds the
-  // lookup structures. Throws malformed_input naming the GGUF key, or
+  // lookup structures. Fails malformed_input naming the GGUF key, or
   // unsupported for a pre-tokenizer this library does not know.
-  explicit Tokenizer(Vocabulary vocabulary);
-  // vocabulary_from_gguf, then the constructor; messages name the file.
-  static Tokenizer from_gguf(const gguf::File& file);
+  static Result<Tokenizer> try_build(Vocabulary vocabulary);
+  // try_vocabulary_from_gguf, then try_build; messages name the file.
+  static Result<Tokenizer> try_from_gguf(const gguf::File& file);
 
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;
   ~Tokenizer();
 
-  // The ids of `utf8`. Throws invalid_argument naming the byte offset of the
+  // The ids of `utf8`. Fails invalid_argument naming the byte offset of the
   // first invalid UTF-8 sequence, and when BOS or EOS is asked for but the
   // vocabulary has none. Empty text gives no ids (besides BOS/EOS).
-  std::vector<int32_t> encode(std::string_view utf8, const EncodeOptions& options = {}) const;
+  Result<std::vector<int32_t>> try_encode(std::string_view utf8, const EncodeOptions& options = {}) const;
   // The bytes `ids` stand for (not necessarily valid UTF-8 when the ids end
-  // inside a character). Throws invalid_argument on an id out of range.
-  std::string decode(std::span<const int32_t> ids, const DecodeOptions& options = {}) const;
+  // inside a character). Fails invalid_argument on an id out of range.
+  Result<std::string> try_decode(std::span<const int32_t> ids, const DecodeOptions& options = {}) const;
   // The bytes one token stands for on its own (no prefix-space stripping;
   // for streaming output, valid while the Tokenizer lives); control and
   // unknown tokens give "" unless `render_special`.
-  std::string_view piece(int32_t id, bool render_special = false) const;
+  Result<std::string_view> try_piece(int32_t id, bool render_special = false) const;
+  Result<TokenType> try_type(int32_t id) const;  // invalid_argument when out of range
+
+#if defined(__cpp_exceptions)
+  explicit Tokenizer(Vocabulary vocabulary) : Tokenizer(try_build(std::move(vocabulary)).value_or_throw()) {}
+  static Tokenizer from_gguf(const gguf::File& file) { return try_from_gguf(file).value_or_throw(); }
+  std::vector<int32_t> encode(std::string_view utf8, const EncodeOptions& options = {}) const {
+    return try_encode(utf8, options).value_or_throw();
+  }
+  std::string decode(std::span<const int32_t> ids, const DecodeOptions& options = {}) const {
+    return try_decode(ids, options).value_or_throw();
+  }
+  std::string_view piece(int32_t id, bool render_special = false) const {
+    return try_piece(id, render_special).value_or_throw();
+  }
+  TokenType type(int32_t id) const { return try_type(id).value_or_throw(); }
+#endif
 
   const Vocabulary& vocabulary() const;
   // See attendre::Tokenizer::continuation_point: the last space at or before
@@ -146,11 +167,11 @@ class Tokenizer {
   std::optional<int32_t> bos() const;
   std::optional<int32_t> eos() const;
   std::optional<int32_t> unknown() const;
-  TokenType type(int32_t id) const;                          // invalid_argument when out of range
   std::optional<int32_t> find(std::string_view text) const;  // the id whose text is exactly `text`
 
  private:
   struct Impl;
+  explicit Tokenizer(std::unique_ptr<const Impl> impl);
   std::unique_ptr<const Impl> impl_;
 };
 

@@ -7,7 +7,7 @@
 // Merges are resolved to token ids once, when the model is built, so that
 // encoding compares integers instead of concatenating strings; a priority
 // queue with stale entries skipped when popped keeps a word O(n log n).
-#include "core/fail.hpp"
+#include "core/try.hpp"
 #include "io/tokenizer_models.hpp"
 #include "io/tokenizer_pretokenizers.hpp"
 #include "io/tokenizer_regex.hpp"
@@ -51,26 +51,37 @@ uint64_t pair_key(int32_t left, int32_t right) {
 
 class ByteLevelBpe final : public TextModel {
  public:
-  ByteLevelBpe(const Vocabulary& vocabulary, const TokenIndex& index)
-      : index_(index), unknown_(vocabulary.unknown.value_or(-1)) {
+  // The model of `vocabulary`: its pre-tokenizer's regexes compiled, its
+  // merges resolved to ids.
+  static Result<std::unique_ptr<TextModel>> make(const Vocabulary& vocabulary, const TokenIndex& index) {
     const PreTokenizerSpec* spec = find_pre_tokenizer(vocabulary.pre);
     if (spec == nullptr)
-      fail(ErrorCode::unsupported, "tokenizer.ggml.pre '" + unicode::printable(vocabulary.pre) +
-                                       "' is not supported; supported: " + supported_pre_tokenizers());
-    for (const std::string_view pattern : spec->regexes) regexes_.emplace_back(pattern);
-    ignore_merges_ = spec->ignore_merges;
+      return Status(ErrorCode::unsupported, "tokenizer.ggml.pre '" + unicode::printable(vocabulary.pre) +
+                                                "' is not supported; supported: " + supported_pre_tokenizers());
+    auto model = std::unique_ptr<ByteLevelBpe>(new ByteLevelBpe(vocabulary, index));
+    for (const std::string_view pattern : spec->regexes) {
+      ATTENDRE_TRY_ASSIGN(Regex regex, Regex::compile(pattern));
+      model->regexes_.push_back(std::move(regex));
+    }
+    model->ignore_merges_ = spec->ignore_merges;
     const auto& alphabet = unicode::byte_level_alphabet();
-    for (size_t byte = 0; byte < 256; ++byte) byte_tokens_[byte] = index.find(alphabet[byte]);
-    resolve_merges(vocabulary.merges);
+    for (size_t byte = 0; byte < 256; ++byte) model->byte_tokens_[byte] = index.find(alphabet[byte]);
+    ATTENDRE_TRY(model->resolve_merges(vocabulary.merges));
+    return std::unique_ptr<TextModel>(std::move(model));
   }
 
   // Byte-level BPE never prefixes a space (llama.cpp ignores the flag here).
-  void encode(std::string_view fragment, bool /*space_prefix*/, std::vector<int32_t>& ids) const override {
-    for (const std::string_view word : split_in_sequence(fragment, regexes_)) encode_word(word, ids);
+  Status encode(std::string_view fragment, bool /*space_prefix*/, std::vector<int32_t>& ids) const override {
+    ATTENDRE_TRY_ASSIGN(const std::vector<std::string_view> words, try_split_in_sequence(fragment, regexes_));
+    for (const std::string_view word : words) ATTENDRE_TRY(encode_word(word, ids));
+    return {};
   }
 
  private:
-  void resolve_merges(const std::vector<std::string>& merges) {
+  ByteLevelBpe(const Vocabulary& vocabulary, const TokenIndex& index)
+      : index_(index), unknown_(vocabulary.unknown.value_or(-1)) {}
+
+  Status resolve_merges(const std::vector<std::string>& merges) {
     merges_.reserve(merges.size());
     std::string joined;
     for (size_t rank = 0; rank < merges.size(); ++rank) {
@@ -79,19 +90,20 @@ class ByteLevelBpe final : public TextModel {
       // As llama.cpp: the separator is the first space after the first byte,
       // so that a left part may itself be a space.
       const size_t space = merge.find(' ', 1);
-      if (space == std::string_view::npos) fail(ErrorCode::malformed_input, where + " is not two tokens and a space");
+      if (space == std::string_view::npos) return malformed_input(where + " is not two tokens and a space");
       const std::string_view left = merge.substr(0, space), right = merge.substr(space + 1);
       joined.assign(left).append(right);
       const int32_t left_id = index_.find(left), right_id = index_.find(right), result = index_.find(joined);
       if (left_id < 0 || right_id < 0 || result < 0)
-        fail(ErrorCode::malformed_input,
-             where + " names a token the vocabulary lacks ('" +
-                 unicode::printable(left_id < 0 ? left : right_id < 0 ? right : std::string_view(joined)) + "')");
+        return malformed_input(where + " names a token the vocabulary lacks ('" +
+                               unicode::printable(left_id < 0 ? left : right_id < 0 ? right : std::string_view(joined)) +
+                               "')");
       merges_.emplace(pair_key(left_id, right_id), Merge{static_cast<int32_t>(rank), result});  // first rank wins
     }
+    return {};
   }
 
-  void encode_word(std::string_view word, std::vector<int32_t>& ids) const {
+  Status encode_word(std::string_view word, std::vector<int32_t>& ids) const {
     const auto& alphabet = unicode::byte_level_alphabet();
     if (ignore_merges_) {
       // Llama 3's tokenizer takes a word that is a whole token as it is,
@@ -100,7 +112,7 @@ class ByteLevelBpe final : public TextModel {
       for (const char byte : word) mapped += alphabet[static_cast<uint8_t>(byte)];
       if (const int32_t id = index_.find(mapped); id >= 0) {
         ids.push_back(id);
-        return;
+        return {};
       }
     }
     std::vector<Symbol> symbols(word.size());
@@ -136,10 +148,11 @@ class ByteLevelBpe final : public TextModel {
       } else {
         char byte[8];
         std::snprintf(byte, sizeof byte, "0x%02X", static_cast<uint8_t>(word[i]));
-        fail(ErrorCode::malformed_input,
-             std::string("tokenizer: the vocabulary has no token for byte ") + byte + " and no unknown token");
+        return malformed_input(std::string("tokenizer: the vocabulary has no token for byte ") + byte +
+                               " and no unknown token");
       }
     }
+    return {};
   }
 
   const TokenIndex& index_;
@@ -152,8 +165,8 @@ class ByteLevelBpe final : public TextModel {
 
 }  // namespace
 
-std::unique_ptr<TextModel> make_byte_level_bpe(const Vocabulary& vocabulary, const TokenIndex& index) {
-  return std::make_unique<ByteLevelBpe>(vocabulary, index);
+Result<std::unique_ptr<TextModel>> make_byte_level_bpe(const Vocabulary& vocabulary, const TokenIndex& index) {
+  return ByteLevelBpe::make(vocabulary, index);
 }
 
 }  // namespace attendre::tokenizer

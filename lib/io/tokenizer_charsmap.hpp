@@ -8,6 +8,8 @@
 //   char[]               NUL-terminated replacement strings
 #pragma once
 
+#include <attendre/status.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -19,21 +21,31 @@ namespace attendre::tokenizer {
 
 class PrecompiledCharsmap {
  public:
-  // Throws malformed_input naming tokenizer.ggml.precompiled_charsmap when
+  // Fails malformed_input naming tokenizer.ggml.precompiled_charsmap when
   // the header does not fit the blob.
-  explicit PrecompiledCharsmap(std::string_view blob);
+  static Result<PrecompiledCharsmap> parse(std::string_view blob);
+#if defined(__cpp_exceptions)
+  explicit PrecompiledCharsmap(std::string_view blob) : PrecompiledCharsmap(parse(blob).value_or_throw()) {}
+#endif
 
   struct Match {
     std::string_view replacement;
     size_t consumed = 0;  // bytes of the input it replaces
   };
   // The rule for the longest prefix of `text` the map knows, or nullopt.
-  // Throws malformed_input when the walk leaves the trie or a replacement
+  // Fails malformed_input when the walk leaves the trie or a replacement
   // runs past the blob (a corrupt map is found when used, not before).
-  std::optional<Match> longest_prefix(std::string_view text) const;
+  Result<std::optional<Match>> try_longest_prefix(std::string_view text) const;
+#if defined(__cpp_exceptions)
+  std::optional<Match> longest_prefix(std::string_view text) const {
+    return try_longest_prefix(text).value_or_throw();
+  }
+#endif
 
  private:
-  uint32_t node(size_t index) const;
+  PrecompiledCharsmap() = default;
+  // Node `index`, or nullopt when it is outside the trie.
+  std::optional<uint32_t> node(size_t index) const;
 
   std::vector<uint32_t> nodes_;
   std::string replacements_;

@@ -1,7 +1,7 @@
 // vocabulary_from_gguf: the tokenizer.ggml.* keys into a Vocabulary, with
 // the defaults llama.cpp's llama_vocab::impl::load applies when a key is
 // absent. Only reading happens here; the Tokenizer constructor checks.
-#include "core/fail.hpp"
+#include "core/try.hpp"
 #include "io/gguf.hpp"
 #include "io/tokenizer.hpp"
 #include "io/tokenizer_pretokenizers.hpp"
@@ -14,8 +14,8 @@
 namespace attendre::tokenizer {
 namespace {
 
-[[noreturn]] void malformed(const gguf::File& file, const std::string& problem) {
-  fail(ErrorCode::malformed_input, file.path().string() + ": " + problem);
+Status malformed(const gguf::File& file, const std::string& problem) {
+  return malformed_input(file.path().string() + ": " + problem);
 }
 
 bool is_signed(gguf::ValueType type) {
@@ -26,57 +26,68 @@ bool is_signed(gguf::ValueType type) {
 // A special token id: absent keys give `fallback` (dropped when it does not
 // fit the vocabulary, as llama.cpp does); 0xFFFFFFFF and negative values,
 // which converters write for "none", give nullopt.
-std::optional<int32_t> read_id(const gguf::File& file, std::string_view key, std::optional<int32_t> fallback,
-                               size_t token_count) {
+Result<std::optional<int32_t>> read_id(const gguf::File& file, std::string_view key, std::optional<int32_t> fallback,
+                                       size_t token_count) {
+  using Id = std::optional<int32_t>;
   const std::optional<gguf::Value> value = file.find(key);
   if (!value) {
     if (fallback && static_cast<size_t>(*fallback) < token_count) return fallback;
-    return std::nullopt;
+    return Id();
   }
-  if (is_signed(value->type())) {
-    const int64_t id = value->as_i64(key);
-    if (id < 0) return std::nullopt;
-    if (id > std::numeric_limits<int32_t>::max()) malformed(file, std::string(key) + " = " + std::to_string(id) + " is not a token id");
-    return static_cast<int32_t>(id);
+  // Values the reader made are never empty: their type is there.
+  if (is_signed(value->try_type().value())) {
+    ATTENDRE_TRY_ASSIGN(const int64_t id, value->try_as_i64(key));
+    if (id < 0) return Id();
+    if (id > std::numeric_limits<int32_t>::max())
+      return malformed(file, std::string(key) + " = " + std::to_string(id) + " is not a token id");
+    return Id(static_cast<int32_t>(id));
   }
-  const uint64_t id = value->as_u64(key);
-  if (id == std::numeric_limits<uint32_t>::max() || id == std::numeric_limits<uint64_t>::max()) return std::nullopt;
+  ATTENDRE_TRY_ASSIGN(const uint64_t id, value->try_as_u64(key));
+  if (id == std::numeric_limits<uint32_t>::max() || id == std::numeric_limits<uint64_t>::max()) return Id();
   if (id > static_cast<uint64_t>(std::numeric_limits<int32_t>::max()))
-    malformed(file, std::string(key) + " = " + std::to_string(id) + " is not a token id");
-  return static_cast<int32_t>(id);
+    return malformed(file, std::string(key) + " = " + std::to_string(id) + " is not a token id");
+  return Id(static_cast<int32_t>(id));
 }
 
-std::vector<float> read_scores(const gguf::File& file) {
+// Whether `value` is an array of `element` (false for a scalar).
+bool is_array_of(const gguf::Value& value, gguf::ValueType element) {
+  return value.try_type().value() == gguf::ValueType::array && value.try_element_type().value() == element;
+}
+
+Result<std::vector<float>> read_scores(const gguf::File& file) {
   constexpr std::string_view key = "tokenizer.ggml.scores";
   const std::optional<gguf::Value> value = file.find(key);
-  if (!value) return {};
+  if (!value) return std::vector<float>();
   // llama.cpp accepts integer scores too.
-  if (value->type() == gguf::ValueType::array && value->element_type() == gguf::ValueType::i32) {
-    const std::vector<int32_t> integers = file.get_i32s(key);
+  if (is_array_of(*value, gguf::ValueType::i32)) {
+    ATTENDRE_TRY_ASSIGN(const std::vector<int32_t> integers, file.try_get_i32s(key));
     return std::vector<float>(integers.begin(), integers.end());
   }
-  return file.get_f32s(key);
+  return file.try_get_f32s(key);
 }
 
-std::vector<TokenType> read_types(const gguf::File& file) {
+Result<std::vector<TokenType>> read_types(const gguf::File& file) {
   constexpr std::string_view key = "tokenizer.ggml.token_type";
-  if (!file.find(key)) return {};
   std::vector<TokenType> types;
-  for (const int32_t type : file.get_i32s(key)) types.push_back(static_cast<TokenType>(type));
+  if (!file.find(key)) return types;
+  ATTENDRE_TRY_ASSIGN(const std::vector<int32_t> values, file.try_get_i32s(key));
+  for (const int32_t type : values) types.push_back(static_cast<TokenType>(type));
   return types;
 }
 
-std::string read_bytes(const gguf::File& file, std::string_view key) {
+Result<std::string> read_bytes(const gguf::File& file, std::string_view key) {
   const std::optional<gguf::Value> value = file.find(key);
-  if (!value) return {};
-  if (value->type() != gguf::ValueType::array ||
-      (value->element_type() != gguf::ValueType::u8 && value->element_type() != gguf::ValueType::i8))
-    malformed(file, std::string(key) + " is not an array of bytes");
-  const bool is_unsigned = value->element_type() == gguf::ValueType::u8;
-  std::string bytes(value->size(), '\0');
-  for (uint64_t i = 0; i < value->size(); ++i) {
-    const gguf::Value element = value->at(i);
-    bytes[i] = static_cast<char>(is_unsigned ? element.as_u64(key) : static_cast<uint64_t>(element.as_i64(key)));
+  if (!value) return std::string();
+  if (!is_array_of(*value, gguf::ValueType::u8) && !is_array_of(*value, gguf::ValueType::i8))
+    return malformed(file, std::string(key) + " is not an array of bytes");
+  const bool is_unsigned = is_array_of(*value, gguf::ValueType::u8);
+  // An array of bytes: every element is an in-range u8 or i8 (checked at open).
+  const uint64_t size = value->try_size().value();
+  std::string bytes(size, '\0');
+  for (uint64_t i = 0; i < size; ++i) {
+    const gguf::Value element = value->try_at(i).value();
+    bytes[i] = static_cast<char>(is_unsigned ? element.try_as_u64(key).value()
+                                             : static_cast<uint64_t>(element.try_as_i64(key).value()));
   }
   return bytes;
 }
@@ -91,14 +102,15 @@ bool contains_any(std::string_view text, std::initializer_list<std::string_view>
 }
 
 // Per-token attributes GGUF does not store, set by name as llama.cpp does.
-void set_strip_tokens(const gguf::File& file, Vocabulary& vocabulary) {
+Status set_strip_tokens(const gguf::File& file, Vocabulary& vocabulary) {
   const auto id_of = [&](std::string_view text) -> std::optional<int32_t> {
     const auto found = std::find(vocabulary.tokens.begin(), vocabulary.tokens.end(), text);
     if (found == vocabulary.tokens.end()) return std::nullopt;
     return static_cast<int32_t>(found - vocabulary.tokens.begin());
   };
-  const std::string name = lowercase(file.get_string("general.name", ""));
-  const std::string architecture = file.get_string("general.architecture", "");
+  ATTENDRE_TRY_ASSIGN(const std::string general_name, file.try_get_string("general.name", ""));
+  const std::string name = lowercase(general_name);
+  ATTENDRE_TRY_ASSIGN(const std::string architecture, file.try_get_string("general.architecture", ""));
   if (contains_any(vocabulary.pre, {"jina-v2-de", "jina-v2-es", "jina-v2-code"}) ||
       contains_any(architecture, {"nomic-bert-moe", "jina-bert-v3"})) {
     if (const auto mask = id_of("<mask>")) vocabulary.lstrip.push_back(*mask);
@@ -115,15 +127,16 @@ void set_strip_tokens(const gguf::File& file, Vocabulary& vocabulary) {
   } else if (contains_any(name, {"modern-bert"})) {
     if (const auto mask = id_of("[MASK]")) vocabulary.lstrip.push_back(*mask);
   }
+  return {};
 }
 
 }  // namespace
 
-Vocabulary vocabulary_from_gguf(const gguf::File& file) {
+Result<Vocabulary> try_vocabulary_from_gguf(const gguf::File& file) {
   Vocabulary vocabulary;
-  const std::string model = file.get_string("tokenizer.ggml.model");
-  vocabulary.pre = file.get_string("tokenizer.ggml.pre", "");
-  vocabulary.tokens = file.get_strings("tokenizer.ggml.tokens");
+  ATTENDRE_TRY_ASSIGN(const std::string model, file.try_get_string("tokenizer.ggml.model"));
+  ATTENDRE_TRY_ASSIGN(vocabulary.pre, file.try_get_string("tokenizer.ggml.pre", ""));
+  ATTENDRE_TRY_ASSIGN(vocabulary.tokens, file.try_get_strings("tokenizer.ggml.tokens"));
   const size_t count = vocabulary.tokens.size();
   std::optional<int32_t> bos, eos, unknown, padding;
   bool add_bos = false, add_eos = false, add_space_prefix = false;
@@ -133,7 +146,7 @@ Vocabulary vocabulary_from_gguf(const gguf::File& file) {
     add_bos = true, add_space_prefix = true;
   } else if (model == "gpt2") {
     vocabulary.model = Model::byte_level_bpe;
-    vocabulary.merges = file.get_strings("tokenizer.ggml.merges");
+    ATTENDRE_TRY_ASSIGN(vocabulary.merges, file.try_get_strings("tokenizer.ggml.merges"));
     // An unknown pre-tokenizer is reported by the Tokenizer, which names
     // the supported ones.
     if (const PreTokenizerSpec* spec = find_pre_tokenizer(vocabulary.pre)) {
@@ -144,22 +157,24 @@ Vocabulary vocabulary_from_gguf(const gguf::File& file) {
     vocabulary.model = Model::unigram;
     eos = 1, unknown = 2, padding = 0;
     add_eos = true;
-    vocabulary.precompiled_charsmap = read_bytes(file, "tokenizer.ggml.precompiled_charsmap");
+    ATTENDRE_TRY_ASSIGN(vocabulary.precompiled_charsmap, read_bytes(file, "tokenizer.ggml.precompiled_charsmap"));
   } else {
-    fail(ErrorCode::unsupported, file.path().string() + ": tokenizer.ggml.model '" + unicode::printable(model) +
-                                     "' is not supported (llama, gpt2, t5)");
+    return Status(ErrorCode::unsupported, file.path().string() + ": tokenizer.ggml.model '" +
+                                              unicode::printable(model) + "' is not supported (llama, gpt2, t5)");
   }
-  vocabulary.scores = read_scores(file);
-  vocabulary.types = read_types(file);
-  vocabulary.bos = read_id(file, "tokenizer.ggml.bos_token_id", bos, count);
-  vocabulary.eos = read_id(file, "tokenizer.ggml.eos_token_id", eos, count);
-  vocabulary.unknown = read_id(file, "tokenizer.ggml.unknown_token_id", unknown, count);
-  vocabulary.padding = read_id(file, "tokenizer.ggml.padding_token_id", padding, count);
-  vocabulary.add_bos = file.get_bool("tokenizer.ggml.add_bos_token", add_bos);
-  vocabulary.add_eos = file.get_bool("tokenizer.ggml.add_eos_token", add_eos);
-  vocabulary.add_space_prefix = file.get_bool("tokenizer.ggml.add_space_prefix", add_space_prefix);
-  vocabulary.remove_extra_whitespaces = file.get_bool("tokenizer.ggml.remove_extra_whitespaces", false);
-  set_strip_tokens(file, vocabulary);
+  ATTENDRE_TRY_ASSIGN(vocabulary.scores, read_scores(file));
+  ATTENDRE_TRY_ASSIGN(vocabulary.types, read_types(file));
+  ATTENDRE_TRY_ASSIGN(vocabulary.bos, read_id(file, "tokenizer.ggml.bos_token_id", bos, count));
+  ATTENDRE_TRY_ASSIGN(vocabulary.eos, read_id(file, "tokenizer.ggml.eos_token_id", eos, count));
+  ATTENDRE_TRY_ASSIGN(vocabulary.unknown, read_id(file, "tokenizer.ggml.unknown_token_id", unknown, count));
+  ATTENDRE_TRY_ASSIGN(vocabulary.padding, read_id(file, "tokenizer.ggml.padding_token_id", padding, count));
+  ATTENDRE_TRY_ASSIGN(vocabulary.add_bos, file.try_get_bool("tokenizer.ggml.add_bos_token", add_bos));
+  ATTENDRE_TRY_ASSIGN(vocabulary.add_eos, file.try_get_bool("tokenizer.ggml.add_eos_token", add_eos));
+  ATTENDRE_TRY_ASSIGN(vocabulary.add_space_prefix,
+                      file.try_get_bool("tokenizer.ggml.add_space_prefix", add_space_prefix));
+  ATTENDRE_TRY_ASSIGN(vocabulary.remove_extra_whitespaces,
+                      file.try_get_bool("tokenizer.ggml.remove_extra_whitespaces", false));
+  ATTENDRE_TRY(set_strip_tokens(file, vocabulary));
   return vocabulary;
 }
 

@@ -18,15 +18,17 @@ class TextModel {
   virtual ~TextModel() = default;
   // Appends the ids of `fragment` (non-empty, valid UTF-8) to `ids`.
   // `space_prefix`: the vocabulary's add_space_prefix applies to this
-  // fragment (false where it continues text encoded before).
-  virtual void encode(std::string_view fragment, bool space_prefix, std::vector<int32_t>& ids) const = 0;
+  // fragment (false where it continues text encoded before). Fails where the
+  // vocabulary cannot spell the text (no token, no byte fallback, no
+  // unknown token) or, for a corrupt charsmap, where the walk leaves it.
+  virtual Status encode(std::string_view fragment, bool space_prefix, std::vector<int32_t>& ids) const = 0;
 };
 
 // The models keep references to `vocabulary` and `index`, which must outlive
-// them. Each throws malformed_input naming the GGUF key when the vocabulary
+// them. Each fails malformed_input naming the GGUF key when the vocabulary
 // cannot serve it (merges naming unknown tokens, a corrupt charsmap, ...).
-std::unique_ptr<TextModel> make_sentencepiece_bpe(const Vocabulary& vocabulary, const TokenIndex& index);
-std::unique_ptr<TextModel> make_byte_level_bpe(const Vocabulary& vocabulary, const TokenIndex& index);
-std::unique_ptr<TextModel> make_unigram(const Vocabulary& vocabulary);
+Result<std::unique_ptr<TextModel>> make_sentencepiece_bpe(const Vocabulary& vocabulary, const TokenIndex& index);
+Result<std::unique_ptr<TextModel>> make_byte_level_bpe(const Vocabulary& vocabulary, const TokenIndex& index);
+Result<std::unique_ptr<TextModel>> make_unigram(const Vocabulary& vocabulary);
 
 }  // namespace attendre::tokenizer

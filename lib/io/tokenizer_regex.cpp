@@ -1,4 +1,4 @@
-#include "core/fail.hpp"
+#include "core/try.hpp"
 #include "io/tokenizer_regex.hpp"
 
 #include "io/tokenizer_unicode.hpp"
@@ -24,13 +24,15 @@ std::string pcre2_message(int error_code) {
 
 }  // namespace
 
-MatchData::MatchData() : data_(pcre2_match_data_create(1, nullptr)) {
-  if (data_ == nullptr) fail(ErrorCode::out_of_host_memory, "tokenizer: PCRE2 could not allocate match data");
-}
+MatchData::MatchData() : data_(pcre2_match_data_create(1, nullptr)) {}
 
 MatchData::~MatchData() { pcre2_match_data_free(static_cast<pcre2_match_data*>(data_)); }
 
-Regex::Regex(std::string_view pattern) : pattern_(pattern) {
+Result<Regex> Regex::compile(std::string_view pattern) {
+  Regex regex;
+  regex.pattern_ = std::string(pattern);
+  const std::string& pattern_ = regex.pattern_;
+  void*& code_ = regex.code_;
   int error_code = 0;
   PCRE2_SIZE error_offset = 0;
   // UCP gives \s, \d, \w and the POSIX classes their Unicode meaning, as the
@@ -38,11 +40,12 @@ Regex::Regex(std::string_view pattern) : pattern_(pattern) {
   code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern_.data()), pattern_.size(), PCRE2_UTF | PCRE2_UCP,
                         &error_code, &error_offset, nullptr);
   if (code_ == nullptr)
-    fail(ErrorCode::invalid_argument, "tokenizer: regex '" + unicode::printable(pattern_, 60) + "' does not compile at offset " +
-                                          std::to_string(error_offset) + ": " + pcre2_message(error_code));
+    return invalid_argument("tokenizer: regex '" + unicode::printable(pattern_, 60) + "' does not compile at offset " +
+                            std::to_string(error_offset) + ": " + pcre2_message(error_code));
   // JIT is an optimisation: where it is missing (a platform without it, a
   // build with it off), the interpreter gives the same matches.
-  jit_ = pcre2_jit_compile(as_code(code_), PCRE2_JIT_COMPLETE) == 0;
+  regex.jit_ = pcre2_jit_compile(as_code(code_), PCRE2_JIT_COMPLETE) == 0;
+  return regex;
 }
 
 Regex::Regex(Regex&& other) noexcept
@@ -60,7 +63,7 @@ Regex& Regex::operator=(Regex&& other) noexcept {
 
 Regex::~Regex() { pcre2_code_free(as_code(code_)); }
 
-void Regex::split(std::string_view subject, std::vector<std::string_view>& pieces, MatchData& match) const {
+Status Regex::split(std::string_view subject, std::vector<std::string_view>& pieces, MatchData& match) const {
   auto* match_data = static_cast<pcre2_match_data*>(match.get());
   const auto* bytes = reinterpret_cast<PCRE2_SPTR>(subject.data());
   size_t piece_start = 0;  // end of the last piece cut
@@ -74,8 +77,8 @@ void Regex::split(std::string_view subject, std::vector<std::string_view>& piece
                        nullptr);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0)
-      fail(ErrorCode::invalid_argument, "tokenizer: regex '" + unicode::printable(pattern_, 60) + "' failed on a " +
-                                            std::to_string(subject.size()) + "-byte piece: " + pcre2_message(rc));
+      return invalid_argument("tokenizer: regex '" + unicode::printable(pattern_, 60) + "' failed on a " +
+                              std::to_string(subject.size()) + "-byte piece: " + pcre2_message(rc));
     const PCRE2_SIZE* offsets = pcre2_get_ovector_pointer(match_data);
     const size_t begin = offsets[0], end = offsets[1];
     if (begin > piece_start) pieces.push_back(subject.substr(piece_start, begin - piece_start));
@@ -90,16 +93,19 @@ void Regex::split(std::string_view subject, std::vector<std::string_view>& piece
     piece_start = begin == end ? begin : end;
   }
   if (piece_start < subject.size()) pieces.push_back(subject.substr(piece_start));
+  return {};
 }
 
-std::vector<std::string_view> split_in_sequence(std::string_view text, const std::vector<Regex>& regexes) {
-  if (text.empty()) return {};
+Result<std::vector<std::string_view>> try_split_in_sequence(std::string_view text, const std::vector<Regex>& regexes) {
+  if (text.empty()) return std::vector<std::string_view>();
   std::vector<std::string_view> pieces{text};
   MatchData match;
+  if (match.get() == nullptr)
+    return Status(ErrorCode::out_of_host_memory, "tokenizer: PCRE2 could not allocate match data");
   std::vector<std::string_view> next;
   for (const Regex& regex : regexes) {
     next.clear();
-    for (const std::string_view piece : pieces) regex.split(piece, next, match);
+    for (const std::string_view piece : pieces) ATTENDRE_TRY(regex.split(piece, next, match));
     pieces.swap(next);
   }
   return pieces;

@@ -3,6 +3,8 @@
 // that pre-tokenizers do with it.
 #pragma once
 
+#include <attendre/status.hpp>
+
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -14,7 +16,7 @@ namespace attendre::tokenizer {
 // patterns and subjects (only the whole-match offsets are read).
 class MatchData {
  public:
-  MatchData();
+  MatchData();  // get() is null when PCRE2 could not allocate it
   MatchData(const MatchData&) = delete;
   MatchData& operator=(const MatchData&) = delete;
   ~MatchData();
@@ -26,8 +28,11 @@ class MatchData {
 
 class Regex {
  public:
-  // Throws invalid_argument naming the pattern, the offset and PCRE2's reason.
-  explicit Regex(std::string_view pattern);
+  // Fails invalid_argument naming the pattern, the offset and PCRE2's reason.
+  static Result<Regex> compile(std::string_view pattern);
+#if defined(__cpp_exceptions)
+  explicit Regex(std::string_view pattern) : Regex(compile(pattern).value_or_throw()) {}
+#endif
   Regex(Regex&& other) noexcept;
   Regex& operator=(Regex&& other) noexcept;
   Regex(const Regex&) = delete;
@@ -41,16 +46,23 @@ class Regex {
   // pattern and the gaps between them, all kept in order (Hugging Face's
   // "isolated" split, llama.cpp's unicode_regex_split). The subject is all
   // the pattern sees: lookarounds stop at its ends. An empty match splits
-  // there without making an empty piece.
-  void split(std::string_view subject, std::vector<std::string_view>& pieces, MatchData& match) const;
+  // there without making an empty piece. Fails invalid_argument when PCRE2
+  // gives up on the subject (its match limits).
+  Status split(std::string_view subject, std::vector<std::string_view>& pieces, MatchData& match) const;
 
  private:
+  Regex() = default;
   std::string pattern_;
   void* code_ = nullptr;  // pcre2_code_8*, kept opaque so that pcre2.h stays out of this header
   bool jit_ = false;
 };
 
 // Applies `regexes` in sequence, each to every piece the previous ones left.
-std::vector<std::string_view> split_in_sequence(std::string_view text, const std::vector<Regex>& regexes);
+Result<std::vector<std::string_view>> try_split_in_sequence(std::string_view text, const std::vector<Regex>& regexes);
+#if defined(__cpp_exceptions)
+inline std::vector<std::string_view> split_in_sequence(std::string_view text, const std::vector<Regex>& regexes) {
+  return try_split_in_sequence(text, regexes).value_or_throw();
+}
+#endif
 
 }  // namespace attendre::tokenizer

@@ -8,7 +8,7 @@
 // Characters left without a token fall back to the <0xXX> byte tokens; a
 // vocabulary without all 256 of them gives the unknown token instead, one
 // per character, as SentencePiece without byte_fallback does.
-#include "core/fail.hpp"
+#include "core/try.hpp"
 #include "io/tokenizer_models.hpp"
 #include "io/tokenizer_unicode.hpp"
 
@@ -52,7 +52,7 @@ class SentencePieceBpe final : public TextModel {
     }
   }
 
-  void encode(std::string_view fragment, bool space_prefix, std::vector<int32_t>& ids) const override {
+  Status encode(std::string_view fragment, bool space_prefix, std::vector<int32_t>& ids) const override {
     // add_space_prefix puts a space before every fragment, which llama.cpp
     // does at the start and after each special token: the only places a
     // fragment can start (bar text continuing a document encoded before).
@@ -60,7 +60,7 @@ class SentencePieceBpe final : public TextModel {
     text.append(fragment);
     text = unicode::escape_spaces(text);
     Session session(*this, text);
-    session.run(ids);
+    return session.run(ids);
   }
 
  private:
@@ -90,7 +90,7 @@ class SentencePieceBpe final : public TextModel {
       }
     }
 
-    void run(std::vector<int32_t>& ids) {
+    Status run(std::vector<int32_t>& ids) {
       for (int32_t i = 1; i < static_cast<int32_t>(symbols_.size()); ++i) try_pair(i - 1, i);
       while (!queue_.empty()) {
         const Bigram bigram = queue_.top();
@@ -108,8 +108,13 @@ class SentencePieceBpe final : public TextModel {
         try_pair(left.prev, bigram.left);
         try_pair(bigram.left, left.next);
       }
-      for (int32_t i = symbols_.empty() ? -1 : 0; i != -1; i = symbols_[i].next)
-        emit(symbols_[i].begin, symbols_[i].length, ids);
+      for (int32_t i = symbols_.empty() ? -1 : 0; i != -1; i = symbols_[i].next) {
+        std::string_view unspellable;
+        if (!emit(symbols_[i].begin, symbols_[i].length, ids, unspellable))
+          return malformed_input("tokenizer: no token for '" + unicode::printable(unspellable) +
+                                 "': the vocabulary has neither <0xXX> byte tokens nor an unknown token");
+      }
+      return {};
     }
 
    private:
@@ -125,27 +130,27 @@ class SentencePieceBpe final : public TextModel {
 
     // SentencePiece outputs unused tokens as the two pieces they were
     // merged from, recursively; everything else that is not a piece falls
-    // back to bytes (or the unknown token).
-    void emit(uint32_t begin, uint32_t length, std::vector<int32_t>& ids) const {
+    // back to bytes (or the unknown token). False, with the text in
+    // `unspellable`, when the vocabulary has no way to spell it.
+    bool emit(uint32_t begin, uint32_t length, std::vector<int32_t>& ids, std::string_view& unspellable) const {
       const std::string_view text = text_.substr(begin, length);
       const int32_t id = model_.piece(text);
       if (id >= 0 && token_type(model_.vocabulary_, id) != TokenType::unused) {
         ids.push_back(id);
-        return;
+        return true;
       }
-      if (const auto split = unused_splits_.find(key(begin, length)); split != unused_splits_.end()) {
-        emit(begin, split->second, ids);
-        emit(begin + split->second, length - split->second, ids);
-        return;
-      }
+      if (const auto split = unused_splits_.find(key(begin, length)); split != unused_splits_.end())
+        return emit(begin, split->second, ids, unspellable) &&
+               emit(begin + split->second, length - split->second, ids, unspellable);
       if (model_.byte_fallback_) {
         for (const char byte : text) ids.push_back(model_.byte_tokens_[static_cast<uint8_t>(byte)]);
       } else if (model_.unknown_ >= 0) {
         ids.push_back(model_.unknown_);
       } else {
-        fail(ErrorCode::malformed_input, "tokenizer: no token for '" + unicode::printable(text) +
-                                             "': the vocabulary has neither <0xXX> byte tokens nor an unknown token");
+        unspellable = text;
+        return false;
       }
+      return true;
     }
 
     const SentencePieceBpe& model_;
@@ -164,8 +169,8 @@ class SentencePieceBpe final : public TextModel {
 
 }  // namespace
 
-std::unique_ptr<TextModel> make_sentencepiece_bpe(const Vocabulary& vocabulary, const TokenIndex& index) {
-  return std::make_unique<SentencePieceBpe>(vocabulary, index);
+Result<std::unique_ptr<TextModel>> make_sentencepiece_bpe(const Vocabulary& vocabulary, const TokenIndex& index) {
+  return std::unique_ptr<TextModel>(std::make_unique<SentencePieceBpe>(vocabulary, index));
 }
 
 }  // namespace attendre::tokenizer

@@ -1,4 +1,3 @@
-#include "core/fail.hpp"
 #include "io/tokenizer_unicode.hpp"
 
 #include <attendre/error.hpp>
@@ -78,10 +77,10 @@ std::optional<size_t> first_invalid_utf8(std::string_view text) {
   return std::nullopt;
 }
 
-void require_utf8(std::string_view text, std::string_view what) {
+Status check_utf8(std::string_view text, std::string_view what) {
   if (const auto offset = first_invalid_utf8(text))
-    fail(ErrorCode::invalid_argument,
-         std::string(what) + ": invalid UTF-8 at byte offset " + std::to_string(*offset));
+    return invalid_argument(std::string(what) + ": invalid UTF-8 at byte offset " + std::to_string(*offset));
+  return {};
 }
 
 size_t sequence_length(char lead) {

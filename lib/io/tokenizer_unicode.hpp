@@ -3,6 +3,8 @@
 // byte-level alphabet (each byte <-> one printable code point).
 #pragma once
 
+#include <attendre/status.hpp>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -20,9 +22,9 @@ inline constexpr std::string_view kEscapedSpace = "\xE2\x96\x81";
 // ill-formed), or nullopt when all of `text` is valid.
 std::optional<size_t> first_invalid_utf8(std::string_view text);
 
-// Throws invalid_argument "<what>: invalid UTF-8 at byte offset N" unless
+// Fails invalid_argument "<what>: invalid UTF-8 at byte offset N" unless
 // `text` is valid UTF-8.
-void require_utf8(std::string_view text, std::string_view what);
+Status check_utf8(std::string_view text, std::string_view what);
 
 // Length of the sequence a lead byte announces (1 for ASCII and for bytes
 // that cannot lead), clamped by the caller to the bytes left. This is how

@@ -12,7 +12,7 @@
 //    below the lowest normal score; runs of unknown tokens are merged into
 //    one. Scores are summed in double, as the reference does, so that ties
 //    break the same way.
-#include "core/fail.hpp"
+#include "core/try.hpp"
 #include "io/tokenizer_charsmap.hpp"
 #include "io/tokenizer_models.hpp"
 #include "io/tokenizer_trie.hpp"
@@ -29,9 +29,10 @@ constexpr double kUnknownPenalty = 10.0;
 
 class Unigram final : public TextModel {
  public:
-  explicit Unigram(const Vocabulary& vocabulary) : vocabulary_(vocabulary) {
-    if (!vocabulary.unknown)
-      fail(ErrorCode::malformed_input, "tokenizer.ggml.unknown_token_id is required by the unigram (t5) model");
+  // The vocabulary has an unknown token (checked by make_unigram); `charsmap`
+  // is its parsed precompiled_charsmap, if it has one.
+  Unigram(const Vocabulary& vocabulary, std::optional<PrecompiledCharsmap> charsmap)
+      : vocabulary_(vocabulary), charsmap_(std::move(charsmap)) {
     unknown_ = *vocabulary.unknown;
     float min_score = std::numeric_limits<float>::max();
     bool any_normal = false;
@@ -48,12 +49,11 @@ class Unigram final : public TextModel {
     }
     pieces_ = ByteTrie(std::move(entries));
     unknown_score_ = (any_normal ? double{min_score} : 0.0) - kUnknownPenalty;
-    if (!vocabulary.precompiled_charsmap.empty()) charsmap_.emplace(vocabulary.precompiled_charsmap);
   }
 
-  void encode(std::string_view fragment, bool space_prefix, std::vector<int32_t>& ids) const override {
-    const std::string text = normalize(fragment, space_prefix);
-    if (text.empty()) return;
+  Status encode(std::string_view fragment, bool space_prefix, std::vector<int32_t>& ids) const override {
+    ATTENDRE_TRY_ASSIGN(const std::string text, normalize(fragment, space_prefix));
+    if (text.empty()) return {};
     struct Best {
       double score = -DBL_MAX;
       int32_t token = -1;
@@ -83,10 +83,11 @@ class Unigram final : public TextModel {
       previous_unknown = unknown;
     }
     std::reverse(ids.begin() + static_cast<std::ptrdiff_t>(first), ids.end());
+    return {};
   }
 
  private:
-  std::string normalize(std::string_view input, bool space_prefix) const {
+  Result<std::string> normalize(std::string_view input, bool space_prefix) const {
     std::string out;
     out.reserve(input.size() * 3 / 2 + 3);
     const bool prepend_space = space_prefix;
@@ -95,7 +96,11 @@ class Unigram final : public TextModel {
     for (size_t offset = 0; offset < input.size();) {
       std::string_view replacement;
       size_t consumed = 0;
-      if (const auto rule = charsmap_ ? charsmap_->longest_prefix(input.substr(offset)) : std::nullopt) {
+      std::optional<PrecompiledCharsmap::Match> rule;
+      if (charsmap_) {
+        ATTENDRE_TRY_ASSIGN(rule, charsmap_->try_longest_prefix(input.substr(offset)));
+      }
+      if (rule) {
         replacement = rule->replacement;
         consumed = rule->consumed;
       } else {
@@ -124,14 +129,22 @@ class Unigram final : public TextModel {
   }
 
   const Vocabulary& vocabulary_;
+  std::optional<PrecompiledCharsmap> charsmap_;
   int32_t unknown_ = 0;
   double unknown_score_ = 0;
   ByteTrie pieces_;  // normal, user-defined and unused tokens
-  std::optional<PrecompiledCharsmap> charsmap_;
 };
 
 }  // namespace
 
-std::unique_ptr<TextModel> make_unigram(const Vocabulary& vocabulary) { return std::make_unique<Unigram>(vocabulary); }
+Result<std::unique_ptr<TextModel>> make_unigram(const Vocabulary& vocabulary) {
+  if (!vocabulary.unknown)
+    return malformed_input("tokenizer.ggml.unknown_token_id is required by the unigram (t5) model");
+  std::optional<PrecompiledCharsmap> charsmap;
+  if (!vocabulary.precompiled_charsmap.empty()) {
+    ATTENDRE_TRY_ASSIGN(charsmap, PrecompiledCharsmap::parse(vocabulary.precompiled_charsmap));
+  }
+  return std::unique_ptr<TextModel>(std::make_unique<Unigram>(vocabulary, std::move(charsmap)));
+}
 
 }  // namespace attendre::tokenizer

@@ -1,4 +1,4 @@
-#include "core/fail.hpp"
+#include "core/try.hpp"
 #include "io/tokenizer_vocabulary.hpp"
 
 #include "io/tokenizer_unicode.hpp"
@@ -9,16 +9,18 @@
 namespace attendre::tokenizer {
 namespace {
 
-[[noreturn]] void malformed(const std::string& message) { fail(ErrorCode::malformed_input, message); }
+Status malformed(std::string message) { return malformed_input(std::move(message)); }
 
-void require_length(size_t length, size_t token_count, std::string_view key) {
+Status check_length(size_t length, size_t token_count, std::string_view key) {
   if (length != 0 && length != token_count)
-    malformed(std::string(key) + " has " + std::to_string(length) + " entries for " + std::to_string(token_count) +
+    return malformed(std::string(key) + " has " + std::to_string(length) + " entries for " + std::to_string(token_count) +
               " tokens");
+  return {};
 }
 
-void require_optional_id(const std::optional<int32_t>& id, size_t token_count, std::string_view key) {
-  if (id) require_token_id(*id, token_count, key);
+Status check_optional_id(const std::optional<int32_t>& id, size_t token_count, std::string_view key) {
+  if (id) return check_token_id(*id, token_count, key);
+  return {};
 }
 
 int hex_digit(char c) {
@@ -30,40 +32,42 @@ int hex_digit(char c) {
 
 }  // namespace
 
-void require_token_id(int64_t id, size_t token_count, std::string_view key) {
+Status check_token_id(int64_t id, size_t token_count, std::string_view key) {
   if (id < 0 || static_cast<uint64_t>(id) >= token_count)
-    malformed(std::string(key) + " = " + std::to_string(id) + " is outside the " + std::to_string(token_count) +
-              " tokens");
+    return malformed(std::string(key) + " = " + std::to_string(id) + " is outside the " + std::to_string(token_count) +
+                     " tokens");
+  return {};
 }
 
-void validate(const Vocabulary& vocabulary) {
+Status validate(const Vocabulary& vocabulary) {
   const size_t count = vocabulary.tokens.size();
-  if (count == 0) malformed("tokenizer.ggml.tokens is empty");
+  if (count == 0) return malformed("tokenizer.ggml.tokens is empty");
   if (count > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
-    malformed("tokenizer.ggml.tokens has " + std::to_string(count) + " tokens, more than int32 ids can name");
-  require_length(vocabulary.scores.size(), count, "tokenizer.ggml.scores");
-  require_length(vocabulary.types.size(), count, "tokenizer.ggml.token_type");
+    return malformed("tokenizer.ggml.tokens has " + std::to_string(count) + " tokens, more than int32 ids can name");
+  ATTENDRE_TRY(check_length(vocabulary.scores.size(), count, "tokenizer.ggml.scores"));
+  ATTENDRE_TRY(check_length(vocabulary.types.size(), count, "tokenizer.ggml.token_type"));
   for (size_t i = 0; i < vocabulary.scores.size(); ++i)
-    if (std::isnan(vocabulary.scores[i])) malformed("tokenizer.ggml.scores[" + std::to_string(i) + "] is NaN");
+    if (std::isnan(vocabulary.scores[i])) return malformed("tokenizer.ggml.scores[" + std::to_string(i) + "] is NaN");
   for (size_t i = 0; i < vocabulary.types.size(); ++i) {
     const auto type = static_cast<int32_t>(vocabulary.types[i]);
     if (type < 0 || type > static_cast<int32_t>(TokenType::byte))
-      malformed("tokenizer.ggml.token_type[" + std::to_string(i) + "] = " + std::to_string(type) +
+      return malformed("tokenizer.ggml.token_type[" + std::to_string(i) + "] = " + std::to_string(type) +
                 " is not a token type (0..6)");
     if (vocabulary.types[i] == TokenType::byte && !byte_of_token(vocabulary.tokens[i]))
-      malformed("tokenizer.ggml.token_type[" + std::to_string(i) + "] is byte but the token is '" +
+      return malformed("tokenizer.ggml.token_type[" + std::to_string(i) + "] is byte but the token is '" +
                 unicode::printable(vocabulary.tokens[i]) + "', not <0xXX>");
   }
-  require_optional_id(vocabulary.bos, count, "tokenizer.ggml.bos_token_id");
-  require_optional_id(vocabulary.eos, count, "tokenizer.ggml.eos_token_id");
-  require_optional_id(vocabulary.unknown, count, "tokenizer.ggml.unknown_token_id");
-  require_optional_id(vocabulary.padding, count, "tokenizer.ggml.padding_token_id");
+  ATTENDRE_TRY(check_optional_id(vocabulary.bos, count, "tokenizer.ggml.bos_token_id"));
+  ATTENDRE_TRY(check_optional_id(vocabulary.eos, count, "tokenizer.ggml.eos_token_id"));
+  ATTENDRE_TRY(check_optional_id(vocabulary.unknown, count, "tokenizer.ggml.unknown_token_id"));
+  ATTENDRE_TRY(check_optional_id(vocabulary.padding, count, "tokenizer.ggml.padding_token_id"));
   if (vocabulary.add_bos && !vocabulary.bos)
-    malformed("tokenizer.ggml.add_bos_token is true but tokenizer.ggml.bos_token_id is absent");
+    return malformed("tokenizer.ggml.add_bos_token is true but tokenizer.ggml.bos_token_id is absent");
   if (vocabulary.add_eos && !vocabulary.eos)
-    malformed("tokenizer.ggml.add_eos_token is true but tokenizer.ggml.eos_token_id is absent");
-  for (const int32_t id : vocabulary.lstrip) require_token_id(id, count, "lstrip token id");
-  for (const int32_t id : vocabulary.rstrip) require_token_id(id, count, "rstrip token id");
+    return malformed("tokenizer.ggml.add_eos_token is true but tokenizer.ggml.eos_token_id is absent");
+  for (const int32_t id : vocabulary.lstrip) ATTENDRE_TRY(check_token_id(id, count, "lstrip token id"));
+  for (const int32_t id : vocabulary.rstrip) ATTENDRE_TRY(check_token_id(id, count, "rstrip token id"));
+  return {};
 }
 
 TokenType token_type(const Vocabulary& vocabulary, int32_t id) {
@@ -81,16 +85,19 @@ std::optional<uint8_t> byte_of_token(std::string_view text) {
   return static_cast<uint8_t>(high * 16 + low);
 }
 
-TokenIndex::TokenIndex(const Vocabulary& vocabulary) {
+Result<TokenIndex> TokenIndex::build(const Vocabulary& vocabulary) {
+  TokenIndex index;
+  auto& ids_ = index.ids_;
   ids_.reserve(vocabulary.tokens.size());
   for (size_t id = 0; id < vocabulary.tokens.size(); ++id) {
     const std::string& text = vocabulary.tokens[id];
     if (text.empty()) continue;
     const auto [existing, inserted] = ids_.emplace(text, static_cast<int32_t>(id));
     if (!inserted)
-      malformed("tokenizer.ggml.tokens has '" + unicode::printable(text) + "' twice, at ids " +
-                std::to_string(existing->second) + " and " + std::to_string(id));
+      return malformed("tokenizer.ggml.tokens has '" + unicode::printable(text) + "' twice, at ids " +
+                       std::to_string(existing->second) + " and " + std::to_string(id));
   }
+  return index;
 }
 
 int32_t TokenIndex::find(std::string_view text) const {

@@ -4,6 +4,8 @@
 
 #include "io/tokenizer.hpp"
 
+#include <attendre/status.hpp>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -11,14 +13,14 @@
 
 namespace attendre::tokenizer {
 
-// Throws malformed_input naming the GGUF key of the first problem: array
+// Fails malformed_input naming the GGUF key of the first problem: array
 // lengths that disagree, a type outside 0..6, a NaN score, a special id out
 // of range, add_bos/add_eos without the id, a byte token not spelled <0xXX>.
-void validate(const Vocabulary& vocabulary);
+Status validate(const Vocabulary& vocabulary);
 
-// Throws malformed_input "<key> = <value> is outside the N tokens" unless
+// Fails malformed_input "<key> = <value> is outside the N tokens" unless
 // 0 <= id < token_count.
-void require_token_id(int64_t id, size_t token_count, std::string_view key);
+Status check_token_id(int64_t id, size_t token_count, std::string_view key);
 
 TokenType token_type(const Vocabulary& vocabulary, int32_t id);  // normal when there is no type array
 float token_score(const Vocabulary& vocabulary, int32_t id);     // 0 when there is no score array
@@ -28,9 +30,10 @@ std::optional<uint8_t> byte_of_token(std::string_view text);
 // Text -> id, viewing the Vocabulary's strings (which must outlive it).
 class TokenIndex {
  public:
-  // Throws malformed_input when two tokens share a text. Empty texts (which
+  // Fails malformed_input when two tokens share a text. Empty texts (which
   // no text can produce) are left out.
-  explicit TokenIndex(const Vocabulary& vocabulary);
+  static Result<TokenIndex> build(const Vocabulary& vocabulary);
+  TokenIndex() = default;  // empty: find gives -1
   int32_t find(std::string_view text) const;  // -1 when absent
 
  private:

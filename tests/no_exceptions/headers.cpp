@@ -4,12 +4,17 @@
 #include <attendre/config.hpp>
 #include <attendre/encoder_decoder.hpp>
 #include <attendre/memory_plan.hpp>
+#include <attendre/model.hpp>
+#include <attendre/reading.hpp>
 #include <attendre/stack.hpp>
 #include <attendre/status.hpp>
 #include <attendre/tensor.hpp>
+#include <attendre/tokenizer.hpp>
 
 #include "io/gguf.hpp"
+#include "io/gguf_writer.hpp"
 #include "io/quant.hpp"
+#include "io/tokenizer.hpp"
 
 #if defined(__cpp_exceptions)
 #error "this file must be compiled with -fno-exceptions"
@@ -31,6 +36,15 @@ namespace {
   attendre::Result<attendre::gguf::Value> tokens = file->try_get("tokenizer.ggml.tokens");
   if (!tokens.ok()) return std::move(tokens).status();
   return tokens->try_size();
+}
+
+// A model's token count for a text, or why there is none.
+[[maybe_unused]] attendre::Result<size_t> tokens_of(const std::filesystem::path& path, std::string_view text) {
+  attendre::Result<attendre::Model> model = attendre::Model::try_open(path);
+  if (!model.ok()) return std::move(model).status();
+  attendre::Result<std::vector<uint32_t>> ids = model->tokenizer().try_encode(text);
+  if (!ids.ok()) return std::move(ids).status();
+  return ids->size();
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
-// .npy reading and writing; see include/attendre/npy.hpp for the contract.
+// .npy reading and writing; see npy.hpp for the contract.
 // Format reference: numpy/lib/format.py (NEP 1).
+#include "npy/npy.hpp"
+
 #include "core/fail.hpp"
 
 #include <algorithm>
-#include <attendre/io/npy.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
