@@ -54,7 +54,8 @@ Result<RopeScaling> read_rope_scaling(const Metadata& m) {
     // tables by length: running them as plain RoPE would be silently wrong.
     return m.key_error(ErrorCode::unsupported, "rope.scaling.type",
                        "RoPE scaling '" + type +
-                           "' is not supported (supported: none, linear, llama3, and per-pair factors in rope_freqs.weight)");
+                           "' is not supported (supported: none, linear, llama3, and per-pair factors in "
+                           "rope_freqs.weight)");
   }
   s.freq_factors = freq_factors;
   return s;

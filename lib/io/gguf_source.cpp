@@ -46,7 +46,8 @@ Result<std::shared_ptr<const Source>> Source::map(const std::filesystem::path& p
   // parser rejects as too short like any other.
   if (size == 0) return std::shared_ptr<const Source>(new Source(path, {}, nullptr));
   void* mapping = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, file.fd, 0);
-  if (mapping == MAP_FAILED) return Status(ErrorCode::io_error, name + ": cannot map " + std::to_string(size) + " bytes: " + errno_text());
+  if (mapping == MAP_FAILED)
+    return Status(ErrorCode::io_error, name + ": cannot map " + std::to_string(size) + " bytes: " + errno_text());
   const std::span<const std::byte> bytes(static_cast<const std::byte*>(mapping), static_cast<size_t>(size));
   // From here the Source owns the mapping and unmaps it when destroyed.
   return std::shared_ptr<const Source>(new Source(path, bytes, mapping));

@@ -196,15 +196,16 @@ Result<double> Value::try_as_f64(std::string_view key) const {
   constexpr uint64_t kExact = uint64_t{1} << 53;
   if (value->negative ? value->signed_value < -static_cast<int64_t>(kExact) : value->magnitude > kExact)
     return value_error(self, key,
-                "integer " + (value->negative ? std::to_string(value->signed_value) : std::to_string(value->magnitude)) +
-                    " is not exactly representable as a double");
+                       "integer " + (value->negative ? std::to_string(value->signed_value) : std::to_string(value->magnitude)) +
+                           " is not exactly representable as a double");
   return value->negative ? static_cast<double>(value->signed_value) : static_cast<double>(value->magnitude);
 }
 
 Result<bool> Value::try_as_bool(std::string_view key) const {
   ATTENDRE_TRY_ASSIGN(const ValueImpl* checked, impl());
   const ValueImpl& self = *checked;
-  if (self.type != ValueType::boolean) return value_error(self, key, "has type " + to_string(self.type) + ", expected bool");
+  if (self.type != ValueType::boolean)
+    return value_error(self, key, "has type " + to_string(self.type) + ", expected bool");
   return load<uint8_t>(self.source->bytes(), self.offset) != 0;
 }
 

@@ -38,7 +38,8 @@ Result<const TensorInfo*> FileWeights::find(const std::string& stack_name, std::
                            shape_text(shape));
   const std::optional<ElementType> known = element_type(static_cast<uint32_t>(info->type));
   if (!known)
-    return Status(ErrorCode::unsupported, where + " is " + to_string(info->type) + ", an encoding attendre does not decode");
+    return Status(ErrorCode::unsupported,
+                  where + " is " + to_string(info->type) + ", an encoding attendre does not decode");
   type = *known;
   return info;
 }

@@ -35,7 +35,7 @@ Status check_tensor(const TensorToWrite& t, uint64_t alignment) {
   const uint64_t row = t.dims.empty() ? 1 : t.dims[0];
   if (row % block->elements != 0)
     return invalid(who + "row of " + std::to_string(row) + " is not a multiple of the " + to_string(t.type) + " block of " +
-            std::to_string(block->elements));
+                   std::to_string(block->elements));
   const uint64_t expected = elements / block->elements * block->bytes;
   if (t.data.size() != expected)
     return invalid(who + std::to_string(t.data.size()) + " bytes of data, the shape takes " + std::to_string(expected));
@@ -84,7 +84,7 @@ Result<MetadataValue> MetadataValue::try_array(ValueType element_type, std::span
   for (size_t i = 0; i < elements.size(); ++i) {
     if (elements[i].type_id_ != static_cast<uint32_t>(element_type))
       return invalid("array of " + to_string(element_type) + ": element " + std::to_string(i) + " has type " +
-              to_string(static_cast<ValueType>(elements[i].type_id_)));
+                     to_string(static_cast<ValueType>(elements[i].type_id_)));
     out.bytes(elements[i].payload_);
   }
   return MetadataValue(ValueType::array, out.take());
@@ -171,7 +171,8 @@ Result<std::vector<std::byte>> Writer::try_bytes() const {
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return offsets[a] < offsets[b]; });
     for (size_t k = 1; k < order.size(); ++k)
       if (offsets[order[k - 1]] + tensors_[order[k - 1]].data.size() > offsets[order[k]])
-        return invalid("tensor \"" + tensors_[order[k]].name + "\" overlaps tensor \"" + tensors_[order[k - 1]].name + "\"");
+        return invalid("tensor \"" + tensors_[order[k]].name + "\" overlaps tensor \"" +
+                       tensors_[order[k - 1]].name + "\"");
   }
 
   Encoder out;

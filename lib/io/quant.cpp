@@ -73,13 +73,13 @@ Status try_dequantize(TensorType type, std::span<const std::byte> blocks, std::s
   const BlockCodec& codec = *checked;
   if (blocks.size() % codec.bytes != 0)
     return refuse(ErrorCode::malformed_input, "dequantize", type,
-           std::to_string(blocks.size()) + " bytes are not a whole number of " + std::to_string(codec.bytes) +
-               "-byte blocks");
+                  std::to_string(blocks.size()) + " bytes are not a whole number of " + std::to_string(codec.bytes) +
+                      "-byte blocks");
   const size_t count = blocks.size() / codec.bytes;
   if (out.size() != count * codec.elements)
     return refuse(ErrorCode::invalid_argument, "dequantize", type,
-           std::to_string(count) + " blocks hold " + std::to_string(count * codec.elements) +
-               " values, the output has room for " + std::to_string(out.size()));
+                  std::to_string(count) + " blocks hold " + std::to_string(count * codec.elements) +
+                      " values, the output has room for " + std::to_string(out.size()));
   // Checked once above: the blocks decode unchecked.
   for (size_t b = 0; b < count; ++b) codec.decode(blocks.data() + b * codec.bytes, out.data() + b * codec.elements);
   return {};
@@ -97,8 +97,8 @@ Status try_quantize(TensorType type, std::span<const float> in, std::vector<std:
   const BlockCodec& codec = *checked;
   if (in.size() % codec.elements != 0)
     return refuse(ErrorCode::invalid_argument, "quantize", type,
-           std::to_string(in.size()) + " values are not a whole number of " + std::to_string(codec.elements) +
-               "-value blocks (each row must be a multiple of the block)");
+                  std::to_string(in.size()) + " values are not a whole number of " + std::to_string(codec.elements) +
+                      "-value blocks (each row must be a multiple of the block)");
   // The scale searches assume finite input; a NaN would silently poison a block.
   for (size_t i = 0; i < in.size(); ++i)
     if (!std::isfinite(in[i]) && codec.elements > 1)

@@ -75,7 +75,7 @@ Result<std::optional<PrecompiledCharsmap::Match>> PrecompiledCharsmap::try_longe
   if (longest == 0) return Found();
   if (replacement_offset >= replacements_.size())
     return malformed("replacement offset " + std::to_string(replacement_offset) + " is outside its " +
-              std::to_string(replacements_.size()) + " bytes of replacements");
+                     std::to_string(replacements_.size()) + " bytes of replacements");
   const size_t end = replacements_.find('\0', replacement_offset);
   if (end == std::string::npos)
     return malformed("replacement at offset " + std::to_string(replacement_offset) + " has no NUL");

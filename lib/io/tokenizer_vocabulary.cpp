@@ -14,7 +14,7 @@ Status malformed(std::string message) { return malformed_input(std::move(message
 Status check_length(size_t length, size_t token_count, std::string_view key) {
   if (length != 0 && length != token_count)
     return malformed(std::string(key) + " has " + std::to_string(length) + " entries for " + std::to_string(token_count) +
-              " tokens");
+                     " tokens");
   return {};
 }
 
@@ -52,10 +52,10 @@ Status validate(const Vocabulary& vocabulary) {
     const auto type = static_cast<int32_t>(vocabulary.types[i]);
     if (type < 0 || type > static_cast<int32_t>(TokenType::byte))
       return malformed("tokenizer.ggml.token_type[" + std::to_string(i) + "] = " + std::to_string(type) +
-                " is not a token type (0..6)");
+                       " is not a token type (0..6)");
     if (vocabulary.types[i] == TokenType::byte && !byte_of_token(vocabulary.tokens[i]))
       return malformed("tokenizer.ggml.token_type[" + std::to_string(i) + "] is byte but the token is '" +
-                unicode::printable(vocabulary.tokens[i]) + "', not <0xXX>");
+                       unicode::printable(vocabulary.tokens[i]) + "', not <0xXX>");
   }
   ATTENDRE_TRY(check_optional_id(vocabulary.bos, count, "tokenizer.ggml.bos_token_id"));
   ATTENDRE_TRY(check_optional_id(vocabulary.eos, count, "tokenizer.ggml.eos_token_id"));

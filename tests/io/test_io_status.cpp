@@ -1,12 +1,20 @@
 // Errors as values in the io layer: the try_ forms of the GGUF reader and
-// the reference codecs fail with exactly the code and message their
-// throwing forms throw, and give the same values on good input.
+// writer, the reference codecs, the tokenizers and model loading fail with
+// exactly the code and message their throwing forms throw, and give the
+// same values on good input.
 #include "gguf_test_support.hpp"
+#include "model_fixtures.hpp"
+#include "model_test_support.hpp"
+#include "test_tokenizer_support.hpp"
 
 #include "io/gguf.hpp"
+#include "io/gguf_writer.hpp"
 #include "io/quant.hpp"
+#include "io/tokenizer.hpp"
 
+#include <attendre/model.hpp>
 #include <attendre/status.hpp>
+#include <attendre/tokenizer.hpp>
 
 #include <doctest/doctest.h>
 
@@ -127,6 +135,105 @@ TEST_CASE("io status: reference codecs' try_ forms decode as the throwing forms 
     if (type != gguf::TensorType::f16)
       check_same_failure(gguf::try_quantize(type, odd), [&] { (void)gguf::quantize(type, odd); });
   }
-  check_same_failure(gguf::try_dequantize(gguf::TensorType::q2_k, {}), [&] { (void)gguf::dequantize(gguf::TensorType::q2_k, {}); });
+  check_same_failure(gguf::try_dequantize(gguf::TensorType::q2_k, {}),
+                     [&] { (void)gguf::dequantize(gguf::TensorType::q2_k, {}); });
   CHECK(gguf::try_dequantize(gguf::TensorType::q2_k, {}).status().code() == ErrorCode::unsupported);
+}
+
+TEST_CASE("io status: tokenizer try_ forms encode as the throwing forms and fail the same way") {
+  using attendre::tokenizer::EncodeOptions;
+  using attendre::tokenizer::Tokenizer;
+  using attendre::tokenizer::Vocabulary;
+  const Vocabulary vocabulary = attendre::test::tokenizer::bpe_vocabulary({{"h", "e"}, {"l", "l"}, {"he", "ll"}});
+  Result<Tokenizer> built = Tokenizer::try_build(vocabulary);
+  REQUIRE(built.ok());
+  const Tokenizer thrown_tokenizer(vocabulary);
+  // Text that crosses the pre-tokenizer's word, digit and punctuation cuts.
+  const std::string text = "hello, hello world 12345 \xC3\xA9t\xC3\xA9 !!";
+  const std::vector<int32_t> ids = built->try_encode(text).value();
+  CHECK(ids == thrown_tokenizer.encode(text));
+  CHECK(built->try_decode(ids).value() == thrown_tokenizer.decode(ids));
+  CHECK(built->try_decode(ids).value() == text);
+  CHECK(built->try_piece(ids[0]).value() == thrown_tokenizer.piece(ids[0]));
+
+  check_same_failure(built->try_encode("abc\xFF"), [&] { (void)thrown_tokenizer.encode("abc\xFF"); });
+  CHECK(built->try_encode("abc\xFF").status().message() == "tokenizer: text: invalid UTF-8 at byte offset 3");
+  const EncodeOptions bos{.add_bos = true};
+  check_same_failure(built->try_encode("a", bos), [&] { (void)thrown_tokenizer.encode("a", bos); });
+  const int32_t outside[] = {0, built->size()};
+  check_same_failure(built->try_decode(outside), [&] { (void)thrown_tokenizer.decode(outside); });
+  check_same_failure(built->try_piece(-1), [&] { (void)thrown_tokenizer.piece(-1); });
+  check_same_failure(built->try_type(built->size()), [&] { (void)thrown_tokenizer.type(built->size()); });
+
+  Vocabulary twice = vocabulary;
+  twice.tokens.push_back(twice.tokens[5]);
+  check_same_failure(Tokenizer::try_build(twice), [&] { (void)Tokenizer(twice); });
+  Vocabulary unknown_pre = vocabulary;
+  unknown_pre.pre = "no-such-pre";
+  check_same_failure(Tokenizer::try_build(unknown_pre), [&] { (void)Tokenizer(unknown_pre); });
+  CHECK(Tokenizer::try_build(unknown_pre).status().code() == ErrorCode::unsupported);
+}
+
+TEST_CASE("io status: Model::try_open and the public Tokenizer fail as their throwing forms and agree on a good file") {
+  attendre::test::GgufTempDir dir;
+  const std::filesystem::path good = attendre::test::write_fixture(dir.path, attendre::test::FixtureShape{}, 5);
+  Result<Model> opened = Model::try_open(good);
+  REQUIRE(opened.ok());
+  const Model thrown_model = Model::open(good);
+  CHECK(opened->info().parameters == thrown_model.info().parameters);
+  CHECK(opened->info().tensor_bytes == thrown_model.info().tensor_bytes);
+  const MemoryPlan memory = opened->default_memory();
+  CHECK(opened->try_stack_config(memory).value().blocks.size() == thrown_model.stack_config(memory).blocks.size());
+  check_same_failure(opened->try_encoder_decoder_config({memory, 1, 1}),
+                     [&] { (void)thrown_model.encoder_decoder_config({memory, 1, 1}); });
+  const attendre::Tokenizer& tokenizer = opened->tokenizer();
+  const std::string text = "the tiny model reads this";
+  CHECK(tokenizer.try_encode(text).value() == thrown_model.tokenizer().encode(text));
+  CHECK(attendre::Tokenizer::try_open(good).value().try_encode(text).value() == tokenizer.encode(text));
+  const uint32_t outside[] = {tokenizer.size()};
+  check_same_failure(tokenizer.try_decode(outside), [&] { (void)tokenizer.decode(outside); });
+  check_same_failure(tokenizer.try_piece(tokenizer.size()), [&] { (void)tokenizer.piece(tokenizer.size()); });
+  check_same_failure(tokenizer.try_encode("\xC0\xAF"), [&] { (void)tokenizer.encode("\xC0\xAF"); });
+
+  // A vocabulary missing its tokens, an architecture attendre does not run, a cut file.
+  const std::filesystem::path no_tokens = dir.path / "no-tokens.gguf";
+  attendre::test::rewrite_gguf(good, no_tokens, {{{"tokenizer.ggml.tokens", std::nullopt}}, {}, {}});
+  check_same_failure(Model::try_open(no_tokens), [&] { (void)Model::open(no_tokens); });
+  check_same_failure(attendre::Tokenizer::try_open(no_tokens), [&] { (void)attendre::Tokenizer::open(no_tokens); });
+  CHECK(attendre::Tokenizer::try_open(no_tokens).status().message() ==
+        no_tokens.string() + ": metadata key \"tokenizer.ggml.tokens\": is missing");
+  const std::filesystem::path gpt2 = dir.path / "gpt2.gguf";
+  attendre::test::rewrite_gguf(good, gpt2, {{{"general.architecture", gguf::MetadataValue::string("gpt2")}}, {}, {}});
+  check_same_failure(Model::try_open(gpt2), [&] { (void)Model::open(gpt2); });
+  CHECK(Model::try_open(gpt2).status().code() == ErrorCode::unsupported);
+  const std::string bytes = attendre::test::slurp(good);
+  const std::filesystem::path cut = dir.path / "cut.gguf";
+  attendre::test::write_file(cut, std::as_bytes(std::span(bytes.data(), bytes.size() / 2)));
+  check_same_failure(Model::try_open(cut), [&] { (void)Model::open(cut); });
+}
+
+TEST_CASE("io status: the GGUF writer's try_ forms refuse as the throwing forms do") {
+  check_same_failure(gguf::Writer::create({.version = 1}), [] { gguf::Writer writer({.version = 1}); });
+  check_same_failure(gguf::Writer::create({.alignment = 48}), [] { gguf::Writer writer({.alignment = 48}); });
+  Result<gguf::Writer> writer = gguf::Writer::create();
+  REQUIRE(writer.ok());
+  REQUIRE(writer->try_add("a", gguf::MetadataValue::u32(1)).ok());
+  check_same_failure(writer->try_add("a", gguf::MetadataValue::u32(2)),
+                     [] { gguf::Writer().add("a", gguf::MetadataValue::u32(1)).add("a", gguf::MetadataValue::u32(2)); });
+  const gguf::TensorToWrite short_tensor{"t", {8}, gguf::TensorType::f32, std::vector<std::byte>(4), std::nullopt};
+  check_same_failure(writer->try_add_tensor(short_tensor), [&] { gguf::Writer().add_tensor(short_tensor); });
+  const gguf::MetadataValue mixed[] = {gguf::MetadataValue::u32(1), gguf::MetadataValue::string("x")};
+  check_same_failure(gguf::MetadataValue::try_array(gguf::ValueType::u32, mixed),
+                     [&] { (void)gguf::MetadataValue::array(gguf::ValueType::u32, mixed); });
+  // A good file: the bytes agree, and the written file reads back.
+  REQUIRE(writer->try_add_tensor({"t", {8}, gguf::TensorType::f32, std::vector<std::byte>(32), std::nullopt}).ok());
+  gguf::Writer thrown_writer;
+  thrown_writer.add("a", gguf::MetadataValue::u32(1))
+      .add_tensor("t", {8}, gguf::TensorType::f32, std::vector<std::byte>(32));
+  CHECK(writer->try_bytes().value() == thrown_writer.bytes());
+  attendre::test::GgufTempDir dir;
+  REQUIRE(writer->try_write(dir.path / "w.gguf").ok());
+  CHECK(gguf::File::try_open(dir.path / "w.gguf").value().try_get_u64("a").value() == 1);
+  check_same_failure(writer->try_write(dir.path / "missing" / "w.gguf"),
+                     [&] { thrown_writer.write(dir.path / "missing" / "w.gguf"); });
 }
