@@ -179,10 +179,10 @@ StackEngine::StackEngine(Context& ctx, const StackConfig& c, WeightSource& weigh
   // fill it, never the host, which must not flush over a step in flight.
   shared_.upload = vk::Buffer(ctx, upload_plan_.words * 4, vk::MemoryIntent::device, "stack upload");
   shared_.scratch = std::make_unique<RetrievalScratch>(ctx, scratch_words(c, caps));
-  shared_.checks = std::make_unique<FiniteChecks>(ctx, DeviceBlock::kFiniteSites * c.blocks.size() + 1);
+  shared_.checks = std::make_unique<FiniteChecks>(ctx, DeviceBlock::kFiniteSites * c.blocks.size() + 1, kRecordedChecks + 1);
   final_rows_ = vk::Buffer(ctx, uint64_t{rows} * H * 4, vk::MemoryIntent::device, "final rows");
   logits_ = vk::Buffer(ctx, uint64_t{rows} * c.vocab * 4, vk::MemoryIntent::device, "logits");
-  for (auto& slot : slots_) slot = std::make_unique<Slot>(ctx, upload_plan_, readback_plan_);
+  for (uint32_t i = 0; i < slots_.size(); ++i) slots_[i] = std::make_unique<Slot>(ctx, i, upload_plan_, readback_plan_);
 
   output_norm_ = loader.norm(spec.output_norm, spec.output_norm_bias);
   if (spec.token_embd) {
@@ -217,7 +217,7 @@ void StackEngine::finish_slot(Slot& slot) {
   slot.submission.wait();
   if (!slot.unverified) return;
   slot.unverified = false;
-  shared_.checks->verify("step " + std::to_string(slot.step));
+  shared_.checks->verify("step " + std::to_string(slot.step), slot.index);
 }
 
 void StackEngine::finish_pending() {
@@ -225,7 +225,7 @@ void StackEngine::finish_pending() {
   Slot& older = *slots_[steps_ % 2];
   finish_slot(older);
   finish_slot(*slots_[(steps_ + 1) % 2]);
-  recorded_steps_.wait(slots_[0]->submission, *shared_.checks,
+  recorded_steps_.wait(slots_[0]->submission, *shared_.checks, kRecordedChecks,
                        "a recorded step before step " + std::to_string(steps_));
 }
 
@@ -313,6 +313,7 @@ Ticket StackEngine::submit_step(const StackChunk* chunk, size_t first_block, Blo
   if (profiler_) finish_pending();  // profiles are per step: one in flight
   Slot& slot = *slots_[steps_ % 2];
   finish_slot(slot);  // its previous step is done: its upload and readback are free
+  shared_.checks->use_slot(slot.index);
   vk::CommandRecorder& rec = slot.submission.begin();
   rec.attach(profiler_.get());
   Planned step = plan(chunk, first_block, mode, static_cast<uint32_t*>(slot.upload.mapped()));
@@ -485,6 +486,7 @@ RecordedStep StackEngine::record_step_into(VkCommandBuffer cb, const StackRecord
   // the host writes no mapped memory that an earlier step may still read.
   std::vector<uint32_t> image(upload_plan_.words);
   const Planned step = plan(flush ? nullptr : &chunk, first_block, mode, image.data());
+  shared_.checks->use_slot(kRecordedChecks);
   vk::CommandRecorder rec(cb, context_.state().debug_label);
   rec.acquire();
   rec.update(shared_.upload, 0, image.size() * 4, image.data());

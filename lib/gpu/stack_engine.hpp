@@ -120,10 +120,12 @@ class StackEngine final : public TransformerStack {
   StackOutput run(const StackChunk* chunk, size_t first_block, BlockMode mode, const StackRequest& request);
   // One of two sets of what a submitted step uses on the host side.
   struct Slot {
-    Slot(Context& ctx, const UploadPlan& upload_plan, const ReadbackPlan& readback_plan)
-        : upload(ctx, upload_plan.words * 4, vk::MemoryIntent::upload, "stack upload slot"),
+    Slot(Context& ctx, uint32_t slot_index, const UploadPlan& upload_plan, const ReadbackPlan& readback_plan)
+        : index(slot_index),
+          upload(ctx, upload_plan.words * 4, vk::MemoryIntent::upload, "stack upload slot"),
           readback(ctx, readback_plan.words * 4, vk::MemoryIntent::readback, "stack readback"),
           submission(ctx) {}
+    uint32_t index;  // in slots_, and the finite checks' slot its steps set
     vk::Buffer upload, readback;  // the step's upload image (copied to shared_.upload first), its outputs
     vk::Submission submission;
     uint64_t step = 0;
@@ -132,6 +134,9 @@ class StackEngine final : public TransformerStack {
     bool uncollected = false;  // result() not called yet
     bool unverified = false;   // its finite checks are still to be read
   };
+  // The finite checks' slot of steps recorded into the application's
+  // command buffers (slots 0 and 1 are the submitted steps').
+  static constexpr uint32_t kRecordedChecks = 2;
   // Waits for the slot's step and reports its non-finite values.
   void finish_slot(Slot& slot);
   // Waits for every submitted step and for recorded ones, and reports
