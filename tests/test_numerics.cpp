@@ -164,6 +164,12 @@ TEST_CASE("numerics: a non-finite value computed on the device is an error namin
   });
   CHECK(e.code() == ErrorCode::numerical_error);
   CHECK(has(e, "step 0: non-finite values (NaN or infinity) in the output rows of block 0"));
+  // As a value (errors as values, TransformerStack::try_step): the same code and message.
+  gpu::Stack again(test::gpu(), config, weights);
+  const Result<StackOutput> failed = again.try_step(tokens.chunk(0, 4), want);
+  REQUIRE(!failed.ok());
+  CHECK(failed.status().code() == ErrorCode::numerical_error);
+  CHECK(failed.status().message() == e.what());
   test::check_no_validation_messages(test::gpu());
 }
 

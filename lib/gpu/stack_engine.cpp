@@ -95,8 +95,9 @@ StackLayout plan(const StackConfig& config, const DeviceCaps& caps,
     add(m.staging, std::string("stack upload slot ") + slot, vk::rounded_bytes(UploadPlan(config).words * 4), false);
     add(m.staging, std::string("stack readback ") + slot, vk::rounded_bytes(ReadbackPlan(config).words * 4), false);
   }
-  add(m.staging, "finite checks",
-      vk::rounded_bytes(uint64_t{DeviceBlock::kFiniteSites * config.blocks.size() + 1} * kSectionWords * 4), false);
+  for (uint32_t slot = 0; slot <= StackEngine::kRecordedChecks; ++slot)  // flags per step in flight
+    add(m.staging, "finite checks " + std::to_string(slot),
+        vk::rounded_bytes(uint64_t{DeviceBlock::kFiniteSites * config.blocks.size() + 1} * kSectionWords * 4), false);
   m.load_staging = caps.unified_memory ? 0 : WeightLoader::kStagingBytes;
   return layout;
 }
@@ -396,9 +397,11 @@ void check_gpu_positions(const StackChunk& chunk) {
 
 }  // namespace
 
-StackOutput StackEngine::step(const StackChunk& chunk, const StackRequest& request) {
-  finish_pending();  // blocking steps report an earlier step's non-finite values first
-  return result(submit(chunk, request, {}));
+Result<StackOutput> StackEngine::try_step(const StackChunk& chunk, const StackRequest& request) {
+  return capture([&] {
+    finish_pending();  // blocking steps report an earlier step's non-finite values first
+    return result(submit(chunk, request, {}));
+  });
 }
 
 Ticket StackEngine::submit(const StackChunk& chunk, const StackRequest& request, const SubmitOptions& options) {
@@ -413,20 +416,24 @@ Ticket StackEngine::submit(const StackChunk& chunk, const StackRequest& request,
   return ticket;
 }
 
-StackOutput StackEngine::drain_step(const StackRequest& request) { return run(nullptr, 0, BlockMode::stream, request); }
-
-StackOutput StackEngine::flush_block(size_t block, const StackRequest& request) {
-  return run(nullptr, block, BlockMode::flush, request);
+Result<StackOutput> StackEngine::try_drain_step(const StackRequest& request) {
+  return capture([&] { return run(nullptr, 0, BlockMode::stream, request); });
 }
 
-StackOutput StackEngine::decode(const StackChunk& one, const StackRequest& request) {
-  require(finished_, "decode() before finish(): drain the stack first");
-  validator_.check(one, config_, 1).or_throw();
-  require(one.rows == 1, "decode() takes exactly one position");
-  check_gpu_positions(one);
-  StackOutput out = run(&one, 0, BlockMode::decode, request);
-  validator_.accept(one);
-  return out;
+Result<StackOutput> StackEngine::try_flush_block(size_t block, const StackRequest& request) {
+  return capture([&] { return run(nullptr, block, BlockMode::flush, request); });
+}
+
+Result<StackOutput> StackEngine::try_decode(const StackChunk& one, const StackRequest& request) {
+  return capture([&] {
+    require(finished_, "decode() before finish(): drain the stack first");
+    validator_.check(one, config_, 1).or_throw();
+    require(one.rows == 1, "decode() takes exactly one position");
+    check_gpu_positions(one);
+    StackOutput out = run(&one, 0, BlockMode::decode, request);
+    validator_.accept(one);
+    return out;
+  });
 }
 
 RecordedStep StackEngine::record(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out) {
@@ -520,13 +527,15 @@ bool StackEngine::has_pending() const {
   return false;
 }
 
-MemorySnapshot StackEngine::snapshot(size_t block) {
-  require(block < blocks_.size(), "no block " + std::to_string(block));
-  finish_pending();
-  // Slot 0's readback serves the snapshot: a result still to collect there would be overwritten.
-  require(!(slots_[0]->uncollected && (slots_[0]->request.hidden || slots_[0]->request.logits)),
-          "collect the submitted steps' results before a snapshot");
-  return blocks_[block]->kv().read_snapshot(slots_[0]->submission, slots_[0]->readback, 0);
+Result<MemorySnapshot> StackEngine::try_snapshot(size_t block) {
+  return capture([&] {
+    require(block < blocks_.size(), "no block " + std::to_string(block));
+    finish_pending();
+    // Slot 0's readback serves the snapshot: a result still to collect there would be overwritten.
+    require(!(slots_[0]->uncollected && (slots_[0]->request.hidden || slots_[0]->request.logits)),
+            "collect the submitted steps' results before a snapshot");
+    return blocks_[block]->kv().read_snapshot(slots_[0]->submission, slots_[0]->readback, 0);
+  });
 }
 
 StackMemory StackEngine::memory() const {

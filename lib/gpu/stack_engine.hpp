@@ -58,16 +58,22 @@ struct ReadbackPlan {
 
 class StackEngine final : public TransformerStack {
  public:
+  // The finite checks' slot of steps recorded into the application's
+  // command buffers (slots 0 and 1 are the submitted steps').
+  static constexpr uint32_t kRecordedChecks = 2;
+
   // `encoder_rows`: a decoder's cross-attention blocks load from it (else null).
   StackEngine(Context& ctx, const StackConfig& c, WeightSource& weights, const vk::Buffer* encoder_rows = nullptr);
 
   const StackConfig& config() const override { return config_; }
-  StackOutput step(const StackChunk& chunk, const StackRequest& request = {}) override;
-  StackOutput decode(const StackChunk& one, const StackRequest& request = {}) override;
+  // The TransformerStack forms: the throwing code below, captured
+  // (core/fail.hpp) until the device layer returns values itself.
+  Result<StackOutput> try_step(const StackChunk& chunk, const StackRequest& request = {}) override;
+  Result<StackOutput> try_decode(const StackChunk& one, const StackRequest& request = {}) override;
   bool has_pending() const override;
-  MemorySnapshot snapshot(size_t block) override;
-  StackOutput drain_step(const StackRequest& request) override;
-  StackOutput flush_block(size_t block, const StackRequest& request) override;
+  Result<MemorySnapshot> try_snapshot(size_t block) override;
+  Result<StackOutput> try_drain_step(const StackRequest& request) override;
+  Result<StackOutput> try_flush_block(size_t block, const StackRequest& request) override;
   void mark_finished() override { finished_ = true; }
 
   StackMemory memory() const;
@@ -134,9 +140,6 @@ class StackEngine final : public TransformerStack {
     bool uncollected = false;  // result() not called yet
     bool unverified = false;   // its finite checks are still to be read
   };
-  // The finite checks' slot of steps recorded into the application's
-  // command buffers (slots 0 and 1 are the submitted steps').
-  static constexpr uint32_t kRecordedChecks = 2;
   // Waits for the slot's step and reports its non-finite values.
   void finish_slot(Slot& slot);
   // Waits for every submitted step and for recorded ones, and reports
