@@ -113,8 +113,7 @@ struct ReadResult {
 // kReadTemplate with `question` and `context`, streamed through `stack` (a
 // fresh stack with a vocabulary, `tokenizer`'s model's) in chunks of its S,
 // finished and answered. Fails invalid_argument for invalid UTF-8 or a
-// stack without a vocabulary; the stack's own failures are thrown by the
-// stack (its stepping has no status form yet).
+// stack without a vocabulary, and as the stack's try_step or try_finish do.
 Result<ReadResult> try_read_document(TransformerStack& stack, const Tokenizer& tokenizer, std::string_view question,
                                      std::string_view context, const ReadOptions& options = {});
 #if defined(__cpp_exceptions)

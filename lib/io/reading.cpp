@@ -63,7 +63,7 @@ Result<Answer> try_answer_after(TransformerStack& stack, const Tokenizer& tokeni
   GenerateOptions options;
   options.max_tokens = max_tokens;
   options.stop_tokens = tokenizer.stop_tokens();
-  GenerateResult result = generate_after(stack, last_logits, next_position, options);
+  ATTENDRE_TRY_ASSIGN(GenerateResult result, try_generate_after(stack, last_logits, next_position, options));
   Answer answer;
   ATTENDRE_TRY_ASSIGN(const std::string text, tokenizer.try_decode(result.tokens));
   answer.text = answer_line(text);
@@ -82,17 +82,19 @@ class ChunkFeeder {
  public:
   explicit ChunkFeeder(TransformerStack& stack) : stack_(stack), chunk_(stack.config().chunk) {}
 
-  void add(uint32_t id) {
-    if (ids_.size() == chunk_) step(false);
+  Status add(uint32_t id) {
+    if (ids_.size() == chunk_) ATTENDRE_TRY(step(false));
     ids_.push_back(id);
     positions_.push_back(next_++);
+    return {};
   }
 
   // The last step, then finish(); the last position's logits.
   Result<std::vector<float>> finish(bool flush) {
     ATTENDRE_REQUIRE(next_ > 0, "read_document: the document has no tokens");
-    step(true);
-    keep_last_logits(stack_.finish(final_request(), flush));
+    ATTENDRE_TRY(step(true));
+    ATTENDRE_TRY_ASSIGN(const StackOutput out, stack_.try_finish(final_request(), flush));
+    keep_last_logits(out);
     ATTENDRE_REQUIRE(last_logits_.size() == stack_.config().vocab,
                      "read_document: the stack gave no logits for the last position");
     return std::move(last_logits_);
@@ -103,14 +105,17 @@ class ChunkFeeder {
  private:
   StackRequest final_request() const { return {false, true}; }
 
-  void step(bool last) {
+  Status step(bool last) {
     StackChunk chunk;
     chunk.rows = static_cast<uint32_t>(ids_.size());
     chunk.tokens = ids_;
     chunk.positions = positions_;
-    keep_last_logits(stack_.step(chunk, last ? final_request() : StackRequest{false, false}));
+    const StackRequest request = last ? final_request() : StackRequest{false, false};
+    ATTENDRE_TRY_ASSIGN(const StackOutput out, stack_.try_step(chunk, request));
+    keep_last_logits(out);
     ids_.clear();
     positions_.clear();
+    return {};
   }
 
   void keep_last_logits(const StackOutput& out) {
@@ -139,8 +144,14 @@ Result<ReadResult> try_read_document(TransformerStack& stack, const Tokenizer& t
   ATTENDRE_TRY(tokenizer::unicode::check_utf8(context, "read_document: the context"));
   ChunkFeeder feeder(stack);
   DocumentEncoder encoder(tokenizer);
+  // The sink cannot return a failure: it keeps the stack's first one, and
+  // the stream stops at it.
+  Status fed;
   const DocumentEncoder::Sink sink = [&](const DocumentEncoder::Piece& piece) {
-    for (const uint32_t id : piece.ids) feeder.add(id);
+    for (const uint32_t id : piece.ids) {
+      if (!fed.ok()) return;
+      fed = feeder.add(id);
+    }
   };
   // The template's literal parts around the question and the context.
   const std::string_view t = kReadTemplate;
@@ -149,9 +160,12 @@ Result<ReadResult> try_read_document(TransformerStack& stack, const Tokenizer& t
   for (const std::string_view part : parts) {
     encoder.begin_part();
     ATTENDRE_TRY(encoder.try_feed(part, sink));
+    ATTENDRE_TRY(fed);
     ATTENDRE_TRY(encoder.try_end_part(sink));
+    ATTENDRE_TRY(fed);
   }
   ATTENDRE_TRY(encoder.try_end_document(sink));
+  ATTENDRE_TRY(fed);
   ATTENDRE_TRY_ASSIGN(const std::vector<float> last_logits, feeder.finish(options.flush));
   ReadResult result;
   result.document_tokens = static_cast<uint64_t>(feeder.positions());

@@ -13,6 +13,7 @@
 #include "io/tokenizer.hpp"
 
 #include <attendre/model.hpp>
+#include <attendre/reading.hpp>
 #include <attendre/status.hpp>
 #include <attendre/tokenizer.hpp>
 
@@ -194,6 +195,31 @@ TEST_CASE("io status: Model::try_open and the public Tokenizer fail as their thr
   check_same_failure(tokenizer.try_decode(outside), [&] { (void)tokenizer.decode(outside); });
   check_same_failure(tokenizer.try_piece(tokenizer.size()), [&] { (void)tokenizer.piece(tokenizer.size()); });
   check_same_failure(tokenizer.try_encode("\xC0\xAF"), [&] { (void)tokenizer.encode("\xC0\xAF"); });
+  // The document encoder hands over the same pieces, and fails the same way on a piece of bad UTF-8.
+  std::vector<uint32_t> streamed, thrown_streamed;
+  attendre::DocumentEncoder encoder(tokenizer), thrown_encoder(tokenizer);
+  const auto keep = [](std::vector<uint32_t>& ids) {
+    return [&ids](const attendre::DocumentEncoder::Piece& piece) {
+      ids.insert(ids.end(), piece.ids.begin(), piece.ids.end());
+    };
+  };
+  encoder.begin_part();
+  REQUIRE(encoder.try_feed(text, keep(streamed)).ok());
+  REQUIRE(encoder.try_end_part(keep(streamed)).ok());
+  REQUIRE(encoder.try_end_document(keep(streamed)).ok());
+  thrown_encoder.begin_part();
+  thrown_encoder.feed(text, keep(thrown_streamed));
+  thrown_encoder.end_part(keep(thrown_streamed));
+  thrown_encoder.end_document(keep(thrown_streamed));
+  CHECK(streamed == thrown_streamed);
+  CHECK(streamed == tokenizer.encode(text, {.more_follows = true}));
+  encoder.begin_part();
+  REQUIRE(encoder.try_feed("bad \xFF", keep(streamed)).ok());  // buffered: nothing encoded yet
+  check_same_failure(encoder.try_end_part(keep(streamed)), [&] {
+    thrown_encoder.begin_part();
+    thrown_encoder.feed("bad \xFF", keep(thrown_streamed));
+    thrown_encoder.end_part(keep(thrown_streamed));
+  });
 
   // A vocabulary missing its tokens, an architecture attendre does not run, a cut file.
   const std::filesystem::path no_tokens = dir.path / "no-tokens.gguf";

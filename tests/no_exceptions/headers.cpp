@@ -3,8 +3,10 @@
 // public headers. Not run: it only has to compile.
 #include <attendre/config.hpp>
 #include <attendre/encoder_decoder.hpp>
+#include <attendre/generate.hpp>
 #include <attendre/memory_plan.hpp>
 #include <attendre/model.hpp>
+#include <attendre/perplexity.hpp>
 #include <attendre/reading.hpp>
 #include <attendre/stack.hpp>
 #include <attendre/status.hpp>
@@ -45,6 +47,22 @@ namespace {
   attendre::Result<std::vector<uint32_t>> ids = model->tokenizer().try_encode(text);
   if (!ids.ok()) return std::move(ids).status();
   return ids->size();
+}
+
+// Driving any stack: every step's failure comes back as a value.
+[[maybe_unused]] attendre::Result<double> score(attendre::TransformerStack& stack, std::span<const uint32_t> tokens) {
+  attendre::Result<attendre::PerplexityResult> scored = attendre::try_perplexity(stack, tokens);
+  if (!scored.ok()) return std::move(scored).status();
+  return scored->perplexity;
+}
+
+[[maybe_unused]] attendre::Result<std::vector<uint32_t>> continue_text(attendre::TransformerStack& stack,
+                                                                       std::span<const uint32_t> prompt) {
+  attendre::GenerateOptions options;
+  options.max_tokens = 8;
+  attendre::Result<attendre::GenerateResult> generated = attendre::try_generate(stack, prompt, options);
+  if (!generated.ok()) return std::move(generated).status();
+  return std::move(generated->tokens);
 }
 
 }  // namespace
