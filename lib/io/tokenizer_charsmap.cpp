@@ -42,17 +42,13 @@ Result<PrecompiledCharsmap> PrecompiledCharsmap::parse(std::string_view blob) {
   return map;
 }
 
-std::optional<uint32_t> PrecompiledCharsmap::node(size_t index) const {
-  if (index >= nodes_.size()) return std::nullopt;
-  return nodes_[index];
-}
-
-Result<std::optional<PrecompiledCharsmap::Match>> PrecompiledCharsmap::try_longest_prefix(std::string_view text) const {
-  using Found = std::optional<Match>;
-  if (nodes_.empty()) return Found();
+PrecompiledCharsmap::Walk PrecompiledCharsmap::walk(std::string_view text) const {
+  Walk walk;
+  if (nodes_.empty()) return walk;
   const auto outside = [&](size_t index) {
-    return malformed("trie index " + std::to_string(index) + " is outside its " + std::to_string(nodes_.size()) +
-                     " nodes");
+    walk.fault = Walk::Fault::index_outside;
+    walk.index = index;
+    return walk;
   };
   size_t longest = 0;
   uint32_t replacement_offset = 0;
@@ -61,25 +57,50 @@ Result<std::optional<PrecompiledCharsmap::Match>> PrecompiledCharsmap::try_longe
     const auto byte = static_cast<uint8_t>(text[i]);
     if (byte == 0) break;  // the keys are C strings
     index ^= byte;
-    const std::optional<uint32_t> packed = node(index);
-    if (!packed) return outside(index);
-    if (label_check(*packed) != byte) break;
-    index ^= base(*packed);
-    if (has_leaf(*packed)) {
+    if (index >= nodes_.size()) return outside(index);
+    const uint32_t packed = nodes_[index];
+    if (label_check(packed) != byte) break;
+    index ^= base(packed);
+    if (has_leaf(packed)) {
       longest = i + 1;
-      const std::optional<uint32_t> leaf = node(index);
-      if (!leaf) return outside(index);
-      replacement_offset = value(*leaf);
+      if (index >= nodes_.size()) return outside(index);
+      replacement_offset = value(nodes_[index]);
     }
   }
-  if (longest == 0) return Found();
-  if (replacement_offset >= replacements_.size())
-    return malformed("replacement offset " + std::to_string(replacement_offset) + " is outside its " +
-                     std::to_string(replacements_.size()) + " bytes of replacements");
+  if (longest == 0) return walk;
+  walk.offset = replacement_offset;
+  if (replacement_offset >= replacements_.size()) {
+    walk.fault = Walk::Fault::offset_outside;
+    return walk;
+  }
   const size_t end = replacements_.find('\0', replacement_offset);
-  if (end == std::string::npos)
-    return malformed("replacement at offset " + std::to_string(replacement_offset) + " has no NUL");
-  return Found(Match{std::string_view(replacements_).substr(replacement_offset, end - replacement_offset), longest});
+  if (end == std::string::npos) {
+    walk.fault = Walk::Fault::no_nul;
+    return walk;
+  }
+  walk.match = Match{std::string_view(replacements_).substr(replacement_offset, end - replacement_offset), longest};
+  return walk;
+}
+
+std::optional<PrecompiledCharsmap::Match> PrecompiledCharsmap::find(std::string_view text, bool& corrupt) const {
+  Walk found = walk(text);
+  corrupt = found.fault != Walk::Fault::none;
+  return found.match;
+}
+
+Result<std::optional<PrecompiledCharsmap::Match>> PrecompiledCharsmap::try_longest_prefix(std::string_view text) const {
+  const Walk found = walk(text);
+  switch (found.fault) {
+    case Walk::Fault::none: return found.match;
+    case Walk::Fault::index_outside:
+      return malformed("trie index " + std::to_string(found.index) + " is outside its " +
+                       std::to_string(nodes_.size()) + " nodes");
+    case Walk::Fault::offset_outside:
+      return malformed("replacement offset " + std::to_string(found.offset) + " is outside its " +
+                       std::to_string(replacements_.size()) + " bytes of replacements");
+    case Walk::Fault::no_nul: break;
+  }
+  return malformed("replacement at offset " + std::to_string(found.offset) + " has no NUL");
 }
 
 }  // namespace attendre::tokenizer

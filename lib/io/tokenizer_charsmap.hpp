@@ -36,6 +36,10 @@ class PrecompiledCharsmap {
   // Fails malformed_input when the walk leaves the trie or a replacement
   // runs past the blob (a corrupt map is found when used, not before).
   Result<std::optional<Match>> try_longest_prefix(std::string_view text) const;
+  // The same for a caller that walks character by character (the unigram
+  // normaliser): no Result per call; a corrupt map there gives nullopt with
+  // `corrupt` set, and try_longest_prefix on the same text says why.
+  std::optional<Match> find(std::string_view text, bool& corrupt) const;
 #if defined(__cpp_exceptions)
   std::optional<Match> longest_prefix(std::string_view text) const {
     return try_longest_prefix(text).value_or_throw();
@@ -44,8 +48,16 @@ class PrecompiledCharsmap {
 
  private:
   PrecompiledCharsmap() = default;
-  // Node `index`, or nullopt when it is outside the trie.
-  std::optional<uint32_t> node(size_t index) const;
+
+  // One walk of the trie along a text: the rule found, or what is corrupt.
+  struct Walk {
+    enum class Fault : uint8_t { none, index_outside, offset_outside, no_nul };
+    Fault fault = Fault::none;
+    size_t index = 0;            // index_outside: the node index past the trie
+    uint32_t offset = 0;         // offset_outside, no_nul: the replacement's offset
+    std::optional<Match> match;  // when fault is none
+  };
+  Walk walk(std::string_view text) const;
 
   std::vector<uint32_t> nodes_;
   std::string replacements_;

@@ -96,10 +96,9 @@ class Unigram final : public TextModel {
     for (size_t offset = 0; offset < input.size();) {
       std::string_view replacement;
       size_t consumed = 0;
-      std::optional<PrecompiledCharsmap::Match> rule;
-      if (charsmap_) {
-        ATTENDRE_TRY_ASSIGN(rule, charsmap_->try_longest_prefix(input.substr(offset)));
-      }
+      bool corrupt = false;
+      const auto rule = charsmap_ ? charsmap_->find(input.substr(offset), corrupt) : std::nullopt;
+      if (corrupt) return charsmap_->try_longest_prefix(input.substr(offset)).status();
       if (rule) {
         replacement = rule->replacement;
         consumed = rule->consumed;

@@ -169,6 +169,14 @@ TEST_CASE("io status: tokenizer try_ forms encode as the throwing forms and fail
   Vocabulary twice = vocabulary;
   twice.tokens.push_back(twice.tokens[5]);
   check_same_failure(Tokenizer::try_build(twice), [&] { (void)Tokenizer(twice); });
+  // A charsmap whose root sends every byte past its one node: found when the normaliser walks it.
+  Vocabulary corrupt_map = attendre::test::tokenizer::unigram_vocabulary({{"a", -1}});
+  const uint32_t root = uint32_t{0x100} << 10;  // BASE 0x100
+  corrupt_map.precompiled_charsmap = std::string("\x04\0\0\0", 4) + std::string(reinterpret_cast<const char*>(&root), 4);
+  const Tokenizer normalising = Tokenizer::try_build(corrupt_map).value();
+  check_same_failure(normalising.try_encode("a"), [&] { (void)normalising.encode("a"); });
+  CHECK(normalising.try_encode("a").status().message() ==
+        "tokenizer.ggml.precompiled_charsmap: trie index 353 is outside its 1 nodes");
   Vocabulary unknown_pre = vocabulary;
   unknown_pre.pre = "no-such-pre";
   check_same_failure(Tokenizer::try_build(unknown_pre), [&] { (void)Tokenizer(unknown_pre); });
