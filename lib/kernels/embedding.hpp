@@ -27,7 +27,7 @@ class Embedding {
   };
 
   Embedding() = default;
-  // Bindings: ids, table, out (written). Throws unsupported for an encoding
+  // Bindings: ids, table, out (written). Fails (unsupported) for an encoding
   // without a kernel.
   static Result<Embedding> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
                                   ElementType table_type, vk::BufferBinding ids, vk::BufferBinding table,

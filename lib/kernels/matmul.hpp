@@ -34,7 +34,7 @@ class Matmul {
   Matmul() = default;
   // Bindings: a (A rows), w (weights and bias), c (C rows, written), r (R rows,
   // disjoint from C; an empty binding means that R row r is C row r: the
-  // residual is added in place). A must not overlap C. Throws unsupported
+  // residual is added in place). A must not overlap C. Fails (unsupported)
   // for an encoding without a kernel.
   // Only the kernels of the plan's style are built.
   static Result<Matmul> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
