@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <functional>
 #include <string>
 
@@ -163,6 +164,46 @@ TEST_CASE("numerics: a non-finite value computed on the device is an error namin
   });
   CHECK(e.code() == ErrorCode::numerical_error);
   CHECK(has(e, "step 0: non-finite values (NaN or infinity) in the output rows of block 0"));
+  // As a value (errors as values, TransformerStack::try_step): the same code and message.
+  gpu::Stack again(test::gpu(), config, weights);
+  const Result<StackOutput> failed = again.try_step(tokens.chunk(0, 4), want);
+  REQUIRE(!failed.ok());
+  CHECK(failed.status().code() == ErrorCode::numerical_error);
+  CHECK(failed.status().message() == e.what());
+  test::check_no_validation_messages(test::gpu());
+}
+
+TEST_CASE("numerics: with two steps in flight, a non-finite value is reported for the step that computed it") {
+  // Embeddings in: step 0's rows are zeros, which every stage keeps zero
+  // (finite), step 1's are not and overflow in the FFN. Step 1 completes
+  // before step 0's result is read, so checks shared by the two steps
+  // would blame step 0 (and clear step 1's flag).
+  StackConfig config = test::small_stack(1, {2, 1, 12}, 4, 0, 16, 16, Policy::lra_sum());
+  config.vocab = 0;
+  HugeWeights weights;
+  gpu::Stack stack(test::gpu(), config, weights);
+  const std::vector<int64_t> positions{0, 1, 2, 3, 4, 5, 6, 7};
+  std::vector<float> rows(8ull * config.hidden, 0.0f);
+  std::mt19937_64 rng(96);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (size_t i = 4ull * config.hidden; i < rows.size(); ++i) rows[i] = u(rng);
+  auto chunk = [&](uint32_t first) {
+    StackChunk c;
+    c.rows = 4;
+    c.embeddings = std::span<const float>(rows).subspan(uint64_t{first} * config.hidden, 4ull * config.hidden);
+    c.positions = std::span<const int64_t>(positions).subspan(first, 4);
+    return c;
+  };
+  const Ticket first = stack.submit(chunk(0));
+  const Ticket second = stack.submit(chunk(4));
+  CHECK(second.wait());
+  StackOutput out;
+  CHECK_NOTHROW(out = stack.result(first));
+  CHECK(out.positions.size() == 4);
+  CHECK(std::all_of(out.hidden.begin(), out.hidden.end(), [](float x) { return x == 0.0f; }));
+  const Error e = error_of([&] { stack.result(second); });
+  CHECK(e.code() == ErrorCode::numerical_error);
+  CHECK(has(e, "step 1: non-finite values (NaN or infinity) in the output rows of block 0"));
   test::check_no_validation_messages(test::gpu());
 }
 

@@ -1,11 +1,17 @@
 // Errors as values (include/attendre/status.hpp): Status and Result, the
-// propagation macros, and the status forms of the configuration checks,
-// which must fail exactly as their throwing forms do.
+// propagation macros, and the status forms of the configuration checks and
+// of driving a stack (sampling, reading, generation, perplexity), which must
+// fail exactly as their throwing forms do.
 #include "core/try.hpp"
+#include "stack_support.hpp"
 
 #include <attendre/config.hpp>
 #include <attendre/encoder_decoder.hpp>
+#include <attendre/generate.hpp>
 #include <attendre/memory_plan.hpp>
+#include <attendre/perplexity.hpp>
+#include <attendre/reference/encoder_decoder.hpp>
+#include <attendre/reference/stack.hpp>
 #include <attendre/stack.hpp>
 #include <attendre/status.hpp>
 #include <attendre/tensor.hpp>
@@ -14,6 +20,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 using namespace attendre;
 
@@ -206,4 +213,76 @@ TEST_CASE("status: memory plans refuse without changing the configuration") {
 
   CHECK(try_encoded_bytes(ElementType::q8_0, 64).value() == 2 * 34);
   CHECK(try_encoded_bytes(ElementType::q8_0, 33).status().code() == ErrorCode::invalid_argument);
+}
+
+namespace {
+
+// Causal, as perplexity needs.
+StackConfig reference_stack() {
+  StackConfig c = test::small_stack(2, {2, 1, 8}, 4, 2, 8, 4, Policy::lru());
+  for (BlockConfig& b : c.blocks) b.attention.retrieval.causal = true;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("status: driving a stack fails as the throwing forms do, and the stack goes on") {
+  RandomWeights weights(7);
+  reference::Stack stack(reference_stack(), weights);
+  const test::TokenStream tokens = test::random_tokens(12, stack.config().vocab, 8);
+
+  // Sampling, reading and perplexity refuse with the throwing forms' messages.
+  SamplingOptions hot;
+  hot.temperature = -1.0;
+  CHECK(Sampler::create(hot).status().message() == thrown_message([&] { Sampler sampler(hot); }));
+  Result<Sampler> sampler = Sampler::create({});
+  REQUIRE(sampler.ok());
+  CHECK(sampler->try_sample({}).status().message() == "sampling from an empty row of logits");
+  const float row[3] = {0.5f, 2.0f, -1.0f};
+  CHECK(sampler->try_sample(row).value() == 1);
+  const std::vector<uint32_t> one_token{tokens.tokens[0]};
+  const Result<PerplexityResult> short_text = try_perplexity(stack, one_token);
+  CHECK(short_text.status().code() == ErrorCode::invalid_argument);
+  CHECK(short_text.status().message() == thrown_message([&] { perplexity(stack, one_token); }));
+  GenerateOptions bad;
+  bad.sampling = hot;
+  CHECK(try_generate(stack, tokens.tokens, bad).status().message() == thrown_message([&] { generate(stack, tokens.tokens, bad); }));
+  const Result<StackOutput> flushed = stack.try_finish({}, true);
+  CHECK(flushed.status().message() == "flush needs a stack built with flush_capable");
+  CHECK(stack.try_snapshot(9).status().message() == "no block 9");
+
+  // Nothing above changed the stack: perplexity as values equals the throwing form on a fresh one.
+  const Result<PerplexityResult> scored = try_perplexity(stack, tokens.tokens);
+  REQUIRE_MESSAGE(scored.ok(), scored.status().message());
+  reference::Stack fresh(reference_stack(), weights);
+  CHECK(scored->mean_nll == perplexity(fresh, tokens.tokens).mean_nll);
+  CHECK(scored->predicted == tokens.tokens.size() - 1);
+  // Finished: step() is refused, decode() runs.
+  const Result<StackOutput> late = stack.try_step(tokens.chunk(0, 4));
+  CHECK(late.status().message() == "step() after finish(): use decode()");
+  CHECK(stack.try_decode(test::OnePosition{tokens.tokens[0], 12}.chunk()).ok());
+}
+
+TEST_CASE("status: an encoder-decoder refuses out-of-order calls as values") {
+  EncoderDecoderConfig c;
+  c.encoder = test::small_stack(1, {2, 1, 8}, 4, 0, 8, 4, Policy::fifo());
+  c.encoder_memory = 8;
+  c.decoder = test::small_stack(2, {2, 1, 8}, 1, 0, 8, 8, Policy::lru());
+  c.decoder.blocks[0].ffn = 0;
+  c.decoder.blocks[0].attention.retrieval.causal = true;
+  BlockConfig& cross = c.decoder.blocks[1];
+  cross.cross_attention = true;
+  cross.rope = false;
+  cross.attention.kv.capacity = 8;
+  cross.attention.retrieval.top_k = 8;
+  cross.attention.kv.policy = Policy::fifo();
+  RandomWeights weights(9);
+  reference::EncoderDecoder model(c, weights);
+  const test::OnePosition start{0, 0};
+  CHECK(model.try_decode(start.chunk()).status().message() == "decode() before finish_encoding()");
+  const std::vector<uint32_t> empty;
+  CHECK(try_generate(model, empty, 0, {}).status().message() == "nothing to encode: the input is empty");
+  CHECK(model.try_finish_encoding().ok());
+  CHECK(model.try_finish_encoding().message() == "finish_encoding() twice");
+  CHECK(model.try_decode(start.chunk()).ok());
 }

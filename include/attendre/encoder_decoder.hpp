@@ -44,18 +44,28 @@ class PrefixedWeights final : public WeightSource {
   std::string prefix_;
 };
 
+// Errors as values as TransformerStack: implementations override the try_
+// forms; encode(), finish_encoding() and decode() throw their failures.
 class EncoderDecoder {
  public:
   virtual ~EncoderDecoder() = default;
   virtual const EncoderDecoderConfig& config() const = 0;
   // Streams a chunk through the encoder; its valid outputs enter the memory.
-  virtual void encode(const StackChunk& chunk) = 0;
+  virtual Status try_encode(const StackChunk& chunk) = 0;
   // Drains the encoder, then loads every cross-attention block.
-  virtual void finish_encoding() = 0;
+  virtual Status try_finish_encoding() = 0;
   // One decoder position after finish_encoding().
-  virtual StackOutput decode(const StackChunk& one, const StackRequest& request = {}) = 0;
+  virtual Result<StackOutput> try_decode(const StackChunk& one, const StackRequest& request = {}) = 0;
   // Positions the encoder output memory holds, oldest first.
   virtual std::vector<int64_t> encoder_memory_positions() const = 0;
+
+#if defined(__cpp_exceptions)
+  void encode(const StackChunk& chunk) { try_encode(chunk).or_throw(); }
+  void finish_encoding() { try_finish_encoding().or_throw(); }
+  StackOutput decode(const StackChunk& one, const StackRequest& request = {}) {
+    return try_decode(one, request).value_or_throw();
+  }
+#endif
 };
 
 }  // namespace attendre

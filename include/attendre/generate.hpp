@@ -32,13 +32,22 @@ struct SamplingOptions {
 // tokens on every platform.
 class Sampler {
  public:
-  explicit Sampler(const SamplingOptions& options);
+  // invalid_argument (SamplingOptions::check) for bad options.
+  static Result<Sampler> create(const SamplingOptions& options);
   // Greedy: the largest logit. Otherwise softmax(logits / temperature),
   // restricted to the smallest set of most likely tokens (ties: smaller id
   // first) whose probability reaches top_p, and one draw from it.
-  uint32_t sample(std::span<const float> logits);
+  // invalid_argument for an empty row.
+  Result<uint32_t> try_sample(std::span<const float> logits);
+
+#if defined(__cpp_exceptions)
+  explicit Sampler(const SamplingOptions& options) : Sampler(create(options).value_or_throw()) {}
+  uint32_t sample(std::span<const float> logits) { return try_sample(logits).value_or_throw(); }
+#endif
 
  private:
+  struct Checked {};
+  Sampler(const SamplingOptions& options, Checked);
   double uniform();  // in [0, 1)
   SamplingOptions options_;
   uint64_t state_;
@@ -56,8 +65,14 @@ enum class LogitsWanted { all, last };
 // `on_output` as it leaves the stack, positions in order, with logits as
 // `wanted` says (no hidden states). Throws invalid_argument on an empty
 // sequence or a stack without a vocabulary.
-void read_tokens(TransformerStack& stack, std::span<const uint32_t> tokens, LogitsWanted wanted, bool flush,
-                 const std::function<void(StackOutput&&)>& on_output);
+Status try_read_tokens(TransformerStack& stack, std::span<const uint32_t> tokens, LogitsWanted wanted, bool flush,
+                       const std::function<void(StackOutput&&)>& on_output);
+#if defined(__cpp_exceptions)
+inline void read_tokens(TransformerStack& stack, std::span<const uint32_t> tokens, LogitsWanted wanted, bool flush,
+                        const std::function<void(StackOutput&&)>& on_output) {
+  try_read_tokens(stack, tokens, wanted, flush, on_output).or_throw();
+}
+#endif
 
 struct GenerateOptions {
   uint32_t max_tokens = 128;         // budget of generated tokens
@@ -81,8 +96,8 @@ struct GenerateResult {
 // Reads `prompt`, then samples up to max_tokens tokens at positions
 // prompt.size(), prompt.size() + 1, ...; `on_token` sees each one as it is
 // chosen (before the next decode step), for streaming output.
-GenerateResult generate(TransformerStack& stack, std::span<const uint32_t> prompt, const GenerateOptions& options,
-                        const std::function<void(uint32_t)>& on_token = {});
+Result<GenerateResult> try_generate(TransformerStack& stack, std::span<const uint32_t> prompt,
+                                    const GenerateOptions& options, const std::function<void(uint32_t)>& on_token = {});
 
 // Encoder-decoder generation (T5): `input` streams through the encoder at
 // positions 0, 1, ... in chunks of its S and finish_encoding() drains it;
@@ -91,8 +106,8 @@ GenerateResult generate(TransformerStack& stack, std::span<const uint32_t> promp
 // must hold max_tokens positions to keep them all). prompt_tokens counts
 // the input, read_seconds its encoding; prompt_logits and flush are refused
 // (invalid_argument): the encoder emits no logits and drains.
-GenerateResult generate(EncoderDecoder& model, std::span<const uint32_t> input, uint32_t decoder_start,
-                        const GenerateOptions& options, const std::function<void(uint32_t)>& on_token = {});
+Result<GenerateResult> try_generate(EncoderDecoder& model, std::span<const uint32_t> input, uint32_t decoder_start,
+                                    const GenerateOptions& options, const std::function<void(uint32_t)>& on_token = {});
 
 // Generation after a prompt the caller streamed and finished itself (the
 // reader feeds a document chunk by chunk): `last_logits` are the last
@@ -101,7 +116,24 @@ GenerateResult generate(EncoderDecoder& model, std::span<const uint32_t> input, 
 // prompt_tokens and read_seconds stay 0, `flush` and `prompt_logits` are
 // not used. Throws invalid_argument when the logits are not one row of the
 // vocabulary; decode() refuses a stack that has not finished.
-GenerateResult generate_after(TransformerStack& stack, std::span<const float> last_logits, int64_t next_position,
-                              const GenerateOptions& options, const std::function<void(uint32_t)>& on_token = {});
+Result<GenerateResult> try_generate_after(TransformerStack& stack, std::span<const float> last_logits,
+                                          int64_t next_position, const GenerateOptions& options,
+                                          const std::function<void(uint32_t)>& on_token = {});
+
+// The throwing forms of the three above.
+#if defined(__cpp_exceptions)
+inline GenerateResult generate(TransformerStack& stack, std::span<const uint32_t> prompt, const GenerateOptions& options,
+                               const std::function<void(uint32_t)>& on_token = {}) {
+  return try_generate(stack, prompt, options, on_token).value_or_throw();
+}
+inline GenerateResult generate(EncoderDecoder& model, std::span<const uint32_t> input, uint32_t decoder_start,
+                               const GenerateOptions& options, const std::function<void(uint32_t)>& on_token = {}) {
+  return try_generate(model, input, decoder_start, options, on_token).value_or_throw();
+}
+inline GenerateResult generate_after(TransformerStack& stack, std::span<const float> last_logits, int64_t next_position,
+                                     const GenerateOptions& options, const std::function<void(uint32_t)>& on_token = {}) {
+  return try_generate_after(stack, last_logits, next_position, options, on_token).value_or_throw();
+}
+#endif
 
 }  // namespace attendre

@@ -98,10 +98,10 @@ class Stack final : public TransformerStack {
   ~Stack() override;
 
   const StackConfig& config() const override;
-  StackOutput step(const StackChunk& chunk, const StackRequest& request = {}) override;
-  StackOutput decode(const StackChunk& one, const StackRequest& request = {}) override;
+  Result<StackOutput> try_step(const StackChunk& chunk, const StackRequest& request = {}) override;
+  Result<StackOutput> try_decode(const StackChunk& one, const StackRequest& request = {}) override;
   bool has_pending() const override;
-  MemorySnapshot snapshot(size_t block) override;
+  Result<MemorySnapshot> try_snapshot(size_t block) override;
 
   // Device memory actually allocated, laid out as plan_stack_memory().
   StackMemory memory() const;
@@ -144,8 +144,8 @@ class Stack final : public TransformerStack {
   void wait();
 
  protected:
-  StackOutput drain_step(const StackRequest& request) override;
-  StackOutput flush_block(size_t block, const StackRequest& request) override;
+  Result<StackOutput> try_drain_step(const StackRequest& request) override;
+  Result<StackOutput> try_flush_block(size_t block, const StackRequest& request) override;
   void mark_finished() override;
 
  private:

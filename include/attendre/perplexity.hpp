@@ -27,7 +27,13 @@ using PerplexityProgress = std::function<void(uint64_t scored, uint64_t total, d
 // Streams `tokens` through `stack` (read_tokens, every position's logits)
 // and scores each next token in float64 (log-sum-exp over the row). Throws
 // invalid_argument when a block is not causal or fewer than 2 tokens are given.
-PerplexityResult perplexity(TransformerStack& stack, std::span<const uint32_t> tokens, bool flush = false,
-                            const PerplexityProgress& progress = {});
+Result<PerplexityResult> try_perplexity(TransformerStack& stack, std::span<const uint32_t> tokens, bool flush = false,
+                                        const PerplexityProgress& progress = {});
+#if defined(__cpp_exceptions)
+inline PerplexityResult perplexity(TransformerStack& stack, std::span<const uint32_t> tokens, bool flush = false,
+                                   const PerplexityProgress& progress = {}) {
+  return try_perplexity(stack, tokens, flush, progress).value_or_throw();
+}
+#endif
 
 }  // namespace attendre

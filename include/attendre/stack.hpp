@@ -7,6 +7,7 @@
 
 #include <attendre/config.hpp>
 #include <attendre/layer.hpp>
+#include <attendre/status.hpp>
 #include <attendre/tensor.hpp>
 #include <attendre/transformer.hpp>
 
@@ -114,25 +115,41 @@ struct StackOutput {
   void append(StackOutput&& more);
 };
 
+// Errors as values (attendre/status.hpp): implementations override the
+// try_ forms; step(), finish(), decode() and snapshot() are their throwing
+// forms, where the application has exceptions.
 class TransformerStack {
  public:
   virtual ~TransformerStack() = default;
   virtual const StackConfig& config() const = 0;
-  virtual StackOutput step(const StackChunk& chunk, const StackRequest& request = {}) = 0;
+  virtual Result<StackOutput> try_step(const StackChunk& chunk, const StackRequest& request = {}) = 0;
   // Drains with padding chunks (default) or flushes one block per step, until
   // no valid position waits in any block.
-  StackOutput finish(const StackRequest& request = {}, bool flush = false);
+  Result<StackOutput> try_finish(const StackRequest& request = {}, bool flush = false);
   // After finish(): one position through every block, causal, without Q
   // memories; its key and value are inserted under each block's policy.
-  virtual StackOutput decode(const StackChunk& one, const StackRequest& request = {}) = 0;
+  virtual Result<StackOutput> try_decode(const StackChunk& one, const StackRequest& request = {}) = 0;
   virtual bool has_pending() const = 0;
-  virtual MemorySnapshot snapshot(size_t block) = 0;
+  virtual Result<MemorySnapshot> try_snapshot(size_t block) = 0;
+
+#if defined(__cpp_exceptions)
+  StackOutput step(const StackChunk& chunk, const StackRequest& request = {}) {
+    return try_step(chunk, request).value_or_throw();
+  }
+  StackOutput finish(const StackRequest& request = {}, bool flush = false) {
+    return try_finish(request, flush).value_or_throw();
+  }
+  StackOutput decode(const StackChunk& one, const StackRequest& request = {}) {
+    return try_decode(one, request).value_or_throw();
+  }
+  MemorySnapshot snapshot(size_t block) { return try_snapshot(block).value_or_throw(); }
+#endif
 
  protected:
   // finish()'s steps: a chunk of padding through every block; or block
   // `block`'s waiting rows retrieving at once and flowing on below it.
-  virtual StackOutput drain_step(const StackRequest& request) = 0;
-  virtual StackOutput flush_block(size_t block, const StackRequest& request) = 0;
+  virtual Result<StackOutput> try_drain_step(const StackRequest& request) = 0;
+  virtual Result<StackOutput> try_flush_block(size_t block, const StackRequest& request) = 0;
   // After finish(): decode() may run, step() may not.
   virtual void mark_finished() = 0;
 };

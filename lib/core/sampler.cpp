@@ -1,6 +1,5 @@
 // Host-side sampling from a row of logits, identical on every platform: a
 // local generator and explicit orderings (ties always go to the smaller id).
-#include "core/fail.hpp"
 #include "core/try.hpp"
 
 #include <attendre/generate.hpp>
@@ -19,7 +18,12 @@ Status SamplingOptions::check() const {
   return {};
 }
 
-Sampler::Sampler(const SamplingOptions& options) : options_(options), state_(options.seed) { options.validate(); }
+Result<Sampler> Sampler::create(const SamplingOptions& options) {
+  ATTENDRE_TRY(options.check());
+  return Sampler(options, Checked{});
+}
+
+Sampler::Sampler(const SamplingOptions& options, Checked) : options_(options), state_(options.seed) {}
 
 double Sampler::uniform() {
   // splitmix64: a full-period generator whose every output bit is well mixed.
@@ -30,8 +34,8 @@ double Sampler::uniform() {
   return static_cast<double>(z >> 11) * 0x1.0p-53;
 }
 
-uint32_t Sampler::sample(std::span<const float> logits) {
-  require(!logits.empty(), "sampling from an empty row of logits");
+Result<uint32_t> Sampler::try_sample(std::span<const float> logits) {
+  ATTENDRE_REQUIRE(!logits.empty(), "sampling from an empty row of logits");
   // max_element keeps the first of equal maxima: the smaller id.
   const auto best = static_cast<uint32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   if (options_.temperature == 0.0) return best;

@@ -90,13 +90,19 @@ Status StackConfig::check() const {
   return {};
 }
 
-StackOutput TransformerStack::finish(const StackRequest& request, bool flush) {
-  require(!flush || config().flush_capable, "flush needs a stack built with flush_capable");
+Result<StackOutput> TransformerStack::try_finish(const StackRequest& request, bool flush) {
+  ATTENDRE_REQUIRE(!flush || config().flush_capable, "flush needs a stack built with flush_capable");
   StackOutput out;
   if (flush) {
-    for (size_t l = 0; l < config().blocks.size(); ++l) out.append(flush_block(l, request));
+    for (size_t l = 0; l < config().blocks.size(); ++l) {
+      ATTENDRE_TRY_ASSIGN(StackOutput more, try_flush_block(l, request));
+      out.append(std::move(more));
+    }
   } else {
-    while (has_pending()) out.append(drain_step(request));
+    while (has_pending()) {
+      ATTENDRE_TRY_ASSIGN(StackOutput more, try_drain_step(request));
+      out.append(std::move(more));
+    }
   }
   mark_finished();
   return out;

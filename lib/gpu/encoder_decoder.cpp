@@ -4,6 +4,7 @@
 // decoding never bring them back to the host.
 #include "gpu/stack_engine.hpp"
 #include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include <attendre/data_only_memory.hpp>
 #include <attendre/gpu_encoder_decoder.hpp>
@@ -59,31 +60,34 @@ EncoderDecoder::~EncoderDecoder() = default;
 
 const EncoderDecoderConfig& EncoderDecoder::config() const { return impl_->config; }
 
-void EncoderDecoder::encode(const StackChunk& chunk) {
-  require(!impl_->encoded, "encode() after finish_encoding()");
+Status EncoderDecoder::try_encode(const StackChunk& chunk) {
+  ATTENDRE_REQUIRE(!impl_->encoded, "encode() after finish_encoding()");
   StackRequest nothing;
   nothing.hidden = false;
-  impl_->encoder.step(chunk, nothing);
+  return impl_->encoder.try_step(chunk, nothing).status();
 }
 
-void EncoderDecoder::finish_encoding() {
+Status EncoderDecoder::try_finish_encoding() {
   Impl& m = *impl_;
-  require(!m.encoded, "finish_encoding() twice");
+  ATTENDRE_REQUIRE(!m.encoded, "finish_encoding() twice");
   StackRequest nothing;
   nothing.hidden = false;
-  m.encoder.finish(nothing);
+  ATTENDRE_TRY(m.encoder.try_finish(nothing));
   std::vector<int64_t> positions;
   for (const MemoryRow& r : m.fifo.entries()) positions.push_back(r.position);
   const uint32_t first = m.fifo.size() ? static_cast<uint32_t>(m.fifo.entries().front().sequence % m.config.encoder_memory) : 0;
-  m.decoder.load_encoder_memory(
-      kernels::RowRef::ring(m.config.encoder.hidden, m.config.encoder_memory, first), positions);
-  m.decoder.finish();  // nothing waits in the decoder: decoding may start
+  ATTENDRE_TRY(capture([&] {
+    m.decoder.load_encoder_memory(kernels::RowRef::ring(m.config.encoder.hidden, m.config.encoder_memory, first),
+                                  positions);
+  }));
+  ATTENDRE_TRY(m.decoder.try_finish());  // nothing waits in the decoder: decoding may start
   m.encoded = true;
+  return {};
 }
 
-StackOutput EncoderDecoder::decode(const StackChunk& one, const StackRequest& request) {
-  require(impl_->encoded, "decode() before finish_encoding()");
-  return impl_->decoder.decode(one, request);
+Result<StackOutput> EncoderDecoder::try_decode(const StackChunk& one, const StackRequest& request) {
+  ATTENDRE_REQUIRE(impl_->encoded, "decode() before finish_encoding()");
+  return impl_->decoder.try_decode(one, request);
 }
 
 std::vector<int64_t> EncoderDecoder::encoder_memory_positions() const {

@@ -16,27 +16,37 @@
 
 namespace attendre::gpu {
 
+// Steps in flight at once (a layer's or stack's two slots, and the steps
+// recorded into an application's command buffers) each set flags of their
+// own `slot`, a buffer of its own: a step still running never sets the flags
+// the host reads for an earlier one, and clearing one slot's flags (on
+// non-coherent memory, flushing them) never touches another's.
 class FiniteChecks {
  public:
-  FiniteChecks(Context& context, uint32_t max_sites);
+  FiniteChecks(Context& context, uint32_t max_sites, uint32_t slots = 1);
 
   // A new site checking floats of `values`; `stage` names it in errors.
   uint32_t add(std::string stage, vk::BufferBinding values);
+  // The slot whose flags the checks recorded from now on set: the owner
+  // selects it before recording a step (recording is single-threaded).
+  void use_slot(uint32_t slot);
   // Records the check of `count` floats from word `first` of the site's values.
   void record(vk::CommandRecorder& recorder, uint32_t site, uint32_t first, uint32_t count) const;
-  // After the submission holding the checks completed: throws
-  // numerical_error "<step>: non-finite values in <stage>" for the first
-  // flagged site, after clearing every flag for the next submission.
-  void verify(const std::string& step) const;
-  uint64_t device_bytes() const { return flags_.size(); }
+  // After the submission holding `slot`'s checks completed (its flags
+  // invalidated): throws numerical_error "<step>: non-finite values in
+  // <stage>" for the first flagged site, after clearing the slot's flags
+  // for its next submission.
+  void verify(const std::string& step, uint32_t slot = 0) const;
+  uint64_t device_bytes() const;
 
  private:
   Context& context_;
   kernels::KernelPlan plan_;
-  vk::Buffer flags_;  // one section per site, host-visible
+  uint32_t max_sites_, slots_, slot_ = 0;
+  std::vector<vk::Buffer> flags_;  // per slot: one section per site, host-visible
   std::unique_ptr<vk::DescriptorArena> arena_;
   std::vector<std::string> stages_;
-  std::vector<kernels::CheckFinite> kernels_;
+  std::vector<kernels::CheckFinite> kernels_;  // [site][slot]
 };
 
 }  // namespace attendre::gpu

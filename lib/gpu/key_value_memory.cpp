@@ -34,7 +34,7 @@ struct KeyValueMemory::Impl {
       : context(ctx),
         config(c),
         ring(ctx, c.shape, 0, queries, 0, 1, c.kv.storage),
-        checks(ctx, 2),
+        checks(ctx, 2, kRecordedChecks + 1),
         kv(ctx, c, queries, c.chunk, ring.buffer(), ring.layout(), checks, ""),
         chunk_words(kv.chunk_layout().init),
         query_words(align_words(uint64_t{queries} * c.shape.q_row())),
@@ -69,7 +69,12 @@ struct KeyValueMemory::Impl {
   void record_retrieve(vk::CommandRecorder& rec, const vk::Buffer& src, const Retrieval& r,
                        const std::optional<BufferRange>& q);
   // Waits for recorded calls and reports their non-finite values.
-  void finish_recorded() { recorded.wait(submission, checks, "a recorded call before retrieval " + std::to_string(retrievals)); }
+  void finish_recorded() {
+    recorded.wait(submission, checks, kRecordedChecks, "a recorded call before retrieval " + std::to_string(retrievals));
+  }
+  // The finite checks' slot of calls recorded into the application's command
+  // buffers (slot 0: the blocking calls').
+  static constexpr uint32_t kRecordedChecks = 1;
 
   Context& context;
   LayerConfig config;
@@ -117,6 +122,7 @@ EvictedEntries KeyValueMemory::insert(const ChunkView& rows) {
   Impl& m = *impl_;
   m.finish_recorded();
   const InsertionRows in = m.plan_insert(rows);
+  m.checks.use_slot(0);
   vk::CommandRecorder& rec = m.submission.begin();
   pack_kv_rows(rows, m.kv.chunk_layout(), static_cast<uint32_t*>(m.upload.mapped()));
   m.record_insert(rec, m.upload, in, {}, std::nullopt, std::nullopt);
@@ -164,6 +170,7 @@ std::vector<float> KeyValueMemory::retrieve(const ChunkView& queries) {
   m.finish_recorded();
   const uint32_t q_row = m.config.shape.q_row();
   const Impl::Retrieval r = m.plan_retrieve(queries);
+  m.checks.use_slot(0);
   vk::CommandRecorder& rec = m.submission.begin();
   m.pack_retrieve(queries, r, static_cast<uint32_t*>(m.upload.mapped()));
   m.record_retrieve(rec, m.upload, r, std::nullopt);
@@ -210,6 +217,7 @@ void KeyValueMemory::record_insert(VkCommandBuffer cb, const ChunkView& rows, co
   const InsertionRows in = m.plan_insert(checked);  // committed from here
   std::vector<uint32_t> image(m.chunk_words);
   pack_kv_rows(checked, m.kv.chunk_layout(), image.data());
+  m.checks.use_slot(Impl::kRecordedChecks);
   vk::CommandRecorder rec(cb, m.context.state().debug_label);
   rec.acquire();
   rec.update(m.staged, 0, image.size() * 4, image.data());
@@ -233,6 +241,7 @@ RecordedStep KeyValueMemory::record_retrieve(VkCommandBuffer cb, const ChunkView
   const Impl::Retrieval r = m.plan_retrieve(checked);  // committed from here
   std::vector<uint32_t> image(m.upload.size() / 4);
   m.pack_retrieve(checked, r, image.data());
+  m.checks.use_slot(Impl::kRecordedChecks);
   vk::CommandRecorder rec(cb, m.context.state().debug_label);
   rec.acquire();
   rec.update(m.staged, m.q_at * 4, (image.size() - m.q_at) * 4, image.data() + m.q_at);

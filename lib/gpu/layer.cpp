@@ -44,10 +44,12 @@ struct UploadLayout {
 // One of two sets of what a submitted step uses from the host side, so that
 // the host fills one while the device runs the step of the other.
 struct StepSlot {
-  StepSlot(Context& ctx, uint64_t upload_bytes, uint64_t readback_bytes)
-      : upload(ctx, upload_bytes, vk::MemoryIntent::upload, "chunk upload"),
+  StepSlot(Context& ctx, uint32_t slot_index, uint64_t upload_bytes, uint64_t readback_bytes)
+      : index(slot_index),
+        upload(ctx, upload_bytes, vk::MemoryIntent::upload, "chunk upload"),
         readback(ctx, readback_bytes, vk::MemoryIntent::readback, "readback"),
         submission(ctx) {}
+  uint32_t index;  // in Layer::Impl::slots, and the finite checks' slot its steps set
   vk::Buffer upload, readback;
   vk::Submission submission;
   // The step submitted last from this slot, and what result() decodes of it.
@@ -66,13 +68,14 @@ struct Layer::Impl {
       : context(ctx),
         config((cfg.validate(), cfg)),
         ring(ctx, cfg.shape, cfg.q_capacity, cfg.chunk, 0, 1, cfg.kv.storage),
-        checks(ctx, 2),
+        checks(ctx, 2, kRecordedChecks + 1),
         kv(ctx, cfg, cfg.max_queries_per_step(true), cfg.chunk, ring.buffer(), ring.layout(), checks, ""),
         upload_layout(UploadLayout::make(cfg, kv.chunk_layout())),
         outputs_words(align_words(uint64_t{cfg.max_queries_per_step(true)} * cfg.shape.q_row())),
         staged(ctx, upload_layout.words * 4, vk::MemoryIntent::device, "recorded chunk") {
     const uint64_t readback_bytes = (outputs_words + align_words(kv.snapshot_words()) + kv.evicted_words()) * 4;
-    for (auto& slot : slots) slot = std::make_unique<StepSlot>(ctx, upload_layout.words * 4, readback_bytes);
+    for (uint32_t i = 0; i < slots.size(); ++i)
+      slots[i] = std::make_unique<StepSlot>(ctx, i, upload_layout.words * 4, readback_bytes);
   }
 
   // Records the step into the next slot's command buffer and submits it.
@@ -91,6 +94,10 @@ struct Layer::Impl {
   void finish(StepSlot& slot);
   // Waits for every step, recorded ones included, and reports their non-finite values.
   void finish_pending();
+
+  // The finite checks' slot of steps recorded into the application's
+  // command buffers (slots 0 and 1 are the submitted steps').
+  static constexpr uint32_t kRecordedChecks = 2;
 
   Context& context;
   LayerConfig config;
@@ -113,12 +120,12 @@ void Layer::Impl::finish(StepSlot& slot) {
   slot.submission.wait();
   if (!slot.unverified) return;
   slot.unverified = false;
-  checks.verify("step " + std::to_string(slot.step));
+  checks.verify("step " + std::to_string(slot.step), slot.index);
 }
 
 void Layer::Impl::finish_pending() {
   for (auto& slot : slots) finish(*slot);
-  recorded.wait(slots[0]->submission, checks, "a recorded step before step " + std::to_string(steps));
+  recorded.wait(slots[0]->submission, checks, kRecordedChecks, "a recorded step before step " + std::to_string(steps));
 }
 
 Layer::Layer(Context& context, const LayerConfig& config) : impl_(std::make_unique<Impl>(context, config)) {}
@@ -210,6 +217,7 @@ Ticket Layer::Impl::submit(std::vector<QueryMeta> evicted, const ChunkView* chun
   if (profiler) finish_pending();  // profiles are per step: one in flight
   StepSlot& slot = *slots[steps % 2];
   finish(slot);  // its previous step is done: its upload and readback are free
+  checks.use_slot(slot.index);
   vk::CommandRecorder& rec = slot.submission.begin();
   rec.attach(profiler.get());
   if (chunk) {
@@ -285,6 +293,7 @@ RecordedStep Layer::record(VkCommandBuffer cb, const LayerInputs& in, const Laye
   const std::vector<QueryMeta> evicted = m.ring.insert(rows);
   const QueryRange range = m.ring.range_of(evicted);
 
+  m.checks.use_slot(Impl::kRecordedChecks);
   vk::CommandRecorder rec(cb, m.context.state().debug_label);
   rec.acquire();
   // The chunk image travels in the command buffer; device inputs then

@@ -128,15 +128,16 @@ class RecordedSteps {
   // The application submitted the recorded steps to the context's queue
   // (record()'s contract): an empty submission of `own` after them signals
   // its fence only once they completed, so only our own fence is waited on.
-  // Then their non-finite values are reported as `what`.
-  void wait(vk::Submission& own, const FiniteChecks& checks, const std::string& what) {
+  // Then their non-finite values (the flags of `checks`' `slot`, which
+  // recorded steps set) are reported as `what`.
+  void wait(vk::Submission& own, const FiniteChecks& checks, uint32_t slot, const std::string& what) {
     if (!unverified_) return;
     own.begin();
     own.submit();
     own.wait();
     for (const vk::Buffer* b : host_writes_) b->invalidate();
     unverified_ = false;
-    checks.verify(what);
+    checks.verify(what, slot);
   }
 
  private:

@@ -10,13 +10,17 @@ Stack::Stack(Context& context, const StackConfig& config, WeightSource& weights)
 Stack::~Stack() = default;
 
 const StackConfig& Stack::config() const { return engine_->config(); }
-StackOutput Stack::step(const StackChunk& chunk, const StackRequest& request) { return engine_->step(chunk, request); }
-StackOutput Stack::decode(const StackChunk& one, const StackRequest& request) { return engine_->decode(one, request); }
+Result<StackOutput> Stack::try_step(const StackChunk& chunk, const StackRequest& request) {
+  return engine_->try_step(chunk, request);
+}
+Result<StackOutput> Stack::try_decode(const StackChunk& one, const StackRequest& request) {
+  return engine_->try_decode(one, request);
+}
 bool Stack::has_pending() const { return engine_->has_pending(); }
-MemorySnapshot Stack::snapshot(size_t block) { return engine_->snapshot(block); }
-StackOutput Stack::drain_step(const StackRequest& request) { return engine_->drain_step(request); }
-StackOutput Stack::flush_block(size_t block, const StackRequest& request) {
-  return engine_->flush_block(block, request);
+Result<MemorySnapshot> Stack::try_snapshot(size_t block) { return engine_->try_snapshot(block); }
+Result<StackOutput> Stack::try_drain_step(const StackRequest& request) { return engine_->try_drain_step(request); }
+Result<StackOutput> Stack::try_flush_block(size_t block, const StackRequest& request) {
+  return engine_->try_flush_block(block, request);
 }
 void Stack::mark_finished() { engine_->mark_finished(); }
 StackMemory Stack::memory() const { return engine_->memory(); }

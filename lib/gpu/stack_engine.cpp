@@ -95,8 +95,9 @@ StackLayout plan(const StackConfig& config, const DeviceCaps& caps,
     add(m.staging, std::string("stack upload slot ") + slot, vk::rounded_bytes(UploadPlan(config).words * 4), false);
     add(m.staging, std::string("stack readback ") + slot, vk::rounded_bytes(ReadbackPlan(config).words * 4), false);
   }
-  add(m.staging, "finite checks",
-      vk::rounded_bytes(uint64_t{DeviceBlock::kFiniteSites * config.blocks.size() + 1} * kSectionWords * 4), false);
+  for (uint32_t slot = 0; slot <= StackEngine::kRecordedChecks; ++slot)  // flags per step in flight
+    add(m.staging, "finite checks " + std::to_string(slot),
+        vk::rounded_bytes(uint64_t{DeviceBlock::kFiniteSites * config.blocks.size() + 1} * kSectionWords * 4), false);
   m.load_staging = caps.unified_memory ? 0 : WeightLoader::kStagingBytes;
   return layout;
 }
@@ -179,10 +180,10 @@ StackEngine::StackEngine(Context& ctx, const StackConfig& c, WeightSource& weigh
   // fill it, never the host, which must not flush over a step in flight.
   shared_.upload = vk::Buffer(ctx, upload_plan_.words * 4, vk::MemoryIntent::device, "stack upload");
   shared_.scratch = std::make_unique<RetrievalScratch>(ctx, scratch_words(c, caps));
-  shared_.checks = std::make_unique<FiniteChecks>(ctx, DeviceBlock::kFiniteSites * c.blocks.size() + 1);
+  shared_.checks = std::make_unique<FiniteChecks>(ctx, DeviceBlock::kFiniteSites * c.blocks.size() + 1, kRecordedChecks + 1);
   final_rows_ = vk::Buffer(ctx, uint64_t{rows} * H * 4, vk::MemoryIntent::device, "final rows");
   logits_ = vk::Buffer(ctx, uint64_t{rows} * c.vocab * 4, vk::MemoryIntent::device, "logits");
-  for (auto& slot : slots_) slot = std::make_unique<Slot>(ctx, upload_plan_, readback_plan_);
+  for (uint32_t i = 0; i < slots_.size(); ++i) slots_[i] = std::make_unique<Slot>(ctx, i, upload_plan_, readback_plan_);
 
   output_norm_ = loader.norm(spec.output_norm, spec.output_norm_bias);
   if (spec.token_embd) {
@@ -217,7 +218,7 @@ void StackEngine::finish_slot(Slot& slot) {
   slot.submission.wait();
   if (!slot.unverified) return;
   slot.unverified = false;
-  shared_.checks->verify("step " + std::to_string(slot.step));
+  shared_.checks->verify("step " + std::to_string(slot.step), slot.index);
 }
 
 void StackEngine::finish_pending() {
@@ -225,7 +226,7 @@ void StackEngine::finish_pending() {
   Slot& older = *slots_[steps_ % 2];
   finish_slot(older);
   finish_slot(*slots_[(steps_ + 1) % 2]);
-  recorded_steps_.wait(slots_[0]->submission, *shared_.checks,
+  recorded_steps_.wait(slots_[0]->submission, *shared_.checks, kRecordedChecks,
                        "a recorded step before step " + std::to_string(steps_));
 }
 
@@ -313,6 +314,7 @@ Ticket StackEngine::submit_step(const StackChunk* chunk, size_t first_block, Blo
   if (profiler_) finish_pending();  // profiles are per step: one in flight
   Slot& slot = *slots_[steps_ % 2];
   finish_slot(slot);  // its previous step is done: its upload and readback are free
+  shared_.checks->use_slot(slot.index);
   vk::CommandRecorder& rec = slot.submission.begin();
   rec.attach(profiler_.get());
   Planned step = plan(chunk, first_block, mode, static_cast<uint32_t*>(slot.upload.mapped()));
@@ -395,9 +397,11 @@ void check_gpu_positions(const StackChunk& chunk) {
 
 }  // namespace
 
-StackOutput StackEngine::step(const StackChunk& chunk, const StackRequest& request) {
-  finish_pending();  // blocking steps report an earlier step's non-finite values first
-  return result(submit(chunk, request, {}));
+Result<StackOutput> StackEngine::try_step(const StackChunk& chunk, const StackRequest& request) {
+  return capture([&] {
+    finish_pending();  // blocking steps report an earlier step's non-finite values first
+    return result(submit(chunk, request, {}));
+  });
 }
 
 Ticket StackEngine::submit(const StackChunk& chunk, const StackRequest& request, const SubmitOptions& options) {
@@ -412,20 +416,24 @@ Ticket StackEngine::submit(const StackChunk& chunk, const StackRequest& request,
   return ticket;
 }
 
-StackOutput StackEngine::drain_step(const StackRequest& request) { return run(nullptr, 0, BlockMode::stream, request); }
-
-StackOutput StackEngine::flush_block(size_t block, const StackRequest& request) {
-  return run(nullptr, block, BlockMode::flush, request);
+Result<StackOutput> StackEngine::try_drain_step(const StackRequest& request) {
+  return capture([&] { return run(nullptr, 0, BlockMode::stream, request); });
 }
 
-StackOutput StackEngine::decode(const StackChunk& one, const StackRequest& request) {
-  require(finished_, "decode() before finish(): drain the stack first");
-  validator_.check(one, config_, 1).or_throw();
-  require(one.rows == 1, "decode() takes exactly one position");
-  check_gpu_positions(one);
-  StackOutput out = run(&one, 0, BlockMode::decode, request);
-  validator_.accept(one);
-  return out;
+Result<StackOutput> StackEngine::try_flush_block(size_t block, const StackRequest& request) {
+  return capture([&] { return run(nullptr, block, BlockMode::flush, request); });
+}
+
+Result<StackOutput> StackEngine::try_decode(const StackChunk& one, const StackRequest& request) {
+  return capture([&] {
+    require(finished_, "decode() before finish(): drain the stack first");
+    validator_.check(one, config_, 1).or_throw();
+    require(one.rows == 1, "decode() takes exactly one position");
+    check_gpu_positions(one);
+    StackOutput out = run(&one, 0, BlockMode::decode, request);
+    validator_.accept(one);
+    return out;
+  });
 }
 
 RecordedStep StackEngine::record(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out) {
@@ -485,6 +493,7 @@ RecordedStep StackEngine::record_step_into(VkCommandBuffer cb, const StackRecord
   // the host writes no mapped memory that an earlier step may still read.
   std::vector<uint32_t> image(upload_plan_.words);
   const Planned step = plan(flush ? nullptr : &chunk, first_block, mode, image.data());
+  shared_.checks->use_slot(kRecordedChecks);
   vk::CommandRecorder rec(cb, context_.state().debug_label);
   rec.acquire();
   rec.update(shared_.upload, 0, image.size() * 4, image.data());
@@ -518,13 +527,15 @@ bool StackEngine::has_pending() const {
   return false;
 }
 
-MemorySnapshot StackEngine::snapshot(size_t block) {
-  require(block < blocks_.size(), "no block " + std::to_string(block));
-  finish_pending();
-  // Slot 0's readback serves the snapshot: a result still to collect there would be overwritten.
-  require(!(slots_[0]->uncollected && (slots_[0]->request.hidden || slots_[0]->request.logits)),
-          "collect the submitted steps' results before a snapshot");
-  return blocks_[block]->kv().read_snapshot(slots_[0]->submission, slots_[0]->readback, 0);
+Result<MemorySnapshot> StackEngine::try_snapshot(size_t block) {
+  return capture([&] {
+    require(block < blocks_.size(), "no block " + std::to_string(block));
+    finish_pending();
+    // Slot 0's readback serves the snapshot: a result still to collect there would be overwritten.
+    require(!(slots_[0]->uncollected && (slots_[0]->request.hidden || slots_[0]->request.logits)),
+            "collect the submitted steps' results before a snapshot");
+    return blocks_[block]->kv().read_snapshot(slots_[0]->submission, slots_[0]->readback, 0);
+  });
 }
 
 StackMemory StackEngine::memory() const {

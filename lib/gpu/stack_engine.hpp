@@ -58,16 +58,22 @@ struct ReadbackPlan {
 
 class StackEngine final : public TransformerStack {
  public:
+  // The finite checks' slot of steps recorded into the application's
+  // command buffers (slots 0 and 1 are the submitted steps').
+  static constexpr uint32_t kRecordedChecks = 2;
+
   // `encoder_rows`: a decoder's cross-attention blocks load from it (else null).
   StackEngine(Context& ctx, const StackConfig& c, WeightSource& weights, const vk::Buffer* encoder_rows = nullptr);
 
   const StackConfig& config() const override { return config_; }
-  StackOutput step(const StackChunk& chunk, const StackRequest& request = {}) override;
-  StackOutput decode(const StackChunk& one, const StackRequest& request = {}) override;
+  // The TransformerStack forms: the throwing code below, captured
+  // (core/fail.hpp) until the device layer returns values itself.
+  Result<StackOutput> try_step(const StackChunk& chunk, const StackRequest& request = {}) override;
+  Result<StackOutput> try_decode(const StackChunk& one, const StackRequest& request = {}) override;
   bool has_pending() const override;
-  MemorySnapshot snapshot(size_t block) override;
-  StackOutput drain_step(const StackRequest& request) override;
-  StackOutput flush_block(size_t block, const StackRequest& request) override;
+  Result<MemorySnapshot> try_snapshot(size_t block) override;
+  Result<StackOutput> try_drain_step(const StackRequest& request) override;
+  Result<StackOutput> try_flush_block(size_t block, const StackRequest& request) override;
   void mark_finished() override { finished_ = true; }
 
   StackMemory memory() const;
@@ -120,10 +126,12 @@ class StackEngine final : public TransformerStack {
   StackOutput run(const StackChunk* chunk, size_t first_block, BlockMode mode, const StackRequest& request);
   // One of two sets of what a submitted step uses on the host side.
   struct Slot {
-    Slot(Context& ctx, const UploadPlan& upload_plan, const ReadbackPlan& readback_plan)
-        : upload(ctx, upload_plan.words * 4, vk::MemoryIntent::upload, "stack upload slot"),
+    Slot(Context& ctx, uint32_t slot_index, const UploadPlan& upload_plan, const ReadbackPlan& readback_plan)
+        : index(slot_index),
+          upload(ctx, upload_plan.words * 4, vk::MemoryIntent::upload, "stack upload slot"),
           readback(ctx, readback_plan.words * 4, vk::MemoryIntent::readback, "stack readback"),
           submission(ctx) {}
+    uint32_t index;  // in slots_, and the finite checks' slot its steps set
     vk::Buffer upload, readback;  // the step's upload image (copied to shared_.upload first), its outputs
     vk::Submission submission;
     uint64_t step = 0;

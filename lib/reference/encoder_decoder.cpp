@@ -1,5 +1,6 @@
 // Float64 reference of the encoder-decoder (spec section 5).
 #include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include <attendre/data_only_memory.hpp>
 #include <attendre/reference/encoder_decoder.hpp>
@@ -46,29 +47,34 @@ EncoderDecoder::~EncoderDecoder() = default;
 
 const EncoderDecoderConfig& EncoderDecoder::config() const { return impl_->config; }
 
-void EncoderDecoder::encode(const StackChunk& chunk) {
-  require(!impl_->encoded, "encode() after finish_encoding()");
-  impl_->keep(impl_->encoder.step(chunk));
+Status EncoderDecoder::try_encode(const StackChunk& chunk) {
+  ATTENDRE_REQUIRE(!impl_->encoded, "encode() after finish_encoding()");
+  ATTENDRE_TRY_ASSIGN(StackOutput out, impl_->encoder.try_step(chunk));
+  return capture([&] { impl_->keep(out); });
 }
 
-void EncoderDecoder::finish_encoding() {
+Status EncoderDecoder::try_finish_encoding() {
   Impl& m = *impl_;
-  require(!m.encoded, "finish_encoding() twice");
-  m.keep(m.encoder.finish());
-  std::vector<int64_t> positions;
-  std::vector<double> rows;
-  for (const EncoderRow& r : m.memory.get_all()) {
-    positions.push_back(r.position);
-    rows.insert(rows.end(), r.hidden.begin(), r.hidden.end());
-  }
-  m.decoder.load_encoder_memory(positions, rows);
-  m.decoder.finish();  // nothing waits in the decoder: decoding may start
+  ATTENDRE_REQUIRE(!m.encoded, "finish_encoding() twice");
+  ATTENDRE_TRY_ASSIGN(StackOutput out, m.encoder.try_finish());
+  ATTENDRE_TRY(capture([&] {
+    m.keep(out);
+    std::vector<int64_t> positions;
+    std::vector<double> rows;
+    for (const EncoderRow& r : m.memory.get_all()) {
+      positions.push_back(r.position);
+      rows.insert(rows.end(), r.hidden.begin(), r.hidden.end());
+    }
+    m.decoder.load_encoder_memory(positions, rows);
+  }));
+  ATTENDRE_TRY(m.decoder.try_finish());  // nothing waits in the decoder: decoding may start
   m.encoded = true;
+  return {};
 }
 
-StackOutput EncoderDecoder::decode(const StackChunk& one, const StackRequest& request) {
-  require(impl_->encoded, "decode() before finish_encoding()");
-  return impl_->decoder.decode(one, request);
+Result<StackOutput> EncoderDecoder::try_decode(const StackChunk& one, const StackRequest& request) {
+  ATTENDRE_REQUIRE(impl_->encoded, "decode() before finish_encoding()");
+  return impl_->decoder.try_decode(one, request);
 }
 
 std::vector<int64_t> EncoderDecoder::encoder_memory_positions() const {

@@ -5,6 +5,7 @@
 #include "core/stack_chunk.hpp"
 #include "reference/block_math.hpp"
 #include "core/fail.hpp"
+#include "core/try.hpp"
 #include "core/half.hpp"
 #include "core/positions.hpp"
 #include "core/stream_validator.hpp"
@@ -173,33 +174,35 @@ Stack::~Stack() = default;
 
 const StackConfig& Stack::config() const { return impl_->config; }
 
-StackOutput Stack::step(const StackChunk& chunk, const StackRequest& request) {
+// The reference throws inside (it serves tools and tests, built with
+// exceptions): its TransformerStack forms capture (core/fail.hpp).
+Result<StackOutput> Stack::try_step(const StackChunk& chunk, const StackRequest& request) {
   Impl& m = *impl_;
-  require(!m.finished, "step() after finish(): use decode()");
-  m.validator.check(chunk, m.config, m.config.chunk).or_throw();
-  StackOutput out = m.run(m.input_rows(chunk, m.config.chunk), 0, Mode::stream, request);
-  m.validator.accept(chunk);
+  ATTENDRE_REQUIRE(!m.finished, "step() after finish(): use decode()");
+  ATTENDRE_TRY(m.validator.check(chunk, m.config, m.config.chunk));
+  Result<StackOutput> out = capture([&] { return m.run(m.input_rows(chunk, m.config.chunk), 0, Mode::stream, request); });
+  if (out.ok()) m.validator.accept(chunk);
   return out;
 }
 
-StackOutput Stack::drain_step(const StackRequest& request) {
+Result<StackOutput> Stack::try_drain_step(const StackRequest& request) {
   Impl& m = *impl_;
-  return m.run(m.input_rows(StackChunk{}, m.config.chunk), 0, Mode::stream, request);
+  return capture([&] { return m.run(m.input_rows(StackChunk{}, m.config.chunk), 0, Mode::stream, request); });
 }
 
-StackOutput Stack::flush_block(size_t block, const StackRequest& request) {
+Result<StackOutput> Stack::try_flush_block(size_t block, const StackRequest& request) {
   Impl& m = *impl_;
-  return m.run(Rows{}, block, Mode::flush, request);
+  return capture([&] { return m.run(Rows{}, block, Mode::flush, request); });
 }
 
 void Stack::mark_finished() { impl_->finished = true; }
 
-StackOutput Stack::decode(const StackChunk& one, const StackRequest& request) {
+Result<StackOutput> Stack::try_decode(const StackChunk& one, const StackRequest& request) {
   Impl& m = *impl_;
-  require(m.finished, "decode() before finish(): drain the stack first");
-  m.validator.check(one, m.config, 1).or_throw();
-  StackOutput out = m.run(m.input_rows(one, one.rows), 0, Mode::decode, request);
-  m.validator.accept(one);
+  ATTENDRE_REQUIRE(m.finished, "decode() before finish(): drain the stack first");
+  ATTENDRE_TRY(m.validator.check(one, m.config, 1));
+  Result<StackOutput> out = capture([&] { return m.run(m.input_rows(one, one.rows), 0, Mode::decode, request); });
+  if (out.ok()) m.validator.accept(one);
   return out;
 }
 
@@ -225,8 +228,8 @@ double Stack::min_decision_gap() const {
   return gap;
 }
 
-MemorySnapshot Stack::snapshot(size_t block) {
-  require(block < impl_->blocks.size(), "no block " + std::to_string(block));
+Result<MemorySnapshot> Stack::try_snapshot(size_t block) {
+  ATTENDRE_REQUIRE(block < impl_->blocks.size(), "no block " + std::to_string(block));
   return impl_->blocks[block].kv.snapshot();
 }
 

@@ -5,7 +5,9 @@
 #include <attendre/context.hpp>
 #include <attendre/embedding.hpp>
 #include <attendre/encoder_decoder.hpp>
+#include <attendre/generate.hpp>
 #include <attendre/memory_plan.hpp>
+#include <attendre/perplexity.hpp>
 #include <attendre/stack.hpp>
 #include <attendre/status.hpp>
 #include <attendre/tensor.hpp>
@@ -21,6 +23,22 @@ namespace {
   if (!setting.ok()) return std::move(setting).status();
   attendre::apply_memory(config, *setting);
   return config.check();
+}
+
+// Driving any stack: every step's failure comes back as a value.
+[[maybe_unused]] attendre::Result<double> score(attendre::TransformerStack& stack, std::span<const uint32_t> tokens) {
+  attendre::Result<attendre::PerplexityResult> scored = attendre::try_perplexity(stack, tokens);
+  if (!scored.ok()) return std::move(scored).status();
+  return scored->perplexity;
+}
+
+[[maybe_unused]] attendre::Result<std::vector<uint32_t>> continue_text(attendre::TransformerStack& stack,
+                                                                       std::span<const uint32_t> prompt) {
+  attendre::GenerateOptions options;
+  options.max_tokens = 8;
+  attendre::Result<attendre::GenerateResult> generated = attendre::try_generate(stack, prompt, options);
+  if (!generated.ok()) return std::move(generated).status();
+  return std::move(generated->tokens);
 }
 
 // A context without exceptions: the failure comes back as a value.
