@@ -5,6 +5,8 @@
 
 #include <vulkan/vulkan.h>
 
+#include <attendre/status.hpp>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -44,7 +46,10 @@ struct FeatureSet {
 const char* feature_name(Feature feature);
 // A comma-separated list of switch names ("shuffle,16bit"; empty: none);
 // an unknown name is an error (invalid_argument) listing the valid ones.
-FeatureSet parse_features(const std::string& list);
+Result<FeatureSet> try_parse_features(const std::string& list);
+#if defined(__cpp_exceptions)
+inline FeatureSet parse_features(const std::string& list) { return try_parse_features(list).value_or_throw(); }
+#endif
 
 // Known driver bugs and costs, each a named flag with its reason (after
 // ncnn's), decided in one place (lib/vulkan/context.cpp) from the device's
@@ -210,8 +215,20 @@ struct ContextState;
 // at a time.
 class Context {
  public:
-  explicit Context(const ContextOptions& options = {});
-  Context(const ExternalDevice& external, const LimitOverrides& limits = {});
+  // A device of its own; fails with the code and message the throwing
+  // constructor throws (unsupported: no device matches or validation is
+  // missing; invalid_argument: a bad option or environment variable).
+  // Nothing is leaked on failure.
+  static Result<std::unique_ptr<Context>> create(const ContextOptions& options = {});
+  // An application's device (ExternalDevice), as the adopting constructor.
+  static Result<std::unique_ptr<Context>> adopt(const ExternalDevice& external, const LimitOverrides& limits = {});
+#if defined(__cpp_exceptions)
+  // The throwing forms of create() and adopt().
+  explicit Context(const ContextOptions& options = {}) { initialize(options).or_throw(); }
+  Context(const ExternalDevice& external, const LimitOverrides& limits = {}) {
+    initialize(external, limits).or_throw();
+  }
+#endif
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
@@ -240,9 +257,16 @@ class Context {
   vk::ContextState& state() const { return *state_; }
 
  private:
-  void create_instance(Validation validation);
-  void create_device();
-  void finish_setup(const LimitOverrides& limits, uint32_t fence_timeout_ms);
+  struct Unset {};
+  explicit Context(Unset) {}  // for create() and adopt(), which initialize it
+  // Sets the context up; on failure releases what was created.
+  Status initialize(const ContextOptions& options);
+  Status initialize(const ExternalDevice& external, const LimitOverrides& limits);
+  Status set_up(const ContextOptions& options);
+  Status set_up(const ExternalDevice& external, const LimitOverrides& limits);
+  Status create_instance(Validation validation);
+  Status create_device();
+  Status finish_setup(const LimitOverrides& limits, uint32_t fence_timeout_ms);
   void release();
 
   bool owns_device_ = true;
@@ -255,7 +279,11 @@ class Context {
   Validation validation_ = Validation::off;
   const VkAllocationCallbacks* allocator_ = nullptr;
   DeviceCaps caps_;
-  std::unique_ptr<vk::ContextState> state_;
+  // Deleted out of line, so that the inline constructors above need not see it.
+  struct StateDeleter {
+    void operator()(vk::ContextState* state) const;
+  };
+  std::unique_ptr<vk::ContextState, StateDeleter> state_;
 };
 
 // GPU time of one dispatch, measured with timestamps (profiling on).
@@ -265,6 +293,9 @@ struct KernelTime {
 };
 
 // One line per physical device: index, name, type, API version.
-std::vector<std::string> list_devices();
+Result<std::vector<std::string>> try_list_devices();
+#if defined(__cpp_exceptions)
+inline std::vector<std::string> list_devices() { return try_list_devices().value_or_throw(); }
+#endif
 
 }  // namespace attendre

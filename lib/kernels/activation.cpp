@@ -1,4 +1,5 @@
 #include "kernels/activation.hpp"
+#include "core/try.hpp"
 
 namespace attendre::kernels {
 
@@ -9,20 +10,28 @@ static_assert(static_cast<uint32_t>(ActivationKind::silu) == kActSilu);
 static_assert(static_cast<uint32_t>(ActivationKind::gelu_tanh) == kActGeluTanh);
 static_assert(static_cast<uint32_t>(ActivationKind::relu) == kActRelu);
 
-Activation::Activation(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
-                       ActivationKind kind, bool gated, vk::BufferBinding input, vk::BufferBinding out)
-    : plan_(plan), kind_(kind), gated_(gated) {
-  if (in_place(input, out, "activation"))
-    kernel_ = Kernel::make<ActivationParams>(context, arena, ShaderId::activation_in_place, {plan.workgroup}, {input});
-  else
-    kernel_ = Kernel::make<ActivationParams>(context, arena, ShaderId::activation, {plan.workgroup}, {input, out});
+Result<Activation> Activation::create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
+                                      ActivationKind kind, bool gated, vk::BufferBinding input, vk::BufferBinding out) {
+  Activation a;
+  a.plan_ = plan;
+  a.kind_ = kind;
+  a.gated_ = gated;
+  ATTENDRE_TRY_ASSIGN(const bool same, in_place(input, out, "activation"));
+  if (same) {
+    ATTENDRE_TRY_ASSIGN(a.kernel_, Kernel::try_make<ActivationParams>(context, arena, ShaderId::activation_in_place,
+                                                                      {plan.workgroup}, {input}));
+  } else {
+    ATTENDRE_TRY_ASSIGN(a.kernel_, Kernel::try_make<ActivationParams>(context, arena, ShaderId::activation,
+                                                                      {plan.workgroup}, {input, out}));
+  }
+  return a;
 }
 
-void Activation::record(vk::CommandRecorder& recorder, const Args& args) const {
-  if (args.rows == 0 || args.cols == 0) return;
-  check_rows(args.x, args.rows, args.cols, false, "activation input");
-  if (gated_) check_rows(args.up, args.rows, args.cols, false, "activation up");
-  check_rows(args.out, args.rows, args.cols, true, "activation output");
+Status Activation::try_record(vk::CommandRecorder& recorder, const Args& args) const {
+  if (args.rows == 0 || args.cols == 0) return {};
+  ATTENDRE_TRY(check_rows(args.x, args.rows, args.cols, false, "activation input"));
+  if (gated_) ATTENDRE_TRY(check_rows(args.up, args.rows, args.cols, false, "activation up"));
+  ATTENDRE_TRY(check_rows(args.out, args.rows, args.cols, true, "activation output"));
   ActivationParams p{};
   p.rows = args.rows;
   p.cols = args.cols;
@@ -33,6 +42,7 @@ void Activation::record(vk::CommandRecorder& recorder, const Args& args) const {
   p.out = args.out;
   const Grid g = fold_groups(uint64_t{args.rows} * ceil_div(args.cols, plan_.workgroup), plan_);
   kernel_.dispatch(recorder, p, g.x, g.y);
+  return {};
 }
 
 }  // namespace attendre::kernels

@@ -5,6 +5,8 @@
 #include "kernels/kernel_plan.hpp"
 #include "interface/activation.h"
 #include "kernels/kernel.hpp"
+
+#include <attendre/status.hpp>
 #include "kernels/rows.hpp"
 
 #include <attendre/transformer.hpp>
@@ -23,11 +25,19 @@ class Activation {
   Activation() = default;
   // Bindings: input (x, or gate and up), out (written; either input itself,
   // which works in place, or disjoint from it).
-  Activation(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ActivationKind kind,
-             bool gated, vk::BufferBinding input, vk::BufferBinding out);
+  static Result<Activation> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
+                                   ActivationKind kind, bool gated, vk::BufferBinding input, vk::BufferBinding out);
+#if defined(__cpp_exceptions)
+  Activation(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ActivationKind kind, bool gated,
+             vk::BufferBinding input, vk::BufferBinding out)
+      : Activation(create(context, arena, plan, kind, gated, input, out).value_or_throw()) {}
+#endif
 
   // Records the activation; no barrier (the caller orders it).
-  void record(vk::CommandRecorder& recorder, const Args& args) const;
+  Status try_record(vk::CommandRecorder& recorder, const Args& args) const;
+#if defined(__cpp_exceptions)
+  void record(vk::CommandRecorder& recorder, const Args& args) const { try_record(recorder, args).or_throw(); }
+#endif
 
  private:
   KernelPlan plan_;

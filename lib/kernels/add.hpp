@@ -5,6 +5,8 @@
 #include "kernels/kernel_plan.hpp"
 #include "interface/add.h"
 #include "kernels/kernel.hpp"
+
+#include <attendre/status.hpp>
 #include "kernels/rows.hpp"
 
 namespace attendre::kernels {
@@ -19,11 +21,19 @@ class Add {
   Add() = default;
   // Bindings: a, b (empty: a's), c (written; either a itself, which adds in
   // place, or disjoint from a and b).
-  Add(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, vk::BufferBinding a,
-      vk::BufferBinding b, vk::BufferBinding c);
+  static Result<Add> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, vk::BufferBinding a,
+                            vk::BufferBinding b, vk::BufferBinding c);
+#if defined(__cpp_exceptions)
+  Add(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, vk::BufferBinding a, vk::BufferBinding b,
+      vk::BufferBinding c)
+      : Add(create(context, arena, plan, a, b, c).value_or_throw()) {}
+#endif
 
   // Records the sum; no barrier (the caller orders it).
-  void record(vk::CommandRecorder& recorder, const Args& args) const;
+  Status try_record(vk::CommandRecorder& recorder, const Args& args) const;
+#if defined(__cpp_exceptions)
+  void record(vk::CommandRecorder& recorder, const Args& args) const { try_record(recorder, args).or_throw(); }
+#endif
 
  private:
   KernelPlan plan_;

@@ -1,13 +1,17 @@
 #include "kernels/check_finite.hpp"
 
 #include "kernels/rows.hpp"
+#include "core/try.hpp"
 
 namespace attendre::kernels {
 
-CheckFinite::CheckFinite(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
-                         vk::BufferBinding values, vk::BufferBinding flag)
-    : plan_(plan) {
-  kernel_ = Kernel::make<FiniteParams>(context, arena, ShaderId::check_finite, {plan.workgroup}, {values, flag});
+Result<CheckFinite> CheckFinite::create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
+                                        vk::BufferBinding values, vk::BufferBinding flag) {
+  CheckFinite check;
+  check.plan_ = plan;
+  ATTENDRE_TRY_ASSIGN(check.kernel_, Kernel::try_make<FiniteParams>(context, arena, ShaderId::check_finite,
+                                                                    {plan.workgroup}, {values, flag}));
+  return check;
 }
 
 void CheckFinite::record(vk::CommandRecorder& recorder, uint32_t first, uint32_t count) const {

@@ -8,6 +8,8 @@
 #include "kernels/kernel_plan.hpp"
 #include "interface/embedding.h"
 #include "kernels/kernel.hpp"
+
+#include <attendre/status.hpp>
 #include "kernels/rows.hpp"
 
 #include <attendre/transformer.hpp>
@@ -25,13 +27,22 @@ class Embedding {
   };
 
   Embedding() = default;
-  // Bindings: ids, table, out (written). Throws unsupported for an encoding
+  // Bindings: ids, table, out (written). Fails (unsupported) for an encoding
   // without a kernel.
+  static Result<Embedding> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
+                                  ElementType table_type, vk::BufferBinding ids, vk::BufferBinding table,
+                                  vk::BufferBinding out);
+#if defined(__cpp_exceptions)
   Embedding(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ElementType table_type,
-            vk::BufferBinding ids, vk::BufferBinding table, vk::BufferBinding out);
+            vk::BufferBinding ids, vk::BufferBinding table, vk::BufferBinding out)
+      : Embedding(create(context, arena, plan, table_type, ids, table, out).value_or_throw()) {}
+#endif
 
   // Records the lookup; no barrier (the caller orders it).
-  void record(vk::CommandRecorder& recorder, const Args& args) const;
+  Status try_record(vk::CommandRecorder& recorder, const Args& args) const;
+#if defined(__cpp_exceptions)
+  void record(vk::CommandRecorder& recorder, const Args& args) const { try_record(recorder, args).or_throw(); }
+#endif
 
  private:
   KernelPlan plan_;

@@ -1,4 +1,5 @@
 #include "kernels/insert.hpp"
+#include "core/try.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -43,31 +44,42 @@ uint64_t stats_partial_words(const KernelPlan& plan, uint32_t capacity) {
   return groups > 1 ? 4ull * groups : 1;
 }
 
-InsertKernels::InsertKernels(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
-                             const InsertBuffers& b, const InsertConstants& constants, StoredPath stored)
-    : plan_(plan), constants_(constants) {
+Result<InsertKernels> InsertKernels::create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
+                                            const InsertBuffers& b, const InsertConstants& constants,
+                                            StoredPath stored) {
+  InsertKernels k;
+  k.plan_ = plan;
+  k.constants_ = constants;
   const std::vector<uint32_t> spec = specialization(plan.workgroup, constants);
   const bool subgroups = plan.subgroup_reductions;
-  stats_span_ = stats_span(plan, constants.capacity);
+  k.stats_span_ = stats_span(plan, constants.capacity);
   std::vector<uint32_t> stats_spec = spec;
-  stats_spec.push_back(stats_span_);
+  stats_spec.push_back(k.stats_span_);
   const vk::BufferBinding partials{b.lists.buffer, b.lists.offset, 4 * stats_partial_words(plan, constants.capacity)};
-  stats_ = Kernel::make<InsertParams>(context, arena, subgroups ? ShaderId::score_stats_subgroups : ShaderId::score_stats,
-                                      stats_spec, {b.kv, b.chunk, partials});
-  stats_combine_ = Kernel::make<InsertParams>(
-      context, arena, subgroups ? ShaderId::score_stats_combine_subgroups : ShaderId::score_stats_combine, stats_spec,
-      {partials, b.chunk});
-  plan_kernel_ = Kernel::make<InsertParams>(context, arena,
-                                            subgroups ? ShaderId::insert_plan_subgroups : ShaderId::insert_plan,
-                                            specialization(plan.insert_workgroup, constants), {b.lists, b.chunk});
+  ATTENDRE_TRY_ASSIGN(k.stats_, Kernel::try_make<InsertParams>(
+                                    context, arena, subgroups ? ShaderId::score_stats_subgroups : ShaderId::score_stats,
+                                    stats_spec, {b.kv, b.chunk, partials}));
+  ATTENDRE_TRY_ASSIGN(
+      k.stats_combine_,
+      Kernel::try_make<InsertParams>(
+          context, arena, subgroups ? ShaderId::score_stats_combine_subgroups : ShaderId::score_stats_combine,
+          stats_spec, {partials, b.chunk}));
+  ATTENDRE_TRY_ASSIGN(k.plan_kernel_,
+                      Kernel::try_make<InsertParams>(
+                          context, arena, subgroups ? ShaderId::insert_plan_subgroups : ShaderId::insert_plan,
+                          specialization(plan.insert_workgroup, constants), {b.lists, b.chunk}));
   // fp16 rows are written as packed words on every device (stored.glsl).
   const ShaderId scatter = stored == StoredPath::f32 ? ShaderId::insert_scatter : ShaderId::insert_scatter_f16;
-  scatter_ = Kernel::make<InsertParams>(context, arena, scatter, spec, {b.kv, b.chunk});
+  ATTENDRE_TRY_ASSIGN(k.scatter_, Kernel::try_make<InsertParams>(context, arena, scatter, spec, {b.kv, b.chunk}));
   const ShaderId copy =
       stored_variant(stored, ShaderId::evict_copy, ShaderId::evict_copy_f16, ShaderId::evict_copy_f16_words);
-  if (b.evicted.buffer) copy_ = Kernel::make<InsertParams>(context, arena, copy, spec, {b.lists, b.kv, b.chunk, b.evicted});
-  select_ = Select(context, arena, plan, Select::Source::evict, b.kv, b.chunk, b.lists,
-                   constants.capacity + constants.rows, constants.rows);
+  if (b.evicted.buffer) {
+    ATTENDRE_TRY_ASSIGN(
+        k.copy_, Kernel::try_make<InsertParams>(context, arena, copy, spec, {b.lists, b.kv, b.chunk, b.evicted}));
+  }
+  ATTENDRE_TRY_ASSIGN(k.select_, Select::create(context, arena, plan, Select::Source::evict, b.kv, b.chunk, b.lists,
+                                                constants.capacity + constants.rows, constants.rows));
+  return k;
 }
 
 void InsertKernels::score_stats(vk::CommandRecorder& recorder, const InsertParams& p) const {

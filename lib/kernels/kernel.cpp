@@ -2,7 +2,7 @@
 
 #include "vulkan/buffer.hpp"
 #include "vulkan/context_state.hpp"
-#include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include "interface/quant.h"
 
@@ -10,16 +10,18 @@
 
 namespace attendre::kernels {
 
-Kernel::Kernel(Context& context, vk::DescriptorArena& arena, ShaderId shader, uint32_t push_bytes,
-               std::vector<uint32_t> specialization, std::initializer_list<vk::BufferBinding> bindings,
-               bool full_subgroups) {
+Result<Kernel> Kernel::build(Context& context, vk::DescriptorArena& arena, ShaderId shader, uint32_t push_bytes,
+                             std::vector<uint32_t> specialization, std::initializer_list<vk::BufferBinding> bindings,
+                             bool full_subgroups) {
   vk::PipelineKey key{shader, static_cast<uint32_t>(bindings.size()), push_bytes, std::move(specialization),
                       full_subgroups};
-  pipeline_ = &context.state().pipelines.get(key);
-  set_ = arena.bind(*pipeline_, {bindings.begin(), bindings.size()});
+  Kernel kernel;
+  ATTENDRE_TRY_ASSIGN(kernel.pipeline_, context.state().pipelines.try_get(key));
+  ATTENDRE_TRY_ASSIGN(kernel.set_, arena.try_bind(*kernel.pipeline_, {bindings.begin(), bindings.size()}));
+  std::vector<vk::BufferUse>& uses_ = kernel.uses_;
   uint32_t i = 0;
   for (const vk::BufferBinding& b : bindings) {
-    const vk::BindingAccess& access = pipeline_->access(i++);
+    const vk::BindingAccess& access = kernel.pipeline_->access(i++);
     const VkDeviceSize size = b.range == VK_WHOLE_SIZE ? b.buffer->size() - b.offset : b.range;
     uses_.push_back({b.buffer, b.offset, size, access.reads, access.writes});
   }
@@ -31,10 +33,11 @@ Kernel::Kernel(Context& context, vk::DescriptorArena& arena, ShaderId shader, ui
       const vk::BufferUse &x = uses_[a], &y = uses_[b];
       const bool overlap = x.buffer == y.buffer && x.offset < y.offset + y.size && y.offset < x.offset + x.size;
       if (overlap && (x.writes || y.writes))
-        fail(ErrorCode::invalid_argument, std::string(shaders::name(shader)) + ": bindings " + std::to_string(a) +
-                                              " and " + std::to_string(b) + " overlap in buffer '" +
-                                              x.buffer->label() + "' and one of them is written");
+        return invalid_argument(std::string(shaders::name(shader)) + ": bindings " + std::to_string(a) + " and " +
+                                std::to_string(b) + " overlap in buffer '" + x.buffer->label() +
+                                "' and one of them is written");
     }
+  return kernel;
 }
 
 namespace {
@@ -67,7 +70,8 @@ std::string decoded_types() {
 
 bool f16_as_words(const DeviceCaps& caps) { return !caps.storage_16bit; }
 
-ShaderId weight_variant(const Context& context, WeightKernel kernel, ElementType type, const std::string& what) {
+Result<ShaderId> try_weight_variant(const Context& context, WeightKernel kernel, ElementType type,
+                                    const std::string& what) {
   for (WeightVariants v : kWeightVariants) {
     if (v.type != type) continue;
     if (type == ElementType::f16 && f16_as_words(context.caps())) v = kF16Words;
@@ -78,8 +82,8 @@ ShaderId weight_variant(const Context& context, WeightKernel kernel, ElementType
       case WeightKernel::embedding: return v.embedding;
     }
   }
-  fail(ErrorCode::unsupported, what + ": " + std::string(to_string(type)) + " weights have no decoding kernel (" +
-                                   decoded_types() + " do)");
+  return Status{ErrorCode::unsupported, what + ": " + std::string(to_string(type)) +
+                                            " weights have no decoding kernel (" + decoded_types() + " do)"};
 }
 
 uint32_t decode_unit(ElementType type) {
@@ -96,18 +100,20 @@ uint32_t decode_unit(ElementType type) {
   }
 }
 
-void check_weight_layout(ElementType type, uint32_t cols, uint32_t offset, const char* what) {
+Status check_weight_layout(ElementType type, uint32_t cols, uint32_t offset, const char* what) {
   const ElementBlock b = element_block(type);
-  if (b.values == 1) return;
-  require(cols % b.values == 0, std::string(what) + ": rows of " + std::to_string(cols) + " values are not whole " +
-                                    std::string(to_string(type)) + " blocks of " + std::to_string(b.values));
-  require(offset % 2 == 0, std::string(what) + ": " + std::string(to_string(type)) +
-                               " blocks start at even bytes, not at byte " + std::to_string(offset));
+  if (b.values == 1) return {};
+  ATTENDRE_REQUIRE(cols % b.values == 0, std::string(what) + ": rows of " + std::to_string(cols) +
+                                             " values are not whole " + std::string(to_string(type)) + " blocks of " +
+                                             std::to_string(b.values));
+  ATTENDRE_REQUIRE(offset % 2 == 0, std::string(what) + ": " + std::string(to_string(type)) +
+                                        " blocks start at even bytes, not at byte " + std::to_string(offset));
+  return {};
 }
 
-bool in_place(const vk::BufferBinding& in, const vk::BufferBinding& out, const char* kernel) {
+Result<bool> in_place(const vk::BufferBinding& in, const vk::BufferBinding& out, const char* kernel) {
   if (!in.overlaps(out)) return false;
-  require(in == out, std::string(kernel) + ": output and input bindings overlap without being the same range");
+  ATTENDRE_REQUIRE(in == out, std::string(kernel) + ": output and input bindings overlap without being the same range");
   return true;
 }
 

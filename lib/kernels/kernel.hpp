@@ -8,6 +8,7 @@
 #include <attendre/context.hpp>
 #include <attendre/shader_ids.hpp>
 
+#include <attendre/status.hpp>
 #include <attendre/tensor.hpp>
 
 #include <initializer_list>
@@ -24,12 +25,23 @@ class Kernel {
   // full_subgroups: the shader depends on every subgroup being full
   // (specialization constant 0, the workgroup size, a multiple of the
   // device's largest subgroup size).
+  // Fails when the pipeline cannot be built on the device, or when two
+  // bindings overlap and one of them is written (invalid_argument).
+  template <class Params>
+  static Result<Kernel> try_make(Context& context, vk::DescriptorArena& arena, ShaderId shader,
+                                 std::vector<uint32_t> specialization,
+                                 std::initializer_list<vk::BufferBinding> bindings, bool full_subgroups = false) {
+    return build(context, arena, shader, sizeof(Params), std::move(specialization), bindings, full_subgroups);
+  }
+#if defined(__cpp_exceptions)
   template <class Params>
   static Kernel make(Context& context, vk::DescriptorArena& arena, ShaderId shader,
                      std::vector<uint32_t> specialization, std::initializer_list<vk::BufferBinding> bindings,
                      bool full_subgroups = false) {
-    return Kernel(context, arena, shader, sizeof(Params), std::move(specialization), bindings, full_subgroups);
+    return try_make<Params>(context, arena, shader, std::move(specialization), bindings, full_subgroups)
+        .value_or_throw();
   }
+#endif
 
   template <class Params>
   void dispatch(vk::CommandRecorder& recorder, const Params& params, uint32_t x, uint32_t y = 1,
@@ -40,9 +52,9 @@ class Kernel {
   explicit operator bool() const { return pipeline_ != nullptr; }
 
  private:
-  Kernel(Context& context, vk::DescriptorArena& arena, ShaderId shader, uint32_t push_bytes,
-         std::vector<uint32_t> specialization, std::initializer_list<vk::BufferBinding> bindings,
-         bool full_subgroups);
+  static Result<Kernel> build(Context& context, vk::DescriptorArena& arena, ShaderId shader, uint32_t push_bytes,
+                              std::vector<uint32_t> specialization, std::initializer_list<vk::BufferBinding> bindings,
+                              bool full_subgroups);
 
   const vk::ComputePipeline* pipeline_ = nullptr;
   VkDescriptorSet set_ = VK_NULL_HANDLE;
@@ -57,10 +69,16 @@ enum class WeightKernel { gemm, matvec, direct, embedding };
 // where 16-bit storage is absent or switched off.
 bool f16_as_words(const DeviceCaps& caps);
 
-// The variant of `kernel` for weights encoded as `type`: throws unsupported
+// The variant of `kernel` for weights encoded as `type`: fails (unsupported)
 // naming `what` when there is none. Every encoding but F16 is read as 32-bit
 // words; F16 too where f16_as_words().
-ShaderId weight_variant(const Context& context, WeightKernel kernel, ElementType type, const std::string& what);
+Result<ShaderId> try_weight_variant(const Context& context, WeightKernel kernel, ElementType type,
+                                    const std::string& what);
+#if defined(__cpp_exceptions)
+inline ShaderId weight_variant(const Context& context, WeightKernel kernel, ElementType type, const std::string& what) {
+  return try_weight_variant(context, kernel, type, what).value_or_throw();
+}
+#endif
 
 // Values of `type` the matvec and direct kernels decode per step (a block
 // or part of one, interface/quant.h; 1 for the float types).
@@ -68,13 +86,13 @@ uint32_t decode_unit(ElementType type);
 
 // Checks that a matrix or table of `cols` columns at `offset` (elements of
 // the float types, bytes of the block types) can be addressed in `type`:
-// rows of whole blocks, block offsets even. Throws invalid_argument naming `what`.
-void check_weight_layout(ElementType type, uint32_t cols, uint32_t offset, const char* what);
+// rows of whole blocks, block offsets even. Fails (invalid_argument) naming `what`.
+Status check_weight_layout(ElementType type, uint32_t cols, uint32_t offset, const char* what);
 
 // Whether a kernel writing `out` while reading `in` works in place: the same
 // binding (one read/write binding in the IN_PLACE shader variant), or
-// disjoint ones. Throws for bindings that overlap without being equal.
-bool in_place(const vk::BufferBinding& in, const vk::BufferBinding& out, const char* kernel);
+// disjoint ones. Fails (invalid_argument) for bindings that overlap without being equal.
+Result<bool> in_place(const vk::BufferBinding& in, const vk::BufferBinding& out, const char* kernel);
 
 inline uint32_t ceil_div(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
 

@@ -1,7 +1,7 @@
 #include "kernels/matmul.hpp"
 
 #include "vulkan/buffer.hpp"
-#include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include <algorithm>
 
@@ -41,42 +41,51 @@ bool direct_matmul(const KernelPlan& plan, ElementType weights) {
   return plan.direct && (decode_unit(weights) == 1 || plan.direct_share > 0);
 }
 
-Matmul::Matmul(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ElementType weights,
-               vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c, vk::BufferBinding r)
-    : plan_(plan), type_(weights) {
+Result<Matmul> Matmul::create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ElementType weights,
+                              vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c, vk::BufferBinding r) {
+  Matmul m;
+  m.plan_ = plan;
+  m.type_ = weights;
   const std::string what = "matmul over '" + (w.buffer ? w.buffer->label() : std::string("weights")) + "'";
   // Without a separate R, the residual (if any) is read from C itself, and
   // binding 3 takes A: it must hold a buffer, and one the dispatch only reads.
-  residual_in_c_ = !r.buffer;
+  m.residual_in_c_ = !r.buffer;
   if (!r.buffer) r = a;
   const bool blocks = decode_unit(weights) > 1;
-  plan_.direct = direct_matmul(plan, weights);
-  if (plan_.direct) {
-    const ShaderId direct = weight_variant(context, WeightKernel::direct, weights, what);
+  m.plan_.direct = direct_matmul(plan, weights);
+  if (m.plan_.direct) {
+    ATTENDRE_TRY_ASSIGN(const ShaderId direct, try_weight_variant(context, WeightKernel::direct, weights, what));
     const DirectShape many = direct_shape(plan, weights, false), few = direct_shape(plan, weights, true);
-    direct_ = Kernel::make<MatmulParams>(context, arena, direct, {many.workgroup, many.rows, plan.direct_share},
-                                         {a, w, c, r});
-    if (blocks)
-      direct_few_ = Kernel::make<MatmulParams>(context, arena, direct, {few.workgroup, few.rows, plan.direct_share},
-                                               {a, w, c, r});
-    return;
+    ATTENDRE_TRY_ASSIGN(m.direct_,
+                        Kernel::try_make<MatmulParams>(context, arena, direct,
+                                                       {many.workgroup, many.rows, plan.direct_share}, {a, w, c, r}));
+    if (blocks) {
+      ATTENDRE_TRY_ASSIGN(m.direct_few_,
+                          Kernel::try_make<MatmulParams>(context, arena, direct,
+                                                         {few.workgroup, few.rows, plan.direct_share}, {a, w, c, r}));
+    }
+    return m;
   }
-  gemm_ = Kernel::make<MatmulParams>(context, arena, weight_variant(context, WeightKernel::gemm, weights, what),
-                                     {plan.matmul_workgroup, plan.matmul_tile_rows, plan.matmul_tile_outputs,
-                                      plan.matmul_tile_in, plan.matmul_micro_rows, plan.matmul_micro_outputs},
-                                     {a, w, c, r});
-  matvec_ = Kernel::make<MatmulParams>(context, arena, weight_variant(context, WeightKernel::matvec, weights, what),
-                                       {plan.matvec_workgroup}, {a, w, c, r});
+  ATTENDRE_TRY_ASSIGN(const ShaderId gemm, try_weight_variant(context, WeightKernel::gemm, weights, what));
+  ATTENDRE_TRY_ASSIGN(
+      m.gemm_, Kernel::try_make<MatmulParams>(context, arena, gemm,
+                                              {plan.matmul_workgroup, plan.matmul_tile_rows, plan.matmul_tile_outputs,
+                                               plan.matmul_tile_in, plan.matmul_micro_rows, plan.matmul_micro_outputs},
+                                              {a, w, c, r}));
+  ATTENDRE_TRY_ASSIGN(const ShaderId matvec, try_weight_variant(context, WeightKernel::matvec, weights, what));
+  ATTENDRE_TRY_ASSIGN(m.matvec_,
+                      Kernel::try_make<MatmulParams>(context, arena, matvec, {plan.matvec_workgroup}, {a, w, c, r}));
+  return m;
 }
 
-MatmulParams Matmul::params(const Args& args) const {
-  check_rows(args.a, args.rows, args.in, false, "matmul A");
-  check_rows(args.c, args.rows, args.out, true, "matmul C");
-  if (args.residual) check_rows(args.r, args.rows, args.out, false, "matmul R");
+Result<MatmulParams> Matmul::try_params(const Args& args) const {
+  ATTENDRE_TRY(check_rows(args.a, args.rows, args.in, false, "matmul A"));
+  ATTENDRE_TRY(check_rows(args.c, args.rows, args.out, true, "matmul C"));
+  if (args.residual) ATTENDRE_TRY(check_rows(args.r, args.rows, args.out, false, "matmul R"));
   if (args.residual && residual_in_c_)
-    require(args.r == args.c,
-            "matmul: a residual added in place needs R rows to be the C rows (bind a separate R otherwise)");
-  check_weight_layout(type_, args.in, args.w_offset, "matmul W");
+    ATTENDRE_REQUIRE(args.r == args.c,
+                     "matmul: a residual added in place needs R rows to be the C rows (bind a separate R otherwise)");
+  ATTENDRE_TRY(check_weight_layout(type_, args.in, args.w_offset, "matmul W"));
   MatmulParams p{};
   p.rows = args.rows;
   p.in_dim = args.in;
@@ -88,12 +97,16 @@ MatmulParams Matmul::params(const Args& args) const {
   p.a = args.a;
   p.c = args.c;
   p.r = args.r;
-  // Matvec: enough lanes per output that each owns ~kMatvecElements of `in`
-  // (float types) or one decode unit (block types).
-  const uint32_t unit = decode_unit(type_);
-  const uint32_t share = unit == 1 ? ceil_div(args.in, kMatvecElements) : args.in / unit;
-  p.lanes = std::min(plan_.matvec_workgroup, next_pow2(std::max(1u, share)));
+  p.lanes = matvec_lanes(args.in);
   return p;
+}
+
+// Matvec: enough lanes per output that each owns ~kMatvecElements of `in`
+// (float types) or one decode unit (block types).
+uint32_t Matmul::matvec_lanes(uint32_t in) const {
+  const uint32_t unit = decode_unit(type_);
+  const uint32_t share = unit == 1 ? ceil_div(in, kMatvecElements) : in / unit;
+  return std::min(plan_.matvec_workgroup, next_pow2(std::max(1u, share)));
 }
 
 const Kernel& Matmul::direct_for(uint32_t rows) const {
@@ -106,18 +119,19 @@ Grid Matmul::grid(const Args& args) const {
     return fold_groups(uint64_t{ceil_div(args.out, s.workgroup)} * ceil_div(args.rows, s.rows), plan_);
   }
   if (uses_matvec(args.rows)) {
-    const uint32_t per_group = plan_.matvec_workgroup / params(args).lanes;
+    const uint32_t per_group = plan_.matvec_workgroup / matvec_lanes(args.in);
     return fold_groups(ceil_div(args.out, per_group), plan_);
   }
   return fold_groups(uint64_t{ceil_div(args.out, plan_.matmul_tile_outputs)} * ceil_div(args.rows, plan_.matmul_tile_rows),
                      plan_);
 }
 
-void Matmul::record(vk::CommandRecorder& recorder, const Args& args) const {
-  if (args.rows == 0 || args.out == 0) return;
-  const MatmulParams p = params(args);
+Status Matmul::try_record(vk::CommandRecorder& recorder, const Args& args) const {
+  if (args.rows == 0 || args.out == 0) return {};
+  ATTENDRE_TRY_ASSIGN(const MatmulParams p, try_params(args));
   const Grid g = grid(args);
   (plan_.direct ? direct_for(args.rows) : uses_matvec(args.rows) ? matvec_ : gemm_).dispatch(recorder, p, g.x, g.y);
+  return {};
 }
 
 }  // namespace attendre::kernels

@@ -7,6 +7,8 @@
 #include "kernels/kernel_plan.hpp"
 #include "interface/matmul.h"
 #include "kernels/kernel.hpp"
+
+#include <attendre/status.hpp>
 #include "kernels/rows.hpp"
 
 #include <attendre/transformer.hpp>
@@ -32,25 +34,40 @@ class Matmul {
   Matmul() = default;
   // Bindings: a (A rows), w (weights and bias), c (C rows, written), r (R rows,
   // disjoint from C; an empty binding means that R row r is C row r: the
-  // residual is added in place). A must not overlap C. Throws unsupported
+  // residual is added in place). A must not overlap C. Fails (unsupported)
   // for an encoding without a kernel.
   // Only the kernels of the plan's style are built.
-  Matmul(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ElementType weights,
-         vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c, vk::BufferBinding r = {});
+  static Result<Matmul> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
+                               ElementType weights, vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c,
+                               vk::BufferBinding r = {});
+#if defined(__cpp_exceptions)
+  Matmul(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ElementType weights, vk::BufferBinding a,
+         vk::BufferBinding w, vk::BufferBinding c, vk::BufferBinding r = {})
+      : Matmul(create(context, arena, plan, weights, a, w, c, r).value_or_throw()) {}
+#endif
 
   // Records the product: on direct-style devices matmul_direct.comp, else
   // the matrix-vector kernel for rows <= kMatvecMaxRows and the tiled GEMM
   // otherwise. No barrier is recorded: the caller orders it
   // against the writes it reads and the reads of what it writes.
-  void record(vk::CommandRecorder& recorder, const Args& args) const;
+  Status try_record(vk::CommandRecorder& recorder, const Args& args) const;
+#if defined(__cpp_exceptions)
+  void record(vk::CommandRecorder& recorder, const Args& args) const { try_record(recorder, args).or_throw(); }
+#endif
 
-  // The parameters and workgroup counts record() uses (exposed for tests).
-  MatmulParams params(const Args& args) const;
+  // The parameters and workgroup counts record() uses (exposed for tests);
+  // the parameters fail as try_record() does for malformed rows or weights.
+  Result<MatmulParams> try_params(const Args& args) const;
+#if defined(__cpp_exceptions)
+  MatmulParams params(const Args& args) const { return try_params(args).value_or_throw(); }
+#endif
   Grid grid(const Args& args) const;
   bool uses_matvec(uint32_t rows) const { return rows <= kMatvecMaxRows; }
 
  private:
   const Kernel& direct_for(uint32_t rows) const;
+  // Invocations sharing one output in the matvec kernel.
+  uint32_t matvec_lanes(uint32_t in) const;
 
   KernelPlan plan_;
   ElementType type_ = ElementType::f32;

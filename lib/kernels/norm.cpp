@@ -1,28 +1,35 @@
 #include "kernels/norm.hpp"
-#include "core/fail.hpp"
+#include "core/try.hpp"
 
 namespace attendre::kernels {
 
 // The GLSL block declares the same words flat (ATT_ROWS expands to four uints).
 static_assert(offsetof(NormParams, x) == 20 && sizeof(NormParams) == 52);
 
-Norm::Norm(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, NormKind kind,
-           vk::BufferBinding x, vk::BufferBinding weights, vk::BufferBinding y)
-    : plan_(plan) {
+Result<Norm> Norm::create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, NormKind kind,
+                          vk::BufferBinding x, vk::BufferBinding weights, vk::BufferBinding y) {
+  Norm norm;
+  norm.plan_ = plan;
   const bool layer = kind == NormKind::layer;
-  if (in_place(x, y, "norm"))
-    kernel_ = Kernel::make<NormParams>(context, arena, layer ? ShaderId::norm_layer_in_place : ShaderId::norm_rms_in_place,
-                                       {plan.norm_workgroup}, {x, weights});
-  else
-    kernel_ = Kernel::make<NormParams>(context, arena, layer ? ShaderId::norm_layer : ShaderId::norm_rms,
-                                       {plan.norm_workgroup}, {x, weights, y});
+  ATTENDRE_TRY_ASSIGN(const bool same, in_place(x, y, "norm"));
+  if (same) {
+    ATTENDRE_TRY_ASSIGN(
+        norm.kernel_, Kernel::try_make<NormParams>(context, arena,
+                                                   layer ? ShaderId::norm_layer_in_place : ShaderId::norm_rms_in_place,
+                                                   {plan.norm_workgroup}, {x, weights}));
+  } else {
+    ATTENDRE_TRY_ASSIGN(norm.kernel_,
+                        Kernel::try_make<NormParams>(context, arena, layer ? ShaderId::norm_layer : ShaderId::norm_rms,
+                                                     {plan.norm_workgroup}, {x, weights, y}));
+  }
+  return norm;
 }
 
-void Norm::record(vk::CommandRecorder& recorder, const Args& args) const {
-  if (args.rows == 0 || args.dim == 0) return;
-  require(args.eps >= 0.0f, "norm eps must not be negative");
-  check_rows(args.x, args.rows, args.dim, false, "norm X");
-  check_rows(args.y, args.rows, args.dim, true, "norm Y");
+Status Norm::try_record(vk::CommandRecorder& recorder, const Args& args) const {
+  if (args.rows == 0 || args.dim == 0) return {};
+  ATTENDRE_REQUIRE(args.eps >= 0.0f, "norm eps must not be negative");
+  ATTENDRE_TRY(check_rows(args.x, args.rows, args.dim, false, "norm X"));
+  ATTENDRE_TRY(check_rows(args.y, args.rows, args.dim, true, "norm Y"));
   NormParams p{};
   p.rows = args.rows;
   p.dim = args.dim;
@@ -33,6 +40,7 @@ void Norm::record(vk::CommandRecorder& recorder, const Args& args) const {
   p.y = args.y;
   const Grid g = fold_groups(args.rows, plan_);
   kernel_.dispatch(recorder, p, g.x, g.y);
+  return {};
 }
 
 }  // namespace attendre::kernels

@@ -5,6 +5,8 @@
 #include "kernels/kernel_plan.hpp"
 #include "interface/norm.h"
 #include "kernels/kernel.hpp"
+
+#include <attendre/status.hpp>
 #include "kernels/rows.hpp"
 
 #include <attendre/transformer.hpp>
@@ -24,11 +26,19 @@ class Norm {
   Norm() = default;
   // Bindings: x (X rows), weights (g and b), y (Y rows, written; either x
   // itself, which normalizes in place, or disjoint from it).
+  static Result<Norm> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, NormKind kind,
+                             vk::BufferBinding x, vk::BufferBinding weights, vk::BufferBinding y);
+#if defined(__cpp_exceptions)
   Norm(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, NormKind kind, vk::BufferBinding x,
-       vk::BufferBinding weights, vk::BufferBinding y);
+       vk::BufferBinding weights, vk::BufferBinding y)
+      : Norm(create(context, arena, plan, kind, x, weights, y).value_or_throw()) {}
+#endif
 
   // Records the normalization; no barrier (the caller orders it).
-  void record(vk::CommandRecorder& recorder, const Args& args) const;
+  Status try_record(vk::CommandRecorder& recorder, const Args& args) const;
+#if defined(__cpp_exceptions)
+  void record(vk::CommandRecorder& recorder, const Args& args) const { try_record(recorder, args).or_throw(); }
+#endif
 
  private:
   KernelPlan plan_;

@@ -1,4 +1,5 @@
 #include "kernels/retrieve.hpp"
+#include "core/try.hpp"
 
 #include <attendre/config.hpp>
 
@@ -9,29 +10,38 @@ static_assert(kBiasNone == static_cast<uint32_t>(BiasKind::none));
 static_assert(kBiasAlibi == static_cast<uint32_t>(BiasKind::alibi));
 static_assert(kBiasT5 == static_cast<uint32_t>(BiasKind::t5));
 
-RetrieveKernels::RetrieveKernels(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
-                                 const RetrieveBuffers& b, uint32_t capacity, uint32_t keep, bool lm_infinite,
-                                 StoredPath stored)
-    : plan_(plan) {
+Result<RetrieveKernels> RetrieveKernels::create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
+                                                const RetrieveBuffers& b, uint32_t capacity, uint32_t keep,
+                                                bool lm_infinite, StoredPath stored) {
+  RetrieveKernels k;
+  k.plan_ = plan;
   const uint32_t lm = lm_infinite ? 1u : 0u;
   const ShaderId score_direct =
       stored_variant(stored, ShaderId::score_direct, ShaderId::score_direct_f16, ShaderId::score_direct_f16_words);
   const ShaderId score_tiled = stored_variant(stored, ShaderId::score, ShaderId::score_f16, ShaderId::score_f16_words);
-  score_ = plan.direct ? Kernel::make<ScoreParams>(context, arena, score_direct,
-                                                  {plan.workgroup, plan.score_tile_rows, lm}, {b.ring, b.kv, b.logits})
-                       : Kernel::make<ScoreParams>(context, arena, score_tiled,
-                                                   {plan.score_workgroup, plan.score_tile_rows, plan.score_tile_slots,
-                                                    lm_infinite ? plan.score_lm_tile_dims : plan.score_tile_dims, lm},
-                                                   {b.ring, b.kv, b.logits});
-  sum_heads_ = Kernel::make<RetrieveParams>(context, arena, ShaderId::sum_heads, {plan.workgroup}, {b.logits});
+  if (plan.direct) {
+    ATTENDRE_TRY_ASSIGN(
+        k.score_, Kernel::try_make<ScoreParams>(context, arena, score_direct,
+                                                {plan.workgroup, plan.score_tile_rows, lm}, {b.ring, b.kv, b.logits}));
+  } else {
+    ATTENDRE_TRY_ASSIGN(
+        k.score_, Kernel::try_make<ScoreParams>(context, arena, score_tiled,
+                                                {plan.score_workgroup, plan.score_tile_rows, plan.score_tile_slots,
+                                                 lm_infinite ? plan.score_lm_tile_dims : plan.score_tile_dims, lm},
+                                                {b.ring, b.kv, b.logits}));
+  }
+  ATTENDRE_TRY_ASSIGN(k.sum_heads_, Kernel::try_make<RetrieveParams>(context, arena, ShaderId::sum_heads,
+                                                                     {plan.workgroup}, {b.logits}));
   const ShaderId attend = stored_variant(stored, ShaderId::attend, ShaderId::attend_f16, ShaderId::attend_f16_words);
-  attend_ = Kernel::make<RetrieveParams>(context, arena, attend, {plan.attend_workgroup},
-                                         {b.logits, b.lists, b.kv, b.attention});
-  usage_ = Kernel::make<RetrieveParams>(context, arena, ShaderId::usage, {plan.workgroup},
-                                        {b.lists, b.attention, b.usage});
-  policy_update_ =
-      Kernel::make<PolicyParams>(context, arena, ShaderId::policy_update, {plan.workgroup}, {b.kv, b.usage, b.ring});
-  select_ = Select(context, arena, plan, Select::Source::logits, b.logits, b.kv, b.lists, capacity, keep);
+  ATTENDRE_TRY_ASSIGN(k.attend_, Kernel::try_make<RetrieveParams>(context, arena, attend, {plan.attend_workgroup},
+                                                                  {b.logits, b.lists, b.kv, b.attention}));
+  ATTENDRE_TRY_ASSIGN(k.usage_, Kernel::try_make<RetrieveParams>(context, arena, ShaderId::usage, {plan.workgroup},
+                                                                 {b.lists, b.attention, b.usage}));
+  ATTENDRE_TRY_ASSIGN(k.policy_update_, Kernel::try_make<PolicyParams>(context, arena, ShaderId::policy_update,
+                                                                       {plan.workgroup}, {b.kv, b.usage, b.ring}));
+  ATTENDRE_TRY_ASSIGN(
+      k.select_, Select::create(context, arena, plan, Select::Source::logits, b.logits, b.kv, b.lists, capacity, keep));
+  return k;
 }
 
 void RetrieveKernels::score(vk::CommandRecorder& recorder, const ScoreParams& p) const {

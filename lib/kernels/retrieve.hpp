@@ -7,6 +7,8 @@
 #include "interface/retrieve.h"
 #include "interface/score.h"
 #include "kernels/kernel.hpp"
+
+#include <attendre/status.hpp>
 #include "kernels/select.hpp"
 #include "kernels/stored.hpp"
 
@@ -22,15 +24,25 @@ class RetrieveKernels {
   // `capacity` (M) and `keep` (the top-K list length) size the select tile;
   // `lm_infinite` scores with the LM-Infinite query and key variants;
   // `stored` is how score and attend read the queries, keys and values.
-  RetrieveKernels(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
-                  const RetrieveBuffers& buffers, uint32_t capacity, uint32_t keep, bool lm_infinite = false,
-                  StoredPath stored = StoredPath::f32);
+  static Result<RetrieveKernels> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
+                                        const RetrieveBuffers& buffers, uint32_t capacity, uint32_t keep,
+                                        bool lm_infinite = false, StoredPath stored = StoredPath::f32);
+#if defined(__cpp_exceptions)
+  RetrieveKernels(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, const RetrieveBuffers& buffers,
+                  uint32_t capacity, uint32_t keep, bool lm_infinite = false, StoredPath stored = StoredPath::f32)
+      : RetrieveKernels(create(context, arena, plan, buffers, capacity, keep, lm_infinite, stored).value_or_throw()) {}
+#endif
 
   void score(vk::CommandRecorder& recorder, const ScoreParams& params) const;
   void sum_heads(vk::CommandRecorder& recorder, const RetrieveParams& params) const;
-  void top_k(vk::CommandRecorder& recorder, const SelectTileParams& params, uint32_t rows) const {
-    select_.record(recorder, params, rows);
+  Status try_top_k(vk::CommandRecorder& recorder, const SelectTileParams& params, uint32_t rows) const {
+    return select_.try_record(recorder, params, rows);
   }
+#if defined(__cpp_exceptions)
+  void top_k(vk::CommandRecorder& recorder, const SelectTileParams& params, uint32_t rows) const {
+    try_top_k(recorder, params, rows).or_throw();
+  }
+#endif
   void attend(vk::CommandRecorder& recorder, const RetrieveParams& params) const;
   void usage(vk::CommandRecorder& recorder, const RetrieveParams& params) const;
   void policy_update(vk::CommandRecorder& recorder, const PolicyParams& params) const;

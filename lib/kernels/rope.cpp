@@ -1,5 +1,5 @@
 #include "kernels/rope.hpp"
-#include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include <cmath>
 #include <numbers>
@@ -20,21 +20,26 @@ std::vector<float> rope_turns_table(std::span<const double> frequencies) {
   return table;
 }
 
-Rope::Rope(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, RopeLayout layout,
-           vk::BufferBinding x, vk::BufferBinding positions, vk::BufferBinding table)
-    : plan_(plan), layout_(layout) {
-  kernel_ = Kernel::make<RopeParams>(context, arena, ShaderId::rope, {plan.workgroup}, {x, positions, table});
+Result<Rope> Rope::create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, RopeLayout layout,
+                          vk::BufferBinding x, vk::BufferBinding positions, vk::BufferBinding table) {
+  Rope rope;
+  rope.plan_ = plan;
+  rope.layout_ = layout;
+  ATTENDRE_TRY_ASSIGN(rope.kernel_, Kernel::try_make<RopeParams>(context, arena, ShaderId::rope, {plan.workgroup},
+                                                                 {x, positions, table}));
+  return rope;
 }
 
-void Rope::record(vk::CommandRecorder& recorder, const Args& args) const {
-  require(args.rope_dims % 2 == 0 && args.rope_dims <= args.head_dim, "rope_dims must be even and <= head_dim");
+Status Rope::try_record(vk::CommandRecorder& recorder, const Args& args) const {
+  ATTENDRE_REQUIRE(args.rope_dims % 2 == 0 && args.rope_dims <= args.head_dim,
+                   "rope_dims must be even and <= head_dim");
   const RowRef y = args.y.value_or(args.x);
   const bool in_place = y == args.x;
-  if (args.rows == 0 || args.heads == 0 || (args.rope_dims == 0 && in_place)) return;
+  if (args.rows == 0 || args.heads == 0 || (args.rope_dims == 0 && in_place)) return {};
   const uint32_t width = args.heads * args.head_dim;
-  check_rows(args.x, args.rows, width, false, "rope X");
-  check_rows(y, args.rows, width, true, "rope Y");
-  if (!args.fixed_position) check_rows(args.positions, args.rows, 1, false, "rope positions");
+  ATTENDRE_TRY(check_rows(args.x, args.rows, width, false, "rope X"));
+  ATTENDRE_TRY(check_rows(y, args.rows, width, true, "rope Y"));
+  if (!args.fixed_position) ATTENDRE_TRY(check_rows(args.positions, args.rows, 1, false, "rope positions"));
   RopeParams p{};
   p.rows = args.rows;
   p.heads = args.heads;
@@ -52,6 +57,7 @@ void Rope::record(vk::CommandRecorder& recorder, const Args& args) const {
   const uint64_t columns = uint64_t{args.heads} * p.head_columns;
   const Grid g = fold_groups(ceil_div(columns, plan_.workgroup) * uint64_t{ceil_div(args.rows, kRopeRowsPerGroup)}, plan_);
   kernel_.dispatch(recorder, p, g.x, g.y);
+  return {};
 }
 
 }  // namespace attendre::kernels

@@ -9,6 +9,8 @@
 #include "kernels/kernel_plan.hpp"
 #include "interface/rope.h"
 #include "kernels/kernel.hpp"
+
+#include <attendre/status.hpp>
 #include "kernels/rows.hpp"
 
 #include <attendre/transformer.hpp>
@@ -37,11 +39,19 @@ class Rope {
 
   Rope() = default;
   // Bindings: x (rows, read and written), positions (int32), the frequency table.
-  Rope(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, RopeLayout layout,
-       vk::BufferBinding x, vk::BufferBinding positions, vk::BufferBinding table);
+  static Result<Rope> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, RopeLayout layout,
+                             vk::BufferBinding x, vk::BufferBinding positions, vk::BufferBinding table);
+#if defined(__cpp_exceptions)
+  Rope(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, RopeLayout layout, vk::BufferBinding x,
+       vk::BufferBinding positions, vk::BufferBinding table)
+      : Rope(create(context, arena, plan, layout, x, positions, table).value_or_throw()) {}
+#endif
 
   // Records the rotation; no barrier (the caller orders it).
-  void record(vk::CommandRecorder& recorder, const Args& args) const;
+  Status try_record(vk::CommandRecorder& recorder, const Args& args) const;
+#if defined(__cpp_exceptions)
+  void record(vk::CommandRecorder& recorder, const Args& args) const { try_record(recorder, args).or_throw(); }
+#endif
 
  private:
   KernelPlan plan_;

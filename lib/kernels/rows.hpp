@@ -6,7 +6,7 @@
 
 #include "interface/rows.h"
 #include "kernels/kernel_plan.hpp"
-#include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include <attendre/error.hpp>
 
@@ -19,14 +19,15 @@ namespace attendre::kernels {
 
 // Checks that `rows` rows of `cols` words addressed by `ref` are well formed:
 // the ring index never overflows 32 bits, and (for outputs) no two rows
-// share a slot or overlap, which would race.
-inline void check_rows(const RowRef& ref, uint32_t rows, uint32_t cols, bool output, const char* name) {
+// share a slot or overlap, which would race. Fails with invalid_argument.
+inline Status check_rows(const RowRef& ref, uint32_t rows, uint32_t cols, bool output, const char* name) {
   const std::string what = std::string(name) + " rows: ";
-  require(ref.capacity > 0, what + "capacity must be positive");
-  require(uint64_t{ref.first} + rows <= 0xFFFFFFFFull, what + "first + rows must fit 32 bits");
-  if (!output || rows < 2) return;
-  require(rows <= ref.capacity, what + "more rows than ring slots");
-  require(ref.stride >= cols, what + "stride smaller than a row");
+  ATTENDRE_REQUIRE(ref.capacity > 0, what + "capacity must be positive");
+  ATTENDRE_REQUIRE(uint64_t{ref.first} + rows <= 0xFFFFFFFFull, what + "first + rows must fit 32 bits");
+  if (!output || rows < 2) return {};
+  ATTENDRE_REQUIRE(rows <= ref.capacity, what + "more rows than ring slots");
+  ATTENDRE_REQUIRE(ref.stride >= cols, what + "stride smaller than a row");
+  return {};
 }
 
 // Workgroup counts of one dispatch: `groups` logical workgroups folded into

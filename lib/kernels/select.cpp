@@ -1,5 +1,5 @@
 #include "kernels/select.hpp"
-#include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include <attendre/error.hpp>
 
@@ -7,32 +7,41 @@
 
 namespace attendre::kernels {
 
-Select::Select(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, Source source,
-               vk::BufferBinding first, vk::BufferBinding second, vk::BufferBinding lists, uint32_t max_count,
-               uint32_t max_keep)
-    : direct_(plan.direct), tile_(plan.select_tile), max_rows_per_dispatch_(context.caps().max_group_count_y) {
+Result<Select> Select::create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, Source source,
+                              vk::BufferBinding first, vk::BufferBinding second, vk::BufferBinding lists,
+                              uint32_t max_count, uint32_t max_keep) {
+  Select s;
+  s.direct_ = plan.direct;
+  s.tile_ = plan.select_tile;
+  s.max_rows_per_dispatch_ = context.caps().max_group_count_y;
   const bool logits = source == Source::logits;
-  if (direct_) {
-    tile_ = plan.direct_segment;
-    workgroup_ = plan.workgroup;
-    keep_max_ = max_count > 0 ? std::min(plan.max_keep(), next_pow2(max_keep)) : plan.max_keep();
-    const std::vector<uint32_t> spec = {workgroup_, keep_max_};
-    tile_pass_ = Kernel::make<SelectTileParams>(
-        context, arena, logits ? ShaderId::select_direct_logits : ShaderId::select_direct_evict, spec,
-        {first, second, lists});
-    merge_ = Kernel::make<SelectMergeParams>(context, arena, ShaderId::select_merge_direct, spec, {lists});
-    return;
+  if (s.direct_) {
+    s.tile_ = plan.direct_segment;
+    s.workgroup_ = plan.workgroup;
+    s.keep_max_ = max_count > 0 ? std::min(plan.max_keep(), next_pow2(max_keep)) : plan.max_keep();
+    const std::vector<uint32_t> spec = {s.workgroup_, s.keep_max_};
+    ATTENDRE_TRY_ASSIGN(
+        s.tile_pass_, Kernel::try_make<SelectTileParams>(
+                          context, arena, logits ? ShaderId::select_direct_logits : ShaderId::select_direct_evict, spec,
+                          {first, second, lists}));
+    ATTENDRE_TRY_ASSIGN(
+        s.merge_, Kernel::try_make<SelectMergeParams>(context, arena, ShaderId::select_merge_direct, spec, {lists}));
+    return s;
   }
-  if (max_count > 0) tile_ = std::min(plan.select_tile, std::max(next_pow2(max_count), 2 * next_pow2(max_keep)));
-  keep_max_ = tile_ / 2;
-  const std::vector<uint32_t> spec = {std::min(plan.select_workgroup, std::max(1u, tile_ / 2)), tile_};
-  shuffles_ = plan.select_shuffles(spec[0]);
-  const ShaderId shader = shuffles_ ? (logits ? ShaderId::select_tile_logits_shuffle : ShaderId::select_tile_evict_shuffle)
-                                    : (logits ? ShaderId::select_tile_logits : ShaderId::select_tile_evict);
-  tile_pass_ = Kernel::make<SelectTileParams>(context, arena, shader, spec, {first, second, lists}, shuffles_);
-  merge_ = Kernel::make<SelectMergeParams>(context, arena,
-                                           shuffles_ ? ShaderId::select_merge_shuffle : ShaderId::select_merge, spec,
-                                           {lists}, shuffles_);
+  if (max_count > 0) s.tile_ = std::min(plan.select_tile, std::max(next_pow2(max_count), 2 * next_pow2(max_keep)));
+  s.keep_max_ = s.tile_ / 2;
+  const std::vector<uint32_t> spec = {std::min(plan.select_workgroup, std::max(1u, s.tile_ / 2)), s.tile_};
+  s.shuffles_ = plan.select_shuffles(spec[0]);
+  const ShaderId shader = s.shuffles_
+                              ? (logits ? ShaderId::select_tile_logits_shuffle : ShaderId::select_tile_evict_shuffle)
+                              : (logits ? ShaderId::select_tile_logits : ShaderId::select_tile_evict);
+  ATTENDRE_TRY_ASSIGN(s.tile_pass_, Kernel::try_make<SelectTileParams>(context, arena, shader, spec,
+                                                                       {first, second, lists}, s.shuffles_));
+  ATTENDRE_TRY_ASSIGN(s.merge_,
+                      Kernel::try_make<SelectMergeParams>(
+                          context, arena, s.shuffles_ ? ShaderId::select_merge_shuffle : ShaderId::select_merge, spec,
+                          {lists}, s.shuffles_));
+  return s;
 }
 
 void Select::record_direct(vk::CommandRecorder& recorder, SelectTileParams params, uint32_t rows) const {
@@ -55,11 +64,14 @@ void Select::record_direct(vk::CommandRecorder& recorder, SelectTileParams param
   }
 }
 
-void Select::record(vk::CommandRecorder& recorder, SelectTileParams params, uint32_t rows) const {
-  require(params.keep >= 1 && params.keep <= keep_max_ && (params.keep & (params.keep - 1)) == 0,
-          "select: keep must be a power of two of at most half a tile");
+Status Select::try_record(vk::CommandRecorder& recorder, SelectTileParams params, uint32_t rows) const {
+  ATTENDRE_REQUIRE(params.keep >= 1 && params.keep <= keep_max_ && (params.keep & (params.keep - 1)) == 0,
+                   "select: keep must be a power of two of at most half a tile");
   params.tiles = tiles(params.count);
-  if (direct_) return record_direct(recorder, params, rows);
+  if (direct_) {
+    record_direct(recorder, params, rows);
+    return {};
+  }
   for (uint32_t first = 0; first < rows; first += max_rows_per_dispatch_) {
     params.row_offset = first;
     tile_pass_.dispatch(recorder, params, params.tiles, std::min(rows - first, max_rows_per_dispatch_));
@@ -73,6 +85,7 @@ void Select::record(vk::CommandRecorder& recorder, SelectTileParams params, uint
       merge_.dispatch(recorder, merge, groups, std::min(rows - first, max_rows_per_dispatch_));
     }
   }
+  return {};
 }
 
 }  // namespace attendre::kernels

@@ -12,6 +12,8 @@
 #include "interface/select_tile.h"
 #include "kernels/kernel.hpp"
 
+#include <attendre/status.hpp>
+
 namespace attendre::kernels {
 
 class Select {
@@ -23,9 +25,14 @@ class Select {
   // The tile is the device's largest unless rows hold at most `max_count`
   // candidates and lists at most `max_keep` entries: then the smallest power
   // of two that covers both, so that small memories sort small tiles.
-  Select(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, Source source,
-         vk::BufferBinding first, vk::BufferBinding second, vk::BufferBinding lists, uint32_t max_count = 0,
-         uint32_t max_keep = 1);
+  static Result<Select> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, Source source,
+                               vk::BufferBinding first, vk::BufferBinding second, vk::BufferBinding lists,
+                               uint32_t max_count = 0, uint32_t max_keep = 1);
+#if defined(__cpp_exceptions)
+  Select(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, Source source, vk::BufferBinding first,
+         vk::BufferBinding second, vk::BufferBinding lists, uint32_t max_count = 0, uint32_t max_keep = 1)
+      : Select(create(context, arena, plan, source, first, second, lists, max_count, max_keep).value_or_throw()) {}
+#endif
 
   uint32_t tile() const { return tile_; }
   // Whether the tiled passes sort within subgroups (KernelPlan::select_shuffles).
@@ -39,7 +46,12 @@ class Select {
 
   // Records both passes for rows [0, rows); fills params.tiles. `keep` must be
   // a power of two <= max_keep.
-  void record(vk::CommandRecorder& recorder, SelectTileParams params, uint32_t rows) const;
+  Status try_record(vk::CommandRecorder& recorder, SelectTileParams params, uint32_t rows) const;
+#if defined(__cpp_exceptions)
+  void record(vk::CommandRecorder& recorder, SelectTileParams params, uint32_t rows) const {
+    try_record(recorder, params, rows).or_throw();
+  }
+#endif
 
  private:
   void record_direct(vk::CommandRecorder& recorder, SelectTileParams params, uint32_t rows) const;

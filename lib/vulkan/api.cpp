@@ -1,10 +1,11 @@
 #include "vulkan/api.hpp"
 
-#include "core/fail.hpp"
+#include <attendre/status.hpp>
 
 #include <dlfcn.h>
 
 #include <mutex>
+#include <string>
 
 namespace attendre::vk {
 
@@ -28,34 +29,36 @@ void* open_loader() {
 
 }  // namespace
 
-void load_global_commands(PFN_vkGetInstanceProcAddr custom) {
+Status load_global_commands(PFN_vkGetInstanceProcAddr custom) {
   std::lock_guard lock(loading);
-  if (vkGetInstanceProcAddr && !custom) return;
+  if (vkGetInstanceProcAddr && !custom) return {};
   if (custom) {
     vkGetInstanceProcAddr = custom;
   } else {
     void* loader = open_loader();  // kept open for the process's lifetime
-    if (!loader) fail(ErrorCode::unsupported, std::string("no Vulkan loader found (libvulkan.so.1): ") + dlerror());
+    if (!loader) return {ErrorCode::unsupported, std::string("no Vulkan loader found (libvulkan.so.1): ") + dlerror()};
     vkGetInstanceProcAddr = reinterpret_cast<PFN_vkGetInstanceProcAddr>(dlsym(loader, "vkGetInstanceProcAddr"));
-    if (!vkGetInstanceProcAddr) fail(ErrorCode::unsupported, "the Vulkan loader has no vkGetInstanceProcAddr");
+    if (!vkGetInstanceProcAddr) return {ErrorCode::unsupported, "the Vulkan loader has no vkGetInstanceProcAddr"};
   }
 #define ATTENDRE_VK_LOAD(name) name = reinterpret_cast<PFN_##name>(vkGetInstanceProcAddr(VK_NULL_HANDLE, #name));
   ATTENDRE_VK_GLOBAL_COMMANDS(ATTENDRE_VK_LOAD)
 #undef ATTENDRE_VK_LOAD
-  if (!vkCreateInstance) fail(ErrorCode::unsupported, "the Vulkan loader has no vkCreateInstance");
+  if (!vkCreateInstance) return {ErrorCode::unsupported, "the Vulkan loader has no vkCreateInstance"};
+  return {};
 }
 
-void load_instance_commands(VkInstance instance) {
+Status load_instance_commands(VkInstance instance) {
   std::lock_guard lock(loading);
-  if (instance_commands_loaded) return;
+  if (instance_commands_loaded) return {};
   std::string missing;
 #define ATTENDRE_VK_LOAD(name)                                                    \
   name = reinterpret_cast<PFN_##name>(vkGetInstanceProcAddr(instance, #name)); \
   if (!name) missing += std::string(missing.empty() ? "" : ", ") + #name;
   ATTENDRE_VK_INSTANCE_COMMANDS(ATTENDRE_VK_LOAD)
 #undef ATTENDRE_VK_LOAD
-  if (!missing.empty()) fail(ErrorCode::unsupported, "the Vulkan loader lacks Vulkan 1.1 commands: " + missing);
+  if (!missing.empty()) return {ErrorCode::unsupported, "the Vulkan loader lacks Vulkan 1.1 commands: " + missing};
   instance_commands_loaded = true;
+  return {};
 }
 
 }  // namespace attendre::vk

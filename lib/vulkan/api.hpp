@@ -14,6 +14,8 @@
 
 #include <vulkan/vulkan.h>  // with VK_NO_PROTOTYPES (the build defines it for attendre's targets)
 
+#include <attendre/status.hpp>
+
 namespace attendre::vk {
 
 #define ATTENDRE_VK_GLOBAL_COMMANDS(X) \
@@ -93,10 +95,11 @@ ATTENDRE_VK_INSTANCE_COMMANDS(ATTENDRE_VK_DECLARE)
 
 // Finds the loader's vkGetInstanceProcAddr (the application's `custom` one
 // when given, else libvulkan opened with dlopen) and loads the global
-// commands; idempotent. Throws unsupported when no Vulkan loader exists.
-void load_global_commands(PFN_vkGetInstanceProcAddr custom = nullptr);
+// commands; idempotent. Fails (unsupported) when no Vulkan loader exists.
+Status load_global_commands(PFN_vkGetInstanceProcAddr custom = nullptr);
 // Loads the instance and device commands through `instance`, once per
 // process (the first instance's loader trampolines serve every instance).
-void load_instance_commands(VkInstance instance);
+// Fails (unsupported) naming the Vulkan 1.1 commands the loader lacks.
+Status load_instance_commands(VkInstance instance);
 
 }  // namespace attendre::vk

@@ -3,7 +3,7 @@
 #include "vulkan/check.hpp"
 #include "vulkan/context_state.hpp"
 #include "vulkan/memory_arena.hpp"
-#include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include <attendre/error.hpp>
 
@@ -13,8 +13,8 @@
 namespace attendre::vk {
 // Picks the first memory type with all of `required`, preferring one with
 // all of `preferred` as well.
-uint32_t find_memory_type(const VkPhysicalDeviceMemoryProperties& props, uint32_t allowed,
-                          VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred, const char* label) {
+Result<uint32_t> find_memory_type(const VkPhysicalDeviceMemoryProperties& props, uint32_t allowed,
+                                  VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred, const char* label) {
   int fallback = -1;
   for (uint32_t i = 0; i < props.memoryTypeCount; ++i) {
     if (!(allowed & (1u << i))) continue;
@@ -23,25 +23,33 @@ uint32_t find_memory_type(const VkPhysicalDeviceMemoryProperties& props, uint32_
     if ((flags & preferred) == preferred) return i;
     if (fallback < 0) fallback = static_cast<int>(i);
   }
-  if (fallback < 0) fail(ErrorCode::unsupported, std::string("no suitable memory type for buffer '") + label + "'");
+  if (fallback < 0)
+    return Status{ErrorCode::unsupported, std::string("no suitable memory type for buffer '") + label + "'"};
   return static_cast<uint32_t>(fallback);
 }
 
-Buffer::Buffer(Context& context, VkDeviceSize bytes, MemoryIntent intent, const char* label)
-    : context_(&context), device_(context.device()), size_(rounded_bytes(bytes)), label_(label) {
-  bytes = size_;  // Vulkan forbids empty buffers; rounding keeps plans and allocations equal
+// A failure midway returns before `buffer` is handed out: its destructor
+// frees what was created so far.
+Result<Buffer> Buffer::create(Context& context, VkDeviceSize bytes, MemoryIntent intent, const char* label) {
+  Buffer buffer;
+  buffer.context_ = &context;
+  buffer.device_ = context.device();
+  buffer.size_ = rounded_bytes(bytes);
+  buffer.label_ = label;
+  bytes = buffer.size_;  // Vulkan forbids empty buffers; rounding keeps plans and allocations equal
   if (bytes > context.caps().max_allocation)
-    fail(ErrorCode::out_of_device_memory, std::string("buffer '") + label + "' needs " + std::to_string(bytes) +
-                                              " bytes, over the device's maxMemoryAllocationSize of " +
-                                              std::to_string(context.caps().max_allocation));
+    return Status{ErrorCode::out_of_device_memory, std::string("buffer '") + label + "' needs " +
+                                                       std::to_string(bytes) +
+                                                       " bytes, over the device's maxMemoryAllocationSize of " +
+                                                       std::to_string(context.caps().max_allocation)};
   VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   info.size = bytes;
   info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  check(vkCreateBuffer(device_, &info, context_->allocator(), &buffer_), "vkCreateBuffer");
+  ATTENDRE_TRY(checked(vkCreateBuffer(buffer.device_, &info, context.allocator(), &buffer.buffer_), "vkCreateBuffer"));
 
   VkMemoryRequirements req;
-  vkGetBufferMemoryRequirements(device_, buffer_, &req);
+  vkGetBufferMemoryRequirements(buffer.device_, buffer.buffer_, &req);
   VkMemoryPropertyFlags required = 0, preferred = 0;
   switch (intent) {
     case MemoryIntent::device: preferred = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT; break;
@@ -56,48 +64,49 @@ Buffer::Buffer(Context& context, VkDeviceSize bytes, MemoryIntent intent, const 
   }
   VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   alloc.allocationSize = req.size;
-  try {
-    VkPhysicalDeviceMemoryProperties props;
-    vkGetPhysicalDeviceMemoryProperties(context.physical_device(), &props);
-    alloc.memoryTypeIndex = find_memory_type(props, req.memoryTypeBits, required, preferred, label);
-    check(vkAllocateMemory(device_, &alloc, context_->allocator(), &memory_), "vkAllocateMemory");
-    memory_bytes_ = req.size;
-    context.state().add_device_memory(memory_bytes_);
-    check(vkBindBufferMemory(device_, buffer_, memory_, 0), "vkBindBufferMemory");
-    if (intent != MemoryIntent::device) {
-      check(vkMapMemory(device_, memory_, 0, VK_WHOLE_SIZE, 0, &mapped_), "vkMapMemory");
-      coherent_ = (props.memoryTypes[alloc.memoryTypeIndex].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
-      if (coherent_ && context.caps().non_coherent_host) {
-        shadow_ = std::make_unique<std::byte[]>(bytes);
-        std::memcpy(shadow_.get(), mapped_, bytes);
-      }
+  VkPhysicalDeviceMemoryProperties props;
+  vkGetPhysicalDeviceMemoryProperties(context.physical_device(), &props);
+  ATTENDRE_TRY_ASSIGN(alloc.memoryTypeIndex, find_memory_type(props, req.memoryTypeBits, required, preferred, label));
+  ATTENDRE_TRY(
+      checked(vkAllocateMemory(buffer.device_, &alloc, context.allocator(), &buffer.memory_), "vkAllocateMemory"));
+  buffer.memory_bytes_ = req.size;
+  context.state().add_device_memory(buffer.memory_bytes_);
+  ATTENDRE_TRY(checked(vkBindBufferMemory(buffer.device_, buffer.buffer_, buffer.memory_, 0), "vkBindBufferMemory"));
+  if (intent != MemoryIntent::device) {
+    ATTENDRE_TRY(
+        checked(vkMapMemory(buffer.device_, buffer.memory_, 0, VK_WHOLE_SIZE, 0, &buffer.mapped_), "vkMapMemory"));
+    buffer.coherent_ =
+        (props.memoryTypes[alloc.memoryTypeIndex].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
+    if (buffer.coherent_ && context.caps().non_coherent_host) {
+      buffer.shadow_ = std::make_unique<std::byte[]>(bytes);
+      std::memcpy(buffer.shadow_.get(), buffer.mapped_, bytes);
     }
-  } catch (...) {
-    release();
-    throw;
   }
+  return buffer;
 }
 
-Buffer::Buffer(MemoryArena& arena, VkDeviceSize bytes, const char* label)
-    : context_(&arena.context()), device_(arena.context().device()), size_(rounded_bytes(bytes)), label_(label) {
+Result<Buffer> Buffer::create(MemoryArena& arena, VkDeviceSize bytes, const char* label) {
+  Buffer buffer;
+  buffer.context_ = &arena.context();
+  buffer.device_ = arena.context().device();
+  buffer.size_ = rounded_bytes(bytes);
+  buffer.label_ = label;
   VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-  info.size = size_;
+  info.size = buffer.size_;
   info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  check(vkCreateBuffer(device_, &info, context_->allocator(), &buffer_), "vkCreateBuffer");
-  try {
-    VkMemoryRequirements req;
-    vkGetBufferMemoryRequirements(device_, buffer_, &req);
-    const MemoryArena::Slice slice = arena.place(req, label);
-    check(vkBindBufferMemory(device_, buffer_, slice.memory, slice.offset), "vkBindBufferMemory");
-    arena_memory_ = slice.memory;
-    arena_offset_ = slice.offset;
-    arena_host_ = slice.host;
-    coherent_ = slice.coherent;
-  } catch (...) {
-    release();
-    throw;
-  }
+  ATTENDRE_TRY(
+      checked(vkCreateBuffer(buffer.device_, &info, buffer.context_->allocator(), &buffer.buffer_), "vkCreateBuffer"));
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(buffer.device_, buffer.buffer_, &req);
+  ATTENDRE_TRY_ASSIGN(const MemoryArena::Slice slice, arena.place(req, label));
+  ATTENDRE_TRY(
+      checked(vkBindBufferMemory(buffer.device_, buffer.buffer_, slice.memory, slice.offset), "vkBindBufferMemory"));
+  buffer.arena_memory_ = slice.memory;
+  buffer.arena_offset_ = slice.offset;
+  buffer.arena_host_ = slice.host;
+  buffer.coherent_ = slice.coherent;
+  return buffer;
 }
 
 Buffer::~Buffer() { release(); }
@@ -111,33 +120,34 @@ Buffer Buffer::borrow(VkBuffer handle, VkDeviceSize bytes, const char* label) {
   return b;
 }
 
-void Buffer::flush_host_writes() const {
-  if (!arena_host_ || coherent_) return;
+Status Buffer::try_flush_host_writes() const {
+  if (!arena_host_ || coherent_) return {};
   const VkDeviceSize atom = context_->caps().non_coherent_atom;
   VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE};
   range.memory = arena_memory_;
   range.offset = arena_offset_ / atom * atom;
   range.size = (arena_offset_ + size_ + atom - 1) / atom * atom - range.offset;
-  check(vkFlushMappedMemoryRanges(device_, 1, &range), "vkFlushMappedMemoryRanges");
+  return checked(vkFlushMappedMemoryRanges(device_, 1, &range), "vkFlushMappedMemoryRanges");
 }
 
-void Buffer::flush() const {
+Status Buffer::try_flush() const {
   if (shadow_) std::memcpy(mapped_, shadow_.get(), size_);
-  if (!mapped_ || coherent_) return;
+  if (!mapped_ || coherent_) return {};
   VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE};
   range.memory = memory_;
   range.size = VK_WHOLE_SIZE;
-  check(vkFlushMappedMemoryRanges(device_, 1, &range), "vkFlushMappedMemoryRanges");
+  return checked(vkFlushMappedMemoryRanges(device_, 1, &range), "vkFlushMappedMemoryRanges");
 }
 
-void Buffer::invalidate() const {
+Status Buffer::try_invalidate() const {
   if (mapped_ && !coherent_) {
     VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE};
     range.memory = memory_;
     range.size = VK_WHOLE_SIZE;
-    check(vkInvalidateMappedMemoryRanges(device_, 1, &range), "vkInvalidateMappedMemoryRanges");
+    ATTENDRE_TRY(checked(vkInvalidateMappedMemoryRanges(device_, 1, &range), "vkInvalidateMappedMemoryRanges"));
   }
   if (shadow_) std::memcpy(shadow_.get(), mapped_, size_);
+  return {};
 }
 
 Buffer::Buffer(Buffer&& other) noexcept { *this = std::move(other); }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <attendre/context.hpp>
+#include <attendre/status.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -28,20 +29,28 @@ inline uint64_t rounded_bytes(uint64_t bytes) {
 }
 
 // The first memory type allowed by `allowed` with every `required` flag,
-// preferring one with every `preferred` flag; throws unsupported naming
+// preferring one with every `preferred` flag; fails (unsupported) naming
 // `label` when none has the required ones.
-uint32_t find_memory_type(const VkPhysicalDeviceMemoryProperties& props, uint32_t allowed,
-                          VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred, const char* label);
+Result<uint32_t> find_memory_type(const VkPhysicalDeviceMemoryProperties& props, uint32_t allowed,
+                                  VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred, const char* label);
 
 // Move-only; destroys its buffer and the memory it owns. Every buffer is
 // usable as storage and as copy source and destination.
 class Buffer {
  public:
   Buffer() = default;
-  // A buffer with memory of its own.
-  Buffer(Context& context, VkDeviceSize bytes, MemoryIntent intent, const char* label);
+  // A buffer with memory of its own; fails with out_of_device_memory past
+  // the device's maxMemoryAllocationSize or when the device refuses it.
+  static Result<Buffer> create(Context& context, VkDeviceSize bytes, MemoryIntent intent, const char* label);
   // A buffer in `arena`'s memory, which must outlive it.
-  Buffer(MemoryArena& arena, VkDeviceSize bytes, const char* label);
+  static Result<Buffer> create(MemoryArena& arena, VkDeviceSize bytes, const char* label);
+#if defined(__cpp_exceptions)
+  // The throwing forms of create().
+  Buffer(Context& context, VkDeviceSize bytes, MemoryIntent intent, const char* label)
+      : Buffer(create(context, bytes, intent, label).value_or_throw()) {}
+  Buffer(MemoryArena& arena, VkDeviceSize bytes, const char* label)
+      : Buffer(create(arena, bytes, label).value_or_throw()) {}
+#endif
   // An application's buffer, borrowed for recording (embedding): never
   // destroyed here, never mapped; `bytes` is how far commands may reach.
   static Buffer borrow(VkBuffer handle, VkDeviceSize bytes, const char* label);
@@ -58,14 +67,21 @@ class Buffer {
   // device writes reach the host at invalidate(); Submission calls both for
   // the buffers its commands read and write.
   void* mapped() const { return shadow_ ? shadow_.get() : mapped_; }
-  void flush() const;
-  void invalidate() const;
+  Status try_flush() const;
+  Status try_invalidate() const;
+#if defined(__cpp_exceptions)
+  void flush() const { try_flush().or_throw(); }
+  void invalidate() const { try_invalidate().or_throw(); }
+#endif
   // Arena buffers in host-visible device memory (unified memory): where the
   // host may write their content once, before the device uses it, then
   // flush_host_writes(); nullptr otherwise. Not mapped(): the device's
   // commands treat them as device memory.
   void* host_write_pointer() const { return arena_host_; }
-  void flush_host_writes() const;
+  Status try_flush_host_writes() const;
+#if defined(__cpp_exceptions)
+  void flush_host_writes() const { try_flush_host_writes().or_throw(); }
+#endif
   // What the buffer holds, as given at creation (names it in messages and barrier labels).
   const std::string& label() const { return label_; }
   explicit operator bool() const { return buffer_ != VK_NULL_HANDLE; }

@@ -1,9 +1,9 @@
 #include "vulkan/check.hpp"
-#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 
 #include <string>
+#include <utility>
 
 namespace attendre::vk {
 
@@ -27,19 +27,24 @@ const char* result_name(VkResult result) {
   }
 }
 
-void check(VkResult result, const char* what) {
-  if (result == VK_SUCCESS) return;
-  const std::string message = std::string(what) + " failed: " + result_name(result) + " (" +
-                              std::to_string(static_cast<int>(result)) + ")";
+Status checked(VkResult result, const char* what) {
+  if (result == VK_SUCCESS) return {};
+  std::string message =
+      std::string(what) + " failed: " + result_name(result) + " (" + std::to_string(static_cast<int>(result)) + ")";
   switch (result) {
-    case VK_ERROR_OUT_OF_DEVICE_MEMORY: fail(ErrorCode::out_of_device_memory, message);
-    case VK_ERROR_OUT_OF_HOST_MEMORY: fail(ErrorCode::out_of_host_memory, message);
-    case VK_ERROR_DEVICE_LOST: fail(ErrorCode::device_lost, message);
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY:
+      return {ErrorCode::out_of_device_memory, std::move(message)};
+    case VK_ERROR_OUT_OF_HOST_MEMORY:
+      return {ErrorCode::out_of_host_memory, std::move(message)};
+    case VK_ERROR_DEVICE_LOST:
+      return {ErrorCode::device_lost, std::move(message)};
     case VK_ERROR_FEATURE_NOT_PRESENT:
     case VK_ERROR_EXTENSION_NOT_PRESENT:
     case VK_ERROR_LAYER_NOT_PRESENT:
-    case VK_ERROR_INCOMPATIBLE_DRIVER: fail(ErrorCode::unsupported, message);
-    default: fail(ErrorCode::vulkan_error, message);
+    case VK_ERROR_INCOMPATIBLE_DRIVER:
+      return {ErrorCode::unsupported, std::move(message)};
+    default:
+      return {ErrorCode::vulkan_error, std::move(message)};
   }
 }
 

@@ -1,14 +1,22 @@
-// VkResult to attendre::Error: out-of-memory and device-lost keep their own
-// codes so callers can react (retry smaller, recreate the context).
+// VkResult to a Status: out-of-memory and device-lost keep their own codes
+// so callers can react (retry smaller, recreate the context).
 #pragma once
 
 #include "vulkan/api.hpp"
+
+#include <attendre/status.hpp>
 
 namespace attendre::vk {
 
 const char* result_name(VkResult result);
 
-// Throws attendre::Error naming `what` and the result unless it is VK_SUCCESS.
-void check(VkResult result, const char* what);
+// Ok for VK_SUCCESS; else the failure naming `what` and the result
+// ("vkCreateBuffer failed: VK_ERROR_OUT_OF_DEVICE_MEMORY (-2)").
+Status checked(VkResult result, const char* what);
+
+#if defined(__cpp_exceptions)
+// Throws checked()'s failure as attendre::Error.
+inline void check(VkResult result, const char* what) { checked(result, what).or_throw(); }
+#endif
 
 }  // namespace attendre::vk

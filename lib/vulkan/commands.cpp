@@ -3,7 +3,7 @@
 #include "vulkan/buffer.hpp"
 #include "vulkan/check.hpp"
 #include "vulkan/context_state.hpp"
-#include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include <attendre/shader_ids.hpp>
 
@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <utility>
 
 namespace attendre::vk {
 
@@ -109,9 +110,10 @@ void CommandRecorder::fill(const Buffer& dst, VkDeviceSize offset, VkDeviceSize 
   ++counts_.copies;
 }
 
-void CommandRecorder::update(const Buffer& dst, VkDeviceSize offset, VkDeviceSize bytes, const void* data) {
-  if (bytes == 0) return;
-  require(offset % 4 == 0 && bytes % 4 == 0, "CommandRecorder::update: offset and size must be multiples of 4");
+Status CommandRecorder::try_update(const Buffer& dst, VkDeviceSize offset, VkDeviceSize bytes, const void* data) {
+  if (bytes == 0) return {};
+  ATTENDRE_REQUIRE(offset % 4 == 0 && bytes % 4 == 0,
+                   "CommandRecorder::update: offset and size must be multiples of 4");
   const BufferAccess access{&dst, offset, offset + bytes, false, true, "update"};
   order({&access, 1});
   constexpr VkDeviceSize kPiece = 65536;  // vkCmdUpdateBuffer's limit per call
@@ -120,6 +122,7 @@ void CommandRecorder::update(const Buffer& dst, VkDeviceSize offset, VkDeviceSiz
     vkCmdUpdateBuffer(cmd_, dst.handle(), offset + at, std::min(kPiece, bytes - at), bytes_in + at);
     ++counts_.copies;
   }
+  return {};
 }
 
 void CommandRecorder::acquire() {
@@ -155,84 +158,95 @@ void CommandRecorder::timestamp(const TimestampPool& pool, uint32_t index) {
 
 void CommandRecorder::reset(const TimestampPool& pool) { vkCmdResetQueryPool(cmd_, pool.handle(), 0, pool.count()); }
 
-Submission::Submission(Context& context) : context_(context) {
+// Each object is created into the submission under construction, whose
+// destructor frees what exists if a later step fails.
+Result<Submission> Submission::create(Context& context) {
+  Submission s(&context);
   VkCommandBufferAllocateInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
   info.commandPool = context.state().command_pool;
   info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   info.commandBufferCount = 1;
-  check(vkAllocateCommandBuffers(context.device(), &info, &cmd_), "vkAllocateCommandBuffers");
+  ATTENDRE_TRY(checked(vkAllocateCommandBuffers(context.device(), &info, &s.cmd_), "vkAllocateCommandBuffers"));
   VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  const VkResult r = vkCreateFence(context.device(), &fence_info, context.allocator(), &fence_);
-  if (r != VK_SUCCESS) {
-    vkFreeCommandBuffers(context.device(), context.state().command_pool, 1, &cmd_);
-    check(r, "vkCreateFence");
-  }
-  if (!context.caps().timeline_semaphore) return;
+  ATTENDRE_TRY(checked(vkCreateFence(context.device(), &fence_info, context.allocator(), &s.fence_), "vkCreateFence"));
+  if (!context.caps().timeline_semaphore) return s;
   std::vector<ContextState::Timeline>& spare = context.state().spare_timelines;
   if (!spare.empty()) {  // a finished Submission's, continued from the value it reached
-    timeline_ = spare.back().semaphore;
-    timeline_base_ = spare.back().value;
+    s.timeline_ = spare.back().semaphore;
+    s.timeline_base_ = spare.back().value;
     spare.pop_back();
-    return;
+    return s;
   }
   VkSemaphoreTypeCreateInfoKHR type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO_KHR};
   type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE_KHR;
   type.initialValue = 0;
   VkSemaphoreCreateInfo semaphore_info{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
   semaphore_info.pNext = &type;
-  const VkResult s = vkCreateSemaphore(context.device(), &semaphore_info, context.allocator(), &timeline_);
-  if (s != VK_SUCCESS) {
-    vkDestroyFence(context.device(), fence_, context.allocator());
-    vkFreeCommandBuffers(context.device(), context.state().command_pool, 1, &cmd_);
-    check(s, "vkCreateSemaphore");
-  }
-  context.state().timelines.push_back(timeline_);
+  ATTENDRE_TRY(checked(vkCreateSemaphore(context.device(), &semaphore_info, context.allocator(), &s.timeline_),
+                       "vkCreateSemaphore"));
+  context.state().timelines.push_back(s.timeline_);
+  return s;
 }
 
+Submission::Submission(Submission&& other) noexcept
+    : context_(std::exchange(other.context_, nullptr)),
+      cmd_(std::exchange(other.cmd_, VK_NULL_HANDLE)),
+      fence_(std::exchange(other.fence_, VK_NULL_HANDLE)),
+      timeline_(std::exchange(other.timeline_, VK_NULL_HANDLE)),
+      timeline_base_(other.timeline_base_),
+      recorder_(std::move(other.recorder_)),
+      to_invalidate_(std::move(other.to_invalidate_)),
+      pending_(std::exchange(other.pending_, false)),
+      recording_(std::exchange(other.recording_, false)),
+      submitted_(other.submitted_) {}
+
 Submission::~Submission() {
+  if (!context_) return;  // moved from
   // Never destroy work in flight. A device that does not finish it in time
   // is lost: its fence and command buffer are left to the device's
   // destruction rather than freed under its feet (or waited for forever).
-  if (pending_ && vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, context_.state().fence_timeout_ns) != VK_SUCCESS)
+  if (pending_ &&
+      vkWaitForFences(context_->device(), 1, &fence_, VK_TRUE, context_->state().fence_timeout_ns) != VK_SUCCESS)
     return;
-  if (timeline_) context_.state().spare_timelines.push_back({timeline_, timeline_value(submitted_)});
-  vkDestroyFence(context_.device(), fence_, context_.allocator());
-  vkFreeCommandBuffers(context_.device(), context_.state().command_pool, 1, &cmd_);
+  if (timeline_) context_->state().spare_timelines.push_back({timeline_, timeline_value(submitted_)});
+  if (fence_) vkDestroyFence(context_->device(), fence_, context_->allocator());
+  if (cmd_) vkFreeCommandBuffers(context_->device(), context_->state().command_pool, 1, &cmd_);
 }
 
-CommandRecorder& Submission::begin() {
-  wait();
-  check(vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer");
+Result<CommandRecorder*> Submission::try_begin() {
+  ATTENDRE_TRY(try_wait());
+  ATTENDRE_TRY(checked(vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer"));
   VkCommandBufferBeginInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   info.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  check(vkBeginCommandBuffer(cmd_, &info), "vkBeginCommandBuffer");
+  ATTENDRE_TRY(checked(vkBeginCommandBuffer(cmd_, &info), "vkBeginCommandBuffer"));
   recording_ = true;
-  recorder_.emplace(cmd_, context_.state().debug_label);
+  recorder_.emplace(cmd_, context_->state().debug_label);
   // Earlier submissions (this one's previous step, uploads, other objects'
   // steps on the queue) wrote buffers this one reads: the tracker cannot see
   // them, so one barrier orders all of them before this submission.
   recorder_->barrier("earlier submissions' writes are visible to this one");
-  return *recorder_;
+  return &*recorder_;
 }
 
-void Submission::check_waits(std::span<const SemaphoreWait> waits) const {
+Status Submission::try_check_waits(std::span<const SemaphoreWait> waits) const {
   for (const SemaphoreWait& w : waits) {
-    require(w.semaphore != VK_NULL_HANDLE, "submit: a semaphore wait has no semaphore");
-    require(w.stages != 0, "submit: a semaphore wait has no stages");
+    ATTENDRE_REQUIRE(w.semaphore != VK_NULL_HANDLE, "submit: a semaphore wait has no semaphore");
+    ATTENDRE_REQUIRE(w.stages != 0, "submit: a semaphore wait has no stages");
     if (w.value != 0 && !timeline_)
-      fail(ErrorCode::unsupported, "submit: a wait for timeline value " + std::to_string(w.value) +
-                                       " needs timeline semaphores, which this context lacks (absent or disabled)");
+      return {ErrorCode::unsupported, "submit: a wait for timeline value " + std::to_string(w.value) +
+                                          " needs timeline semaphores, which this context lacks (absent or disabled)"};
   }
+  return {};
 }
 
-void Submission::submit(std::span<const SemaphoreWait> waits) {
-  require(recording_, "Submission::submit without begin");
+Status Submission::try_submit(std::span<const SemaphoreWait> waits) {
+  ATTENDRE_REQUIRE(recording_, "Submission::submit without begin");
   recording_ = false;
   if (!recorder_->host_writes().empty()) recorder_->host_barrier();
-  check(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
-  for (const Buffer* b : recorder_->host_reads()) b->flush();
+  ATTENDRE_TRY(checked(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer"));
+  for (const Buffer* b : recorder_->host_reads()) ATTENDRE_TRY(b->try_flush());
   to_invalidate_ = recorder_->host_writes();
-  check(vkResetFences(context_.device(), 1, &fence_), "vkResetFences");
+  ATTENDRE_TRY(checked(vkResetFences(context_->device(), 1, &fence_), "vkResetFences"));
   VkSubmitInfo info{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   info.commandBufferCount = 1;
   info.pCommandBuffers = &cmd_;
@@ -259,44 +273,50 @@ void Submission::submit(std::span<const SemaphoreWait> waits) {
     info.signalSemaphoreCount = 1;
     info.pSignalSemaphores = &timeline_;
   }
-  check(vkQueueSubmit(context_.queue(), 1, &info, fence_), "vkQueueSubmit");
+  ATTENDRE_TRY(checked(vkQueueSubmit(context_->queue(), 1, &info, fence_), "vkQueueSubmit"));
   pending_ = true;
   ++submitted_;
+  return {};
 }
 
-bool Submission::finished(uint64_t n) const {
+Result<bool> Submission::try_finished(uint64_t n) const {
   if (n < submitted_ || !pending_) return true;
-  const VkResult r = vkGetFenceStatus(context_.device(), fence_);
+  const VkResult r = vkGetFenceStatus(context_->device(), fence_);
   if (r == VK_NOT_READY) return false;
-  check(r, "vkGetFenceStatus");
+  ATTENDRE_TRY(checked(r, "vkGetFenceStatus"));
   return true;
 }
 
-bool Submission::wait_for(uint64_t n, uint64_t timeout_ns) {
+Result<bool> Submission::try_wait_for(uint64_t n, uint64_t timeout_ns) {
   if (n < submitted_ || !pending_) return true;
-  const VkResult r = vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, timeout_ns);
+  const VkResult r = vkWaitForFences(context_->device(), 1, &fence_, VK_TRUE, timeout_ns);
   if (r == VK_TIMEOUT) return false;
-  check(r, "vkWaitForFences");
-  wait();  // signalled: returns at once, invalidating what the host reads
+  ATTENDRE_TRY(checked(r, "vkWaitForFences"));
+  ATTENDRE_TRY(try_wait());  // signalled: returns at once, invalidating what the host reads
   return true;
 }
 
-void Submission::wait() {
-  if (!pending_) return;
+Status Submission::try_wait() {
+  if (!pending_) return {};
   // The submission stays pending when the wait fails: its objects must not
   // be reused or destroyed while the device may still run it.
-  const VkResult r = vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, context_.state().fence_timeout_ns);
+  const VkResult r = vkWaitForFences(context_->device(), 1, &fence_, VK_TRUE, context_->state().fence_timeout_ns);
   if (r == VK_TIMEOUT)
-    fail(ErrorCode::device_lost, "the device did not finish a submission within " +
-                                     std::to_string(context_.state().fence_timeout_ns / 1000000000) +
-                                     " s (ContextOptions::fence_timeout_ms): treated as lost");
-  check(r, "vkWaitForFences");
+    return {ErrorCode::device_lost, "the device did not finish a submission within " +
+                                        std::to_string(context_->state().fence_timeout_ns / 1000000000) +
+                                        " s (ContextOptions::fence_timeout_ms): treated as lost"};
+  ATTENDRE_TRY(checked(r, "vkWaitForFences"));
   pending_ = false;
-  for (const Buffer* b : to_invalidate_) b->invalidate();
+  std::vector<const Buffer*> written = std::move(to_invalidate_);
   to_invalidate_.clear();
+  for (const Buffer* b : written) ATTENDRE_TRY(b->try_invalidate());
+  return {};
 }
 
-Profiler::Profiler(Context& context, uint32_t max_dispatches) : pool_(context, max_dispatches + 1) {}
+Result<Profiler> Profiler::create(Context& context, uint32_t max_dispatches) {
+  ATTENDRE_TRY_ASSIGN(TimestampPool pool, TimestampPool::create(context, max_dispatches + 1));
+  return Profiler(std::move(pool));
+}
 
 void Profiler::begin(VkCommandBuffer cmd) {
   labels_.clear();
@@ -311,33 +331,50 @@ void Profiler::mark(VkCommandBuffer cmd, std::string label) {
   vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool_.handle(), static_cast<uint32_t>(labels_.size()));
 }
 
-std::vector<Profiler::Sample> Profiler::read() const {
+Result<std::vector<Profiler::Sample>> Profiler::try_read() const {
   std::vector<Sample> samples;
   if (!started_ || labels_.empty()) return samples;
-  const std::vector<double> ns = pool_.read_ns(static_cast<uint32_t>(labels_.size()) + 1);
+  ATTENDRE_TRY_ASSIGN(const std::vector<double> ns, pool_.try_read_ns(static_cast<uint32_t>(labels_.size()) + 1));
   for (size_t i = 0; i < labels_.size(); ++i) samples.push_back({labels_[i], ns[i + 1] - ns[i]});
   return samples;
 }
 
-TimestampPool::TimestampPool(Context& context, uint32_t count)
-    : device_(context.device()), allocator_(context.allocator()), count_(count), period_ns_(context.caps().timestamp_period_ns) {
-  if (!context.caps().timestamps) fail(ErrorCode::unsupported, "the device's compute queue has no timestamps");
+TimestampPool::TimestampPool(Context& context, uint32_t count, uint64_t mask)
+    : device_(context.device()),
+      allocator_(context.allocator()),
+      count_(count),
+      period_ns_(context.caps().timestamp_period_ns),
+      mask_(mask) {}
+
+Result<TimestampPool> TimestampPool::create(Context& context, uint32_t count) {
+  if (!context.caps().timestamps) return Status{ErrorCode::unsupported, "the device's compute queue has no timestamps"};
   const uint32_t bits = context.caps().timestamp_valid_bits;
-  mask_ = bits >= 64 ? ~uint64_t{0} : ((uint64_t{1} << bits) - 1);
+  TimestampPool pool(context, count, bits >= 64 ? ~uint64_t{0} : ((uint64_t{1} << bits) - 1));
   VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
   info.queryType = VK_QUERY_TYPE_TIMESTAMP;
   info.queryCount = count;
-  check(vkCreateQueryPool(device_, &info, allocator_, &pool_), "vkCreateQueryPool");
+  ATTENDRE_TRY(checked(vkCreateQueryPool(pool.device_, &info, pool.allocator_, &pool.pool_), "vkCreateQueryPool"));
+  return pool;
 }
 
-TimestampPool::~TimestampPool() { vkDestroyQueryPool(device_, pool_, allocator_); }
+TimestampPool::TimestampPool(TimestampPool&& other) noexcept
+    : device_(other.device_),
+      allocator_(other.allocator_),
+      pool_(std::exchange(other.pool_, VK_NULL_HANDLE)),
+      count_(other.count_),
+      period_ns_(other.period_ns_),
+      mask_(other.mask_) {}
 
-std::vector<double> TimestampPool::read_ns(uint32_t count) const {
+TimestampPool::~TimestampPool() {
+  if (pool_) vkDestroyQueryPool(device_, pool_, allocator_);
+}
+
+Result<std::vector<double>> TimestampPool::try_read_ns(uint32_t count) const {
   if (count == 0 || count > count_) count = count_;
   std::vector<uint64_t> ticks(count);
-  check(vkGetQueryPoolResults(device_, pool_, 0, count, ticks.size() * sizeof(uint64_t), ticks.data(),
-                              sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
-        "vkGetQueryPoolResults");
+  ATTENDRE_TRY(checked(vkGetQueryPoolResults(device_, pool_, 0, count, ticks.size() * sizeof(uint64_t), ticks.data(),
+                                             sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+                       "vkGetQueryPoolResults"));
   std::vector<double> ns(count);
   for (uint32_t i = 0; i < count; ++i)
     ns[i] = static_cast<double>((ticks[i] - ticks[0]) & mask_) * period_ns_;
@@ -348,8 +385,14 @@ std::vector<double> TimestampPool::read_ns(uint32_t count) const {
 
 namespace attendre {
 
-bool Ticket::ready() const { return !submission_ || submission_->finished(submitted_); }
+Result<bool> Ticket::try_ready() const {
+  if (!submission_) return true;
+  return submission_->try_finished(submitted_);
+}
 
-bool Ticket::wait(uint64_t timeout_ns) const { return !submission_ || submission_->wait_for(submitted_, timeout_ns); }
+Result<bool> Ticket::try_wait(uint64_t timeout_ns) const {
+  if (!submission_) return true;
+  return submission_->try_wait_for(submitted_, timeout_ns);
+}
 
 }  // namespace attendre

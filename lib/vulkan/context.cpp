@@ -3,7 +3,7 @@
 #include "vulkan/context_state.hpp"
 #include "vulkan/device_select.hpp"
 #include "vulkan/pipeline.hpp"
-#include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include <attendre/context.hpp>
 #include <attendre/diagnostics.hpp>
@@ -23,21 +23,22 @@ constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
 
 // A 0/1 switch; anything else is an error, so a typo never silently
 // leaves a switch off.
-bool env_flag(const char* name) {
+Result<bool> env_flag(const char* name) {
   const char* value = std::getenv(name);
   if (!value || std::strcmp(value, "0") == 0 || *value == '\0') return false;
   if (std::strcmp(value, "1") == 0) return true;
-  fail(ErrorCode::invalid_argument, std::string(name) + " must be 0 or 1, got '" + value + "'");
+  return invalid_argument(std::string(name) + " must be 0 or 1, got '" + value + "'");
 }
 
-Validation env_validation() {
+Result<Validation> env_validation() {
   const char* value = std::getenv("ATTENDRE_VALIDATION");
   if (!value || *value == '\0' || std::strcmp(value, "0") == 0) return Validation::off;
   if (std::strcmp(value, "1") == 0) return Validation::synchronization;
   if (std::strcmp(value, "core") == 0) return Validation::core;
   if (std::strcmp(value, "gpu") == 0) return Validation::gpu_assisted;
-  fail(ErrorCode::invalid_argument, std::string("ATTENDRE_VALIDATION must be 0, 1 (core and synchronization), "
-                                                "core or gpu (GPU-assisted), got '") + value + "'");
+  return invalid_argument(std::string("ATTENDRE_VALIDATION must be 0, 1 (core and synchronization), "
+                                      "core or gpu (GPU-assisted), got '") +
+                          value + "'");
 }
 
 std::string env_string(const char* name) {
@@ -59,8 +60,9 @@ constexpr const char* kFeatureNames[kFeatureCount] = {"16bit",   "float16", "8bi
                                                       "timeline"};
 
 // The switches in ATTENDRE_DISABLE; read only when the options leave them unset.
-FeatureSet disabled_features(const std::optional<FeatureSet>& requested) {
-  return requested ? *requested : parse_features(env_string("ATTENDRE_DISABLE"));
+Result<FeatureSet> disabled_features(const std::optional<FeatureSet>& requested) {
+  if (requested) return *requested;
+  return try_parse_features(env_string("ATTENDRE_DISABLE"));
 }
 
 // Treats the switched-off features as absent, before the device is created
@@ -102,7 +104,7 @@ bool has_layer(const char* name) {
                      [&](const VkLayerProperties& l) { return std::strcmp(l.layerName, name) == 0; });
 }
 
-DeviceCaps query_caps(VkPhysicalDevice physical, uint32_t queue_family) {
+Result<DeviceCaps> query_caps(VkPhysicalDevice physical, uint32_t queue_family) {
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceSubgroupSizeControlPropertiesEXT size_range{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT};
@@ -173,9 +175,9 @@ DeviceCaps query_caps(VkPhysicalDevice physical, uint32_t queue_family) {
   // every section at 256 bytes (gpu/layouts.hpp), so a device asking for
   // more does not conform and is refused.
   if (l.minStorageBufferOffsetAlignment > 256)
-    fail(ErrorCode::unsupported, std::string(p.deviceName) + " asks for storage buffer offsets aligned to " +
-                                     std::to_string(l.minStorageBufferOffsetAlignment) +
-                                     " bytes, past the 256 the Vulkan spec allows");
+    return Status{ErrorCode::unsupported, std::string(p.deviceName) + " asks for storage buffer offsets aligned to " +
+                                              std::to_string(l.minStorageBufferOffsetAlignment) +
+                                              " bytes, past the 256 the Vulkan spec allows"};
   c.storage_alignment = 256;
   c.max_push_constants = l.maxPushConstantsSize;
   c.max_storage_buffers = l.maxPerStageDescriptorStorageBuffers;
@@ -210,12 +212,12 @@ DeviceCaps query_caps(VkPhysicalDevice physical, uint32_t queue_family) {
   return c;
 }
 
-DeviceCaps::KernelStyle kernel_style(std::optional<DeviceCaps::KernelStyle> requested, const DeviceCaps& caps) {
+Result<DeviceCaps::KernelStyle> kernel_style(std::optional<DeviceCaps::KernelStyle> requested, const DeviceCaps& caps) {
   if (requested) return *requested;
   const std::string env = env_string("ATTENDRE_KERNELS");
   if (env == "tiled") return DeviceCaps::KernelStyle::tiled;
   if (env == "direct") return DeviceCaps::KernelStyle::direct;
-  if (!env.empty()) fail(ErrorCode::invalid_argument, "ATTENDRE_KERNELS must be tiled or direct, got '" + env + "'");
+  if (!env.empty()) return invalid_argument("ATTENDRE_KERNELS must be tiled or direct, got '" + env + "'");
   return caps.quirks.barriers_switch_context ? DeviceCaps::KernelStyle::direct : DeviceCaps::KernelStyle::tiled;
 }
 
@@ -234,7 +236,7 @@ void apply_limits(DeviceCaps& caps, const LimitOverrides& limits) {
 
 const char* feature_name(Feature feature) { return kFeatureNames[static_cast<uint32_t>(feature)]; }
 
-FeatureSet parse_features(const std::string& list) {
+Result<FeatureSet> try_parse_features(const std::string& list) {
   FeatureSet set;
   if (list.empty()) return set;
   for (size_t start = 0;;) {
@@ -244,7 +246,7 @@ FeatureSet parse_features(const std::string& list) {
     if (found == std::end(kFeatureNames)) {
       std::string valid;
       for (const char* n : kFeatureNames) valid += (valid.empty() ? "" : ", ") + std::string(n);
-      fail(ErrorCode::invalid_argument, "unknown device feature '" + name + "' (valid: " + valid + ")");
+      return invalid_argument("unknown device feature '" + name + "' (valid: " + valid + ")");
     }
     set.add(static_cast<Feature>(found - std::begin(kFeatureNames)));
     if (end == list.size()) return set;
@@ -263,39 +265,75 @@ std::vector<std::string> DriverQuirks::describe() const {
   return lines;
 }
 
-Context::Context(const ContextOptions& options)
-    : allocator_(options.allocator), state_(std::make_unique<vk::ContextState>(*this)) {
-  try {
-    create_instance(options.validation ? *options.validation : env_validation());
-    const std::string selector = options.device.empty() ? env_string("ATTENDRE_DEVICE") : options.device;
-    const vk::DeviceChoice choice = vk::select_device(instance_, selector);
-    physical_device_ = choice.device;
-    queue_family_ = choice.queue_family;
-    caps_ = query_caps(physical_device_, queue_family_);
-    disable_features(caps_, disabled_features(options.disabled_features));
-    create_device();
-    LimitOverrides limits = options.limits.value_or(
-        env_flag("ATTENDRE_PORTABLE_LIMITS") ? LimitOverrides::portable() : LimitOverrides{});
-    caps_.kernel_style = kernel_style(options.kernels, caps_);
-    finish_setup(limits, options.fence_timeout_ms);
-  } catch (...) {
-    release();
-    throw;
-  }
+Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) {
+  std::unique_ptr<Context> context(new Context(Unset{}));
+  ATTENDRE_TRY(context->initialize(options));
+  return context;
 }
 
-Context::Context(const ExternalDevice& external, const LimitOverrides& limits)
-    : owns_device_(false), allocator_(external.allocator), state_(std::make_unique<vk::ContextState>(*this)) {
-  require(external.instance && external.physical_device && external.device && external.queue,
-          "ExternalDevice needs instance, physical device, device and queue");
-  vk::load_global_commands(external.get_instance_proc_addr);
-  vk::load_instance_commands(external.instance);
+Result<std::unique_ptr<Context>> Context::adopt(const ExternalDevice& external, const LimitOverrides& limits) {
+  std::unique_ptr<Context> context(new Context(Unset{}));
+  ATTENDRE_TRY(context->initialize(external, limits));
+  return context;
+}
+
+// A failure releases what was created, so the throwing constructors (whose
+// destructor never runs then) leak nothing either.
+Status Context::initialize(const ContextOptions& options) {
+  Status status = set_up(options);
+  if (!status.ok()) release();
+  return status;
+}
+
+Status Context::initialize(const ExternalDevice& external, const LimitOverrides& limits) {
+  Status status = set_up(external, limits);
+  if (!status.ok()) release();
+  return status;
+}
+
+Status Context::set_up(const ContextOptions& options) {
+  allocator_ = options.allocator;
+  state_.reset(new vk::ContextState(*this));
+  Validation validation = Validation::off;
+  if (options.validation) {
+    validation = *options.validation;
+  } else {
+    ATTENDRE_TRY_ASSIGN(validation, env_validation());
+  }
+  ATTENDRE_TRY(create_instance(validation));
+  const std::string selector = options.device.empty() ? env_string("ATTENDRE_DEVICE") : options.device;
+  ATTENDRE_TRY_ASSIGN(const vk::DeviceChoice choice, vk::select_device(instance_, selector));
+  physical_device_ = choice.device;
+  queue_family_ = choice.queue_family;
+  ATTENDRE_TRY_ASSIGN(caps_, query_caps(physical_device_, queue_family_));
+  ATTENDRE_TRY_ASSIGN(const FeatureSet off, disabled_features(options.disabled_features));
+  disable_features(caps_, off);
+  ATTENDRE_TRY(create_device());
+  LimitOverrides limits;
+  if (options.limits) {
+    limits = *options.limits;
+  } else {
+    ATTENDRE_TRY_ASSIGN(const bool portable, env_flag("ATTENDRE_PORTABLE_LIMITS"));
+    if (portable) limits = LimitOverrides::portable();
+  }
+  ATTENDRE_TRY_ASSIGN(caps_.kernel_style, kernel_style(options.kernels, caps_));
+  return finish_setup(limits, options.fence_timeout_ms);
+}
+
+Status Context::set_up(const ExternalDevice& external, const LimitOverrides& limits) {
+  owns_device_ = false;
+  allocator_ = external.allocator;
+  state_.reset(new vk::ContextState(*this));
+  ATTENDRE_REQUIRE(external.instance && external.physical_device && external.device && external.queue,
+                   "ExternalDevice needs instance, physical device, device and queue");
+  ATTENDRE_TRY(vk::load_global_commands(external.get_instance_proc_addr));
+  ATTENDRE_TRY(vk::load_instance_commands(external.instance));
   instance_ = external.instance;
   physical_device_ = external.physical_device;
   device_ = external.device;
   queue_ = external.queue;
   queue_family_ = external.queue_family;
-  caps_ = query_caps(physical_device_, queue_family_);
+  ATTENDRE_TRY_ASSIGN(caps_, query_caps(physical_device_, queue_family_));
   caps_.storage_16bit = caps_.storage_16bit && external.storage_16bit_enabled;
   caps_.timeline_semaphore = caps_.timeline_semaphore && external.timeline_semaphore_enabled;
   // The application enabled only 16-bit storage and timeline semaphores for
@@ -303,22 +341,18 @@ Context::Context(const ExternalDevice& external, const LimitOverrides& limits)
   // treated as absent.
   caps_.float16 = caps_.storage_8bit = caps_.subgroup_size_control = false;
   caps_.max_subgroup_size = 0;
-  disable_features(caps_, disabled_features(external.disabled_features));
-  caps_.kernel_style = kernel_style(external.kernels, caps_);
-  try {
-    finish_setup(limits, ContextOptions{}.fence_timeout_ms);
-  } catch (...) {
-    release();
-    throw;
-  }
+  ATTENDRE_TRY_ASSIGN(const FeatureSet off, disabled_features(external.disabled_features));
+  disable_features(caps_, off);
+  ATTENDRE_TRY_ASSIGN(caps_.kernel_style, kernel_style(external.kernels, caps_));
+  return finish_setup(limits, ContextOptions{}.fence_timeout_ms);
 }
 
-void Context::create_instance(Validation level) {
-  vk::load_global_commands();
+Status Context::create_instance(Validation level) {
+  ATTENDRE_TRY(vk::load_global_commands());
   const bool validation = level != Validation::off;
   validation_ = level;
   if (validation && !has_layer(kValidationLayer))
-    fail(ErrorCode::unsupported, "validation requested but VK_LAYER_KHRONOS_validation is not installed");
+    return {ErrorCode::unsupported, "validation requested but VK_LAYER_KHRONOS_validation is not installed"};
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "attendre";
   app.pEngineName = "attendre";
@@ -351,18 +385,20 @@ void Context::create_instance(Validation level) {
     messenger_info.pNext = enables.empty() ? nullptr : &features;
     info.pNext = &messenger_info;  // also catches messages from vkCreateInstance itself
   }
-  vk::check(vkCreateInstance(&info, allocator_, &instance_), "vkCreateInstance");
-  vk::load_instance_commands(instance_);
+  ATTENDRE_TRY(vk::checked(vkCreateInstance(&info, allocator_, &instance_), "vkCreateInstance"));
+  ATTENDRE_TRY(vk::load_instance_commands(instance_));
   if (validation) {
     auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
         vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
-    if (!create) fail(ErrorCode::unsupported, "VK_EXT_debug_utils is not available");
+    if (!create) return {ErrorCode::unsupported, "VK_EXT_debug_utils is not available"};
     messenger_info.pNext = nullptr;
-    vk::check(create(instance_, &messenger_info, allocator_, &messenger_), "vkCreateDebugUtilsMessengerEXT");
+    ATTENDRE_TRY(
+        vk::checked(create(instance_, &messenger_info, allocator_, &messenger_), "vkCreateDebugUtilsMessengerEXT"));
   }
+  return {};
 }
 
-void Context::create_device() {
+Status Context::create_device() {
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   queue_info.queueFamilyIndex = queue_family_;
@@ -395,18 +431,20 @@ void Context::create_device() {
   if (caps_.timeline_semaphore) extensions.push_back(VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
   info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
   info.ppEnabledExtensionNames = extensions.data();
-  vk::check(vkCreateDevice(physical_device_, &info, allocator_, &device_), "vkCreateDevice");
+  ATTENDRE_TRY(vk::checked(vkCreateDevice(physical_device_, &info, allocator_, &device_), "vkCreateDevice"));
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+  return {};
 }
 
-void Context::finish_setup(const LimitOverrides& limits, uint32_t fence_timeout_ms) {
+Status Context::finish_setup(const LimitOverrides& limits, uint32_t fence_timeout_ms) {
   apply_limits(caps_, limits);
   caps_.large_workgroups = std::min(caps_.max_invocations, caps_.max_group_size_x) > 128 || caps_.max_shared_bytes > 16384;
   state_->fence_timeout_ns = uint64_t{fence_timeout_ms} * 1000000ull;
   VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pool_info.queueFamilyIndex = queue_family_;
-  vk::check(vkCreateCommandPool(device_, &pool_info, allocator_, &state_->command_pool), "vkCreateCommandPool");
+  ATTENDRE_TRY(
+      vk::checked(vkCreateCommandPool(device_, &pool_info, allocator_, &state_->command_pool), "vkCreateCommandPool"));
   // An extension's device command, from the device (the loader's instance
   // trampolines need not know it).
   if (caps_.timeline_semaphore) {
@@ -418,6 +456,7 @@ void Context::finish_setup(const LimitOverrides& limits, uint32_t fence_timeout_
   if (messenger_)
     state_->debug_label = reinterpret_cast<PFN_vkCmdInsertDebugUtilsLabelEXT>(
         vkGetInstanceProcAddr(instance_, "vkCmdInsertDebugUtilsLabelEXT"));
+  return {};
 }
 
 uint64_t Context::device_memory_bytes() const { return state_->device_memory_bytes; }
@@ -426,10 +465,13 @@ void Context::reset_peak_device_memory() { state_->peak_device_memory_bytes = st
 
 Context::~Context() { release(); }
 
+void Context::StateDeleter::operator()(vk::ContextState* state) const { delete state; }
+
 std::vector<std::string> validation_messages(const Context& context) { return context.state().messages; }
 void clear_validation_messages(Context& context) { context.state().messages.clear(); }
 
 void Context::release() {
+  if (!state_) return;  // never set up
   // attendre's objects wait on their own fences when destroyed; an adopted
   // device may run the application's work, which is not ours to wait for.
   if (device_ && owns_device_) vkDeviceWaitIdle(device_);
@@ -461,15 +503,18 @@ void Context::release() {
   instance_ = VK_NULL_HANDLE;
 }
 
-std::vector<std::string> list_devices() {
+Result<std::vector<std::string>> try_list_devices() {
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.apiVersion = VK_API_VERSION_1_1;
   VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   info.pApplicationInfo = &app;
   VkInstance instance = VK_NULL_HANDLE;
-  vk::load_global_commands();
-  vk::check(vkCreateInstance(&info, nullptr, &instance), "vkCreateInstance");
-  vk::load_instance_commands(instance);
+  ATTENDRE_TRY(vk::load_global_commands());
+  ATTENDRE_TRY(vk::checked(vkCreateInstance(&info, nullptr, &instance), "vkCreateInstance"));
+  if (Status loaded = vk::load_instance_commands(instance); !loaded.ok()) {
+    vkDestroyInstance(instance, nullptr);
+    return loaded;
+  }
   uint32_t count = 0;
   vkEnumeratePhysicalDevices(instance, &count, nullptr);
   std::vector<VkPhysicalDevice> devices(count);

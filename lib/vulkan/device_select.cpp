@@ -1,7 +1,7 @@
 #include "vulkan/device_select.hpp"
 
 #include "vulkan/check.hpp"
-#include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include <attendre/error.hpp>
 
@@ -62,12 +62,12 @@ std::string describe_device(VkPhysicalDevice device, uint32_t index) {
          "." + std::to_string(VK_API_VERSION_PATCH(p.apiVersion)) + "]";
 }
 
-DeviceChoice select_device(VkInstance instance, const std::string& selector) {
+Result<DeviceChoice> select_device(VkInstance instance, const std::string& selector) {
   uint32_t count = 0;
-  check(vkEnumeratePhysicalDevices(instance, &count, nullptr), "vkEnumeratePhysicalDevices");
+  ATTENDRE_TRY(checked(vkEnumeratePhysicalDevices(instance, &count, nullptr), "vkEnumeratePhysicalDevices"));
   std::vector<VkPhysicalDevice> devices(count);
-  check(vkEnumeratePhysicalDevices(instance, &count, devices.data()), "vkEnumeratePhysicalDevices");
-  if (devices.empty()) fail(ErrorCode::unsupported, "no Vulkan device found (is a Vulkan driver installed?)");
+  ATTENDRE_TRY(checked(vkEnumeratePhysicalDevices(instance, &count, devices.data()), "vkEnumeratePhysicalDevices"));
+  if (devices.empty()) return Status{ErrorCode::unsupported, "no Vulkan device found (is a Vulkan driver installed?)"};
 
   const bool by_index = !selector.empty() && std::all_of(selector.begin(), selector.end(), ::isdigit);
   std::vector<std::string> rejected;
@@ -98,7 +98,7 @@ DeviceChoice select_device(VkInstance instance, const std::string& selector) {
   std::string why = selector.empty() ? "no usable Vulkan device" : "no Vulkan device matches '" + selector + "'";
   if (by_index) why += " (there are " + std::to_string(count) + " devices)";
   for (const std::string& r : rejected) why += "; " + r;
-  fail(ErrorCode::unsupported, why);
+  return Status{ErrorCode::unsupported, why};
 }
 
 }  // namespace attendre::vk

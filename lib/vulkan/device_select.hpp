@@ -4,6 +4,8 @@
 
 #include <vulkan/vulkan.h>
 
+#include <attendre/status.hpp>
+
 #include <string>
 #include <vector>
 
@@ -16,7 +18,8 @@ struct DeviceChoice {
 
 // `selector`: empty (preference order discrete, integrated, virtual, CPU),
 // a decimal index, or a case-insensitive substring of the device name.
-DeviceChoice select_device(VkInstance instance, const std::string& selector);
+// Fails (unsupported) naming every device and why it was rejected.
+Result<DeviceChoice> select_device(VkInstance instance, const std::string& selector);
 
 // "0: llvmpipe (LLVM 15.0.6, 256 bits) [cpu, Vulkan 1.3.230]"
 std::string describe_device(VkPhysicalDevice device, uint32_t index);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <attendre/context.hpp>
+#include <attendre/status.hpp>
 
 #include <cstdint>
 #include <span>
@@ -47,8 +48,10 @@ class MemoryArena {
     void* host = nullptr;  // mapped address on unified memory
     bool coherent = true;
   };
-  // Room for a buffer with these requirements (Buffer's arena constructor).
-  Slice place(const VkMemoryRequirements& requirements, const char* label);
+  // Room for a buffer with these requirements (Buffer's arena create()):
+  // fails when a new block exceeds maxMemoryAllocationSize or the device
+  // refuses it, the arena unchanged.
+  Result<Slice> place(const VkMemoryRequirements& requirements, const char* label);
 
   Context& context() const { return context_; }
   bool host_visible() const { return host_visible_; }
@@ -61,7 +64,7 @@ class MemoryArena {
     uint64_t size = 0, used = 0;
     void* host = nullptr;
   };
-  void add_block(uint64_t bytes, uint32_t type_bits, const char* label);
+  Status add_block(uint64_t bytes, uint32_t type_bits, const char* label);
 
   Context& context_;
   std::string label_;

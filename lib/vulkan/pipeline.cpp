@@ -2,7 +2,7 @@
 
 #include "vulkan/buffer.hpp"
 #include "vulkan/check.hpp"
-#include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include <attendre/error.hpp>
 
@@ -15,67 +15,72 @@ constexpr uint32_t kMaxBindings = 4;  // the portable minimum of storage buffers
 }  // namespace
 
 ComputePipeline::ComputePipeline(Context& context, const PipelineKey& key)
-    : device_(context.device()), allocator_(context.allocator()), key_(key) {
+    : device_(context.device()), allocator_(context.allocator()), key_(key) {}
+
+// Each object is created into the pipeline under construction, whose
+// destructor destroys what exists if a later step fails.
+Result<std::unique_ptr<ComputePipeline>> ComputePipeline::create(Context& context, const PipelineKey& key) {
   const DeviceCaps& caps = context.caps();
   if (key.bindings > kMaxBindings || key.bindings > caps.max_storage_buffers)
-    fail(ErrorCode::unsupported, std::string(shaders::name(key.shader)) + " binds " + std::to_string(key.bindings) +
-                                     " storage buffers, more than the device allows");
+    return Status{ErrorCode::unsupported, std::string(shaders::name(key.shader)) + " binds " +
+                                              std::to_string(key.bindings) +
+                                              " storage buffers, more than the device allows"};
   if (key.push_bytes > caps.max_push_constants)
-    fail(ErrorCode::unsupported, std::string(shaders::name(key.shader)) + " needs " + std::to_string(key.push_bytes) +
-                                     " push-constant bytes, more than the device's " +
-                                     std::to_string(caps.max_push_constants));
+    return Status{ErrorCode::unsupported,
+                  std::string(shaders::name(key.shader)) + " needs " + std::to_string(key.push_bytes) +
+                      " push-constant bytes, more than the device's " + std::to_string(caps.max_push_constants)};
+  if (key.full_subgroups && (!caps.subgroup_size_control || caps.max_subgroup_size == 0 || key.specialization.empty() ||
+                             key.specialization[0] % caps.max_subgroup_size != 0))
+    return Status{ErrorCode::unsupported,
+                  std::string(shaders::name(key.shader)) +
+                      " needs full subgroups: VK_EXT_subgroup_size_control and a workgroup of a "
+                      "multiple of the largest subgroup size"};
   const std::span<const uint32_t> code = shaders::spirv(key.shader);
-  access_ = reflect_storage_bindings(code);
-  if (access_.size() != key.bindings)
-    fail(ErrorCode::invalid_argument, std::string(shaders::name(key.shader)) + " declares " +
-                                          std::to_string(access_.size()) + " storage bindings, the kernel binds " +
-                                          std::to_string(key.bindings));
-  try {
-    VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-    module_info.codeSize = code.size_bytes();
-    module_info.pCode = code.data();
-    check(vkCreateShaderModule(device_, &module_info, allocator_, &module_), "vkCreateShaderModule");
+  std::unique_ptr<ComputePipeline> p(new ComputePipeline(context, key));
+  ATTENDRE_TRY_ASSIGN(p->access_, try_reflect_storage_bindings(code));
+  if (p->access_.size() != key.bindings)
+    return Status{ErrorCode::invalid_argument,
+                  std::string(shaders::name(key.shader)) + " declares " + std::to_string(p->access_.size()) +
+                      " storage bindings, the kernel binds " + std::to_string(key.bindings)};
+  VkDevice device = p->device_;
+  const VkAllocationCallbacks* allocator = p->allocator_;
+  VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  module_info.codeSize = code.size_bytes();
+  module_info.pCode = code.data();
+  ATTENDRE_TRY(checked(vkCreateShaderModule(device, &module_info, allocator, &p->module_), "vkCreateShaderModule"));
 
-    std::vector<VkDescriptorSetLayoutBinding> bindings(key.bindings);
-    for (uint32_t i = 0; i < key.bindings; ++i)
-      bindings[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
-    VkDescriptorSetLayoutCreateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-    set_info.bindingCount = key.bindings;
-    set_info.pBindings = bindings.data();
-    check(vkCreateDescriptorSetLayout(device_, &set_info, allocator_, &set_layout_), "vkCreateDescriptorSetLayout");
+  std::vector<VkDescriptorSetLayoutBinding> bindings(key.bindings);
+  for (uint32_t i = 0; i < key.bindings; ++i)
+    bindings[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+  VkDescriptorSetLayoutCreateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  set_info.bindingCount = key.bindings;
+  set_info.pBindings = bindings.data();
+  ATTENDRE_TRY(checked(vkCreateDescriptorSetLayout(device, &set_info, allocator, &p->set_layout_),
+                       "vkCreateDescriptorSetLayout"));
 
-    VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, key.push_bytes};
-    VkPipelineLayoutCreateInfo layout_info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-    layout_info.setLayoutCount = 1;
-    layout_info.pSetLayouts = &set_layout_;
-    layout_info.pushConstantRangeCount = key.push_bytes ? 1 : 0;
-    layout_info.pPushConstantRanges = &push;
-    check(vkCreatePipelineLayout(device_, &layout_info, allocator_, &layout_), "vkCreatePipelineLayout");
+  VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, key.push_bytes};
+  VkPipelineLayoutCreateInfo layout_info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  layout_info.setLayoutCount = 1;
+  layout_info.pSetLayouts = &p->set_layout_;
+  layout_info.pushConstantRangeCount = key.push_bytes ? 1 : 0;
+  layout_info.pPushConstantRanges = &push;
+  ATTENDRE_TRY(checked(vkCreatePipelineLayout(device, &layout_info, allocator, &p->layout_), "vkCreatePipelineLayout"));
 
-    std::vector<VkSpecializationMapEntry> entries(key.specialization.size());
-    for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
-    VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(), key.specialization.size() * 4,
-                              key.specialization.data()};
-    VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
-    info.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
-    info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-    info.stage.module = module_;
-    info.stage.pName = "main";
-    if (key.full_subgroups) {
-      if (!caps.subgroup_size_control || caps.max_subgroup_size == 0 || key.specialization.empty() ||
-          key.specialization[0] % caps.max_subgroup_size != 0)
-        fail(ErrorCode::unsupported, std::string(shaders::name(key.shader)) +
-                                         " needs full subgroups: VK_EXT_subgroup_size_control and a workgroup of a "
-                                         "multiple of the largest subgroup size");
-      info.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT;
-    }
-    info.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec;
-    info.layout = layout_;
-    check(vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &info, allocator_, &pipeline_), "vkCreateComputePipelines");
-  } catch (...) {
-    destroy();
-    throw;
-  }
+  std::vector<VkSpecializationMapEntry> entries(key.specialization.size());
+  for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
+  VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(), key.specialization.size() * 4,
+                            key.specialization.data()};
+  VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  info.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+  info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  info.stage.module = p->module_;
+  info.stage.pName = "main";
+  if (key.full_subgroups) info.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT;
+  info.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec;
+  info.layout = p->layout_;
+  ATTENDRE_TRY(checked(vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &info, allocator, &p->pipeline_),
+                       "vkCreateComputePipelines"));
+  return p;
 }
 
 ComputePipeline::~ComputePipeline() { destroy(); }
@@ -98,17 +103,20 @@ bool BufferBinding::overlaps(const BufferBinding& other) const {
   return offset < other_end && other.offset < end;
 }
 
-const ComputePipeline& PipelineCache::get(const PipelineKey& key) {
+Result<const ComputePipeline*> PipelineCache::try_get(const PipelineKey& key) {
   auto it = pipelines_.find(key);
-  if (it == pipelines_.end()) it = pipelines_.emplace(key, std::make_unique<ComputePipeline>(context_, key)).first;
-  return *it->second;
+  if (it == pipelines_.end()) {
+    ATTENDRE_TRY_ASSIGN(std::unique_ptr<ComputePipeline> pipeline, ComputePipeline::create(context_, key));
+    it = pipelines_.emplace(key, std::move(pipeline)).first;
+  }
+  return static_cast<const ComputePipeline*>(it->second.get());
 }
 
 DescriptorArena::~DescriptorArena() {
   for (VkDescriptorPool pool : pools_) vkDestroyDescriptorPool(device_, pool, allocator_);
 }
 
-VkDescriptorSet DescriptorArena::allocate(VkDescriptorSetLayout layout) {
+Result<VkDescriptorSet> DescriptorArena::allocate(VkDescriptorSetLayout layout) {
   VkDescriptorSetAllocateInfo info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
   info.descriptorSetCount = 1;
   info.pSetLayouts = &layout;
@@ -117,7 +125,8 @@ VkDescriptorSet DescriptorArena::allocate(VkDescriptorSetLayout layout) {
     info.descriptorPool = pools_.back();
     const VkResult r = vkAllocateDescriptorSets(device_, &info, &set);
     if (r == VK_SUCCESS) return set;
-    if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL) check(r, "vkAllocateDescriptorSets");
+    if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL)
+      return checked(r, "vkAllocateDescriptorSets");
   }
   VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * kMaxBindings};
   VkDescriptorPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
@@ -125,17 +134,18 @@ VkDescriptorSet DescriptorArena::allocate(VkDescriptorSetLayout layout) {
   pool_info.poolSizeCount = 1;
   pool_info.pPoolSizes = &size;
   VkDescriptorPool pool = VK_NULL_HANDLE;
-  check(vkCreateDescriptorPool(device_, &pool_info, allocator_, &pool), "vkCreateDescriptorPool");
+  ATTENDRE_TRY(checked(vkCreateDescriptorPool(device_, &pool_info, allocator_, &pool), "vkCreateDescriptorPool"));
   pools_.push_back(pool);
   info.descriptorPool = pool;
-  check(vkAllocateDescriptorSets(device_, &info, &set), "vkAllocateDescriptorSets");
+  ATTENDRE_TRY(checked(vkAllocateDescriptorSets(device_, &info, &set), "vkAllocateDescriptorSets"));
   return set;
 }
 
-VkDescriptorSet DescriptorArena::bind(const ComputePipeline& pipeline, std::span<const BufferBinding> bindings) {
-  require(bindings.size() == pipeline.key().bindings,
-          std::string(shaders::name(pipeline.key().shader)) + ": wrong number of buffer bindings");
-  const VkDescriptorSet set = allocate(pipeline.set_layout());
+Result<VkDescriptorSet> DescriptorArena::try_bind(const ComputePipeline& pipeline,
+                                                  std::span<const BufferBinding> bindings) {
+  ATTENDRE_REQUIRE(bindings.size() == pipeline.key().bindings,
+                   std::string(shaders::name(pipeline.key().shader)) + ": wrong number of buffer bindings");
+  ATTENDRE_TRY_ASSIGN(const VkDescriptorSet set, allocate(pipeline.set_layout()));
   std::vector<VkDescriptorBufferInfo> infos(bindings.size());
   std::vector<VkWriteDescriptorSet> writes(bindings.size());
   for (uint32_t i = 0; i < bindings.size(); ++i) {

@@ -6,6 +6,7 @@
 
 #include <attendre/context.hpp>
 #include <attendre/shader_ids.hpp>
+#include <attendre/status.hpp>
 
 #include <cstdint>
 #include <map>
@@ -33,7 +34,9 @@ struct PipelineKey {
 
 class ComputePipeline {
  public:
-  ComputePipeline(Context& context, const PipelineKey& key);
+  // Fails (unsupported) where the device's limits refuse the key, or when
+  // the driver refuses an object; what was created is destroyed.
+  static Result<std::unique_ptr<ComputePipeline>> create(Context& context, const PipelineKey& key);
   ~ComputePipeline();
   ComputePipeline(const ComputePipeline&) = delete;
   ComputePipeline& operator=(const ComputePipeline&) = delete;
@@ -46,6 +49,7 @@ class ComputePipeline {
   const BindingAccess& access(uint32_t binding) const { return access_[binding]; }
 
  private:
+  ComputePipeline(Context& context, const PipelineKey& key);
   void destroy();
 
   VkDevice device_;
@@ -63,7 +67,11 @@ class ComputePipeline {
 class PipelineCache {
  public:
   explicit PipelineCache(Context& context) : context_(context) {}
-  const ComputePipeline& get(const PipelineKey& key);
+  // The pipeline of `key`, built on first use (a failed build is not cached).
+  Result<const ComputePipeline*> try_get(const PipelineKey& key);
+#if defined(__cpp_exceptions)
+  const ComputePipeline& get(const PipelineKey& key) { return *try_get(key).value_or_throw(); }
+#endif
   size_t size() const { return pipelines_.size(); }
   void clear() { pipelines_.clear(); }
 
@@ -98,10 +106,15 @@ class DescriptorArena {
   DescriptorArena& operator=(const DescriptorArena&) = delete;
 
   // A set for `pipeline` with bindings[i] at binding i.
-  VkDescriptorSet bind(const ComputePipeline& pipeline, std::span<const BufferBinding> bindings);
+  Result<VkDescriptorSet> try_bind(const ComputePipeline& pipeline, std::span<const BufferBinding> bindings);
+#if defined(__cpp_exceptions)
+  VkDescriptorSet bind(const ComputePipeline& pipeline, std::span<const BufferBinding> bindings) {
+    return try_bind(pipeline, bindings).value_or_throw();
+  }
+#endif
 
  private:
-  VkDescriptorSet allocate(VkDescriptorSetLayout layout);
+  Result<VkDescriptorSet> allocate(VkDescriptorSetLayout layout);
 
   VkDevice device_;
   const VkAllocationCallbacks* allocator_;  // the context's, for destruction

@@ -1,5 +1,5 @@
 #include "vulkan/spirv_reflect.hpp"
-#include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include <attendre/error.hpp>
 
@@ -24,8 +24,8 @@ struct Decorations {
 
 }  // namespace
 
-std::vector<BindingAccess> reflect_storage_bindings(std::span<const uint32_t> spirv) {
-  require(spirv.size() >= 5 && spirv[0] == kMagic, "reflect_storage_bindings: not a SPIR-V module");
+Result<std::vector<BindingAccess>> try_reflect_storage_bindings(std::span<const uint32_t> spirv) {
+  ATTENDRE_REQUIRE(spirv.size() >= 5 && spirv[0] == kMagic, "reflect_storage_bindings: not a SPIR-V module");
   std::map<uint32_t, Decorations> decorations;                     // by id
   std::map<uint32_t, std::map<uint32_t, Decorations>> members;     // struct id -> member -> decorations
   std::map<uint32_t, uint32_t> member_counts;                      // struct id -> members
@@ -37,7 +37,7 @@ std::vector<BindingAccess> reflect_storage_bindings(std::span<const uint32_t> sp
 
   for (size_t at = 5; at < spirv.size();) {
     const uint32_t count = spirv[at] >> 16, opcode = spirv[at] & 0xFFFFu;
-    require(count > 0 && at + count <= spirv.size(), "reflect_storage_bindings: truncated instruction");
+    ATTENDRE_REQUIRE(count > 0 && at + count <= spirv.size(), "reflect_storage_bindings: truncated instruction");
     const uint32_t* w = &spirv[at];
     auto apply = [](Decorations& d, uint32_t decoration, const uint32_t* literal, bool has_literal) {
       if (decoration == kDecorationNonWritable) d.non_writable = true;

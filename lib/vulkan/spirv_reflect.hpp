@@ -4,6 +4,8 @@
 // recorder derives from them agree with what the validation layer sees.
 #pragma once
 
+#include <attendre/status.hpp>
+
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -18,8 +20,13 @@ struct BindingAccess {
 
 // Accesses of bindings 0..n-1 of descriptor set 0 (n: the largest binding
 // declared + 1). Several variables may alias one binding (typed views of the
-// same buffer): their accesses are merged. Throws invalid_argument on a
+// same buffer): their accesses are merged. Fails (invalid_argument) on a
 // malformed module (the embedded shaders are generated, so that is a build bug).
-std::vector<BindingAccess> reflect_storage_bindings(std::span<const uint32_t> spirv);
+Result<std::vector<BindingAccess>> try_reflect_storage_bindings(std::span<const uint32_t> spirv);
+#if defined(__cpp_exceptions)
+inline std::vector<BindingAccess> reflect_storage_bindings(std::span<const uint32_t> spirv) {
+  return try_reflect_storage_bindings(spirv).value_or_throw();
+}
+#endif
 
 }  // namespace attendre::vk

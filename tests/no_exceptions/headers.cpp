@@ -2,6 +2,8 @@
 // without exceptions reads the library's failures as values from these
 // public headers. Not run: it only has to compile.
 #include <attendre/config.hpp>
+#include <attendre/context.hpp>
+#include <attendre/embedding.hpp>
 #include <attendre/encoder_decoder.hpp>
 #include <attendre/generate.hpp>
 #include <attendre/memory_plan.hpp>
@@ -63,6 +65,16 @@ namespace {
   attendre::Result<attendre::GenerateResult> generated = attendre::try_generate(stack, prompt, options);
   if (!generated.ok()) return std::move(generated).status();
   return std::move(generated->tokens);
+}
+
+// A context without exceptions: the failure comes back as a value.
+[[maybe_unused]] attendre::Status open_device(const std::string& name) {
+  attendre::ContextOptions options;
+  options.device = name;
+  attendre::Result<std::unique_ptr<attendre::Context>> context = attendre::Context::create(options);
+  if (!context.ok()) return std::move(context).status();
+  attendre::Result<std::vector<std::string>> devices = attendre::try_list_devices();
+  return devices.ok() ? attendre::Status{} : std::move(devices).status();
 }
 
 }  // namespace
