@@ -267,6 +267,8 @@ class Context {
   Status create_instance(Validation validation);
   Status create_device();
   Status finish_setup(const LimitOverrides& limits, uint32_t fence_timeout_ms);
+  // Waits, on a fence of its own, until the queue ran every earlier submission.
+  void drain_queue();
   void release();
 
   bool owns_device_ = true;

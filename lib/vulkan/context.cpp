@@ -470,11 +470,28 @@ void Context::StateDeleter::operator()(vk::ContextState* state) const { delete s
 std::vector<std::string> validation_messages(const Context& context) { return context.state().messages; }
 void clear_validation_messages(Context& context) { context.state().messages.clear(); }
 
+// A queue thread may still touch a finished submission's semaphores and
+// command buffers after signalling its fence (lavapipe, Mesa 22.3: its
+// queue thread crashed now and then when an adopted device's context was
+// destroyed right after its last wait). An empty submission of our own,
+// waited on, comes after every earlier one on the queue, so the thread is
+// done with them; it waits for nothing the application submits later, and
+// idles nothing. On an owned device vkDeviceWaitIdle covers this.
+void Context::drain_queue() {
+  VkFenceCreateInfo info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  VkFence fence = VK_NULL_HANDLE;
+  if (vkCreateFence(device_, &info, allocator_, &fence) != VK_SUCCESS) return;  // destroyed anyway
+  if (vkQueueSubmit(queue_, 0, nullptr, fence) == VK_SUCCESS)
+    vkWaitForFences(device_, 1, &fence, VK_TRUE, state_->fence_timeout_ns);  // a lost device: destroyed anyway
+  vkDestroyFence(device_, fence, allocator_);
+}
+
 void Context::release() {
   if (!state_) return;  // never set up
   // attendre's objects wait on their own fences when destroyed; an adopted
   // device may run the application's work, which is not ours to wait for.
   if (device_ && owns_device_) vkDeviceWaitIdle(device_);
+  if (device_ && !owns_device_) drain_queue();
   for (const vk::ContextState::Timeline& t : state_->spare_timelines) {
     if (!state_->wait_semaphores || t.value == 0) continue;
     VkSemaphoreWaitInfoKHR wait{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO_KHR};
