@@ -97,8 +97,9 @@ Result<TensorView> WeightLoader::fetch(const std::string& name, std::vector<uint
 }
 
 Result<DeviceMatrix> WeightLoader::matrix(const MatrixSpec& spec) {
-  ATTENDRE_TRY_ASSIGN(TensorView view, fetch(spec.name, {spec.rows, spec.cols}));
   DeviceMatrix m;
+  FinishOnFailure guard(*this);
+  ATTENDRE_TRY_ASSIGN(TensorView view, fetch(spec.name, {spec.rows, spec.cols}));
   m.type_ = DeviceMatrix::stored_type(view.type, storage_);
   m.rows_ = static_cast<uint32_t>(spec.rows);
   m.cols_ = static_cast<uint32_t>(spec.cols);
@@ -142,11 +143,13 @@ Result<DeviceMatrix> WeightLoader::matrix(const MatrixSpec& spec) {
       ATTENDRE_TRY(write(part.buffer, uint64_t{part.bias_offset} * 4, std::as_bytes(std::span<const float>(slice))));
     }
   }
+  guard.succeeded();
   return m;
 }
 
 Result<DeviceNorm> WeightLoader::norm(const VectorSpec& gain, const std::optional<VectorSpec>& shift) {
   DeviceNorm n;
+  FinishOnFailure guard(*this);
   n.bias_offset = static_cast<uint32_t>(align_words(gain.size));
   ATTENDRE_TRY_ASSIGN(n.buffer, vk::Buffer::create(arena_, (align_words(gain.size) + (shift ? align_words(gain.size) : 0)) * 4,
                                                    gain.name.c_str()));
@@ -161,22 +164,32 @@ Result<DeviceNorm> WeightLoader::norm(const VectorSpec& gain, const std::optiona
   };
   ATTENDRE_TRY(put(gain, 0));
   if (shift) ATTENDRE_TRY(put(*shift, uint64_t{n.bias_offset} * 4));
+  guard.succeeded();
   return n;
 }
 
 Result<std::vector<double>> WeightLoader::values(const std::string& name, std::vector<uint64_t> shape) {
+  FinishOnFailure guard(*this);
   ATTENDRE_TRY_ASSIGN(const TensorView view, fetch(name, shape));
+  guard.succeeded();
   if (view.type != ElementType::f32) return gguf::try_dequantize(static_cast<gguf::TensorType>(view.type), view.bytes);
   std::vector<float> floats(view.bytes.size() / 4);
   std::memcpy(floats.data(), view.bytes.data(), floats.size() * 4);
   return std::vector<double>(floats.begin(), floats.end());
 }
 
+WeightLoader::FinishOnFailure::~FinishOnFailure() {
+  if (!succeeded_) (void)loader_.finish();  // a failed wait leaves the copies to the submissions' destructors
+}
+
 uint64_t WeightLoader::constants_bytes(uint64_t count) { return vk::MemoryArena::placed_bytes(align_words(count) * 4); }
 
 Result<vk::Buffer> WeightLoader::constants(std::span<const float> values, const char* label) {
-  ATTENDRE_TRY_ASSIGN(vk::Buffer buffer, vk::Buffer::create(arena_, align_words(values.size()) * 4, label));
+  vk::Buffer buffer;
+  FinishOnFailure guard(*this);
+  ATTENDRE_TRY_ASSIGN(buffer, vk::Buffer::create(arena_, align_words(values.size()) * 4, label));
   ATTENDRE_TRY(write(buffer, 0, std::as_bytes(values)));
+  guard.succeeded();
   return buffer;
 }
 

@@ -83,7 +83,8 @@ class WeightLoader {
 
   // Fail naming the tensor when the source lacks it, holds another shape
   // or an encoding whose row does not split into whole blocks; the source's
-  // own failures come through as they are.
+  // own failures come through as they are. A failing call first waits for
+  // every copy in flight (FinishOnFailure), so the buffers made before may go.
   Result<DeviceMatrix> matrix(const MatrixSpec& spec);
   Result<DeviceNorm> norm(const VectorSpec& gain, const std::optional<VectorSpec>& shift);
   // A small tensor decoded to float64 on the host (tables the host turns
@@ -94,6 +95,24 @@ class WeightLoader {
   static uint64_t constants_bytes(uint64_t count);
   // Waits for every copy: the tensors are ready for kernels afterwards.
   Status finish();
+
+  // A load that fails midway may leave copies in flight (or recorded, still
+  // to be submitted) into buffers that go away with the failure: declared
+  // after them, this waits for every copy on the way out unless the load
+  // succeeded. Every call above holds one; so does whoever keeps what they
+  // returned in objects that a later failure frees.
+  class FinishOnFailure {
+   public:
+    explicit FinishOnFailure(WeightLoader& loader) : loader_(loader) {}
+    ~FinishOnFailure();
+    FinishOnFailure(const FinishOnFailure&) = delete;
+    FinishOnFailure& operator=(const FinishOnFailure&) = delete;
+    void succeeded() { succeeded_ = true; }
+
+   private:
+    WeightLoader& loader_;
+    bool succeeded_ = false;
+  };
 
  private:
   Result<TensorView> fetch(const std::string& name, std::vector<uint64_t> shape);

@@ -95,6 +95,7 @@ uint64_t BlockWeights::rope_table_bytes(const BlockConfig& config) {
 Result<BlockWeights> BlockWeights::load(WeightLoader& loader, const BlockSpec& t, const BlockConfig& config,
                                         std::span<const double> rope_factors) {
   BlockWeights w;
+  WeightLoader::FinishOnFailure guard(loader);  // w's buffers may receive copies still in flight
   ATTENDRE_TRY_ASSIGN(w.attn_norm, loader.norm(t.attn_norm, t.attn_norm_bias));
   if (t.ffn_norm) {
     ATTENDRE_TRY_ASSIGN(w.ffn_norm, loader.norm(*t.ffn_norm, t.ffn_norm_bias));
@@ -123,6 +124,7 @@ Result<BlockWeights> BlockWeights::load(WeightLoader& loader, const BlockSpec& t
     ATTENDRE_TRY_ASSIGN(const std::vector<double> table, loader.values(t.t5_table->name, {t.t5_table->rows, t.t5_table->cols}));
     w.t5_table.assign(table.begin(), table.end());
   }
+  guard.succeeded();
   return w;
 }
 
