@@ -14,32 +14,28 @@ static_assert(ATTENDRE_FEATURE_LARGE_WORKGROUPS == 1u << static_cast<uint32_t>(F
 
 // The options of create, also those of adopt that apply to it (`what`
 // names the call in messages).
-ContextOptions context_options(const attendre_context_options& o, const std::string& what) {
+Result<ContextOptions> context_options(const attendre_context_options& o, const std::string& what) {
   ContextOptions options;
   if (o.device) options.device = o.device;
-  if (o.validation < -1 || o.validation > ATTENDRE_VALIDATION_GPU)
-    fail(ErrorCode::invalid_argument, what + ": validation " + std::to_string(o.validation) +
-                                          " is not an attendre_validation (-1 to 3)");
+  ATTENDRE_REQUIRE(o.validation >= -1 && o.validation <= ATTENDRE_VALIDATION_GPU,
+                   what + ": validation " + std::to_string(o.validation) + " is not an attendre_validation (-1 to 3)");
   if (o.validation >= 0) options.validation = static_cast<Validation>(o.validation);
-  if (o.portable_limits < -1 || o.portable_limits > 1)
-    fail(ErrorCode::invalid_argument,
-         what + ": portable_limits " + std::to_string(o.portable_limits) + " is not -1, 0 or 1");
+  ATTENDRE_REQUIRE(o.portable_limits >= -1 && o.portable_limits <= 1,
+                   what + ": portable_limits " + std::to_string(o.portable_limits) + " is not -1, 0 or 1");
   if (o.portable_limits >= 0) options.limits = o.portable_limits ? LimitOverrides::portable() : LimitOverrides{};
-  if (o.kernels < -1 || o.kernels > ATTENDRE_KERNELS_DIRECT)
-    fail(ErrorCode::invalid_argument,
-         what + ": kernels " + std::to_string(o.kernels) + " is not an attendre_kernels (-1 to 1)");
+  ATTENDRE_REQUIRE(o.kernels >= -1 && o.kernels <= ATTENDRE_KERNELS_DIRECT,
+                   what + ": kernels " + std::to_string(o.kernels) + " is not an attendre_kernels (-1 to 1)");
   if (o.kernels >= 0)
     options.kernels = o.kernels == ATTENDRE_KERNELS_TILED ? DeviceCaps::KernelStyle::tiled : DeviceCaps::KernelStyle::direct;
-  require(o.fence_timeout_ms > 0, what + ": fence_timeout_ms is 0");
+  ATTENDRE_REQUIRE(o.fence_timeout_ms > 0, what + ": fence_timeout_ms is 0");
   options.fence_timeout_ms = o.fence_timeout_ms;
   if (o.disabled_features != ATTENDRE_FEATURES_DEFAULT) {
     // An unknown bit is a feature this library does not know: refusing it
     // keeps a newer program from believing a fallback is tested.
     const uint32_t unknown = o.disabled_features & ~ATTENDRE_FEATURES_ALL;
-    if (unknown != 0)
-      fail(ErrorCode::invalid_argument, what + ": disabled_features has unknown bits " + std::to_string(unknown) +
-                                            " (the ATTENDRE_FEATURE_* bits are " +
-                                            std::to_string(ATTENDRE_FEATURES_ALL) + ")");
+    ATTENDRE_REQUIRE(unknown == 0, what + ": disabled_features has unknown bits " + std::to_string(unknown) +
+                                       " (the ATTENDRE_FEATURE_* bits are " + std::to_string(ATTENDRE_FEATURES_ALL) +
+                                       ")");
     options.disabled_features = FeatureSet{o.disabled_features};
   }
   options.allocator = static_cast<const VkAllocationCallbacks*>(o.allocator);
@@ -61,21 +57,24 @@ void attendre_context_options_defaults(attendre_context_options* options) {
 }
 
 attendre_status attendre_context_create(const attendre_context_options* options, attendre_context** context) {
-  return guard([&] {
-    need(context, "attendre_context_create: context");
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(context, "attendre_context_create: context");
     *context = nullptr;
     attendre_context_options o;
     attendre_context_options_defaults(&o);
-    *context = new attendre_context(context_options(options ? *options : o, "attendre_context_create"));
+    ATTENDRE_TRY_ASSIGN(const ContextOptions chosen, context_options(options ? *options : o, "attendre_context_create"));
+    ATTENDRE_TRY_ASSIGN(std::unique_ptr<Context> made, Context::create(chosen));
+    *context = new attendre_context(std::move(made));
     return ATTENDRE_OK;
   });
 }
 
 attendre_status attendre_context_adopt(const attendre_external_device* external, attendre_context** context) {
-  return guard([&] {
-    need(context, "attendre_context_adopt: context");
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(context, "attendre_context_adopt: context");
     *context = nullptr;
-    const attendre_external_device& e = need(external, "attendre_context_adopt: external");
+    ATTENDRE_C_NEED(external, "attendre_context_adopt: external");
+    const attendre_external_device& e = *external;
     // Dispatchable Vulkan handles are pointers to opaque structs.
     ExternalDevice device;
     device.instance = static_cast<VkInstance>(e.instance);
@@ -86,23 +85,24 @@ attendre_status attendre_context_adopt(const attendre_external_device* external,
     device.storage_16bit_enabled = e.storage_16bit_enabled != 0;
     device.timeline_semaphore_enabled = e.timeline_semaphore_enabled != 0;
     device.get_instance_proc_addr = reinterpret_cast<PFN_vkGetInstanceProcAddr>(e.get_instance_proc_addr);
-    require(device.instance && device.physical_device && device.device && device.queue,
-            "attendre_context_adopt: instance, physical_device, device and queue must all be set");
+    ATTENDRE_REQUIRE(device.instance && device.physical_device && device.device && device.queue,
+                     "attendre_context_adopt: instance, physical_device, device and queue must all be set");
     attendre_context_options defaults;
     attendre_context_options_defaults(&defaults);
     const attendre_context_options& o = e.options ? *e.options : defaults;
-    const ContextOptions options = context_options(o, "attendre_context_adopt");
+    ATTENDRE_TRY_ASSIGN(const ContextOptions options, context_options(o, "attendre_context_adopt"));
     // The application made the instance and device: options that would
     // choose or configure them cannot apply, and are refused, not ignored.
-    require((!o.device || !*o.device) && o.validation == ATTENDRE_VALIDATION_DEFAULT &&
-                o.fence_timeout_ms == defaults.fence_timeout_ms,
-            "attendre_context_adopt: options.device, validation and fence_timeout_ms must keep their defaults");
+    ATTENDRE_REQUIRE((!o.device || !*o.device) && o.validation == ATTENDRE_VALIDATION_DEFAULT &&
+                         o.fence_timeout_ms == defaults.fence_timeout_ms,
+                     "attendre_context_adopt: options.device, validation and fence_timeout_ms must keep their defaults");
     device.kernels = options.kernels;
     device.disabled_features = options.disabled_features;
     device.allocator = options.allocator;
     // Unset (-1) reads no environment here: an adopted device's limits are
     // the application's, as before options existed.
-    *context = new attendre_context(device, options.limits.value_or(LimitOverrides{}));
+    ATTENDRE_TRY_ASSIGN(std::unique_ptr<Context> made, Context::adopt(device, options.limits.value_or(LimitOverrides{})));
+    *context = new attendre_context(std::move(made));
     return ATTENDRE_OK;
   });
 }
@@ -110,24 +110,26 @@ attendre_status attendre_context_adopt(const attendre_external_device* external,
 void attendre_context_destroy(attendre_context* context) { delete context; }
 
 attendre_status attendre_context_device_name(const attendre_context* context, char* name, size_t* count) {
-  return guard([&] {
-    return copy_text(need(context, "attendre_context_device_name: context").context.caps().name, name, count,
-                     "attendre_context_device_name");
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(context, "attendre_context_device_name: context");
+    return copy_text(context->context.caps().name, name, count, "attendre_context_device_name");
   });
 }
 
 attendre_status attendre_context_disabled_features(const attendre_context* context, uint32_t* features) {
-  return guard([&] {
-    need(features, "attendre_context_disabled_features: features") =
-        need(context, "attendre_context_disabled_features: context").context.caps().disabled.bits;
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(context, "attendre_context_disabled_features: context");
+    ATTENDRE_C_NEED(features, "attendre_context_disabled_features: features");
+    *features = context->context.caps().disabled.bits;
     return ATTENDRE_OK;
   });
 }
 
 attendre_status attendre_context_device_memory(const attendre_context* context, uint64_t* bytes,
                                                uint64_t* peak_bytes) {
-  return guard([&] {
-    const Context& c = need(context, "attendre_context_device_memory: context").context;
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(context, "attendre_context_device_memory: context");
+    const Context& c = context->context;
     if (bytes) *bytes = c.device_memory_bytes();
     if (peak_bytes) *peak_bytes = c.peak_device_memory_bytes();
     return ATTENDRE_OK;
@@ -136,16 +138,17 @@ attendre_status attendre_context_device_memory(const attendre_context* context, 
 
 attendre_status attendre_context_take_validation_messages(attendre_context* context, size_t* messages, char* text,
                                                           size_t* count) {
-  return guard([&] {
-    Context& c = need(context, "attendre_context_take_validation_messages: context").context;
-    need(messages, "attendre_context_take_validation_messages: messages");
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(context, "attendre_context_take_validation_messages: context");
+    Context& c = context->context;
+    ATTENDRE_C_NEED(messages, "attendre_context_take_validation_messages: messages");
     const std::vector<std::string> found = validation_messages(c);
     std::string joined;
     for (const std::string& m : found) joined += m + "\n";
     *messages = found.size();
     if (count) {
-      const attendre_status s = copy_text(joined, text, count, "attendre_context_take_validation_messages");
-      if (s != ATTENDRE_OK) return s;  // kept for the call with a larger buffer
+      // Kept for the call with a larger buffer.
+      ATTENDRE_C_TRY(copy_text(joined, text, count, "attendre_context_take_validation_messages"));
     }
     clear_validation_messages(c);
     return ATTENDRE_OK;

@@ -9,13 +9,14 @@ using namespace attendre::capi;
 
 namespace attendre::capi {
 
-MemorySetting memory_setting(const attendre_memory_setting& s) {
+Result<MemorySetting> memory_setting(const attendre_memory_setting& s) {
   MemorySetting setting;
   setting.q_capacity = s.q_capacity;
   setting.kv.capacity = s.kv_capacity;
   const std::string_view name = s.policy ? s.policy : "fifo";
   const std::optional<PolicyKind> kind = parse_policy(name);
-  require(kind.has_value(), "unknown policy '" + std::string(name) + "' (fifo, lru, lfu, lra_last, lra_max, lra_sum, lfa)");
+  ATTENDRE_REQUIRE(kind.has_value(),
+                   "unknown policy '" + std::string(name) + "' (fifo, lru, lfu, lra_last, lra_max, lra_sum, lfa)");
   setting.kv.policy = Policy{*kind, s.lambda, {}};
   setting.kv.n_sink = s.n_sink;
   setting.kv.protect_new = s.protect_new != 0;
@@ -30,22 +31,26 @@ MemorySetting memory_setting(const attendre_memory_setting& s) {
 
 namespace {
 
-LayerConfig layer_config(const attendre_layer_config& c) {
+Result<LayerConfig> layer_config(const attendre_layer_config& c) {
   LayerConfig config;
   config.shape = {c.heads_q, c.heads_kv, c.head_dim};
   config.chunk = c.chunk;
-  apply_memory(config, memory_setting(c.memory));
+  ATTENDRE_TRY_ASSIGN(const MemorySetting setting, memory_setting(c.memory));
+  apply_memory(config, setting);
   config.retrieval.tag_mask = c.tag_mask != 0;
   if (c.scale != 0.0) config.retrieval.scale = c.scale;
-  config.validate();
+  ATTENDRE_TRY(config.check());
   return config;
 }
 
 // The library's view of a C chunk of `rows` rows; the C layer checks the
 // row count against the handle's limit first, so no array is read past it.
-ChunkView chunk_view(const attendre_chunk& c, const AttentionShape& shape, uint32_t max_rows, const char* what) {
-  require(c.rows <= max_rows, std::string(what) + ": " + std::to_string(c.rows) + " rows, at most " +
-                                  std::to_string(max_rows) + " fit");
+Result<ChunkView> chunk_view(const attendre_chunk* chunk, const char* chunk_name, const AttentionShape& shape,
+                             uint32_t max_rows, const char* what) {
+  ATTENDRE_C_NEED(chunk, std::string(what) + ": " + chunk_name);
+  const attendre_chunk& c = *chunk;
+  ATTENDRE_REQUIRE(c.rows <= max_rows, std::string(what) + ": " + std::to_string(c.rows) + " rows, at most " +
+                                           std::to_string(max_rows) + " fit");
   const auto span_of = [&](const auto* p, size_t per_row) {
     return p ? std::span(p, size_t{c.rows} * per_row) : std::span<std::remove_pointer_t<decltype(p)>>();
   };
@@ -64,9 +69,9 @@ ChunkView chunk_view(const attendre_chunk& c, const AttentionShape& shape, uint3
 
 namespace attendre::capi {
 
-attendre_status snapshot_out(const MemorySnapshot& held, int64_t* positions, double* scores, size_t* count,
-                             const char* what) {
-  if (!fits(positions, count, held.positions.size(), what)) return too_small(what, held.positions.size());
+Outcome snapshot_out(const MemorySnapshot& held, int64_t* positions, double* scores, size_t* count,
+                     const char* what) {
+  ATTENDRE_C_TRY(room(positions, count, held.positions.size(), what));
   std::copy(held.positions.begin(), held.positions.end(), positions);
   if (scores) std::copy(held.scores.begin(), held.scores.end(), scores);
   *count = held.positions.size();
@@ -95,15 +100,18 @@ void attendre_layer_config_defaults(attendre_layer_config* config) {
 
 attendre_status attendre_kv_memory_create(attendre_context* context, const attendre_layer_config* config,
                                           uint32_t max_queries, attendre_kv_memory** memory) {
-  return guard([&] {
-    need(memory, "attendre_kv_memory_create: memory");
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(memory, "attendre_kv_memory_create: memory");
     *memory = nullptr;
-    Context& c = need(context, "attendre_kv_memory_create: context").context;
+    ATTENDRE_C_NEED(context, "attendre_kv_memory_create: context");
+    Context& c = context->context;
     auto handle = std::make_unique<attendre_kv_memory>();
-    handle->config = layer_config(need(config, "attendre_kv_memory_create: config"));
+    ATTENDRE_C_NEED(config, "attendre_kv_memory_create: config");
+    ATTENDRE_TRY_ASSIGN(handle->config, layer_config(*config));
     handle->max_queries = max_queries;
-    handle->memory = std::make_unique<gpu::KeyValueMemory>(c, handle->config.shape, handle->config.kv,
-                                                           handle->config.retrieval, handle->config.chunk, max_queries);
+    ATTENDRE_TRY_ASSIGN(handle->memory, gpu::KeyValueMemory::create(c, handle->config.shape, handle->config.kv,
+                                                                    handle->config.retrieval, handle->config.chunk,
+                                                                    max_queries));
     *memory = handle.release();
     return ATTENDRE_OK;
   });
@@ -112,49 +120,53 @@ attendre_status attendre_kv_memory_create(attendre_context* context, const atten
 void attendre_kv_memory_destroy(attendre_kv_memory* memory) { delete memory; }
 
 attendre_status attendre_kv_memory_insert(attendre_kv_memory* memory, const attendre_chunk* rows) {
-  return guard([&] {
-    attendre_kv_memory& m = need(memory, "attendre_kv_memory_insert: memory");
-    m.memory->insert(chunk_view(need(rows, "attendre_kv_memory_insert: rows"), m.config.shape, m.config.chunk,
-                                "attendre_kv_memory_insert"));
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(memory, "attendre_kv_memory_insert: memory");
+    attendre_kv_memory& m = *memory;
+    ATTENDRE_TRY_ASSIGN(const ChunkView view, chunk_view(rows, "rows", m.config.shape, m.config.chunk,
+                                                         "attendre_kv_memory_insert"));
+    ATTENDRE_TRY(m.memory->try_insert(view));
     return ATTENDRE_OK;
   });
 }
 
 attendre_status attendre_kv_memory_retrieve(attendre_kv_memory* memory, const attendre_chunk* queries,
                                             float* outputs, size_t* count) {
-  return guard([&] {
+  return guard([&]() -> Outcome {
     const char* what = "attendre_kv_memory_retrieve";
-    attendre_kv_memory& m = need(memory, "attendre_kv_memory_retrieve: memory");
-    const ChunkView view = chunk_view(need(queries, "attendre_kv_memory_retrieve: queries"), m.config.shape,
-                                      m.max_queries, what);
+    ATTENDRE_C_NEED(memory, "attendre_kv_memory_retrieve: memory");
+    attendre_kv_memory& m = *memory;
+    ATTENDRE_TRY_ASSIGN(const ChunkView view, chunk_view(queries, "queries", m.config.shape, m.max_queries, what));
     size_t valid = view.rows;
     if (!view.valid.empty()) valid = static_cast<size_t>(std::count_if(view.valid.begin(), view.valid.end(), [](uint8_t v) { return v != 0; }));
     const size_t needed = valid * m.config.shape.q_row();
-    if (!fits(outputs, count, needed, what)) return too_small(what, needed);
-    const std::vector<float> out = m.memory->retrieve(view);
+    ATTENDRE_C_TRY(room(outputs, count, needed, what));
+    ATTENDRE_TRY_ASSIGN(const std::vector<float> out, m.memory->try_retrieve(view));
     return copy_out(std::span<const float>(out), outputs, count, what);
   });
 }
 
 attendre_status attendre_kv_memory_snapshot(attendre_kv_memory* memory, int64_t* positions, double* scores,
                                             size_t* count) {
-  return guard([&] {
-    return snapshot_out(need(memory, "attendre_kv_memory_snapshot: memory").memory->snapshot(), positions, scores,
-                        count, "attendre_kv_memory_snapshot");
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(memory, "attendre_kv_memory_snapshot: memory");
+    ATTENDRE_TRY_ASSIGN(const MemorySnapshot held, memory->memory->try_snapshot());
+    return snapshot_out(held, positions, scores, count, "attendre_kv_memory_snapshot");
   });
 }
 
 attendre_status attendre_kv_memory_record_insert(attendre_kv_memory* memory, void* command_buffer,
                                                  const attendre_chunk* rows, const attendre_buffer_range* kv,
                                                  uint32_t consumer_stages, uint32_t consumer_access) {
-  return guard([&] {
+  return guard([&]() -> Outcome {
     const char* what = "attendre_kv_memory_record_insert";
-    attendre_kv_memory& m = need(memory, "attendre_kv_memory_record_insert: memory");
-    const VkCommandBuffer cb = capi::command_buffer(command_buffer, what);
-    const ChunkView view = chunk_view(need(rows, "attendre_kv_memory_record_insert: rows"), m.config.shape,
-                                      m.config.chunk, what);
-    m.memory->record_insert(cb, view, kv ? buffer_range(&kv[0]) : std::nullopt, kv ? buffer_range(&kv[1]) : std::nullopt,
-                            consumer(consumer_stages, consumer_access));
+    ATTENDRE_C_NEED(memory, "attendre_kv_memory_record_insert: memory");
+    attendre_kv_memory& m = *memory;
+    ATTENDRE_TRY_ASSIGN(const VkCommandBuffer cb, capi::command_buffer(command_buffer, what));
+    ATTENDRE_TRY_ASSIGN(const ChunkView view, chunk_view(rows, "rows", m.config.shape, m.config.chunk, what));
+    ATTENDRE_TRY(m.memory->try_record_insert(cb, view, kv ? buffer_range(&kv[0]) : std::nullopt,
+                                             kv ? buffer_range(&kv[1]) : std::nullopt,
+                                             consumer(consumer_stages, consumer_access)));
     return ATTENDRE_OK;
   });
 }
@@ -163,28 +175,31 @@ attendre_status attendre_kv_memory_record_retrieve(attendre_kv_memory* memory, v
                                                    const attendre_chunk* queries, const attendre_buffer_range* q,
                                                    const attendre_buffer_range* outputs, uint32_t consumer_stages,
                                                    uint32_t consumer_access) {
-  return guard([&] {
+  return guard([&]() -> Outcome {
     const char* what = "attendre_kv_memory_record_retrieve";
-    attendre_kv_memory& m = need(memory, "attendre_kv_memory_record_retrieve: memory");
-    const VkCommandBuffer cb = capi::command_buffer(command_buffer, what);
-    const ChunkView view = chunk_view(need(queries, "attendre_kv_memory_record_retrieve: queries"), m.config.shape,
-                                      m.max_queries, what);
+    ATTENDRE_C_NEED(memory, "attendre_kv_memory_record_retrieve: memory");
+    attendre_kv_memory& m = *memory;
+    ATTENDRE_TRY_ASSIGN(const VkCommandBuffer cb, capi::command_buffer(command_buffer, what));
+    ATTENDRE_TRY_ASSIGN(const ChunkView view, chunk_view(queries, "queries", m.config.shape, m.max_queries, what));
     gpu::LayerOutputs out;
     out.outputs = buffer_range(outputs);
     out.consumer = consumer(consumer_stages, consumer_access);
-    m.memory->record_retrieve(cb, view, buffer_range(q), out);
+    ATTENDRE_TRY(m.memory->try_record_retrieve(cb, view, buffer_range(q), out));
     return ATTENDRE_OK;
   });
 }
 
 attendre_status attendre_layer_create(attendre_context* context, const attendre_layer_config* config,
                                       attendre_layer** layer) {
-  return guard([&] {
-    need(layer, "attendre_layer_create: layer");
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(layer, "attendre_layer_create: layer");
     *layer = nullptr;
-    Context& c = need(context, "attendre_layer_create: context").context;
+    ATTENDRE_C_NEED(context, "attendre_layer_create: context");
+    Context& c = context->context;
     auto handle = std::make_unique<attendre_layer>();
-    handle->layer = std::make_unique<gpu::Layer>(c, layer_config(need(config, "attendre_layer_create: config")));
+    ATTENDRE_C_NEED(config, "attendre_layer_create: config");
+    ATTENDRE_TRY_ASSIGN(const LayerConfig checked, layer_config(*config));
+    ATTENDRE_TRY_ASSIGN(handle->layer, gpu::Layer::create(c, checked));
     *layer = handle.release();
     return ATTENDRE_OK;
   });
@@ -193,12 +208,13 @@ attendre_status attendre_layer_create(attendre_context* context, const attendre_
 void attendre_layer_destroy(attendre_layer* layer) { delete layer; }
 
 attendre_status attendre_layer_step(attendre_layer* layer, const attendre_chunk* chunk) {
-  return guard([&] {
-    attendre_layer& l = need(layer, "attendre_layer_step: layer");
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(layer, "attendre_layer_step: layer");
+    attendre_layer& l = *layer;
     const LayerConfig& config = l.layer->config();
     l.last = {};
-    l.last = l.layer->step(chunk_view(need(chunk, "attendre_layer_step: chunk"), config.shape, config.chunk,
-                                      "attendre_layer_step"));
+    ATTENDRE_TRY_ASSIGN(const ChunkView view, chunk_view(chunk, "chunk", config.shape, config.chunk, "attendre_layer_step"));
+    ATTENDRE_TRY_ASSIGN(l.last, l.layer->try_step(view));
     return ATTENDRE_OK;
   });
 }
@@ -207,16 +223,17 @@ attendre_status attendre_layer_record(attendre_layer* layer, void* command_buffe
                                       const attendre_buffer_range* qkv, const attendre_buffer_range* outputs,
                                       uint32_t consumer_stages, uint32_t consumer_access, int64_t* positions,
                                       size_t* count) {
-  return guard([&] {
+  return guard([&]() -> Outcome {
     const char* what = "attendre_layer_record";
-    attendre_layer& l = need(layer, "attendre_layer_record: layer");
-    const VkCommandBuffer cb = capi::command_buffer(command_buffer, what);
+    ATTENDRE_C_NEED(layer, "attendre_layer_record: layer");
+    attendre_layer& l = *layer;
+    ATTENDRE_TRY_ASSIGN(const VkCommandBuffer cb, capi::command_buffer(command_buffer, what));
     const LayerConfig& config = l.layer->config();
     // Recording commits the step, so the positions' room is checked first:
     // a step emits at most S queries.
-    if (count && !fits(positions, count, config.chunk, what)) return too_small(what, config.chunk);
+    if (count) ATTENDRE_C_TRY(room(positions, count, config.chunk, what));
     gpu::LayerInputs in;
-    in.chunk = chunk_view(need(chunk, "attendre_layer_record: chunk"), config.shape, config.chunk, what);
+    ATTENDRE_TRY_ASSIGN(in.chunk, chunk_view(chunk, "chunk", config.shape, config.chunk, what));
     if (qkv) {
       in.q = buffer_range(qkv[0]);
       in.k = buffer_range(qkv[1]);
@@ -226,8 +243,8 @@ attendre_status attendre_layer_record(attendre_layer* layer, void* command_buffe
     if (outputs) out.outputs = buffer_range(*outputs);
     out.consumer = consumer(consumer_stages, consumer_access);
     l.last = {};
-    l.last.emitted_positions =
-        l.layer->record(cb, in, out).emitted_positions;
+    ATTENDRE_TRY_ASSIGN(gpu::RecordedStep recorded, l.layer->try_record(cb, in, out));
+    l.last.emitted_positions = std::move(recorded.emitted_positions);
     if (count) return copy_out(std::span<const int64_t>(l.last.emitted_positions), positions, count, what);
     return ATTENDRE_OK;
   });
@@ -235,69 +252,78 @@ attendre_status attendre_layer_record(attendre_layer* layer, void* command_buffe
 
 attendre_status attendre_layer_submit(attendre_layer* layer, const attendre_chunk* chunk,
                                       const attendre_submit_options* options, attendre_ticket** ticket) {
-  return guard([&] {
+  return guard([&]() -> Outcome {
     const char* what = "attendre_layer_submit";
-    attendre_layer& l = need(layer, "attendre_layer_submit: layer");
+    ATTENDRE_C_NEED(layer, "attendre_layer_submit: layer");
+    attendre_layer& l = *layer;
     const LayerConfig& config = l.layer->config();
-    const ChunkView view = chunk_view(need(chunk, "attendre_layer_submit: chunk"), config.shape, config.chunk, what);
-    const SubmitOptions o = submit_options(options, what);
-    return ticket_out(ticket, what, [&] { return l.layer->submit(view, {}, o); });
+    ATTENDRE_TRY_ASSIGN(const ChunkView view, chunk_view(chunk, "chunk", config.shape, config.chunk, what));
+    ATTENDRE_TRY_ASSIGN(const SubmitOptions o, submit_options(options, what));
+    return ticket_out(ticket, what, [&] { return l.layer->try_submit(view, {}, o); });
   });
 }
 
 attendre_status attendre_layer_result(attendre_layer* layer, const attendre_ticket* ticket) {
-  return guard([&] {
-    attendre_layer& l = need(layer, "attendre_layer_result: layer");
-    const Ticket& t = need(ticket, "attendre_layer_result: ticket").ticket;
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(layer, "attendre_layer_result: layer");
+    attendre_layer& l = *layer;
+    ATTENDRE_C_NEED(ticket, "attendre_layer_result: ticket");
     l.last = {};
-    l.last = l.layer->result(t);
+    ATTENDRE_TRY_ASSIGN(l.last, l.layer->try_result(ticket->ticket));
     return ATTENDRE_OK;
   });
 }
 
 attendre_status attendre_layer_drain_step(attendre_layer* layer) {
-  return guard([&] {
-    attendre_layer& l = need(layer, "attendre_layer_drain_step: layer");
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(layer, "attendre_layer_drain_step: layer");
+    attendre_layer& l = *layer;
     l.last = {};
-    l.last = l.layer->drain_step();
+    ATTENDRE_TRY_ASSIGN(l.last, l.layer->try_drain_step());
     return ATTENDRE_OK;
   });
 }
 
 attendre_status attendre_layer_flush(attendre_layer* layer) {
-  return guard([&] {
-    attendre_layer& l = need(layer, "attendre_layer_flush: layer");
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(layer, "attendre_layer_flush: layer");
+    attendre_layer& l = *layer;
     l.last = {};
-    l.last = l.layer->flush();
+    ATTENDRE_TRY_ASSIGN(l.last, l.layer->try_flush());
     return ATTENDRE_OK;
   });
 }
 
 attendre_status attendre_layer_has_pending(const attendre_layer* layer, int* pending) {
-  return guard([&] {
-    need(pending, "attendre_layer_has_pending: pending") =
-        need(layer, "attendre_layer_has_pending: layer").layer->has_pending_queries() ? 1 : 0;
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(layer, "attendre_layer_has_pending: layer");
+    ATTENDRE_C_NEED(pending, "attendre_layer_has_pending: pending");
+    *pending = layer->layer->has_pending_queries() ? 1 : 0;
     return ATTENDRE_OK;
   });
 }
 
 attendre_status attendre_layer_output(const attendre_layer* layer, int64_t* positions, size_t* position_count,
                                       float* outputs, size_t* output_count) {
-  return guard([&] {
+  return guard([&]() -> Outcome {
     const char* what = "attendre_layer_output";
-    const StepResult& last = need(layer, "attendre_layer_output: layer").last;
-    const bool p = fits(positions, position_count, last.emitted_positions.size(), what);
-    const bool o = fits(outputs, output_count, last.outputs.size(), what);
+    ATTENDRE_C_NEED(layer, "attendre_layer_output: layer");
+    const StepResult& last = layer->last;
+    ATTENDRE_C_NEED(position_count, std::string(what) + " count");
+    ATTENDRE_C_NEED(output_count, std::string(what) + " count");
+    const bool p = fits(positions, *position_count, last.emitted_positions.size());
+    const bool o = fits(outputs, *output_count, last.outputs.size());
     if (!p || !o) return too_small(what, p ? last.outputs.size() : last.emitted_positions.size());
-    copy_out(std::span<const int64_t>(last.emitted_positions), positions, position_count, what);
+    ATTENDRE_C_TRY(copy_out(std::span<const int64_t>(last.emitted_positions), positions, position_count, what));
     return copy_out(std::span<const float>(last.outputs), outputs, output_count, what);
   });
 }
 
 attendre_status attendre_layer_snapshot(attendre_layer* layer, int64_t* positions, double* scores, size_t* count) {
-  return guard([&] {
-    return snapshot_out(need(layer, "attendre_layer_snapshot: layer").layer->snapshot(), positions, scores, count,
-                        "attendre_layer_snapshot");
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(layer, "attendre_layer_snapshot: layer");
+    ATTENDRE_TRY_ASSIGN(const MemorySnapshot held, layer->layer->try_snapshot());
+    return snapshot_out(held, positions, scores, count, "attendre_layer_snapshot");
   });
 }
 

@@ -17,12 +17,14 @@ const char* policy_name(PolicyKind kind) {
 extern "C" {
 
 attendre_status attendre_model_open(const char* path, const attendre_model_options* options, attendre_model** model) {
-  return guard([&] {
-    need(model, "attendre_model_open: model");
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(model, "attendre_model_open: model");
     *model = nullptr;
     ModelOptions o;
     if (options && options->f16_weights) o.weights = WeightType::f16;
-    *model = new attendre_model(Model::open((need(path, "attendre_model_open: path"), path), o));
+    ATTENDRE_C_NEED(path, "attendre_model_open: path");
+    ATTENDRE_TRY_ASSIGN(Model opened, Model::try_open(path, o));
+    *model = new attendre_model(std::move(opened));
     return ATTENDRE_OK;
   });
 }
@@ -30,11 +32,13 @@ attendre_status attendre_model_open(const char* path, const attendre_model_optio
 void attendre_model_destroy(attendre_model* model) { delete model; }
 
 attendre_status attendre_model_info_get(const attendre_model* model, attendre_model_info* info) {
-  return guard([&] {
-    const Model& m = need(model, "attendre_model_info_get: model").model;
-    attendre_model_info& out = need(info, "attendre_model_info_get: info");
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(model, "attendre_model_info_get: model");
+    const Model& m = model->model;
+    ATTENDRE_C_NEED(info, "attendre_model_info_get: info");
+    attendre_model_info& out = *info;
     const ModelInfo& i = m.info();
-    const StackConfig config = m.stack_config(m.default_memory());
+    ATTENDRE_TRY_ASSIGN(const StackConfig config, m.try_stack_config(m.default_memory()));
     out.architecture = i.architecture.c_str();
     out.name = i.name.c_str();
     out.context_length = i.context_length;
@@ -48,9 +52,11 @@ attendre_status attendre_model_info_get(const attendre_model* model, attendre_mo
 }
 
 attendre_status attendre_model_default_memory(const attendre_model* model, attendre_memory_setting* setting) {
-  return guard([&] {
-    const MemoryPlan plan = need(model, "attendre_model_default_memory: model").model.default_memory();
-    attendre_memory_setting& s = need(setting, "attendre_model_default_memory: setting");
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(model, "attendre_model_default_memory: model");
+    const MemoryPlan plan = model->model.default_memory();
+    ATTENDRE_C_NEED(setting, "attendre_model_default_memory: setting");
+    attendre_memory_setting& s = *setting;
     attendre_memory_setting_defaults(&s);
     s.chunk = plan.chunk;
     s.q_capacity = plan.all.q_capacity;
@@ -69,19 +75,22 @@ attendre_status attendre_model_default_memory(const attendre_model* model, atten
 }
 
 attendre_status attendre_tokenizer_open(const char* path, attendre_tokenizer** tokenizer) {
-  return guard([&] {
-    need(tokenizer, "attendre_tokenizer_open: tokenizer");
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(tokenizer, "attendre_tokenizer_open: tokenizer");
     *tokenizer = nullptr;
-    *tokenizer = new attendre_tokenizer(Tokenizer::open((need(path, "attendre_tokenizer_open: path"), path)));
+    ATTENDRE_C_NEED(path, "attendre_tokenizer_open: path");
+    ATTENDRE_TRY_ASSIGN(Tokenizer opened, Tokenizer::try_open(path));
+    *tokenizer = new attendre_tokenizer(std::move(opened));
     return ATTENDRE_OK;
   });
 }
 
 attendre_status attendre_model_tokenizer(const attendre_model* model, attendre_tokenizer** tokenizer) {
-  return guard([&] {
-    need(tokenizer, "attendre_model_tokenizer: tokenizer");
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(tokenizer, "attendre_model_tokenizer: tokenizer");
     *tokenizer = nullptr;
-    *tokenizer = new attendre_tokenizer(need(model, "attendre_model_tokenizer: model").model.tokenizer());
+    ATTENDRE_C_NEED(model, "attendre_model_tokenizer: model");
+    *tokenizer = new attendre_tokenizer(model->model.tokenizer());
     return ATTENDRE_OK;
   });
 }
@@ -96,45 +105,52 @@ void attendre_encode_options_defaults(attendre_encode_options* options) {
 
 attendre_status attendre_tokenizer_encode(const attendre_tokenizer* tokenizer, const char* text, size_t length,
                                           const attendre_encode_options* options, uint32_t* ids, size_t* count) {
-  return guard([&] {
-    const Tokenizer& t = need(tokenizer, "attendre_tokenizer_encode: tokenizer").tokenizer;
-    if (length > 0) need(text, "attendre_tokenizer_encode: text");
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(tokenizer, "attendre_tokenizer_encode: tokenizer");
+    const Tokenizer& t = tokenizer->tokenizer;
+    if (length > 0) ATTENDRE_C_NEED(text, "attendre_tokenizer_encode: text");
     Tokenizer::EncodeOptions o;
     if (options) {
-      require(options->add_bos >= -1 && options->add_bos <= 1,
-              "attendre_tokenizer_encode: add_bos " + std::to_string(options->add_bos) + " is not -1, 0 or 1");
+      ATTENDRE_REQUIRE(options->add_bos >= -1 && options->add_bos <= 1,
+                       "attendre_tokenizer_encode: add_bos " + std::to_string(options->add_bos) + " is not -1, 0 or 1");
       if (options->add_bos >= 0) o.add_bos = options->add_bos == 1;
       o.parse_special = options->parse_special != 0;
       o.continuation = options->continuation != 0;
       o.more_follows = options->more_follows != 0;
     }
-    const std::vector<uint32_t> out = t.encode(std::string_view(text ? text : "", length), o);
+    ATTENDRE_TRY_ASSIGN(const std::vector<uint32_t> out, t.try_encode(std::string_view(text ? text : "", length), o));
     return copy_out(std::span<const uint32_t>(out), ids, count, "attendre_tokenizer_encode");
   });
 }
 
 attendre_status attendre_tokenizer_decode(const attendre_tokenizer* tokenizer, const uint32_t* ids, size_t id_count,
                                           char* text, size_t* count) {
-  return guard([&] {
-    const Tokenizer& t = need(tokenizer, "attendre_tokenizer_decode: tokenizer").tokenizer;
-    if (id_count > 0) need(ids, "attendre_tokenizer_decode: ids");
-    return copy_text(t.decode(std::span<const uint32_t>(ids, id_count)), text, count, "attendre_tokenizer_decode");
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(tokenizer, "attendre_tokenizer_decode: tokenizer");
+    const Tokenizer& t = tokenizer->tokenizer;
+    if (id_count > 0) ATTENDRE_C_NEED(ids, "attendre_tokenizer_decode: ids");
+    ATTENDRE_TRY_ASSIGN(const std::string decoded, t.try_decode(std::span<const uint32_t>(ids, id_count)));
+    return copy_text(decoded, text, count, "attendre_tokenizer_decode");
   });
 }
 
 attendre_status attendre_tokenizer_piece(const attendre_tokenizer* tokenizer, uint32_t id, char* text, size_t* count) {
-  return guard([&] {
-    const Tokenizer& t = need(tokenizer, "attendre_tokenizer_piece: tokenizer").tokenizer;
-    require(id < t.size(), "attendre_tokenizer_piece: token " + std::to_string(id) + " is past the vocabulary's " +
-                               std::to_string(t.size()));
-    return copy_text(t.piece(id), text, count, "attendre_tokenizer_piece");
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(tokenizer, "attendre_tokenizer_piece: tokenizer");
+    const Tokenizer& t = tokenizer->tokenizer;
+    ATTENDRE_REQUIRE(id < t.size(), "attendre_tokenizer_piece: token " + std::to_string(id) +
+                                        " is past the vocabulary's " + std::to_string(t.size()));
+    ATTENDRE_TRY_ASSIGN(const std::string_view piece, t.try_piece(id));
+    return copy_text(piece, text, count, "attendre_tokenizer_piece");
   });
 }
 
 attendre_status attendre_tokenizer_info_get(const attendre_tokenizer* tokenizer, attendre_tokenizer_info* info) {
-  return guard([&] {
-    const Tokenizer& t = need(tokenizer, "attendre_tokenizer_info_get: tokenizer").tokenizer;
-    attendre_tokenizer_info& out = need(info, "attendre_tokenizer_info_get: info");
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(tokenizer, "attendre_tokenizer_info_get: tokenizer");
+    const Tokenizer& t = tokenizer->tokenizer;
+    ATTENDRE_C_NEED(info, "attendre_tokenizer_info_get: info");
+    attendre_tokenizer_info& out = *info;
     out.size = t.size();
     out.bos = t.bos() ? int64_t{*t.bos()} : -1;
     out.eos = t.eos() ? int64_t{*t.eos()} : -1;
@@ -143,17 +159,18 @@ attendre_status attendre_tokenizer_info_get(const attendre_tokenizer* tokenizer,
 }
 
 attendre_status attendre_tokenizer_stop_tokens(const attendre_tokenizer* tokenizer, uint32_t* ids, size_t* count) {
-  return guard([&] {
-    const Tokenizer& t = need(tokenizer, "attendre_tokenizer_stop_tokens: tokenizer").tokenizer;
+  return guard([&]() -> Outcome {
+    ATTENDRE_C_NEED(tokenizer, "attendre_tokenizer_stop_tokens: tokenizer");
+    const Tokenizer& t = tokenizer->tokenizer;
     return copy_out(std::span<const uint32_t>(t.stop_tokens()), ids, count, "attendre_tokenizer_stop_tokens");
   });
 }
 
 attendre_status attendre_continuation_point(const char* text, size_t length, size_t limit, size_t* point) {
-  return guard([&] {
-    if (length > 0) need(text, "attendre_continuation_point: text");
-    need(point, "attendre_continuation_point: point") =
-        Tokenizer::continuation_point(std::string_view(text ? text : "", length), limit);
+  return guard([&]() -> Outcome {
+    if (length > 0) ATTENDRE_C_NEED(text, "attendre_continuation_point: text");
+    ATTENDRE_C_NEED(point, "attendre_continuation_point: point");
+    *point = Tokenizer::continuation_point(std::string_view(text ? text : "", length), limit);
     return ATTENDRE_OK;
   });
 }

@@ -28,14 +28,22 @@ attendre_status status_of(ErrorCode code) {
 }  // namespace
 
 attendre_status failure(attendre_status status, const std::string& message) {
+#if defined(__cpp_exceptions)
   try {
     last_message = message;
   } catch (...) {
     last_message.clear();  // no room for the message: the status still says what failed
   }
+#else
+  last_message = message;
+#endif
   return status;
 }
 
+Outcome::Outcome(const Status& status)
+    : status_(status.ok() ? ATTENDRE_OK : failure(status_of(status.code()), status.message())) {}
+
+#if defined(__cpp_exceptions)
 attendre_status failed_with(const std::exception_ptr& error) noexcept {
   try {
     std::rethrow_exception(error);
@@ -49,11 +57,11 @@ attendre_status failed_with(const std::exception_ptr& error) noexcept {
     return failure(ATTENDRE_ERROR_INTERNAL, "internal error: an unknown exception");
   }
 }
+#endif
 
-bool fits(const void* buffer, size_t* count, size_t needed, const char* what) {
-  need(count, (std::string(what) + " count").c_str());
-  if (needed == 0 || (buffer && *count >= needed)) return true;
-  *count = needed;
+bool fits(const void* buffer, size_t& count, size_t needed) {
+  if (needed == 0 || (buffer && count >= needed)) return true;
+  count = needed;
   return false;
 }
 
@@ -62,8 +70,14 @@ attendre_status too_small(const char* what, size_t needed) {
                  std::string(what) + ": the buffer is too small, " + std::to_string(needed) + " needed");
 }
 
-attendre_status copy_text(std::string_view text, char* buffer, size_t* count, const char* what) {
-  if (!fits(buffer, count, text.size() + 1, what)) return too_small(what, text.size() + 1);
+Outcome room(const void* buffer, size_t* count, size_t needed, const char* what) {
+  ATTENDRE_C_NEED(count, std::string(what) + " count");
+  if (!fits(buffer, *count, needed)) return too_small(what, needed);
+  return ATTENDRE_OK;
+}
+
+Outcome copy_text(std::string_view text, char* buffer, size_t* count, const char* what) {
+  ATTENDRE_C_TRY(room(buffer, count, text.size() + 1, what));
   std::copy(text.begin(), text.end(), buffer);
   buffer[text.size()] = '\0';
   *count = text.size() + 1;
