@@ -149,7 +149,7 @@ std::vector<KernelTime> Layer::last_profile() {
   impl_->finish_pending();
   std::vector<KernelTime> out;
   if (impl_->profiler)
-    for (const auto& s : impl_->profiler->read()) out.push_back({s.label, s.ns});
+    for (const auto& s : impl_->profiler->read()) out.push_back({s.label, s.ns, s.pieces, s.longest_piece_ns});
   return out;
 }
 

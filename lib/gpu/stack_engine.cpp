@@ -564,7 +564,7 @@ std::vector<KernelTime> StackEngine::last_profile() {
   finish_pending();
   std::vector<KernelTime> out;
   if (profiler_)
-    for (const auto& s : profiler_->read()) out.push_back({s.label, s.ns});
+    for (const auto& s : profiler_->read()) out.push_back({s.label, s.ns, s.pieces, s.longest_piece_ns});
   return out;
 }
 
