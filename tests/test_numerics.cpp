@@ -139,12 +139,14 @@ TEST_CASE("numerics: subnormal inputs read as zero on both backends, so retained
 // infinities or NaN as hidden states.
 class HugeWeights final : public WeightSource {
  public:
-  std::optional<ElementType> type_of(const std::string&, std::span<const uint64_t>) override { return ElementType::f32; }
-  std::optional<TensorView> tensor(const std::string& name, std::span<const uint64_t> shape) override {
+  Result<std::optional<ElementType>> try_type_of(const std::string&, std::span<const uint64_t>) override {
+    return std::optional<ElementType>(ElementType::f32);
+  }
+  Result<std::optional<TensorView>> try_tensor(const std::string& name, std::span<const uint64_t> shape) override {
     values_ = inner_.values(name, shape);
     if (name.find("ffn_gate") != std::string::npos || name.find("ffn_up") != std::string::npos)
       for (float& x : values_) x *= 1e21f;
-    return TensorView{ElementType::f32, std::as_bytes(std::span<const float>(values_))};
+    return std::optional<TensorView>(TensorView{ElementType::f32, std::as_bytes(std::span<const float>(values_))});
   }
 
  private:

@@ -43,10 +43,12 @@ StackConfig llama_3b(uint32_t kv_capacity = 4096) {
 // Every matrix in Q4_K (no data: planning reads types only).
 class Q4KTypes final : public WeightSource {
  public:
-  std::optional<ElementType> type_of(const std::string&, std::span<const uint64_t> shape) override {
-    return shape.size() == 2 ? ElementType::q4_k : ElementType::f32;
+  Result<std::optional<ElementType>> try_type_of(const std::string&, std::span<const uint64_t> shape) override {
+    return std::optional<ElementType>(shape.size() == 2 ? ElementType::q4_k : ElementType::f32);
   }
-  std::optional<TensorView> tensor(const std::string&, std::span<const uint64_t>) override { return std::nullopt; }
+  Result<std::optional<TensorView>> try_tensor(const std::string&, std::span<const uint64_t>) override {
+    return std::optional<TensorView>();
+  }
 };
 
 void check_within(const gpu::StackLayout& layout, const DeviceCaps& caps, const StackConfig& config) {

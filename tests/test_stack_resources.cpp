@@ -126,8 +126,10 @@ class MixedWeights final : public WeightSource {
  public:
   MixedWeights(uint64_t seed, std::string f16_part, std::string other_part = "", ElementType other = ElementType::q4_0)
       : inner_(seed), f16_part_(std::move(f16_part)), other_part_(std::move(other_part)), other_(other) {}
-  std::optional<ElementType> type_of(const std::string& name, std::span<const uint64_t>) override { return type(name); }
-  std::optional<TensorView> tensor(const std::string& name, std::span<const uint64_t> shape) override {
+  Result<std::optional<ElementType>> try_type_of(const std::string& name, std::span<const uint64_t>) override {
+    return std::optional<ElementType>(type(name));
+  }
+  Result<std::optional<TensorView>> try_tensor(const std::string& name, std::span<const uint64_t> shape) override {
     const std::vector<float> values = inner_.values(name, shape);
     bytes_.clear();
     const ElementType t = type(name);
@@ -143,7 +145,7 @@ class MixedWeights final : public WeightSource {
       const auto raw = std::as_bytes(std::span<const float>(values));
       bytes_.assign(raw.begin(), raw.end());
     }
-    return TensorView{t, bytes_};
+    return std::optional<TensorView>(TensorView{t, bytes_});
   }
 
  private:

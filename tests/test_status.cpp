@@ -1,13 +1,18 @@
 // Errors as values (include/attendre/status.hpp): Status and Result, the
-// propagation macros, and the status forms of the configuration checks and
-// of driving a stack (sampling, reading, generation, perplexity), which must
-// fail exactly as their throwing forms do.
+// propagation macros, and the status forms of the configuration checks, of
+// driving a stack (sampling, reading, generation, perplexity) and of the
+// device layer, K/V memory and stack, which must fail exactly as their
+// throwing forms do and leave the object usable.
 #include "core/try.hpp"
 #include "stack_support.hpp"
+#include "support.hpp"
 
 #include <attendre/config.hpp>
 #include <attendre/encoder_decoder.hpp>
 #include <attendre/generate.hpp>
+#include <attendre/gpu.hpp>
+#include <attendre/gpu_stack.hpp>
+#include <attendre/reference/layer.hpp>
 #include <attendre/memory_plan.hpp>
 #include <attendre/perplexity.hpp>
 #include <attendre/reference/encoder_decoder.hpp>
@@ -285,4 +290,193 @@ TEST_CASE("status: an encoder-decoder refuses out-of-order calls as values") {
   CHECK(model.try_finish_encoding().ok());
   CHECK(model.try_finish_encoding().message() == "finish_encoding() twice");
   CHECK(model.try_decode(start.chunk()).ok());
+}
+
+namespace {
+
+// RandomWeights, except tensor `broken`, whose reading fails as a file's
+// would (in try_type_of too, when `types` is set); `missing` it lacks.
+class BrokenWeights final : public WeightSource {
+ public:
+  BrokenWeights(std::string broken, bool types, std::string missing = "")
+      : broken_(std::move(broken)), missing_(std::move(missing)), types_(types) {}
+  Result<std::optional<ElementType>> try_type_of(const std::string& name, std::span<const uint64_t> shape) override {
+    if (types_ && name == broken_) return failure(name);
+    if (name == missing_) return std::optional<ElementType>();
+    return inner_.try_type_of(name, shape);
+  }
+  Result<std::optional<TensorView>> try_tensor(const std::string& name, std::span<const uint64_t> shape) override {
+    if (name == broken_) return failure(name);
+    if (name == missing_) return std::optional<TensorView>();
+    return inner_.try_tensor(name, shape);
+  }
+  static Status failure(const std::string& name) {
+    return {ErrorCode::malformed_input, "weights.gguf: tensor '" + name + "' ends past the end of the file"};
+  }
+
+ private:
+  RandomWeights inner_{11};
+  std::string broken_, missing_;
+  bool types_;
+};
+
+}  // namespace
+
+TEST_CASE("status: a device layer refuses as its throwing form does, and then runs as the reference") {
+  LayerConfig bad = small_layer();
+  bad.shape.heads_q = 3;
+  const Result<std::unique_ptr<gpu::Layer>> refused = gpu::Layer::create(test::gpu(), bad);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == ErrorCode::invalid_argument);
+  CHECK(refused.status().message() == thrown_message([&] { gpu::Layer layer(test::gpu(), bad); }));
+
+  // Past the device's limits: a 1 MiB storage range refuses a 5 MiB K/V memory.
+  ContextOptions options;
+  options.limits = LimitOverrides{std::nullopt, std::nullopt, uint64_t{1} << 20};
+  Context narrow(options);
+  LayerConfig big = small_layer();
+  big.kv.capacity = 40000;
+  const Result<std::unique_ptr<gpu::Layer>> too_big = gpu::Layer::create(narrow, big);
+  REQUIRE_FALSE(too_big.ok());
+  CHECK(too_big.status().code() == ErrorCode::unsupported);
+  CHECK(too_big.status().message() ==
+        "K/V memory needs 5 MiB, over the device's storage-buffer range of 1 MiB; lower M, heads_kv or head_dim");
+  CHECK(too_big.status().message() == thrown_message([&] { gpu::Layer layer(narrow, big); }));
+  test::check_no_validation_messages(narrow);
+
+  // Refused calls change nothing: the stream then runs as on the reference.
+  const LayerConfig c = small_layer();
+  Result<std::unique_ptr<gpu::Layer>> made = gpu::Layer::create(test::gpu(), c);
+  REQUIRE_MESSAGE(made.ok(), made.status().message());
+  gpu::Layer& layer = **made;
+  const test::Stream s = test::random_stream(c.shape, 23, 41, {0.2});
+  const ChunkView too_long = s.chunk(0, c.chunk + 1);
+  const Result<StepResult> long_step = layer.try_step(too_long);
+  REQUIRE_FALSE(long_step.ok());
+  CHECK(long_step.status().code() == ErrorCode::invalid_argument);
+  CHECK(long_step.status().message() == thrown_message([&] { layer.step(too_long); }));
+  StepRequest evicted;
+  evicted.evicted = true;
+  CHECK(layer.try_flush(evicted).status().message() == "a flush step inserts nothing, so it evicts nothing");
+  CHECK(layer.try_step(s.chunk(0, c.chunk), evicted).status().message() ==
+        "evicted entries requested but copy_out_evicted is off");
+  reference::Layer cpu(c);
+  const std::vector<test::StepRecord> expected = test::run_stream(cpu, s);
+  test::check_runs_match(expected, test::run_stream(layer, s), 2e-4, 2e-4, "after refused calls");
+
+  // Tickets: one from another layer, then one collected already.
+  Result<std::unique_ptr<gpu::Layer>> other = gpu::Layer::create(test::gpu(), c);
+  REQUIRE(other.ok());
+  const Result<Ticket> ticket = layer.try_submit(s.chunk(0, 0));
+  REQUIRE(ticket.ok());
+  CHECK((*other)->try_result(*ticket).status().message() == "result: the ticket comes from another object's submit");
+  CHECK(layer.try_result(*ticket).ok());
+  const Result<StepResult> again = layer.try_result(*ticket);
+  CHECK(again.status().code() == ErrorCode::invalid_argument);
+  CHECK(again.status().message() == thrown_message([&] { layer.result(*ticket); }));
+  CHECK(layer.try_wait().ok());
+  test::check_no_validation_messages(test::gpu());
+}
+
+TEST_CASE("status: a device K/V memory refuses a bad chunk as a value, then inserts as the reference") {
+  const AttentionShape shape{4, 2, 8};
+  KvMemoryConfig kv;
+  kv.capacity = 6;
+  kv.policy = Policy::lru();
+  kv.copy_out_evicted = true;
+  RetrievalConfig retrieval;
+  retrieval.top_k = 4;
+  KvMemoryConfig empty = kv;
+  empty.capacity = 0;
+  const auto no_room = gpu::KeyValueMemory::create(test::gpu(), shape, empty, retrieval, 4, 4);
+  REQUIRE_FALSE(no_room.ok());
+  CHECK(no_room.status().message() ==
+        thrown_message([&] { gpu::KeyValueMemory memory(test::gpu(), shape, empty, retrieval, 4, 4); }));
+
+  auto made = gpu::KeyValueMemory::create(test::gpu(), shape, kv, retrieval, 4, 4);
+  REQUIRE_MESSAGE(made.ok(), made.status().message());
+  gpu::KeyValueMemory& memory = **made;
+  const test::Stream s = test::random_stream(shape, 17, 43);
+  const ChunkView too_long = s.chunk(0, 5);
+  const Result<EvictedEntries> refused = memory.try_insert(too_long);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == ErrorCode::invalid_argument);
+  CHECK(refused.status().message() == thrown_message([&] { memory.insert(too_long); }));
+  CHECK(memory.try_retrieve(s.chunk(0, 5)).status().message() == "retrieve() got 5 queries, more than 4");
+
+  reference::KeyValueMemory cpu(shape, kv, 4);
+  for (uint32_t first = 0; first < s.rows; first += 4) {
+    const ChunkView rows = s.chunk(first, std::min(4u, s.rows - first));
+    const Result<EvictedEntries> got = memory.try_insert(rows);
+    REQUIRE_MESSAGE(got.ok(), got.status().message());
+    const EvictedEntries expected = cpu.insert(rows);
+    CHECK(got->positions == expected.positions);
+    CHECK(got->scores == expected.scores);
+    CHECK(got->keys == expected.keys);
+    CHECK(got->values == expected.values);
+  }
+  const Result<MemorySnapshot> held = memory.try_snapshot();
+  REQUIRE(held.ok());
+  CHECK(held->positions == cpu.snapshot().positions);
+  CHECK(held->scores == cpu.snapshot().scores);
+  test::check_no_validation_messages(test::gpu());
+}
+
+TEST_CASE("status: a device stack reports the weight source's own failure, and its layout check, as values") {
+  const StackConfig config = reference_stack();
+  const std::string broken = "blk.1.ffn_up.weight";
+  const Status expected = BrokenWeights::failure(broken);
+
+  // The source's failure comes through with its code and message, not as a missing tensor.
+  BrokenWeights unreadable(broken, false);
+  const Result<std::unique_ptr<gpu::Stack>> loaded = gpu::Stack::create(test::gpu(), config, unreadable);
+  REQUIRE_FALSE(loaded.ok());
+  CHECK(loaded.status().code() == ErrorCode::malformed_input);
+  CHECK(loaded.status().message() == expected.message());
+  CHECK(loaded.status().message() == thrown_message([&] { gpu::Stack stack(test::gpu(), config, unreadable); }));
+  BrokenWeights untyped(broken, true);
+  const Result<gpu::StackLayout> planned = gpu::try_plan_stack_layout(config, test::gpu().caps(), untyped);
+  CHECK(planned.status().code() == ErrorCode::malformed_input);
+  CHECK(planned.status().message() == expected.message());
+  CHECK(gpu::Stack::create(test::gpu(), config, untyped).status().message() == expected.message());
+  BrokenWeights lacking("", false, broken);
+  const Result<std::unique_ptr<gpu::Stack>> missing = gpu::Stack::create(test::gpu(), config, lacking);
+  CHECK(missing.status().code() == ErrorCode::invalid_argument);
+  CHECK(missing.status().message() == "the weights have no tensor '" + broken + "'");
+
+  // Nothing of the failed loads is left in flight: a stack on the same
+  // context then steps as the reference does.
+  RandomWeights weights(11);
+  Result<std::unique_ptr<gpu::Stack>> made = gpu::Stack::create(test::gpu(), config, weights);
+  REQUIRE_MESSAGE(made.ok(), made.status().message());
+  reference::Stack cpu(config, weights);
+  const test::TokenStream tokens = test::random_tokens(8, config.vocab, 45);
+  for (uint32_t first = 0; first < 8; first += config.chunk) {
+    const Result<StackOutput> got = (*made)->try_step(tokens.chunk(first, config.chunk));
+    REQUIRE_MESSAGE(got.ok(), got.status().message());
+    const StackOutput want = cpu.step(tokens.chunk(first, config.chunk));
+    REQUIRE(got->positions == want.positions);
+    REQUIRE(got->hidden.size() == want.hidden.size());
+    for (size_t i = 0; i < want.hidden.size(); ++i) CHECK(got->hidden[i] == doctest::Approx(want.hidden[i]).epsilon(1e-3));
+  }
+  CHECK((*made)->try_snapshot(5).status().message() == "no block 5");
+  CHECK((*made)->try_record(VK_NULL_HANDLE, {}).status().message() == "record: no command buffer");
+
+  // The layout check: within this device, and past a storage range one
+  // byte short of the largest buffer, which it names.
+  const Result<gpu::StackLayout> layout = gpu::try_plan_stack_layout(config, test::gpu().caps(), weights);
+  REQUIRE(layout.ok());
+  CHECK(layout->try_check(test::gpu().caps()).ok());
+  const gpu::PlannedBuffer* largest = &layout->buffers.front();
+  for (const gpu::PlannedBuffer& b : layout->buffers)
+    if (b.bytes > largest->bytes) largest = &b;
+  DeviceCaps narrow = test::gpu().caps();
+  narrow.max_storage_range = largest->bytes - 1;
+  const Status past = layout->try_check(narrow);
+  REQUIRE_FALSE(past.ok());
+  CHECK(past.code() == ErrorCode::unsupported);
+  CHECK(past.message().rfind("'" + largest->name + "' needs ", 0) == 0);
+  CHECK(past.message().find("in one buffer, over the device's storage-buffer range of") != std::string::npos);
+  CHECK(past.message() == thrown_message([&] { layout->check(narrow); }));
+  test::check_no_validation_messages(test::gpu());
 }

@@ -32,11 +32,11 @@ struct EncoderDecoderConfig {
 class PrefixedWeights final : public WeightSource {
  public:
   PrefixedWeights(WeightSource& inner, std::string prefix) : inner_(inner), prefix_(std::move(prefix)) {}
-  std::optional<ElementType> type_of(const std::string& name, std::span<const uint64_t> shape) override {
-    return inner_.type_of(prefix_ + name, shape);
+  Result<std::optional<ElementType>> try_type_of(const std::string& name, std::span<const uint64_t> shape) override {
+    return inner_.try_type_of(prefix_ + name, shape);
   }
-  std::optional<TensorView> tensor(const std::string& name, std::span<const uint64_t> shape) override {
-    return inner_.tensor(prefix_ + name, shape);
+  Result<std::optional<TensorView>> try_tensor(const std::string& name, std::span<const uint64_t> shape) override {
+    return inner_.try_tensor(prefix_ + name, shape);
   }
 
  private:

@@ -15,7 +15,13 @@ namespace gpu {
 
 class EncoderDecoder final : public attendre::EncoderDecoder {
  public:
-  EncoderDecoder(Context& context, const EncoderDecoderConfig& config, WeightSource& weights);
+  // Fails as gpu::Stack::create, for either stack, or for the config.
+  static Result<std::unique_ptr<EncoderDecoder>> create(Context& context, const EncoderDecoderConfig& config,
+                                                        WeightSource& weights);
+#if defined(__cpp_exceptions)
+  EncoderDecoder(Context& context, const EncoderDecoderConfig& config, WeightSource& weights)
+      : EncoderDecoder(std::move(create(context, config, weights).value_or_throw()->impl_)) {}
+#endif
   ~EncoderDecoder() override;
   const EncoderDecoderConfig& config() const override;
   Status try_encode(const StackChunk& chunk) override;
@@ -25,6 +31,7 @@ class EncoderDecoder final : public attendre::EncoderDecoder {
 
  private:
   struct Impl;
+  explicit EncoderDecoder(std::unique_ptr<Impl>&& impl);
   std::unique_ptr<Impl> impl_;
 };
 

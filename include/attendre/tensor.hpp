@@ -56,12 +56,22 @@ class WeightSource {
  public:
   virtual ~WeightSource() = default;
   // The encoding of tensor `name` of row-major `shape`, or nullopt when the
-  // source has none; cheap (no data is read). Throws Error naming the tensor
-  // when it exists with another shape.
-  virtual std::optional<ElementType> type_of(const std::string& name, std::span<const uint64_t> shape) = 0;
-  // The tensor itself, as type_of() describes it; its bytes stay valid until
-  // the next call of tensor() or the source's destruction.
-  virtual std::optional<TensorView> tensor(const std::string& name, std::span<const uint64_t> shape) = 0;
+  // source has none; cheap (no data is read). Fails naming the tensor when
+  // it exists with another shape, or when the source cannot read it.
+  virtual Result<std::optional<ElementType>> try_type_of(const std::string& name, std::span<const uint64_t> shape) = 0;
+  // The tensor itself, as try_type_of() describes it; its bytes stay valid
+  // until the next call of try_tensor() or the source's destruction.
+  virtual Result<std::optional<TensorView>> try_tensor(const std::string& name, std::span<const uint64_t> shape) = 0;
+
+#if defined(__cpp_exceptions)
+  // The throwing forms.
+  std::optional<ElementType> type_of(const std::string& name, std::span<const uint64_t> shape) {
+    return try_type_of(name, shape).value_or_throw();
+  }
+  std::optional<TensorView> tensor(const std::string& name, std::span<const uint64_t> shape) {
+    return try_tensor(name, shape).value_or_throw();
+  }
+#endif
 };
 
 // Deterministic fp32 weights for tests and benchmarks: each tensor drawn
@@ -72,14 +82,14 @@ class WeightSource {
 class RandomWeights final : public WeightSource {
  public:
   explicit RandomWeights(uint64_t seed) : seed_(seed) {}
-  std::optional<ElementType> type_of(const std::string& name, std::span<const uint64_t> shape) override;
-  std::optional<TensorView> tensor(const std::string& name, std::span<const uint64_t> shape) override;
+  Result<std::optional<ElementType>> try_type_of(const std::string& name, std::span<const uint64_t> shape) override;
+  Result<std::optional<TensorView>> try_tensor(const std::string& name, std::span<const uint64_t> shape) override;
   // The values of tensor `name` of `shape`, as floats.
   std::vector<float> values(const std::string& name, std::span<const uint64_t> shape) const;
 
  private:
   uint64_t seed_;
-  std::vector<float> last_;  // the bytes tensor() returned last
+  std::vector<float> last_;  // the bytes try_tensor() returned last
 };
 
 }  // namespace attendre

@@ -3,7 +3,7 @@
 #include "core/half.hpp"
 #include "gpu/layouts.hpp"
 #include "io/quant.hpp"
-#include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include <attendre/error.hpp>
 
@@ -13,20 +13,21 @@
 namespace attendre::gpu {
 namespace {
 
-// Bytes of `rows` rows of `cols` values in `type`; throws naming the tensor
+// Bytes of `rows` rows of `cols` values in `type`; fails naming the tensor
 // when a row is not a whole number of blocks.
-uint64_t row_bytes(ElementType type, uint64_t cols, const std::string& name) {
+Result<uint64_t> row_bytes(ElementType type, uint64_t cols, const std::string& name) {
   const ElementBlock b = element_block(type);
   if (cols % b.values != 0)
-    fail(ErrorCode::malformed_input, "tensor '" + name + "': rows of " + std::to_string(cols) + " values do not split into " +
+    return malformed_input("tensor '" + name + "': rows of " + std::to_string(cols) + " values do not split into " +
                                          std::string(to_string(type)) + " blocks of " + std::to_string(b.values));
   return cols / b.values * b.bytes;
 }
 
 // Rows of one part: as many as fit one storage range with their bias slice.
-uint64_t rows_per_part(const DeviceCaps& caps, uint64_t rows, uint64_t per_row, bool bias) {
+Result<uint64_t> rows_per_part(const DeviceCaps& caps, uint64_t rows, uint64_t per_row, bool bias) {
   const uint64_t fit = (caps.max_storage_range - 512) / (per_row + (bias ? 4 : 0));
-  if (fit == 0) fail(ErrorCode::unsupported, "one weight row of " + std::to_string(per_row) + " bytes exceeds the storage range");
+  if (fit == 0)
+    return Status(ErrorCode::unsupported, "one weight row of " + std::to_string(per_row) + " bytes exceeds the storage range");
   return std::min(rows, fit);
 }
 
@@ -44,19 +45,21 @@ ElementType DeviceMatrix::stored_type(ElementType source, WeightType storage) {
   return source == ElementType::f32 ? element_type(storage) : source;
 }
 
-std::vector<uint64_t> DeviceMatrix::placed_parts(const DeviceCaps& caps, ElementType type, uint64_t rows, uint64_t cols,
-                                                 bool bias) {
-  const uint64_t per_row = row_bytes(type, cols, "matrix");
-  const uint64_t per = rows_per_part(caps, rows, per_row, bias);
+Result<std::vector<uint64_t>> DeviceMatrix::placed_parts(const DeviceCaps& caps, ElementType type, uint64_t rows,
+                                                         uint64_t cols, bool bias) {
+  ATTENDRE_TRY_ASSIGN(const uint64_t per_row, row_bytes(type, cols, "matrix"));
+  ATTENDRE_TRY_ASSIGN(const uint64_t per, rows_per_part(caps, rows, per_row, bias));
   std::vector<uint64_t> parts;
   for (uint64_t first = 0; first < rows; first += per)
     parts.push_back(vk::MemoryArena::placed_bytes(part_bytes(std::min(per, rows - first), per_row, bias, nullptr)));
   return parts;
 }
 
-uint64_t DeviceMatrix::placed_bytes(const DeviceCaps& caps, ElementType type, uint64_t rows, uint64_t cols, bool bias) {
+Result<uint64_t> DeviceMatrix::placed_bytes(const DeviceCaps& caps, ElementType type, uint64_t rows, uint64_t cols,
+                                            bool bias) {
+  ATTENDRE_TRY_ASSIGN(const std::vector<uint64_t> parts, placed_parts(caps, type, rows, cols, bias));
   uint64_t total = 0;
-  for (uint64_t p : placed_parts(caps, type, rows, cols, bias)) total += p;
+  for (uint64_t p : parts) total += p;
   return total;
 }
 
@@ -76,28 +79,27 @@ WeightLoader::WeightLoader(Context& context, WeightSource& source, vk::MemoryAre
 WeightLoader::~WeightLoader() {
   // Never leave copies in flight over buffers that may go away; a failed
   // wait (a lost device) leaves the submissions to their own destructors.
-  try {
-    finish();
-  } catch (const Error&) {
-  }
+  (void)finish();
 }
 
-TensorView WeightLoader::fetch(const std::string& name, std::vector<uint64_t> shape) {
-  const std::optional<TensorView> view = source_.tensor(name, shape);
-  if (!view) fail(ErrorCode::invalid_argument, "the weights have no tensor '" + name + "'");
+Result<TensorView> WeightLoader::fetch(const std::string& name, std::vector<uint64_t> shape) {
+  ATTENDRE_TRY_ASSIGN(const std::optional<TensorView> view, source_.try_tensor(name, shape));
+  if (!view) return invalid_argument("the weights have no tensor '" + name + "'");
   uint64_t values = 1;
   for (uint64_t d : shape) values *= d;
-  const uint64_t expected = row_bytes(view->type, shape.back(), name) * (values / shape.back());
+  ATTENDRE_TRY_ASSIGN(const uint64_t per_row, row_bytes(view->type, shape.back(), name));
+  const uint64_t expected = per_row * (values / shape.back());
   if (view->bytes.size() != expected)
-    fail(ErrorCode::malformed_input, "tensor '" + name + "' holds " + std::to_string(view->bytes.size()) + " bytes; " +
+    return malformed_input("tensor '" + name + "' holds " + std::to_string(view->bytes.size()) + " bytes; " +
                                          std::string(to_string(view->type)) + " of its shape takes " +
                                          std::to_string(expected));
   return *view;
 }
 
-DeviceMatrix WeightLoader::matrix(const MatrixSpec& spec) {
-  TensorView view = fetch(spec.name, {spec.rows, spec.cols});
+Result<DeviceMatrix> WeightLoader::matrix(const MatrixSpec& spec) {
   DeviceMatrix m;
+  FinishOnFailure guard(*this);
+  ATTENDRE_TRY_ASSIGN(TensorView view, fetch(spec.name, {spec.rows, spec.cols}));
   m.type_ = DeviceMatrix::stored_type(view.type, storage_);
   m.rows_ = static_cast<uint32_t>(spec.rows);
   m.cols_ = static_cast<uint32_t>(spec.cols);
@@ -114,83 +116,103 @@ DeviceMatrix WeightLoader::matrix(const MatrixSpec& spec) {
     }
     view.bytes = converted;
   }
-  const uint64_t per_row = row_bytes(m.type_, spec.cols, spec.name);
-  const uint64_t per = rows_per_part(context_.caps(), spec.rows, per_row, m.has_bias_);
+  ATTENDRE_TRY_ASSIGN(const uint64_t per_row, row_bytes(m.type_, spec.cols, spec.name));
+  ATTENDRE_TRY_ASSIGN(const uint64_t per, rows_per_part(context_.caps(), spec.rows, per_row, m.has_bias_));
   for (uint64_t first = 0; first < spec.rows; first += per) {
     MatrixPart part;
     part.first_row = static_cast<uint32_t>(first);
     part.rows = static_cast<uint32_t>(std::min(per, spec.rows - first));
-    part.buffer = vk::Buffer(arena_, part_bytes(part.rows, per_row, m.has_bias_, &part.bias_offset), spec.name.c_str());
-    write(part.buffer, 0, view.bytes.subspan(first * per_row, part.rows * per_row));
+    ATTENDRE_TRY_ASSIGN(part.buffer, vk::Buffer::create(arena_, part_bytes(part.rows, per_row, m.has_bias_, &part.bias_offset),
+                                                        spec.name.c_str()));
+    ATTENDRE_TRY(write(part.buffer, 0, view.bytes.subspan(first * per_row, part.rows * per_row)));
     m.parts_.push_back(std::move(part));
   }
   if (spec.bias) {
     // The bias may come from the same source call buffer: fetch it after the rows went out.
-    const TensorView bias = fetch(spec.bias->name, {spec.bias->size});
-    const std::vector<double> values = bias.type == ElementType::f32
-                                           ? std::vector<double>{}
-                                           : gguf::dequantize(static_cast<gguf::TensorType>(bias.type), bias.bytes);
+    ATTENDRE_TRY_ASSIGN(const TensorView bias, fetch(spec.bias->name, {spec.bias->size}));
+    std::vector<double> values;
+    if (bias.type != ElementType::f32) {
+      ATTENDRE_TRY_ASSIGN(values, gguf::try_dequantize(static_cast<gguf::TensorType>(bias.type), bias.bytes));
+    }
     for (MatrixPart& part : m.parts_) {
       std::vector<float> slice(part.rows);
       for (uint32_t r = 0; r < part.rows; ++r) {
         if (values.empty()) std::memcpy(&slice[r], bias.bytes.data() + uint64_t{part.first_row + r} * 4, 4);
         else slice[r] = static_cast<float>(values[part.first_row + r]);
       }
-      write(part.buffer, uint64_t{part.bias_offset} * 4, std::as_bytes(std::span<const float>(slice)));
+      ATTENDRE_TRY(write(part.buffer, uint64_t{part.bias_offset} * 4, std::as_bytes(std::span<const float>(slice))));
     }
   }
+  guard.succeeded();
   return m;
 }
 
-DeviceNorm WeightLoader::norm(const VectorSpec& gain, const std::optional<VectorSpec>& shift) {
+Result<DeviceNorm> WeightLoader::norm(const VectorSpec& gain, const std::optional<VectorSpec>& shift) {
   DeviceNorm n;
+  FinishOnFailure guard(*this);
   n.bias_offset = static_cast<uint32_t>(align_words(gain.size));
-  n.buffer = vk::Buffer(arena_, (align_words(gain.size) + (shift ? align_words(gain.size) : 0)) * 4, gain.name.c_str());
-  auto put = [&](const VectorSpec& spec, uint64_t offset) {
-    const TensorView view = fetch(spec.name, {spec.size});
+  ATTENDRE_TRY_ASSIGN(n.buffer, vk::Buffer::create(arena_, (align_words(gain.size) + (shift ? align_words(gain.size) : 0)) * 4,
+                                                   gain.name.c_str()));
+  auto put = [&](const VectorSpec& spec, uint64_t offset) -> Status {
+    ATTENDRE_TRY_ASSIGN(const TensorView view, fetch(spec.name, {spec.size}));
     if (view.type == ElementType::f32) return write(n.buffer, offset, view.bytes);
     // Norm vectors are small: decoded to fp32 on the host, whatever they were stored as.
-    const std::vector<double> values = gguf::dequantize(static_cast<gguf::TensorType>(view.type), view.bytes);
+    ATTENDRE_TRY_ASSIGN(const std::vector<double> values,
+                        gguf::try_dequantize(static_cast<gguf::TensorType>(view.type), view.bytes));
     const std::vector<float> floats(values.begin(), values.end());
-    write(n.buffer, offset, std::as_bytes(std::span<const float>(floats)));
+    return write(n.buffer, offset, std::as_bytes(std::span<const float>(floats)));
   };
-  put(gain, 0);
-  if (shift) put(*shift, uint64_t{n.bias_offset} * 4);
+  ATTENDRE_TRY(put(gain, 0));
+  if (shift) ATTENDRE_TRY(put(*shift, uint64_t{n.bias_offset} * 4));
+  guard.succeeded();
   return n;
 }
 
-std::vector<double> WeightLoader::values(const std::string& name, std::vector<uint64_t> shape) {
-  const TensorView view = fetch(name, shape);
-  if (view.type != ElementType::f32) return gguf::dequantize(static_cast<gguf::TensorType>(view.type), view.bytes);
+Result<std::vector<double>> WeightLoader::values(const std::string& name, std::vector<uint64_t> shape) {
+  FinishOnFailure guard(*this);
+  ATTENDRE_TRY_ASSIGN(const TensorView view, fetch(name, shape));
+  guard.succeeded();
+  if (view.type != ElementType::f32) return gguf::try_dequantize(static_cast<gguf::TensorType>(view.type), view.bytes);
   std::vector<float> floats(view.bytes.size() / 4);
   std::memcpy(floats.data(), view.bytes.data(), floats.size() * 4);
-  return {floats.begin(), floats.end()};
+  return std::vector<double>(floats.begin(), floats.end());
+}
+
+WeightLoader::FinishOnFailure::~FinishOnFailure() {
+  if (!succeeded_) (void)loader_.finish();  // a failed wait leaves the copies to the submissions' destructors
 }
 
 uint64_t WeightLoader::constants_bytes(uint64_t count) { return vk::MemoryArena::placed_bytes(align_words(count) * 4); }
 
-vk::Buffer WeightLoader::constants(std::span<const float> values, const char* label) {
-  vk::Buffer buffer(arena_, align_words(values.size()) * 4, label);
-  write(buffer, 0, std::as_bytes(values));
+Result<vk::Buffer> WeightLoader::constants(std::span<const float> values, const char* label) {
+  vk::Buffer buffer;
+  FinishOnFailure guard(*this);
+  ATTENDRE_TRY_ASSIGN(buffer, vk::Buffer::create(arena_, align_words(values.size()) * 4, label));
+  ATTENDRE_TRY(write(buffer, 0, std::as_bytes(values)));
+  guard.succeeded();
   return buffer;
 }
 
-void WeightLoader::write(const vk::Buffer& dst, uint64_t offset, std::span<const std::byte> data) {
-  if (data.empty()) return;
+Status WeightLoader::write(const vk::Buffer& dst, uint64_t offset, std::span<const std::byte> data) {
+  if (data.empty()) return {};
   if (void* host = dst.host_write_pointer()) {
     std::memcpy(static_cast<std::byte*>(host) + offset, data.data(), data.size());
-    dst.flush_host_writes();  // nothing to do on coherent memory
-    return;
+    return dst.try_flush_host_writes();  // nothing to do on coherent memory
   }
   if (!staging_) {
-    staging_ = vk::Buffer(context_, kStagingBytes, vk::MemoryIntent::upload, "weight staging");
-    for (auto& s : submissions_) s = std::make_unique<vk::Submission>(context_);
+    ATTENDRE_TRY_ASSIGN(vk::Buffer staging,
+                        vk::Buffer::create(context_, kStagingBytes, vk::MemoryIntent::upload, "weight staging"));
+    for (auto& s : submissions_) {
+      ATTENDRE_TRY_ASSIGN(vk::Submission submission, vk::Submission::create(context_));
+      s = std::make_unique<vk::Submission>(std::move(submission));
+    }
+    staging_ = std::move(staging);
   }
   const uint64_t half_bytes = kStagingBytes / 2;
   while (!data.empty()) {
-    if (filled_ == half_bytes) submit_half();
+    if (filled_ == half_bytes) ATTENDRE_TRY(submit_half());
     if (!recording_) {
-      submissions_[half_]->begin();  // waits until the copies out of this half are done
+      ATTENDRE_TRY(submissions_[half_]->try_begin());  // waits until the copies out of this half are done
       recording_ = true;
     }
     const uint64_t n = std::min<uint64_t>(data.size(), half_bytes - filled_);
@@ -201,29 +223,39 @@ void WeightLoader::write(const vk::Buffer& dst, uint64_t offset, std::span<const
     offset += n;
     data = data.subspan(n);
   }
+  return {};
 }
 
-void WeightLoader::submit_half() {
-  if (recording_) submissions_[half_]->submit();
+Status WeightLoader::submit_half() {
+  const bool recorded = recording_;
   recording_ = false;
   filled_ = 0;
+  const int half = half_;
   half_ ^= 1;
+  return recorded ? submissions_[half]->try_submit() : Status{};
 }
 
-void WeightLoader::finish() {
-  if (recording_) submit_half();
+Status WeightLoader::finish() {
+  if (recording_) ATTENDRE_TRY(submit_half());
   for (auto& s : submissions_)
-    if (s) s->wait();
+    if (s) ATTENDRE_TRY(s->try_wait());
+  return {};
 }
 
-Projection::Projection(Context& context, vk::DescriptorArena& arena, const kernels::KernelPlan& plan,
-                       const DeviceMatrix& matrix, vk::BufferBinding a, vk::BufferBinding c, vk::BufferBinding r)
-    : matrix_(&matrix) {
-  for (const MatrixPart& part : matrix.parts())
-    parts_.emplace_back(context, arena, plan, matrix.type(), a, vk::BufferBinding{&part.buffer}, c, r);
+Result<Projection> Projection::create(Context& context, vk::DescriptorArena& arena, const kernels::KernelPlan& plan,
+                                      const DeviceMatrix& matrix, vk::BufferBinding a, vk::BufferBinding c,
+                                      vk::BufferBinding r) {
+  Projection p;
+  p.matrix_ = &matrix;
+  for (const MatrixPart& part : matrix.parts()) {
+    ATTENDRE_TRY_ASSIGN(kernels::Matmul m, kernels::Matmul::create(context, arena, plan, matrix.type(), a,
+                                                                   vk::BufferBinding{&part.buffer}, c, r));
+    p.parts_.push_back(std::move(m));
+  }
+  return p;
 }
 
-void Projection::record(vk::CommandRecorder& rec, uint32_t rows, kernels::RowRef a, kernels::RowRef c,
+Status Projection::record(vk::CommandRecorder& rec, uint32_t rows, kernels::RowRef a, kernels::RowRef c,
                         std::optional<kernels::RowRef> residual) const {
   for (size_t i = 0; i < parts_.size(); ++i) {
     const MatrixPart& part = matrix_->parts()[i];
@@ -241,8 +273,9 @@ void Projection::record(vk::CommandRecorder& rec, uint32_t rows, kernels::RowRef
       args.r = *residual;
       args.r.offset += part.first_row;
     }
-    parts_[i].record(rec, args);
+    ATTENDRE_TRY(parts_[i].try_record(rec, args));
   }
+  return {};
 }
 
 }  // namespace attendre::gpu

@@ -37,9 +37,12 @@ class DeviceMatrix {
   DeviceMatrix() = default;
   // Arena bytes of each part (split by rows to fit one storage range) of a
   // matrix of this encoding and shape, and their sum (for planners).
-  static std::vector<uint64_t> placed_parts(const DeviceCaps& caps, ElementType type, uint64_t rows, uint64_t cols,
-                                            bool bias);
-  static uint64_t placed_bytes(const DeviceCaps& caps, ElementType type, uint64_t rows, uint64_t cols, bool bias);
+  // Fail (malformed_input) when a row is not a whole number of blocks,
+  // (unsupported) when one row passes the storage range.
+  static Result<std::vector<uint64_t>> placed_parts(const DeviceCaps& caps, ElementType type, uint64_t rows,
+                                                    uint64_t cols, bool bias);
+  static Result<uint64_t> placed_bytes(const DeviceCaps& caps, ElementType type, uint64_t rows, uint64_t cols,
+                                       bool bias);
   // The encoding a tensor of `source` type is stored in under `storage`.
   static ElementType stored_type(ElementType source, WeightType storage);
 
@@ -72,29 +75,51 @@ class WeightLoader {
   static constexpr uint64_t kStagingBytes = uint64_t{8} << 20;
 
   WeightLoader(Context& context, WeightSource& source, vk::MemoryArena& arena, WeightType storage);
+  // Waits for the copies in flight (a failed wait leaves them to the
+  // submissions' own destructors).
   ~WeightLoader();
   WeightLoader(const WeightLoader&) = delete;
   WeightLoader& operator=(const WeightLoader&) = delete;
 
-  // Throws Error naming the tensor when the source lacks it, holds another
-  // shape or an encoding whose row does not split into whole blocks.
-  DeviceMatrix matrix(const MatrixSpec& spec);
-  DeviceNorm norm(const VectorSpec& gain, const std::optional<VectorSpec>& shift);
+  // Fail naming the tensor when the source lacks it, holds another shape
+  // or an encoding whose row does not split into whole blocks; the source's
+  // own failures come through as they are. A failing call first waits for
+  // every copy in flight (FinishOnFailure), so the buffers made before may go.
+  Result<DeviceMatrix> matrix(const MatrixSpec& spec);
+  Result<DeviceNorm> norm(const VectorSpec& gain, const std::optional<VectorSpec>& shift);
   // A small tensor decoded to float64 on the host (tables the host turns
   // into kernel inputs: T5 biases, RoPE factors).
-  std::vector<double> values(const std::string& name, std::vector<uint64_t> shape);
+  Result<std::vector<double>> values(const std::string& name, std::vector<uint64_t> shape);
   // Host-made fp32 constants placed in the arena (constants_bytes() of it).
-  vk::Buffer constants(std::span<const float> values, const char* label);
+  Result<vk::Buffer> constants(std::span<const float> values, const char* label);
   static uint64_t constants_bytes(uint64_t count);
   // Waits for every copy: the tensors are ready for kernels afterwards.
-  void finish();
+  Status finish();
+
+  // A load that fails midway may leave copies in flight (or recorded, still
+  // to be submitted) into buffers that go away with the failure: declared
+  // after them, this waits for every copy on the way out unless the load
+  // succeeded. Every call above holds one; so does whoever keeps what they
+  // returned in objects that a later failure frees.
+  class FinishOnFailure {
+   public:
+    explicit FinishOnFailure(WeightLoader& loader) : loader_(loader) {}
+    ~FinishOnFailure();
+    FinishOnFailure(const FinishOnFailure&) = delete;
+    FinishOnFailure& operator=(const FinishOnFailure&) = delete;
+    void succeeded() { succeeded_ = true; }
+
+   private:
+    WeightLoader& loader_;
+    bool succeeded_ = false;
+  };
 
  private:
-  TensorView fetch(const std::string& name, std::vector<uint64_t> shape);
+  Result<TensorView> fetch(const std::string& name, std::vector<uint64_t> shape);
   // Copies `data` to `dst` at `offset`: in place on unified memory, else
   // through the staging ring.
-  void write(const vk::Buffer& dst, uint64_t offset, std::span<const std::byte> data);
-  void submit_half();
+  Status write(const vk::Buffer& dst, uint64_t offset, std::span<const std::byte> data);
+  Status submit_half();
 
   Context& context_;
   WeightSource& source_;
@@ -112,11 +137,12 @@ class WeightLoader {
 class Projection {
  public:
   Projection() = default;
-  Projection(Context& context, vk::DescriptorArena& arena, const kernels::KernelPlan& plan, const DeviceMatrix& matrix,
-             vk::BufferBinding a, vk::BufferBinding c, vk::BufferBinding r = {});
+  static Result<Projection> create(Context& context, vk::DescriptorArena& arena, const kernels::KernelPlan& plan,
+                                   const DeviceMatrix& matrix, vk::BufferBinding a, vk::BufferBinding c,
+                                   vk::BufferBinding r = {});
   // C[r][o] = A[r] . W[o] (+ bias) (+ R[r][o]) for `rows` rows; c and r
   // address whole output rows (the parts write their own columns).
-  void record(vk::CommandRecorder& rec, uint32_t rows, kernels::RowRef a, kernels::RowRef c,
+  Status record(vk::CommandRecorder& rec, uint32_t rows, kernels::RowRef a, kernels::RowRef c,
               std::optional<kernels::RowRef> residual = std::nullopt) const;
 
  private:

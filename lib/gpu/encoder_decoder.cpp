@@ -3,7 +3,6 @@
 // command buffers; loading the decoder's cross-attention memories and
 // decoding never bring them back to the host.
 #include "gpu/stack_engine.hpp"
-#include "core/fail.hpp"
 #include "core/try.hpp"
 
 #include <attendre/data_only_memory.hpp>
@@ -22,17 +21,19 @@ struct MemoryRow {
 }  // namespace
 
 struct EncoderDecoder::Impl {
-  Impl(Context& ctx, const EncoderDecoderConfig& c, WeightSource& weights)
-      : config((c.validate(), c)),
-        encoder_weights(weights, "enc."),
-        decoder_weights(weights, "dec."),
-        memory(ctx, uint64_t{c.encoder_memory} * c.encoder.hidden * 4, vk::MemoryIntent::device, "encoder memory"),
-        encoder(ctx, c.encoder, encoder_weights),
-        decoder(ctx, c.decoder, decoder_weights, &memory),
-        fifo(c.encoder_memory) {
+  Impl(const EncoderDecoderConfig& c, WeightSource& weights)
+      : config(c), encoder_weights(weights, "enc."), decoder_weights(weights, "dec."), fifo(c.encoder_memory) {}
+
+  // The memory and both stacks, made in place (the decoder binds `memory`).
+  Status build(Context& ctx) {
+    const EncoderDecoderConfig& c = config;
+    ATTENDRE_TRY_ASSIGN(memory, vk::Buffer::create(ctx, uint64_t{c.encoder_memory} * c.encoder.hidden * 4,
+                                                   vk::MemoryIntent::device, "encoder memory"));
+    ATTENDRE_TRY_ASSIGN(encoder, StackEngine::create(ctx, c.encoder, encoder_weights));
+    ATTENDRE_TRY_ASSIGN(decoder, StackEngine::create(ctx, c.decoder, decoder_weights, &memory));
     // The encoder's valid outputs enter the FIFO memory as its step records them.
-    encoder.on_output = [this](vk::CommandRecorder& rec, const vk::Buffer& rows,
-                                      const std::vector<QueryMeta>& metas) {
+    encoder->on_output = [this](vk::CommandRecorder& rec, const vk::Buffer& rows,
+                                const std::vector<QueryMeta>& metas) {
       const uint64_t H = config.encoder.hidden, O = config.encoder_memory;
       std::vector<MemoryRow> entering;
       for (size_t i = 0; i < metas.size(); ++i) {
@@ -43,19 +44,26 @@ struct EncoderDecoder::Impl {
       }
       fifo.insert(std::move(entering));
     };
+    return {};
   }
 
   EncoderDecoderConfig config;
   PrefixedWeights encoder_weights, decoder_weights;
   vk::Buffer memory;
-  StackEngine encoder, decoder;
+  std::unique_ptr<StackEngine> encoder, decoder;
   DataOnlyMemory<MemoryRow> fifo;
   uint64_t next_sequence = 0;
   bool encoded = false;
 };
 
-EncoderDecoder::EncoderDecoder(Context& context, const EncoderDecoderConfig& config, WeightSource& weights)
-    : impl_(std::make_unique<Impl>(context, config, weights)) {}
+Result<std::unique_ptr<EncoderDecoder>> EncoderDecoder::create(Context& context, const EncoderDecoderConfig& config,
+                                                               WeightSource& weights) {
+  ATTENDRE_TRY(config.check());
+  auto impl = std::make_unique<Impl>(config, weights);
+  ATTENDRE_TRY(impl->build(context));
+  return std::unique_ptr<EncoderDecoder>(new EncoderDecoder(std::move(impl)));
+}
+EncoderDecoder::EncoderDecoder(std::unique_ptr<Impl>&& impl) : impl_(std::move(impl)) {}
 EncoderDecoder::~EncoderDecoder() = default;
 
 const EncoderDecoderConfig& EncoderDecoder::config() const { return impl_->config; }
@@ -64,7 +72,7 @@ Status EncoderDecoder::try_encode(const StackChunk& chunk) {
   ATTENDRE_REQUIRE(!impl_->encoded, "encode() after finish_encoding()");
   StackRequest nothing;
   nothing.hidden = false;
-  return impl_->encoder.try_step(chunk, nothing).status();
+  return impl_->encoder->try_step(chunk, nothing).status();
 }
 
 Status EncoderDecoder::try_finish_encoding() {
@@ -72,22 +80,20 @@ Status EncoderDecoder::try_finish_encoding() {
   ATTENDRE_REQUIRE(!m.encoded, "finish_encoding() twice");
   StackRequest nothing;
   nothing.hidden = false;
-  ATTENDRE_TRY(m.encoder.try_finish(nothing));
+  ATTENDRE_TRY(m.encoder->try_finish(nothing));
   std::vector<int64_t> positions;
   for (const MemoryRow& r : m.fifo.entries()) positions.push_back(r.position);
   const uint32_t first = m.fifo.size() ? static_cast<uint32_t>(m.fifo.entries().front().sequence % m.config.encoder_memory) : 0;
-  ATTENDRE_TRY(capture([&] {
-    m.decoder.load_encoder_memory(kernels::RowRef::ring(m.config.encoder.hidden, m.config.encoder_memory, first),
-                                  positions);
-  }));
-  ATTENDRE_TRY(m.decoder.try_finish());  // nothing waits in the decoder: decoding may start
+  ATTENDRE_TRY(m.decoder->load_encoder_memory(
+      kernels::RowRef::ring(m.config.encoder.hidden, m.config.encoder_memory, first), positions));
+  ATTENDRE_TRY(m.decoder->try_finish());  // nothing waits in the decoder: decoding may start
   m.encoded = true;
   return {};
 }
 
 Result<StackOutput> EncoderDecoder::try_decode(const StackChunk& one, const StackRequest& request) {
   ATTENDRE_REQUIRE(impl_->encoded, "decode() before finish_encoding()");
-  return impl_->decoder.try_decode(one, request);
+  return impl_->decoder->try_decode(one, request);
 }
 
 std::vector<int64_t> EncoderDecoder::encoder_memory_positions() const {

@@ -10,6 +10,8 @@
 #include "kernels/check_finite.hpp"
 #include "vulkan/buffer.hpp"
 
+#include <attendre/status.hpp>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,23 +25,27 @@ namespace attendre::gpu {
 // non-coherent memory, flushing them) never touches another's.
 class FiniteChecks {
  public:
-  FiniteChecks(Context& context, uint32_t max_sites, uint32_t slots = 1);
+  // Fails when a flag buffer cannot be allocated; what was made is freed.
+  static Result<std::unique_ptr<FiniteChecks>> create(Context& context, uint32_t max_sites, uint32_t slots = 1);
 
   // A new site checking floats of `values`; `stage` names it in errors.
-  uint32_t add(std::string stage, vk::BufferBinding values);
+  Result<uint32_t> try_add(std::string stage, vk::BufferBinding values);
   // The slot whose flags the checks recorded from now on set: the owner
-  // selects it before recording a step (recording is single-threaded).
-  void use_slot(uint32_t slot);
+  // selects it before recording a step (recording is single-threaded);
+  // `slot` is below the slots it was made with.
+  void use_slot(uint32_t slot) { slot_ = slot; }
   // Records the check of `count` floats from word `first` of the site's values.
   void record(vk::CommandRecorder& recorder, uint32_t site, uint32_t first, uint32_t count) const;
   // After the submission holding `slot`'s checks completed (its flags
-  // invalidated): throws numerical_error "<step>: non-finite values in
+  // invalidated): fails with numerical_error "<step>: non-finite values in
   // <stage>" for the first flagged site, after clearing the slot's flags
   // for its next submission.
-  void verify(const std::string& step, uint32_t slot = 0) const;
+  Status verify(const std::string& step, uint32_t slot = 0) const;
   uint64_t device_bytes() const;
 
  private:
+  FiniteChecks(Context& context, uint32_t max_sites, uint32_t slots);
+
   Context& context_;
   kernels::KernelPlan plan_;
   uint32_t max_sites_, slots_, slot_ = 0;

@@ -6,7 +6,7 @@
 #include "gpu/staging.hpp"
 #include "vulkan/commands.hpp"
 #include "vulkan/context_state.hpp"
-#include "core/fail.hpp"
+#include "core/try.hpp"
 #include "core/stream_validator.hpp"
 
 #include <attendre/error.hpp>
@@ -15,15 +15,15 @@
 namespace attendre::gpu {
 namespace {
 
-LayerConfig as_layer(const AttentionShape& shape, const KvMemoryConfig& kv, const RetrievalConfig& retrieval,
-                     uint32_t max_insert) {
+Result<LayerConfig> as_layer(const AttentionShape& shape, const KvMemoryConfig& kv, const RetrievalConfig& retrieval,
+                             uint32_t max_insert) {
   LayerConfig c;
   c.shape = shape;
   c.chunk = max_insert;
   c.q_capacity = 0;  // queries retrieve as they come
   c.kv = kv;
   c.retrieval = retrieval;
-  c.validate();
+  ATTENDRE_TRY(c.check());
   return c;
 }
 
@@ -31,27 +31,35 @@ LayerConfig as_layer(const AttentionShape& shape, const KvMemoryConfig& kv, cons
 
 struct KeyValueMemory::Impl {
   Impl(Context& ctx, const LayerConfig& c, uint32_t queries)
-      : context(ctx),
-        config(c),
-        ring(ctx, c.shape, 0, queries, 0, 1, c.kv.storage),
-        checks(ctx, 2, kRecordedChecks + 1),
-        kv(ctx, c, queries, c.chunk, ring.buffer(), ring.layout(), checks, ""),
-        chunk_words(kv.chunk_layout().init),
-        query_words(align_words(uint64_t{queries} * c.shape.q_row())),
-        q_at(align_words(chunk_words)),
-        meta_at(q_at + query_words),
-        upload(ctx, (meta_at + 3ull * queries) * 4, vk::MemoryIntent::upload, "kv upload"),
-        staged(ctx, upload.size(), vk::MemoryIntent::device, "recorded kv image"),
-        readback(ctx, (query_words + align_words(kv.snapshot_words()) + kv.evicted_words()) * 4,
-                 vk::MemoryIntent::readback, "kv readback"),
-        submission(ctx),
-        max_queries(queries) {}
+      : context(ctx), config(c), query_words(align_words(uint64_t{queries} * c.shape.q_row())), max_queries(queries) {}
+
+  // Makes the memory, staging and submission in place (the K/V memory's
+  // kernels bind the ring's buffer).
+  Status build() {
+    const LayerConfig& c = config;
+    ATTENDRE_TRY_ASSIGN(ring, QueryRing::create(context, c.shape, 0, max_queries, 0, 1, c.kv.storage));
+    ATTENDRE_TRY_ASSIGN(checks, FiniteChecks::create(context, 2, kRecordedChecks + 1));
+    ATTENDRE_TRY_ASSIGN(kv, KvMemory::create(context, c, max_queries, c.chunk, ring->buffer(), ring->layout(), *checks, ""));
+    chunk_words = kv->chunk_layout().init;
+    q_at = align_words(chunk_words);
+    meta_at = q_at + query_words;
+    ATTENDRE_TRY_ASSIGN(upload, vk::Buffer::create(context, (meta_at + 3ull * max_queries) * 4, vk::MemoryIntent::upload,
+                                                   "kv upload"));
+    ATTENDRE_TRY_ASSIGN(staged,
+                        vk::Buffer::create(context, upload.size(), vk::MemoryIntent::device, "recorded kv image"));
+    ATTENDRE_TRY_ASSIGN(readback, vk::Buffer::create(context,
+                                                     (query_words + align_words(kv->snapshot_words()) + kv->evicted_words()) * 4,
+                                                     vk::MemoryIntent::readback, "kv readback"));
+    ATTENDRE_TRY_ASSIGN(vk::Submission own, vk::Submission::create(context));
+    submission = std::make_unique<vk::Submission>(std::move(own));
+    return {};
+  }
 
   // The host half of an insert (checked, planned, committed): its rows.
-  InsertionRows plan_insert(const ChunkView& rows);
+  Result<InsertionRows> plan_insert(const ChunkView& rows);
   // Records the insert whose chunk image is in `src` (upload's layout):
   // k and v, when given, overwrite the image's zeros.
-  void record_insert(vk::CommandRecorder& rec, const vk::Buffer& src, const InsertionRows& in,
+  Status record_insert(vk::CommandRecorder& rec, const vk::Buffer& src, const InsertionRows& in,
                      const std::vector<QueryMeta>& metas, const std::optional<BufferRange>& k,
                      const std::optional<BufferRange>& v);
   // The host half of a retrieval (checked, queries placed in the ring): the
@@ -61,16 +69,17 @@ struct KeyValueMemory::Impl {
     uint64_t first = 0;
     QueryRange range;
   };
-  Retrieval plan_retrieve(const ChunkView& queries);
+  Result<Retrieval> plan_retrieve(const ChunkView& queries);
   // Packs the retrieval's queries and metadata at upload's offsets in `words`.
   void pack_retrieve(const ChunkView& queries, const Retrieval& r, uint32_t* words) const;
   // Records the retrieval from `src` (upload's layout); q, when given,
   // overwrites the image's zero queries.
-  void record_retrieve(vk::CommandRecorder& rec, const vk::Buffer& src, const Retrieval& r,
-                       const std::optional<BufferRange>& q);
+  Status record_retrieve(vk::CommandRecorder& rec, const vk::Buffer& src, const Retrieval& r,
+                         const std::optional<BufferRange>& q);
   // Waits for recorded calls and reports their non-finite values.
-  void finish_recorded() {
-    recorded.wait(submission, checks, kRecordedChecks, "a recorded call before retrieval " + std::to_string(retrievals));
+  Status finish_recorded() {
+    return recorded.wait(*submission, *checks, kRecordedChecks,
+                         "a recorded call before retrieval " + std::to_string(retrievals));
   }
   // The finite checks' slot of calls recorded into the application's command
   // buffers (slot 0: the blocking calls').
@@ -78,74 +87,83 @@ struct KeyValueMemory::Impl {
 
   Context& context;
   LayerConfig config;
-  QueryRing ring;
-  FiniteChecks checks;
-  KvMemory kv;
-  uint64_t chunk_words, query_words, q_at, meta_at;  // the upload image: chunk, queries, metadata
+  uint64_t query_words;
+  uint32_t max_queries;
+  std::unique_ptr<QueryRing> ring;
+  std::unique_ptr<FiniteChecks> checks;
+  std::unique_ptr<KvMemory> kv;
+  uint64_t chunk_words = 0, q_at = 0, meta_at = 0;  // the upload image: chunk, queries, metadata
   vk::Buffer upload;
   // record_*'s image: device-local, written by the application's command
   // buffer itself, so nothing the host owns must outlive its submission.
   vk::Buffer staged;
   vk::Buffer readback;
-  vk::Submission submission;
-  uint32_t max_queries;
+  std::unique_ptr<vk::Submission> submission;
   StreamValidator keys;
   uint64_t retrievals = 0;
   RecordedSteps recorded;
 };
 
-KeyValueMemory::KeyValueMemory(Context& context, const AttentionShape& shape, const KvMemoryConfig& config,
-                               const RetrievalConfig& retrieval, uint32_t max_insert, uint32_t max_queries)
-    : impl_(std::make_unique<Impl>(context, as_layer(shape, config, retrieval, max_insert), max_queries)) {
-  require(max_queries >= 1, "a K/V memory needs room for at least one query");
+Result<std::unique_ptr<KeyValueMemory>> KeyValueMemory::create(Context& context, const AttentionShape& shape,
+                                                               const KvMemoryConfig& config,
+                                                               const RetrievalConfig& retrieval, uint32_t max_insert,
+                                                               uint32_t max_queries) {
+  ATTENDRE_TRY_ASSIGN(const LayerConfig layer, as_layer(shape, config, retrieval, max_insert));
+  ATTENDRE_REQUIRE(max_queries >= 1, "a K/V memory needs room for at least one query");
+  auto impl = std::make_unique<Impl>(context, layer, max_queries);
+  ATTENDRE_TRY(impl->build());
+  return std::unique_ptr<KeyValueMemory>(new KeyValueMemory(std::move(impl)));
 }
+KeyValueMemory::KeyValueMemory(std::unique_ptr<Impl>&& impl) : impl_(std::move(impl)) {}
 KeyValueMemory::~KeyValueMemory() = default;
 
-InsertionRows KeyValueMemory::Impl::plan_insert(const ChunkView& rows) {
-  keys.check(rows, config, StreamValidator::Parts::keys).or_throw();
-  check_int32_positions(rows);
+Result<InsertionRows> KeyValueMemory::Impl::plan_insert(const ChunkView& rows) {
+  ATTENDRE_TRY(keys.check(rows, config, StreamValidator::Parts::keys));
+  ATTENDRE_TRY(check_int32_positions(rows));
   InsertionRows in = insertion_rows(query_metas(rows, config.chunk), config.chunk);
-  kv.plan_insert(in.valid, in.positions);  // throws before anything changed
+  ATTENDRE_TRY(kv->plan_insert(in.valid, in.positions));  // fails before anything changed
   keys.accept(rows, config, StreamValidator::Parts::keys);
   return in;
 }
 
-void KeyValueMemory::Impl::record_insert(vk::CommandRecorder& rec, const vk::Buffer& src, const InsertionRows& in,
-                                         const std::vector<QueryMeta>& metas, const std::optional<BufferRange>& k,
-                                         const std::optional<BufferRange>& v) {
-  rec.copy(src, 0, kv.chunk_buffer(), 0, chunk_words * 4);
-  if (k) record_keys_values_from(rec, kv, *k, *v, metas);
-  kv.record_insert(rec, in.valid, in.positions);
+Status KeyValueMemory::Impl::record_insert(vk::CommandRecorder& rec, const vk::Buffer& src, const InsertionRows& in,
+                                           const std::vector<QueryMeta>& metas, const std::optional<BufferRange>& k,
+                                           const std::optional<BufferRange>& v) {
+  rec.copy(src, 0, kv->chunk_buffer(), 0, chunk_words * 4);
+  if (k) record_keys_values_from(rec, *kv, *k, *v, metas);
+  return kv->record_insert(rec, in.valid, in.positions);
 }
 
-EvictedEntries KeyValueMemory::insert(const ChunkView& rows) {
+Result<EvictedEntries> KeyValueMemory::try_insert(const ChunkView& rows) {
   Impl& m = *impl_;
-  m.finish_recorded();
-  const InsertionRows in = m.plan_insert(rows);
-  m.checks.use_slot(0);
-  vk::CommandRecorder& rec = m.submission.begin();
-  pack_kv_rows(rows, m.kv.chunk_layout(), static_cast<uint32_t*>(m.upload.mapped()));
-  m.record_insert(rec, m.upload, in, {}, std::nullopt, std::nullopt);
-  const uint64_t evicted_at = m.query_words + align_words(m.kv.snapshot_words());
-  if (m.config.kv.copy_out_evicted) m.kv.record_evicted(rec, m.readback, evicted_at * 4);
-  m.submission.submit();
-  if (!m.config.kv.copy_out_evicted) return {};
-  m.submission.wait();
-  return m.kv.decode_evicted(static_cast<const uint32_t*>(m.readback.mapped()) + evicted_at);
+  ATTENDRE_TRY(m.finish_recorded());
+  // Checked before the command buffer is begun: a bad chunk changes nothing.
+  ATTENDRE_TRY_ASSIGN(const InsertionRows in, m.plan_insert(rows));
+  m.checks->use_slot(0);
+  ATTENDRE_TRY_ASSIGN(vk::CommandRecorder* const began, m.submission->try_begin());
+  vk::CommandRecorder& rec = *began;
+  pack_kv_rows(rows, m.kv->chunk_layout(), static_cast<uint32_t*>(m.upload.mapped()));
+  ATTENDRE_TRY(m.record_insert(rec, m.upload, in, {}, std::nullopt, std::nullopt));
+  const uint64_t evicted_at = m.query_words + align_words(m.kv->snapshot_words());
+  if (m.config.kv.copy_out_evicted) ATTENDRE_TRY(m.kv->record_evicted(rec, m.readback, evicted_at * 4));
+  ATTENDRE_TRY(m.submission->try_submit());
+  if (!m.config.kv.copy_out_evicted) return EvictedEntries{};
+  ATTENDRE_TRY(m.submission->try_wait());
+  return m.kv->decode_evicted(static_cast<const uint32_t*>(m.readback.mapped()) + evicted_at);
 }
 
-KeyValueMemory::Impl::Retrieval KeyValueMemory::Impl::plan_retrieve(const ChunkView& queries) {
-  require(queries.rows <= max_queries, "retrieve() got " + std::to_string(queries.rows) + " queries, more than " +
-                                           std::to_string(max_queries));
+Result<KeyValueMemory::Impl::Retrieval> KeyValueMemory::Impl::plan_retrieve(const ChunkView& queries) {
+  ATTENDRE_REQUIRE(queries.rows <= max_queries, "retrieve() got " + std::to_string(queries.rows) +
+                                                    " queries, more than " + std::to_string(max_queries));
   LayerConfig query_shape = config;
   query_shape.chunk = max_queries;
-  keys.check(queries, query_shape, StreamValidator::Parts::queries).or_throw();
-  check_int32_positions(queries);
+  ATTENDRE_TRY(keys.check(queries, query_shape, StreamValidator::Parts::queries));
+  ATTENDRE_TRY(check_int32_positions(queries));
   Retrieval r;
   r.metas = query_metas(queries, queries.rows);
-  r.first = ring.next_sequence();
-  r.evicted = ring.insert(r.metas);  // N = 0: every query retrieves now
-  r.range = ring.range_of(r.evicted);
+  r.first = ring->next_sequence();
+  r.evicted = ring->insert(r.metas);  // N = 0: every query retrieves now
+  r.range = ring->range_of(r.evicted);
   keys.accept(queries, query_shape, StreamValidator::Parts::queries);
   return r;
 }
@@ -155,99 +173,104 @@ void KeyValueMemory::Impl::pack_retrieve(const ChunkView& queries, const Retriev
   QueryRing::pack_meta(r.metas, words + meta_at);
 }
 
-void KeyValueMemory::Impl::record_retrieve(vk::CommandRecorder& rec, const vk::Buffer& src, const Retrieval& r,
-                                           const std::optional<BufferRange>& q) {
+Status KeyValueMemory::Impl::record_retrieve(vk::CommandRecorder& rec, const vk::Buffer& src, const Retrieval& r,
+                                             const std::optional<BufferRange>& q) {
   const uint32_t rows = static_cast<uint32_t>(r.metas.size());
-  ring.record_query_rows(rec, src, q_at, r.first, 0, rows);
-  if (q) record_queries_from(rec, ring, *q, r.metas, r.first);
-  ring.record_store_queries(rec, r.first, rows);
-  ring.record_meta(rec, src, meta_at, r.first, rows);
-  kv.record_retrieve(rec, r.range);
+  ring->record_query_rows(rec, src, q_at, r.first, 0, rows);
+  if (q) record_queries_from(rec, *ring, *q, r.metas, r.first);
+  ring->record_store_queries(rec, r.first, rows);
+  ring->record_meta(rec, src, meta_at, r.first, rows);
+  return kv->record_retrieve(rec, r.range);
 }
 
-std::vector<float> KeyValueMemory::retrieve(const ChunkView& queries) {
+Result<std::vector<float>> KeyValueMemory::try_retrieve(const ChunkView& queries) {
   Impl& m = *impl_;
-  m.finish_recorded();
+  ATTENDRE_TRY(m.finish_recorded());
   const uint32_t q_row = m.config.shape.q_row();
-  const Impl::Retrieval r = m.plan_retrieve(queries);
-  m.checks.use_slot(0);
-  vk::CommandRecorder& rec = m.submission.begin();
+  ATTENDRE_TRY_ASSIGN(const Impl::Retrieval r, m.plan_retrieve(queries));
+  m.checks->use_slot(0);
+  ATTENDRE_TRY_ASSIGN(vk::CommandRecorder* const began, m.submission->try_begin());
+  vk::CommandRecorder& rec = *began;
   m.pack_retrieve(queries, r, static_cast<uint32_t*>(m.upload.mapped()));
-  m.record_retrieve(rec, m.upload, r, std::nullopt);
+  ATTENDRE_TRY(m.record_retrieve(rec, m.upload, r, std::nullopt));
   const bool any = r.range.last_valid != kernels::kInvalid;
-  if (any) rec.copy(m.kv.attention_buffer(), 0, m.readback, 0, uint64_t{r.range.count} * q_row * 4);
-  m.submission.submit();
+  if (any) rec.copy(m.kv->attention_buffer(), 0, m.readback, 0, uint64_t{r.range.count} * q_row * 4);
+  ATTENDRE_TRY(m.submission->try_submit());
   std::vector<float> out;
   const uint64_t retrieval = m.retrievals++;
   if (!any) return out;
-  m.submission.wait();
-  m.checks.verify("retrieval " + std::to_string(retrieval));
+  ATTENDRE_TRY(m.submission->try_wait());
+  ATTENDRE_TRY(m.checks->verify("retrieval " + std::to_string(retrieval)));
   append_valid_rows(static_cast<const float*>(m.readback.mapped()), r.evicted, q_row, out);
   return out;
 }
 
-MemorySnapshot KeyValueMemory::snapshot() {
-  impl_->finish_recorded();
-  return impl_->kv.read_snapshot(impl_->submission, impl_->readback, impl_->query_words);
+Result<MemorySnapshot> KeyValueMemory::try_snapshot() {
+  ATTENDRE_TRY(impl_->finish_recorded());
+  return impl_->kv->read_snapshot(*impl_->submission, impl_->readback, impl_->query_words);
 }
 
 namespace {
 
 // Both ranges or neither: the rows come from the host or the application.
-bool from_application(const std::optional<BufferRange>& a, const std::optional<BufferRange>& b, const char* what) {
-  require(a.has_value() == b.has_value(), std::string("record: ") + what + " come both from the chunk or both from buffer ranges");
+Result<bool> from_application(const std::optional<BufferRange>& a, const std::optional<BufferRange>& b,
+                              const char* what) {
+  ATTENDRE_REQUIRE(a.has_value() == b.has_value(),
+                   std::string("record: ") + what + " come both from the chunk or both from buffer ranges");
   return a.has_value();
 }
 
 }  // namespace
 
-void KeyValueMemory::record_insert(VkCommandBuffer cb, const ChunkView& rows, const std::optional<BufferRange>& k,
-                                   const std::optional<BufferRange>& v, const Consumer& consumer) {
+Status KeyValueMemory::try_record_insert(VkCommandBuffer cb, const ChunkView& rows, const std::optional<BufferRange>& k,
+                                         const std::optional<BufferRange>& v, const Consumer& consumer) {
   Impl& m = *impl_;
-  require(cb != VK_NULL_HANDLE, "record: no command buffer");
+  ATTENDRE_REQUIRE(cb != VK_NULL_HANDLE, "record: no command buffer");
   const uint32_t q_row = m.config.shape.q_row(), kv_row = m.config.shape.kv_row();
-  const bool device = from_application(k, v, "keys and values");
+  ATTENDRE_TRY_ASSIGN(const bool device, from_application(k, v, "keys and values"));
   if (device) {
-    require(rows.k.empty() && rows.v.empty(), "record: keys and values come from the chunk or from buffer ranges, not both");
-    check_range(*k, uint64_t{rows.rows} * kv_row * 4, "k");
-    check_range(*v, uint64_t{rows.rows} * kv_row * 4, "v");
+    ATTENDRE_REQUIRE(rows.k.empty() && rows.v.empty(),
+                     "record: keys and values come from the chunk or from buffer ranges, not both");
+    ATTENDRE_TRY(check_range(*k, uint64_t{rows.rows} * kv_row * 4, "k"));
+    ATTENDRE_TRY(check_range(*v, uint64_t{rows.rows} * kv_row * 4, "v"));
   }
   std::vector<float> zeros;
   const ChunkView checked = without_device_rows(rows, device, q_row, kv_row, zeros);
-  const InsertionRows in = m.plan_insert(checked);  // committed from here
+  ATTENDRE_TRY_ASSIGN(const InsertionRows in, m.plan_insert(checked));  // committed from here
   std::vector<uint32_t> image(m.chunk_words);
-  pack_kv_rows(checked, m.kv.chunk_layout(), image.data());
-  m.checks.use_slot(Impl::kRecordedChecks);
+  pack_kv_rows(checked, m.kv->chunk_layout(), image.data());
+  m.checks->use_slot(Impl::kRecordedChecks);
   vk::CommandRecorder rec(cb, m.context.state().debug_label);
   rec.acquire();
-  rec.update(m.staged, 0, image.size() * 4, image.data());
-  m.record_insert(rec, m.staged, in, query_metas(rows, m.config.chunk), k, v);
+  ATTENDRE_TRY(rec.try_update(m.staged, 0, image.size() * 4, image.data()));
+  ATTENDRE_TRY(m.record_insert(rec, m.staged, in, query_metas(rows, m.config.chunk), k, v));
   rec.release(consumer.stages, consumer.access);
   m.recorded.add(rec);
+  return {};
 }
 
-RecordedStep KeyValueMemory::record_retrieve(VkCommandBuffer cb, const ChunkView& queries,
-                                             const std::optional<BufferRange>& q, const LayerOutputs& out) {
+Result<RecordedStep> KeyValueMemory::try_record_retrieve(VkCommandBuffer cb, const ChunkView& queries,
+                                                         const std::optional<BufferRange>& q, const LayerOutputs& out) {
   Impl& m = *impl_;
-  require(cb != VK_NULL_HANDLE, "record: no command buffer");
+  ATTENDRE_REQUIRE(cb != VK_NULL_HANDLE, "record: no command buffer");
   const uint32_t q_row = m.config.shape.q_row(), kv_row = m.config.shape.kv_row();
   if (q) {
-    require(queries.q.empty(), "record: the queries come from the chunk or from a buffer range, not both");
-    check_range(*q, uint64_t{queries.rows} * q_row * 4, "q");
+    ATTENDRE_REQUIRE(queries.q.empty(), "record: the queries come from the chunk or from a buffer range, not both");
+    ATTENDRE_TRY(check_range(*q, uint64_t{queries.rows} * q_row * 4, "q"));
   }
-  if (out.outputs) check_range(*out.outputs, uint64_t{m.max_queries} * q_row * 4, "outputs");
+  if (out.outputs) ATTENDRE_TRY(check_range(*out.outputs, uint64_t{m.max_queries} * q_row * 4, "outputs"));
   std::vector<float> zeros;
   const ChunkView checked = without_device_rows(queries, q.has_value(), q_row, kv_row, zeros);
-  const Impl::Retrieval r = m.plan_retrieve(checked);  // committed from here
+  ATTENDRE_TRY_ASSIGN(const Impl::Retrieval r, m.plan_retrieve(checked));  // committed from here
   std::vector<uint32_t> image(m.upload.size() / 4);
   m.pack_retrieve(checked, r, image.data());
-  m.checks.use_slot(Impl::kRecordedChecks);
+  m.checks->use_slot(Impl::kRecordedChecks);
   vk::CommandRecorder rec(cb, m.context.state().debug_label);
   rec.acquire();
-  rec.update(m.staged, m.q_at * 4, (image.size() - m.q_at) * 4, image.data() + m.q_at);
-  m.record_retrieve(rec, m.staged, r, q);
+  ATTENDRE_TRY(rec.try_update(m.staged, m.q_at * 4, (image.size() - m.q_at) * 4, image.data() + m.q_at));
+  ATTENDRE_TRY(m.record_retrieve(rec, m.staged, r, q));
   if (out.outputs)
-    copy_valid_rows_packed(rec, m.kv.attention_buffer(), m.kv.outputs_offset() * 4, uint64_t{q_row} * 4, r.evicted,
+    copy_valid_rows_packed(rec, m.kv->attention_buffer(), m.kv->outputs_offset() * 4, uint64_t{q_row} * 4, r.evicted,
                            borrow(*out.outputs, "application outputs"), out.outputs->offset);
   rec.release(out.consumer.stages, out.consumer.access);
   m.recorded.add(rec);

@@ -1,7 +1,7 @@
 #include "gpu/kv_memory.hpp"
 
 #include "interface/constants.h"
-#include "core/fail.hpp"
+#include "core/try.hpp"
 #include "core/positions.hpp"
 
 #include <attendre/error.hpp>
@@ -28,7 +28,7 @@ static_assert(kernels::kPolicyLfa == static_cast<uint32_t>(PolicyKind::lfa));
 
 }  // namespace
 
-RetrievalPlan KvMemory::plan(const Context& context, const LayerConfig& config, uint32_t max_queries) {
+Result<RetrievalPlan> KvMemory::plan(const Context& context, const LayerConfig& config, uint32_t max_queries) {
   return plan_retrieval(config, kernels::plan_kernels(context.caps()), max_queries, context.caps());
 }
 
@@ -36,80 +36,86 @@ uint32_t KvMemory::key_variants(const LmInfinite& lm_infinite) {
   return lm_infinite.enabled ? kernels::kLmKeyVariants : 1u;
 }
 
-KvMemory::KvMemory(Context& context, const LayerConfig& config, uint32_t max_queries, uint32_t max_insert,
-                   const vk::Buffer& ring, const RingLayout& ring_layout, FiniteChecks& checks,
-                   const std::string& stage, RetrievalScratch* scratch, const LmInfinite& lm_infinite)
-    : config_(config),
-      lm_infinite_(lm_infinite),
-      kernels_(kernels::plan_kernels(context.caps())),
-      ring_layout_(ring_layout),
-      checks_(checks) {
-  config.validate();
-  if (config.retrieval.bias == BiasKind::t5) positions::check(config.retrieval.t5, config.shape.heads_q, true, "").or_throw();
-  require(ring_layout.q_variants == (lm_infinite.enabled ? kernels::kLmQueryVariants : 1u),
-          "the Q ring holds another number of query variants than the K/V memory scores with");
-  require(ring_layout.storage == config.kv.storage, "the Q ring stores queries in another precision than the K/V memory");
-  config_.chunk = max_insert;  // the insertion kernels size everything by the largest insertion
-  plan_ = plan_retrieval(config_, kernels_, max_queries, context.caps());
-  kv_layout_ = KvLayout::make(config.kv.capacity, config.shape, key_variants(lm_infinite), config.retrieval,
-                              config.kv.storage);
-  chunk_layout_ = ChunkLayout::make(max_insert, config.shape, key_variants(lm_infinite));
-  evicted_layout_ = EvictedLayout::make(config.kv.copy_out_evicted ? max_insert : 0, config.shape);
-  if (kv_layout_.words * 4 > context.caps().max_storage_range)
-    fail(ErrorCode::unsupported, "K/V memory needs " + std::to_string(kv_layout_.words * 4 >> 20) +
-                                     " MiB, over the device's storage-buffer range of " +
-                                     std::to_string(context.caps().max_storage_range >> 20) +
-                                     " MiB; lower M, heads_kv or head_dim");
+Result<std::unique_ptr<KvMemory>> KvMemory::create(Context& context, const LayerConfig& config, uint32_t max_queries,
+                                                   uint32_t max_insert, const vk::Buffer& ring,
+                                                   const RingLayout& ring_layout, FiniteChecks& checks,
+                                                   const std::string& stage, RetrievalScratch* scratch,
+                                                   const LmInfinite& lm_infinite) {
+  ATTENDRE_TRY(config.check());
+  if (config.retrieval.bias == BiasKind::t5) ATTENDRE_TRY(positions::check(config.retrieval.t5, config.shape.heads_q, true, ""));
+  ATTENDRE_REQUIRE(ring_layout.q_variants == (lm_infinite.enabled ? kernels::kLmQueryVariants : 1u),
+                   "the Q ring holds another number of query variants than the K/V memory scores with");
+  ATTENDRE_REQUIRE(ring_layout.storage == config.kv.storage,
+                   "the Q ring stores queries in another precision than the K/V memory");
+  std::unique_ptr<KvMemory> m(
+      new KvMemory(config, lm_infinite, kernels::plan_kernels(context.caps()), ring_layout, checks));
+  m->config_.chunk = max_insert;  // the insertion kernels size everything by the largest insertion
+  ATTENDRE_TRY_ASSIGN(m->plan_, plan_retrieval(m->config_, m->kernels_, max_queries, context.caps()));
+  ATTENDRE_TRY_ASSIGN(m->kv_layout_, KvLayout::try_make(config.kv.capacity, config.shape, key_variants(lm_infinite),
+                                                        config.retrieval, config.kv.storage));
+  ATTENDRE_TRY_ASSIGN(m->chunk_layout_, ChunkLayout::try_make(max_insert, config.shape, key_variants(lm_infinite)));
+  ATTENDRE_TRY_ASSIGN(m->evicted_layout_,
+                      EvictedLayout::try_make(config.kv.copy_out_evicted ? max_insert : 0, config.shape));
+  if (m->kv_layout_.words * 4 > context.caps().max_storage_range)
+    return Status(ErrorCode::unsupported, "K/V memory needs " + std::to_string(m->kv_layout_.words * 4 >> 20) +
+                                              " MiB, over the device's storage-buffer range of " +
+                                              std::to_string(context.caps().max_storage_range >> 20) +
+                                              " MiB; lower M, heads_kv or head_dim");
+  const RetrievalPlan& plan = m->plan_;
   if (scratch) {
     const ScratchWords& have = scratch->words();
-    require(have.logits >= plan_.words.logits && have.lists >= plan_.words.lists &&
-                have.attention >= plan_.words.attention && have.usage >= plan_.words.usage,
-            "shared retrieval scratch is smaller than this memory needs");
-    scratch_ = scratch;
+    ATTENDRE_REQUIRE(have.logits >= plan.words.logits && have.lists >= plan.words.lists &&
+                         have.attention >= plan.words.attention && have.usage >= plan.words.usage,
+                     "shared retrieval scratch is smaller than this memory needs");
+    m->scratch_ = scratch;
   } else {
-    own_scratch_ = std::make_unique<RetrievalScratch>(context, plan_.words);
-    scratch_ = own_scratch_.get();
+    ATTENDRE_TRY_ASSIGN(m->own_scratch_, RetrievalScratch::create(context, plan.words));
+    m->scratch_ = m->own_scratch_.get();
   }
 
-  kv_ = vk::Buffer(context, kv_layout_.words * 4, vk::MemoryIntent::device, "kv memory");
-  chunk_ = vk::Buffer(context, chunk_layout_.words * 4, vk::MemoryIntent::device, "kv chunk");
-  if (config.kv.copy_out_evicted)
-    evicted_ = vk::Buffer(context, evicted_layout_.words * 4, vk::MemoryIntent::device, "evicted");
+  ATTENDRE_TRY_ASSIGN(m->kv_, vk::Buffer::create(context, m->kv_layout_.words * 4, vk::MemoryIntent::device, "kv memory"));
+  ATTENDRE_TRY_ASSIGN(m->chunk_,
+                      vk::Buffer::create(context, m->chunk_layout_.words * 4, vk::MemoryIntent::device, "kv chunk"));
+  if (config.kv.copy_out_evicted) {
+    ATTENDRE_TRY_ASSIGN(m->evicted_, vk::Buffer::create(context, m->evicted_layout_.words * 4,
+                                                        vk::MemoryIntent::device, "evicted"));
+  }
 
-  arena_ = std::make_unique<vk::DescriptorArena>(context);
+  m->arena_ = std::make_unique<vk::DescriptorArena>(context);
   const kernels::StoredPath stored = kernels::stored_path(context.caps(), config.kv.storage);
-  insert_ = kernels::InsertKernels(context, *arena_, kernels_,
-                                   {{&kv_}, {&chunk_}, {&scratch_->lists()}, {evicted_ ? &evicted_ : nullptr}},
-                                   insert_constants(), stored);
-  retrieve_ = kernels::RetrieveKernels(context, *arena_, kernels_,
-                                       {{&ring},
-                                        {&kv_},
-                                        {&scratch_->logits()},
-                                        {&scratch_->lists()},
-                                        {&scratch_->attention()},
-                                        {&scratch_->usage()}},
-                                       config.kv.capacity, std::max(1u, plan_.top_keep), lm_infinite.enabled,
-                                       stored);
-  if (config.retrieval.bias == BiasKind::t5) upload_t5_tables(context);
-  outputs_site_ = checks.add("the attention outputs" + stage,
-                             vk::BufferBinding::words(scratch_->attention(), 0, plan_.outputs_words));
-  if (config.kv.policy.attention_scored())
-    scores_site_ = checks.add("the policy scores" + stage,
-                              vk::BufferBinding::words(kv_, kv_layout_.scores, config.kv.capacity));
+  RetrievalScratch& sc = *m->scratch_;
+  ATTENDRE_TRY_ASSIGN(m->insert_, kernels::InsertKernels::create(
+                                      context, *m->arena_, m->kernels_,
+                                      {{&m->kv_}, {&m->chunk_}, {&sc.lists()}, {m->evicted_ ? &m->evicted_ : nullptr}},
+                                      m->insert_constants(), stored));
+  ATTENDRE_TRY_ASSIGN(m->retrieve_, kernels::RetrieveKernels::create(
+                                        context, *m->arena_, m->kernels_,
+                                        {{&ring}, {&m->kv_}, {&sc.logits()}, {&sc.lists()}, {&sc.attention()}, {&sc.usage()}},
+                                        config.kv.capacity, std::max(1u, plan.top_keep), lm_infinite.enabled, stored));
+  if (config.retrieval.bias == BiasKind::t5) ATTENDRE_TRY(m->upload_t5_tables(context));
+  ATTENDRE_TRY_ASSIGN(m->outputs_site_, checks.try_add("the attention outputs" + stage,
+                                                       vk::BufferBinding::words(sc.attention(), 0, plan.outputs_words)));
+  if (config.kv.policy.attention_scored()) {
+    ATTENDRE_TRY_ASSIGN(m->scores_site_,
+                        checks.try_add("the policy scores" + stage,
+                                       vk::BufferBinding::words(m->kv_, m->kv_layout_.scores, config.kv.capacity)));
+  }
+  return m;
 }
 
-void KvMemory::upload_t5_tables(Context& context) {
+Status KvMemory::upload_t5_tables(Context& context) {
   const T5Buckets& t5 = config_.retrieval.t5;
-  const std::vector<uint32_t> buckets = positions::t5_bucket_table(t5).value_or_throw();
+  ATTENDRE_TRY_ASSIGN(const std::vector<uint32_t> buckets, positions::t5_bucket_table(t5));
   const uint64_t at = kv_layout_.t5_buckets, words = kv_layout_.t5_biases + t5.table.size() - at;
-  vk::Buffer staging(context, words * 4, vk::MemoryIntent::upload, "t5 tables");
+  ATTENDRE_TRY_ASSIGN(const vk::Buffer staging, vk::Buffer::create(context, words * 4, vk::MemoryIntent::upload, "t5 tables"));
   auto* w = static_cast<uint32_t*>(staging.mapped());
   std::memcpy(w, buckets.data(), buckets.size() * 4);
   std::memcpy(w + (kv_layout_.t5_biases - at), t5.table.data(), t5.table.size() * 4);
-  vk::Submission submission(context);
-  submission.begin().copy(staging, 0, kv_, at * 4, words * 4);
-  submission.submit();
-  submission.wait();
+  ATTENDRE_TRY_ASSIGN(vk::Submission submission, vk::Submission::create(context));
+  ATTENDRE_TRY_ASSIGN(vk::CommandRecorder* rec, submission.try_begin());
+  rec->copy(staging, 0, kv_, at * 4, words * 4);
+  ATTENDRE_TRY(submission.try_submit());
+  return submission.try_wait();
 }
 
 kernels::InsertConstants KvMemory::insert_constants() const {
@@ -175,23 +181,23 @@ Fresh count_fresh(std::span<const uint8_t> valid, std::span<const int64_t> posit
 
 }  // namespace
 
-uint32_t KvMemory::plan_insert(std::span<const uint8_t> valid, std::span<const int64_t> positions) const {
+Result<uint32_t> KvMemory::plan_insert(std::span<const uint8_t> valid, std::span<const int64_t> positions) const {
   const KvMemoryConfig& kv = config_.kv;
   const Fresh fresh = count_fresh(valid, positions, kv.n_sink);
   const uint32_t evictions = held_ + fresh.rows > kv.capacity ? held_ + fresh.rows - kv.capacity : 0;
   const uint32_t eligible = (held_ - pinned_) + (kv.protect_new ? 0 : fresh.rows - fresh.pinned);
-  if (evictions > eligible) infeasible_insertion(evictions, eligible).or_throw();
+  if (evictions > eligible) return infeasible_insertion(evictions, eligible);
   return evictions;
 }
 
-void KvMemory::record_insert(vk::CommandRecorder& rec, std::span<const uint8_t> valid,
-                             std::span<const int64_t> positions) {
+Status KvMemory::record_insert(vk::CommandRecorder& rec, std::span<const uint8_t> valid,
+                               std::span<const int64_t> positions) {
   const KvMemoryConfig& kv = config_.kv;
   const uint32_t S = config_.chunk;
-  const uint32_t evictions = plan_insert(valid, positions);
+  ATTENDRE_TRY_ASSIGN(const uint32_t evictions, plan_insert(valid, positions));
   const Fresh fresh = count_fresh(valid, positions, kv.n_sink);
   last_evictions_ = evictions;
-  if (fresh.rows == 0) return;
+  if (fresh.rows == 0) return {};
 
   const kernels::InsertParams p{held_, evictions};
   // The recorder orders these kernels by what each reads and writes.
@@ -210,31 +216,33 @@ void KvMemory::record_insert(vk::CommandRecorder& rec, std::span<const uint8_t> 
     s.chunk_pos_offset = chunk_layout_.positions;
     s.chunk_valid_offset = chunk_layout_.valid;
     s.chunk_init_offset = chunk_layout_.init;
-    insert_.select_victims(rec, s);
+    ATTENDRE_TRY(insert_.try_select_victims(rec, s));
   }
   insert_.plan(rec, p);
   if (evicted_ && evictions > 0) insert_.evict_copy(rec, p);
   insert_.scatter(rec, p);
   held_ = held_ + fresh.rows - evictions;
   pinned_ += fresh.pinned;
+  return {};
 }
 
-void KvMemory::record_retrieve(vk::CommandRecorder& rec, const QueryRange& range, bool force_causal) {
-  if (range.last_valid == kInvalid || range.count == 0) return;  // spec 2.4: no valid query, no change
+Status KvMemory::record_retrieve(vk::CommandRecorder& rec, const QueryRange& range, bool force_causal) {
+  if (range.last_valid == kInvalid || range.count == 0) return {};  // spec 2.4: no valid query, no change
   const int64_t step_max = range.last_valid_position;
   const int64_t i_max = seen_queries_ ? std::max(max_query_position_, step_max) : step_max;
   const int64_t i_prev = seen_queries_ ? max_query_position_ : i_max;
   const bool causal = force_causal || config_.retrieval.causal;
   for (uint32_t first = 0; first < range.count; first += plan_.batch)
-    retrieve_batch(rec, range, first, std::min(plan_.batch, range.count - first), static_cast<int32_t>(i_max),
-                   static_cast<int32_t>(i_prev), causal);
+    ATTENDRE_TRY(retrieve_batch(rec, range, first, std::min(plan_.batch, range.count - first),
+                                static_cast<int32_t>(i_max), static_cast<int32_t>(i_prev), causal));
   seen_queries_ = true;
   max_query_position_ = i_max;
   checks_.record(rec, outputs_site_, 0, range.count * config_.shape.q_row());
   if (config_.kv.policy.attention_scored()) checks_.record(rec, scores_site_, 0, held_);
+  return {};
 }
 
-void KvMemory::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& range, uint32_t first, uint32_t count,
+Status KvMemory::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& range, uint32_t first, uint32_t count,
                               int32_t i_max, int32_t i_prev, bool causal) {
   const AttentionShape& shape = config_.shape;
   const RetrievalConfig& retrieval = config_.retrieval;
@@ -302,10 +310,10 @@ void KvMemory::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& range,
     s.source_offset = shared ? rp.summed_offset : 0;
     s.source_stride = M;
     s.kv_pos_offset = kv_layout_.positions;
-    retrieve_.top_k(rec, s, shared ? count : count * shape.heads_q);
+    ATTENDRE_TRY(retrieve_.try_top_k(rec, s, shared ? count : count * shape.heads_q));
   }
   retrieve_.attend(rec, rp);
-  if (config_.kv.policy.kind == PolicyKind::fifo) return;
+  if (config_.kv.policy.kind == PolicyKind::fifo) return {};
 
   retrieve_.usage(rec, rp);
   kernels::PolicyParams pp{};
@@ -326,6 +334,7 @@ void KvMemory::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& range,
   pp.inv_heads = 1.0f / static_cast<float>(shape.heads_q);
   pp.kv_score_offset = kv_layout_.scores;
   retrieve_.policy_update(rec, pp);
+  return {};
 }
 
 void KvMemory::record_snapshot(vk::CommandRecorder& rec, const vk::Buffer& readback, VkDeviceSize offset) const {
@@ -333,12 +342,12 @@ void KvMemory::record_snapshot(vk::CommandRecorder& rec, const vk::Buffer& readb
   rec.copy(kv_, kv_layout_.scores * 4ull, readback, offset + held_ * 4ull, held_ * 4ull);
 }
 
-MemorySnapshot KvMemory::read_snapshot(vk::Submission& submission, const vk::Buffer& readback,
-                                       uint64_t offset_words) const {
-  vk::CommandRecorder& rec = submission.begin();
-  record_snapshot(rec, readback, offset_words * 4);
-  submission.submit();
-  submission.wait();
+Result<MemorySnapshot> KvMemory::read_snapshot(vk::Submission& submission, const vk::Buffer& readback,
+                                               uint64_t offset_words) const {
+  ATTENDRE_TRY_ASSIGN(vk::CommandRecorder* rec, submission.try_begin());
+  record_snapshot(*rec, readback, offset_words * 4);
+  ATTENDRE_TRY(submission.try_submit());
+  ATTENDRE_TRY(submission.try_wait());
   return decode_snapshot(static_cast<const uint32_t*>(readback.mapped()) + offset_words);
 }
 
@@ -359,9 +368,10 @@ MemorySnapshot KvMemory::decode_snapshot(const void* words) const {
   return snap;
 }
 
-void KvMemory::record_evicted(vk::CommandRecorder& rec, const vk::Buffer& readback, VkDeviceSize offset) const {
-  require(static_cast<bool>(evicted_), "evicted entries requested but copy_out_evicted is off");
+Status KvMemory::record_evicted(vk::CommandRecorder& rec, const vk::Buffer& readback, VkDeviceSize offset) const {
+  ATTENDRE_REQUIRE(static_cast<bool>(evicted_), "evicted entries requested but copy_out_evicted is off");
   rec.copy(evicted_, 0, readback, offset, evicted_layout_.words * 4ull);
+  return {};
 }
 
 EvictedEntries KvMemory::decode_evicted(const void* words) const {

@@ -43,37 +43,42 @@ class KvMemory {
   // each key (interface/score.h); pairs farther apart than n_local are
   // scored at the cap. A T5 bias needs config.retrieval.t5.table, which is
   // uploaded here.
-  KvMemory(Context& context, const LayerConfig& config, uint32_t max_queries, uint32_t max_insert,
-           const vk::Buffer& ring, const RingLayout& ring_layout, FiniteChecks& checks, const std::string& stage,
-           RetrievalScratch* scratch = nullptr, const LmInfinite& lm_infinite = {});
+  // Fails for the config, sizes past the device's limits, or a buffer or
+  // kernel the device refuses; nothing is left behind.
+  static Result<std::unique_ptr<KvMemory>> create(Context& context, const LayerConfig& config, uint32_t max_queries,
+                                                  uint32_t max_insert, const vk::Buffer& ring,
+                                                  const RingLayout& ring_layout, FiniteChecks& checks,
+                                                  const std::string& stage, RetrievalScratch* scratch = nullptr,
+                                                  const LmInfinite& lm_infinite = {});
 
   // Key variants a memory keeps per slot (kLmKeyVariants under LM-Infinite).
   static uint32_t key_variants(const LmInfinite& lm_infinite);
 
   // The scratch this memory needs, for sizing a shared RetrievalScratch.
-  static RetrievalPlan plan(const Context& context, const LayerConfig& config, uint32_t max_queries);
+  static Result<RetrievalPlan> plan(const Context& context, const LayerConfig& config, uint32_t max_queries);
 
-  // The number of evictions inserting these rows needs; throws
+  // The number of evictions inserting these rows needs; fails with
   // infeasible_config if they cannot happen (spec 2.1). Changes nothing.
-  uint32_t plan_insert(std::span<const uint8_t> valid, std::span<const int64_t> positions) const;
+  Result<uint32_t> plan_insert(std::span<const uint8_t> valid, std::span<const int64_t> positions) const;
   // Records spec 2.1 for the chunk rows already in chunk_buffer(): valid
-  // flags and positions are the host's copy of those rows. Throws
+  // flags and positions are the host's copy of those rows. Fails with
   // infeasible_config (recording nothing) if the eviction cannot happen.
-  void record_insert(vk::CommandRecorder& recorder, std::span<const uint8_t> valid,
-                     std::span<const int64_t> positions);
+  Status record_insert(vk::CommandRecorder& recorder, std::span<const uint8_t> valid,
+                       std::span<const int64_t> positions);
   // Records spec 2.2-2.4 for the queries in `range`; outputs land in
   // attention_buffer() at outputs_offset(), row i for query i of the range.
   // `force_causal` masks future keys whatever the config (decoding).
-  void record_retrieve(vk::CommandRecorder& recorder, const QueryRange& range, bool force_causal = false);
+  Status record_retrieve(vk::CommandRecorder& recorder, const QueryRange& range, bool force_causal = false);
   // Records copies of positions and scores of the held slots into
   // `readback` at `offset` (2 * held words).
   void record_snapshot(vk::CommandRecorder& recorder, const vk::Buffer& readback, VkDeviceSize offset) const;
   // Reads what record_snapshot copied, sorted by position.
   MemorySnapshot decode_snapshot(const void* words) const;
   // Both in one submission of its own, waited for: a snapshot between steps.
-  MemorySnapshot read_snapshot(vk::Submission& submission, const vk::Buffer& readback, uint64_t offset_words) const;
-  // Evicted entries of the last insertion (copy_out_evicted only).
-  void record_evicted(vk::CommandRecorder& recorder, const vk::Buffer& readback, VkDeviceSize offset) const;
+  Result<MemorySnapshot> read_snapshot(vk::Submission& submission, const vk::Buffer& readback, uint64_t offset_words) const;
+  // Evicted entries of the last insertion (copy_out_evicted only, else
+  // invalid_argument).
+  Status record_evicted(vk::CommandRecorder& recorder, const vk::Buffer& readback, VkDeviceSize offset) const;
   EvictedEntries decode_evicted(const void* words) const;
 
   // Forgets every entry (a cross-attention memory before it is reloaded).
@@ -94,10 +99,13 @@ class KvMemory {
   uint64_t snapshot_words() const { return 2ull * config_.kv.capacity; }
 
  private:
+  KvMemory(const LayerConfig& config, const LmInfinite& lm_infinite, const kernels::KernelPlan& kernels,
+           const RingLayout& ring_layout, FiniteChecks& checks)
+      : config_(config), lm_infinite_(lm_infinite), kernels_(kernels), ring_layout_(ring_layout), checks_(checks) {}
   kernels::InsertConstants insert_constants() const;
   // Writes the T5 bucket and bias tables into their K/V buffer sections.
-  void upload_t5_tables(Context& context);
-  void retrieve_batch(vk::CommandRecorder& recorder, const QueryRange& range, uint32_t first, uint32_t count,
+  Status upload_t5_tables(Context& context);
+  Status retrieve_batch(vk::CommandRecorder& recorder, const QueryRange& range, uint32_t first, uint32_t count,
                       int32_t i_max, int32_t i_prev, bool causal);
 
   LayerConfig config_;

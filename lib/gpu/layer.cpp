@@ -12,7 +12,7 @@
 #include "vulkan/buffer.hpp"
 #include "vulkan/commands.hpp"
 #include "vulkan/context_state.hpp"
-#include "core/fail.hpp"
+#include "core/try.hpp"
 #include "core/stream_validator.hpp"
 
 #include <attendre/data_only_memory.hpp>
@@ -30,13 +30,14 @@ namespace {
 // Host-visible staging for one chunk, laid out as the destinations expect.
 struct UploadLayout {
   uint64_t queries = 0, chunk = 0, ring_meta = 0, words = 0;
-  static UploadLayout make(const LayerConfig& config, const ChunkLayout& chunk_layout) {
+  static Result<UploadLayout> make(const LayerConfig& config, const ChunkLayout& chunk_layout) {
     UploadLayout l;
     SectionCursor c;
     l.queries = c.take(uint64_t{config.chunk} * config.shape.q_row());
     l.chunk = c.take(chunk_layout.init);  // keys .. tags of the chunk buffer, in place
     l.ring_meta = c.take(3ull * config.chunk);  // positions, valid, tags
     l.words = c.words;
+    ATTENDRE_TRY(c.status());
     return l;
   }
 };
@@ -44,11 +45,19 @@ struct UploadLayout {
 // One of two sets of what a submitted step uses from the host side, so that
 // the host fills one while the device runs the step of the other.
 struct StepSlot {
-  StepSlot(Context& ctx, uint32_t slot_index, uint64_t upload_bytes, uint64_t readback_bytes)
+  static Result<std::unique_ptr<StepSlot>> create(Context& ctx, uint32_t slot_index, uint64_t upload_bytes,
+                                                  uint64_t readback_bytes) {
+    ATTENDRE_TRY_ASSIGN(vk::Buffer upload, vk::Buffer::create(ctx, upload_bytes, vk::MemoryIntent::upload, "chunk upload"));
+    ATTENDRE_TRY_ASSIGN(vk::Buffer readback,
+                        vk::Buffer::create(ctx, readback_bytes, vk::MemoryIntent::readback, "readback"));
+    ATTENDRE_TRY_ASSIGN(vk::Submission submission, vk::Submission::create(ctx));
+    return std::make_unique<StepSlot>(slot_index, std::move(upload), std::move(readback), std::move(submission));
+  }
+  StepSlot(uint32_t slot_index, vk::Buffer upload_buffer, vk::Buffer readback_buffer, vk::Submission own)
       : index(slot_index),
-        upload(ctx, upload_bytes, vk::MemoryIntent::upload, "chunk upload"),
-        readback(ctx, readback_bytes, vk::MemoryIntent::readback, "readback"),
-        submission(ctx) {}
+        upload(std::move(upload_buffer)),
+        readback(std::move(readback_buffer)),
+        submission(std::move(own)) {}
   uint32_t index;  // in Layer::Impl::slots, and the finite checks' slot its steps set
   vk::Buffer upload, readback;
   vk::Submission submission;
@@ -66,34 +75,46 @@ struct StepSlot {
 struct Layer::Impl {
   Impl(Context& ctx, const LayerConfig& cfg)
       : context(ctx),
-        config((cfg.validate(), cfg)),
-        ring(ctx, cfg.shape, cfg.q_capacity, cfg.chunk, 0, 1, cfg.kv.storage),
-        checks(ctx, 2, kRecordedChecks + 1),
-        kv(ctx, cfg, cfg.max_queries_per_step(true), cfg.chunk, ring.buffer(), ring.layout(), checks, ""),
-        upload_layout(UploadLayout::make(cfg, kv.chunk_layout())),
-        outputs_words(align_words(uint64_t{cfg.max_queries_per_step(true)} * cfg.shape.q_row())),
-        staged(ctx, upload_layout.words * 4, vk::MemoryIntent::device, "recorded chunk") {
-    const uint64_t readback_bytes = (outputs_words + align_words(kv.snapshot_words()) + kv.evicted_words()) * 4;
-    for (uint32_t i = 0; i < slots.size(); ++i)
-      slots[i] = std::make_unique<StepSlot>(ctx, i, upload_layout.words * 4, readback_bytes);
+        config(cfg),
+        outputs_words(align_words(uint64_t{cfg.max_queries_per_step(true)} * cfg.shape.q_row())) {}
+
+  // Makes the memories, staging and slots in place (the K/V memory's
+  // kernels bind the ring's buffer).
+  Status build() {
+    const LayerConfig& cfg = config;
+    ATTENDRE_TRY_ASSIGN(ring, QueryRing::create(context, cfg.shape, cfg.q_capacity, cfg.chunk, 0, 1, cfg.kv.storage));
+    ATTENDRE_TRY_ASSIGN(checks, FiniteChecks::create(context, 2, kRecordedChecks + 1));
+    ATTENDRE_TRY_ASSIGN(kv, KvMemory::create(context, cfg, cfg.max_queries_per_step(true), cfg.chunk, ring->buffer(),
+                                             ring->layout(), *checks, ""));
+    ATTENDRE_TRY_ASSIGN(upload_layout, UploadLayout::make(cfg, kv->chunk_layout()));
+    ATTENDRE_TRY_ASSIGN(staged, vk::Buffer::create(context, upload_layout.words * 4, vk::MemoryIntent::device,
+                                                   "recorded chunk"));
+    const uint64_t readback_bytes = (outputs_words + align_words(kv->snapshot_words()) + kv->evicted_words()) * 4;
+    for (uint32_t i = 0; i < slots.size(); ++i) {
+      ATTENDRE_TRY_ASSIGN(slots[i], StepSlot::create(context, i, upload_layout.words * 4, readback_bytes));
+    }
+    return {};
   }
 
   // Records the step into the next slot's command buffer and submits it.
-  Ticket submit(std::vector<QueryMeta> evicted, const ChunkView* chunk, const std::vector<QueryMeta>* inserted,
-                uint64_t first, const StepRequest& request, const SubmitOptions& options);
-  // Throws before anything changed when the options do not fit the layer.
-  void check(const SubmitOptions& options) const;
-  StepResult result(const Ticket& ticket);
+  Result<Ticket> submit(std::vector<QueryMeta> evicted, const ChunkView* chunk, const std::vector<QueryMeta>* inserted,
+                        uint64_t first, const StepRequest& request, const SubmitOptions& options);
+  // Fails before anything changed when the options do not fit the layer.
+  Status check(const SubmitOptions& options) const;
+  Result<StepResult> result(const Ticket& ticket);
   // The chunk as the upload layout holds it, and the copies from such an
   // image in `src` into the Q ring and the K/V chunk buffer.
   void pack_chunk(const ChunkView& chunk, const std::vector<QueryMeta>& inserted, uint32_t* words) const;
   void record_chunk(vk::CommandRecorder& rec, const vk::Buffer& src, uint64_t first) const;
+  // Records the chunk's insertion and the evicted queries' retrieval.
+  Status record_memories(vk::CommandRecorder& rec, const std::vector<QueryMeta>* inserted, uint64_t first,
+                         const QueryRange& range);
   // Copies the valid evicted queries' outputs, packed, to the application's range.
   void record_outputs(vk::CommandRecorder& rec, const std::vector<QueryMeta>& evicted, const BufferRange& outputs) const;
   // Waits for the slot's step and reports its non-finite values.
-  void finish(StepSlot& slot);
+  Status finish(StepSlot& slot);
   // Waits for every step, recorded ones included, and reports their non-finite values.
-  void finish_pending();
+  Status finish_pending();
 
   // The finite checks' slot of steps recorded into the application's
   // command buffers (slots 0 and 1 are the submitted steps').
@@ -101,11 +122,11 @@ struct Layer::Impl {
 
   Context& context;
   LayerConfig config;
-  QueryRing ring;
-  FiniteChecks checks;
-  KvMemory kv;
-  UploadLayout upload_layout;
   uint64_t outputs_words;
+  std::unique_ptr<QueryRing> ring;
+  std::unique_ptr<FiniteChecks> checks;
+  std::unique_ptr<KvMemory> kv;
+  UploadLayout upload_layout;
   std::array<std::unique_ptr<StepSlot>, 2> slots;
   // record()'s chunk image: device-local, written by the command buffer
   // itself, so nothing the host owns must outlive the application's submission.
@@ -116,127 +137,153 @@ struct Layer::Impl {
   RecordedSteps recorded;
 };
 
-void Layer::Impl::finish(StepSlot& slot) {
-  slot.submission.wait();
-  if (!slot.unverified) return;
+Status Layer::Impl::finish(StepSlot& slot) {
+  ATTENDRE_TRY(slot.submission.try_wait());
+  if (!slot.unverified) return {};
   slot.unverified = false;
-  checks.verify("step " + std::to_string(slot.step), slot.index);
+  return checks->verify("step " + std::to_string(slot.step), slot.index);
 }
 
-void Layer::Impl::finish_pending() {
-  for (auto& slot : slots) finish(*slot);
-  recorded.wait(slots[0]->submission, checks, kRecordedChecks, "a recorded step before step " + std::to_string(steps));
+Status Layer::Impl::finish_pending() {
+  for (auto& slot : slots) ATTENDRE_TRY(finish(*slot));
+  return recorded.wait(slots[0]->submission, *checks, kRecordedChecks,
+                       "a recorded step before step " + std::to_string(steps));
 }
 
-Layer::Layer(Context& context, const LayerConfig& config) : impl_(std::make_unique<Impl>(context, config)) {}
+Result<std::unique_ptr<Layer>> Layer::create(Context& context, const LayerConfig& config) {
+  ATTENDRE_TRY(config.check());
+  auto impl = std::make_unique<Impl>(context, config);
+  ATTENDRE_TRY(impl->build());
+  return std::unique_ptr<Layer>(new Layer(std::move(impl)));
+}
+Layer::Layer(std::unique_ptr<Impl>&& impl) : impl_(std::move(impl)) {}
 Layer::~Layer() = default;
 
 const LayerConfig& Layer::config() const { return impl_->config; }
 uint64_t Layer::device_bytes() const {
-  uint64_t bytes = impl_->ring.buffer().size() + impl_->kv.device_bytes() + impl_->staged.size();
+  uint64_t bytes = impl_->ring->buffer().size() + impl_->kv->device_bytes() + impl_->staged.size();
   for (const auto& slot : impl_->slots) bytes += slot->upload.size() + slot->readback.size();
   return bytes;
 }
-uint32_t Layer::queries_per_batch() const { return impl_->kv.queries_per_batch(); }
-void Layer::wait() { impl_->finish_pending(); }
+uint32_t Layer::queries_per_batch() const { return impl_->kv->queries_per_batch(); }
+Status Layer::try_wait() { return impl_->finish_pending(); }
 
-void Layer::set_profiling(bool enabled) {
-  impl_->finish_pending();
-  impl_->profiler = enabled ? std::make_unique<vk::Profiler>(impl_->context, 512) : nullptr;
+Status Layer::try_set_profiling(bool enabled) {
+  ATTENDRE_TRY(impl_->finish_pending());  // no step in flight writes the old profiler's timestamps
+  impl_->profiler.reset();
+  if (!enabled) return {};
+  ATTENDRE_TRY_ASSIGN(vk::Profiler profiler, vk::Profiler::create(impl_->context, 512));
+  impl_->profiler = std::make_unique<vk::Profiler>(std::move(profiler));
+  return {};
 }
 
-std::vector<KernelTime> Layer::last_profile() {
-  impl_->finish_pending();
+Result<std::vector<KernelTime>> Layer::try_last_profile() {
+  ATTENDRE_TRY(impl_->finish_pending());
   std::vector<KernelTime> out;
-  if (impl_->profiler)
-    for (const auto& s : impl_->profiler->read()) out.push_back({s.label, s.ns, s.pieces, s.longest_piece_ns});
+  if (!impl_->profiler) return out;
+  ATTENDRE_TRY_ASSIGN(const std::vector<vk::Profiler::Sample> samples, impl_->profiler->try_read());
+  for (const auto& s : samples) out.push_back({s.label, s.ns, s.pieces, s.longest_piece_ns});
   return out;
 }
 
-bool Layer::has_pending_queries() const { return impl_->ring.has_pending(); }
+bool Layer::has_pending_queries() const { return impl_->ring->has_pending(); }
 
-void Layer::Impl::check(const SubmitOptions& options) const {
-  slots[0]->submission.check_waits(options.waits);
-  if (options.outputs) check_range(*options.outputs, uint64_t{config.chunk} * config.shape.q_row() * 4, "outputs");
+Status Layer::Impl::check(const SubmitOptions& options) const {
+  ATTENDRE_TRY(slots[0]->submission.try_check_waits(options.waits));
+  if (options.outputs) return check_range(*options.outputs, uint64_t{config.chunk} * config.shape.q_row() * 4, "outputs");
+  return {};
 }
 
-Ticket Layer::submit(const ChunkView& chunk, const StepRequest& request, const SubmitOptions& options) {
+Result<Ticket> Layer::try_submit(const ChunkView& chunk, const StepRequest& request, const SubmitOptions& options) {
   Impl& m = *impl_;
-  m.check(options);
-  require(!request.evicted || m.config.kv.copy_out_evicted, "evicted entries requested but copy_out_evicted is off");
+  ATTENDRE_TRY(m.check(options));
+  ATTENDRE_REQUIRE(!request.evicted || m.config.kv.copy_out_evicted,
+                   "evicted entries requested but copy_out_evicted is off");
   // A snapshot and evicted entries are decoded with the memory's host
   // counts, which the next step changes.
   const StepSlot& previous = *m.slots[(m.steps + 1) % 2];
-  require(!(previous.uncollected && (previous.request.snapshot || previous.request.evicted)),
-          "collect the result of a step that asked for a snapshot or evicted entries before submitting the next");
-  m.validator.check(chunk, m.config).or_throw();
-  check_int32_positions(chunk);
+  ATTENDRE_REQUIRE(!(previous.uncollected && (previous.request.snapshot || previous.request.evicted)),
+                   "collect the result of a step that asked for a snapshot or evicted entries before submitting the next");
+  ATTENDRE_TRY(m.validator.check(chunk, m.config));
+  ATTENDRE_TRY(check_int32_positions(chunk));
   const std::vector<QueryMeta> rows = query_metas(chunk, m.config.chunk);
   const InsertionRows in = insertion_rows(rows, m.config.chunk);
-  m.kv.plan_insert(in.valid, in.positions);  // throws before anything changed
-  const uint64_t first = m.ring.next_sequence();
-  std::vector<QueryMeta> evicted = m.ring.insert(rows);
-  Ticket ticket = m.submit(std::move(evicted), &chunk, &rows, first, request, options);
+  ATTENDRE_TRY(m.kv->plan_insert(in.valid, in.positions));  // fails before anything changed
+  const uint64_t first = m.ring->next_sequence();
+  std::vector<QueryMeta> evicted = m.ring->insert(rows);
+  ATTENDRE_TRY_ASSIGN(Ticket ticket, m.submit(std::move(evicted), &chunk, &rows, first, request, options));
   m.validator.accept(chunk, m.config);
   return ticket;
 }
 
-StepResult Layer::result(const Ticket& ticket) { return impl_->result(ticket); }
+Result<StepResult> Layer::try_result(const Ticket& ticket) { return impl_->result(ticket); }
 
-StepResult Layer::step(const ChunkView& chunk, const StepRequest& request) { return result(submit(chunk, request)); }
-
-StepResult Layer::drain_step(const StepRequest& request) { return step(ChunkView{}, request); }
-
-StepResult Layer::flush(const StepRequest& request) {
-  require(!request.evicted, "a flush step inserts nothing, so it evicts nothing");
-  return result(impl_->submit(impl_->ring.take_all(), nullptr, nullptr, 0, request, {}));
+Result<StepResult> Layer::try_step(const ChunkView& chunk, const StepRequest& request) {
+  ATTENDRE_TRY_ASSIGN(const Ticket ticket, try_submit(chunk, request));
+  return try_result(ticket);
 }
 
-MemorySnapshot Layer::snapshot() {
-  impl_->finish_pending();
-  return impl_->kv.read_snapshot(impl_->slots[0]->submission, impl_->slots[0]->readback, impl_->outputs_words);
+Result<StepResult> Layer::try_drain_step(const StepRequest& request) { return try_step(ChunkView{}, request); }
+
+Result<StepResult> Layer::try_flush(const StepRequest& request) {
+  ATTENDRE_REQUIRE(!request.evicted, "a flush step inserts nothing, so it evicts nothing");
+  ATTENDRE_TRY_ASSIGN(const Ticket ticket, impl_->submit(impl_->ring->take_all(), nullptr, nullptr, 0, request, {}));
+  return try_result(ticket);
+}
+
+Result<MemorySnapshot> Layer::try_snapshot() {
+  ATTENDRE_TRY(impl_->finish_pending());
+  return impl_->kv->read_snapshot(impl_->slots[0]->submission, impl_->slots[0]->readback, impl_->outputs_words);
 }
 
 void Layer::Impl::pack_chunk(const ChunkView& chunk, const std::vector<QueryMeta>& inserted, uint32_t* words) const {
   pack_query_rows(chunk, config.shape.q_row(), config.chunk, reinterpret_cast<float*>(words + upload_layout.queries));
-  pack_kv_rows(chunk, kv.chunk_layout(), words + upload_layout.chunk);
+  pack_kv_rows(chunk, kv->chunk_layout(), words + upload_layout.chunk);
   QueryRing::pack_meta(inserted, words + upload_layout.ring_meta);
 }
 
 void Layer::Impl::record_chunk(vk::CommandRecorder& rec, const vk::Buffer& src, uint64_t first) const {
   const uint32_t S = config.chunk;
-  rec.copy(src, upload_layout.chunk * 4, kv.chunk_buffer(), 0, uint64_t{kv.chunk_layout().init} * 4);
-  ring.record_query_rows(rec, src, upload_layout.queries, first, 0, S);
-  ring.record_meta(rec, src, upload_layout.ring_meta, first, S);
+  rec.copy(src, upload_layout.chunk * 4, kv->chunk_buffer(), 0, uint64_t{kv->chunk_layout().init} * 4);
+  ring->record_query_rows(rec, src, upload_layout.queries, first, 0, S);
+  ring->record_meta(rec, src, upload_layout.ring_meta, first, S);
 }
 
-Ticket Layer::Impl::submit(std::vector<QueryMeta> evicted, const ChunkView* chunk,
-                           const std::vector<QueryMeta>* inserted, uint64_t first, const StepRequest& request,
-                           const SubmitOptions& options) {
-  const QueryRange range = ring.range_of(evicted);
-  if (profiler) finish_pending();  // profiles are per step: one in flight
+Status Layer::Impl::record_memories(vk::CommandRecorder& rec, const std::vector<QueryMeta>* inserted, uint64_t first,
+                                    const QueryRange& range) {
+  if (inserted) {
+    ring->record_store_queries(rec, first, config.chunk);
+    const InsertionRows in = insertion_rows(*inserted, config.chunk);
+    ATTENDRE_TRY(kv->record_insert(rec, in.valid, in.positions));
+  }
+  return kv->record_retrieve(rec, range);
+}
+
+Result<Ticket> Layer::Impl::submit(std::vector<QueryMeta> evicted, const ChunkView* chunk,
+                                   const std::vector<QueryMeta>* inserted, uint64_t first, const StepRequest& request,
+                                   const SubmitOptions& options) {
+  const QueryRange range = ring->range_of(evicted);
+  if (profiler) ATTENDRE_TRY(finish_pending());  // profiles are per step: one in flight
   StepSlot& slot = *slots[steps % 2];
-  finish(slot);  // its previous step is done: its upload and readback are free
-  checks.use_slot(slot.index);
-  vk::CommandRecorder& rec = slot.submission.begin();
+  ATTENDRE_TRY(finish(slot));  // its previous step is done: its upload and readback are free
+  checks->use_slot(slot.index);
+  ATTENDRE_TRY_ASSIGN(vk::CommandRecorder* const began, slot.submission.try_begin());
+  vk::CommandRecorder& rec = *began;
   rec.attach(profiler.get());
   if (chunk) {
     pack_chunk(*chunk, *inserted, static_cast<uint32_t*>(slot.upload.mapped()));
     record_chunk(rec, slot.upload, first);
-    ring.record_store_queries(rec, first, config.chunk);
-    const InsertionRows in = insertion_rows(*inserted, config.chunk);
-    kv.record_insert(rec, in.valid, in.positions);
   }
-  kv.record_retrieve(rec, range);
+  ATTENDRE_TRY(record_memories(rec, chunk ? inserted : nullptr, first, range));
   slot.read_outputs = request.outputs && range.last_valid != kernels::kInvalid;
   if (slot.read_outputs)
-    rec.copy(kv.attention_buffer(), kv.outputs_offset() * 4, slot.readback, 0,
+    rec.copy(kv->attention_buffer(), kv->outputs_offset() * 4, slot.readback, 0,
              uint64_t{range.count} * config.shape.q_row() * 4);
-  if (request.snapshot) kv.record_snapshot(rec, slot.readback, outputs_words * 4);
-  const uint64_t evicted_at = outputs_words + align_words(kv.snapshot_words());
-  if (request.evicted) kv.record_evicted(rec, slot.readback, evicted_at * 4);
+  if (request.snapshot) kv->record_snapshot(rec, slot.readback, outputs_words * 4);
+  const uint64_t evicted_at = outputs_words + align_words(kv->snapshot_words());
+  if (request.evicted) ATTENDRE_TRY(kv->record_evicted(rec, slot.readback, evicted_at * 4));
   if (options.outputs) record_outputs(rec, evicted, *options.outputs);
-  slot.submission.submit(options.waits);
+  ATTENDRE_TRY(slot.submission.try_submit(options.waits));
   slot.step = steps++;
   slot.unverified = true;
   slot.uncollected = true;
@@ -248,52 +295,53 @@ Ticket Layer::Impl::submit(std::vector<QueryMeta> evicted, const ChunkView* chun
 void Layer::Impl::record_outputs(vk::CommandRecorder& rec, const std::vector<QueryMeta>& evicted,
                                  const BufferRange& outputs) const {
   const uint64_t row_bytes = uint64_t{config.shape.q_row()} * 4;
-  copy_valid_rows_packed(rec, kv.attention_buffer(), kv.outputs_offset() * 4, row_bytes, evicted,
+  copy_valid_rows_packed(rec, kv->attention_buffer(), kv->outputs_offset() * 4, row_bytes, evicted,
                          borrow(outputs, "application outputs"), outputs.offset);
 }
 
-StepResult Layer::Impl::result(const Ticket& ticket) {
+Result<StepResult> Layer::Impl::result(const Ticket& ticket) {
   StepSlot& slot = *slots[ticket.step() % 2];
-  TicketAccess::check_collectable(ticket, slot.submission, slot.step, slot.uncollected);
+  ATTENDRE_TRY(TicketAccess::check_collectable(ticket, slot.submission, slot.step, slot.uncollected));
   slot.uncollected = false;
   StepResult result;
   for (const QueryMeta& meta : slot.evicted)
     if (meta.valid) result.emitted_positions.push_back(meta.position);
   if (!slot.read_outputs && !slot.request.snapshot && !slot.request.evicted) return result;
-  finish(slot);
+  ATTENDRE_TRY(finish(slot));
   const auto* words = static_cast<const uint32_t*>(slot.readback.mapped());
   if (slot.read_outputs) append_valid_rows(reinterpret_cast<const float*>(words), slot.evicted, config.shape.q_row(), result.outputs);
-  if (slot.request.snapshot) result.snapshot = kv.decode_snapshot(words + outputs_words);
-  if (slot.request.evicted) result.evicted = kv.decode_evicted(words + outputs_words + align_words(kv.snapshot_words()));
+  if (slot.request.snapshot) result.snapshot = kv->decode_snapshot(words + outputs_words);
+  if (slot.request.evicted) result.evicted = kv->decode_evicted(words + outputs_words + align_words(kv->snapshot_words()));
   return result;
 }
 
-RecordedStep Layer::record(VkCommandBuffer cb, const LayerInputs& in, const LayerOutputs& out) {
+Result<RecordedStep> Layer::try_record(VkCommandBuffer cb, const LayerInputs& in, const LayerOutputs& out) {
   Impl& m = *impl_;
-  require(cb != VK_NULL_HANDLE, "record: no command buffer");
+  ATTENDRE_REQUIRE(cb != VK_NULL_HANDLE, "record: no command buffer");
   const bool device = in.q || in.k || in.v;
-  require(!device || (in.q && in.k && in.v), "record: q, k and v come all from the chunk or all from buffer ranges");
+  ATTENDRE_REQUIRE(!device || (in.q && in.k && in.v),
+                   "record: q, k and v come all from the chunk or all from buffer ranges");
   const ChunkView& chunk = in.chunk;
   const auto parts = device ? StreamValidator::Parts::positions : StreamValidator::Parts::all;
-  m.validator.check(chunk, m.config, parts).or_throw();
-  check_int32_positions(chunk);
+  ATTENDRE_TRY(m.validator.check(chunk, m.config, parts));
+  ATTENDRE_TRY(check_int32_positions(chunk));
   const uint32_t S = m.config.chunk, q_row = m.config.shape.q_row(), kv_row = m.config.shape.kv_row();
   if (device) {
-    check_range(*in.q, uint64_t{chunk.rows} * q_row * 4, "q");
-    check_range(*in.k, uint64_t{chunk.rows} * kv_row * 4, "k");
-    check_range(*in.v, uint64_t{chunk.rows} * kv_row * 4, "v");
+    ATTENDRE_TRY(check_range(*in.q, uint64_t{chunk.rows} * q_row * 4, "q"));
+    ATTENDRE_TRY(check_range(*in.k, uint64_t{chunk.rows} * kv_row * 4, "k"));
+    ATTENDRE_TRY(check_range(*in.v, uint64_t{chunk.rows} * kv_row * 4, "v"));
   }
-  if (out.outputs) check_range(*out.outputs, uint64_t{S} * q_row * 4, "outputs");
+  if (out.outputs) ATTENDRE_TRY(check_range(*out.outputs, uint64_t{S} * q_row * 4, "outputs"));
   const std::vector<QueryMeta> rows = query_metas(chunk, S);
   const InsertionRows insertion = insertion_rows(rows, S);
-  m.kv.plan_insert(insertion.valid, insertion.positions);  // throws before anything changed
+  ATTENDRE_TRY(m.kv->plan_insert(insertion.valid, insertion.positions));  // fails before anything changed
   // Steps the layer submitted itself may still run: they come earlier on the
   // same queue, and the acquire barrier below orders them before this one.
-  const uint64_t first = m.ring.next_sequence();
-  const std::vector<QueryMeta> evicted = m.ring.insert(rows);
-  const QueryRange range = m.ring.range_of(evicted);
+  const uint64_t first = m.ring->next_sequence();
+  const std::vector<QueryMeta> evicted = m.ring->insert(rows);
+  const QueryRange range = m.ring->range_of(evicted);
 
-  m.checks.use_slot(Impl::kRecordedChecks);
+  m.checks->use_slot(Impl::kRecordedChecks);
   vk::CommandRecorder rec(cb, m.context.state().debug_label);
   rec.acquire();
   // The chunk image travels in the command buffer; device inputs then
@@ -301,15 +349,13 @@ RecordedStep Layer::record(VkCommandBuffer cb, const LayerInputs& in, const Laye
   std::vector<uint32_t> image(m.upload_layout.words);
   std::vector<float> zeros;
   m.pack_chunk(without_device_rows(chunk, device, q_row, kv_row, zeros), rows, image.data());
-  rec.update(m.staged, 0, image.size() * 4, image.data());
+  ATTENDRE_TRY(rec.try_update(m.staged, 0, image.size() * 4, image.data()));
   m.record_chunk(rec, m.staged, first);
   if (device) {
-    record_queries_from(rec, m.ring, *in.q, rows, first);
-    record_keys_values_from(rec, m.kv, *in.k, *in.v, rows);
+    record_queries_from(rec, *m.ring, *in.q, rows, first);
+    record_keys_values_from(rec, *m.kv, *in.k, *in.v, rows);
   }
-  m.ring.record_store_queries(rec, first, m.config.chunk);
-  m.kv.record_insert(rec, insertion.valid, insertion.positions);
-  m.kv.record_retrieve(rec, range);
+  ATTENDRE_TRY(m.record_memories(rec, &rows, first, range));
   RecordedStep recorded;
   if (out.outputs) m.record_outputs(rec, evicted, *out.outputs);
   rec.release(out.consumer.stages, out.consumer.access);

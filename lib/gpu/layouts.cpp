@@ -1,5 +1,6 @@
 #include "gpu/layouts.hpp"
-#include "core/fail.hpp"
+
+#include "core/try.hpp"
 
 #include <attendre/error.hpp>
 
@@ -11,9 +12,13 @@ uint32_t SectionCursor::take(uint64_t count) {
   const uint64_t at = words;
   words = align_words(words + count);
   // Kernels index with 32-bit words; the range limit is checked by the owner.
-  if (at > std::numeric_limits<uint32_t>::max())
-    fail(ErrorCode::out_of_device_memory, "memory layout exceeds 2^32 words");
+  if (at > std::numeric_limits<uint32_t>::max()) overflow = true;
   return static_cast<uint32_t>(at);
+}
+
+Status SectionCursor::status() const {
+  if (overflow) return {ErrorCode::out_of_device_memory, "memory layout exceeds 2^32 words"};
+  return {};
 }
 
 uint32_t stored_row(uint32_t elements, MemoryStorage storage) {
@@ -24,7 +29,7 @@ uint64_t stored_words(uint64_t elements, MemoryStorage storage) {
   return storage == MemoryStorage::f16 ? (elements + 1) / 2 : elements;
 }
 
-KvLayout KvLayout::make(uint32_t capacity, const AttentionShape& shape, uint32_t key_variants,
+Result<KvLayout> KvLayout::try_make(uint32_t capacity, const AttentionShape& shape, uint32_t key_variants,
                         const RetrievalConfig& retrieval, MemoryStorage storage) {
   KvLayout l;
   l.capacity = capacity;
@@ -43,10 +48,11 @@ KvLayout KvLayout::make(uint32_t capacity, const AttentionShape& shape, uint32_t
     l.t5_biases = c.take(uint64_t{retrieval.t5.num_buckets} * shape.heads_q);
   }
   l.words = c.words;
+  ATTENDRE_TRY(c.status());
   return l;
 }
 
-RingLayout RingLayout::make(uint32_t capacity, const AttentionShape& shape, uint32_t residual_width,
+Result<RingLayout> RingLayout::try_make(uint32_t capacity, const AttentionShape& shape, uint32_t residual_width,
                             uint32_t q_variants, MemoryStorage storage, uint32_t incoming_rows) {
   RingLayout l;
   l.capacity = capacity;
@@ -66,10 +72,11 @@ RingLayout RingLayout::make(uint32_t capacity, const AttentionShape& shape, uint
     l.incoming = c.take(uint64_t{incoming_rows} * l.incoming_stride());
   }
   l.words = c.words;
+  ATTENDRE_TRY(c.status());
   return l;
 }
 
-ChunkLayout ChunkLayout::make(uint32_t rows, const AttentionShape& shape, uint32_t key_variants) {
+Result<ChunkLayout> ChunkLayout::try_make(uint32_t rows, const AttentionShape& shape, uint32_t key_variants) {
   ChunkLayout l;
   l.rows = rows;
   l.kv_row = shape.kv_row();
@@ -83,10 +90,11 @@ ChunkLayout ChunkLayout::make(uint32_t rows, const AttentionShape& shape, uint32
   l.init = c.take(1);
   l.placement = c.take(rows);
   l.words = c.words;
+  ATTENDRE_TRY(c.status());
   return l;
 }
 
-EvictedLayout EvictedLayout::make(uint32_t rows, const AttentionShape& shape) {
+Result<EvictedLayout> EvictedLayout::try_make(uint32_t rows, const AttentionShape& shape) {
   EvictedLayout l;
   l.rows = rows;
   l.kv_row = shape.kv_row();
@@ -96,6 +104,7 @@ EvictedLayout EvictedLayout::make(uint32_t rows, const AttentionShape& shape) {
   l.positions = c.take(rows);
   l.scores = c.take(rows);
   l.words = c.words;
+  ATTENDRE_TRY(c.status());
   return l;
 }
 

@@ -8,6 +8,7 @@
 
 #include <attendre/config.hpp>
 #include <attendre/context.hpp>
+#include <attendre/status.hpp>
 
 #include <cstdint>
 
@@ -18,10 +19,14 @@ static_assert(kSectionWords * 4 == DeviceCaps{}.storage_alignment, "sections sta
 
 inline uint64_t align_words(uint64_t words) { return (words + kSectionWords - 1) / kSectionWords * kSectionWords; }
 
-// Appends sections one after the other.
+// Appends sections one after the other. Kernels index with 32-bit words:
+// a section starting past that is remembered, and status() fails
+// (out_of_device_memory) for the whole layout.
 struct SectionCursor {
   uint64_t words = 0;
+  bool overflow = false;
   uint32_t take(uint64_t count);
+  Status status() const;
 };
 
 // Elements per stored row of `elements` values: fp16 rows are padded to an
@@ -45,8 +50,15 @@ struct KvLayout {
   uint32_t keys = 0, values = 0, positions = 0, scores = 0, tags = 0;
   uint32_t t5_buckets = 0, t5_biases = 0;
   uint64_t words = 0;
-  static KvLayout make(uint32_t capacity, const AttentionShape& shape, uint32_t key_variants = 1,
+  // Fails (out_of_device_memory) past 2^32 words.
+  static Result<KvLayout> try_make(uint32_t capacity, const AttentionShape& shape, uint32_t key_variants = 1,
                        const RetrievalConfig& retrieval = {}, MemoryStorage storage = MemoryStorage::f32);
+#if defined(__cpp_exceptions)
+  static KvLayout make(uint32_t capacity, const AttentionShape& shape, uint32_t key_variants = 1,
+                       const RetrievalConfig& retrieval = {}, MemoryStorage storage = MemoryStorage::f32) {
+    return try_make(capacity, shape, key_variants, retrieval, storage).value_or_throw();
+  }
+#endif
 };
 
 // Q memory ring of `capacity` rows: q [row][q_variants][heads_q][head_dim]
@@ -62,9 +74,17 @@ struct RingLayout {
   uint32_t queries = 0, positions = 0, valid = 0, tags = 0, residuals = 0;
   uint32_t incoming = 0, incoming_rows = 0;  // fp16 only: rows of q_variants * q_row floats
   uint64_t words = 0;
-  static RingLayout make(uint32_t capacity, const AttentionShape& shape, uint32_t residual_width = 0,
+  // Fails (out_of_device_memory) past 2^32 words.
+  static Result<RingLayout> try_make(uint32_t capacity, const AttentionShape& shape, uint32_t residual_width = 0,
                          uint32_t q_variants = 1, MemoryStorage storage = MemoryStorage::f32,
                          uint32_t incoming_rows = 0);
+#if defined(__cpp_exceptions)
+  static RingLayout make(uint32_t capacity, const AttentionShape& shape, uint32_t residual_width = 0,
+                         uint32_t q_variants = 1, MemoryStorage storage = MemoryStorage::f32,
+                         uint32_t incoming_rows = 0) {
+    return try_make(capacity, shape, residual_width, q_variants, storage, incoming_rows).value_or_throw();
+  }
+#endif
   bool half() const { return storage == MemoryStorage::f16; }
   uint32_t incoming_stride() const { return q_variants * q_row; }
 };
@@ -76,7 +96,13 @@ struct ChunkLayout {
   uint32_t rows = 0, kv_row = 0, key_stride = 0;
   uint32_t keys = 0, values = 0, positions = 0, valid = 0, tags = 0, init = 0, placement = 0;
   uint64_t words = 0;
-  static ChunkLayout make(uint32_t rows, const AttentionShape& shape, uint32_t key_variants = 1);
+  // Fails (out_of_device_memory) past 2^32 words.
+  static Result<ChunkLayout> try_make(uint32_t rows, const AttentionShape& shape, uint32_t key_variants = 1);
+#if defined(__cpp_exceptions)
+  static ChunkLayout make(uint32_t rows, const AttentionShape& shape, uint32_t key_variants = 1) {
+    return try_make(rows, shape, key_variants).value_or_throw();
+  }
+#endif
 };
 
 // Evicted entries copied out: keys, values [E][kv_row], positions, scores.
@@ -84,7 +110,13 @@ struct EvictedLayout {
   uint32_t rows = 0, kv_row = 0;
   uint32_t keys = 0, values = 0, positions = 0, scores = 0;
   uint64_t words = 0;
-  static EvictedLayout make(uint32_t rows, const AttentionShape& shape);
+  // Fails (out_of_device_memory) past 2^32 words.
+  static Result<EvictedLayout> try_make(uint32_t rows, const AttentionShape& shape);
+#if defined(__cpp_exceptions)
+  static EvictedLayout make(uint32_t rows, const AttentionShape& shape) {
+    return try_make(rows, shape).value_or_throw();
+  }
+#endif
 };
 
 }  // namespace attendre::gpu

@@ -1,5 +1,5 @@
 #include "gpu/query_ring.hpp"
-#include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include <attendre/error.hpp>
 
@@ -16,19 +16,24 @@ InsertionRows insertion_rows(const std::vector<QueryMeta>& rows, uint32_t count)
   return out;
 }
 
-QueryRing::QueryRing(Context& context, const AttentionShape& shape, uint32_t capacity, uint32_t max_insert,
-                     uint32_t residual_width, uint32_t q_variants, MemoryStorage storage)
-    : layout_(RingLayout::make(capacity + max_insert, shape, residual_width, q_variants, storage, max_insert)),
-      buffer_(context, layout_.words * 4, vk::MemoryIntent::device, "q ring"),
-      fifo_(capacity) {
-  if (layout_.words * 4 > context.caps().max_storage_range)
-    fail(ErrorCode::unsupported, "the Q memory ring exceeds the device's storage-buffer range; lower N or S");
-  if (!layout_.half()) return;
-  arena_ = std::make_unique<vk::DescriptorArena>(context);
-  store_ = kernels::StoreHalfRows(
-      context, *arena_, kernels::plan_kernels(context.caps()), query_section(),
-      vk::BufferBinding::words(buffer_, layout_.queries, stored_words(uint64_t{layout_.capacity} * layout_.q_stride,
-                                                                      storage)));
+Result<std::unique_ptr<QueryRing>> QueryRing::create(Context& context, const AttentionShape& shape, uint32_t capacity,
+                                                     uint32_t max_insert, uint32_t residual_width, uint32_t q_variants,
+                                                     MemoryStorage storage) {
+  ATTENDRE_TRY_ASSIGN(const RingLayout layout, RingLayout::try_make(capacity + max_insert, shape, residual_width,
+                                                                     q_variants, storage, max_insert));
+  std::unique_ptr<QueryRing> ring(new QueryRing(layout, capacity));
+  ATTENDRE_TRY_ASSIGN(ring->buffer_, vk::Buffer::create(context, layout.words * 4, vk::MemoryIntent::device, "q ring"));
+  if (layout.words * 4 > context.caps().max_storage_range)
+    return Status(ErrorCode::unsupported, "the Q memory ring exceeds the device's storage-buffer range; lower N or S");
+  if (!layout.half()) return ring;
+  ring->arena_ = std::make_unique<vk::DescriptorArena>(context);
+  ATTENDRE_TRY_ASSIGN(
+      ring->store_,
+      kernels::StoreHalfRows::create(
+          context, *ring->arena_, kernels::plan_kernels(context.caps()), ring->query_section(),
+          vk::BufferBinding::words(ring->buffer_, layout.queries,
+                                   stored_words(uint64_t{layout.capacity} * layout.q_stride, storage))));
+  return ring;
 }
 
 void QueryRing::record_query_rows(vk::CommandRecorder& rec, const vk::Buffer& src, uint64_t src_words, uint64_t first,
@@ -67,8 +72,8 @@ std::vector<QueryMeta> QueryRing::insert(std::vector<QueryMeta> rows) {
   return fifo_.insert(std::move(rows));
 }
 
-std::vector<QueryMeta> QueryRing::pass_through(std::vector<QueryMeta> rows) {
-  require(!has_pending(), "the Q ring still holds queries: drain before decoding");
+Result<std::vector<QueryMeta>> QueryRing::pass_through(std::vector<QueryMeta> rows) {
+  ATTENDRE_REQUIRE(!has_pending(), "the Q ring still holds queries: drain before decoding");
   fifo_.take_all();  // drained padding: nothing waits any more
 
   for (QueryMeta& row : rows) row.sequence = next_sequence_++;

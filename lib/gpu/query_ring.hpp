@@ -40,16 +40,19 @@ class QueryRing {
   // Holds N = `capacity` waiting rows plus up to `max_insert` rows of one
   // insertion; `residual_width` floats per row ride along (0: none);
   // `q_variants` rotations of each query (RingLayout), stored in `storage`.
-  QueryRing(Context& context, const AttentionShape& shape, uint32_t capacity, uint32_t max_insert,
-            uint32_t residual_width = 0, uint32_t q_variants = 1, MemoryStorage storage = MemoryStorage::f32);
+  // Fails (unsupported) past the device's storage-buffer range, or when
+  // the ring's buffer or kernel cannot be made (nothing left behind).
+  static Result<std::unique_ptr<QueryRing>> create(Context& context, const AttentionShape& shape, uint32_t capacity,
+                                                   uint32_t max_insert, uint32_t residual_width = 0,
+                                                   uint32_t q_variants = 1, MemoryStorage storage = MemoryStorage::f32);
 
   // Host side of insert(): appends rows (sequences assigned here) and
   // returns the evicted ones, oldest first.
   std::vector<QueryMeta> insert(std::vector<QueryMeta> rows);
   std::vector<QueryMeta> take_all() { return fifo_.take_all(); }
   // Rows that use the ring for one step only, bypassing the FIFO (decoding
-  // needs no Q memory); only once no valid query waits.
-  std::vector<QueryMeta> pass_through(std::vector<QueryMeta> rows);
+  // needs no Q memory); fails (invalid_argument) while a valid query waits.
+  Result<std::vector<QueryMeta>> pass_through(std::vector<QueryMeta> rows);
   bool has_pending() const;
   size_t size() const { return fifo_.size(); }
   uint64_t next_sequence() const { return next_sequence_; }
@@ -88,6 +91,8 @@ class QueryRing {
   const RingLayout& layout() const { return layout_; }
 
  private:
+  QueryRing(const RingLayout& layout, uint32_t capacity) : layout_(layout), fifo_(capacity) {}
+
   RingLayout layout_;
   vk::Buffer buffer_;
   std::unique_ptr<vk::DescriptorArena> arena_;  // fp16 only

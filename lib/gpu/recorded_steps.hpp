@@ -10,7 +10,7 @@
 #include "gpu/query_ring.hpp"
 #include "vulkan/buffer.hpp"
 #include "vulkan/commands.hpp"
-#include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include <attendre/embedding.hpp>
 
@@ -20,11 +20,12 @@
 
 namespace attendre::gpu {
 
-inline void check_range(const BufferRange& range, uint64_t bytes, const char* what) {
-  require(range.buffer != VK_NULL_HANDLE, std::string("record: the ") + what + " range has no buffer");
-  require(range.offset % 4 == 0, std::string("record: the ") + what + " range's offset is not a multiple of 4");
-  require(range.size >= bytes, std::string("record: the ") + what + " range holds " + std::to_string(range.size) +
-                                   " bytes, needs " + std::to_string(bytes));
+inline Status check_range(const BufferRange& range, uint64_t bytes, const char* what) {
+  ATTENDRE_REQUIRE(range.buffer != VK_NULL_HANDLE, std::string("record: the ") + what + " range has no buffer");
+  ATTENDRE_REQUIRE(range.offset % 4 == 0, std::string("record: the ") + what + " range's offset is not a multiple of 4");
+  ATTENDRE_REQUIRE(range.size >= bytes, std::string("record: the ") + what + " range holds " +
+                                            std::to_string(range.size) + " bytes, needs " + std::to_string(bytes));
+  return {};
 }
 
 // Calls f(begin, end) for each run of consecutive valid rows.
@@ -79,10 +80,10 @@ inline void copy_valid_rows(vk::CommandRecorder& rec, const vk::Buffer& src, uin
 
 // The valid rows' queries from the application's `q` range (rows * q_row
 // floats) as rows of the step whose first sequence is `first` (the ring's
-// record_query_rows: the caller then records record_store_queries).
+// record_query_rows: the caller then records record_store_queries). The
+// ring keeps one variant of each query (the caller checked).
 inline void record_queries_from(vk::CommandRecorder& rec, const QueryRing& ring, const BufferRange& q,
                                 const std::vector<QueryMeta>& rows, uint64_t first) {
-  require(ring.layout().q_variants == 1, "record: a memory keeping another query variant takes queries from the host");
   const vk::Buffer src = borrow(q, "application q");
   const uint32_t q_row = ring.layout().q_row;
   for_valid_runs(rows, [&](uint32_t begin, uint32_t end) {
@@ -92,11 +93,11 @@ inline void record_queries_from(vk::CommandRecorder& rec, const QueryRing& ring,
 
 // The valid rows' keys and values from the application's ranges (rows *
 // kv_row floats each) over the zeros the chunk image left for them in the
-// K/V memory's chunk buffer.
+// K/V memory's chunk buffer. The memory keeps one variant of each key (the
+// caller checked).
 inline void record_keys_values_from(vk::CommandRecorder& rec, const KvMemory& kv, const BufferRange& k,
                                     const BufferRange& v, const std::vector<QueryMeta>& rows) {
   const ChunkLayout& l = kv.chunk_layout();
-  require(l.key_stride == l.kv_row, "record: a memory keeping another key variant takes keys from the host");
   const uint64_t row_bytes = uint64_t{l.kv_row} * 4;
   copy_valid_rows(rec, borrow(k, "application k"), k.offset, kv.chunk_buffer(), uint64_t{l.keys} * 4, row_bytes, rows);
   copy_valid_rows(rec, borrow(v, "application v"), v.offset, kv.chunk_buffer(), uint64_t{l.values} * 4, row_bytes, rows);
@@ -129,15 +130,16 @@ class RecordedSteps {
   // (record()'s contract): an empty submission of `own` after them signals
   // its fence only once they completed, so only our own fence is waited on.
   // Then their non-finite values (the flags of `checks`' `slot`, which
-  // recorded steps set) are reported as `what`.
-  void wait(vk::Submission& own, const FiniteChecks& checks, uint32_t slot, const std::string& what) {
-    if (!unverified_) return;
-    own.begin();
-    own.submit();
-    own.wait();
-    for (const vk::Buffer* b : host_writes_) b->invalidate();
+  // recorded steps set) are reported as `what`. A failed wait leaves them
+  // unverified, for the next wait.
+  Status wait(vk::Submission& own, const FiniteChecks& checks, uint32_t slot, const std::string& what) {
+    if (!unverified_) return {};
+    ATTENDRE_TRY(own.try_begin());
+    ATTENDRE_TRY(own.try_submit());
+    ATTENDRE_TRY(own.try_wait());
+    for (const vk::Buffer* b : host_writes_) ATTENDRE_TRY(b->try_invalidate());
     unverified_ = false;
-    checks.verify(what, slot);
+    return checks.verify(what, slot);
   }
 
  private:

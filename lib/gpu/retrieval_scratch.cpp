@@ -3,7 +3,7 @@
 #include "gpu/layouts.hpp"
 #include "interface/constants.h"
 #include "kernels/insert.hpp"
-#include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include <attendre/error.hpp>
 
@@ -21,16 +21,16 @@ ScratchWords ScratchWords::max(const ScratchWords& o) const {
           std::max(usage, o.usage)};
 }
 
-RetrievalPlan plan_retrieval(const LayerConfig& config, const kernels::KernelPlan& plan, uint32_t max_queries,
+Result<RetrievalPlan> plan_retrieval(const LayerConfig& config, const kernels::KernelPlan& plan, uint32_t max_queries,
                              const DeviceCaps& caps) {
   const uint64_t max_range_bytes = caps.max_storage_range;
   const AttentionShape& shape = config.shape;
   const uint32_t M = config.kv.capacity, S = config.chunk, Hq = shape.heads_q;
   if (shape.head_dim > plan.max_head_dim())
-    fail(ErrorCode::unsupported, "head_dim " + std::to_string(shape.head_dim) + " exceeds attend's limit of " +
+    return Status(ErrorCode::unsupported, "head_dim " + std::to_string(shape.head_dim) + " exceeds attend's limit of " +
                                      std::to_string(plan.max_head_dim()) + " on this device");
   if (S > kernels::kMaxChunk || kernels::next_pow2(S) > plan.max_keep())
-    fail(ErrorCode::unsupported, "chunk size S=" + std::to_string(S) + " exceeds this device's limit of " +
+    return Status(ErrorCode::unsupported, "chunk size S=" + std::to_string(S) + " exceeds this device's limit of " +
                                      std::to_string(std::min(kernels::kMaxChunk, plan.max_keep())));
   RetrievalPlan r;
   r.full = config.full_attention();
@@ -39,7 +39,7 @@ RetrievalPlan plan_retrieval(const LayerConfig& config, const kernels::KernelPla
     if (config.retrieval.top_k > plan.max_keep()) r.top_keep = kernels::kInvalid;
     else r.top_keep = kernels::next_pow2(config.retrieval.top_k);
     if (r.top_keep > plan.max_keep())
-      fail(ErrorCode::unsupported, "top_k K=" + std::to_string(config.retrieval.top_k) +
+      return Status(ErrorCode::unsupported, "top_k K=" + std::to_string(config.retrieval.top_k) +
                                        " exceeds this device's limit of " + std::to_string(plan.max_keep()) +
                                        " (use K >= M for full attention)");
   }
@@ -51,7 +51,7 @@ RetrievalPlan plan_retrieval(const LayerConfig& config, const kernels::KernelPla
     const uint64_t attend = uint64_t{r.list_count} * (2 + dims) + 2ull * r.list_count / plan.attend_workgroup;
     const uint64_t usage = uint64_t{Hq} * ((r.list_count + plan.workgroup - 1) / plan.workgroup + 1);
     if (std::max(attend, usage) > caps.max_loop_iterations)
-      fail(ErrorCode::unsupported, "retrieving " + std::to_string(r.list_count) + " entries per query with " +
+      return Status(ErrorCode::unsupported, "retrieving " + std::to_string(r.list_count) + " entries per query with " +
                                        std::to_string(Hq) + " heads exceeds this driver's loop limit of " +
                                        std::to_string(caps.max_loop_iterations) +
                                        " iterations per invocation; lower K or M");
@@ -81,7 +81,7 @@ RetrievalPlan plan_retrieval(const LayerConfig& config, const kernels::KernelPla
   fit(r.outputs_words, per_query_weights);
   fit(0, per_query_usage);
   if (batch == 0)
-    fail(ErrorCode::unsupported, "one query's scratch (M=" + std::to_string(M) + ", heads_q=" + std::to_string(Hq) +
+    return Status(ErrorCode::unsupported, "one query's scratch (M=" + std::to_string(M) + ", heads_q=" + std::to_string(Hq) +
                                      ") exceeds the device's storage-buffer range of " + mib(max_range_bytes));
   r.batch = static_cast<uint32_t>(batch);
   r.summed_offset = batch * Hq * M;
@@ -94,12 +94,15 @@ RetrievalPlan plan_retrieval(const LayerConfig& config, const kernels::KernelPla
   return r;
 }
 
-RetrievalScratch::RetrievalScratch(Context& context, const ScratchWords& words)
-    : words_(words),
-      logits_(context, words.logits * 4, vk::MemoryIntent::device, "logits"),
-      lists_(context, words.lists * 4, vk::MemoryIntent::device, "select lists"),
-      attention_(context, words.attention * 4, vk::MemoryIntent::device, "attention"),
-      usage_(context, words.usage * 4, vk::MemoryIntent::device, "usage") {}
+Result<std::unique_ptr<RetrievalScratch>> RetrievalScratch::create(Context& context, const ScratchWords& words) {
+  std::unique_ptr<RetrievalScratch> s(new RetrievalScratch(words));
+  ATTENDRE_TRY_ASSIGN(s->logits_, vk::Buffer::create(context, words.logits * 4, vk::MemoryIntent::device, "logits"));
+  ATTENDRE_TRY_ASSIGN(s->lists_, vk::Buffer::create(context, words.lists * 4, vk::MemoryIntent::device, "select lists"));
+  ATTENDRE_TRY_ASSIGN(s->attention_,
+                      vk::Buffer::create(context, words.attention * 4, vk::MemoryIntent::device, "attention"));
+  ATTENDRE_TRY_ASSIGN(s->usage_, vk::Buffer::create(context, words.usage * 4, vk::MemoryIntent::device, "usage"));
+  return s;
+}
 
 uint64_t RetrievalScratch::device_bytes() const {
   return logits_.size() + lists_.size() + attention_.size() + usage_.size();

@@ -8,6 +8,9 @@
 #include "vulkan/buffer.hpp"
 
 #include <attendre/config.hpp>
+#include <attendre/status.hpp>
+
+#include <memory>
 
 namespace attendre::gpu {
 
@@ -30,16 +33,16 @@ struct RetrievalPlan {
   ScratchWords words;
 };
 
-// Throws unsupported when K, S or head_dim exceed this device's kernels,
+// Fails (unsupported) when K, S or head_dim exceed this device's kernels,
 // when one query's scratch cannot fit a storage-buffer range, or when the
 // loops of one invocation would pass the driver's iteration limit
 // (DeviceCaps::max_loop_iterations).
-RetrievalPlan plan_retrieval(const LayerConfig& config, const kernels::KernelPlan& plan, uint32_t max_queries,
+Result<RetrievalPlan> plan_retrieval(const LayerConfig& config, const kernels::KernelPlan& plan, uint32_t max_queries,
                              const DeviceCaps& caps);
 
 class RetrievalScratch {
  public:
-  RetrievalScratch(Context& context, const ScratchWords& words);
+  static Result<std::unique_ptr<RetrievalScratch>> create(Context& context, const ScratchWords& words);
 
   const vk::Buffer& logits() const { return logits_; }
   const vk::Buffer& lists() const { return lists_; }
@@ -49,6 +52,8 @@ class RetrievalScratch {
   uint64_t device_bytes() const;
 
  private:
+  explicit RetrievalScratch(const ScratchWords& words) : words_(words) {}
+
   ScratchWords words_;
   vk::Buffer logits_, lists_, attention_, usage_;
 };

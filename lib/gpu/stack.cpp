@@ -1,12 +1,17 @@
 // The public device stack: a handle on one StackEngine.
 #include "gpu/stack_engine.hpp"
 
+#include "core/try.hpp"
+
 #include <attendre/gpu_stack.hpp>
 
 namespace attendre::gpu {
 
-Stack::Stack(Context& context, const StackConfig& config, WeightSource& weights)
-    : engine_(std::make_unique<StackEngine>(context, config, weights)) {}
+Result<std::unique_ptr<Stack>> Stack::create(Context& context, const StackConfig& config, WeightSource& weights) {
+  ATTENDRE_TRY_ASSIGN(std::unique_ptr<StackEngine> engine, StackEngine::create(context, config, weights));
+  return std::unique_ptr<Stack>(new Stack(std::move(engine)));
+}
+Stack::Stack(std::unique_ptr<StackEngine>&& engine) : engine_(std::move(engine)) {}
 Stack::~Stack() = default;
 
 const StackConfig& Stack::config() const { return engine_->config(); }
@@ -25,21 +30,22 @@ Result<StackOutput> Stack::try_flush_block(size_t block, const StackRequest& req
 void Stack::mark_finished() { engine_->mark_finished(); }
 StackMemory Stack::memory() const { return engine_->memory(); }
 Stack::Recorded Stack::last_recorded() const { return engine_->last_recorded(); }
-void Stack::set_profiling(bool enabled) { engine_->set_profiling(enabled); }
-std::vector<KernelTime> Stack::last_profile() { return engine_->last_profile(); }
-RecordedStep Stack::record(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out) {
+Status Stack::try_set_profiling(bool enabled) { return engine_->set_profiling(enabled); }
+Result<std::vector<KernelTime>> Stack::try_last_profile() { return engine_->last_profile(); }
+Result<RecordedStep> Stack::try_record(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out) {
   return engine_->record(cb, in, out);
 }
-RecordedStep Stack::record_decode(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out) {
+Result<RecordedStep> Stack::try_record_decode(VkCommandBuffer cb, const StackRecordInputs& in,
+                                              const StackRecordOutputs& out) {
   return engine_->record_decode(cb, in, out);
 }
-RecordedStep Stack::record_flush(VkCommandBuffer cb, size_t block, const StackRecordOutputs& out) {
+Result<RecordedStep> Stack::try_record_flush(VkCommandBuffer cb, size_t block, const StackRecordOutputs& out) {
   return engine_->record_flush(cb, block, out);
 }
-Ticket Stack::submit(const StackChunk& chunk, const StackRequest& request, const SubmitOptions& options) {
+Result<Ticket> Stack::try_submit(const StackChunk& chunk, const StackRequest& request, const SubmitOptions& options) {
   return engine_->submit(chunk, request, options);
 }
-StackOutput Stack::result(const Ticket& ticket) { return engine_->result(ticket); }
-void Stack::wait() { engine_->wait(); }
+Result<StackOutput> Stack::try_result(const Ticket& ticket) { return engine_->result(ticket); }
+Status Stack::try_wait() { return engine_->wait(); }
 
 }  // namespace attendre::gpu

@@ -1,7 +1,7 @@
 #include "gpu/stack_block.hpp"
 
 #include "gpu/layouts.hpp"
-#include "core/fail.hpp"
+#include "core/try.hpp"
 #include "core/positions.hpp"
 
 #include <attendre/error.hpp>
@@ -19,7 +19,7 @@ uint32_t query_variants(const BlockConfig& b) { return b.lm_infinite.enabled ? k
 
 }  // namespace
 
-FfnLayout FfnLayout::make(uint32_t rows, uint32_t ffn) {
+Result<FfnLayout> FfnLayout::make(uint32_t rows, uint32_t ffn) {
   FfnLayout l;
   l.rows = rows;
   l.ffn = ffn;
@@ -27,6 +27,7 @@ FfnLayout FfnLayout::make(uint32_t rows, uint32_t ffn) {
   l.gate = c.take(uint64_t{rows} * ffn);
   l.up = c.take(uint64_t{rows} * ffn);
   l.words = c.words;
+  ATTENDRE_TRY(c.status());
   return l;
 }
 
@@ -41,22 +42,26 @@ uint64_t DeviceBlock::upload_words(const StackConfig& config, size_t index) {
   return align_words(3ull * config.max_rows_in(index)) + align_words(3ull * config.max_insert(index));  // ring, chunk
 }
 
-BlockMemory DeviceBlock::plan_memory(const StackConfig& config, size_t index, const DeviceCaps& caps,
-                                     const std::function<ElementType(const MatrixSpec&)>& types,
-                                     std::vector<PlannedBuffer>* buffers) {
+Result<BlockMemory> DeviceBlock::plan_memory(const StackConfig& config, size_t index, const DeviceCaps& caps,
+                                             const std::function<Result<ElementType>(const MatrixSpec&)>& types,
+                                             std::vector<PlannedBuffer>* buffers) {
   const BlockConfig& b = config.blocks[index];
   const AttentionShape& s = b.attention.shape;
-  const BlockSpec spec = model_spec(config).value_or_throw().blocks[index];
+  ATTENDRE_TRY_ASSIGN(const ModelSpec model, model_spec(config));
+  const BlockSpec& spec = model.blocks[index];
   BlockMemory m;
   auto add = [&](uint64_t& total, const std::string& name, uint64_t bytes, bool weights) {
     if (buffers && bytes > 0) buffers->push_back({name, bytes, weights});
     total += bytes;
   };
-  auto matrix = [&](const std::optional<MatrixSpec>& t) {
-    if (!t) return;
-    const std::vector<uint64_t> parts = DeviceMatrix::placed_parts(caps, types(*t), t->rows, t->cols, t->bias.has_value());
+  auto matrix = [&](const std::optional<MatrixSpec>& t) -> Status {
+    if (!t) return {};
+    ATTENDRE_TRY_ASSIGN(const ElementType type, types(*t));
+    ATTENDRE_TRY_ASSIGN(const std::vector<uint64_t> parts,
+                        DeviceMatrix::placed_parts(caps, type, t->rows, t->cols, t->bias.has_value()));
     for (size_t i = 0; i < parts.size(); ++i)
       add(m.weights, t->name + (parts.size() > 1 ? " part " + std::to_string(i) : ""), parts[i], true);
+    return {};
   };
   auto norm = [&](const std::optional<VectorSpec>& gain, const std::optional<VectorSpec>& shift) {
     if (gain) add(m.weights, gain->name, DeviceNorm::placed_bytes(gain->size, shift.has_value()), true);
@@ -67,20 +72,19 @@ BlockMemory DeviceBlock::plan_memory(const StackConfig& config, size_t index, co
   for (const auto& t : {std::optional<MatrixSpec>(spec.wq), std::optional<MatrixSpec>(spec.wk),
                         std::optional<MatrixSpec>(spec.wv), std::optional<MatrixSpec>(spec.wo), spec.gate, spec.up,
                         spec.down})
-    matrix(t);
+    ATTENDRE_TRY(matrix(t));
   const std::string block = "block " + std::to_string(index) + " ";
   add(m.weights, block + "rope frequencies", BlockWeights::rope_table_bytes(b), true);
   const MemoryStorage storage = b.attention.kv.storage;
-  add(m.q_memory, block + "q ring",
-      RingLayout::make(b.attention.q_capacity + config.max_rows_in(index), s, config.hidden, query_variants(b),
-                       storage, config.max_rows_in(index))
-              .words *
-          4,
-      false);
+  ATTENDRE_TRY_ASSIGN(const RingLayout ring,
+                      RingLayout::try_make(b.attention.q_capacity + config.max_rows_in(index), s, config.hidden,
+                                           query_variants(b), storage, config.max_rows_in(index)));
+  add(m.q_memory, block + "q ring", ring.words * 4, false);
   const uint32_t keys = KvMemory::key_variants(b.lm_infinite);
-  add(m.kv_memory, block + "kv memory",
-      KvLayout::make(b.attention.kv.capacity, s, keys, b.attention.retrieval, storage).words * 4, false);
-  add(m.kv_memory, block + "kv chunk", ChunkLayout::make(config.max_insert(index), s, keys).words * 4, false);
+  ATTENDRE_TRY_ASSIGN(const KvLayout kv, KvLayout::try_make(b.attention.kv.capacity, s, keys, b.attention.retrieval, storage));
+  add(m.kv_memory, block + "kv memory", kv.words * 4, false);
+  ATTENDRE_TRY_ASSIGN(const ChunkLayout chunk, ChunkLayout::try_make(config.max_insert(index), s, keys));
+  add(m.kv_memory, block + "kv chunk", chunk.words * 4, false);
   return m;
 }
 
@@ -88,29 +92,39 @@ uint64_t BlockWeights::rope_table_bytes(const BlockConfig& config) {
   return config.rope ? WeightLoader::constants_bytes(rope_dims(config) / 2 * kernels::kRopeTableWordsPerPair) : 0;
 }
 
-BlockWeights BlockWeights::load(WeightLoader& loader, const BlockSpec& t, const BlockConfig& config,
-                                std::span<const double> rope_factors) {
+Result<BlockWeights> BlockWeights::load(WeightLoader& loader, const BlockSpec& t, const BlockConfig& config,
+                                        std::span<const double> rope_factors) {
   BlockWeights w;
-  w.attn_norm = loader.norm(t.attn_norm, t.attn_norm_bias);
-  if (t.ffn_norm) w.ffn_norm = loader.norm(*t.ffn_norm, t.ffn_norm_bias);
-  w.wq = loader.matrix(t.wq);
-  w.wk = loader.matrix(t.wk);
-  w.wv = loader.matrix(t.wv);
-  w.wo = loader.matrix(t.wo);
-  if (t.gate) w.gate = loader.matrix(*t.gate);
-  if (t.up) w.up = loader.matrix(*t.up);
-  if (t.down) w.down = loader.matrix(*t.down);
+  WeightLoader::FinishOnFailure guard(loader);  // w's buffers may receive copies still in flight
+  ATTENDRE_TRY_ASSIGN(w.attn_norm, loader.norm(t.attn_norm, t.attn_norm_bias));
+  if (t.ffn_norm) {
+    ATTENDRE_TRY_ASSIGN(w.ffn_norm, loader.norm(*t.ffn_norm, t.ffn_norm_bias));
+  }
+  ATTENDRE_TRY_ASSIGN(w.wq, loader.matrix(t.wq));
+  ATTENDRE_TRY_ASSIGN(w.wk, loader.matrix(t.wk));
+  ATTENDRE_TRY_ASSIGN(w.wv, loader.matrix(t.wv));
+  ATTENDRE_TRY_ASSIGN(w.wo, loader.matrix(t.wo));
+  if (t.gate) {
+    ATTENDRE_TRY_ASSIGN(w.gate, loader.matrix(*t.gate));
+  }
+  if (t.up) {
+    ATTENDRE_TRY_ASSIGN(w.up, loader.matrix(*t.up));
+  }
+  if (t.down) {
+    ATTENDRE_TRY_ASSIGN(w.down, loader.matrix(*t.down));
+  }
   if (config.rope) {
-    const std::vector<double> f = positions::rope_frequencies(config.rope_theta, rope_dims(config), config.rope_scaling,
-                                                              config.rope_scaling.freq_factors ? rope_factors
-                                                                                               : std::span<const double>{})
-                                      .value_or_throw();
-    w.rope_table = loader.constants(kernels::rope_turns_table(f), "rope frequencies");
+    ATTENDRE_TRY_ASSIGN(const std::vector<double> f,
+                        positions::rope_frequencies(config.rope_theta, rope_dims(config), config.rope_scaling,
+                                                    config.rope_scaling.freq_factors ? rope_factors
+                                                                                     : std::span<const double>{}));
+    ATTENDRE_TRY_ASSIGN(w.rope_table, loader.constants(kernels::rope_turns_table(f), "rope frequencies"));
   }
   if (t.t5_table) {
-    const std::vector<double> table = loader.values(t.t5_table->name, {t.t5_table->rows, t.t5_table->cols});
+    ATTENDRE_TRY_ASSIGN(const std::vector<double> table, loader.values(t.t5_table->name, {t.t5_table->rows, t.t5_table->cols}));
     w.t5_table.assign(table.begin(), table.end());
   }
+  guard.succeeded();
   return w;
 }
 
@@ -122,8 +136,7 @@ uint64_t BlockWeights::device_bytes() const {
   return total;
 }
 
-DeviceBlock::DeviceBlock(Context& context, const StackConfig& config, size_t index, const BlockWeights& weights,
-                         SharedBuffers& shared)
+DeviceBlock::DeviceBlock(const StackConfig& config, size_t index, const BlockWeights& weights, SharedBuffers& shared)
     : stack_(config),
       config_(config.blocks[index]),
       attention_(config.attention(index)),
@@ -133,82 +146,103 @@ DeviceBlock::DeviceBlock(Context& context, const StackConfig& config, size_t ind
       out_(&shared.x[1 - index % 2]),
       shared_(shared),
       w_(weights),
-      ring_(context, attention_.shape, attention_.q_capacity, chunk_rows_, config.hidden, query_variants(config_),
-            attention_.kv.storage),
-      rope_dims_(rope_dims(config_)) {
+      rope_dims_(rope_dims(config_)) {}
+
+Result<std::unique_ptr<DeviceBlock>> DeviceBlock::create(Context& context, const StackConfig& config, size_t index,
+                                                         const BlockWeights& weights, SharedBuffers& shared) {
+  std::unique_ptr<DeviceBlock> block(new DeviceBlock(config, index, weights, shared));
+  DeviceBlock& d = *block;
+  ATTENDRE_TRY_ASSIGN(d.ring_, QueryRing::create(context, d.attention_.shape, d.attention_.q_capacity, d.chunk_rows_,
+                                                 config.hidden, query_variants(d.config_), d.attention_.kv.storage));
   const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   const std::string stage = " of block " + std::to_string(index);
-  attention_.retrieval.t5.table = weights.t5_table;  // the stack's table, from the weights
-  kv_ = std::make_unique<KvMemory>(context, attention_, max_queries(config, index), insert_rows_, ring_.buffer(),
-                                   ring_.layout(), *shared.checks, stage, shared.scratch.get(), config_.lm_infinite);
-  output_site_ = shared.checks->add("the output rows" + stage, {out_});
-  require(!config_.cross_attention || shared.encoder, "a cross-attention block needs an encoder output memory");
+  d.attention_.retrieval.t5.table = weights.t5_table;  // the stack's table, from the weights
+  ATTENDRE_TRY_ASSIGN(d.kv_, KvMemory::create(context, d.attention_, max_queries(config, index), d.insert_rows_,
+                                              d.ring_->buffer(), d.ring_->layout(), *shared.checks, stage,
+                                              shared.scratch.get(), d.config_.lm_infinite));
+  ATTENDRE_TRY_ASSIGN(d.output_site_, shared.checks->try_add("the output rows" + stage, {d.out_}));
+  ATTENDRE_REQUIRE(!d.config_.cross_attention || shared.encoder, "a cross-attention block needs an encoder output memory");
 
   // Each kernel binds exactly the sections it touches, so that work on
   // disjoint sections (the q, k and v projections, the residual and
   // metadata copies) needs no barrier between them.
-  arena_ = std::make_unique<vk::DescriptorArena>(context);
-  vk::DescriptorArena& a = *arena_;
+  d.arena_ = std::make_unique<vk::DescriptorArena>(context);
+  vk::DescriptorArena& a = *d.arena_;
   using Section = vk::BufferBinding;
-  const vk::Buffer& ring = ring_.buffer();
-  const RingLayout& rl = ring_.layout();
-  const vk::Buffer& chunk = kv_->chunk_buffer();
-  const ChunkLayout& cl = kv_->chunk_layout();
-  const Section queries = ring_.query_section();  // fp32 rows: the ring's, or the fp16 ring's incoming section
+  const BlockConfig& c = d.config_;
+  const vk::Buffer& ring = d.ring_->buffer();
+  const RingLayout& rl = d.ring_->layout();
+  const vk::Buffer& chunk = d.kv_->chunk_buffer();
+  const ChunkLayout& cl = d.kv_->chunk_layout();
+  const Section queries = d.ring_->query_section();  // fp32 rows: the ring's, or the fp16 ring's incoming section
   const Section keys = Section::words(chunk, cl.keys, uint64_t{cl.rows} * cl.key_stride);
   const Section values = Section::words(chunk, cl.values, uint64_t{cl.rows} * cl.kv_row);
   const FfnLayout& fl = shared.ffn;
   const Section gate = Section::words(shared.gu, fl.gate, uint64_t{fl.rows} * fl.ffn);
   const Section up = Section::words(shared.gu, fl.up, uint64_t{fl.rows} * fl.ffn);
-  attn_norm_kernel_ = kernels::Norm(context, a, plan, config_.norm, {in_}, {&w_.attn_norm.buffer}, {&shared.h});
-  q_ = Projection(context, a, plan, w_.wq, {&shared.h}, queries);
+  ATTENDRE_TRY_ASSIGN(d.attn_norm_kernel_, kernels::Norm::create(context, a, plan, c.norm, {d.in_},
+                                                                 {&weights.attn_norm.buffer}, {&shared.h}));
+  ATTENDRE_TRY_ASSIGN(d.q_, Projection::create(context, a, plan, weights.wq, {&shared.h}, queries));
   // Cross-attention keys and values come from the encoder output memory.
-  const vk::Buffer* kv_source = config_.cross_attention ? shared.encoder : &shared.h;
-  k_ = Projection(context, a, plan, w_.wk, {kv_source}, keys);
-  v_ = Projection(context, a, plan, w_.wv, {kv_source}, values);
+  const vk::Buffer* kv_source = c.cross_attention ? shared.encoder : &shared.h;
+  ATTENDRE_TRY_ASSIGN(d.k_, Projection::create(context, a, plan, weights.wk, {kv_source}, keys));
+  ATTENDRE_TRY_ASSIGN(d.v_, Projection::create(context, a, plan, weights.wv, {kv_source}, values));
   // Without an FFN, the attention sublayer's output is the block's output.
-  const vk::Buffer* attention_out = config_.ffn > 0 ? &shared.y : out_;
-  o_ = Projection(context, a, plan, w_.wo, {&kv_->attention_buffer()}, {attention_out},
-                  Section::words(ring, rl.residuals, uint64_t{rl.capacity} * rl.residual_width));
-  if (config_.ffn > 0) {
-    ffn_norm_kernel_ = kernels::Norm(context, a, plan, config_.norm, {&shared.y}, {&w_.ffn_norm.buffer}, {&shared.h});
-    if (config_.gated) gate_proj_ = Projection(context, a, plan, w_.gate, {&shared.h}, gate);
-    up_proj_ = Projection(context, a, plan, w_.up, {&shared.h}, config_.gated ? up : gate);
-    down_proj_ = Projection(context, a, plan, w_.down, gate, {out_}, {&shared.y});
+  const vk::Buffer* attention_out = c.ffn > 0 ? &shared.y : d.out_;
+  ATTENDRE_TRY_ASSIGN(d.o_, Projection::create(context, a, plan, weights.wo, {&d.kv_->attention_buffer()},
+                                               {attention_out},
+                                               Section::words(ring, rl.residuals, uint64_t{rl.capacity} * rl.residual_width)));
+  if (c.ffn > 0) {
+    ATTENDRE_TRY_ASSIGN(d.ffn_norm_kernel_, kernels::Norm::create(context, a, plan, c.norm, {&shared.y},
+                                                                  {&weights.ffn_norm.buffer}, {&shared.h}));
+    if (c.gated) {
+      ATTENDRE_TRY_ASSIGN(d.gate_proj_, Projection::create(context, a, plan, weights.gate, {&shared.h}, gate));
+    }
+    ATTENDRE_TRY_ASSIGN(d.up_proj_, Projection::create(context, a, plan, weights.up, {&shared.h}, c.gated ? up : gate));
+    ATTENDRE_TRY_ASSIGN(d.down_proj_, Projection::create(context, a, plan, weights.down, gate, {d.out_}, {&shared.y}));
     // In place: the activated rows replace the gate rows.
-    activation_ = kernels::Activation(context, a, plan, config_.activation, config_.gated, {&shared.gu}, {&shared.gu});
+    ATTENDRE_TRY_ASSIGN(d.activation_, kernels::Activation::create(context, a, plan, c.activation, c.gated,
+                                                                   {&shared.gu}, {&shared.gu}));
   }
-  if (config_.rope) {
-    rope_q_ = kernels::Rope(context, a, plan, config_.rope_layout, queries, Section::words(ring, rl.positions, rl.capacity),
-                            {&w_.rope_table});
-    rope_k_ = kernels::Rope(context, a, plan, config_.rope_layout, keys, Section::words(chunk, cl.positions, cl.rows),
-                            {&w_.rope_table});
+  if (c.rope) {
+    ATTENDRE_TRY_ASSIGN(d.rope_q_, kernels::Rope::create(context, a, plan, c.rope_layout, queries,
+                                                         Section::words(ring, rl.positions, rl.capacity),
+                                                         {&weights.rope_table}));
+    ATTENDRE_TRY_ASSIGN(d.rope_k_, kernels::Rope::create(context, a, plan, c.rope_layout, keys,
+                                                         Section::words(chunk, cl.positions, cl.rows),
+                                                         {&weights.rope_table}));
   }
+  return block;
 }
 
 BlockMemory DeviceBlock::memory() const {
   BlockMemory m;
   m.weights = w_.device_bytes();
-  m.q_memory = ring_.buffer().size();
+  m.q_memory = ring_->buffer().size();
   m.kv_memory = kv_->kv_buffer().size() + kv_->chunk_buffer().size();
   return m;
 }
 
-BlockStep DeviceBlock::plan(std::vector<QueryMeta> in, BlockMode mode) {
+Result<BlockStep> DeviceBlock::plan(std::vector<QueryMeta> in, BlockMode mode) {
   BlockStep step;
   step.mode = mode;
-  step.first = ring_.next_sequence();
+  step.first = ring_->next_sequence();
   if (mode == BlockMode::flush) {
-    step.evicted = ring_.take_all();  // getAll: every waiting row retrieves now
+    step.evicted = ring_->take_all();  // getAll: every waiting row retrieves now
     return step;
   }
-  require(in.size() <= chunk_rows_, "a block received more rows than it was sized for");
+  ATTENDRE_REQUIRE(in.size() <= chunk_rows_, "a block received more rows than it was sized for");
   if (!config_.cross_attention) {
     const InsertionRows rows = insertion_rows(in, insert_rows_);
-    kv_->plan_insert(rows.valid, rows.positions);  // the config was validated: this cannot fail for positions >= 0
+    // The config was validated: this cannot fail for positions >= 0.
+    ATTENDRE_TRY(kv_->plan_insert(rows.valid, rows.positions));
   }
   step.inserted = in;
-  step.evicted = mode == BlockMode::decode ? ring_.pass_through(std::move(in)) : ring_.insert(std::move(in));
+  if (mode == BlockMode::decode) {
+    ATTENDRE_TRY_ASSIGN(step.evicted, ring_->pass_through(std::move(in)));
+  } else {
+    step.evicted = ring_->insert(std::move(in));
+  }
   return step;
 }
 
@@ -239,10 +273,10 @@ void DeviceBlock::record_chunk_meta(vk::CommandRecorder& rec, uint64_t at) const
   rec.copy(shared_.upload, (at + 2 * n) * 4, kv_->chunk_buffer(), uint64_t{cl.tags} * 4, n * 4);
 }
 
-void DeviceBlock::record_load(vk::CommandRecorder& rec, RowRef encoder_rows, const std::vector<int64_t>& positions,
-                              uint32_t* upload, uint64_t upload_at) {
-  require(config_.cross_attention, "only cross-attention blocks load the encoder memory");
-  require(positions.size() <= insert_rows_, "the encoder memory holds more rows than the block was sized for");
+Status DeviceBlock::record_load(vk::CommandRecorder& rec, RowRef encoder_rows, const std::vector<int64_t>& positions,
+                                uint32_t* upload, uint64_t upload_at) {
+  ATTENDRE_REQUIRE(config_.cross_attention, "only cross-attention blocks load the encoder memory");
+  ATTENDRE_REQUIRE(positions.size() <= insert_rows_, "the encoder memory holds more rows than the block was sized for");
   const auto n = static_cast<uint32_t>(positions.size());
   std::vector<QueryMeta> rows(n);
   for (uint32_t r = 0; r < n; ++r) rows[r].valid = true, rows[r].position = positions[r];
@@ -250,92 +284,97 @@ void DeviceBlock::record_load(vk::CommandRecorder& rec, RowRef encoder_rows, con
   const uint64_t chunk_at = upload_at + align_words(3ull * chunk_rows_);
   pack_chunk_meta(rows, insert_rows_, upload + chunk_at);
   kv_->reset();
-  if (n == 0) return;
+  if (n == 0) return {};
   const AttentionShape& s = attention_.shape;
-  k_.record(rec, n, encoder_rows, RowRef::contiguous(kv_->chunk_layout().key_stride));
-  v_.record(rec, n, encoder_rows, RowRef::contiguous(s.kv_row()));
+  ATTENDRE_TRY(k_.record(rec, n, encoder_rows, RowRef::contiguous(kv_->chunk_layout().key_stride)));
+  ATTENDRE_TRY(v_.record(rec, n, encoder_rows, RowRef::contiguous(s.kv_row())));
   record_chunk_meta(rec, chunk_at);
-  kv_->record_insert(rec, in.valid, in.positions);
+  return kv_->record_insert(rec, in.valid, in.positions);
 }
 
-void DeviceBlock::record_qk(vk::CommandRecorder& rec, uint32_t n, uint32_t first_row, bool own_keys) const {
+Status DeviceBlock::record_qk(vk::CommandRecorder& rec, uint32_t n, uint32_t first_row, bool own_keys) const {
   const uint32_t H = stack_.hidden;
   const AttentionShape& s = attention_.shape;
-  const RingLayout& ring = ring_.layout();
+  const RingLayout& ring = ring_->layout();
   const ChunkLayout& chunk = kv_->chunk_layout();
   // Row references are relative to the sections the kernels bind: variant v
   // of a ring row (or chunk row) starts v rows of q (or k) into it.
-  auto ring_rows = [&](uint32_t variant) { return ring_.query_rows(first_row, variant); };
+  auto ring_rows = [&](uint32_t variant) { return ring_->query_rows(first_row, variant); };
   auto key_rows = [&](uint32_t variant) { return RowRef::contiguous(chunk.key_stride, variant * s.kv_row()); };
   const RowRef ring_positions = RowRef::ring(1, ring.capacity, first_row), chunk_positions = RowRef::contiguous(1);
   // LM-Infinite (interface/score.h): q and k land un-rotated in the past
   // variant; the local and future variants are rotated out of it before the
   // query's turns by +n_local in place. Keys keep the un-rotated copy.
   const bool lm = config_.lm_infinite.enabled;
-  q_.record(rec, n, RowRef::contiguous(H), ring_rows(lm ? kernels::kLmPast : kernels::kLmLocal));
+  ATTENDRE_TRY(q_.record(rec, n, RowRef::contiguous(H), ring_rows(lm ? kernels::kLmPast : kernels::kLmLocal)));
   if (own_keys) {
-    k_.record(rec, n, RowRef::contiguous(H), key_rows(lm ? 1 : 0));
-    v_.record(rec, n, RowRef::contiguous(H), RowRef::contiguous(s.kv_row()));
+    ATTENDRE_TRY(k_.record(rec, n, RowRef::contiguous(H), key_rows(lm ? 1 : 0)));
+    ATTENDRE_TRY(v_.record(rec, n, RowRef::contiguous(H), RowRef::contiguous(s.kv_row())));
   }
-  if (!config_.rope) return;
+  if (!config_.rope) return {};
   if (!lm) {
-    rope_q_.record(rec, {n, s.heads_q, s.head_dim, rope_dims_, ring_rows(0), {}, ring_positions, {}, 0});
-    if (own_keys) rope_k_.record(rec, {n, s.heads_kv, s.head_dim, rope_dims_, key_rows(0), {}, chunk_positions, {}, 0});
-    return;
+    ATTENDRE_TRY(rope_q_.try_record(rec, {n, s.heads_q, s.head_dim, rope_dims_, ring_rows(0), {}, ring_positions, {}, 0}));
+    if (own_keys) ATTENDRE_TRY(rope_k_.try_record(rec, {n, s.heads_kv, s.head_dim, rope_dims_, key_rows(0), {}, chunk_positions, {}, 0}));
+    return {};
   }
   const auto cap = static_cast<int32_t>(config_.lm_infinite.n_local);
   const RowRef unrotated = ring_rows(kernels::kLmPast);
-  rope_q_.record(rec, {n, s.heads_q, s.head_dim, rope_dims_, unrotated, ring_rows(kernels::kLmLocal), ring_positions, {}, 0});
-  rope_q_.record(rec, {n, s.heads_q, s.head_dim, rope_dims_, unrotated, ring_rows(kernels::kLmFuture), ring_positions, -cap, 0});
-  rope_q_.record(rec, {n, s.heads_q, s.head_dim, rope_dims_, unrotated, {}, ring_positions, cap, 0});
-  if (own_keys) rope_k_.record(rec, {n, s.heads_kv, s.head_dim, rope_dims_, key_rows(1), key_rows(0), chunk_positions, {}, 0});
+  ATTENDRE_TRY(rope_q_.try_record(rec, {n, s.heads_q, s.head_dim, rope_dims_, unrotated, ring_rows(kernels::kLmLocal), ring_positions, {}, 0}));
+  ATTENDRE_TRY(rope_q_.try_record(rec, {n, s.heads_q, s.head_dim, rope_dims_, unrotated, ring_rows(kernels::kLmFuture), ring_positions, -cap, 0}));
+  ATTENDRE_TRY(rope_q_.try_record(rec, {n, s.heads_q, s.head_dim, rope_dims_, unrotated, {}, ring_positions, cap, 0}));
+  if (own_keys) ATTENDRE_TRY(rope_k_.try_record(rec, {n, s.heads_kv, s.head_dim, rope_dims_, key_rows(1), key_rows(0), chunk_positions, {}, 0}));
+  return {};
 }
 
-void DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint64_t upload_at) const {
+Status DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint64_t upload_at) const {
   const uint32_t H = stack_.hidden, n = static_cast<uint32_t>(step.inserted.size());
   const AttentionShape& s = attention_.shape;
-  const RingLayout& ring = ring_.layout();
-  const uint32_t first_row = ring_.ring_row(step.first);
+  const RingLayout& ring = ring_->layout();
+  const uint32_t first_row = ring_->ring_row(step.first);
 
   if (n > 0) {
-    attn_norm_kernel_.record(rec, {n, H, config_.norm_eps, 0, w_.attn_norm.bias_offset, RowRef::contiguous(H),
-                                   RowRef::contiguous(H)});
+    ATTENDRE_TRY(attn_norm_kernel_.try_record(rec, {n, H, config_.norm_eps, 0, w_.attn_norm.bias_offset,
+                                                    RowRef::contiguous(H), RowRef::contiguous(H)}));
     const bool own_keys = !config_.cross_attention;  // cross-attention keys were loaded from the encoder
-    ring_.record_rows(rec, *in_, 0, ring.residuals, H, step.first, n);  // the residual waits with its query
-    ring_.record_meta(rec, shared_.upload, upload_at, step.first, n);
+    ring_->record_rows(rec, *in_, 0, ring.residuals, H, step.first, n);  // the residual waits with its query
+    ring_->record_meta(rec, shared_.upload, upload_at, step.first, n);
     if (own_keys) record_chunk_meta(rec, upload_at + align_words(3ull * chunk_rows_));
-    record_qk(rec, n, first_row, own_keys);
-    ring_.record_store_queries(rec, step.first, n);  // an fp16 ring: rounded once projected and rotated
+    ATTENDRE_TRY(record_qk(rec, n, first_row, own_keys));
+    ring_->record_store_queries(rec, step.first, n);  // an fp16 ring: rounded once projected and rotated
     if (own_keys) {
       const InsertionRows rows = insertion_rows(step.inserted, insert_rows_);
-      kv_->record_insert(rec, rows.valid, rows.positions);
+      ATTENDRE_TRY(kv_->record_insert(rec, rows.valid, rows.positions));
     }
   }
 
-  const QueryRange range = ring_.range_of(step.evicted);
-  if (range.count == 0) return;
+  const QueryRange range = ring_->range_of(step.evicted);
+  if (range.count == 0) return {};
   if (range.last_valid == kernels::kInvalid) {
     // Only padding leaves: its rows flow on as zeros and retrieve nothing.
     rec.fill(*out_, 0, uint64_t{range.count} * H * 4, 0u);
-    return;
+    return {};
   }
   // Decoding is causal, except across to the encoder, which is all past.
-  kv_->record_retrieve(rec, range, step.mode == BlockMode::decode && !config_.cross_attention);
-  o_.record(rec, range.count, RowRef::contiguous(s.q_row(), static_cast<uint32_t>(kv_->outputs_offset())),
-            RowRef::contiguous(H), RowRef::ring(H, ring.capacity, range.ring_first));
-  if (config_.ffn == 0) return shared_.checks->record(rec, output_site_, 0, range.count * H);
-  ffn_norm_kernel_.record(rec, {range.count, H, config_.norm_eps, 0, w_.ffn_norm.bias_offset, RowRef::contiguous(H),
-                                RowRef::contiguous(H)});
+  ATTENDRE_TRY(kv_->record_retrieve(rec, range, step.mode == BlockMode::decode && !config_.cross_attention));
+  ATTENDRE_TRY(o_.record(rec, range.count, RowRef::contiguous(s.q_row(), static_cast<uint32_t>(kv_->outputs_offset())),
+                         RowRef::contiguous(H), RowRef::ring(H, ring.capacity, range.ring_first)));
+  if (config_.ffn == 0) {
+    shared_.checks->record(rec, output_site_, 0, range.count * H);
+    return {};
+  }
+  ATTENDRE_TRY(ffn_norm_kernel_.try_record(rec, {range.count, H, config_.norm_eps, 0, w_.ffn_norm.bias_offset,
+                                                 RowRef::contiguous(H), RowRef::contiguous(H)}));
   const uint32_t F = config_.ffn;
   const FfnLayout& fl = shared_.ffn;
   // The projections bind their own section; the activation binds both.
   const RowRef section = RowRef::contiguous(F);
-  if (config_.gated) gate_proj_.record(rec, range.count, RowRef::contiguous(H), section);
-  up_proj_.record(rec, range.count, RowRef::contiguous(H), section);
-  activation_.record(rec, {range.count, F, RowRef::contiguous(F, fl.gate), RowRef::contiguous(F, fl.up),
-                           RowRef::contiguous(F, fl.gate)});
-  down_proj_.record(rec, range.count, section, RowRef::contiguous(H), RowRef::contiguous(H));
+  if (config_.gated) ATTENDRE_TRY(gate_proj_.record(rec, range.count, RowRef::contiguous(H), section));
+  ATTENDRE_TRY(up_proj_.record(rec, range.count, RowRef::contiguous(H), section));
+  ATTENDRE_TRY(activation_.try_record(rec, {range.count, F, RowRef::contiguous(F, fl.gate), RowRef::contiguous(F, fl.up),
+                                            RowRef::contiguous(F, fl.gate)}));
+  ATTENDRE_TRY(down_proj_.record(rec, range.count, section, RowRef::contiguous(H), RowRef::contiguous(H)));
   shared_.checks->record(rec, output_site_, 0, range.count * H);
+  return {};
 }
 
 }  // namespace attendre::gpu

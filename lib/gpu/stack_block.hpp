@@ -25,7 +25,7 @@ struct FfnLayout {
   uint32_t rows = 0, ffn = 0;
   uint32_t gate = 0, up = 0;
   uint64_t words = 0;
-  static FfnLayout make(uint32_t rows, uint32_t ffn);
+  static Result<FfnLayout> make(uint32_t rows, uint32_t ffn);
 };
 
 // Buffers every block of a stack shares: blocks run one after another.
@@ -51,7 +51,7 @@ struct BlockWeights {
   vk::Buffer rope_table;        // kernels::rope_turns_table of the block's frequencies (RoPE blocks)
   std::vector<float> t5_table;  // [num_buckets][heads_q], for the K/V memory to upload (T5 bias)
   // `rope_factors`: rope_freqs.weight, for blocks whose scaling reads it.
-  static BlockWeights load(WeightLoader& loader, const BlockSpec& spec, const BlockConfig& config,
+  static Result<BlockWeights> load(WeightLoader& loader, const BlockSpec& spec, const BlockConfig& config,
                            std::span<const double> rope_factors);
   static uint64_t rope_table_bytes(const BlockConfig& config);
   uint64_t device_bytes() const;
@@ -69,46 +69,50 @@ struct BlockStep {
 
 class DeviceBlock {
  public:
-  // `weights` must outlive the block.
-  DeviceBlock(Context& context, const StackConfig& config, size_t index, const BlockWeights& weights,
-              SharedBuffers& shared);
+  // `weights` must outlive the block. Fails as the K/V memory and kernels
+  // it makes (nothing is left behind).
+  static Result<std::unique_ptr<DeviceBlock>> create(Context& context, const StackConfig& config, size_t index,
+                                                     const BlockWeights& weights, SharedBuffers& shared);
 
   // Bytes allocated for a block of this config (its weights in the encodings
   // `types` gives per tensor), and the upload words its metadata needs per
   // step. `buffers` (if given) gets each buffer, weights in loading order.
-  static BlockMemory plan_memory(const StackConfig& config, size_t index, const DeviceCaps& caps,
-                                 const std::function<ElementType(const MatrixSpec&)>& types,
-                                 std::vector<PlannedBuffer>* buffers = nullptr);
+  static Result<BlockMemory> plan_memory(const StackConfig& config, size_t index, const DeviceCaps& caps,
+                                         const std::function<Result<ElementType>(const MatrixSpec&)>& types,
+                                         std::vector<PlannedBuffer>* buffers = nullptr);
   static uint64_t upload_words(const StackConfig& config, size_t index);
   static uint32_t max_queries(const StackConfig& config, size_t index);
   // Finite-check sites one block registers (attention outputs, policy scores, output rows).
   static constexpr uint32_t kFiniteSites = 3;
 
-  BlockStep plan(std::vector<QueryMeta> in, BlockMode mode);
+  // Fails (changing nothing) when the rows do not fit the block or its
+  // memories; commits the step otherwise.
+  Result<BlockStep> plan(std::vector<QueryMeta> in, BlockMode mode);
   // Writes the step's metadata at `words` (upload_words() of them).
   void stage(const BlockStep& step, uint32_t* words) const;
   // Records the block: input rows in x[index % 2], output rows in x[1 - index % 2].
-  void record(vk::CommandRecorder& rec, const BlockStep& step, uint64_t upload_at) const;
+  Status record(vk::CommandRecorder& rec, const BlockStep& step, uint64_t upload_at) const;
 
   // Cross-attention blocks: replaces the K/V memory with keys and values
   // projected from `rows` encoder output rows at `encoder_rows` of the
   // shared encoder buffer; `positions` are theirs, oldest first. The chunk
   // metadata is staged at `upload` words (upload_words() of them).
-  void record_load(vk::CommandRecorder& rec, kernels::RowRef encoder_rows, const std::vector<int64_t>& positions,
+  Status record_load(vk::CommandRecorder& rec, kernels::RowRef encoder_rows, const std::vector<int64_t>& positions,
                    uint32_t* upload, uint64_t upload_at);
   bool cross() const { return config_.cross_attention; }
 
-  bool has_pending() const { return ring_.has_pending(); }
+  bool has_pending() const { return ring_->has_pending(); }
   KvMemory& kv() { return *kv_; }
   BlockMemory memory() const;
 
  private:
+  DeviceBlock(const StackConfig& config, size_t index, const BlockWeights& weights, SharedBuffers& shared);
   // Copies packed chunk metadata (positions, valid, tags) from the upload.
   void record_chunk_meta(vk::CommandRecorder& rec, uint64_t upload_at) const;
   // Projects the `n` inserted rows' queries into the ring from `first_row`
   // on, and (own_keys) their keys into the chunk, rotated as the K/V memory
   // scores them: by position, or in LM-Infinite's variants.
-  void record_qk(vk::CommandRecorder& rec, uint32_t n, uint32_t first_row, bool own_keys) const;
+  Status record_qk(vk::CommandRecorder& rec, uint32_t n, uint32_t first_row, bool own_keys) const;
 
   const StackConfig& stack_;
   BlockConfig config_;
@@ -119,7 +123,7 @@ class DeviceBlock {
   const vk::Buffer* out_;
   SharedBuffers& shared_;
   const BlockWeights& w_;
-  QueryRing ring_;
+  std::unique_ptr<QueryRing> ring_;
   std::unique_ptr<KvMemory> kv_;
   std::unique_ptr<vk::DescriptorArena> arena_;
   kernels::Norm attn_norm_kernel_, ffn_norm_kernel_;

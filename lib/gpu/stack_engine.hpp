@@ -12,6 +12,7 @@
 #include "kernels/embedding.hpp"
 #include "vulkan/commands.hpp"
 #include "core/stream_validator.hpp"
+#include "core/try.hpp"
 
 #include <attendre/gpu_stack.hpp>
 
@@ -31,28 +32,44 @@ inline uint32_t max_rows(const StackConfig& config) {
   return rows;
 }
 
-// Where the per-step input and every block's metadata sit in the upload buffer.
+// The widest FFN of the stack's blocks (at least 1).
+uint32_t max_ffn(const StackConfig& config);
+// The retrieval scratch the blocks share: the largest any block needs.
+Result<ScratchWords> stack_scratch_words(const StackConfig& config, const DeviceCaps& caps);
+// Fails (unsupported) naming `what` when `bytes` pass the storage range.
+Status check_storage_range(const DeviceCaps& caps, uint64_t bytes, const std::string& what);
+// The bytes of weights in a memory plan (model and blocks).
+uint64_t weight_bytes(const StackMemory& memory);
+
+// Where the per-step input and every block's metadata sit in the upload
+// buffer; fails (out_of_device_memory) past 2^32 words.
 struct UploadPlan {
   uint64_t input = 0;                // ids or embeddings
   std::vector<uint64_t> blocks;      // each block's metadata
   uint64_t words = 0;
-  explicit UploadPlan(const StackConfig& c) {
+  static Result<UploadPlan> make(const StackConfig& c) {
+    UploadPlan p;
     SectionCursor cursor;
-    input = cursor.take(uint64_t{c.chunk} * (c.vocab > 0 ? 1 : c.hidden));
-    for (size_t l = 0; l < c.blocks.size(); ++l) blocks.push_back(cursor.take(DeviceBlock::upload_words(c, l)));
-    words = cursor.words;
+    p.input = cursor.take(uint64_t{c.chunk} * (c.vocab > 0 ? 1 : c.hidden));
+    for (size_t l = 0; l < c.blocks.size(); ++l) p.blocks.push_back(cursor.take(DeviceBlock::upload_words(c, l)));
+    p.words = cursor.words;
+    ATTENDRE_TRY(cursor.status());
+    return p;
   }
 };
 
 // Where the final rows and logits land in the readback buffer.
 struct ReadbackPlan {
   uint64_t hidden = 0, logits = 0, words = 0;
-  explicit ReadbackPlan(const StackConfig& c) {
+  static Result<ReadbackPlan> make(const StackConfig& c) {
+    ReadbackPlan p;
     SectionCursor cursor;
     const uint32_t rows = max_rows(c);
-    hidden = cursor.take(uint64_t{rows} * c.hidden);
-    logits = cursor.take(uint64_t{rows} * c.vocab);
-    words = cursor.words;
+    p.hidden = cursor.take(uint64_t{rows} * c.hidden);
+    p.logits = cursor.take(uint64_t{rows} * c.vocab);
+    p.words = cursor.words;
+    ATTENDRE_TRY(cursor.status());
+    return p;
   }
 };
 
@@ -62,12 +79,14 @@ class StackEngine final : public TransformerStack {
   // command buffers (slots 0 and 1 are the submitted steps').
   static constexpr uint32_t kRecordedChecks = 2;
 
-  // `encoder_rows`: a decoder's cross-attention blocks load from it (else null).
-  StackEngine(Context& ctx, const StackConfig& c, WeightSource& weights, const vk::Buffer* encoder_rows = nullptr);
+  // `encoder_rows`: a decoder's cross-attention blocks load from it (else
+  // null). Fails for the config, the device's limits, the weights (the
+  // source's own failures as they are) and what the device refuses;
+  // nothing is left behind, no copy in flight.
+  static Result<std::unique_ptr<StackEngine>> create(Context& ctx, const StackConfig& c, WeightSource& weights,
+                                                     const vk::Buffer* encoder_rows = nullptr);
 
   const StackConfig& config() const override { return config_; }
-  // The TransformerStack forms: the throwing code below, captured
-  // (core/fail.hpp) until the device layer returns values itself.
   Result<StackOutput> try_step(const StackChunk& chunk, const StackRequest& request = {}) override;
   Result<StackOutput> try_decode(const StackChunk& one, const StackRequest& request = {}) override;
   bool has_pending() const override;
@@ -78,17 +97,17 @@ class StackEngine final : public TransformerStack {
 
   StackMemory memory() const;
   Stack::Recorded last_recorded() const { return recorded_; }
-  void set_profiling(bool enabled);
-  std::vector<KernelTime> last_profile();
-  RecordedStep record(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out);
-  RecordedStep record_decode(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out);
-  RecordedStep record_flush(VkCommandBuffer cb, size_t block, const StackRecordOutputs& out);
-  Ticket submit(const StackChunk& chunk, const StackRequest& request, const SubmitOptions& options);
-  StackOutput result(const Ticket& ticket);
-  void wait() { finish_pending(); }
+  Status set_profiling(bool enabled);
+  Result<std::vector<KernelTime>> last_profile();
+  Result<RecordedStep> record(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out);
+  Result<RecordedStep> record_decode(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out);
+  Result<RecordedStep> record_flush(VkCommandBuffer cb, size_t block, const StackRecordOutputs& out);
+  Result<Ticket> submit(const StackChunk& chunk, const StackRequest& request, const SubmitOptions& options);
+  Result<StackOutput> result(const Ticket& ticket);
+  Status wait() { return finish_pending(); }
 
   // Loads every cross-attention block from `rows` rows of the encoder buffer.
-  void load_encoder_memory(kernels::RowRef rows, const std::vector<int64_t>& positions);
+  Status load_encoder_memory(kernels::RowRef rows, const std::vector<int64_t>& positions);
   // Called after the final norm with the rows that left the last block (an
   // encoder hands them to its output memory here, on the device).
   std::function<void(vk::CommandRecorder&, const vk::Buffer&, const std::vector<QueryMeta>&)> on_output;
@@ -101,7 +120,7 @@ class StackEngine final : public TransformerStack {
     std::vector<BlockStep> blocks;
     std::vector<QueryMeta> emitted;  // rows leaving the last block, valid or not
   };
-  Planned plan(const StackChunk* chunk, size_t first_block, BlockMode mode, uint32_t* words);
+  Result<Planned> plan(const StackChunk* chunk, size_t first_block, BlockMode mode, uint32_t* words);
   // Where a step's final rows or logits are copied: packed (valid rows only,
   // as record() writes an application's buffer) or all rows as computed.
   struct Destination {
@@ -112,25 +131,34 @@ class StackEngine final : public TransformerStack {
   // Records a planned step: embedding, blocks, then, when it emits any valid
   // row, the final norm, the LM head and the copies to every `hidden`
   // destination and to `logits` (which may have no buffer).
-  void record_step(vk::CommandRecorder& rec, const Planned& step, size_t first_block,
+  Status record_step(vk::CommandRecorder& rec, const Planned& step, size_t first_block,
                    std::span<const Destination> hidden, Destination logits);
   // Plans and submits one step from the next slot (double-buffered: the
   // host plans step t+1 while the device runs step t).
-  Ticket submit_step(const StackChunk* chunk, size_t first_block, BlockMode mode, const StackRequest& request,
+  Result<Ticket> submit_step(const StackChunk* chunk, size_t first_block, BlockMode mode, const StackRequest& request,
                      const SubmitOptions& options);
   // Plans and records one step into the application's `cb` (record*()).
-  RecordedStep record_step_into(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out,
+  Result<RecordedStep> record_step_into(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out,
                                 size_t first_block, BlockMode mode);
   void copy_rows(vk::CommandRecorder& rec, const vk::Buffer& src, uint32_t row_floats,
                  const std::vector<QueryMeta>& rows, Destination dst) const;
-  StackOutput run(const StackChunk* chunk, size_t first_block, BlockMode mode, const StackRequest& request);
+  Result<StackOutput> run(const StackChunk* chunk, size_t first_block, BlockMode mode, const StackRequest& request);
   // One of two sets of what a submitted step uses on the host side.
   struct Slot {
-    Slot(Context& ctx, uint32_t slot_index, const UploadPlan& upload_plan, const ReadbackPlan& readback_plan)
+    static Result<std::unique_ptr<Slot>> create(Context& ctx, uint32_t slot_index, const UploadPlan& upload_plan,
+                                                const ReadbackPlan& readback_plan) {
+      ATTENDRE_TRY_ASSIGN(vk::Buffer upload, vk::Buffer::create(ctx, upload_plan.words * 4, vk::MemoryIntent::upload,
+                                                                "stack upload slot"));
+      ATTENDRE_TRY_ASSIGN(vk::Buffer readback, vk::Buffer::create(ctx, readback_plan.words * 4,
+                                                                  vk::MemoryIntent::readback, "stack readback"));
+      ATTENDRE_TRY_ASSIGN(vk::Submission submission, vk::Submission::create(ctx));
+      return std::make_unique<Slot>(slot_index, std::move(upload), std::move(readback), std::move(submission));
+    }
+    Slot(uint32_t slot_index, vk::Buffer upload_buffer, vk::Buffer readback_buffer, vk::Submission own)
         : index(slot_index),
-          upload(ctx, upload_plan.words * 4, vk::MemoryIntent::upload, "stack upload slot"),
-          readback(ctx, readback_plan.words * 4, vk::MemoryIntent::readback, "stack readback"),
-          submission(ctx) {}
+          upload(std::move(upload_buffer)),
+          readback(std::move(readback_buffer)),
+          submission(std::move(own)) {}
     uint32_t index;  // in slots_, and the finite checks' slot its steps set
     vk::Buffer upload, readback;  // the step's upload image (copied to shared_.upload first), its outputs
     vk::Submission submission;
@@ -141,11 +169,16 @@ class StackEngine final : public TransformerStack {
     bool unverified = false;   // its finite checks are still to be read
   };
   // Waits for the slot's step and reports its non-finite values.
-  void finish_slot(Slot& slot);
+  Status finish_slot(Slot& slot);
   // Waits for every submitted step and for recorded ones, and reports
   // their non-finite values.
-  void finish_pending();
+  Status finish_pending();
   std::vector<QueryMeta> stage_input(const StackChunk* chunk, uint32_t rows, uint32_t* words);
+
+  StackEngine(Context& ctx, const StackConfig& c, const UploadPlan& upload, const ReadbackPlan& readback)
+      : context_(ctx), config_(c), upload_plan_(upload), readback_plan_(readback) {}
+  // create()'s work on the engine in place (its buffers' addresses are final).
+  Status build(WeightSource& weights, const vk::Buffer* encoder_rows);
 
   Context& context_;
   StackConfig config_;

@@ -1,7 +1,6 @@
 #include "gpu/staging.hpp"
 
 #include "core/numerics.hpp"
-#include "core/fail.hpp"
 
 #include <attendre/error.hpp>
 
@@ -57,13 +56,14 @@ void append_valid_rows(const float* rows, const std::vector<QueryMeta>& metas, u
     if (metas[i].valid) out.insert(out.end(), rows + i * row_floats, rows + (i + 1) * row_floats);
 }
 
-void check_int32_positions(const ChunkView& chunk) {
+Status check_int32_positions(const ChunkView& chunk) {
   for (uint32_t r = 0; r < chunk.rows; ++r) {
     if (!is_valid(chunk, r)) continue;
     const int64_t p = chunk.positions[r];
     if (p < std::numeric_limits<int32_t>::min() || p > std::numeric_limits<int32_t>::max())
-      fail(ErrorCode::invalid_argument, "position " + std::to_string(p) + " does not fit the GPU path's int32 positions");
+      return invalid_argument("position " + std::to_string(p) + " does not fit the GPU path's int32 positions");
   }
+  return {};
 }
 
 }  // namespace attendre::gpu

@@ -7,6 +7,7 @@
 #include "gpu/query_ring.hpp"
 
 #include <attendre/layer.hpp>
+#include <attendre/status.hpp>
 
 #include <vector>
 
@@ -28,8 +29,8 @@ void pack_query_rows(const ChunkView& chunk, uint32_t q_row, uint32_t rows, floa
 void append_valid_rows(const float* rows, const std::vector<QueryMeta>& metas, uint32_t row_floats,
                        std::vector<float>& out);
 
-// Throws invalid_argument when a valid row's position does not fit the
+// Fails (invalid_argument) when a valid row's position does not fit the
 // device's int32 positions.
-void check_int32_positions(const ChunkView& chunk);
+Status check_int32_positions(const ChunkView& chunk);
 
 }  // namespace attendre::gpu

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "vulkan/commands.hpp"
-#include "core/fail.hpp"
+#include "core/try.hpp"
 
 #include <attendre/embedding.hpp>
 
@@ -21,15 +21,16 @@ struct TicketAccess {
     t.value_ = submission.timeline() ? submission.timeline_value(submission.submitted()) : 0;
     return t;
   }
-  // Throws invalid_argument unless `ticket` may be collected from the slot
+  // Fails (invalid_argument) unless `ticket` may be collected from the slot
   // of `submission` that last held step `slot_step`: it came from that
   // object, and its result was neither collected nor overwritten since.
-  static void check_collectable(const Ticket& ticket, const vk::Submission& submission, uint64_t slot_step,
-                                bool uncollected) {
-    require(ticket.submission_ == &submission, "result: the ticket comes from another object's submit");
-    require(slot_step == ticket.step_ && uncollected,
-            "step " + std::to_string(ticket.step_) +
-                "'s result was collected already or overwritten (collect it before the step after next)");
+  static Status check_collectable(const Ticket& ticket, const vk::Submission& submission, uint64_t slot_step,
+                                  bool uncollected) {
+    ATTENDRE_REQUIRE(ticket.submission_ == &submission, "result: the ticket comes from another object's submit");
+    ATTENDRE_REQUIRE(slot_step == ticket.step_ && uncollected,
+                     "step " + std::to_string(ticket.step_) +
+                         "'s result was collected already or overwritten (collect it before the step after next)");
+    return {};
   }
 };
 

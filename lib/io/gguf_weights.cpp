@@ -45,7 +45,7 @@ Result<const TensorInfo*> FileWeights::find(const std::string& stack_name, std::
 }
 
 Result<std::optional<ElementType>> FileWeights::try_type_of(const std::string& name,
-                                                            std::span<const uint64_t> shape) const {
+                                                            std::span<const uint64_t> shape) {
   ElementType type{};
   ATTENDRE_TRY_ASSIGN(const TensorInfo* info, find(name, shape, type));
   if (!info) return std::optional<ElementType>();
@@ -63,28 +63,6 @@ Result<std::optional<TensorView>> FileWeights::try_tensor(const std::string& nam
   scaled_values_.assign(values.size(), 0.0f);
   for (size_t i = 0; i < values.size(); ++i) scaled_values_[i] = static_cast<float>(values[i] * scale->second);
   return std::optional<TensorView>(TensorView{ElementType::f32, std::as_bytes(std::span<const float>(scaled_values_))});
-}
-
-namespace {
-
-// WeightSource's reading of a Result (see type_of in gguf_weights.hpp).
-template <class T>
-std::optional<T> as_weight_source(Result<std::optional<T>>&& result) {
-#if defined(__cpp_exceptions)
-  return std::move(result).value_or_throw();
-#else
-  return result.ok() ? std::move(result).value() : std::nullopt;
-#endif
-}
-
-}  // namespace
-
-std::optional<ElementType> FileWeights::type_of(const std::string& name, std::span<const uint64_t> shape) {
-  return as_weight_source(try_type_of(name, shape));
-}
-
-std::optional<TensorView> FileWeights::tensor(const std::string& name, std::span<const uint64_t> shape) {
-  return as_weight_source(try_tensor(name, shape));
 }
 
 }  // namespace attendre::gguf

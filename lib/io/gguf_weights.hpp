@@ -40,23 +40,15 @@ class FileWeights final : public WeightSource {
   // Fail malformed_input naming the file's tensor when the file holds it
   // with another shape, unsupported when its encoding is one attendre does
   // not decode; nullopt when the file has no such tensor.
-  Result<std::optional<ElementType>> try_type_of(const std::string& name, std::span<const uint64_t> shape) const;
-  Result<std::optional<TensorView>> try_tensor(const std::string& name, std::span<const uint64_t> shape);
-
-  // WeightSource's forms of the two: they throw the failure where exceptions
-  // are on. WeightSource (include/attendre/tensor.hpp) has no status form
-  // yet, so without exceptions a failure reads as "no such tensor"
-  // (nullopt); Model checks every tensor through try_type_of when it opens,
-  // so a model's own stacks never meet one.
-  std::optional<ElementType> type_of(const std::string& name, std::span<const uint64_t> shape) override;
-  std::optional<TensorView> tensor(const std::string& name, std::span<const uint64_t> shape) override;
+  Result<std::optional<ElementType>> try_type_of(const std::string& name, std::span<const uint64_t> shape) override;
+  Result<std::optional<TensorView>> try_tensor(const std::string& name, std::span<const uint64_t> shape) override;
 
  private:
   Result<const TensorInfo*> find(const std::string& name, std::span<const uint64_t> shape, ElementType& type) const;
   const File& file_;
   TensorNaming naming_;
   std::map<std::string, double> scaled_;
-  std::vector<float> scaled_values_;  // the scaled tensor tensor() returned last
+  std::vector<float> scaled_values_;  // the scaled tensor try_tensor() returned last
 };
 
 }  // namespace attendre::gguf

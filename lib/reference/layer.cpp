@@ -22,7 +22,7 @@ Layer::Layer(const LayerConfig& config)
 
 Layer::~Layer() = default;
 
-StepResult Layer::step(const ChunkView& chunk, const StepRequest& request) {
+StepResult Layer::run_step(const ChunkView& chunk, const StepRequest& request) {
   validator_->check(chunk, config_).or_throw();
   require(!request.evicted || config_.kv.copy_out_evicted, "evicted entries requested but copy_out_evicted is off");
   const size_t q_row = config_.shape.q_row();
@@ -43,9 +43,17 @@ StepResult Layer::step(const ChunkView& chunk, const StepRequest& request) {
   return attend_evicted(std::move(evicted), std::move(evicted_kv), request);
 }
 
-StepResult Layer::drain_step(const StepRequest& request) { return step(ChunkView{}, request); }
+Result<StepResult> Layer::try_step(const ChunkView& chunk, const StepRequest& request) {
+  return capture([&] { return run_step(chunk, request); });
+}
 
-StepResult Layer::flush(const StepRequest& request) {
+Result<StepResult> Layer::try_drain_step(const StepRequest& request) { return try_step(ChunkView{}, request); }
+
+Result<StepResult> Layer::try_flush(const StepRequest& request) {
+  return capture([&] { return run_flush(request); });
+}
+
+StepResult Layer::run_flush(const StepRequest& request) {
   return attend_evicted(q_memory_.take_all(), EvictedEntries{}, request);
 }
 

@@ -6,6 +6,10 @@
 #include <attendre/embedding.hpp>
 #include <attendre/encoder_decoder.hpp>
 #include <attendre/generate.hpp>
+#include <attendre/gpu.hpp>
+#include <attendre/gpu_encoder_decoder.hpp>
+#include <attendre/gpu_stack.hpp>
+#include <attendre/layer.hpp>
 #include <attendre/memory_plan.hpp>
 #include <attendre/model.hpp>
 #include <attendre/perplexity.hpp>
@@ -75,6 +79,36 @@ namespace {
   if (!context.ok()) return std::move(context).status();
   attendre::Result<std::vector<std::string>> devices = attendre::try_list_devices();
   return devices.ok() ? attendre::Status{} : std::move(devices).status();
+}
+
+// The device layer, stack and encoder-decoder without exceptions: every
+// failure (the config, the device's limits, the weights) comes back as a value.
+[[maybe_unused]] attendre::Result<size_t> emitted(attendre::Context& context, const attendre::LayerConfig& config,
+                                                  const attendre::ChunkView& chunk) {
+  attendre::Result<std::unique_ptr<attendre::gpu::Layer>> layer = attendre::gpu::Layer::create(context, config);
+  if (!layer.ok()) return std::move(layer).status();
+  attendre::Result<attendre::StepResult> step = (*layer)->try_step(chunk);
+  if (!step.ok()) return std::move(step).status();
+  return step->emitted_positions.size();
+}
+
+[[maybe_unused]] attendre::Result<uint64_t> stack_bytes(attendre::Context& context, const attendre::StackConfig& config,
+                                                        attendre::WeightSource& weights) {
+  attendre::Result<attendre::gpu::StackLayout> layout = attendre::gpu::try_plan_stack_layout(config, context.caps(), weights);
+  if (!layout.ok()) return std::move(layout).status();
+  attendre::Status fits = layout->try_check(context.caps());
+  if (!fits.ok()) return fits;
+  attendre::Result<std::unique_ptr<attendre::gpu::Stack>> stack = attendre::gpu::Stack::create(context, config, weights);
+  if (!stack.ok()) return std::move(stack).status();
+  return (*stack)->memory().total();
+}
+
+[[maybe_unused]] attendre::Status encode(attendre::Context& context, const attendre::EncoderDecoderConfig& config,
+                                         attendre::WeightSource& weights) {
+  attendre::Result<std::unique_ptr<attendre::gpu::EncoderDecoder>> model =
+      attendre::gpu::EncoderDecoder::create(context, config, weights);
+  if (!model.ok()) return std::move(model).status();
+  return (*model)->try_finish_encoding();
 }
 
 }  // namespace

@@ -1,0 +1,169 @@
+// Planning a device stack without creating it (gpu_stack.hpp:
+// try_plan_stack_layout, try_plan_stack_memory, StackLayout::try_check):
+// every buffer StackEngine makes, in the order it makes them, from the
+// config, the device's caps and the weights' encodings.
+#include "gpu/stack_engine.hpp"
+
+#include "core/model_spec.hpp"
+#include "core/try.hpp"
+
+#include <attendre/error.hpp>
+#include <attendre/gpu_stack.hpp>
+
+#include <algorithm>
+#include <functional>
+#include <string>
+
+namespace attendre::gpu {
+
+uint32_t max_ffn(const StackConfig& config) {
+  uint32_t f = 1;
+  for (const BlockConfig& b : config.blocks) f = std::max(f, b.ffn);
+  return f;
+}
+
+Result<ScratchWords> stack_scratch_words(const StackConfig& config, const DeviceCaps& caps) {
+  ScratchWords words;
+  const kernels::KernelPlan plan = kernels::plan_kernels(caps);
+  for (size_t l = 0; l < config.blocks.size(); ++l) {
+    LayerConfig c = config.attention(l);
+    ATTENDRE_TRY_ASSIGN(const RetrievalPlan r, plan_retrieval(c, plan, DeviceBlock::max_queries(config, l), caps));
+    words = words.max(r.words);
+  }
+  return words;
+}
+
+Status check_storage_range(const DeviceCaps& caps, uint64_t bytes, const std::string& what) {
+  if (bytes > caps.max_storage_range)
+    return {ErrorCode::unsupported, what + " needs " + std::to_string(bytes >> 20) +
+                                        " MiB, over the device's storage-buffer range of " +
+                                        std::to_string(caps.max_storage_range >> 20) + " MiB"};
+  return {};
+}
+
+uint64_t weight_bytes(const StackMemory& m) {
+  uint64_t total = m.model;
+  for (const BlockMemory& b : m.blocks) total += b.weights;
+  return total;
+}
+
+uint64_t StackMemory::total() const {
+  uint64_t t = model + scratch + activations + staging;
+  for (const BlockMemory& b : blocks) t += b.total();
+  return t;
+}
+
+namespace {
+
+// The layout, with each matrix in the encoding `types` gives it: every
+// buffer the engine creates, in the order it creates them, and the totals
+// summed from them.
+using StoredTypes = std::function<Result<ElementType>(const MatrixSpec&)>;
+
+Result<StackLayout> plan(const StackConfig& config, const DeviceCaps& caps, const StoredTypes& types) {
+  ATTENDRE_TRY_ASSIGN(const ModelSpec spec, model_spec(config));
+  StackLayout layout;
+  StackMemory& m = layout.memory;
+  auto add = [&](uint64_t& total, const std::string& name, uint64_t bytes, bool weights) {
+    layout.buffers.push_back({name, bytes, weights});
+    total += bytes;
+  };
+  // Weights in the loader's order (StackEngine's constructor): the final
+  // norm, the embedding table and LM head (split by rows), then the blocks.
+  add(m.model, spec.output_norm.name, DeviceNorm::placed_bytes(config.hidden, spec.output_norm_bias.has_value()), true);
+  for (const auto& matrix : {spec.token_embd, spec.output}) {
+    if (!matrix) continue;
+    ATTENDRE_TRY_ASSIGN(const ElementType type, types(*matrix));
+    ATTENDRE_TRY_ASSIGN(const std::vector<uint64_t> parts,
+                        DeviceMatrix::placed_parts(caps, type, matrix->rows, matrix->cols, false));
+    for (size_t i = 0; i < parts.size(); ++i)
+      add(m.model, matrix->name + (parts.size() > 1 ? " part " + std::to_string(i) : ""), parts[i], true);
+  }
+  for (size_t l = 0; l < config.blocks.size(); ++l) {
+    ATTENDRE_TRY_ASSIGN(const BlockMemory block, DeviceBlock::plan_memory(config, l, caps, types, &layout.buffers));
+    m.blocks.push_back(block);
+  }
+  std::vector<uint64_t> placements;
+  for (const PlannedBuffer& b : layout.buffers)
+    if (b.weights) placements.push_back(b.bytes);
+  layout.weight_allocations = vk::MemoryArena::plan_blocks(placements, caps.max_allocation);
+
+  ATTENDRE_TRY_ASSIGN(const ScratchWords s, stack_scratch_words(config, caps));
+  add(m.scratch, "retrieval logits", vk::rounded_bytes(s.logits * 4), false);
+  add(m.scratch, "retrieval lists", vk::rounded_bytes(s.lists * 4), false);
+  add(m.scratch, "retrieval attention", vk::rounded_bytes(s.attention * 4), false);
+  add(m.scratch, "retrieval usage", vk::rounded_bytes(s.usage * 4), false);
+  const uint64_t rows = max_rows(config), row_bytes = vk::rounded_bytes(rows * config.hidden * 4);
+  for (const char* name : {"block rows 0", "block rows 1", "normed rows", "attention block rows"})
+    add(m.activations, name, row_bytes, false);
+  ATTENDRE_TRY_ASSIGN(const FfnLayout ffn, FfnLayout::make(static_cast<uint32_t>(rows), max_ffn(config)));
+  add(m.activations, "ffn rows", vk::rounded_bytes(ffn.words * 4), false);
+  add(m.activations, "final rows", row_bytes, false);
+  add(m.activations, "logits", vk::rounded_bytes(rows * config.vocab * 4), false);
+  ATTENDRE_TRY_ASSIGN(const UploadPlan upload, UploadPlan::make(config));
+  ATTENDRE_TRY_ASSIGN(const ReadbackPlan readback, ReadbackPlan::make(config));
+  add(m.staging, "stack upload", vk::rounded_bytes(upload.words * 4), false);
+  for (const char* slot : {"0", "1"}) {  // double-buffered submissions
+    add(m.staging, std::string("stack upload slot ") + slot, vk::rounded_bytes(upload.words * 4), false);
+    add(m.staging, std::string("stack readback ") + slot, vk::rounded_bytes(readback.words * 4), false);
+  }
+  for (uint32_t slot = 0; slot <= StackEngine::kRecordedChecks; ++slot)  // flags per step in flight
+    add(m.staging, "finite checks " + std::to_string(slot),
+        vk::rounded_bytes(uint64_t{DeviceBlock::kFiniteSites * config.blocks.size() + 1} * kSectionWords * 4), false);
+  m.load_staging = caps.unified_memory ? 0 : WeightLoader::kStagingBytes;
+  return layout;
+}
+
+StoredTypes stored_types(const StackConfig& config, WeightSource* weights) {
+  if (!weights) {
+    const ElementType stored = element_type(config.weights);
+    return [stored](const MatrixSpec&) -> Result<ElementType> { return stored; };
+  }
+  return [&config, weights](const MatrixSpec& m) -> Result<ElementType> {
+    const uint64_t shape[] = {m.rows, m.cols};
+    ATTENDRE_TRY_ASSIGN(const std::optional<ElementType> type, weights->try_type_of(m.name, shape));
+    if (!type) return invalid_argument("the weights have no tensor '" + m.name + "'");
+    return DeviceMatrix::stored_type(*type, config.weights);
+  };
+}
+
+std::string mib(uint64_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; }
+
+}  // namespace
+
+Result<StackLayout> try_plan_stack_layout(const StackConfig& config, const DeviceCaps& caps) {
+  ATTENDRE_TRY(config.check());
+  return plan(config, caps, stored_types(config, nullptr));
+}
+
+Result<StackLayout> try_plan_stack_layout(const StackConfig& config, const DeviceCaps& caps, WeightSource& weights) {
+  ATTENDRE_TRY(config.check());
+  return plan(config, caps, stored_types(config, &weights));
+}
+
+Result<StackMemory> try_plan_stack_memory(const StackConfig& config, const DeviceCaps& caps) {
+  ATTENDRE_TRY_ASSIGN(const StackLayout layout, try_plan_stack_layout(config, caps));
+  return layout.memory;
+}
+
+Result<StackMemory> try_plan_stack_memory(const StackConfig& config, const DeviceCaps& caps, WeightSource& weights) {
+  ATTENDRE_TRY_ASSIGN(const StackLayout layout, try_plan_stack_layout(config, caps, weights));
+  return layout.memory;
+}
+
+Status StackLayout::try_check(const DeviceCaps& caps) const {
+  for (const PlannedBuffer& b : buffers) {
+    if (b.bytes > caps.max_storage_range)
+      return {ErrorCode::unsupported, "'" + b.name + "' needs " + mib(b.bytes) + " in one buffer, over the device's " +
+                                          "storage-buffer range of " + mib(caps.max_storage_range)};
+    if (b.bytes > caps.max_allocation)
+      return {ErrorCode::unsupported, "'" + b.name + "' needs " + mib(b.bytes) + " in one allocation, over the device's " +
+                                          "maxMemoryAllocationSize of " + mib(caps.max_allocation)};
+  }
+  // Every placement fits an allocation (above), so every block the arena opens does.
+  for (uint64_t a : weight_allocations)
+    ATTENDRE_REQUIRE(a <= caps.max_allocation, "the weight arena planned a block past maxMemoryAllocationSize");
+  return {};
+}
+
+}  // namespace attendre::gpu
