@@ -11,10 +11,17 @@ uint row_word(uint offset, uint stride, uint first, uint capacity, uint r) {
 #define ROW_WORD(p, r) row_word(pc.p##_offset, pc.p##_stride, pc.p##_first, pc.p##_capacity, (r))
 
 // Logical workgroups are folded into a 2-D grid within the dispatch limits
-// (kernels::fold_groups): workgroup g handles logical groups
-// group_index() + k * group_count(), k = 0, 1, ... Both are uniform across a
-// workgroup, so loops over them may contain barriers.
-uint group_index() { return gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x; }
-uint group_count() { return gl_NumWorkGroups.x * gl_NumWorkGroups.y; }
+// (kernels::fold_groups, whose largest extents FOLD_X and FOLD_Y are
+// specialization constants 30 and 31, kernels::with_fold): workgroup g
+// handles logical groups group_index() + k * group_count(), k = 0, 1, ...
+// Both are uniform across a workgroup, so loops over them may contain
+// barriers. Neither reads gl_NumWorkGroups, which counts only the workgroups
+// of one piece when CommandRecorder cuts a grid (vkCmdDispatchBase): the
+// grid is FOLD_X wide whenever it has more than one row, and a stride of
+// FOLD_X * FOLD_Y (< 2^31) passes every logical group without wrapping.
+layout(constant_id = 30) const uint FOLD_X = 65535u;
+layout(constant_id = 31) const uint FOLD_Y = 32768u;
+uint group_index() { return gl_WorkGroupID.y * FOLD_X + gl_WorkGroupID.x; }
+uint group_count() { return FOLD_X * FOLD_Y; }
 
 #endif

@@ -77,7 +77,8 @@ void main() {
       if (counted(s)) m2 += (score(s) / S - mean) * (score(s) / S - mean);
     m2 = workgroup_sum(m2);  // within [0, 4 n]
   }
-  if (gl_NumWorkGroups.x == 1u) {
+  // One workgroup in all (not gl_NumWorkGroups, which counts one piece of a cut grid).
+  if (pc.held <= STATS_SPAN) {
     write_init(n > 0u ? S : 0.0, n > 0u ? sum / float(n) : 0.0, n > 0u ? sqrt(m2 / float(n)) : 0.0);
   } else if (tid == 0u) {
     const uint at = 4u * gl_WorkGroupID.x;

@@ -3,11 +3,13 @@
 // heads, in head order, of a(q,h,j), and used[q][j] = 1 if j is in some
 // R(q,h). One workgroup per query; within one head the retrieved slots are
 // distinct, so heads are accumulated one after another without atomics.
+// The rows start zeroed (RetrieveKernels::usage fills them first), so a
+// workgroup's work is its query's lists (heads * list_count), not M.
 //
 // Bindings: 0 top-K lists read, 1 attention buffer (weights) read,
 //           2 usage [query][usage_stride] floats, then used flags (coherent)
 // Spec constants: 0 workgroup size W
-// Dispatch: (queries)
+// Dispatch: (queries), after the usage and used rows are filled with 0
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "interface/retrieve.h"
@@ -24,12 +26,6 @@ void main() {
   const uint tid = gl_LocalInvocationID.x, W = gl_WorkGroupSize.x;
   const uint query = gl_WorkGroupID.x;
   const uint usage_row = query * pc.usage_stride, used_row = pc.used_offset + query * pc.usage_stride;
-  for (uint j = tid; j < pc.held; j += W) {
-    usage[usage_row + j] = floatBitsToUint(0.0);
-    usage[used_row + j] = 0u;
-  }
-  memoryBarrierBuffer();
-  barrier();  // the row is cleared before any head adds to it
   for (uint head = 0u; head < pc.heads_q; ++head) {
     const uint row = query * pc.heads_q + head;
     for (uint r = tid; r < pc.list_count; r += W) {

@@ -41,6 +41,7 @@ Json device(const DeviceInfo& d) {
             {"device_local_bytes", d.device_local_bytes},
             {"subgroup_size", d.subgroup_size},
             {"max_loop_iterations", d.max_loop_iterations},
+            {"max_groups_per_dispatch", d.max_groups_per_dispatch},
             {"storage_16bit", d.storage_16bit},
             {"timestamp_period_ns", d.timestamp_period_ns}}},
           {"kernel_variants", variants},

@@ -98,6 +98,7 @@ DeviceInfo describe_device(const attendre::Context& context) {
   d.max_allocation = c.max_allocation;
   d.device_local_bytes = c.device_local_bytes;
   d.max_loop_iterations = c.max_loop_iterations;
+  d.max_groups_per_dispatch = c.max_groups_per_dispatch;
   d.storage_16bit = c.storage_16bit;
   d.timestamp_period_ns = c.timestamp_period_ns;
   d.variants = attendre::kernel_variants(context);
@@ -144,8 +145,10 @@ Limits measure_limits(attendre::Context& context, bool quick) {
     for (uint64_t bytes : sizes) {
       BenchParams p{};
       p.count = static_cast<uint32_t>(bytes / v.element_bytes);
-      // About 16 elements per invocation: enough work each, enough invocations to fill the device.
-      const uint32_t groups = std::clamp<uint32_t>(p.count / (W * 16), 1, plan.max_groups_x);
+      // About 16 elements per invocation: enough work each, enough invocations to fill the device;
+      // one dispatch, never cut into pieces (the grid stride reads gl_NumWorkGroups).
+      const uint32_t groups = std::clamp<uint32_t>(p.count / (W * 16), 1,
+                                                   std::min(plan.max_groups_x, caps.max_groups_per_dispatch));
       const double ms = time_dispatch(context, repeats, [&](vk::CommandRecorder& rec) { copy.dispatch(rec, p, groups); });
       const double gbps = 2.0 * static_cast<double>(bytes) / (ms * 1e-3) * 1e-9;
       limits.copy.push_back({v.name, bytes, ms, gbps});

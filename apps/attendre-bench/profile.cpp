@@ -64,6 +64,8 @@ std::vector<Dispatch> classify(const std::vector<attendre::KernelTime>& p, const
     const std::string& shader = p[i].kernel;
     Dispatch d;
     d.ms = p[i].ns * 1e-6;
+    d.pieces = p[i].pieces;
+    d.longest_piece_ms = p[i].longest_piece_ns * 1e-6;
     d.precision = shader.size() > 4 && shader.compare(shader.size() - 4, 4, "_f16") == 0 ? "f16" : "f32";
     d.name = layer_kernel(shader, policy_name, last_select);
     if (d.name.empty()) {
@@ -103,8 +105,13 @@ void print_dispatches(const std::string& title, const std::vector<attendre::Kern
                       const std::vector<Dispatch>& dispatches) {
   std::printf("\n  dispatches of one step, %s:\n", title.c_str());
   for (size_t i = 0; i < profile.size() && i < dispatches.size(); ++i)
-    std::printf("    %-20s %-14s %-6s %10.3f ms\n", profile[i].kernel.c_str(), dispatches[i].name.c_str(),
-                dispatches[i].role.c_str(), dispatches[i].ms);
+    if (dispatches[i].pieces > 1)
+      std::printf("    %-20s %-14s %-6s %10.3f ms in %u pieces, longest %.3f ms\n", profile[i].kernel.c_str(),
+                  dispatches[i].name.c_str(), dispatches[i].role.c_str(), dispatches[i].ms, dispatches[i].pieces,
+                  dispatches[i].longest_piece_ms);
+    else
+      std::printf("    %-20s %-14s %-6s %10.3f ms\n", profile[i].kernel.c_str(), dispatches[i].name.c_str(),
+                  dispatches[i].role.c_str(), dispatches[i].ms);
 }
 
 std::vector<std::pair<std::string, double>> sum_by_name(const std::vector<Dispatch>& dispatches) {

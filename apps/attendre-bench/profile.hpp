@@ -17,6 +17,8 @@ struct Dispatch {
                           // q, k (rope); ffn (activation); tokens (embedding); residual (add)
   std::string precision;  // "f16" for the _f16 shader variants, else "f32"
   double ms = 0.0;
+  uint32_t pieces = 1;            // dispatches it was cut into (the watchdog bound)
+  double longest_piece_ms = 0.0;  // the longest of them: what a watchdog sees
 };
 
 // Classifies one submission's dispatches, in order. `policy_name` names the

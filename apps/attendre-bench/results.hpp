@@ -20,6 +20,7 @@ struct DeviceInfo {
   uint32_t max_invocations = 0, workgroup = 0, max_shared_bytes = 0, subgroup_size = 0;
   uint64_t max_storage_range = 0, max_allocation = 0, device_local_bytes = 0;
   uint32_t max_loop_iterations = 0;  // 0: no driver loop limit
+  uint32_t max_groups_per_dispatch = 0;  // the watchdog bound in force (0xFFFFFFFF: none)
   bool storage_16bit = false;
   double timestamp_period_ns = 0.0;
   std::vector<attendre::KernelVariant> variants;  // the kernel variant a family runs, and why

@@ -27,10 +27,11 @@ void print_device(std::FILE* out, const DeviceInfo& d) {
   std::fprintf(out, "device:  %s (%s, %s, vendor 0x%04X), %s, Vulkan %s\n", d.name.c_str(), d.type.c_str(),
                d.vendor.c_str(), d.vendor_id, d.driver.c_str(), d.api_version.c_str());
   std::fprintf(out, "limits:  workgroup %u of max %u invocations, %u B shared, storage range %s, subgroup %u, "
-                    "fp16 storage %s, loop limit %s\n",
+                    "fp16 storage %s, loop limit %s, workgroups per dispatch %s\n",
                d.workgroup, d.max_invocations, d.max_shared_bytes, mib(d.max_storage_range).c_str(), d.subgroup_size,
                d.storage_16bit ? "yes" : "no",
-               d.max_loop_iterations ? std::to_string(d.max_loop_iterations).c_str() : "none");
+               d.max_loop_iterations ? std::to_string(d.max_loop_iterations).c_str() : "none",
+               d.max_groups_per_dispatch == 0xFFFFFFFFu ? "unlimited" : std::to_string(d.max_groups_per_dispatch).c_str());
   std::string off;
   for (const std::string& f : d.disabled_features) off += (off.empty() ? "" : ",") + f;
   std::fprintf(out, "kernel variants%s:\n", off.empty() ? "" : (" (switched off: " + off + ")").c_str());

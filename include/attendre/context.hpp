@@ -82,6 +82,13 @@ struct DeviceCaps {
   uint32_t max_group_size_x = 128;         // maxComputeWorkGroupSize[0]
   uint32_t max_group_count_x = 65535;      // maxComputeWorkGroupCount[0]
   uint32_t max_group_count_y = 65535;
+  // Watchdog bound: a dispatch of more workgroups is recorded as several
+  // (vkCmdDispatchBase) of at most this many each, so that no single
+  // dispatch runs long enough for a mobile driver to kill the submission.
+  // The default comes from the device type (unlimited, 0xFFFFFFFF, on
+  // discrete GPUs; 1024 elsewhere: see default_groups_per_dispatch in
+  // lib/vulkan/context.cpp for why), LimitOverrides replace it.
+  uint32_t max_groups_per_dispatch = 0xFFFFFFFFu;
   uint32_t max_shared_bytes = 16384;       // maxComputeSharedMemorySize
   uint64_t max_storage_range = 1u << 27;   // maxStorageBufferRange
   uint64_t storage_alignment = 256;        // where sections start: the spec's largest minStorageBufferOffsetAlignment
@@ -141,11 +148,15 @@ struct LimitOverrides {
   std::optional<uint64_t> max_storage_range;
   bool non_coherent_host = false;  // treat host-visible memory as non-coherent (emulated if coherent)
   bool discrete_memory = false;    // treat device-local memory as not host-visible (weights staged)
+  // Workgroups per dispatch (DeviceCaps::max_groups_per_dispatch), at least 1.
+  std::optional<uint32_t> max_groups_per_dispatch;
 
   // The Vulkan minimums every conformant device guarantees: 128
   // invocations, 16 KiB shared memory, 128 MiB storage ranges, host memory
-  // that is not coherent (as on many phones) and no unified memory.
-  static LimitOverrides portable() { return {128u, 16384u, uint64_t{1} << 27, true, true}; }
+  // that is not coherent (as on many phones) and no unified memory; and
+  // dispatches of at most 32 workgroups, so that the suite's rerun under
+  // these limits cuts most grids into pieces.
+  static LimitOverrides portable() { return {128u, 16384u, uint64_t{1} << 27, true, true, 32u}; }
 };
 
 // How much the Khronos validation layer checks. Every level records its
@@ -165,7 +176,9 @@ struct ContextOptions {
   // Unset reads ATTENDRE_VALIDATION: 0 (off), 1 (synchronization), core,
   // gpu (gpu_assisted); any other value is an error.
   std::optional<Validation> validation;
-  // Unset reads ATTENDRE_PORTABLE_LIMITS (=1 applies LimitOverrides::portable()).
+  // Unset reads ATTENDRE_PORTABLE_LIMITS (=1 applies LimitOverrides::portable())
+  // and ATTENDRE_MAX_GROUPS_PER_DISPATCH (a positive count, which wins over
+  // the portable one).
   std::optional<LimitOverrides> limits;
   // Unset reads ATTENDRE_KERNELS (tiled or direct); else direct on CPU
   // devices, tiled elsewhere. Forcing one tests it on any device.
@@ -292,6 +305,10 @@ class Context {
 struct KernelTime {
   std::string kernel;  // shader name
   double ns = 0.0;
+  // Dispatches it was cut into (DeviceCaps::max_groups_per_dispatch), and
+  // the longest one's time: the time a driver's watchdog sees.
+  uint32_t pieces = 1;
+  double longest_piece_ns = 0.0;
 };
 
 // One line per physical device: index, name, type, API version.

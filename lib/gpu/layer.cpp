@@ -182,7 +182,7 @@ Result<std::vector<KernelTime>> Layer::try_last_profile() {
   std::vector<KernelTime> out;
   if (!impl_->profiler) return out;
   ATTENDRE_TRY_ASSIGN(const std::vector<vk::Profiler::Sample> samples, impl_->profiler->try_read());
-  for (const auto& s : samples) out.push_back({s.label, s.ns});
+  for (const auto& s : samples) out.push_back({s.label, s.ns, s.pieces, s.longest_piece_ns});
   return out;
 }
 

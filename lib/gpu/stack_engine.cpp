@@ -472,7 +472,7 @@ Result<std::vector<KernelTime>> StackEngine::last_profile() {
   std::vector<KernelTime> out;
   if (!profiler_) return out;
   ATTENDRE_TRY_ASSIGN(const std::vector<vk::Profiler::Sample> samples, profiler_->try_read());
-  for (const auto& s : samples) out.push_back({s.label, s.ns});
+  for (const auto& s : samples) out.push_back({s.label, s.ns, s.pieces, s.longest_piece_ns});
   return out;
 }
 

@@ -19,10 +19,10 @@ Result<Activation> Activation::create(Context& context, vk::DescriptorArena& are
   ATTENDRE_TRY_ASSIGN(const bool same, in_place(input, out, "activation"));
   if (same) {
     ATTENDRE_TRY_ASSIGN(a.kernel_, Kernel::try_make<ActivationParams>(context, arena, ShaderId::activation_in_place,
-                                                                      {plan.workgroup}, {input}));
+                                                                      with_fold({plan.workgroup}, plan), {input}));
   } else {
     ATTENDRE_TRY_ASSIGN(a.kernel_, Kernel::try_make<ActivationParams>(context, arena, ShaderId::activation,
-                                                                      {plan.workgroup}, {input, out}));
+                                                                      with_fold({plan.workgroup}, plan), {input, out}));
   }
   return a;
 }

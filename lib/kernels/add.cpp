@@ -14,10 +14,10 @@ Result<Add> Add::create(Context& context, vk::DescriptorArena& arena, const Kern
   ATTENDRE_TRY_ASSIGN(const bool same, in_place(a, c, "add"));
   if (same) {
     ATTENDRE_TRY_ASSIGN(add.kernel_,
-                        Kernel::try_make<AddParams>(context, arena, ShaderId::add_in_place, {plan.workgroup}, {a, b}));
+                        Kernel::try_make<AddParams>(context, arena, ShaderId::add_in_place, with_fold({plan.workgroup}, plan), {a, b}));
   } else {
     ATTENDRE_TRY_ASSIGN(add.kernel_,
-                        Kernel::try_make<AddParams>(context, arena, ShaderId::add, {plan.workgroup}, {a, b, c}));
+                        Kernel::try_make<AddParams>(context, arena, ShaderId::add, with_fold({plan.workgroup}, plan), {a, b, c}));
   }
   return add;
 }

@@ -10,7 +10,7 @@ Result<CheckFinite> CheckFinite::create(Context& context, vk::DescriptorArena& a
   CheckFinite check;
   check.plan_ = plan;
   ATTENDRE_TRY_ASSIGN(check.kernel_, Kernel::try_make<FiniteParams>(context, arena, ShaderId::check_finite,
-                                                                    {plan.workgroup}, {values, flag}));
+                                                                    with_fold({plan.workgroup}, plan), {values, flag}));
   return check;
 }
 

@@ -16,7 +16,7 @@ Result<Embedding> Embedding::create(Context& context, vk::DescriptorArena& arena
   ATTENDRE_TRY_ASSIGN(const ShaderId shader,
                       try_weight_variant(context, WeightKernel::embedding, table_type, "the embedding table"));
   ATTENDRE_TRY_ASSIGN(e.kernel_,
-                      Kernel::try_make<EmbeddingParams>(context, arena, shader, {plan.workgroup}, {ids, table, out}));
+                      Kernel::try_make<EmbeddingParams>(context, arena, shader, with_fold({plan.workgroup}, plan), {ids, table, out}));
   return e;
 }
 

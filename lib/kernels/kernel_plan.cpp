@@ -99,10 +99,11 @@ KernelPlan plan_kernels(const DeviceCaps& caps) {
   plan.norm_workgroup = plan.workgroup;
   while (plan.norm_workgroup > 1 && 4u * plan.norm_workgroup > shared) plan.norm_workgroup /= 2;
 
-  // 65535 is every device's minimum, and keeps x * y (the folded group
-  // index) within 32 bits.
+  // 65535 is every device's minimum; 32768 rows keep the folded grid's
+  // stride x * y below 2^31, so that a logical group index plus the stride
+  // never wraps 32 bits (rows.glsl).
   plan.max_groups_x = std::min<uint32_t>(caps.max_group_count_x, 65535);
-  plan.max_groups_y = std::min<uint32_t>(caps.max_group_count_y, 65535);
+  plan.max_groups_y = std::min<uint32_t>(caps.max_group_count_y, 32768);
   return plan;
 }
 

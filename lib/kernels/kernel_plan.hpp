@@ -39,7 +39,7 @@ struct KernelPlan {
   uint32_t norm_workgroup = 128;    // one row per workgroup, tree reduction; a power of two
   // Workgroups per dispatch dimension; larger grids are folded (kernels loop).
   uint32_t max_groups_x = 65535;
-  uint32_t max_groups_y = 65535;
+  uint32_t max_groups_y = 32768;  // x * y < 2^31 (rows.glsl)
 
   // DeviceCaps::KernelStyle::direct: barrier-free kernels (CPU devices).
   bool direct = false;

@@ -58,23 +58,25 @@ Result<Matmul> Matmul::create(Context& context, vk::DescriptorArena& arena, cons
     const DirectShape many = direct_shape(plan, weights, false), few = direct_shape(plan, weights, true);
     ATTENDRE_TRY_ASSIGN(m.direct_,
                         Kernel::try_make<MatmulParams>(context, arena, direct,
-                                                       {many.workgroup, many.rows, plan.direct_share}, {a, w, c, r}));
+                                                       with_fold({many.workgroup, many.rows, plan.direct_share}, plan), {a, w, c, r}));
     if (blocks) {
       ATTENDRE_TRY_ASSIGN(m.direct_few_,
                           Kernel::try_make<MatmulParams>(context, arena, direct,
-                                                         {few.workgroup, few.rows, plan.direct_share}, {a, w, c, r}));
+                                                         with_fold({few.workgroup, few.rows, plan.direct_share}, plan), {a, w, c, r}));
     }
     return m;
   }
   ATTENDRE_TRY_ASSIGN(const ShaderId gemm, try_weight_variant(context, WeightKernel::gemm, weights, what));
   ATTENDRE_TRY_ASSIGN(
       m.gemm_, Kernel::try_make<MatmulParams>(context, arena, gemm,
-                                              {plan.matmul_workgroup, plan.matmul_tile_rows, plan.matmul_tile_outputs,
-                                               plan.matmul_tile_in, plan.matmul_micro_rows, plan.matmul_micro_outputs},
+                                              with_fold({plan.matmul_workgroup, plan.matmul_tile_rows,
+                                                         plan.matmul_tile_outputs, plan.matmul_tile_in,
+                                                         plan.matmul_micro_rows, plan.matmul_micro_outputs},
+                                                        plan),
                                               {a, w, c, r}));
   ATTENDRE_TRY_ASSIGN(const ShaderId matvec, try_weight_variant(context, WeightKernel::matvec, weights, what));
   ATTENDRE_TRY_ASSIGN(m.matvec_,
-                      Kernel::try_make<MatmulParams>(context, arena, matvec, {plan.matvec_workgroup}, {a, w, c, r}));
+                      Kernel::try_make<MatmulParams>(context, arena, matvec, with_fold({plan.matvec_workgroup}, plan), {a, w, c, r}));
   return m;
 }
 

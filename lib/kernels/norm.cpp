@@ -16,11 +16,11 @@ Result<Norm> Norm::create(Context& context, vk::DescriptorArena& arena, const Ke
     ATTENDRE_TRY_ASSIGN(
         norm.kernel_, Kernel::try_make<NormParams>(context, arena,
                                                    layer ? ShaderId::norm_layer_in_place : ShaderId::norm_rms_in_place,
-                                                   {plan.norm_workgroup}, {x, weights}));
+                                                   with_fold({plan.norm_workgroup}, plan), {x, weights}));
   } else {
     ATTENDRE_TRY_ASSIGN(norm.kernel_,
                         Kernel::try_make<NormParams>(context, arena, layer ? ShaderId::norm_layer : ShaderId::norm_rms,
-                                                     {plan.norm_workgroup}, {x, weights, y}));
+                                                     with_fold({plan.norm_workgroup}, plan), {x, weights, y}));
   }
   return norm;
 }

@@ -1,5 +1,6 @@
 #include "kernels/retrieve.hpp"
 #include "core/try.hpp"
+#include "vulkan/buffer.hpp"
 
 #include <attendre/config.hpp>
 
@@ -37,6 +38,7 @@ Result<RetrieveKernels> RetrieveKernels::create(Context& context, vk::Descriptor
                                                                   {b.logits, b.lists, b.kv, b.attention}));
   ATTENDRE_TRY_ASSIGN(k.usage_, Kernel::try_make<RetrieveParams>(context, arena, ShaderId::usage, {plan.workgroup},
                                                                  {b.lists, b.attention, b.usage}));
+  k.usage_rows_ = b.usage;
   ATTENDRE_TRY_ASSIGN(k.policy_update_, Kernel::try_make<PolicyParams>(context, arena, ShaderId::policy_update,
                                                                        {plan.workgroup}, {b.kv, b.usage, b.ring}));
   ATTENDRE_TRY_ASSIGN(
@@ -60,6 +62,11 @@ void RetrieveKernels::attend(vk::CommandRecorder& recorder, const RetrieveParams
 }
 
 void RetrieveKernels::usage(vk::CommandRecorder& recorder, const RetrieveParams& p) const {
+  // Zeroing grows with M: a fill of whole rows, so that no workgroup loops
+  // over the held entries (a watchdog bound per dispatch, README "Watchdogs").
+  const VkDeviceSize rows_bytes = 4ull * p.queries * p.usage_stride;
+  recorder.fill(*usage_rows_.buffer, usage_rows_.offset, rows_bytes, 0u);
+  recorder.fill(*usage_rows_.buffer, usage_rows_.offset + 4ull * p.used_offset, rows_bytes, 0u);
   usage_.dispatch(recorder, p, p.queries);
 }
 

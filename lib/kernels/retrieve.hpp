@@ -44,6 +44,8 @@ class RetrieveKernels {
   }
 #endif
   void attend(vk::CommandRecorder& recorder, const RetrieveParams& params) const;
+  // Zeroes the usage and used rows of the batch (transfer fills), then
+  // accumulates them, one workgroup per query over its lists only.
   void usage(vk::CommandRecorder& recorder, const RetrieveParams& params) const;
   void policy_update(vk::CommandRecorder& recorder, const PolicyParams& params) const;
 
@@ -52,6 +54,7 @@ class RetrieveKernels {
  private:
   KernelPlan plan_;
   Kernel score_, sum_heads_, attend_, usage_, policy_update_;
+  vk::BufferBinding usage_rows_;  // binding 2 of usage_: the rows its fills zero
   Select select_;
 };
 

@@ -25,7 +25,7 @@ Result<Rope> Rope::create(Context& context, vk::DescriptorArena& arena, const Ke
   Rope rope;
   rope.plan_ = plan;
   rope.layout_ = layout;
-  ATTENDRE_TRY_ASSIGN(rope.kernel_, Kernel::try_make<RopeParams>(context, arena, ShaderId::rope, {plan.workgroup},
+  ATTENDRE_TRY_ASSIGN(rope.kernel_, Kernel::try_make<RopeParams>(context, arena, ShaderId::rope, with_fold({plan.workgroup}, plan),
                                                                  {x, positions, table}));
   return rope;
 }

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace attendre::kernels {
 
@@ -32,7 +33,10 @@ inline Status check_rows(const RowRef& ref, uint32_t rows, uint32_t cols, bool o
 
 // Workgroup counts of one dispatch: `groups` logical workgroups folded into
 // x * y physical ones within the device's per-dimension limits. Shaders loop
-// over logical groups g = group_index() + k * group_count() (rows.glsl).
+// over logical groups g = group_index() + k * group_count() (rows.glsl),
+// which assume that the grid is plan.max_groups_x wide whenever it has more
+// than one row, and that `groups` < 2^31 (each group covers at least one
+// word of a binding, which holds < 2^30).
 struct Grid {
   uint32_t x = 0, y = 0;
 };
@@ -41,6 +45,20 @@ inline Grid fold_groups(uint64_t groups, const KernelPlan& plan) {
   const uint32_t x = static_cast<uint32_t>(std::min<uint64_t>(groups, plan.max_groups_x));
   const uint32_t y = static_cast<uint32_t>(std::min<uint64_t>((groups + x - 1) / x, plan.max_groups_y));
   return {x, y};
+}
+
+// Specialization constant ids of the fold's extents (FOLD_X, FOLD_Y in rows.glsl).
+constexpr uint32_t kFoldXId = 30, kFoldYId = 31;
+
+// The specialization of a kernel that folds its grid: `spec` (constants
+// 0, 1, ...; the ids up to 29 it leaves out are unused by those shaders),
+// then the plan's fold extents, so that the shader finds its logical group
+// from gl_WorkGroupID alone, however CommandRecorder cuts the grid.
+inline std::vector<uint32_t> with_fold(std::vector<uint32_t> spec, const KernelPlan& plan) {
+  spec.resize(kFoldXId, 0);
+  spec.push_back(plan.max_groups_x);
+  spec.push_back(plan.max_groups_y);
+  return spec;
 }
 
 }  // namespace attendre::kernels

@@ -6,6 +6,7 @@
 #include "kernels/kernel_plan.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/stored.hpp"
+#include "vulkan/context_state.hpp"
 
 #include <attendre/diagnostics.hpp>
 
@@ -32,6 +33,17 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
   v.push_back({"workgroups", std::to_string(plan.workgroup) + " invocations, select tile " + std::to_string(plan.select_tile),
                caps.large_workgroups ? "large workgroups and shared memory"
                                      : absent(caps, Feature::large_workgroups, "room past the Vulkan minimums")});
+
+  const uint32_t bound = caps.max_groups_per_dispatch;
+  const bool overridden = bound != vk::default_groups_per_dispatch(caps.type);
+  v.push_back({"dispatch size",
+               bound == 0xFFFFFFFFu ? "unlimited"
+                                    : "at most " + std::to_string(bound) +
+                                          " workgroups, larger grids cut into pieces (vkCmdDispatchBase)",
+               overridden ? "LimitOverrides or ATTENDRE_MAX_GROUPS_PER_DISPATCH"
+                          : caps.type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU
+                                ? "discrete GPU: no compute watchdog to fear"
+                                : "watchdog bound: ~50 ms per dispatch on a phone-class GPU"});
 
   const std::string style_reason =
       caps.quirks.barriers_switch_context == plan.direct

@@ -80,6 +80,7 @@ namespace attendre::vk {
   X(vkCmdBindDescriptorSets)                     \
   X(vkCmdPushConstants)                          \
   X(vkCmdDispatch)                               \
+  X(vkCmdDispatchBase)                           \
   X(vkCmdPipelineBarrier)                        \
   X(vkCmdCopyBuffer)                             \
   X(vkCmdFillBuffer)                             \

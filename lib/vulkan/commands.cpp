@@ -29,13 +29,24 @@ void CommandRecorder::dispatch(const ComputePipeline& pipeline, VkDescriptorSet 
   scratch_.clear();
   for (const BufferUse& u : uses)
     if (u.reads || u.writes) scratch_.push_back({u.buffer, u.offset, u.offset + u.size, u.reads, u.writes, name});
+  // One logical access for all pieces: they run disjoint workgroups of one
+  // grid, which touch disjoint data as the workgroups of one dispatch do.
   order(scratch_);
   vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle());
   vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout(), 0, 1, &set, 0, nullptr);
   if (push_bytes) vkCmdPushConstants(cmd_, pipeline.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
-  vkCmdDispatch(cmd_, groups_x, groups_y, groups_z);
   ++counts_.dispatches;
-  if (profiler_) profiler_->mark(cmd_, name);
+  const DispatchGrid grid{groups_x, groups_y, groups_z};
+  bool first = true;
+  for_each_piece(grid, pipeline.max_groups_per_dispatch(), [&](const DispatchGrid& base, const DispatchGrid& count) {
+    if (first)
+      vkCmdDispatch(cmd_, count.x, count.y, count.z);  // the first piece starts at the grid's origin
+    else
+      vkCmdDispatchBase(cmd_, base.x, base.y, base.z, count.x, count.y, count.z);
+    ++counts_.pieces;
+    if (profiler_) profiler_->mark(cmd_, name, first);
+    first = false;
+  });
 }
 
 void CommandRecorder::order(std::span<const BufferAccess> accesses) {
@@ -319,23 +330,32 @@ Result<Profiler> Profiler::create(Context& context, uint32_t max_dispatches) {
 }
 
 void Profiler::begin(VkCommandBuffer cmd) {
-  labels_.clear();
+  marks_.clear();
+  written_ = 0;
   vkCmdResetQueryPool(cmd, pool_.handle(), 0, pool_.count());
   vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool_.handle(), 0);
   started_ = true;
 }
 
-void Profiler::mark(VkCommandBuffer cmd, std::string label) {
-  if (labels_.size() + 1 >= pool_.count()) return;  // past capacity: later dispatches go unmeasured
-  labels_.push_back(std::move(label));
-  vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool_.handle(), static_cast<uint32_t>(labels_.size()));
+void Profiler::mark(VkCommandBuffer cmd, const char* label, bool first) {
+  if (written_ + 1 >= pool_.count()) return;  // past capacity: later pieces go unmeasured
+  ++written_;
+  if (first || marks_.empty())
+    marks_.push_back({label, written_, written_});
+  else
+    marks_.back().last = written_;
+  vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool_.handle(), written_);
 }
 
 Result<std::vector<Profiler::Sample>> Profiler::try_read() const {
   std::vector<Sample> samples;
-  if (!started_ || labels_.empty()) return samples;
-  ATTENDRE_TRY_ASSIGN(const std::vector<double> ns, pool_.try_read_ns(static_cast<uint32_t>(labels_.size()) + 1));
-  for (size_t i = 0; i < labels_.size(); ++i) samples.push_back({labels_[i], ns[i + 1] - ns[i]});
+  if (!started_ || marks_.empty()) return samples;
+  ATTENDRE_TRY_ASSIGN(const std::vector<double> ns, pool_.try_read_ns(written_ + 1));
+  for (const Mark& m : marks_) {
+    Sample s{m.label, ns[m.last] - ns[m.first - 1], m.last - m.first + 1, 0.0};
+    for (uint32_t t = m.first; t <= m.last; ++t) s.longest_piece_ns = std::max(s.longest_piece_ns, ns[t] - ns[t - 1]);
+    samples.push_back(std::move(s));
+  }
   return samples;
 }
 

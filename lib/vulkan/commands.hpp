@@ -9,6 +9,7 @@
 #include <attendre/embedding.hpp>
 #include <attendre/status.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <optional>
@@ -28,6 +29,39 @@ struct BufferUse {
   VkDeviceSize offset = 0, size = 0;
   bool reads = false, writes = false;
 };
+
+// Workgroup counts (or a base) of a dispatch in x, y and z.
+struct DispatchGrid {
+  uint32_t x = 1, y = 1, z = 1;
+};
+
+// Cuts a grid into pieces of at most `max_groups` workgroups each (at least
+// 1), calling piece(base, count) in order: whole z layers when an x * y layer
+// fits, else whole x rows, else runs of one row. One piece when it all fits.
+template <class Piece>
+void for_each_piece(const DispatchGrid& grid, uint32_t max_groups, Piece&& piece) {
+  const uint64_t limit = max_groups == 0 ? 1 : max_groups;
+  const uint64_t layer = uint64_t{grid.x} * grid.y;
+  if (layer * grid.z <= limit) return piece(DispatchGrid{0, 0, 0}, grid);
+  if (layer <= limit) {
+    const uint32_t step = static_cast<uint32_t>(limit / layer);
+    for (uint32_t z = 0; z < grid.z; z += std::min(step, grid.z - z))
+      piece(DispatchGrid{0, 0, z}, DispatchGrid{grid.x, grid.y, std::min(step, grid.z - z)});
+    return;
+  }
+  for (uint32_t z = 0; z < grid.z; ++z) {
+    if (grid.x <= limit) {
+      const uint32_t step = static_cast<uint32_t>(limit / grid.x);
+      for (uint32_t y = 0; y < grid.y; y += std::min(step, grid.y - y))
+        piece(DispatchGrid{0, y, z}, DispatchGrid{grid.x, std::min(step, grid.y - y), 1});
+      continue;
+    }
+    const uint32_t step = static_cast<uint32_t>(limit);
+    for (uint32_t y = 0; y < grid.y; ++y)
+      for (uint32_t x = 0; x < grid.x; x += std::min(step, grid.x - x))
+        piece(DispatchGrid{x, y, z}, DispatchGrid{std::min(step, grid.x - x), 1, 1});
+  }
+}
 
 // Appends work to a command buffer that someone else owns (a Submission
 // here, or an application's own command buffer when embedding).
@@ -51,6 +85,9 @@ class CommandRecorder {
   void attach(Profiler* profiler);
 
   // `uses`: every buffer range the descriptor set binds, with its access.
+  // A grid of more workgroups than the pipeline's max_groups_per_dispatch()
+  // is recorded as several dispatches (vkCmdDispatchBase, for_each_piece)
+  // with no barrier between them: one logical dispatch, one set of accesses.
   void dispatch(const ComputePipeline& pipeline, VkDescriptorSet set, std::span<const BufferUse> uses,
                 const void* push, uint32_t push_bytes, uint32_t groups_x, uint32_t groups_y = 1,
                 uint32_t groups_z = 1);
@@ -95,8 +132,10 @@ class CommandRecorder {
   VkCommandBuffer handle() const { return cmd_; }
 
   // What was recorded so far, for reports of the command structure.
+  // `dispatches` counts logical dispatches (dispatch() calls with work),
+  // `pieces` the vkCmdDispatch* commands they were recorded as.
   struct Counts {
-    uint32_t dispatches = 0, barriers = 0, copies = 0;
+    uint32_t dispatches = 0, barriers = 0, copies = 0, pieces = 0;
   };
   const Counts& counts() const { return counts_; }
 
@@ -232,11 +271,14 @@ class TimestampPool {
 };
 
 // GPU time of each dispatch of one submission. A timestamp goes before the
-// first dispatch and after each one; since barriers serialize the kernels of
-// a step, each difference is one kernel's time (with its barrier's wait).
+// first dispatch and after each piece of one (CommandRecorder::dispatch);
+// since barriers serialize the kernels of a step, each difference is one
+// piece's time (with its barrier's wait), and a dispatch's time is the sum
+// of its pieces'.
 class Profiler {
  public:
-  // Fails as TimestampPool::create.
+  // Fails as TimestampPool::create. `max_dispatches`: timestamps after the
+  // first, one per piece; later pieces go unmeasured.
   static Result<Profiler> create(Context& context, uint32_t max_dispatches);
 #if defined(__cpp_exceptions)
   Profiler(Context& context, uint32_t max_dispatches) : Profiler(create(context, max_dispatches).value_or_throw()) {}
@@ -244,7 +286,9 @@ class Profiler {
 
   struct Sample {
     std::string label;
-    double ns = 0.0;
+    double ns = 0.0;               // the whole logical dispatch
+    uint32_t pieces = 1;           // dispatches it was recorded as
+    double longest_piece_ns = 0.0;  // what a watchdog sees
   };
   // The samples of the last recorded submission; call after it completed.
   Result<std::vector<Sample>> try_read() const;
@@ -257,10 +301,17 @@ class Profiler {
 
   friend class CommandRecorder;
   void begin(VkCommandBuffer cmd);
-  void mark(VkCommandBuffer cmd, std::string label);
+  // A timestamp after one piece; `first` starts a new logical dispatch.
+  void mark(VkCommandBuffer cmd, const char* label, bool first);
 
+  // Timestamps first..last end the pieces of one logical dispatch.
+  struct Mark {
+    std::string label;
+    uint32_t first = 0, last = 0;
+  };
   TimestampPool pool_;
-  std::vector<std::string> labels_;
+  std::vector<Mark> marks_;
+  uint32_t written_ = 0;  // timestamps written after the first
   bool started_ = false;
 };
 

@@ -19,6 +19,28 @@ using namespace vk;
 
 namespace {
 
+// The watchdog bound by default (DeviceCaps::max_groups_per_dispatch).
+// Mobile drivers kill a submission whose dispatch runs for seconds; we aim
+// at 50 ms per dispatch on a phone-class GPU. Every grid that grows with a
+// size (M, the chunk, the query batch, a matrix's rows) has workgroups of
+// bounded work: a score tile (16 rows x 64 slots x head_dim 128: 2^17
+// multiply-adds), a select tile or a merge of TILE / keep lists (~2^16
+// compare-exchanges), a matmul tile (2048 outputs x the input width: 2^20
+// at width 576). 1024 such workgroups are at most ~2^30 multiply-adds, 20 ms
+// at the ~50 GFMA/s of a low-end phone GPU (flagships run 10-20x that).
+// Discrete GPUs have no such watchdog for compute (or one of seconds) and
+// run thousands of workgroups at once: unlimited there. The matmul's share
+// per workgroup grows with the input width, so wide matrices on slow GPUs
+// need a lower bound (LimitOverrides, ATTENDRE_MAX_GROUPS_PER_DISPATCH).
+constexpr uint32_t kDefaultGroupsPerDispatch = 1024;
+}  // namespace
+
+uint32_t vk::default_groups_per_dispatch(VkPhysicalDeviceType type) {
+  return type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU ? 0xFFFFFFFFu : kDefaultGroupsPerDispatch;
+}
+
+namespace {
+
 constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
 
 // A 0/1 switch; anything else is an error, so a typo never silently
@@ -45,6 +67,18 @@ std::string env_string(const char* name) {
   const char* value = std::getenv(name);
   return value ? value : "";
 }
+
+// A positive 32-bit count, or nothing when unset or empty.
+Result<std::optional<uint32_t>> env_count(const char* name) {
+  const std::string value = env_string(name);
+  if (value.empty()) return std::optional<uint32_t>{};
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(value.c_str(), &end, 10);
+  if (*end != '\0' || value[0] == '-' || n == 0 || n > 0xFFFFFFFFull)
+    return invalid_argument(std::string(name) + " must be a positive 32-bit count, got '" + value + "'");
+  return std::optional<uint32_t>{static_cast<uint32_t>(n)};
+}
+
 
 VKAPI_ATTR VkBool32 VKAPI_CALL record_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                               VkDebugUtilsMessageTypeFlagsEXT,
@@ -169,6 +203,7 @@ Result<DeviceCaps> query_caps(VkPhysicalDevice physical, uint32_t queue_family) 
   c.max_group_size_x = l.maxComputeWorkGroupSize[0];
   c.max_group_count_x = l.maxComputeWorkGroupCount[0];
   c.max_group_count_y = l.maxComputeWorkGroupCount[1];
+  c.max_groups_per_dispatch = default_groups_per_dispatch(c.type);
   c.max_shared_bytes = l.maxComputeSharedMemorySize;
   c.max_storage_range = l.maxStorageBufferRange;
   // The spec's largest minStorageBufferOffsetAlignment: the layouts place
@@ -228,6 +263,7 @@ void apply_limits(DeviceCaps& caps, const LimitOverrides& limits) {
   }
   if (limits.max_shared_bytes) caps.max_shared_bytes = std::min(caps.max_shared_bytes, *limits.max_shared_bytes);
   if (limits.max_storage_range) caps.max_storage_range = std::min(caps.max_storage_range, *limits.max_storage_range);
+  if (limits.max_groups_per_dispatch) caps.max_groups_per_dispatch = *limits.max_groups_per_dispatch;
   caps.non_coherent_host = caps.non_coherent_host || limits.non_coherent_host;
   caps.unified_memory = caps.unified_memory && !limits.discrete_memory;
 }
@@ -315,6 +351,8 @@ Status Context::set_up(const ContextOptions& options) {
   } else {
     ATTENDRE_TRY_ASSIGN(const bool portable, env_flag("ATTENDRE_PORTABLE_LIMITS"));
     if (portable) limits = LimitOverrides::portable();
+    ATTENDRE_TRY_ASSIGN(const std::optional<uint32_t> groups, env_count("ATTENDRE_MAX_GROUPS_PER_DISPATCH"));
+    if (groups) limits.max_groups_per_dispatch = groups;
   }
   ATTENDRE_TRY_ASSIGN(caps_.kernel_style, kernel_style(options.kernels, caps_));
   return finish_setup(limits, options.fence_timeout_ms);
@@ -437,6 +475,8 @@ Status Context::create_device() {
 }
 
 Status Context::finish_setup(const LimitOverrides& limits, uint32_t fence_timeout_ms) {
+  ATTENDRE_REQUIRE(limits.max_groups_per_dispatch.value_or(1) > 0,
+                   "LimitOverrides::max_groups_per_dispatch must be at least 1 workgroup");
   apply_limits(caps_, limits);
   caps_.large_workgroups = std::min(caps_.max_invocations, caps_.max_group_size_x) > 128 || caps_.max_shared_bytes > 16384;
   state_->fence_timeout_ns = uint64_t{fence_timeout_ms} * 1000000ull;

@@ -15,7 +15,10 @@ constexpr uint32_t kMaxBindings = 4;  // the portable minimum of storage buffers
 }  // namespace
 
 ComputePipeline::ComputePipeline(Context& context, const PipelineKey& key)
-    : device_(context.device()), allocator_(context.allocator()), key_(key) {}
+    : device_(context.device()),
+      allocator_(context.allocator()),
+      key_(key),
+      max_groups_per_dispatch_(context.caps().max_groups_per_dispatch) {}
 
 // Each object is created into the pipeline under construction, whose
 // destructor destroys what exists if a later step fails.
@@ -78,6 +81,9 @@ Result<std::unique_ptr<ComputePipeline>> ComputePipeline::create(Context& contex
   if (key.full_subgroups) info.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT;
   info.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec;
   info.layout = p->layout_;
+  // Vulkan 1.1 core: gl_WorkGroupID then counts from a dispatch's base, so
+  // a grid cut into pieces (CommandRecorder::dispatch) runs unchanged.
+  info.flags = VK_PIPELINE_CREATE_DISPATCH_BASE_BIT;
   ATTENDRE_TRY(checked(vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &info, allocator, &p->pipeline_),
                        "vkCreateComputePipelines"));
   return p;

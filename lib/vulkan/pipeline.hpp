@@ -47,6 +47,10 @@ class ComputePipeline {
   const PipelineKey& key() const { return key_; }
   // Whether the shader reads and writes binding i (from its SPIR-V).
   const BindingAccess& access(uint32_t binding) const { return access_[binding]; }
+  // Workgroups one dispatch of it may run (its context's
+  // DeviceCaps::max_groups_per_dispatch): CommandRecorder cuts larger grids
+  // into pieces, which the pipeline allows (VK_PIPELINE_CREATE_DISPATCH_BASE_BIT).
+  uint32_t max_groups_per_dispatch() const { return max_groups_per_dispatch_; }
 
  private:
   ComputePipeline(Context& context, const PipelineKey& key);
@@ -55,6 +59,7 @@ class ComputePipeline {
   VkDevice device_;
   const VkAllocationCallbacks* allocator_;  // the context's, for destruction
   PipelineKey key_;
+  uint32_t max_groups_per_dispatch_;
   std::vector<BindingAccess> access_;
   VkShaderModule module_ = VK_NULL_HANDLE;
   VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
