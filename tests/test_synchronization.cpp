@@ -27,8 +27,12 @@ using kernels::RowRef;
 
 TEST_CASE("hazards: read after write, write after read and write after write overlap, reads never wait") {
   vk::HazardTracker tracker;
-  const auto* a = reinterpret_cast<const vk::Buffer*>(0x10);  // identities only: never dereferenced
-  const auto* b = reinterpret_cast<const vk::Buffer*>(0x20);
+  // Borrowed wrappers of made-up handles: identities only, never used by Vulkan.
+  const auto handle = [](uintptr_t value) { return reinterpret_cast<VkBuffer>(value); };
+  const vk::Buffer buffer_a = vk::Buffer::borrow(handle(0x10), 4096, "a");
+  const vk::Buffer buffer_b = vk::Buffer::borrow(handle(0x20), 4096, "b");
+  const vk::Buffer* a = &buffer_a;
+  const vk::Buffer* b = &buffer_b;
   tracker.add({a, 0, 100, false, true, "write a[0,100)"});
   tracker.add({b, 0, 100, true, false, "read b[0,100)"});
   CHECK(tracker.conflict({a, 99, 200, true, false, "read"}) != nullptr);     // RAW, one byte of overlap
@@ -38,6 +42,21 @@ TEST_CASE("hazards: read after write, write after read and write after write ove
   CHECK(tracker.conflict({b, 10, 20, true, false, "read"}) == nullptr);      // RAR
   tracker.clear();
   CHECK(tracker.conflict({a, 0, 100, true, true, "read/write"}) == nullptr);
+}
+
+TEST_CASE("hazards: two wrappers of one VkBuffer are one buffer") {
+  // An application passes one VkBuffer as an input and as an output range:
+  // borrowed twice, it must still order the output's write after the
+  // input's read where the ranges overlap.
+  const VkBuffer app = reinterpret_cast<VkBuffer>(uintptr_t{0x30});
+  const vk::Buffer input = vk::Buffer::borrow(app, 4096, "input");
+  const vk::Buffer output = vk::Buffer::borrow(app, 4096, "output");
+  const vk::Buffer other = vk::Buffer::borrow(reinterpret_cast<VkBuffer>(uintptr_t{0x40}), 4096, "other");
+  vk::HazardTracker tracker;
+  tracker.add({&input, 0, 256, true, false, "copy q"});
+  CHECK(tracker.conflict({&output, 128, 512, false, true, "copy out"}) != nullptr);  // WAR through the same handle
+  CHECK(tracker.conflict({&output, 256, 512, false, true, "copy out"}) == nullptr);  // disjoint ranges
+  CHECK(tracker.conflict({&other, 0, 256, false, true, "copy out"}) == nullptr);     // another handle
 }
 
 TEST_CASE("spirv reflection: each binding's reads and writes come from the shader's qualifiers") {

@@ -2,7 +2,9 @@
 // and the test of whether a new access must wait for them: read after
 // write, write after read and write after write on overlapping byte ranges
 // of one buffer (the hazards of the Vulkan memory model that the validation
-// layer's synchronization checks report). Reads after reads never wait.
+// layer's synchronization checks report). Reads after reads never wait. One
+// buffer is one VkBuffer: two vk::Buffer wrapping the same handle (an
+// application's buffer borrowed as an input and as an output) are one.
 #pragma once
 
 #include <vulkan/vulkan.h>
