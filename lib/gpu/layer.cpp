@@ -8,6 +8,7 @@
 #include "gpu/query_ring.hpp"
 #include "gpu/recorded_steps.hpp"
 #include "gpu/staging.hpp"
+#include "gpu/submit_slot.hpp"
 #include "gpu/ticket.hpp"
 #include "vulkan/buffer.hpp"
 #include "vulkan/commands.hpp"
@@ -42,32 +43,12 @@ struct UploadLayout {
   }
 };
 
-// One of two sets of what a submitted step uses from the host side, so that
-// the host fills one while the device runs the step of the other.
-struct StepSlot {
-  static Result<std::unique_ptr<StepSlot>> create(Context& ctx, uint32_t slot_index, uint64_t upload_bytes,
-                                                  uint64_t readback_bytes) {
-    ATTENDRE_TRY_ASSIGN(vk::Buffer upload, vk::Buffer::create(ctx, upload_bytes, vk::MemoryIntent::upload, "chunk upload"));
-    ATTENDRE_TRY_ASSIGN(vk::Buffer readback,
-                        vk::Buffer::create(ctx, readback_bytes, vk::MemoryIntent::readback, "readback"));
-    ATTENDRE_TRY_ASSIGN(vk::Submission submission, vk::Submission::create(ctx));
-    return std::make_unique<StepSlot>(slot_index, std::move(upload), std::move(readback), std::move(submission));
-  }
-  StepSlot(uint32_t slot_index, vk::Buffer upload_buffer, vk::Buffer readback_buffer, vk::Submission own)
-      : index(slot_index),
-        upload(std::move(upload_buffer)),
-        readback(std::move(readback_buffer)),
-        submission(std::move(own)) {}
-  uint32_t index;  // in Layer::Impl::slots, and the finite checks' slot its steps set
-  vk::Buffer upload, readback;
-  vk::Submission submission;
-  // The step submitted last from this slot, and what result() decodes of it.
-  uint64_t step = 0;
+// A submit slot (gpu/submit_slot.hpp) and what result() decodes of its step.
+struct StepSlot : SubmitSlot {
+  explicit StepSlot(SubmitSlot made) : SubmitSlot(std::move(made)) {}
   std::vector<QueryMeta> evicted;
   StepRequest request;
   bool read_outputs = false;
-  bool uncollected = false;  // result() not called yet
-  bool unverified = false;   // its finite checks are still to be read
 };
 
 }  // namespace
@@ -91,7 +72,9 @@ struct Layer::Impl {
                                                    "recorded chunk"));
     const uint64_t readback_bytes = (outputs_words + align_words(kv->snapshot_words()) + kv->evicted_words()) * 4;
     for (uint32_t i = 0; i < slots.size(); ++i) {
-      ATTENDRE_TRY_ASSIGN(slots[i], StepSlot::create(context, i, upload_layout.words * 4, readback_bytes));
+      ATTENDRE_TRY_ASSIGN(SubmitSlot made,
+                          SubmitSlot::create(context, i, upload_layout.words * 4, "chunk upload", readback_bytes, "readback"));
+      slots[i] = std::make_unique<StepSlot>(std::move(made));
     }
     return {};
   }

@@ -64,7 +64,9 @@ Status StackEngine::build(WeightSource& weights, const vk::Buffer* encoder_rows)
   ATTENDRE_TRY(device_buffer(final_rows_, uint64_t{rows} * H * 4, "final rows"));
   ATTENDRE_TRY(device_buffer(logits_, uint64_t{rows} * c.vocab * 4, "logits"));
   for (uint32_t i = 0; i < slots_.size(); ++i) {
-    ATTENDRE_TRY_ASSIGN(slots_[i], Slot::create(ctx, i, upload_plan_, readback_plan_));
+    ATTENDRE_TRY_ASSIGN(SubmitSlot made, SubmitSlot::create(ctx, i, upload_plan_.words * 4, "stack upload slot",
+                                                            readback_plan_.words * 4, "stack readback"));
+    slots_[i] = std::make_unique<Slot>(std::move(made));
   }
 
   ATTENDRE_TRY_ASSIGN(output_norm_, loader.norm(spec.output_norm, spec.output_norm_bias));

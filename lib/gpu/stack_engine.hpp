@@ -8,6 +8,7 @@
 #include "core/stack_chunk.hpp"
 #include "gpu/recorded_steps.hpp"
 #include "gpu/stack_block.hpp"
+#include "gpu/submit_slot.hpp"
 #include "gpu/ticket.hpp"
 #include "kernels/embedding.hpp"
 #include "vulkan/commands.hpp"
@@ -143,30 +144,11 @@ class StackEngine final : public TransformerStack {
   void copy_rows(vk::CommandRecorder& rec, const vk::Buffer& src, uint32_t row_floats,
                  const std::vector<QueryMeta>& rows, Destination dst) const;
   Result<StackOutput> run(const StackChunk* chunk, size_t first_block, BlockMode mode, const StackRequest& request);
-  // One of two sets of what a submitted step uses on the host side.
-  struct Slot {
-    static Result<std::unique_ptr<Slot>> create(Context& ctx, uint32_t slot_index, const UploadPlan& upload_plan,
-                                                const ReadbackPlan& readback_plan) {
-      ATTENDRE_TRY_ASSIGN(vk::Buffer upload, vk::Buffer::create(ctx, upload_plan.words * 4, vk::MemoryIntent::upload,
-                                                                "stack upload slot"));
-      ATTENDRE_TRY_ASSIGN(vk::Buffer readback, vk::Buffer::create(ctx, readback_plan.words * 4,
-                                                                  vk::MemoryIntent::readback, "stack readback"));
-      ATTENDRE_TRY_ASSIGN(vk::Submission submission, vk::Submission::create(ctx));
-      return std::make_unique<Slot>(slot_index, std::move(upload), std::move(readback), std::move(submission));
-    }
-    Slot(uint32_t slot_index, vk::Buffer upload_buffer, vk::Buffer readback_buffer, vk::Submission own)
-        : index(slot_index),
-          upload(std::move(upload_buffer)),
-          readback(std::move(readback_buffer)),
-          submission(std::move(own)) {}
-    uint32_t index;  // in slots_, and the finite checks' slot its steps set
-    vk::Buffer upload, readback;  // the step's upload image (copied to shared_.upload first), its outputs
-    vk::Submission submission;
-    uint64_t step = 0;
+  // A submit slot (gpu/submit_slot.hpp) and what result() decodes of its step.
+  struct Slot : SubmitSlot {
+    explicit Slot(SubmitSlot made) : SubmitSlot(std::move(made)) {}
     std::vector<QueryMeta> emitted;
     StackRequest request;
-    bool uncollected = false;  // result() not called yet
-    bool unverified = false;   // its finite checks are still to be read
   };
   // Waits for the slot's step and reports its non-finite values.
   Status finish_slot(Slot& slot);
