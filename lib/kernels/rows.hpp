@@ -48,7 +48,8 @@ inline Grid fold_groups(uint64_t groups, const KernelPlan& plan) {
 }
 
 // Specialization constant ids of the fold's extents (FOLD_X, FOLD_Y in rows.glsl).
-constexpr uint32_t kFoldXId = 30, kFoldYId = 31;
+constexpr uint32_t kFoldXId = ATT_FOLD_X_ID, kFoldYId = ATT_FOLD_Y_ID;
+static_assert(kFoldYId == kFoldXId + 1, "with_fold appends the two extents in order");
 
 // The specialization of a kernel that folds its grid: `spec` (constants
 // 0, 1, ...; the ids up to 29 it leaves out are unused by those shaders),

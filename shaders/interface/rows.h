@@ -45,4 +45,10 @@ static_assert(offsetof(RowRef, stride) == 4 && offsetof(RowRef, first) == 8 && o
 #define ATT_ROWS(p) uint p##_offset; uint p##_stride; uint p##_first; uint p##_capacity;
 #endif
 
+// Specialization constant ids of the folded grid's largest extents (FOLD_X
+// and FOLD_Y in rows.glsl, set by kernels::with_fold); past every kernel's
+// own ids.
+#define ATT_FOLD_X_ID 30
+#define ATT_FOLD_Y_ID 31
+
 #endif
