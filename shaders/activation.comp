@@ -8,25 +8,39 @@
 // Overflowing exp() gives inf, and x / inf the right limit, 0.
 // Each invocation reads and writes only element (row, i), so with -DIN_PLACE
 // the out rows are rows of binding 0 (e.g. the gate rows themselves) and
-// there is no binding 1.
+// there is no binding 1. With -DOUTPUT_F16 (fp16 activations, not in place)
+// the out rows hold fp16 pairs packed in words (half_bits.glsl) and each
+// invocation computes elements 2i and 2i + 1 into word i.
 //
 // Bindings:  0 input rows: x, or gate and up (two row references)   read (IN_PLACE: read/write)
-//            1 out rows                                              write
+//            1 out rows (cols floats, or OUTPUT_F16
+//              ceil(cols / 2) words, each)                           write
 // Spec constants: 0 workgroup size W
 // Push constants: ActivationParams (interface/activation.h)
-// Dispatch: rows * ceil(cols / W) logical groups, folded (kernels::fold_groups)
+// Dispatch: rows * ceil(cols / W) logical groups (OUTPUT_F16:
+//           rows * ceil(ceil(cols / 2) / W)), folded (kernels::fold_groups)
 #extension GL_GOOGLE_include_directive : require
 #include "interface/activation.h"
 #include "rows.glsl"
+#ifdef OUTPUT_F16
+#include "half_bits.glsl"
+#endif
 
 layout(local_size_x_id = 0) in;
 
+#if defined(IN_PLACE) && defined(OUTPUT_F16)
+#error "fp16 rows are not activated in place"
+#endif
 #ifdef IN_PLACE
 layout(std430, binding = 0) buffer Input { float input_rows[]; };
 #define out_rows input_rows
 #else
 layout(std430, binding = 0) readonly buffer Input { float input_rows[]; };
+#ifdef OUTPUT_F16
+layout(std430, binding = 1) writeonly buffer Output { uint out_words[]; };
+#else
 layout(std430, binding = 1) writeonly buffer Output { float out_rows[]; };
+#endif
 #endif
 
 float act(float x) {
@@ -35,14 +49,28 @@ float act(float x) {
   return max(x, 0.0);
 }
 
+// Element i of row `row`.
+float activated(uint row, uint i) {
+  float v = act(input_rows[ROW_WORD(x, row) + i]);
+  if (pc.gated != 0u) v *= input_rows[ROW_WORD(up, row) + i];
+  return v;
+}
+
 void main() {
   const uint W = gl_WorkGroupSize.x;
-  const uint blocks = (pc.cols + W - 1) / W;
+#ifdef OUTPUT_F16
+  const uint per_row = (pc.cols + 1u) / 2u;  // words of an out row
+#else
+  const uint per_row = pc.cols;
+#endif
+  const uint blocks = (per_row + W - 1) / W;
   for (uint group = group_index(); group < pc.rows * blocks; group += group_count()) {
     const uint row = group / blocks, i = (group % blocks) * W + gl_LocalInvocationID.x;
-    if (i >= pc.cols) continue;
-    float v = act(input_rows[ROW_WORD(x, row) + i]);
-    if (pc.gated != 0u) v *= input_rows[ROW_WORD(up, row) + i];
-    out_rows[ROW_WORD(out, row) + i] = v;
+    if (i >= per_row) continue;
+#ifdef OUTPUT_F16
+    out_words[ROW_WORD(out, row) + i] = half_pair(activated(row, 2u * i), 2u * i + 1u < pc.cols ? activated(row, 2u * i + 1u) : 0.0);
+#else
+    out_rows[ROW_WORD(out, row) + i] = activated(row, i);
+#endif
   }
 }

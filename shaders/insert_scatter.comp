@@ -35,10 +35,10 @@ void main() {
   const uint key_row = sc_chunk_key_offset + r * sc_key_stride, value_row = sc_chunk_value_offset + r * sc_kv_row;
   if (i < sc_kv_key_stride / 2u)
     kv[sc_kv_key_offset + slot * (sc_kv_key_stride / 2u) + i] =
-        stored_half_pair(chunk_element(key_row, sc_key_stride, 2u * i), chunk_element(key_row, sc_key_stride, 2u * i + 1u));
+        half_pair(chunk_element(key_row, sc_key_stride, 2u * i), chunk_element(key_row, sc_key_stride, 2u * i + 1u));
   if (i < sc_kv_value_stride / 2u)
     kv[sc_kv_value_offset + slot * (sc_kv_value_stride / 2u) + i] =
-        stored_half_pair(chunk_element(value_row, sc_kv_row, 2u * i), chunk_element(value_row, sc_kv_row, 2u * i + 1u));
+        half_pair(chunk_element(value_row, sc_kv_row, 2u * i), chunk_element(value_row, sc_kv_row, 2u * i + 1u));
 #else
   if (i < sc_key_stride) kv[sc_kv_key_offset + slot * sc_key_stride + i] = chunk[sc_chunk_key_offset + r * sc_key_stride + i];
   if (i < sc_kv_row) kv[sc_kv_value_offset + slot * sc_kv_row + i] = chunk[sc_chunk_value_offset + r * sc_kv_row + i];

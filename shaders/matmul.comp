@@ -10,7 +10,8 @@
 // (neighbouring invocations share a block, so its scales come from cache);
 // math is fp32, the bias is fp32 in every encoding.
 //
-// Bindings:  0 A rows (in floats each)                                read
+// Bindings:  0 A rows (in floats each; fp16 pairs in words with
+//              -DINPUT_F16, input_rows.glsl)                          read
 //            1 W at w_offset (interface/matmul.h), bias at
 //              bias_offset (words)                                    read
 //            2 C rows (out floats each); they hold R when has_residual
@@ -30,6 +31,7 @@
 #include "interface/matmul.h"
 #include "rows.glsl"
 #include "weights.glsl"
+#include "input_rows.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint TILE_R = 32;
@@ -38,7 +40,6 @@ layout(constant_id = 3) const uint TILE_K = 16;
 layout(constant_id = 4) const uint TM = 4;
 layout(constant_id = 5) const uint TN = 4;
 
-layout(std430, binding = 0) readonly buffer ARows { float a_rows[]; };
 layout(std430, binding = 2) buffer CRows { float c_rows[]; };
 layout(std430, binding = 3) readonly buffer RRows { float r_rows[]; };
 
@@ -66,10 +67,10 @@ void main() {
     barrier();  // row bases complete before the tile loads use them
 
     for (uint k0 = 0; k0 < pc.in_dim; k0 += TILE_K) {
-      // Consecutive invocations load consecutive `in` words of a row.
+      // Consecutive invocations load consecutive `in` elements of a row.
       for (uint i = tid; i < TILE_R * TILE_K; i += W) {
         const uint r = i / TILE_K, kk = i % TILE_K, base = a_base[r];
-        a_tile[kk * (TILE_R + 1) + r] = base != kInvalidRow && k0 + kk < pc.in_dim ? a_rows[base + k0 + kk] : 0.0;
+        a_tile[kk * (TILE_R + 1) + r] = base != kInvalidRow && k0 + kk < pc.in_dim ? a_load(base, k0 + kk) : 0.0;
       }
       for (uint i = tid; i < TILE_O * TILE_K; i += W) {
         const uint o = i / TILE_K, kk = i % TILE_K;

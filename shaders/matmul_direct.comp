@@ -17,7 +17,7 @@
 // `out` repeat the last one's reads, keeping every invocation in the
 // shuffles, and are not written).
 //
-// Bindings:  as matmul.comp (0 A, 1 W + bias, 2 C, 3 R)
+// Bindings:  as matmul.comp (0 A (input_rows.glsl), 1 W + bias, 2 C, 3 R)
 // Spec constants: 0 workgroup size W, 1 ROWS rows per invocation, 2 SHARE
 //                 (block types: a power of two <= the subgroup size and
 //                 kMatmulDirectMaxShare; W a multiple of the subgroup size)
@@ -33,13 +33,12 @@
 #include "interface/matmul.h"
 #include "rows.glsl"
 #include "weights.glsl"
+#include "input_rows.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ROWS = 8;
 layout(constant_id = 2) const uint SHARE = 1;
 
-layout(std430, binding = 0) readonly buffer ARows { float a_rows[]; };
-layout(std430, binding = 0) readonly buffer ARows4 { vec4 a_rows4[]; };  // aliases ARows
 layout(std430, binding = 2) buffer CRows { float c_rows[]; };
 layout(std430, binding = 3) readonly buffer RRows { float r_rows[]; };
 
@@ -56,12 +55,10 @@ void store(uint r, uint o, float sum) {
 const uint QUADS = QUANT_UNIT / 4u;  // A quads per decode unit and row
 const uint OWN = QUADS / SHARE;      // of which each invocation loads
 
-// The four A values from word `word` on: one vec4 load when every A row
-// starts on a vec4 (`vec`), four scalar loads otherwise (rows of a ring).
-vec4 a_quad(uint word, bool vec) {
-  if (vec) return a_rows4[word >> 2u];
-  return vec4(a_rows[word], a_rows[word + 1u], a_rows[word + 2u], a_rows[word + 3u]);
-}
+// A values e..e+3 (e % 4 == 0) of the row at word `row`: one vector load
+// when every A row starts aligned (`vec`), four scalar loads otherwise
+// (rows of a ring).
+vec4 a_quad(uint row, uint e, bool vec) { return vec ? a_load4_aligned(row, e) : a_load4(row, e); }
 
 void main() {
   const uint W = gl_WorkGroupSize.x;
@@ -69,7 +66,7 @@ void main() {
   const uint groups = out_groups * ((pc.rows + ROWS - 1u) / ROWS);
   const uint row_bytes = block_row_bytes(pc.in_dim);
   const uint share_lane = gl_SubgroupInvocationID % SHARE;
-  const bool vec = ((pc.a_offset | pc.a_stride) & 3u) == 0u;
+  const bool vec = a_rows_vec_aligned();
   for (uint g = group_index(); g < groups; g += group_count()) {
     const uint o = (g % out_groups) * W + gl_LocalInvocationID.x;
     const uint row0 = (g / out_groups) * ROWS;
@@ -88,7 +85,7 @@ void main() {
         [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
           // This invocation's quads of the unit: share_lane, share_lane + SHARE, ...
           vec4 own[OWN];
-          [[unroll]] for (uint j = 0u; j < OWN; ++j) own[j] = a_quad(a_row[r] + 4u * (quad0 + j * SHARE + share_lane), vec);
+          [[unroll]] for (uint j = 0u; j < OWN; ++j) own[j] = a_quad(a_row[r], 4u * (quad0 + j * SHARE + share_lane), vec);
           float s = acc[r];
           [[unroll]] for (uint q = 0u; q < QUADS; ++q) {
             const vec4 quad = subgroupShuffle(own[q / SHARE], q % SHARE);
@@ -133,7 +130,7 @@ void main() {
   const uint out_groups = (pc.out_dim + W - 1u) / W;
   const uint groups = out_groups * ((pc.rows + ROWS - 1u) / ROWS);
   // Every A row and W row starts on a vec4 when all offsets and strides do.
-  const bool vec = ((pc.in_dim | pc.w_offset | pc.a_offset | pc.a_stride) & 3u) == 0u;
+  const bool vec = ((pc.in_dim | pc.w_offset) & 3u) == 0u && a_rows_vec_aligned();
   for (uint g = group_index(); g < groups; g += group_count()) {
     const uint o = (g % out_groups) * W + gl_LocalInvocationID.x;
     if (o >= pc.out_dim) continue;
@@ -144,10 +141,10 @@ void main() {
       float sum = 0.0;
       if (vec) {
         vec4 acc = vec4(0.0);
-        for (uint i = 0u; i < pc.in_dim / 4u; ++i) acc = fma(a_rows4[a_row / 4u + i], weight4(w_row / 4u + i), acc);
+        for (uint i = 0u; i < pc.in_dim / 4u; ++i) acc = fma(a_load4_aligned(a_row, 4u * i), weight4(w_row / 4u + i), acc);
         sum = (acc.x + acc.y) + (acc.z + acc.w);
       } else {
-        for (uint i = 0u; i < pc.in_dim; ++i) sum = fma(a_rows[a_row + i], weight(w_row + i), sum);
+        for (uint i = 0u; i < pc.in_dim; ++i) sum = fma(a_load(a_row, i), weight(w_row + i), sum);
       }
       store(r, o, sum);
     }

@@ -7,7 +7,7 @@
 // row, then a shared-memory tree reduction adds their partial sums. Weight
 // encodings as in matmul.comp (weights.glsl); math is fp32.
 //
-// Bindings:  as matmul.comp (0 A read, 1 W + bias read, 2 C read/write, 3 R read)
+// Bindings:  as matmul.comp (0 A read (input_rows.glsl), 1 W + bias read, 2 C read/write, 3 R read)
 // Spec constants: 0 workgroup size W (a power of two)
 // Push constants: MatmulParams (interface/matmul.h); lanes is a power of two <= W
 // Dispatch: ceil(out / (W / lanes)) logical groups, folded (kernels::fold_groups)
@@ -19,10 +19,10 @@
 #include "interface/matmul.h"
 #include "rows.glsl"
 #include "weights.glsl"
+#include "input_rows.glsl"
 
 layout(local_size_x_id = 0) in;
 
-layout(std430, binding = 0) readonly buffer ARows { float a_rows[]; };
 layout(std430, binding = 2) buffer CRows { float c_rows[]; };
 layout(std430, binding = 3) readonly buffer RRows { float r_rows[]; };
 
@@ -51,15 +51,14 @@ void main() {
         float v[QUANT_UNIT];
         quant_unit(quant_block(block), block, u % units_per_block, v);
         for (uint row = 0; row < pc.rows; ++row) {
-          const uint a = a_base[row] + u * QUANT_UNIT;
-          for (uint j = 0; j < QUANT_UNIT; ++j) acc[row] = fma(a_rows[a + j], v[j], acc[row]);
+          for (uint j = 0; j < QUANT_UNIT; ++j) acc[row] = fma(a_load(a_base[row], u * QUANT_UNIT + j), v[j], acc[row]);
         }
       }
 #else
       const uint w_row = pc.w_offset + o * pc.in_dim;
       for (uint i = lane; i < pc.in_dim; i += lanes) {
         const float w = weight(w_row + i);
-        for (uint row = 0; row < pc.rows; ++row) acc[row] = fma(a_rows[a_base[row] + i], w, acc[row]);
+        for (uint row = 0; row < pc.rows; ++row) acc[row] = fma(a_load(a_base[row], i), w, acc[row]);
       }
 #endif
     }

@@ -6,26 +6,39 @@
 //   rows with a large mean keep their precision.
 // Each invocation reads and writes only its own elements (i = tid, tid + W,
 // ...) after the reductions, so -DIN_PLACE normalizes X into itself (Y rows
-// are then rows of binding 0, and there is no binding 2).
+// are then rows of binding 0, and there is no binding 2). With -DOUTPUT_F16
+// (fp16 activations, not in place) Y rows hold fp16 pairs packed in words
+// (half_bits.glsl): each invocation writes whole words, elements 2w, 2w + 1.
 //
 // Bindings:  0 X rows (dim floats each)              read (IN_PLACE: read/write)
 //            1 weights: g at g_offset, b at b_offset  read
-//            2 Y rows (dim floats each)               write
+//            2 Y rows (dim floats, or OUTPUT_F16
+//              ceil(dim / 2) words, each)             write
 // Spec constants: 0 workgroup size W (a power of two)
 // Push constants: NormParams (interface/norm.h)
 // Dispatch: rows logical groups, folded (kernels::fold_groups)
 #extension GL_GOOGLE_include_directive : require
 #include "interface/norm.h"
 #include "rows.glsl"
+#ifdef OUTPUT_F16
+#include "half_bits.glsl"
+#endif
 
 layout(local_size_x_id = 0) in;
 
+#if defined(IN_PLACE) && defined(OUTPUT_F16)
+#error "fp16 rows are not normalized in place"
+#endif
 #ifdef IN_PLACE
 layout(std430, binding = 0) buffer XRows { float x_rows[]; };
 #define y_rows x_rows
 #else
 layout(std430, binding = 0) readonly buffer XRows { float x_rows[]; };
+#ifdef OUTPUT_F16
+layout(std430, binding = 2) writeonly buffer YRows { uint y_words[]; };
+#else
 layout(std430, binding = 2) writeonly buffer YRows { float y_rows[]; };
+#endif
 #endif
 layout(std430, binding = 1) readonly buffer Weights { float weights[]; };
 
@@ -60,13 +73,19 @@ void main() {
       q = fma(d, d, q);
     }
     const float inv = inversesqrt(workgroup_sum(q) / n + pc.eps);
-    for (uint i = tid; i < pc.dim; i += W)
-      y_rows[yb + i] = (x_rows[xb + i] - mean) * inv * weights[pc.g_offset + i] + weights[pc.b_offset + i];
+#define NORMED(i) ((x_rows[xb + (i)] - mean) * inv * weights[pc.g_offset + (i)] + weights[pc.b_offset + (i)])
 #else
     float q = 0.0;
     for (uint i = tid; i < pc.dim; i += W) q = fma(x_rows[xb + i], x_rows[xb + i], q);
     const float inv = inversesqrt(workgroup_sum(q) / n + pc.eps);
-    for (uint i = tid; i < pc.dim; i += W) y_rows[yb + i] = x_rows[xb + i] * inv * weights[pc.g_offset + i];
+#define NORMED(i) (x_rows[xb + (i)] * inv * weights[pc.g_offset + (i)])
 #endif
+#ifdef OUTPUT_F16
+    for (uint w = tid; 2u * w < pc.dim; w += W)
+      y_words[yb + w] = half_pair(NORMED(2u * w), 2u * w + 1u < pc.dim ? NORMED(2u * w + 1u) : 0.0);
+#else
+    for (uint i = tid; i < pc.dim; i += W) y_rows[yb + i] = NORMED(i);
+#endif
+#undef NORMED
   }
 }

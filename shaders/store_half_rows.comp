@@ -25,5 +25,5 @@ void main() {
   const uint row = gl_WorkGroupID.y, w = gl_GlobalInvocationID.x, words = pc.stored_stride / 2u;
   if (w >= words) return;
   const uint ring_row = (pc.first + row) % pc.capacity;
-  ring[ring_row * words + w] = stored_half_pair(element(row, 2u * w), element(row, 2u * w + 1u));
+  ring[ring_row * words + w] = half_pair(element(row, 2u * w), element(row, 2u * w + 1u));
 }

@@ -3,8 +3,7 @@
 // loads: needs storageBuffer16BitAccess) or STORED_F16_WORDS (pairs unpacked
 // from 32-bit words, where 16-bit storage is absent or switched off), the
 // weights' two fp16 paths (weights.glsl). Writers of either fp16 variant
-// store whole 32-bit words packed by stored_half_pair, so that no device
-// needs 16-bit stores and every device rounds as the reference does.
+// store whole 32-bit words packed by half_pair (half_bits.glsl).
 //
 // Include right after GL_GOOGLE_include_directive (it may enable an
 // extension). A section starts at 32-bit word `section`; `e` counts elements
@@ -37,33 +36,9 @@ vec4 stored_unpack4(uvec2 w) { return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w
 #endif
 
 #ifdef STORED_HALF
-// fp16 bits of x rounded to nearest even, an fp16 subnormal flushed to
-// signed zero: lib/core/half.hpp's to_stored_half, bit for bit. Beyond
-// fp16's range (refused on the host): infinity.
-uint stored_half_bits(float x) {
-  const uint f = floatBitsToUint(x);
-  const uint sign = (f >> 16u) & 0x8000u;
-  const int e = int((f >> 23u) & 0xFFu) - 112;  // biased fp16 exponent
-  uint mantissa = f & 0x7FFFFFu;
-  if (e >= 31) return sign | 0x7C00u;
-  uint shift = 13u;  // mantissa bits dropped
-  if (e <= 0) {
-    if (e < -10) return sign;
-    mantissa |= 0x800000u;
-    shift = uint(14 - e);
-  }
-  uint h = mantissa >> shift;
-  const uint rest = mantissa & ((1u << shift) - 1u), halfway = 1u << (shift - 1u);
-  if (rest > halfway || (rest == halfway && (h & 1u) != 0u)) ++h;  // a carry into the exponent is still right
-  if (e > 0) h += uint(e) << 10u;
-  return (h & 0x7C00u) == 0u ? sign : sign | h;
-}
-
-// Elements 2w and 2w + 1 of a row as word w holds them (the first in the low half).
-uint stored_half_pair(float first, float second) { return stored_half_bits(first) | (stored_half_bits(second) << 16u); }
-
+#include "half_bits.glsl"
 // x as the memory stores it, back in fp32 (exact: every fp16 is an fp32).
-float stored_round(float x) { return unpackHalf2x16(stored_half_bits(x)).x; }
+float stored_round(float x) { return unpackHalf2x16(half_bits(x)).x; }
 #else
 float stored_round(float x) { return x; }
 #endif

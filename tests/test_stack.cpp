@@ -169,6 +169,63 @@ TEST_CASE("stack: fp16 memories under LM-Infinite agree with the reference withi
   test::check_no_validation_messages(test::gpu());
 }
 
+TEST_CASE("stack: fp16 activations equal the reference stack that rounds them (with fp16 memories, odd widths, LayerNorm)") {
+  // The normed rows and the FFN's activated rows in fp16 on the device; the
+  // reference rounds the same values (fp32, then fp16 to nearest even), so
+  // the fp32 tolerance (1e-3) and equal retained positions hold, decoding
+  // included: a value that fp32 and float64 round to neighbouring halves
+  // moves an output by ~1e-4.
+  const test::TokenStream s = test::random_tokens(50, 37, 35, 0.05);
+  SUBCASE("RMSNorm, SwiGLU, fp16 memories") {
+    StackConfig c = test::small_stack(2, {4, 2, 6}, 6, 7, 14, 5, Policy::lra_sum());
+    c.activations = MemoryStorage::f16;
+    c.blocks.back().attention.q_capacity = 4;
+    for (BlockConfig& b : c.blocks) b.attention.kv.storage = MemoryStorage::f16;
+    check_gpu_matches_reference(c, s, 46, false);
+  }
+  SUBCASE("odd hidden and FFN widths, LayerNorm, GELU, a plain FFN, fp16 weights") {
+    StackConfig c = test::small_stack(2, {4, 2, 8}, 5, 3, 16, 4, Policy::lra_max());
+    c.activations = MemoryStorage::f16;
+    c.weights = WeightType::f16;
+    c.hidden = 25;
+    for (BlockConfig& b : c.blocks) {
+      b.norm = NormKind::layer;
+      b.qkv_bias = b.ffn_bias = true;
+      b.activation = ActivationKind::gelu_tanh;
+      b.ffn = 41;
+    }
+    c.blocks[1].gated = false;
+    check_gpu_matches_reference(c, s, 47, false);
+  }
+}
+
+TEST_CASE("stack: fp16 activations move the outputs by fp16 rounding: more than fp32 noise, far less than the outputs") {
+  // M >= T and K = M: every entry stays and is attended, so no eviction or
+  // selection can flip and only the rounding shows.
+  const test::TokenStream s = test::random_tokens(30, 37, 36);
+  StackConfig c = test::small_stack(2, {4, 2, 8}, 4, 3, 40, 40, Policy::lru());
+  RandomWeights weights(48);
+  StackRequest request;
+  request.logits = true;
+  gpu::Stack f32(test::gpu(), c, weights);
+  c.activations = MemoryStorage::f16;
+  gpu::Stack f16(test::gpu(), c, weights);
+  const auto a = test::run_stack(f32, s, false, request), b = test::run_stack(f16, s, false, request);
+  REQUIRE(a.size() == b.size());
+  double largest = 0.0, scale = 0.0;
+  for (const auto& [position, e] : a) {
+    const test::Emitted& h = b.at(position);
+    for (size_t i = 0; i < e.logits.size(); ++i) {
+      largest = std::max(largest, double(std::abs(h.logits[i] - e.logits[i])));
+      scale = std::max(scale, double(std::abs(e.logits[i])));
+    }
+  }
+  INFO("largest logit difference " << largest << " of logits up to " << scale);
+  CHECK(largest > 1e-5 * scale);  // the option is in effect
+  CHECK(largest < 5e-3 * scale);  // and costs fp16 rounding only (7e-4 of the scale on lavapipe)
+  test::check_no_validation_messages(test::gpu());
+}
+
 TEST_CASE("stack: block options (LayerNorm, biases, GELU, plain FFN, NeoX RoPE, fp16, tied) match the reference") {
   const test::TokenStream s = test::random_tokens(40, 37, 32);
   StackConfig c = test::small_stack(2, {4, 2, 8}, 5, 3, 16, 4, Policy::lra_max());

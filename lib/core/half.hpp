@@ -47,7 +47,7 @@ inline float half_to_float(uint16_t h) {
 }
 
 // An element as an fp16 memory stores it (MemoryStorage::f16), exactly as
-// the kernels do (shaders/stored.glsl, stored_half_bits): the fp32 value
+// the kernels do (shaders/half_bits.glsl, half_bits): the fp32 value
 // rounded to nearest even, an fp16 subnormal flushed to signed zero (GPUs
 // may flush them on load, so none is ever stored).
 inline uint16_t to_stored_half(float value) {

@@ -244,12 +244,12 @@ Status WeightLoader::finish() {
 
 Result<Projection> Projection::create(Context& context, vk::DescriptorArena& arena, const kernels::KernelPlan& plan,
                                       const DeviceMatrix& matrix, vk::BufferBinding a, vk::BufferBinding c,
-                                      vk::BufferBinding r) {
+                                      vk::BufferBinding r, MemoryStorage input) {
   Projection p;
   p.matrix_ = &matrix;
   for (const MatrixPart& part : matrix.parts()) {
     ATTENDRE_TRY_ASSIGN(kernels::Matmul m, kernels::Matmul::create(context, arena, plan, matrix.type(), a,
-                                                                   vk::BufferBinding{&part.buffer}, c, r));
+                                                                   vk::BufferBinding{&part.buffer}, c, r, input));
     p.parts_.push_back(std::move(m));
   }
   return p;

@@ -139,9 +139,10 @@ class Projection {
   Projection() = default;
   static Result<Projection> create(Context& context, vk::DescriptorArena& arena, const kernels::KernelPlan& plan,
                                    const DeviceMatrix& matrix, vk::BufferBinding a, vk::BufferBinding c,
-                                   vk::BufferBinding r = {});
+                                   vk::BufferBinding r = {}, MemoryStorage input = MemoryStorage::f32);
   // C[r][o] = A[r] . W[o] (+ bias) (+ R[r][o]) for `rows` rows; c and r
-  // address whole output rows (the parts write their own columns).
+  // address whole output rows (the parts write their own columns); A rows
+  // are stored as `input` said (fp16: `a` counts words of packed pairs).
   Status record(vk::CommandRecorder& rec, uint32_t rows, kernels::RowRef a, kernels::RowRef c,
               std::optional<kernels::RowRef> residual = std::nullopt) const;
 

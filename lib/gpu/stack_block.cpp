@@ -31,6 +31,11 @@ Result<FfnLayout> FfnLayout::make(uint32_t rows, uint32_t ffn) {
   return l;
 }
 
+uint64_t normed_words(const StackConfig& config, uint32_t rows, uint32_t ffn) {
+  const uint32_t widest = config.activations == MemoryStorage::f16 ? std::max(config.hidden, ffn) : config.hidden;
+  return uint64_t{rows} * activation_row_words(widest, config.activations);
+}
+
 uint32_t DeviceBlock::max_queries(const StackConfig& config, size_t index) {
   // Evictions never exceed the rows inserted, except a flush, which hands
   // over all N waiting rows at once.
@@ -180,13 +185,15 @@ Result<std::unique_ptr<DeviceBlock>> DeviceBlock::create(Context& context, const
   const FfnLayout& fl = shared.ffn;
   const Section gate = Section::words(shared.gu, fl.gate, uint64_t{fl.rows} * fl.ffn);
   const Section up = Section::words(shared.gu, fl.up, uint64_t{fl.rows} * fl.ffn);
+  const MemoryStorage acts = config.activations;
   ATTENDRE_TRY_ASSIGN(d.attn_norm_kernel_, kernels::Norm::create(context, a, plan, c.norm, {d.in_},
-                                                                 {&weights.attn_norm.buffer}, {&shared.h}));
-  ATTENDRE_TRY_ASSIGN(d.q_, Projection::create(context, a, plan, weights.wq, {&shared.h}, queries));
-  // Cross-attention keys and values come from the encoder output memory.
+                                                                 {&weights.attn_norm.buffer}, {&shared.h}, acts));
+  ATTENDRE_TRY_ASSIGN(d.q_, Projection::create(context, a, plan, weights.wq, {&shared.h}, queries, {}, acts));
+  // Cross-attention keys and values come from the encoder output memory (fp32 rows).
   const vk::Buffer* kv_source = c.cross_attention ? shared.encoder : &shared.h;
-  ATTENDRE_TRY_ASSIGN(d.k_, Projection::create(context, a, plan, weights.wk, {kv_source}, keys));
-  ATTENDRE_TRY_ASSIGN(d.v_, Projection::create(context, a, plan, weights.wv, {kv_source}, values));
+  const MemoryStorage kv_input = c.cross_attention ? MemoryStorage::f32 : acts;
+  ATTENDRE_TRY_ASSIGN(d.k_, Projection::create(context, a, plan, weights.wk, {kv_source}, keys, {}, kv_input));
+  ATTENDRE_TRY_ASSIGN(d.v_, Projection::create(context, a, plan, weights.wv, {kv_source}, values, {}, kv_input));
   // Without an FFN, the attention sublayer's output is the block's output.
   const vk::Buffer* attention_out = c.ffn > 0 ? &shared.y : d.out_;
   ATTENDRE_TRY_ASSIGN(d.o_, Projection::create(context, a, plan, weights.wo, {&d.kv_->attention_buffer()},
@@ -194,15 +201,21 @@ Result<std::unique_ptr<DeviceBlock>> DeviceBlock::create(Context& context, const
                                                Section::words(ring, rl.residuals, uint64_t{rl.capacity} * rl.residual_width)));
   if (c.ffn > 0) {
     ATTENDRE_TRY_ASSIGN(d.ffn_norm_kernel_, kernels::Norm::create(context, a, plan, c.norm, {&shared.y},
-                                                                  {&weights.ffn_norm.buffer}, {&shared.h}));
+                                                                  {&weights.ffn_norm.buffer}, {&shared.h}, acts));
     if (c.gated) {
-      ATTENDRE_TRY_ASSIGN(d.gate_proj_, Projection::create(context, a, plan, weights.gate, {&shared.h}, gate));
+      ATTENDRE_TRY_ASSIGN(d.gate_proj_, Projection::create(context, a, plan, weights.gate, {&shared.h}, gate, {}, acts));
     }
-    ATTENDRE_TRY_ASSIGN(d.up_proj_, Projection::create(context, a, plan, weights.up, {&shared.h}, c.gated ? up : gate));
-    ATTENDRE_TRY_ASSIGN(d.down_proj_, Projection::create(context, a, plan, weights.down, gate, {d.out_}, {&shared.y}));
-    // In place: the activated rows replace the gate rows.
-    ATTENDRE_TRY_ASSIGN(d.activation_, kernels::Activation::create(context, a, plan, c.activation, c.gated,
-                                                                   {&shared.gu}, {&shared.gu}));
+    ATTENDRE_TRY_ASSIGN(d.up_proj_,
+                        Projection::create(context, a, plan, weights.up, {&shared.h}, c.gated ? up : gate, {}, acts));
+    // fp32: in place, the activated rows replace the gate rows. fp16: they
+    // go to h, which the gate and up projections have read.
+    const Section activated = acts == MemoryStorage::f16 ? Section{&shared.h} : gate;
+    ATTENDRE_TRY_ASSIGN(d.down_proj_,
+                        Projection::create(context, a, plan, weights.down, activated, {d.out_}, {&shared.y}, acts));
+    ATTENDRE_TRY_ASSIGN(d.activation_, kernels::Activation::create(context, a, plan, c.activation, c.gated, {&shared.gu},
+                                                                   acts == MemoryStorage::f16 ? Section{&shared.h}
+                                                                                              : Section{&shared.gu},
+                                                                   acts));
   }
   if (c.rope) {
     ATTENDRE_TRY_ASSIGN(d.rope_q_, kernels::Rope::create(context, a, plan, c.rope_layout, queries,
@@ -306,10 +319,11 @@ Status DeviceBlock::record_qk(vk::CommandRecorder& rec, uint32_t n, uint32_t fir
   // variant; the local and future variants are rotated out of it before the
   // query's turns by +n_local in place. Keys keep the un-rotated copy.
   const bool lm = config_.lm_infinite.enabled;
-  ATTENDRE_TRY(q_.record(rec, n, RowRef::contiguous(H), ring_rows(lm ? kernels::kLmPast : kernels::kLmLocal)));
+  const RowRef normed = RowRef::contiguous(activation_row_words(H, stack_.activations));
+  ATTENDRE_TRY(q_.record(rec, n, normed, ring_rows(lm ? kernels::kLmPast : kernels::kLmLocal)));
   if (own_keys) {
-    ATTENDRE_TRY(k_.record(rec, n, RowRef::contiguous(H), key_rows(lm ? 1 : 0)));
-    ATTENDRE_TRY(v_.record(rec, n, RowRef::contiguous(H), RowRef::contiguous(s.kv_row())));
+    ATTENDRE_TRY(k_.record(rec, n, normed, key_rows(lm ? 1 : 0)));
+    ATTENDRE_TRY(v_.record(rec, n, normed, RowRef::contiguous(s.kv_row())));
   }
   if (!config_.rope) return {};
   if (!lm) {
@@ -332,9 +346,10 @@ Status DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint
   const RingLayout& ring = ring_->layout();
   const uint32_t first_row = ring_->ring_row(step.first);
 
+  const RowRef normed = RowRef::contiguous(activation_row_words(H, stack_.activations));
   if (n > 0) {
     ATTENDRE_TRY(attn_norm_kernel_.try_record(rec, {n, H, config_.norm_eps, 0, w_.attn_norm.bias_offset,
-                                                    RowRef::contiguous(H), RowRef::contiguous(H)}));
+                                                    RowRef::contiguous(H), normed}));
     const bool own_keys = !config_.cross_attention;  // cross-attention keys were loaded from the encoder
     ring_->record_rows(rec, *in_, 0, ring.residuals, H, step.first, n);  // the residual waits with its query
     ring_->record_meta(rec, shared_.upload, upload_at, step.first, n);
@@ -363,16 +378,19 @@ Status DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint
     return {};
   }
   ATTENDRE_TRY(ffn_norm_kernel_.try_record(rec, {range.count, H, config_.norm_eps, 0, w_.ffn_norm.bias_offset,
-                                                 RowRef::contiguous(H), RowRef::contiguous(H)}));
+                                                 RowRef::contiguous(H), normed}));
   const uint32_t F = config_.ffn;
   const FfnLayout& fl = shared_.ffn;
-  // The projections bind their own section; the activation binds both.
+  // The projections bind their own section; the activation binds both, and
+  // writes the gate rows in place (fp32) or fp16 rows into h.
   const RowRef section = RowRef::contiguous(F);
-  if (config_.gated) ATTENDRE_TRY(gate_proj_.record(rec, range.count, RowRef::contiguous(H), section));
-  ATTENDRE_TRY(up_proj_.record(rec, range.count, RowRef::contiguous(H), section));
+  const bool half = stack_.activations == MemoryStorage::f16;
+  const RowRef activated = half ? RowRef::contiguous(activation_row_words(F, MemoryStorage::f16)) : section;
+  if (config_.gated) ATTENDRE_TRY(gate_proj_.record(rec, range.count, normed, section));
+  ATTENDRE_TRY(up_proj_.record(rec, range.count, normed, section));
   ATTENDRE_TRY(activation_.try_record(rec, {range.count, F, RowRef::contiguous(F, fl.gate), RowRef::contiguous(F, fl.up),
-                                            RowRef::contiguous(F, fl.gate)}));
-  ATTENDRE_TRY(down_proj_.record(rec, range.count, section, RowRef::contiguous(H), RowRef::contiguous(H)));
+                                            half ? activated : RowRef::contiguous(F, fl.gate)}));
+  ATTENDRE_TRY(down_proj_.record(rec, range.count, activated, RowRef::contiguous(H), RowRef::contiguous(H)));
   shared_.checks->record(rec, output_site_, 0, range.count * H);
   return {};
 }

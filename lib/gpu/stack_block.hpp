@@ -28,10 +28,22 @@ struct FfnLayout {
   static Result<FfnLayout> make(uint32_t rows, uint32_t ffn);
 };
 
+// Words of one activation row of `cols` values stored as `storage`
+// (StackConfig::activations; fp16: pairs packed in words, input_rows.glsl).
+inline uint32_t activation_row_words(uint32_t cols, MemoryStorage storage) {
+  return storage == MemoryStorage::f16 ? (cols + 1) / 2 : cols;
+}
+// Words of SharedBuffers::h for `rows` rows of a stack whose widest FFN is `ffn`.
+uint64_t normed_words(const StackConfig& config, uint32_t rows, uint32_t ffn);
+
 // Buffers every block of a stack shares: blocks run one after another.
 struct SharedBuffers {
   vk::Buffer x[2];   // block inputs and outputs [rows][hidden], alternating per block
-  vk::Buffer h;      // normed rows [rows][hidden]
+  // The activations the products read, stored as StackConfig::activations:
+  // normed rows [rows][hidden]; with fp16 activations also the FFN's
+  // activated rows [rows][ffn] (h is free once the gate and up projections
+  // have read it), which fp32 activations keep in place of the gate rows.
+  vk::Buffer h;
   vk::Buffer y;      // after attention and its residual [rows][hidden]
   vk::Buffer gu;     // FFN rows (FfnLayout)
   FfnLayout ffn;

@@ -50,7 +50,8 @@ Status StackEngine::build(WeightSource& weights, const vk::Buffer* encoder_rows)
     return {};
   };
   for (vk::Buffer& x : shared_.x) ATTENDRE_TRY(device_buffer(x, uint64_t{rows} * H * 4, "block rows"));
-  ATTENDRE_TRY(device_buffer(shared_.h, uint64_t{rows} * H * 4, "normed rows"));
+  ATTENDRE_TRY(check_storage_range(caps, normed_words(c, rows, F) * 4, "the normed rows"));
+  ATTENDRE_TRY(device_buffer(shared_.h, normed_words(c, rows, F) * 4, "normed rows"));
   ATTENDRE_TRY(device_buffer(shared_.y, uint64_t{rows} * H * 4, "attention block rows"));
   ATTENDRE_TRY(device_buffer(shared_.gu, shared_.ffn.words * 4, "ffn rows"));
   // Device-local: the slots' images (or an application's command buffer)

@@ -94,8 +94,10 @@ Result<StackLayout> plan(const StackConfig& config, const DeviceCaps& caps, cons
   add(m.scratch, "retrieval attention", vk::rounded_bytes(s.attention * 4), false);
   add(m.scratch, "retrieval usage", vk::rounded_bytes(s.usage * 4), false);
   const uint64_t rows = max_rows(config), row_bytes = vk::rounded_bytes(rows * config.hidden * 4);
-  for (const char* name : {"block rows 0", "block rows 1", "normed rows", "attention block rows"})
+  for (const char* name : {"block rows 0", "block rows 1", "attention block rows"})
     add(m.activations, name, row_bytes, false);
+  add(m.activations, "normed rows",
+      vk::rounded_bytes(normed_words(config, static_cast<uint32_t>(rows), max_ffn(config)) * 4), false);
   ATTENDRE_TRY_ASSIGN(const FfnLayout ffn, FfnLayout::make(static_cast<uint32_t>(rows), max_ffn(config)));
   add(m.activations, "ffn rows", vk::rounded_bytes(ffn.words * 4), false);
   add(m.activations, "final rows", row_bytes, false);

@@ -19,14 +19,18 @@ class Activation {
     uint32_t rows = 0, cols = 0;
     RowRef x;    // the input (the gate when gated)
     RowRef up;   // gated only; may address the same buffer as x (e.g. [gate | up] rows)
-    RowRef out;  // may be x's or up's rows themselves (in place), else disjoint from them
+    RowRef out;  // may be x's or up's rows themselves (in place), else disjoint from them;
+                 // with fp16 output, rows of ceil(cols / 2) words
   };
 
   Activation() = default;
   // Bindings: input (x, or gate and up), out (written; either input itself,
-  // which works in place, or disjoint from it).
+  // which works in place, or disjoint from it). `output` f16 writes out rows
+  // as fp16 pairs packed in words, rounded to nearest even (fp16
+  // activations; never in place).
   static Result<Activation> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
-                                   ActivationKind kind, bool gated, vk::BufferBinding input, vk::BufferBinding out);
+                                   ActivationKind kind, bool gated, vk::BufferBinding input, vk::BufferBinding out,
+                                   MemoryStorage output = MemoryStorage::f32);
 #if defined(__cpp_exceptions)
   Activation(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ActivationKind kind, bool gated,
              vk::BufferBinding input, vk::BufferBinding out)
@@ -43,6 +47,7 @@ class Activation {
   KernelPlan plan_;
   ActivationKind kind_ = ActivationKind::silu;
   bool gated_ = false;
+  bool half_out_ = false;
   Kernel kernel_;
 };
 

@@ -42,13 +42,16 @@ Result<Kernel> Kernel::build(Context& context, vk::DescriptorArena& arena, Shade
 
 namespace {
 
-// Every weight encoding's variant of each weight-reading kernel.
+// Every weight encoding's variant of each weight-reading kernel, and of the
+// products over fp16 activations (*_a16).
 struct WeightVariants {
   ElementType type;
   ShaderId gemm, matvec, direct, embedding;
+  ShaderId gemm_a16, matvec_a16, direct_a16;
 };
-#define ATTENDRE_WEIGHT_VARIANTS(t) \
-  {ElementType::t, ShaderId::matmul_##t, ShaderId::matvec_##t, ShaderId::matmul_direct_##t, ShaderId::embedding_##t}
+#define ATTENDRE_WEIGHT_VARIANTS(t)                                                                             \
+  {ElementType::t,          ShaderId::matmul_##t,        ShaderId::matvec_##t,   ShaderId::matmul_direct_##t, \
+   ShaderId::embedding_##t, ShaderId::matmul_##t##_a16, ShaderId::matvec_##t##_a16, ShaderId::matmul_direct_##t##_a16}
 constexpr WeightVariants kWeightVariants[] = {
     ATTENDRE_WEIGHT_VARIANTS(f32),  ATTENDRE_WEIGHT_VARIANTS(f16),  ATTENDRE_WEIGHT_VARIANTS(bf16),
     ATTENDRE_WEIGHT_VARIANTS(q4_0), ATTENDRE_WEIGHT_VARIANTS(q4_1), ATTENDRE_WEIGHT_VARIANTS(q5_0),
@@ -56,8 +59,14 @@ constexpr WeightVariants kWeightVariants[] = {
     ATTENDRE_WEIGHT_VARIANTS(q5_k), ATTENDRE_WEIGHT_VARIANTS(q6_k),
 };
 // fp16 read as 32-bit words and unpacked, where 16-bit storage is absent.
-constexpr WeightVariants kF16Words = {ElementType::f16, ShaderId::matmul_f16_words, ShaderId::matvec_f16_words,
-                                      ShaderId::matmul_direct_f16_words, ShaderId::embedding_f16_words};
+constexpr WeightVariants kF16Words = {ElementType::f16,
+                                      ShaderId::matmul_f16_words,
+                                      ShaderId::matvec_f16_words,
+                                      ShaderId::matmul_direct_f16_words,
+                                      ShaderId::embedding_f16_words,
+                                      ShaderId::matmul_f16_words_a16,
+                                      ShaderId::matvec_f16_words_a16,
+                                      ShaderId::matmul_direct_f16_words_a16};
 #undef ATTENDRE_WEIGHT_VARIANTS
 
 std::string decoded_types() {
@@ -71,14 +80,16 @@ std::string decoded_types() {
 bool f16_as_words(const DeviceCaps& caps) { return !caps.storage_16bit; }
 
 Result<ShaderId> try_weight_variant(const Context& context, WeightKernel kernel, ElementType type,
-                                    const std::string& what) {
+                                    const std::string& what, MemoryStorage input) {
+  const bool a16 = input == MemoryStorage::f16;
+  if (a16 && kernel == WeightKernel::embedding) return invalid_argument(what + ": an embedding reads no activations");
   for (WeightVariants v : kWeightVariants) {
     if (v.type != type) continue;
     if (type == ElementType::f16 && f16_as_words(context.caps())) v = kF16Words;
     switch (kernel) {
-      case WeightKernel::gemm: return v.gemm;
-      case WeightKernel::matvec: return v.matvec;
-      case WeightKernel::direct: return v.direct;
+      case WeightKernel::gemm: return a16 ? v.gemm_a16 : v.gemm;
+      case WeightKernel::matvec: return a16 ? v.matvec_a16 : v.matvec;
+      case WeightKernel::direct: return a16 ? v.direct_a16 : v.direct;
       case WeightKernel::embedding: return v.embedding;
     }
   }

@@ -5,6 +5,7 @@
 #include "vulkan/commands.hpp"
 #include "vulkan/pipeline.hpp"
 
+#include <attendre/config.hpp>
 #include <attendre/context.hpp>
 #include <attendre/shader_ids.hpp>
 
@@ -69,11 +70,12 @@ enum class WeightKernel { gemm, matvec, direct, embedding };
 // where 16-bit storage is absent or switched off.
 bool f16_as_words(const DeviceCaps& caps);
 
-// The variant of `kernel` for weights encoded as `type`: fails (unsupported)
-// naming `what` when there is none. Every encoding but F16 is read as 32-bit
-// words; F16 too where f16_as_words().
+// The variant of `kernel` for weights encoded as `type` and A rows stored
+// as `input` (fp16 activations: packed pairs, shaders/input_rows.glsl):
+// fails (unsupported) naming `what` when there is none. Every encoding but
+// F16 is read as 32-bit words; F16 too where f16_as_words().
 Result<ShaderId> try_weight_variant(const Context& context, WeightKernel kernel, ElementType type,
-                                    const std::string& what);
+                                    const std::string& what, MemoryStorage input = MemoryStorage::f32);
 #if defined(__cpp_exceptions)
 inline ShaderId weight_variant(const Context& context, WeightKernel kernel, ElementType type, const std::string& what) {
   return try_weight_variant(context, kernel, type, what).value_or_throw();

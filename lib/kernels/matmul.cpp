@@ -42,7 +42,8 @@ bool direct_matmul(const KernelPlan& plan, ElementType weights) {
 }
 
 Result<Matmul> Matmul::create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ElementType weights,
-                              vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c, vk::BufferBinding r) {
+                              vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c, vk::BufferBinding r,
+                              MemoryStorage input) {
   Matmul m;
   m.plan_ = plan;
   m.type_ = weights;
@@ -54,7 +55,7 @@ Result<Matmul> Matmul::create(Context& context, vk::DescriptorArena& arena, cons
   const bool blocks = decode_unit(weights) > 1;
   m.plan_.direct = direct_matmul(plan, weights);
   if (m.plan_.direct) {
-    ATTENDRE_TRY_ASSIGN(const ShaderId direct, try_weight_variant(context, WeightKernel::direct, weights, what));
+    ATTENDRE_TRY_ASSIGN(const ShaderId direct, try_weight_variant(context, WeightKernel::direct, weights, what, input));
     const DirectShape many = direct_shape(plan, weights, false), few = direct_shape(plan, weights, true);
     ATTENDRE_TRY_ASSIGN(m.direct_,
                         Kernel::try_make<MatmulParams>(context, arena, direct,
@@ -66,7 +67,7 @@ Result<Matmul> Matmul::create(Context& context, vk::DescriptorArena& arena, cons
     }
     return m;
   }
-  ATTENDRE_TRY_ASSIGN(const ShaderId gemm, try_weight_variant(context, WeightKernel::gemm, weights, what));
+  ATTENDRE_TRY_ASSIGN(const ShaderId gemm, try_weight_variant(context, WeightKernel::gemm, weights, what, input));
   ATTENDRE_TRY_ASSIGN(
       m.gemm_, Kernel::try_make<MatmulParams>(context, arena, gemm,
                                               with_fold({plan.matmul_workgroup, plan.matmul_tile_rows,
@@ -74,7 +75,7 @@ Result<Matmul> Matmul::create(Context& context, vk::DescriptorArena& arena, cons
                                                          plan.matmul_micro_rows, plan.matmul_micro_outputs},
                                                         plan),
                                               {a, w, c, r}));
-  ATTENDRE_TRY_ASSIGN(const ShaderId matvec, try_weight_variant(context, WeightKernel::matvec, weights, what));
+  ATTENDRE_TRY_ASSIGN(const ShaderId matvec, try_weight_variant(context, WeightKernel::matvec, weights, what, input));
   ATTENDRE_TRY_ASSIGN(m.matvec_,
                       Kernel::try_make<MatmulParams>(context, arena, matvec, with_fold({plan.matvec_workgroup}, plan), {a, w, c, r}));
   return m;

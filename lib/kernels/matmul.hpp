@@ -35,11 +35,13 @@ class Matmul {
   // Bindings: a (A rows), w (weights and bias), c (C rows, written), r (R rows,
   // disjoint from C; an empty binding means that R row r is C row r: the
   // residual is added in place). A must not overlap C. Fails (unsupported)
-  // for an encoding without a kernel.
+  // for an encoding without a kernel. `input` is how A rows are stored:
+  // fp32, or fp16 pairs packed in words (fp16 activations; the row
+  // references then count words of ceil(in / 2)).
   // Only the kernels of the plan's style are built.
   static Result<Matmul> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
                                ElementType weights, vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c,
-                               vk::BufferBinding r = {});
+                               vk::BufferBinding r = {}, MemoryStorage input = MemoryStorage::f32);
 #if defined(__cpp_exceptions)
   Matmul(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ElementType weights, vk::BufferBinding a,
          vk::BufferBinding w, vk::BufferBinding c, vk::BufferBinding r = {})

@@ -7,11 +7,14 @@ namespace attendre::kernels {
 static_assert(offsetof(NormParams, x) == 20 && sizeof(NormParams) == 52);
 
 Result<Norm> Norm::create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, NormKind kind,
-                          vk::BufferBinding x, vk::BufferBinding weights, vk::BufferBinding y) {
+                          vk::BufferBinding x, vk::BufferBinding weights, vk::BufferBinding y,
+                          MemoryStorage output) {
   Norm norm;
   norm.plan_ = plan;
+  norm.half_out_ = output == MemoryStorage::f16;
   const bool layer = kind == NormKind::layer;
   ATTENDRE_TRY_ASSIGN(const bool same, in_place(x, y, "norm"));
+  ATTENDRE_REQUIRE(!(same && norm.half_out_), "norm: fp16 output rows cannot be written in place");
   if (same) {
     ATTENDRE_TRY_ASSIGN(
         norm.kernel_, Kernel::try_make<NormParams>(context, arena,
@@ -19,7 +22,9 @@ Result<Norm> Norm::create(Context& context, vk::DescriptorArena& arena, const Ke
                                                    with_fold({plan.norm_workgroup}, plan), {x, weights}));
   } else {
     ATTENDRE_TRY_ASSIGN(norm.kernel_,
-                        Kernel::try_make<NormParams>(context, arena, layer ? ShaderId::norm_layer : ShaderId::norm_rms,
+                        Kernel::try_make<NormParams>(context, arena,
+                                                     norm.half_out_ ? (layer ? ShaderId::norm_layer_f16 : ShaderId::norm_rms_f16)
+                                                                    : (layer ? ShaderId::norm_layer : ShaderId::norm_rms),
                                                      with_fold({plan.norm_workgroup}, plan), {x, weights, y}));
   }
   return norm;
@@ -29,7 +34,7 @@ Status Norm::try_record(vk::CommandRecorder& recorder, const Args& args) const {
   if (args.rows == 0 || args.dim == 0) return {};
   ATTENDRE_REQUIRE(args.eps >= 0.0f, "norm eps must not be negative");
   ATTENDRE_TRY(check_rows(args.x, args.rows, args.dim, false, "norm X"));
-  ATTENDRE_TRY(check_rows(args.y, args.rows, args.dim, true, "norm Y"));
+  ATTENDRE_TRY(check_rows(args.y, args.rows, half_out_ ? ceil_div(args.dim, 2u) : args.dim, true, "norm Y"));
   NormParams p{};
   p.rows = args.rows;
   p.dim = args.dim;

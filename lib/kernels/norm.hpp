@@ -25,9 +25,12 @@ class Norm {
 
   Norm() = default;
   // Bindings: x (X rows), weights (g and b), y (Y rows, written; either x
-  // itself, which normalizes in place, or disjoint from it).
+  // itself, which normalizes in place, or disjoint from it). `output` f16
+  // writes Y rows as fp16 pairs packed in words (rows of ceil(dim / 2)
+  // words), rounded to nearest even (fp16 activations; never in place).
   static Result<Norm> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, NormKind kind,
-                             vk::BufferBinding x, vk::BufferBinding weights, vk::BufferBinding y);
+                             vk::BufferBinding x, vk::BufferBinding weights, vk::BufferBinding y,
+                             MemoryStorage output = MemoryStorage::f32);
 #if defined(__cpp_exceptions)
   Norm(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, NormKind kind, vk::BufferBinding x,
        vk::BufferBinding weights, vk::BufferBinding y)
@@ -42,6 +45,7 @@ class Norm {
 
  private:
   KernelPlan plan_;
+  bool half_out_ = false;
   Kernel kernel_;
 };
 

@@ -2,6 +2,7 @@
 
 #include "reference/ops.hpp"
 
+#include "core/half.hpp"
 #include "core/positions.hpp"
 
 #include <cmath>
@@ -14,9 +15,10 @@ std::vector<double> widen(const std::optional<Tensor>& t) { return t ? widen(*t)
 
 }  // namespace
 
-BlockMath::BlockMath(uint32_t hidden, const BlockConfig& config, const BlockTensors& t)
+BlockMath::BlockMath(uint32_t hidden, const BlockConfig& config, const BlockTensors& t, MemoryStorage activations)
     : hidden_(hidden),
       config_(config),
+      activations_(activations),
       attn_g_(widen(t.attn_norm)),
       attn_b_(widen(t.attn_norm_bias)),
       ffn_g_(widen(t.ffn_norm)),
@@ -48,10 +50,16 @@ std::vector<double> BlockMath::norm(std::span<const double> x, const std::vector
                                        : ops::layer_norm(x, hidden_, g, b, config_.norm_eps);
 }
 
+std::vector<double> BlockMath::stored(std::vector<double> rows) const {
+  if (activations_ == MemoryStorage::f16)
+    for (double& v : rows) v = half::stored_value(v, MemoryStorage::f16);
+  return rows;
+}
+
 BlockMath::Projected BlockMath::project(std::span<const double> x, std::span<const int64_t> positions) const {
   const AttentionShape& s = config_.attention.shape;
   const auto rows = static_cast<uint32_t>(positions.size());
-  const std::vector<double> h = norm(x, attn_g_, attn_b_);
+  const std::vector<double> h = stored(norm(x, attn_g_, attn_b_));
   Projected p;
   p.q = ops::matmul(h, wq_, rows, hidden_, s.q_row(), bq_);
   if (config_.cross_attention) return p;
@@ -91,11 +99,11 @@ std::vector<double> BlockMath::finish(std::span<const double> attention, std::sp
   const auto rows = static_cast<uint32_t>(residual.size() / hidden_);
   const std::vector<double> y = ops::matmul(attention, wo_, rows, s.q_row(), hidden_, bo_, residual);
   if (config_.ffn == 0) return y;
-  const std::vector<double> h = norm(y, ffn_g_, ffn_b_);
+  const std::vector<double> h = stored(norm(y, ffn_g_, ffn_b_));
   const std::vector<double> up = ops::matmul(h, up_, rows, hidden_, config_.ffn, bup_);
-  const std::vector<double> act =
+  const std::vector<double> act = stored(
       config_.gated ? ops::gated_activation(config_.activation, ops::matmul(h, gate_, rows, hidden_, config_.ffn, bgate_), up)
-                    : ops::activation(config_.activation, up);
+                    : ops::activation(config_.activation, up));
   return ops::matmul(act, down_, rows, config_.ffn, hidden_, bdown_, y);
 }
 

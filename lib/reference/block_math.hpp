@@ -15,7 +15,11 @@ namespace attendre::reference {
 
 class BlockMath {
  public:
-  BlockMath(uint32_t hidden, const BlockConfig& config, const BlockTensors& tensors);
+  // `activations`: how the device stores the rows its products read
+  // (StackConfig::activations); f16 rounds the normed rows and the FFN's
+  // activated rows as the device stores them (fp32, then fp16 to nearest even).
+  BlockMath(uint32_t hidden, const BlockConfig& config, const BlockTensors& tensors,
+            MemoryStorage activations = MemoryStorage::f32);
 
   struct Projected {
     std::vector<double> q, k, v;  // rows x heads x head_dim, RoPE applied (not under LM-Infinite)
@@ -40,9 +44,12 @@ class BlockMath {
  private:
   std::vector<double> norm(std::span<const double> x, const std::vector<double>& g,
                            const std::vector<double>& b) const;
+  // `rows` as the device stores activations.
+  std::vector<double> stored(std::vector<double> rows) const;
 
   uint32_t hidden_;
   BlockConfig config_;
+  MemoryStorage activations_;
   std::vector<double> rope_frequencies_;  // per rotary pair (RoPE blocks)
   std::vector<double> attn_g_, attn_b_, ffn_g_, ffn_b_;
   std::vector<double> wq_, wk_, wv_, wo_, bq_, bk_, bv_, bo_;

@@ -70,7 +70,7 @@ StackOutput dense_forward(const StackConfig& config, WeightSource& weights, cons
   const std::vector<int64_t> encoder_positions(encoder.size() / H, 0);
   for (size_t l = 0; l < config.blocks.size(); ++l) {
     const BlockConfig& b = config.blocks[l];
-    const BlockMath math(H, b, tensors.blocks[l]);
+    const BlockMath math(H, b, tensors.blocks[l], config.activations);
     BlockMath::Projected p = math.project(x, out.positions);
     std::span<const int64_t> keys = out.positions;
     if (b.cross_attention) {

@@ -53,7 +53,7 @@ struct Stack::Impl {
       LayerConfig attention = c.attention(l);
       if (const std::optional<Tensor>& t5 = tensors.blocks[l].t5_table)
         attention.retrieval.t5.table.assign(t5->data.begin(), t5->data.end());
-      blocks.push_back(Block{BlockMath(c.hidden, c.blocks[l], tensors.blocks[l]), attention,
+      blocks.push_back(Block{BlockMath(c.hidden, c.blocks[l], tensors.blocks[l], c.activations), attention,
                              DataOnlyMemory<Waiting>(attention.q_capacity),
                              KeyValueMemory(attention.shape, attention.kv, attention.chunk)});
     }

@@ -1,0 +1,41 @@
+// The A rows (binding 0) of the matrix products (matmul.comp, matvec.comp,
+// matmul_direct.comp): fp32 words by default, or with -DINPUT_F16 fp16
+// values packed two per 32-bit word (StackConfig::activations = f16: element
+// 2w of a row in the low half of its word w, rows starting on words), read
+// by unpackHalf2x16 on every device, so no 16-bit storage is needed and
+// every value is the fp16 the writer rounded (shaders/stored.glsl). Math and
+// accumulation stay fp32: the product of two fp16 values is exact in fp32.
+//
+// Offsets and strides of the rows (pc.a_*) count 32-bit words either way.
+//   a_load(row, e):  element e of the row starting at word `row`;
+//   a_load4(row, e): elements e..e+3;
+//   a_load4_aligned(row, e): the same in one vector load, for e % 4 == 0 and
+//     rows starting on a multiple of A_VEC_WORDS words.
+#ifndef ATTENDRE_INPUT_ROWS_GLSL
+#define ATTENDRE_INPUT_ROWS_GLSL
+
+#ifdef INPUT_F16
+layout(std430, binding = 0) readonly buffer ARows { uint a_words[]; };
+layout(std430, binding = 0) readonly buffer ARows2 { uvec2 a_words2[]; };  // aliases ARows
+const uint A_VEC_WORDS = 2u;
+float a_load(uint row, uint e) { return unpackHalf2x16(a_words[row + (e >> 1u)])[e & 1u]; }
+vec4 a_load4_aligned(uint row, uint e) {
+  const uvec2 w = a_words2[(row + (e >> 1u)) >> 1u];
+  return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+}
+#else
+layout(std430, binding = 0) readonly buffer ARows { float a_rows[]; };
+layout(std430, binding = 0) readonly buffer ARows4 { vec4 a_rows4[]; };  // aliases ARows
+const uint A_VEC_WORDS = 4u;
+float a_load(uint row, uint e) { return a_rows[row + e]; }
+vec4 a_load4_aligned(uint row, uint e) { return a_rows4[(row + e) >> 2u]; }
+#endif
+
+vec4 a_load4(uint row, uint e) {
+  return vec4(a_load(row, e), a_load(row, e + 1u), a_load(row, e + 2u), a_load(row, e + 3u));
+}
+
+// Whether every A row of the call starts on a multiple of A_VEC_WORDS words.
+bool a_rows_vec_aligned() { return ((pc.a_offset | pc.a_stride) & (A_VEC_WORDS - 1u)) == 0u; }
+
+#endif

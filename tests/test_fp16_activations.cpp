@@ -1,0 +1,297 @@
+// fp16 activations (StackConfig::activations = f16): the kernels that write
+// them (norm, activation: fp16 pairs packed in words, rounded to nearest
+// even) and the products that read them (tiled GEMM, matvec, direct; every
+// weight encoding) against the float64 reference that rounds the same
+// values, on both device contexts, with odd widths, rows in rings off the
+// vector alignment, and folded grids. The stack and the real models run
+// them in test_stack.cpp and test_models.cpp.
+#include "block_harness.hpp"
+
+#include "io/quant.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstring>
+
+using namespace attendre;
+using namespace attendre::test::block;
+
+namespace {
+
+constexpr uint16_t kPadHalf = 0x7E00;  // an fp16 NaN in the unused half of a row's last word
+
+// Rows of `cols` fp16 values packed two per word under `ref` (which counts
+// words); the odd column's partner half is a NaN that no reader may use.
+void put_half_rows(std::vector<uint32_t>& words, const RowRef& ref, uint32_t rows, uint32_t cols,
+                   std::span<const uint16_t> halves) {
+  for (uint32_t r = 0; r < rows; ++r)
+    for (uint32_t e = 0; e < (cols + 1) / 2 * 2; ++e) {
+      const uint16_t h = e < cols ? halves[size_t{r} * cols + e] : kPadHalf;
+      uint32_t& word = words[ref.word(r) + e / 2];
+      word = (word & ~(0xFFFFu << (16 * (e % 2)))) | (uint32_t{h} << (16 * (e % 2)));
+    }
+}
+
+std::vector<uint16_t> get_half_rows(std::span<const uint32_t> words, const RowRef& ref, uint32_t rows, uint32_t cols) {
+  std::vector<uint16_t> halves(size_t{rows} * ((cols + 1) / 2 * 2));
+  const size_t width = (cols + 1) / 2 * 2;
+  for (uint32_t r = 0; r < rows; ++r)
+    for (uint32_t e = 0; e < width; ++e)
+      halves[r * width + e] = static_cast<uint16_t>(words[ref.word(r) + e / 2] >> (16 * (e % 2)));
+  return halves;
+}
+
+// fp32 values as fp16 activations hold them.
+std::vector<uint16_t> stored_halves(std::span<const float> values) {
+  std::vector<uint16_t> h(values.size());
+  for (size_t i = 0; i < values.size(); ++i) h[i] = half::to_stored_half(values[i]);
+  return h;
+}
+
+kernels::KernelPlan with_style(kernels::KernelPlan plan, bool direct) {
+  plan.direct = direct;
+  return plan;
+}
+
+// A weight image (fp32 and fp16 from element 3, BF16 and block types
+// encoded by the CPU codec from byte 6) and the float64 values the kernels
+// decode from it.
+struct Image {
+  std::vector<uint32_t> words;
+  std::vector<double> values;
+  uint32_t offset = 0, end_word = 0;
+};
+Image weight_image(ElementType type, std::span<const float> w) {
+  Image image;
+  if (type == ElementType::f32 || type == ElementType::f16) {
+    image.offset = 3;
+    const Weights put = put_weights(image.words, type == ElementType::f16 ? WeightType::f16 : WeightType::f32,
+                                    image.offset, w);
+    image.values = put.values;
+    image.end_word = put.end_word;
+    return image;
+  }
+  const auto codec = static_cast<gguf::TensorType>(type);
+  const std::vector<std::byte> bytes = gguf::quantize(codec, w);
+  image.values = gguf::dequantize(codec, bytes);
+  constexpr uint32_t kStartByte = 6;  // half a word in: blocks straddle words
+  image.offset = type == ElementType::bf16 ? kStartByte / 2 : kStartByte;  // elements of BF16, bytes of blocks
+  image.end_word = (kStartByte + static_cast<uint32_t>(bytes.size()) + 3) / 4;
+  image.words.assign(image.end_word, kSentinel);
+  std::memcpy(reinterpret_cast<std::byte*>(image.words.data()) + kStartByte, bytes.data(), bytes.size());
+  return image;
+}
+
+struct ProductCase {
+  uint32_t rows, in, out;
+  bool ring = false;  // A rows in a wrapping ring at an odd word offset and stride
+};
+
+// Runs one product over fp16 A rows and returns how many outputs miss the
+// float64 product of `a_values` (the rounded A, or on purpose the unrounded
+// one), relative to the magnitudes of the row and the weights.
+uint32_t product_misses(Context& context, const kernels::KernelPlan& plan, ElementType type, const ProductCase& c,
+                        std::span<const uint16_t> a_halves, std::span<const double> a_values, const Image& w,
+                        std::span<const float> bias, uint32_t report) {
+  kernels::Matmul::Args args;
+  args.rows = c.rows;
+  args.in = c.in;
+  args.out = c.out;
+  args.w_offset = w.offset;
+  args.bias = true;
+  args.bias_offset = w.end_word + 1;
+  std::vector<uint32_t> w_words = w.words;
+  w_words.resize(args.bias_offset + c.out + 2, kSentinel);
+  for (uint32_t o = 0; o < c.out; ++o) w_words[args.bias_offset + o] = test::float_bits(bias[o]);
+  const uint32_t a_row_words = (c.in + 1) / 2;
+  args.a = c.ring ? wrapping(c.rows, a_row_words, 1, 3) : RowRef::contiguous(a_row_words, 2);
+  args.c = RowRef::contiguous(c.out, 1);
+  std::vector<uint32_t> a_words(extent(args.a, c.rows, a_row_words), kSentinel);
+  put_half_rows(a_words, args.a, c.rows, c.in, a_halves);
+  const std::vector<uint32_t> c_words(extent(args.c, c.rows, c.out), kSentinel);
+
+  const vk::Buffer a_buffer = test::upload_words(context, a_words, "test fp16 A");
+  const vk::Buffer w_buffer = test::upload_words(context, w_words, "test W");
+  const vk::Buffer c_buffer = test::upload_words(context, c_words, "test C");
+  vk::DescriptorArena arena(context);
+  const auto matmul = kernels::Matmul::create(context, arena, plan, type, {&a_buffer}, {&w_buffer}, {&c_buffer}, {},
+                                              MemoryStorage::f16);
+  REQUIRE(matmul.ok());
+  test::run_once(context, [&](vk::CommandRecorder& rec) { matmul->record(rec, args); });
+  const std::vector<uint32_t> after = test::download_words(context, c_buffer, 0, c_words.size());
+  check_untouched(c_words, after, args.c, c.rows, c.out);
+
+  const std::vector<double> expected = ops::matmul(a_values, w.values, c.rows, c.in, c.out, ops::widen(bias));
+  auto rms = [](std::span<const double> values) {
+    double sum = 0;
+    for (double x : values) sum += x * x;
+    return std::sqrt(sum / static_cast<double>(std::max<size_t>(values.size(), 1)));
+  };
+  return count_outside(get_rows(after, args.c, c.rows, c.out), expected, [&](size_t i) {
+    const size_t r = i / c.out, o = i % c.out;
+    const double magnitude = rms(a_values.subspan(r * c.in, c.in)) * rms(std::span(w.values).subspan(o * c.in, c.in));
+    return 1e-5 * (std::sqrt(static_cast<double>(c.in)) + 4.0) * magnitude + 1e-6 * std::abs(expected[i]);
+  }, report);
+}
+
+void check_products(Context& context, ElementType type, const ProductCase& c, std::mt19937_64& rng) {
+  INFO(to_string(type) << ": rows " << c.rows << ", in " << c.in << ", out " << c.out << ", ring " << c.ring);
+  const std::vector<float> a = normal_values(size_t{c.rows} * c.in, rng);
+  const std::vector<float> w = normal_values(size_t{c.out} * c.in, rng), bias = normal_values(c.out, rng);
+  const std::vector<uint16_t> halves = stored_halves(a);
+  const std::vector<double> rounded = ops::widen_half(halves);
+  const Image image = weight_image(type, w);
+  const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
+  for (bool direct : {false, true}) {
+    INFO((direct ? "direct" : c.rows <= kernels::kMatvecMaxRows ? "matvec" : "tiled GEMM"));
+    CHECK(product_misses(context, with_style(plan, direct), type, c, halves, rounded, image, bias, 3) == 0);
+  }
+  CHECK(product_misses(context, folded(plan), type, c, halves, rounded, image, bias, 3) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("fp16 activations: products read packed fp16 rows on every path and weight encoding") {
+  std::mt19937_64 rng(9101);
+  for_each_context([&](Context& context) {
+    // Rows 1 and 4 take matvec, the rest the GEMM; widths odd (the last
+    // word's NaN partner is never read), outputs off every tile.
+    for (ElementType type : {ElementType::f32, ElementType::f16, ElementType::bf16}) {
+      check_products(context, type, {1, 127, 65, true}, rng);
+      check_products(context, type, {4, 64, 7}, rng);
+      check_products(context, type, {5, 300, 130, true}, rng);
+      check_products(context, type, {67, 33, 64}, rng);
+    }
+    for (ElementType type : {ElementType::q8_0, ElementType::q4_0, ElementType::q4_k, ElementType::q6_k}) {
+      const uint32_t block = element_block(type).values;
+      check_products(context, type, {2, 2 * block, 33, true}, rng);
+      check_products(context, type, {17, block, 65}, rng);
+    }
+  });
+}
+
+TEST_CASE("fp16 activations: the product comparison rejects an unrounded A, so the rounding is what is read") {
+  // The float64 product of the fp32 A (not rounded to fp16) differs from the
+  // kernel's by ~2^-12 of each term, far past the fp32 tolerance.
+  std::mt19937_64 rng(9102);
+  Context& context = test::gpu();
+  const ProductCase c{5, 300, 40};
+  const std::vector<float> a = normal_values(size_t{c.rows} * c.in, rng);
+  const std::vector<float> w = normal_values(size_t{c.out} * c.in, rng), bias = normal_values(c.out, rng);
+  const std::vector<uint16_t> halves = stored_halves(a);
+  const Image image = weight_image(ElementType::f32, w);
+  const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
+  CHECK(product_misses(context, plan, ElementType::f32, c, halves, ops::widen_half(halves), image, bias, 3) == 0);
+  CHECK(product_misses(context, plan, ElementType::f32, c, halves, ops::widen(a), image, bias, 0) > c.rows * c.out / 2);
+  test::check_no_validation_messages(context);
+}
+
+namespace {
+
+// Each fp16 written equals the rounded float64 value, or its neighbour where
+// the fp32 result sits within fp32 error of a rounding boundary (rare: a few
+// in 10^4); the padding half of an odd row is +0.
+void check_halves(std::span<const uint16_t> actual, std::span<const double> expected, uint32_t rows, uint32_t cols,
+                  double relative) {
+  const size_t width = (cols + 1) / 2 * 2;
+  uint32_t exact = 0, near = 0, wrong = 0;
+  for (uint32_t r = 0; r < rows; ++r) {
+    for (uint32_t e = 0; e < cols; ++e) {
+      const double x = expected[size_t{r} * cols + e];
+      const uint16_t got = actual[r * width + e], want = half::to_stored_half(static_cast<float>(x));
+      if (got == want) ++exact;
+      else if (std::abs(double(half::half_to_float(got)) - x) <= std::abs(x) * (std::ldexp(1.0, -11) + relative) + 1e-6)
+        ++near;
+      else if (wrong++ < 3)
+        FAIL_CHECK("row " << r << " element " << e << ": expected " << x << " (fp16 " << want << "), got fp16 " << got);
+    }
+    if (cols % 2 == 1) CHECK(actual[r * width + cols] == 0);
+  }
+  CHECK(wrong == 0);
+  CHECK(near * 100 <= exact + near);  // the boundary cases stay rare
+}
+
+}  // namespace
+
+TEST_CASE("fp16 activations: norm and activation write fp16 pairs rounded as the reference rounds") {
+  std::mt19937_64 rng(9103);
+  for_each_context([&](Context& context) {
+    const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
+    for (const auto& [kind, rows, dim] : {std::tuple{NormKind::rms, 3u, 127u}, std::tuple{NormKind::layer, 17u, 300u},
+                                          std::tuple{NormKind::rms, 65u, 1u}, std::tuple{NormKind::layer, 2u, 1025u}}) {
+      INFO("norm " << static_cast<int>(kind) << ", rows " << rows << ", dim " << dim);
+      const std::vector<float> x = normal_values(size_t{rows} * dim, rng, 0.5f, 2.0f);
+      const std::vector<float> g = normal_values(dim, rng, 1.0f, 0.2f), b = normal_values(dim, rng, 0.0f, 0.5f);
+      kernels::Norm::Args args{rows, dim, 1e-5f, 2, 2 + dim, wrapping(rows, dim, 1, 2), wrapping(rows, (dim + 1) / 2, 1, 3)};
+      std::vector<uint32_t> w_words(args.b_offset + dim, kSentinel), x_words(extent(args.x, rows, dim), kSentinel);
+      for (uint32_t i = 0; i < dim; ++i) {
+        w_words[args.g_offset + i] = test::float_bits(g[i]);
+        w_words[args.b_offset + i] = test::float_bits(b[i]);
+      }
+      put_rows(x_words, args.x, rows, dim, x);
+      const std::vector<uint32_t> y_words(extent(args.y, rows, (dim + 1) / 2), kSentinel);
+      const vk::Buffer x_buffer = test::upload_words(context, x_words, "test X");
+      const vk::Buffer w_buffer = test::upload_words(context, w_words, "test norm weights");
+      const vk::Buffer y_buffer = test::upload_words(context, y_words, "test fp16 Y");
+      vk::DescriptorArena arena(context);
+      const auto norm = kernels::Norm::create(context, arena, plan, kind, {&x_buffer}, {&w_buffer}, {&y_buffer},
+                                              MemoryStorage::f16);
+      REQUIRE(norm.ok());
+      test::run_once(context, [&](vk::CommandRecorder& rec) { norm->record(rec, args); });
+      const std::vector<uint32_t> after = test::download_words(context, y_buffer, 0, y_words.size());
+      check_untouched(y_words, after, args.y, rows, (dim + 1) / 2);
+      const std::vector<double> expected =
+          kind == NormKind::rms ? ops::rms_norm(ops::widen(x), dim, ops::widen(g), args.eps)
+                                : ops::layer_norm(ops::widen(x), dim, ops::widen(g), ops::widen(b), args.eps);
+      check_halves(get_half_rows(after, args.y, rows, dim), expected, rows, dim, 2e-5);
+    }
+    for (ActivationKind kind : {ActivationKind::silu, ActivationKind::gelu_tanh, ActivationKind::relu})
+      for (bool gated : {false, true})
+        for (const auto& [rows, cols] : {std::pair{5u, 301u}, std::pair{17u, 64u}}) {
+          INFO("activation " << static_cast<int>(kind) << ", gated " << gated << ", rows " << rows << ", cols " << cols);
+          const std::vector<float> gate = normal_values(size_t{rows} * cols, rng, 0.0f, 3.0f);
+          const std::vector<float> up = normal_values(size_t{rows} * cols, rng);
+          kernels::Activation::Args args;
+          args.rows = rows;
+          args.cols = cols;
+          args.x = wrapping(rows, 2 * cols, 1, 3);
+          args.up = args.x;
+          args.up.offset += cols;
+          args.out = wrapping(rows, (cols + 1) / 2, 2, 1);
+          std::vector<uint32_t> in_words(extent(args.x, rows, 2 * cols), kSentinel);
+          put_rows(in_words, args.x, rows, cols, gate);
+          put_rows(in_words, args.up, rows, cols, up);
+          const std::vector<uint32_t> out_words(extent(args.out, rows, (cols + 1) / 2), kSentinel);
+          const vk::Buffer in_buffer = test::upload_words(context, in_words, "test activation input");
+          const vk::Buffer out_buffer = test::upload_words(context, out_words, "test fp16 activation output");
+          vk::DescriptorArena arena(context);
+          const auto activation = kernels::Activation::create(context, arena, folded(plan), kind, gated, {&in_buffer},
+                                                              {&out_buffer}, MemoryStorage::f16);
+          REQUIRE(activation.ok());
+          test::run_once(context, [&](vk::CommandRecorder& rec) { activation->record(rec, args); });
+          const std::vector<uint32_t> after = test::download_words(context, out_buffer, 0, out_words.size());
+          check_untouched(out_words, after, args.out, rows, (cols + 1) / 2);
+          const std::vector<double> expected = gated ? ops::gated_activation(kind, ops::widen(gate), ops::widen(up))
+                                                     : ops::activation(kind, ops::widen(gate));
+          check_halves(get_half_rows(after, args.out, rows, cols), expected, rows, cols, 2e-5);
+        }
+  });
+}
+
+TEST_CASE("fp16 activations: fp16 rows are never written in place, and embeddings read none") {
+  Context& context = test::gpu();
+  const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
+  vk::DescriptorArena arena(context);
+  const vk::Buffer rows = test::device_words(context, 64, 0, "test rows"), w = test::device_words(context, 64, 0, "test W");
+  const auto norm = kernels::Norm::create(context, arena, plan, NormKind::rms, {&rows}, {&w}, {&rows}, MemoryStorage::f16);
+  REQUIRE_FALSE(norm.ok());
+  CHECK(norm.status().message() == "norm: fp16 output rows cannot be written in place");
+  const auto activation = kernels::Activation::create(context, arena, plan, ActivationKind::silu, false, {&rows}, {&rows},
+                                                      MemoryStorage::f16);
+  REQUIRE_FALSE(activation.ok());
+  CHECK(activation.status().message() == "activation: fp16 output rows cannot be written in place");
+  const auto embedding = kernels::try_weight_variant(context, kernels::WeightKernel::embedding, ElementType::f32,
+                                                     "table", MemoryStorage::f16);
+  CHECK_FALSE(embedding.ok());
+  test::check_no_validation_messages(context);
+}
