@@ -161,6 +161,12 @@ TEST_CASE("attendre-generate: llama.cpp's continuation, the JSON and logits file
   CHECK(r.err.find("attendre-generate: matmul (block types): ") != std::string::npos);
   CHECK(r.err.find("attendre-generate: workgroups: 128 invocations") != std::string::npos);
   CHECK(run(stories + " --max-tokens 32 --device cpu --chunk 3").out == expected + "\n");
+  // fp16 activations (the normed and FFN rows the products read) continue
+  // llama.cpp's text token for token, on the GPU and on the reference.
+  REQUIRE(run(stories + " --max-tokens 32 --fp16-activations --json " + quote(dir / "h.json")).out == expected + "\n");
+  CHECK(read_json(dir / "h.json")["memory"]["activations"] == "f16");
+  CHECK(json["memory"]["activations"] == "f32");
+  CHECK(run(stories + " --max-tokens 32 --fp16-activations --device cpu").out == expected + "\n");
 
   // Sampling: a seed repeats itself, another seed differs.
   std::vector<nlohmann::json> sampled;
@@ -193,7 +199,7 @@ TEST_CASE("attendre-generate: llama.cpp's continuation, the JSON and logits file
   const std::string help = run("--help").out;
   for (const char* flag : {"--prompt-file", "--max-tokens", "--temperature", "--top-p", "--seed", "--logits", "--json",
                            "--chunk", "--q-capacity", "--kv-capacity", "--top-k", "--policy", "--lambda", "--init-k",
-                           "--sinks", "--layer", "--flush", "--full-context"})
+                           "--sinks", "--layer", "--flush", "--full-context", "--fp16-activations"})
     CHECK(help.find(flag) != std::string::npos);
 }
 

@@ -87,6 +87,7 @@ Json preset(const Preset& p) {
           {"policy", p.policy},
           {"lm_infinite", p.lm_infinite},
           {"kv_storage", p.kv_storage},
+          {"activations", p.activations},
           {"layers_model", p.layers_model},
           {"layers_run", p.layers_run},
           {"vocab_model", p.vocab_model},
@@ -153,7 +154,7 @@ std::string to_json(const Results& r) {
   j["presets"] = presets;
   Json plans = Json::array();
   for (const MemoryPlan& m : r.plans)
-    plans.push_back({{"name", m.name}, {"layers", m.layers}, {"vocab", m.vocab}, {"precision", m.precision}, {"kv_storage", m.kv_storage},
+    plans.push_back({{"name", m.name}, {"layers", m.layers}, {"vocab", m.vocab}, {"precision", m.precision}, {"kv_storage", m.kv_storage}, {"activations", m.activations},
                      {"gpu_bytes", m.gpu_bytes}});
   j["memory_plans"] = plans;
   if (r.scaling) j["scaling"] = scaling(*r.scaling);

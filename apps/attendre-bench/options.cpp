@@ -115,6 +115,8 @@ Options parse_options(int argc, char** argv) {
       o.layers = static_cast<int32_t>(n);
     } else if (arg == "--fp16-memory") {
       o.fp16_memory = true;
+    } else if (arg == "--fp16-activations") {
+      o.fp16_activations = true;
     } else if (arg == "--lm-infinite") {
       const std::string text = take();
       uint32_t n = 0;
@@ -131,7 +133,8 @@ Options parse_options(int argc, char** argv) {
 
 std::string usage_text() {
   return "usage: attendre-bench [--quick] [--json FILE] [--svg DIR] [--filter NAMES] [--layers L]\n"
-         "                      [--lm-infinite N_LOCAL] [--fp16-memory] [--dispatches] [--device D] [--help]\n"
+         "                      [--lm-infinite N_LOCAL] [--fp16-memory] [--fp16-activations]\n"
+         "                      [--dispatches] [--device D] [--help]\n"
          "\n"
          "Measures the device's copy bandwidth and FMA peak, then every ATTENDRE kernel\n"
          "over a sweep of shapes, the whole stack for named presets, and per-step cost\n"
@@ -151,6 +154,8 @@ std::string usage_text() {
          "  --lm-infinite N  run the presets with LM-Infinite distances capped at\n"
          "                   n_local = N in every block (its score kernel variant)\n"
          "  --fp16-memory    run and plan the presets with fp16 K/V and Q memories\n"
+         "  --fp16-activations  run and plan the presets with fp16 activations (the\n"
+         "                   normed and FFN rows the matrix products read)\n"
          "  --dispatches     also print every dispatch of one timed step of each\n"
          "                   measurement (shader, kernel name, GPU ms): the profile\n"
          "                   behind a kernel's time\n"

@@ -49,6 +49,7 @@ struct Options {
   int32_t layers = -1;   // --layers: blocks per preset (0: the model's depth; -1: the mode's default)
   uint32_t lm_infinite = 0;  // --lm-infinite: n_local of the presets' LM-Infinite cap (0: off)
   bool fp16_memory = false;  // --fp16-memory: the presets' K/V and Q memories in fp16
+  bool fp16_activations = false;  // --fp16-activations: the presets' StackConfig::activations in fp16
 };
 
 Options parse_options(int argc, char** argv);

@@ -43,6 +43,7 @@ StackConfig stack_config(const Spec& s, uint32_t layers, uint32_t vocab, WeightT
   c.tied_embeddings = vocab > 0;
   c.chunk = s.S;
   c.weights = weights;
+  c.activations = options.fp16_activations ? attendre::MemoryStorage::f16 : attendre::MemoryStorage::f32;
   for (uint32_t l = 0; l < layers; ++l) {
     attendre::BlockConfig b;
     b.attention.shape = {s.heads_q, s.heads_kv, s.head_dim};
@@ -137,6 +138,7 @@ void run_one(attendre::Context& context, const Options& options, const Spec& spe
   p.policy = std::string(attendre::to_string(kPolicy.kind));
   p.lm_infinite = options.lm_infinite;
   p.kv_storage = options.fp16_memory ? "f16" : "f32";
+  p.activations = options.fp16_activations ? "f16" : "f32";
   p.precision = precision;
   p.planned_full_bytes = attendre::gpu::plan_stack_memory(stack_config(spec, spec.layers, spec.vocab, weights, options), caps).total();
 
@@ -268,7 +270,7 @@ void run_presets(attendre::Context& context, const Options& options, Results& re
         const StackConfig full = stack_config(spec, spec.layers, spec.vocab, type, options);
         results.plans.push_back({spec.name, spec.layers, spec.vocab, wbytes == 2 ? "f16" : "f32",
                                  attendre::gpu::plan_stack_memory(full, context.caps()).total(),
-                                 options.fp16_memory ? "f16" : "f32"});
+                                 options.fp16_memory ? "f16" : "f32", options.fp16_activations ? "f16" : "f32"});
       }
     }
     // --quick runs the mobile preset only; block kernels come from it.

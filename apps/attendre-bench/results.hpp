@@ -79,6 +79,7 @@ struct Preset {
   std::string policy, precision;
   uint32_t lm_infinite = 0;          // n_local of every block's LM-Infinite cap (--lm-infinite), 0: off
   std::string kv_storage = "f32";     // the K/V and Q memories' storage (--fp16-memory: f16)
+  std::string activations = "f32";    // StackConfig::activations (--fp16-activations: f16)
   std::vector<std::string> notes;    // every deviation from the named model, in words
   double ms_per_step = 0.0, tokens_per_s = 0.0;
   double overhead_ms = 0.0;  // median over profiled steps of (step wall time - its kernels' GPU time)
@@ -101,6 +102,7 @@ struct MemoryPlan {
   std::string precision;
   uint64_t gpu_bytes = 0;
   std::string kv_storage = "f32";  // the K/V and Q memories' storage (--fp16-memory: f16)
+  std::string activations = "f32";  // StackConfig::activations (--fp16-activations: f16)
 };
 
 struct ScalingPoint {

@@ -76,15 +76,17 @@ void print_presets(std::FILE* out, const Results& r) {
   if (!r.plans.empty()) {
     std::fprintf(out, "\nMemory plans at full depth (plan_stack_memory, nothing allocated)\n");
     for (const MemoryPlan& m : r.plans)
-      std::fprintf(out, "  %-8s %2u blocks, vocab %6u, %s weights, %s memories: %s\n", m.name.c_str(), m.layers,
-                   m.vocab, m.precision.c_str(), m.kv_storage.c_str(), mib(m.gpu_bytes).c_str());
+      std::fprintf(out, "  %-8s %2u blocks, vocab %6u, %s weights, %s memories, %s activations: %s\n", m.name.c_str(),
+                   m.layers, m.vocab, m.precision.c_str(), m.kv_storage.c_str(), m.activations.c_str(),
+                   mib(m.gpu_bytes).c_str());
   }
   if (r.presets.empty()) return;
   std::fprintf(out, "\nPresets (wall clock per step, outputs not read back; split by GPU timestamps)\n");
   for (const Preset& p : r.presets) {
-    std::fprintf(out, "  %s: %s, %u/%u blocks, hidden %u, heads %u/%u x %u, ffn %u, %s weights, %s memories, %s, S=%u M=%u N=%u K=%u\n",
+    std::fprintf(out, "  %s: %s, %u/%u blocks, hidden %u, heads %u/%u x %u, ffn %u, %s weights, %s memories, %s activations, %s, S=%u M=%u N=%u K=%u\n",
                  p.name.c_str(), p.model.c_str(), p.layers_run, p.layers_model, p.hidden, p.heads_q, p.heads_kv,
-                 p.head_dim, p.ffn, p.precision.c_str(), p.kv_storage.c_str(), p.policy.c_str(), p.S, p.M, p.N, p.K);
+                 p.head_dim, p.ffn, p.precision.c_str(), p.kv_storage.c_str(), p.activations.c_str(), p.policy.c_str(),
+                 p.S, p.M, p.N, p.K);
     std::fprintf(out, "    %.2f ms/step, %.1f tokens/s, overhead %.2f ms (%.1f%%), %s on the GPU, %u dispatches, "
                       "%u barriers\n",
                  p.ms_per_step, p.tokens_per_s, p.overhead_ms, 100.0 * p.overhead_ms / p.ms_per_step,

@@ -16,7 +16,10 @@ nlohmann::json memory_json(const StackConfig& config, bool flush) {
                       // LM-Infinite's window, null where distances are not capped.
                       {"lm_infinite", b.lm_infinite.enabled ? nlohmann::json(b.lm_infinite.n_local) : nlohmann::json()}});
   }
-  return {{"chunk", config.chunk}, {"flush", flush}, {"blocks", blocks}};
+  return {{"chunk", config.chunk},
+          {"flush", flush},
+          {"activations", std::string(to_string(config.activations))},
+          {"blocks", blocks}};
 }
 
 }  // namespace attendre::cli

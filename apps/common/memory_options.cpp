@@ -104,6 +104,7 @@ void MemoryOptions::add_to(OptionTable& table) {
   });
   table["--no-protect-new"] = switch_option(protect_new_, false);
   table["--fp16-memory"] = switch_option(fp16_memory_, true);
+  table["--fp16-activations"] = switch_option(fp16_activations_, true);
   table["--causal"] = {false, false, [this](const std::string&, const std::string&) { causal_ = true; }};
   table["--no-causal"] = {false, false, [this](const std::string&, const std::string&) { causal_ = false; }};
   table["--lm-infinite"] = lm_infinite_option(lm_infinite_);
@@ -145,6 +146,7 @@ MemoryPlan MemoryOptions::make_plan(uint32_t blocks, uint32_t context_length, ui
   MemoryPlan plan;
   plan.chunk = chunk_.value_or(64);
   plan.flush_capable = flush_;
+  plan.activations = fp16_activations_ ? MemoryStorage::f16 : MemoryStorage::f32;
   // Every block inherits it, overridden ones too (plan.for_block copies `all`).
   const LmInfinite lm_infinite = lm_infinite_.resolve(context_length);
   if (full_context_ || (named && named->full)) {
@@ -222,6 +224,8 @@ memory (the same for every block unless --layer overrides it):
   --sinks N             the first N positions are never evicted (default 0)
   --no-protect-new      new entries may be evicted in the step that inserts them
   --fp16-memory         keys, values and waiting queries stored in fp16 (half the bytes; math stays fp32)
+  --fp16-activations    the rows the matrix products read (normed and FFN-activated rows) stored in fp16
+                        (half the bytes read; math and accumulation stay fp32)
   --retrieval MODE      per_head (default) or shared top-K selection
   --causal              queries attend only to positions <= their own (the default, except in an encoder)
   --no-causal           queries also see the later positions they waited for (N > 0)

@@ -82,7 +82,8 @@ class MemoryOptions {
   std::optional<PolicyKind> policy_;
   std::optional<double> lambda_, init_k_;
   std::optional<RetrievalMode> retrieval_;
-  bool protect_new_ = true, flush_ = false, full_context_ = false, fp16_memory_ = false;
+  bool protect_new_ = true, flush_ = false, full_context_ = false, fp16_memory_ = false,
+       fp16_activations_ = false;
   std::optional<bool> causal_;  // absent: causal, except in an encoder
   LmInfiniteRequest lm_infinite_;
   std::vector<BlockOverride> overrides_;

@@ -65,8 +65,10 @@ extern "C" {
  *      attendre_context_options (disabled_features, allocator),
  *      attendre_external_device (options, timeline_semaphore_enabled),
  *      attendre_memory_setting (fp16_memory); added the record, ticket and
- *      submit functions. */
-#define ATTENDRE_API_VERSION 2
+ *      submit functions;
+ *   3  structs grew (trailing fields, defaults 0): attendre_memory_setting
+ *      (fp16_activations), attendre_context_options (max_groups_per_dispatch). */
+#define ATTENDRE_API_VERSION 3
 
 /* ATTENDRE_API_VERSION of the library linked at run time. */
 ATTENDRE_C_API uint32_t attendre_version(void);
@@ -142,6 +144,12 @@ typedef struct attendre_context_options {
    * to every Vulkan object attendre creates; NULL: the driver's. It must
    * outlive the context. */
   const void* allocator;
+  /* Workgroups per dispatch before a grid is cut into pieces (the watchdog
+   * bound, README "Watchdogs"); 0: the device's default, the portable
+   * limits' 32, or with portable_limits -1 ATTENDRE_MAX_GROUPS_PER_DISPATCH.
+   * A nonzero value needs portable_limits 0 or 1 (an explicit choice of
+   * limits, which reads no environment). */
+  uint32_t max_groups_per_dispatch;
 } attendre_context_options;
 
 ATTENDRE_C_API void attendre_context_options_defaults(attendre_context_options* options);
@@ -212,9 +220,11 @@ typedef struct attendre_memory_setting {
   int flush_capable;     /* stacks: finish may flush (see attendre_stack_finish) */
   int fp16_memory;       /* keys, values and waiting queries stored in fp16 (math stays fp32);
                             inputs beyond 65504 are then refused */
+  int fp16_activations;  /* stacks: the rows the matrix products read (normed and FFN-activated
+                            rows) stored in fp16; math and accumulation stay fp32 */
 } attendre_memory_setting;
 
-/* S = 64, N = 0, M = 0, K = 0, fifo, no sinks, protect_new, per head, causal, fp32 memory. */
+/* S = 64, N = 0, M = 0, K = 0, fifo, no sinks, protect_new, per head, causal, fp32 memory and activations. */
 ATTENDRE_C_API void attendre_memory_setting_defaults(attendre_memory_setting* setting);
 
 /* One chunk of rows in host memory, row-major: q rows * heads_q * head_dim,

@@ -51,6 +51,8 @@ struct MemoryPlan {
   MemorySetting all;    // every block, unless overridden
   std::map<uint32_t, MemorySetting> blocks;  // overrides by block index
   bool flush_capable = false;  // finish() may flush (see StackConfig::flush_capable)
+  // How the stack stores the activations its products read (StackConfig::activations).
+  MemoryStorage activations = MemoryStorage::f32;
 
   const MemorySetting& for_block(uint32_t block) const;
 };

@@ -23,6 +23,11 @@ Result<ContextOptions> context_options(const attendre_context_options& o, const 
   ATTENDRE_REQUIRE(o.portable_limits >= -1 && o.portable_limits <= 1,
                    what + ": portable_limits " + std::to_string(o.portable_limits) + " is not -1, 0 or 1");
   if (o.portable_limits >= 0) options.limits = o.portable_limits ? LimitOverrides::portable() : LimitOverrides{};
+  if (o.max_groups_per_dispatch > 0) {
+    ATTENDRE_REQUIRE(options.limits.has_value(), what + ": max_groups_per_dispatch needs portable_limits 0 or 1 (-1 "
+                                                        "leaves the limits to the environment)");
+    options.limits->max_groups_per_dispatch = o.max_groups_per_dispatch;
+  }
   ATTENDRE_REQUIRE(o.kernels >= -1 && o.kernels <= ATTENDRE_KERNELS_DIRECT,
                    what + ": kernels " + std::to_string(o.kernels) + " is not an attendre_kernels (-1 to 1)");
   if (o.kernels >= 0)

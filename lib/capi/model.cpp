@@ -70,6 +70,7 @@ attendre_status attendre_model_default_memory(const attendre_model* model, atten
     s.shared_retrieval = plan.all.mode == RetrievalMode::shared;
     s.causal = plan.all.causal;
     s.flush_capable = plan.flush_capable;
+    s.fp16_activations = plan.activations == MemoryStorage::f16;
     return ATTENDRE_OK;
   });
 }

@@ -21,6 +21,7 @@ Result<StackConfig> stack_config(const attendre_stack_config& c) {
   plan.chunk = c.memory.chunk;
   ATTENDRE_TRY_ASSIGN(plan.all, memory_setting(c.memory));
   plan.flush_capable = c.memory.flush_capable != 0;
+  plan.activations = c.memory.fp16_activations ? MemoryStorage::f16 : MemoryStorage::f32;
   ATTENDRE_TRY(try_apply_memory(config, plan));
   ATTENDRE_TRY(config.check());
   return config;
@@ -32,6 +33,7 @@ Result<MemoryPlan> model_plan(const Model& model, const attendre_memory_setting*
   if (!s) return plan;
   plan.chunk = s->chunk;
   plan.flush_capable = s->flush_capable != 0;
+  plan.activations = s->fp16_activations ? MemoryStorage::f16 : MemoryStorage::f32;
   if (s->kv_capacity == 0) {
     ATTENDRE_TRY_ASSIGN(plan.all, MemorySetting::try_full_context(model.info().context_length, s->chunk));
   } else {

@@ -45,6 +45,7 @@ Status try_apply_memory(StackConfig& config, const MemoryPlan& plan) {
   ATTENDRE_REQUIRE(!lm_infinite || rope, "LM-Infinite caps RoPE distances, and no block of this stack uses RoPE");
   config.chunk = plan.chunk;
   config.flush_capable = plan.flush_capable;
+  config.activations = plan.activations;
   for (uint32_t l = 0; l < config.blocks.size(); ++l) {
     const MemorySetting& s = plan.for_block(l);
     BlockConfig& b = config.blocks[l];
@@ -60,6 +61,7 @@ Status try_apply_encoder_decoder_memory(EncoderDecoderConfig& config, const Enco
   StackConfig& d = config.decoder;
   d.chunk = 1;
   d.flush_capable = false;
+  d.activations = plan.encoder.activations;  // both stacks store their activations alike
   for (BlockConfig& b : d.blocks) {
     LayerConfig& a = b.attention;
     a.q_capacity = 0;

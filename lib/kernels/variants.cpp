@@ -79,6 +79,10 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
                    ", stored as packed words rounded to nearest even",
                caps.storage_16bit ? "storageBuffer16BitAccess"
                                   : absent(caps, Feature::storage_16bit, "storageBuffer16BitAccess")});
+  // fp16 activations (StackConfig::activations = f16) need no feature: the
+  // writers pack rounded words, the products unpack them (input_rows.glsl).
+  v.push_back({"fp16 activations", "packed words, unpackHalf2x16 in every product, math fp32",
+               "any device (StackConfig::activations)"});
   v.push_back({"reductions, scans",
                plan.subgroup_reductions ? "subgroup arithmetic (score_stats, insert_plan)"
                                         : "shared-memory trees (score_stats, insert_plan)",
@@ -107,7 +111,8 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
   };
   unused("subgroup ballot", caps.subgroup_ballot, Feature::subgroup_ballot,
          "the scans add per-invocation counts, which subgroup arithmetic serves");
-  unused("shaderFloat16", caps.float16, Feature::float16, "math is fp32");
+  unused("shaderFloat16", caps.float16, Feature::float16,
+         "fp16 values are stored and read, math is fp32: a product of two fp16 values is exact in fp32");
   unused("8-bit storage", caps.storage_8bit, Feature::storage_8bit, "block decoders read 32-bit words");
   return v;
 }

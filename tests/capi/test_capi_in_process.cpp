@@ -6,6 +6,7 @@
 #include "app_device.hpp"
 
 #include <attendre/attendre.h>
+#include "capi/capi.hpp"
 #include <attendre/reference/layer.hpp>
 
 #include <array>
@@ -146,6 +147,66 @@ TEST_CASE("C API: a context with disabled features reports them and steps a laye
   CHECK(attendre_context_create(&options, &context) == ATTENDRE_ERROR_INVALID_ARGUMENT);
   CHECK(context == nullptr);
   CHECK(std::string(attendre_last_error()).find("disabled_features has unknown bits") != std::string::npos);
+}
+
+TEST_CASE("C API: fp16_activations reach the stack, max_groups_per_dispatch the context (API version 3)") {
+  CHECK(attendre_version() == 3);
+  attendre_context* context = nullptr;
+  C_OK(attendre_context_create(nullptr, &context));
+  // One chunk of tokens through a random-weight stack, fp32 and fp16 activations.
+  auto logits = [&](attendre_context* on, int fp16_activations) {
+    attendre_stack_config config;
+    attendre_stack_config_defaults(&config);
+    config.seed = 9;
+    config.memory.fp16_activations = fp16_activations;
+    config.memory.q_capacity = 0;  // outputs leave in the step that reads them
+    attendre_stack* stack = nullptr;
+    C_OK(attendre_stack_create(on, &config, &stack));
+    const uint32_t rows = config.memory.chunk;
+    std::vector<uint32_t> tokens(rows);
+    std::vector<int64_t> positions(rows);
+    for (uint32_t r = 0; r < rows; ++r) tokens[r] = (r * 7 + 3) % config.vocab, positions[r] = r;
+    attendre_stack_chunk chunk{};
+    chunk.rows = rows;
+    chunk.tokens = tokens.data();
+    chunk.positions = positions.data();
+    C_OK(attendre_stack_step(stack, &chunk, ATTENDRE_WANT_LOGITS));
+    size_t count = 0;  // asked with no room: the size needed
+    REQUIRE(attendre_stack_output_logits(stack, nullptr, &count) == ATTENDRE_ERROR_BUFFER_TOO_SMALL);
+    std::vector<float> out(count);
+    C_OK(attendre_stack_output_logits(stack, out.data(), &count));
+    attendre_stack_destroy(stack);
+    return out;
+  };
+  const std::vector<float> f32 = logits(context, 0), f16 = logits(context, 1);
+  REQUIRE(f32.size() == f16.size());
+  REQUIRE_FALSE(f32.empty());
+  double largest = 0.0, scale = 0.0;
+  for (size_t i = 0; i < f32.size(); ++i) {
+    largest = std::max(largest, double(std::abs(f32[i] - f16[i])));
+    scale = std::max(scale, double(std::abs(f32[i])));
+  }
+  CHECK(largest > 0.0);            // the setting reached the stack
+  CHECK(largest < 5e-3 * scale);   // and costs fp16 rounding only
+
+  // A dispatch limit is an explicit choice of limits: refused with the
+  // environment's (-1), applied with portable_limits 0, and cutting grids
+  // into pieces changes no result.
+  attendre_context_options options;
+  attendre_context_options_defaults(&options);
+  options.max_groups_per_dispatch = 3;
+  attendre_context* limited = nullptr;
+  CHECK(attendre_context_create(&options, &limited) == ATTENDRE_ERROR_INVALID_ARGUMENT);
+  CHECK(limited == nullptr);
+  CHECK(std::string(attendre_last_error()).find("max_groups_per_dispatch needs portable_limits 0 or 1") != std::string::npos);
+  options.portable_limits = 0;
+  C_OK(attendre_context_create(&options, &limited));
+  CHECK(limited->context.caps().max_groups_per_dispatch == 3);
+  CHECK(logits(limited, 1) == f16);
+  check_no_validation_messages(limited);
+  attendre_context_destroy(limited);
+  check_no_validation_messages(context);
+  attendre_context_destroy(context);
 }
 
 TEST_CASE("C API: the application's allocator in the options is called and fully freed") {
