@@ -66,10 +66,13 @@ std::vector<Dispatch> classify(const std::vector<attendre::KernelTime>& p, const
     d.ms = p[i].ns * 1e-6;
     d.pieces = p[i].pieces;
     d.longest_piece_ms = p[i].longest_piece_ns * 1e-6;
-    d.precision = shader.size() > 4 && shader.compare(shader.size() - 4, 4, "_f16") == 0 ? "f16" : "f32";
+    // Products over fp16 activations (*_a16) and the writers of them
+    // (norm_*_f16, activation_f16) count as the same kernels.
+    const std::string base = shader.ends_with("_a16") ? shader.substr(0, shader.size() - 4) : shader;
+    d.precision = base.ends_with("_f16") ? "f16" : "f32";
     d.name = layer_kernel(shader, policy_name, last_select);
     if (d.name.empty()) {
-      d.name = shader;
+      d.name = base;
       if (d.name.size() > 4 && (d.name.ends_with("_f16") || d.name.ends_with("_f32"))) d.name.resize(d.name.size() - 4);
       if (d.name == "matmul_direct") d.name = "matmul";  // the CPU-device variant of the same product
       if (d.name.ends_with("_in_place")) d.name.resize(d.name.size() - 9);  // the same kernel, one binding
