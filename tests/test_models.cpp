@@ -54,6 +54,23 @@ void check_logits(const std::vector<float>& actual, const std::vector<float>& ex
   CHECK(test::max_difference(actual, expected) <= tolerance * scale);
 }
 
+// Fixtures of the given architectures and types (written into `dir` with
+// `seed`), then the shared real files when present, each with its name.
+std::vector<std::pair<std::string, std::filesystem::path>> fixtures_and_real_files(
+    const std::filesystem::path& dir, std::initializer_list<const char*> architectures,
+    std::initializer_list<TensorType> types, uint64_t seed) {
+  std::vector<std::pair<std::string, std::filesystem::path>> files;
+  for (const char* architecture : architectures)
+    for (TensorType type : types)
+      files.emplace_back(architecture + std::string(" ") + gguf::to_string(type),
+                         test::write_fixture(dir, test::FixtureShape::for_type(architecture, type), seed));
+  if (const auto models = test::shared_models())
+    for (const test::RealModel& real : test::kRealModels) files.emplace_back(real.file, *models / real.file);
+  return files;
+}
+
+constexpr const char* kCatPrompt = "Once upon a time, the cat sat on the mat";
+
 }  // namespace
 
 TEST_CASE("models: the GPU stack equals the float64 reference stack on fixtures of each architecture and weight type") {
@@ -79,17 +96,10 @@ TEST_CASE("models: the GPU stack equals the float64 reference stack on fixtures 
 
 TEST_CASE("models: with unbounded memories the GPU logits equal the dense forward (fixtures and real files)") {
   test::GgufTempDir dir;
-  std::vector<std::pair<std::string, std::filesystem::path>> files;
-  for (const char* architecture : {"llama", "qwen2"})
-    for (TensorType type : {TensorType::f32, TensorType::f16})
-      files.emplace_back(architecture + std::string(" ") + gguf::to_string(type),
-                         test::write_fixture(dir.path, test::FixtureShape::for_type(architecture, type), 41));
-  if (const auto models = test::shared_models())
-    for (const test::RealModel& real : test::kRealModels) files.emplace_back(real.file, *models / real.file);
-  for (const auto& [name, path] : files) {
+  for (const auto& [name, path] : fixtures_and_real_files(dir.path, {"llama", "qwen2"}, {TensorType::f32, TensorType::f16}, 41)) {
     INFO(name);
     Model model = Model::open(path);
-    const std::vector<uint32_t> prompt = model.tokenizer().encode("Once upon a time, the cat sat on the mat");
+    const std::vector<uint32_t> prompt = model.tokenizer().encode(kCatPrompt);
     const StackConfig config = model.stack_config(test::unbounded(prompt.size(), 4));
     const auto device = std::make_unique<gpu::Stack>(test::gpu(), config, model.weights());
     check_logits(test::stack_logits(*device, prompt), test::dense_logits(model, config, prompt), 2e-4);
@@ -107,16 +117,10 @@ TEST_CASE("models: with fp16 activations the GPU logits equal the dense forward 
   // logits by more than the fp32 tolerance (2e-4), so the run is not the
   // fp32 one.
   test::GgufTempDir dir;
-  std::vector<std::pair<std::string, std::filesystem::path>> files;
-  for (TensorType type : {TensorType::f32, TensorType::q8_0})
-    files.emplace_back(std::string("llama ") + gguf::to_string(type),
-                       test::write_fixture(dir.path, test::FixtureShape::for_type("llama", type), 43));
-  if (const auto models = test::shared_models())
-    for (const test::RealModel& real : test::kRealModels) files.emplace_back(real.file, *models / real.file);
-  for (const auto& [name, path] : files) {
+  for (const auto& [name, path] : fixtures_and_real_files(dir.path, {"llama"}, {TensorType::f32, TensorType::q8_0}, 43)) {
     INFO(name);
     Model model = Model::open(path);
-    const std::vector<uint32_t> prompt = model.tokenizer().encode("Once upon a time, the cat sat on the mat");
+    const std::vector<uint32_t> prompt = model.tokenizer().encode(kCatPrompt);
     StackConfig config = model.stack_config(test::unbounded(prompt.size(), 4));
     const std::vector<float> fp32 = test::stack_logits(*std::make_unique<gpu::Stack>(test::gpu(), config, model.weights()), prompt);
     config.activations = MemoryStorage::f16;
