@@ -13,11 +13,13 @@
 #include "kernels/norm.hpp"
 #include "kernels/rope.hpp"
 #include "core/half.hpp"
+#include "io/quant.hpp"
 #include "reference/ops.hpp"
 #include <attendre/error.hpp>
 #include <attendre/transformer.hpp>
 #include <doctest/doctest.h>
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -144,6 +146,38 @@ inline Weights put_weights(std::vector<uint32_t>& words, WeightType type, uint32
     out.values = ops::widen(w);
   }
   return out;
+}
+
+// The kernel plan forcing one product path: direct, or tiled (matvec for
+// rows <= kMatvecMaxRows, the GEMM above).
+inline kernels::KernelPlan with_style(kernels::KernelPlan plan, bool direct) {
+  plan.direct = direct;
+  return plan;
+}
+
+// Where every encoded test matrix starts: byte 6, half a word in, so that
+// the first block straddles a word boundary (the offset counts elements for BF16).
+constexpr uint32_t kStartByte = 6;
+inline uint32_t start_offset(ElementType type) { return element_block(type).values == 1 ? kStartByte / 2 : kStartByte; }
+
+// A weight image in BF16 or a GGUF block type (encoded by the CPU codec,
+// lib/io/quant): the encoded rows from kStartByte on, sentinels around
+// them, and the float64 values the codec decodes from those bytes.
+struct Encoded {
+  std::vector<uint32_t> words;
+  std::vector<double> values;
+  std::vector<std::byte> bytes;
+  uint32_t end_word = 0;  // first word past the rows
+};
+inline Encoded encode(ElementType type, std::span<const float> w) {
+  const auto codec = static_cast<gguf::TensorType>(type);
+  Encoded e;
+  e.bytes = gguf::quantize(codec, w);
+  e.values = gguf::dequantize(codec, e.bytes);
+  e.end_word = static_cast<uint32_t>((kStartByte + e.bytes.size() + 3) / 4);
+  e.words.assign(e.end_word, kSentinel);
+  std::memcpy(reinterpret_cast<std::byte*>(e.words.data()) + kStartByte, e.bytes.data(), e.bytes.size());
+  return e;
 }
 
 // fp16 runs everywhere: 16-bit loads where the device stores 16-bit values,

@@ -10,11 +10,8 @@
 // test_stack_resources.cpp.
 #include "block_harness.hpp"
 
-#include "io/quant.hpp"
-
 #include <doctest/doctest.h>
 
-#include <cstring>
 
 using namespace attendre;
 using namespace attendre::test::block;
@@ -24,39 +21,6 @@ namespace {
 constexpr ElementType kTypes[] = {ElementType::bf16, ElementType::q8_0, ElementType::q4_0,
                                   ElementType::q4_1, ElementType::q5_0, ElementType::q5_1,
                                   ElementType::q4_k, ElementType::q5_k, ElementType::q6_k};
-
-// Where every test matrix starts: byte 6, half a word in, so that the first
-// block straddles a word boundary (the offset counts elements for BF16).
-constexpr uint32_t kStartByte = 6;
-
-uint32_t start_offset(ElementType type) { return element_block(type).values == 1 ? kStartByte / 2 : kStartByte; }
-
-// A weight image: the encoded rows from kStartByte on, sentinels around
-// them, and the float64 values the CPU codec decodes from those bytes.
-struct Encoded {
-  std::vector<uint32_t> words;
-  std::vector<double> values;
-  std::vector<std::byte> bytes;
-  uint32_t end_word = 0;  // first word past the rows
-};
-
-Encoded encode(ElementType type, std::span<const float> w) {
-  const auto codec = static_cast<gguf::TensorType>(type);
-  Encoded e;
-  e.bytes = gguf::quantize(codec, w);
-  e.values = gguf::dequantize(codec, e.bytes);
-  e.end_word = static_cast<uint32_t>((kStartByte + e.bytes.size() + 3) / 4);
-  e.words.assign(e.end_word, kSentinel);
-  std::memcpy(reinterpret_cast<std::byte*>(e.words.data()) + kStartByte, e.bytes.data(), e.bytes.size());
-  return e;
-}
-
-// The kernel plan forcing one path: direct, or tiled (matvec for rows <=
-// kMatvecMaxRows, the GEMM above).
-kernels::KernelPlan with_style(kernels::KernelPlan plan, bool direct) {
-  plan.direct = direct;
-  return plan;
-}
 
 struct Case {
   uint32_t rows, blocks, out;  // `in` is `blocks` blocks

@@ -7,11 +7,8 @@
 // them in test_stack.cpp and test_models.cpp.
 #include "block_harness.hpp"
 
-#include "io/quant.hpp"
-
 #include <doctest/doctest.h>
 
-#include <cstring>
 
 using namespace attendre;
 using namespace attendre::test::block;
@@ -24,12 +21,11 @@ constexpr uint16_t kPadHalf = 0x7E00;  // an fp16 NaN in the unused half of a ro
 // words); the odd column's partner half is a NaN that no reader may use.
 void put_half_rows(std::vector<uint32_t>& words, const RowRef& ref, uint32_t rows, uint32_t cols,
                    std::span<const uint16_t> halves) {
-  for (uint32_t r = 0; r < rows; ++r)
-    for (uint32_t e = 0; e < (cols + 1) / 2 * 2; ++e) {
-      const uint16_t h = e < cols ? halves[size_t{r} * cols + e] : kPadHalf;
-      uint32_t& word = words[ref.word(r) + e / 2];
-      word = (word & ~(0xFFFFu << (16 * (e % 2)))) | (uint32_t{h} << (16 * (e % 2)));
-    }
+  for (uint32_t r = 0; r < rows; ++r) {
+    std::vector<uint16_t> row(halves.begin() + size_t{r} * cols, halves.begin() + size_t{r + 1} * cols);
+    if (cols % 2 == 1) row.push_back(kPadHalf);
+    put_halves(words, static_cast<uint32_t>(2 * ref.word(r)), row);
+  }
 }
 
 std::vector<uint16_t> get_half_rows(std::span<const uint32_t> words, const RowRef& ref, uint32_t rows, uint32_t cols) {
@@ -48,14 +44,8 @@ std::vector<uint16_t> stored_halves(std::span<const float> values) {
   return h;
 }
 
-kernels::KernelPlan with_style(kernels::KernelPlan plan, bool direct) {
-  plan.direct = direct;
-  return plan;
-}
-
 // A weight image (fp32 and fp16 from element 3, BF16 and block types
-// encoded by the CPU codec from byte 6) and the float64 values the kernels
-// decode from it.
+// encoded from kStartByte) and the float64 values the kernels decode from it.
 struct Image {
   std::vector<uint32_t> words;
   std::vector<double> values;
@@ -71,15 +61,8 @@ Image weight_image(ElementType type, std::span<const float> w) {
     image.end_word = put.end_word;
     return image;
   }
-  const auto codec = static_cast<gguf::TensorType>(type);
-  const std::vector<std::byte> bytes = gguf::quantize(codec, w);
-  image.values = gguf::dequantize(codec, bytes);
-  constexpr uint32_t kStartByte = 6;  // half a word in: blocks straddle words
-  image.offset = type == ElementType::bf16 ? kStartByte / 2 : kStartByte;  // elements of BF16, bytes of blocks
-  image.end_word = (kStartByte + static_cast<uint32_t>(bytes.size()) + 3) / 4;
-  image.words.assign(image.end_word, kSentinel);
-  std::memcpy(reinterpret_cast<std::byte*>(image.words.data()) + kStartByte, bytes.data(), bytes.size());
-  return image;
+  Encoded e = encode(type, w);
+  return {std::move(e.words), std::move(e.values), start_offset(type), e.end_word};
 }
 
 struct ProductCase {

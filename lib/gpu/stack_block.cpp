@@ -151,6 +151,7 @@ DeviceBlock::DeviceBlock(const StackConfig& config, size_t index, const BlockWei
       out_(&shared.x[1 - index % 2]),
       shared_(shared),
       w_(weights),
+      normed_(RowRef::contiguous(activation_row_words(config.hidden, config.activations))),
       rope_dims_(rope_dims(config_)) {}
 
 Result<std::unique_ptr<DeviceBlock>> DeviceBlock::create(Context& context, const StackConfig& config, size_t index,
@@ -306,7 +307,6 @@ Status DeviceBlock::record_load(vk::CommandRecorder& rec, RowRef encoder_rows, c
 }
 
 Status DeviceBlock::record_qk(vk::CommandRecorder& rec, uint32_t n, uint32_t first_row, bool own_keys) const {
-  const uint32_t H = stack_.hidden;
   const AttentionShape& s = attention_.shape;
   const RingLayout& ring = ring_->layout();
   const ChunkLayout& chunk = kv_->chunk_layout();
@@ -319,11 +319,10 @@ Status DeviceBlock::record_qk(vk::CommandRecorder& rec, uint32_t n, uint32_t fir
   // variant; the local and future variants are rotated out of it before the
   // query's turns by +n_local in place. Keys keep the un-rotated copy.
   const bool lm = config_.lm_infinite.enabled;
-  const RowRef normed = RowRef::contiguous(activation_row_words(H, stack_.activations));
-  ATTENDRE_TRY(q_.record(rec, n, normed, ring_rows(lm ? kernels::kLmPast : kernels::kLmLocal)));
+  ATTENDRE_TRY(q_.record(rec, n, normed_, ring_rows(lm ? kernels::kLmPast : kernels::kLmLocal)));
   if (own_keys) {
-    ATTENDRE_TRY(k_.record(rec, n, normed, key_rows(lm ? 1 : 0)));
-    ATTENDRE_TRY(v_.record(rec, n, normed, RowRef::contiguous(s.kv_row())));
+    ATTENDRE_TRY(k_.record(rec, n, normed_, key_rows(lm ? 1 : 0)));
+    ATTENDRE_TRY(v_.record(rec, n, normed_, RowRef::contiguous(s.kv_row())));
   }
   if (!config_.rope) return {};
   if (!lm) {
@@ -346,10 +345,9 @@ Status DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint
   const RingLayout& ring = ring_->layout();
   const uint32_t first_row = ring_->ring_row(step.first);
 
-  const RowRef normed = RowRef::contiguous(activation_row_words(H, stack_.activations));
   if (n > 0) {
     ATTENDRE_TRY(attn_norm_kernel_.try_record(rec, {n, H, config_.norm_eps, 0, w_.attn_norm.bias_offset,
-                                                    RowRef::contiguous(H), normed}));
+                                                    RowRef::contiguous(H), normed_}));
     const bool own_keys = !config_.cross_attention;  // cross-attention keys were loaded from the encoder
     ring_->record_rows(rec, *in_, 0, ring.residuals, H, step.first, n);  // the residual waits with its query
     ring_->record_meta(rec, shared_.upload, upload_at, step.first, n);
@@ -378,19 +376,21 @@ Status DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint
     return {};
   }
   ATTENDRE_TRY(ffn_norm_kernel_.try_record(rec, {range.count, H, config_.norm_eps, 0, w_.ffn_norm.bias_offset,
-                                                 RowRef::contiguous(H), normed}));
+                                                 RowRef::contiguous(H), normed_}));
   const uint32_t F = config_.ffn;
   const FfnLayout& fl = shared_.ffn;
-  // The projections bind their own section; the activation binds both, and
-  // writes the gate rows in place (fp32) or fp16 rows into h.
+  // The projections bind their own section; the activation binds both and
+  // writes the gate rows in place (fp32), or fp16 rows into h, which the
+  // down projection binds whole. Each row reference is relative to the
+  // binding of the kernel it is given to.
   const RowRef section = RowRef::contiguous(F);
   const bool half = stack_.activations == MemoryStorage::f16;
-  const RowRef activated = half ? RowRef::contiguous(activation_row_words(F, MemoryStorage::f16)) : section;
-  if (config_.gated) ATTENDRE_TRY(gate_proj_.record(rec, range.count, normed, section));
-  ATTENDRE_TRY(up_proj_.record(rec, range.count, normed, section));
+  const RowRef half_rows = RowRef::contiguous(activation_row_words(F, MemoryStorage::f16));
+  if (config_.gated) ATTENDRE_TRY(gate_proj_.record(rec, range.count, normed_, section));
+  ATTENDRE_TRY(up_proj_.record(rec, range.count, normed_, section));
   ATTENDRE_TRY(activation_.try_record(rec, {range.count, F, RowRef::contiguous(F, fl.gate), RowRef::contiguous(F, fl.up),
-                                            half ? activated : RowRef::contiguous(F, fl.gate)}));
-  ATTENDRE_TRY(down_proj_.record(rec, range.count, activated, RowRef::contiguous(H), RowRef::contiguous(H)));
+                                            half ? half_rows : RowRef::contiguous(F, fl.gate)}));
+  ATTENDRE_TRY(down_proj_.record(rec, range.count, half ? half_rows : section, RowRef::contiguous(H), RowRef::contiguous(H)));
   shared_.checks->record(rec, output_site_, 0, range.count * H);
   return {};
 }

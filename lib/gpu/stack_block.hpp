@@ -135,6 +135,7 @@ class DeviceBlock {
   const vk::Buffer* out_;
   SharedBuffers& shared_;
   const BlockWeights& w_;
+  kernels::RowRef normed_;  // rows of SharedBuffers::h holding normed rows (fp32 or packed fp16)
   std::unique_ptr<QueryRing> ring_;
   std::unique_ptr<KvMemory> kv_;
   std::unique_ptr<vk::DescriptorArena> arena_;
