@@ -167,6 +167,11 @@ TEST_CASE("attendre-generate: llama.cpp's continuation, the JSON and logits file
   CHECK(read_json(dir / "h.json")["memory"]["activations"] == "f16");
   CHECK(json["memory"]["activations"] == "f32");
   CHECK(run(stories + " --max-tokens 32 --fp16-activations --device cpu").out == expected + "\n");
+  // --fp16-memory applies to the full context too (it once kept fp32 there).
+  REQUIRE(run(stories + " --max-tokens 32 --full-context --fp16-memory --json " + quote(dir / "m.json")).out ==
+          expected + "\n");
+  for (const auto& block : read_json(dir / "m.json")["memory"]["blocks"]) CHECK(block["storage"] == "f16");
+  for (const auto& block : json["memory"]["blocks"]) CHECK(block["storage"] == "f32");
 
   // Sampling: a seed repeats itself, another seed differs.
   std::vector<nlohmann::json> sampled;

@@ -152,7 +152,7 @@ TEST_CASE("attendre-reader: --help documents every option") {
   REQUIRE(r.code == 0);
   for (const char* flag : {"--text", "--haystack", "--haystack-tokens", "--needles", "--depths", "--seed", "--question",
                            "--template", "--model", "--chunk", "--q-capacity", "--kv-capacity", "--top-k", "--sinks",
-                           "--policy", "--compare", "--lambda", "--init-k", "--init-const", "--flush", "--fp16",
+                           "--policy", "--compare", "--lambda", "--init-k", "--init-const", "--flush", "--fp16", "--fp16-memory", "--fp16-activations",
                            "--device", "--json", "--report", "--export-stream", "--quiet", "--answer-tokens", "--lm-infinite"})
     CHECK_MESSAGE(r.out.find(flag) != std::string::npos, flag);
 }

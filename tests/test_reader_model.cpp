@@ -127,11 +127,13 @@ struct ReferenceRun {
 // The library's reference stack under the same memory, fed `ids` in chunks
 // of 16, drained, and answering greedily (the reader's answer is the first
 // line of what it generates).
+// `fp16`: the memories and activations in fp16 (--fp16-memory --fp16-activations).
 ReferenceRun reference_run(attendre::Model& model, const std::vector<uint32_t>& ids, const std::string& policy,
-                           LmInfinite lm_infinite = {}) {
+                           LmInfinite lm_infinite = {}, bool fp16 = false) {
   MemoryPlan plan = model.default_memory();
   plan.all.lm_infinite = lm_infinite;
   ::reader::MemorySettings memory;
+  memory.fp16_memory = memory.fp16_activations = fp16;
   memory.chunk = 16;
   memory.q_capacity = {8};
   memory.kv_capacity = {64};
@@ -312,3 +314,48 @@ TEST_CASE("attendre-reader --model: a generated GGUF runs the full path on the G
 }
 
 #endif
+
+TEST_CASE("attendre-reader --model --fp16-memory --fp16-activations: the stack rounds as the reference's, on both devices") {
+  const auto models = shared_models();
+  if (!models) return;
+  const std::filesystem::path path = *models / "stories260K.gguf";
+  const TempDir dir;
+  const std::string text = write_text(dir, kStory);
+  const std::string common = "--model " + quote(path.string()) + " --text " + quote(text) + " --question " +
+                             quote(kQuestion) + " --fp16-memory --fp16-activations";
+  const ToolStreams cpu =
+      run_reader(common + memory_flags("lra_sum") + " --device cpu --json " + quote(dir / "cpu.json"));
+  INFO(cpu.err);
+  REQUIRE(cpu.code == 0);
+  const nlohmann::json j = read_json(dir / "cpu.json");
+  CHECK(j.at("configuration").at("activations") == "f16");
+  for (const nlohmann::json& b : j.at("configuration").at("blocks")) CHECK(b.at("storage") == "f16");
+
+  // The float64 reference under the same settings keeps the same entries
+  // with the same scores; without the rounding, the scores move.
+  attendre::Model model = attendre::Model::open(path);
+  const std::vector<uint32_t> ids = expected_ids(model.tokenizer(), template_parts(kQuestion, kStory));
+  const ReferenceRun rounded = reference_run(model, ids, "lra_sum", {}, true);
+  const ReferenceRun unrounded = reference_run(model, ids, "lra_sum");
+  const nlohmann::json& run = j.at("runs")[0];
+  bool moved = false;
+  for (size_t b = 0; b < rounded.blocks.size(); ++b) {
+    INFO("block " << b);
+    CHECK(held(run, b) == rounded.blocks[b].positions);
+    CHECK(run.at("blocks")[b].at("scores").get<std::vector<double>>() == rounded.blocks[b].scores);
+    moved = moved || rounded.blocks[b].scores != unrounded.blocks[b].scores;
+  }
+  CHECK(moved);
+  CHECK(j.at("answer") == rounded.answer);
+
+  // The GPU under fifo (choices that do not hang on scores) keeps what the
+  // reference keeps, with the same settings in its JSON.
+  const ToolStreams gpu = run_reader(common + memory_flags("fifo") + " --json " + quote(dir / "gpu.json"));
+  const ToolStreams fifo = run_reader(common + memory_flags("fifo") + " --device cpu --json " + quote(dir / "fifo.json"));
+  INFO(gpu.err << fifo.err);
+  REQUIRE(gpu.code == 0);
+  REQUIRE(fifo.code == 0);
+  const nlohmann::json gj = read_json(dir / "gpu.json"), fj = read_json(dir / "fifo.json");
+  CHECK(gj.at("configuration") == fj.at("configuration"));
+  for (size_t b = 0; b < rounded.blocks.size(); ++b) CHECK(held(gj.at("runs")[0], b) == held(fj.at("runs")[0], b));
+}

@@ -20,6 +20,7 @@ json configuration(const Session& s) {
                       {"kv_capacity", a.kv.capacity},
                       {"top_k", a.retrieval.top_k},
                       {"sinks", a.kv.n_sink},
+                      {"storage", std::string(attendre::to_string(a.kv.storage))},
                       {"lm_infinite", b.lm_infinite.enabled ? json(b.lm_infinite.n_local) : json(nullptr)}});
   }
   const MemorySettings& m = s.memory;
@@ -27,6 +28,7 @@ json configuration(const Session& s) {
                                     : json{{"kind", "mean_minus_k_sigma"}, {"k", m.init_k.value_or(1.0)}};
   return {{"chunk", s.config.chunk},     {"finish", m.flush ? "flush" : "drain"}, {"weights", s.weights},
           {"hidden", s.config.hidden},   {"lambda", m.lambda},                     {"initial_score", initial},
+          {"activations", std::string(attendre::to_string(s.config.activations))},
           {"blocks", blocks}};
 }
 

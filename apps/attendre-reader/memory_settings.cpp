@@ -64,6 +64,7 @@ attendre::StackConfig configure_stack(attendre::StackConfig shape, const MemoryS
   shape.chunk = memory.chunk;
   shape.flush_capable = memory.flush;
   shape.weights = memory.fp16 ? attendre::WeightType::f16 : attendre::WeightType::f32;
+  shape.activations = memory.fp16_activations ? attendre::MemoryStorage::f16 : attendre::MemoryStorage::f32;
   for (size_t l = 0; l < blocks; ++l) {
     attendre::LayerConfig& a = shape.blocks[l].attention;
     const std::string& name = policies.size() == 1 ? policies[0] : policies[l];
@@ -72,6 +73,7 @@ attendre::StackConfig configure_stack(attendre::StackConfig shape, const MemoryS
     a.retrieval.top_k = per_block(memory.top_k, l);
     a.kv.policy = make_policy(name, memory);
     a.kv.n_sink = per_block(memory.sinks, l);
+    a.kv.storage = memory.fp16_memory ? attendre::MemoryStorage::f16 : attendre::MemoryStorage::f32;
     if (name == "sinks" && a.kv.n_sink == 0) a.kv.n_sink = kStreamingLlmSinks;
   }
   return shape;

@@ -1,6 +1,7 @@
 // The memory the reader puts into the model's stack: chunk S, per block N,
 // M, K and sinks, the eviction policy (for the whole stack or per block),
-// LFA's lambda, the initial score, drain or flush, fp16 weight storage.
+// LFA's lambda, the initial score, drain or flush, fp16 weight storage,
+// fp16 memories and activations.
 // Flag names follow attendre-replay's, so a reader run can be replayed.
 #pragma once
 
@@ -31,6 +32,8 @@ struct MemorySettings {
   std::optional<double> init_const;  // a constant initial score instead
   bool flush = false;                // finish by flushing instead of draining
   bool fp16 = false;                 // fp16 weight storage where the device has it
+  bool fp16_memory = false;          // K/V and Q memories in fp16 (KvMemoryConfig::storage)
+  bool fp16_activations = false;     // the products' input rows in fp16 (StackConfig::activations)
 };
 
 // One name per block, or one name for the whole stack.

@@ -136,6 +136,8 @@ Options parse_options(const std::vector<std::string>& args) {
        })},
       {"--flush", toggle(m.flush)},
       {"--fp16", toggle(m.fp16)},
+      {"--fp16-memory", toggle(m.fp16_memory)},
+      {"--fp16-activations", toggle(m.fp16_activations)},
       {"--device", value([&](const std::string& f, const std::string& v) { o.device = nonempty(f, v); })},
       {"--json", path(o.json_path)},
       {"--report", path(o.report_path)},
@@ -213,6 +215,8 @@ memory (one value for every block, or a comma-separated value per block)
   --init-const X       a constant initial score instead
   --flush              finish by flushing each block instead of draining
   --fp16               fp16 weight storage
+  --fp16-memory        K/V and Q memories in fp16 (half the bytes per entry)
+  --fp16-activations   the rows the matrix products read in fp16 (math fp32)
   --device D           gpu (default: ATTENDRE_DEVICE or the best device), a
                        Vulkan device's index or name, or cpu (the float64
                        reference stack, no Vulkan)

@@ -12,6 +12,7 @@ nlohmann::json memory_json(const StackConfig& config, bool flush) {
                       {"policy", std::string(to_string(a.kv.policy.kind))},
                       {"lambda", a.kv.policy.lambda},
                       {"sinks", a.kv.n_sink},
+                      {"storage", std::string(to_string(a.kv.storage))},
                       {"causal", a.retrieval.causal},
                       // LM-Infinite's window, null where distances are not capped.
                       {"lm_infinite", b.lm_infinite.enabled ? nlohmann::json(b.lm_infinite.n_local) : nlohmann::json()}});

@@ -154,6 +154,7 @@ MemoryPlan MemoryOptions::make_plan(uint32_t blocks, uint32_t context_length, ui
                        : MemorySetting::full_context(positions, plan.chunk);
     plan.all.mode = retrieval_.value_or(RetrievalMode::per_head);
     plan.all.lm_infinite = lm_infinite;
+    plan.all.kv.storage = kv_storage();
     return plan;
   }
   MemorySetting& s = plan.all;
@@ -165,7 +166,7 @@ MemoryPlan MemoryOptions::make_plan(uint32_t blocks, uint32_t context_length, ui
   s.q_capacity = q_capacity_.value_or(encoder ? s.kv.capacity : 0);
   s.kv.n_sink = sinks_.value_or(0);
   s.kv.protect_new = protect_new_;
-  s.kv.storage = fp16_memory_ ? MemoryStorage::f16 : MemoryStorage::f32;
+  s.kv.storage = kv_storage();
   s.top_k = top_k_.value_or(0);  // 0: K = M
   s.mode = retrieval_.value_or(RetrievalMode::per_head);
   s.causal = causal_.value_or(!encoder);

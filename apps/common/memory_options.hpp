@@ -75,6 +75,8 @@ class MemoryOptions {
   static std::string help();  // one line per option
 
  private:
+  // --fp16-memory: the K/V and Q memories of every run, the full context's too.
+  MemoryStorage kv_storage() const { return fp16_memory_ ? MemoryStorage::f16 : MemoryStorage::f32; }
   MemoryPlan make_plan(uint32_t blocks, uint32_t context_length, uint64_t positions,
                        const std::optional<NamedSetting>& named, bool encoder) const;
 
