@@ -2,6 +2,7 @@
 // reference with bounded memories and an encoder memory smaller than the
 // input (FIFO), and against a dense encoder-decoder forward when nothing is
 // evicted and every encoder query waits for the whole input.
+#include "model_checks.hpp"
 #include "stack_support.hpp"
 #include "support.hpp"
 
@@ -69,7 +70,9 @@ void use_t5_buckets(EncoderDecoderConfig& c) {
 }
 
 // Streams `input` through both backends; decodes six tokens and compares.
-void check_encoder_decoder(const EncoderDecoderConfig& c, const test::TokenStream& input, uint64_t weight_seed) {
+// Returns the device's logits of the six tokens.
+std::vector<float> check_encoder_decoder(const EncoderDecoderConfig& c, const test::TokenStream& input,
+                                         uint64_t weight_seed) {
   RandomWeights weights(weight_seed);
   reference::EncoderDecoder cpu(c, weights);
   gpu::EncoderDecoder device(test::gpu(), c, weights);
@@ -89,6 +92,7 @@ void check_encoder_decoder(const EncoderDecoderConfig& c, const test::TokenStrea
 
   StackRequest request;
   request.logits = true;
+  std::vector<float> decoded;
   for (uint32_t t = 0; t < 6; ++t) {
     const uint32_t token = (t * 5 + 1) % c.decoder.vocab;
     const int64_t position = t;
@@ -97,8 +101,10 @@ void check_encoder_decoder(const EncoderDecoderConfig& c, const test::TokenStrea
     INFO("decode " << t);
     REQUIRE(e.positions == a.positions);
     for (size_t i = 0; i < e.logits.size(); ++i) CHECK(a.logits[i] == doctest::Approx(e.logits[i]).epsilon(1e-3).scale(1.0));
+    decoded.insert(decoded.end(), a.logits.begin(), a.logits.end());
   }
   test::check_no_validation_messages(test::gpu());
+  return decoded;
 }
 
 // Bounded memories and an encoder memory (O = 20) smaller than the input.
@@ -121,6 +127,20 @@ TEST_CASE("encoder-decoder: GPU equals the reference with T5 relative position b
   EncoderDecoderConfig c = bounded_config();
   use_t5_buckets(c);
   check_encoder_decoder(c, test::random_tokens(47, 37, 55, 0.1), 56);
+}
+
+TEST_CASE("encoder-decoder: fp16 activations in both stacks equal the reference that rounds them") {
+  // The decoder's cross-attention reads the encoder's fp32 output rows
+  // whatever the activations; its own normed rows are fp16 like the
+  // encoder's. The rounding is in effect: the logits move from fp32's.
+  EncoderDecoderConfig c = bounded_config();
+  const test::TokenStream input = test::random_tokens(47, 37, 57, 0.1);
+  const std::vector<float> fp32 = check_encoder_decoder(c, input, 58);
+  c.encoder.activations = c.decoder.activations = MemoryStorage::f16;
+  const std::vector<float> fp16 = check_encoder_decoder(c, input, 58);
+  // Measured 0.23, far past the comparison's 1e-3: a side that did not
+  // round would fail it.
+  CHECK(test::max_difference(fp16, fp32) > 1e-2);
 }
 
 TEST_CASE("encoder-decoder: with nothing evicted and N >= T it equals a dense encoder-decoder") {
