@@ -130,6 +130,46 @@ TEST_CASE("stack layout: a K/V memory past one storage range is refused, naming 
   }
 }
 
+// RandomWeights counting the tensors read (types are free).
+class CountedWeights final : public WeightSource {
+ public:
+  Result<std::optional<ElementType>> try_type_of(const std::string& name, std::span<const uint64_t> shape) override {
+    return inner_.try_type_of(name, shape);
+  }
+  Result<std::optional<TensorView>> try_tensor(const std::string& name, std::span<const uint64_t> shape) override {
+    ++reads;
+    return inner_.try_tensor(name, shape);
+  }
+  uint32_t reads = 0;
+
+ private:
+  RandomWeights inner_{5};
+};
+
+TEST_CASE("stack layout: a stack past the device's limits is refused at creation, before any weight is read") {
+  // Block 1's K/V memory (M = 40000, 2 heads of 8, keys and values in fp32,
+  // with their positions and scores) needs 6 MiB; the context's storage
+  // range is 1 MiB.
+  StackConfig c = test::small_stack(2, {4, 2, 8}, 4, 5, 16, 4, Policy::lru());
+  c.blocks[1].attention.kv.capacity = 40000;
+  ContextOptions options;
+  options.limits = LimitOverrides{std::nullopt, std::nullopt, uint64_t{1} << 20};
+  Context narrow(options);
+  CountedWeights weights;
+  const Result<std::unique_ptr<gpu::Stack>> made = gpu::Stack::create(narrow, c, weights);
+  REQUIRE_FALSE(made.ok());
+  CHECK(made.status().code() == ErrorCode::unsupported);
+  CHECK(made.status().message() ==
+        "'block 1 kv memory' needs 6 MiB in one buffer, over the device's storage-buffer range of 1 MiB");
+  CHECK(weights.reads == 0);
+  CHECK(narrow.device_memory_bytes() == 0);
+  // The same stack within the range is made, and reads its weights.
+  c.blocks[1].attention.kv.capacity = 16;
+  REQUIRE(gpu::Stack::create(narrow, c, weights).ok());
+  CHECK(weights.reads > 0);
+  test::check_no_validation_messages(narrow);
+}
+
 TEST_CASE("stack layout: the planned buffers are the ones a small stack allocates") {
   StackConfig c = test::small_stack(2, {4, 2, 8}, 4, 5, 16, 4, Policy::lru());
   SUBCASE("fp32 memories") {}

@@ -33,14 +33,17 @@ Status StackEngine::build(WeightSource& weights, const vk::Buffer* encoder_rows)
   const DeviceCaps& caps = ctx.caps();
   const uint32_t rows = max_rows(c), H = c.hidden, F = max_ffn(c);
   ATTENDRE_TRY_ASSIGN(shared_.ffn, FfnLayout::make(rows, F));
-  ATTENDRE_TRY(check_storage_range(caps, shared_.ffn.words * 4, "the FFN rows"));
-  ATTENDRE_TRY(check_storage_range(caps, uint64_t{rows} * c.vocab * 4, "the logits of one step"));
+  // Every buffer of the stack within the device's storage range and
+  // allocation size before anything is allocated or a weight read: a
+  // K/V memory or a logits buffer too large fails in a moment, naming
+  // itself, not after gigabytes of weights were loaded.
+  ATTENDRE_TRY_ASSIGN(const StackLayout layout, try_plan_stack_layout(c, caps, weights));
+  ATTENDRE_TRY(layout.try_check(caps));
   // The weights go first, into one arena sized by the plan (exact unless a
   // device asks for alignments past 256 bytes), through a staging ring
   // freed when they are in place.
   ATTENDRE_TRY_ASSIGN(const ModelSpec spec, model_spec(c));
-  ATTENDRE_TRY_ASSIGN(const StackMemory planned, try_plan_stack_memory(c, caps, weights));
-  arena_ = std::make_unique<vk::MemoryArena>(ctx, weight_bytes(planned), "weights");
+  arena_ = std::make_unique<vk::MemoryArena>(ctx, weight_bytes(layout.memory), "weights");
   // Declared after the buffers it fills: a failure below waits for its
   // copies in flight (its destructor) before they are freed.
   WeightLoader loader(ctx, weights, *arena_, c.weights);
@@ -50,7 +53,6 @@ Status StackEngine::build(WeightSource& weights, const vk::Buffer* encoder_rows)
     return {};
   };
   for (vk::Buffer& x : shared_.x) ATTENDRE_TRY(device_buffer(x, uint64_t{rows} * H * 4, "block rows"));
-  ATTENDRE_TRY(check_storage_range(caps, normed_words(c, rows, F) * 4, "the normed rows"));
   ATTENDRE_TRY(device_buffer(shared_.h, normed_words(c, rows, F) * 4, "normed rows"));
   ATTENDRE_TRY(device_buffer(shared_.y, uint64_t{rows} * H * 4, "attention block rows"));
   ATTENDRE_TRY(device_buffer(shared_.gu, shared_.ffn.words * 4, "ffn rows"));

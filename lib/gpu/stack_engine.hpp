@@ -37,8 +37,6 @@ inline uint32_t max_rows(const StackConfig& config) {
 uint32_t max_ffn(const StackConfig& config);
 // The retrieval scratch the blocks share: the largest any block needs.
 Result<ScratchWords> stack_scratch_words(const StackConfig& config, const DeviceCaps& caps);
-// Fails (unsupported) naming `what` when `bytes` pass the storage range.
-Status check_storage_range(const DeviceCaps& caps, uint64_t bytes, const std::string& what);
 // The bytes of weights in a memory plan (model and blocks).
 uint64_t weight_bytes(const StackMemory& memory);
 

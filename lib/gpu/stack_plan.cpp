@@ -33,14 +33,6 @@ Result<ScratchWords> stack_scratch_words(const StackConfig& config, const Device
   return words;
 }
 
-Status check_storage_range(const DeviceCaps& caps, uint64_t bytes, const std::string& what) {
-  if (bytes > caps.max_storage_range)
-    return {ErrorCode::unsupported, what + " needs " + std::to_string(bytes >> 20) +
-                                        " MiB, over the device's storage-buffer range of " +
-                                        std::to_string(caps.max_storage_range >> 20) + " MiB"};
-  return {};
-}
-
 uint64_t weight_bytes(const StackMemory& m) {
   uint64_t total = m.model;
   for (const BlockMemory& b : m.blocks) total += b.weights;
