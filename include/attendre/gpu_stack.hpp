@@ -70,11 +70,12 @@ Result<StackMemory> try_plan_stack_memory(const StackConfig& config, const Devic
 
 // One buffer a stack creates: its bytes as allocated, or as placed in the
 // weight arena. Each is bound whole or in sections of it, so one within the
-// storage range is within it in every binding.
+// storage range is within it in every binding; host staging is only copied.
 struct PlannedBuffer {
   std::string name;      // the tensor ("blk.3.ffn_down.weight", "part i" when split by rows) or the buffer
   uint64_t bytes = 0;
   bool weights = false;  // placed in the weight arena; else an allocation of its own
+  bool bound = true;     // bound to shaders; false: host staging, copied to and from only
 };
 
 // Every buffer and allocation of a stack, planned without allocating (the
@@ -84,8 +85,9 @@ struct StackLayout {
   std::vector<PlannedBuffer> buffers;        // weights in loading order, then the rest
   std::vector<uint64_t> weight_allocations;  // the weight arena's vkAllocateMemory sizes
   StackMemory memory;
-  // Fails (unsupported) naming the first buffer whose bytes pass
-  // caps.max_storage_range, or whose allocation passes caps.max_allocation.
+  // Fails (unsupported) naming the first buffer bound to shaders whose
+  // bytes pass caps.max_storage_range, or any whose allocation passes
+  // caps.max_allocation. gpu::Stack::create checks this first.
   Status try_check(const DeviceCaps& caps) const;
 #if defined(__cpp_exceptions)
   void check(const DeviceCaps& caps) const { try_check(caps).or_throw(); }

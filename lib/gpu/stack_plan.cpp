@@ -56,8 +56,8 @@ Result<StackLayout> plan(const StackConfig& config, const DeviceCaps& caps, cons
   ATTENDRE_TRY_ASSIGN(const ModelSpec spec, model_spec(config));
   StackLayout layout;
   StackMemory& m = layout.memory;
-  auto add = [&](uint64_t& total, const std::string& name, uint64_t bytes, bool weights) {
-    layout.buffers.push_back({name, bytes, weights});
+  auto add = [&](uint64_t& total, const std::string& name, uint64_t bytes, bool weights, bool bound = true) {
+    layout.buffers.push_back({name, bytes, weights, bound});
     total += bytes;
   };
   // Weights in the loader's order (StackEngine's constructor): the final
@@ -98,8 +98,8 @@ Result<StackLayout> plan(const StackConfig& config, const DeviceCaps& caps, cons
   ATTENDRE_TRY_ASSIGN(const ReadbackPlan readback, ReadbackPlan::make(config));
   add(m.staging, "stack upload", vk::rounded_bytes(upload.words * 4), false);
   for (const char* slot : {"0", "1"}) {  // double-buffered submissions
-    add(m.staging, std::string("stack upload slot ") + slot, vk::rounded_bytes(upload.words * 4), false);
-    add(m.staging, std::string("stack readback ") + slot, vk::rounded_bytes(readback.words * 4), false);
+    add(m.staging, std::string("stack upload slot ") + slot, vk::rounded_bytes(upload.words * 4), false, false);
+    add(m.staging, std::string("stack readback ") + slot, vk::rounded_bytes(readback.words * 4), false, false);
   }
   for (uint32_t slot = 0; slot <= StackEngine::kRecordedChecks; ++slot)  // flags per step in flight
     add(m.staging, "finite checks " + std::to_string(slot),
@@ -121,7 +121,12 @@ StoredTypes stored_types(const StackConfig& config, WeightSource* weights) {
   };
 }
 
-std::string mib(uint64_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; }
+// Rounded up, in the largest unit that is not zero: "6 MiB", "5 KiB", "300 bytes".
+std::string size_text(uint64_t bytes) {
+  if (bytes >= (uint64_t{1} << 20)) return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB";
+  if (bytes >= 1024) return std::to_string((bytes + 1023) >> 10) + " KiB";
+  return std::to_string(bytes) + " bytes";
+}
 
 }  // namespace
 
@@ -147,12 +152,14 @@ Result<StackMemory> try_plan_stack_memory(const StackConfig& config, const Devic
 
 Status StackLayout::try_check(const DeviceCaps& caps) const {
   for (const PlannedBuffer& b : buffers) {
-    if (b.bytes > caps.max_storage_range)
-      return {ErrorCode::unsupported, "'" + b.name + "' needs " + mib(b.bytes) + " in one buffer, over the device's " +
-                                          "storage-buffer range of " + mib(caps.max_storage_range)};
+    if (b.bound && b.bytes > caps.max_storage_range)
+      return {ErrorCode::unsupported, "'" + b.name + "' needs " + size_text(b.bytes) +
+                                          " in one buffer, over the device's storage-buffer range of " +
+                                          size_text(caps.max_storage_range)};
     if (b.bytes > caps.max_allocation)
-      return {ErrorCode::unsupported, "'" + b.name + "' needs " + mib(b.bytes) + " in one allocation, over the device's " +
-                                          "maxMemoryAllocationSize of " + mib(caps.max_allocation)};
+      return {ErrorCode::unsupported, "'" + b.name + "' needs " + size_text(b.bytes) +
+                                          " in one allocation, over the device's maxMemoryAllocationSize of " +
+                                          size_text(caps.max_allocation)};
   }
   // Every placement fits an allocation (above), so every block the arena opens does.
   for (uint64_t a : weight_allocations)
