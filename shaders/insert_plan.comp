@@ -5,7 +5,8 @@
 // insertion) take them in chunk order, by two prefix sums (one over the
 // victims to list the freed slots, one over the rows to rank survivors).
 // Its work is bounded by S (rows and victims <= kMaxChunk), not by M.
-// SUBGROUP_ARITHMETIC builds the scans from subgroup prefix sums (scan.glsl).
+// SUBGROUP_ARITHMETIC builds the scans from subgroup prefix sums, SUBGROUP_BALLOT
+// from bit-sliced subgroup ballots (scan.glsl).
 //
 // Bindings: 0 victim list (tile 0 of row 0: key, tie, payload) read
 //           1 chunk (valid flags read, placement write)

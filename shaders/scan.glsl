@@ -2,12 +2,23 @@
 // order: scan_rank() is the invocation's place in that order (0..W-1), so a
 // caller that hands out contiguous blocks by scan_rank() gets the blocks'
 // prefix sums. Every invocation must call; the workgroup total is returned
-// through `total`. Two builds of the including shader:
+// through `total`. Three builds of the including shader:
 //   SUBGROUP_ARITHMETIC  subgroupExclusiveAdd within each subgroup, then the
 //                        subgroup totals added in subgroup order; the order
 //                        is subgroup by subgroup, lane by lane, and holds
 //                        for any subgroup size and layout (the driver need
 //                        not map local invocation ids to subgroups in order)
+//   SUBGROUP_BALLOT      the same order and combination, the sums within a
+//                        subgroup bit-sliced: for each bit j of the values,
+//                        the lanes below this one (and all lanes) whose
+//                        value has bit j set, counted from a ballot, times
+//                        2^j; for devices with ballot but no arithmetic
+//                        (many phone GPUs). Any subgroup size up to 128
+//                        (a ballot is a uvec4); lanes are ordered by
+//                        gl_SubgroupInvocationID, as the ballot counts are.
+//                        No partial sum exceeds the workgroup total, which
+//                        the caller keeps below 2^32 (insert_plan's counts
+//                        add up to at most kMaxChunk)
 //   (else)               Hillis-Steele over shared memory; scan order is
 //                        gl_LocalInvocationID.x
 #ifndef ATTENDRE_SCAN_GLSL
@@ -15,14 +26,39 @@
 
 #ifdef SUBGROUP_ARITHMETIC
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#elif defined(SUBGROUP_BALLOT)
+#extension GL_KHR_shader_subgroup_ballot : require
 #endif
 
 shared uint s_scan[gl_WorkGroupSize.x];
 
+#if defined(SUBGROUP_ARITHMETIC) || defined(SUBGROUP_BALLOT)
 #ifdef SUBGROUP_ARITHMETIC
+// The exclusive prefix sum within the subgroup and the subgroup's total.
+uint subgroup_exclusive_sum(uint value, out uint subgroup_total) {
+  subgroup_total = subgroupAdd(value);
+  return subgroupExclusiveAdd(value);
+}
+#else
+// The exclusive prefix sum within the subgroup and the subgroup's total,
+// one bit of the values at a time. The loop runs while some lane of the
+// subgroup has bits at or above j: a ballot, the same in every lane, so
+// every lane makes the same trips and every ballot sees the whole subgroup.
+uint subgroup_exclusive_sum(uint value, out uint subgroup_total) {
+  uint within = 0u;
+  subgroup_total = 0u;
+  for (uint j = 0u; j < 32u && subgroupBallot((value >> j) != 0u) != uvec4(0u); ++j) {
+    const uvec4 set = subgroupBallot(((value >> j) & 1u) != 0u);
+    within += subgroupBallotExclusiveBitCount(set) << j;
+    subgroup_total += subgroupBallotBitCount(set) << j;
+  }
+  return within;
+}
+#endif
+
 uint exclusive_scan(uint value, out uint total) {
-  const uint within = subgroupExclusiveAdd(value);
-  const uint subgroup_total = subgroupAdd(value);
+  uint subgroup_total;
+  const uint within = subgroup_exclusive_sum(value, subgroup_total);
   if (subgroupElect()) s_scan[gl_SubgroupID] = subgroup_total;
   barrier();  // every subgroup's total is in place
   uint before = 0u;

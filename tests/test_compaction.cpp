@@ -11,9 +11,12 @@
 #include "interface/constants.h"
 #include "kernels/insert.hpp"
 
+#include <attendre/diagnostics.hpp>
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -151,16 +154,24 @@ struct Sensitivity {
   }
 };
 
-// Runs insert_plan with workgroup `workgroup` on `in`, its scans built from
-// subgroup operations or shared-memory trees, and checks every placement,
-// and that no other chunk word changed.
-void check_plan(Context& context, vk::DescriptorArena& arena, uint32_t workgroup, bool subgroups,
+const char* to_string(kernels::ScanBuild scans) {
+  switch (scans) {
+    case kernels::ScanBuild::subgroup_arithmetic: return "subgroup arithmetic";
+    case kernels::ScanBuild::subgroup_ballot: return "subgroup ballot";
+    case kernels::ScanBuild::shared_memory: return "shared memory";
+  }
+  return "";
+}
+
+// Runs insert_plan with workgroup `workgroup` on `in`, its scans built by
+// `scans`, and checks every placement, and that no other chunk word changed.
+void check_plan(Context& context, vk::DescriptorArena& arena, uint32_t workgroup, kernels::ScanBuild scans,
                 const PlanInputs& in, Sensitivity& sensitivity) {
   kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   plan.insert_workgroup = workgroup;
-  plan.subgroup_reductions = subgroups;
+  plan.insert_scans = scans;
   INFO("rows " << in.rows << ", held " << in.held << ", M " << in.capacity << ", victims " << in.victims.size()
-               << ", workgroup " << workgroup << ", subgroup scans " << subgroups);
+               << ", workgroup " << workgroup << ", scans " << std::string(to_string(scans)));
 
   // Victim list: tile 0 of row 0, (key, tie, payload). Keys and ties are
   // noise (the plan reads payloads only); entries past `victims` name
@@ -204,10 +215,14 @@ void check_plan(Context& context, vk::DescriptorArena& arena, uint32_t workgroup
   sensitivity.note(in, expected, actual);
 }
 
-// Both scan builds where the device has subgroup arithmetic, else the trees.
-std::vector<bool> scan_builds(const Context& context) {
-  if (kernels::plan_kernels(context.caps()).subgroup_reductions) return {true, false};
-  return {false};
+// Every scan build the device can run: the plan's choice and the fallbacks
+// below it.
+std::vector<kernels::ScanBuild> scan_builds(const Context& context) {
+  std::vector<kernels::ScanBuild> builds;
+  if (context.caps().subgroup_arithmetic) builds.push_back(kernels::ScanBuild::subgroup_arithmetic);
+  if (context.caps().subgroup_ballot) builds.push_back(kernels::ScanBuild::subgroup_ballot);
+  builds.push_back(kernels::ScanBuild::shared_memory);
+  return builds;
 }
 
 void check_plan_sizes(Context& context, std::initializer_list<uint32_t> workgroups) {
@@ -219,14 +234,14 @@ void check_plan_sizes(Context& context, std::initializer_list<uint32_t> workgrou
       INFO(to_string(mix));
       const PlanInputs in = make_plan_inputs(rows, mix, rng);
       for (uint32_t w : workgroups)
-        for (bool subgroups : scan_builds(context)) check_plan(context, arena, w, subgroups, in, sensitivity);
+        for (kernels::ScanBuild scans : scan_builds(context)) check_plan(context, arena, w, scans, in, sensitivity);
     }
   // Nothing held, tail only.
   PlanInputs empty = make_plan_inputs(257, Mix::none, rng);
   empty.capacity -= empty.held;
   empty.held = 0;
   for (uint32_t w : workgroups)
-    for (bool subgroups : scan_builds(context)) check_plan(context, arena, w, subgroups, empty, sensitivity);
+    for (kernels::ScanBuild scans : scan_builds(context)) check_plan(context, arena, w, scans, empty, sensitivity);
   CHECK(sensitivity.order_sensitive > 0);
   test::check_no_validation_messages(context);
 }
@@ -442,6 +457,31 @@ void check_insertions(Context& context) {
   test::check_no_validation_messages(context);
 }
 
+// Chunks of more rows than insert_plan's workgroup W (each invocation sums
+// several rows, so its counts span several bits) and evictions on either
+// side of W, under every policy; W * 4 victims must fit one select list.
+void check_insertions_across_workgroups(Context& context) {
+  const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
+  const uint32_t W = plan.insert_workgroup;
+  REQUIRE(plan.max_keep() >= 4 * W);
+  REQUIRE(4 * W <= kernels::kMaxChunk);
+  vk::DescriptorArena arena(context);
+  std::mt19937_64 rng(2718);
+  // About 0.8 of the rows are valid; evictions are held + valid - M.
+  const InsertCase cases[] = {
+      {6 * W, 6 * W, 2 * W + 3, 0, false, kernels::kPolicyFifo},         // ~1.6 W victims, held and new
+      {5 * W, 5 * W - 20, 3 * W + 7, 2, false, kernels::kPolicyLru},     // ~2.2 W
+      {4 * W + 9, 4 * W + 9, 4 * W - 1, 4, true, kernels::kPolicyLfu},   // ~3.2 W held victims only
+      {3 * W, 3 * W, W + 1, 0, false, kernels::kPolicyLraLast},          // fewer victims than W
+      {4 * W, 4 * W - 10, 3 * W, 3, false, kernels::kPolicyLraMax},      // ~2.2 W
+      {5 * W, 5 * W, 2 * W, 3, false, kernels::kPolicyLraSum},           // ~1.6 W
+      {7 * W, 7 * W, 3 * W + 1, 1, false, kernels::kPolicyLfa},          // ~2.4 W
+  };
+  for (const InsertCase& c : cases)
+    for (int repeat = 0; repeat < 2; ++repeat) check_insertion(context, arena, c, rng);
+  test::check_no_validation_messages(context);
+}
+
 }  // namespace
 
 TEST_CASE("compaction plan: survivors take the tail, then freed slots in victim order (device limits)") {
@@ -457,4 +497,29 @@ TEST_CASE("compaction plan: survivors take the tail, then freed slots in victim 
 TEST_CASE("compaction end to end: select victims, plan, evict_copy and insert_scatter match a host model") {
   check_insertions(test::gpu());
   check_insertions(test::tiny_gpu());
+}
+
+TEST_CASE("compaction by subgroup ballots: arithmetic switched off, insertions across workgroups match a host model") {
+  ContextOptions options;
+  // Arithmetic off on top of ATTENDRE_DISABLE, so that ctest's features-off
+  // run (ballot off too) checks the shared-memory scans here.
+  const char* env_off = std::getenv("ATTENDRE_DISABLE");
+  options.disabled_features = parse_features(env_off ? env_off : "").add(Feature::subgroup_arithmetic);
+  options.limits = LimitOverrides{64u, 8192u, std::nullopt};  // W = 64, select lists of 256
+  Context context(options);
+  const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
+  std::string reductions;
+  for (const KernelVariant& v : kernel_variants(context))
+    if (v.family == "reductions, scans") reductions = v.variant + " (" + v.reason + ")";
+  INFO(reductions);
+  if (context.caps().subgroup_ballot) {
+    CHECK(plan.insert_scans == kernels::ScanBuild::subgroup_ballot);
+    CHECK(reductions ==
+          "shared-memory trees (score_stats), subgroup ballot bit-sliced prefix sums (insert_plan) "
+          "(arithmetic switched off; subgroup ballot, any subgroup size)");
+  } else {
+    MESSAGE("no subgroup ballot (absent or switched off): insert_plan scans in shared memory");
+    CHECK(plan.insert_scans == kernels::ScanBuild::shared_memory);
+  }
+  check_insertions_across_workgroups(context);
 }

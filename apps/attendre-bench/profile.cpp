@@ -11,9 +11,10 @@ bool is_matmul(const std::string& shader) { return shader.rfind("matmul", 0) == 
 bool is_norm(const std::string& shader) { return shader.rfind("norm_", 0) == 0; }
 
 // A shader build's family: subgroup builds (score_stats_subgroups,
-// select_merge_shuffle, ...) count as their fallback's kernel.
+// insert_plan_ballot, select_merge_shuffle, ...) count as their fallback's
+// kernel.
 std::string family(const std::string& shader) {
-  for (const char* suffix : {"_subgroups", "_shuffle"})
+  for (const char* suffix : {"_subgroups", "_ballot", "_shuffle"})
     if (shader.ends_with(suffix)) return shader.substr(0, shader.size() - std::char_traits<char>::length(suffix));
   return shader;
 }

@@ -23,7 +23,7 @@ enum class Feature : uint32_t {
   float16,                // "float16": shaderFloat16 (detected and reported; no kernel computes in fp16 yet)
   storage_8bit,           // "8bit": storageBuffer8BitAccess (detected; block decoders read 32-bit words)
   subgroup_arithmetic,    // "arithmetic": score_stats and insert_plan reduce and scan with subgroup operations (else shared-memory trees)
-  subgroup_ballot,        // "ballot" (detected; no kernel needs it yet)
+  subgroup_ballot,        // "ballot": insert_plan's prefix sums by bit-sliced ballots where arithmetic is not available
   subgroup_shuffle,       // "shuffle": direct matmuls share block decodes, tiled selects sort within subgroups
   subgroup_size_control,  // "size_control": VK_EXT_subgroup_size_control: full subgroups for the shuffle select
   large_workgroups,       // "large_workgroups": past 128 invocations and 16 KiB of shared memory

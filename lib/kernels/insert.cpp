@@ -24,6 +24,15 @@ std::vector<uint32_t> specialization(uint32_t workgroup, const InsertConstants& 
 constexpr uint32_t kStatsSpanId = 1 + sizeof(InsertConstants) / 4;
 static_assert(kStatsSpanId == 28, "score_stats.comp declares STATS_SPAN as constant 28");
 
+ShaderId insert_plan_shader(ScanBuild scans) {
+  switch (scans) {
+    case ScanBuild::subgroup_arithmetic: return ShaderId::insert_plan_subgroups;
+    case ScanBuild::subgroup_ballot: return ShaderId::insert_plan_ballot;
+    case ScanBuild::shared_memory: break;
+  }
+  return ShaderId::insert_plan;
+}
+
 // Slots per score_stats invocation: enough that a workgroup's reductions
 // (and, on CPU devices, its start) cost little against its loads, few
 // enough that a workgroup's share of a large memory stays small (a few
@@ -64,10 +73,9 @@ Result<InsertKernels> InsertKernels::create(Context& context, vk::DescriptorAren
       Kernel::try_make<InsertParams>(
           context, arena, subgroups ? ShaderId::score_stats_combine_subgroups : ShaderId::score_stats_combine,
           stats_spec, {partials, b.chunk}));
-  ATTENDRE_TRY_ASSIGN(k.plan_kernel_,
-                      Kernel::try_make<InsertParams>(
-                          context, arena, subgroups ? ShaderId::insert_plan_subgroups : ShaderId::insert_plan,
-                          specialization(plan.insert_workgroup, constants), {b.lists, b.chunk}));
+  ATTENDRE_TRY_ASSIGN(k.plan_kernel_, Kernel::try_make<InsertParams>(context, arena, insert_plan_shader(plan.insert_scans),
+                                                                    specialization(plan.insert_workgroup, constants),
+                                                                    {b.lists, b.chunk}));
   // fp16 rows are written as packed words on every device (stored.glsl).
   const ShaderId scatter = stored == StoredPath::f32 ? ShaderId::insert_scatter : ShaderId::insert_scatter_f16;
   ATTENDRE_TRY_ASSIGN(k.scatter_, Kernel::try_make<InsertParams>(context, arena, scatter, spec, {b.kv, b.chunk}));

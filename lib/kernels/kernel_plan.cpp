@@ -65,7 +65,12 @@ KernelPlan plan_kernels(const DeviceCaps& caps) {
   plan.insert_workgroup = plan.workgroup;
   // Any subgroup size and layout: the reductions read gl_SubgroupID and
   // gl_NumSubgroups, never assume a size (shaders/reduce.glsl, scan.glsl).
+  // Counts also sum by ballots where arithmetic is absent (many phone GPUs
+  // have ballot only); float sums do not, so score_stats has no ballot build.
   plan.subgroup_reductions = caps.subgroup_arithmetic;
+  plan.insert_scans = caps.subgroup_arithmetic ? ScanBuild::subgroup_arithmetic
+                      : caps.subgroup_ballot   ? ScanBuild::subgroup_ballot
+                                               : ScanBuild::shared_memory;
   if (caps.subgroup_shuffle && caps.subgroup_size_control) plan.select_shuffle_multiple = caps.max_subgroup_size;
 
   // Matmul GEMM: a near-square grid of invocations, each owning a micro-tile

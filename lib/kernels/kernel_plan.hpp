@@ -9,6 +9,11 @@
 
 namespace attendre::kernels {
 
+// How insert_plan builds its prefix sums (shaders/scan.glsl), best first:
+// subgroupExclusiveAdd, bit-sliced subgroup ballots, or a shared-memory
+// Hillis-Steele scan (the Vulkan 1.1 baseline).
+enum class ScanBuild { subgroup_arithmetic, subgroup_ballot, shared_memory };
+
 struct KernelPlan {
   uint32_t workgroup = 128;   // 1-D kernels; a power of two
   uint32_t select_tile = 1024;  // candidates sorted per workgroup by the bitonic select (power of two)
@@ -20,9 +25,11 @@ struct KernelPlan {
   uint32_t score_lm_tile_dims = 16;  // TILE_D of score's LM-Infinite variant
   uint32_t attend_workgroup = 64;
   uint32_t insert_workgroup = 128;  // insert_plan scans: rows / workgroup per invocation
-  // Reductions and scans (score_stats, insert_plan) through subgroup
-  // arithmetic (the *_subgroups shader builds), else shared-memory trees.
+  // score_stats' reductions through subgroup arithmetic (the *_subgroups
+  // shader builds), else shared-memory trees: their float sums and maxima
+  // have no ballot form.
   bool subgroup_reductions = false;
+  ScanBuild insert_scans = ScanBuild::shared_memory;  // insert_plan's prefix sums
 
   // Transformer block kernels. Matmul GEMM: each of matmul_workgroup
   // invocations accumulates a matmul_micro_rows x matmul_micro_outputs

@@ -83,11 +83,30 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
   // writers pack rounded words, the products unpack them (input_rows.glsl).
   v.push_back({"fp16 activations", "packed words, unpackHalf2x16 in every product, math fp32",
                "any device (StackConfig::activations)"});
+  // score_stats reduces floats (arithmetic or trees); insert_plan sums
+  // counts, which ballots can also do.
+  const std::string stats_build = plan.subgroup_reductions ? "subgroup arithmetic" : "shared-memory trees";
+  std::string scan_build, scan_reason;
+  switch (plan.insert_scans) {
+    case kernels::ScanBuild::subgroup_arithmetic:
+      scan_build = "subgroup arithmetic";
+      scan_reason = "any subgroup size";
+      break;
+    case kernels::ScanBuild::subgroup_ballot:
+      scan_build = "subgroup ballot bit-sliced prefix sums";
+      scan_reason = absent(caps, Feature::subgroup_arithmetic, "subgroup arithmetic") +
+                    "; subgroup ballot, any subgroup size";
+      break;
+    case kernels::ScanBuild::shared_memory:
+      scan_build = "shared-memory trees";
+      scan_reason = absent(caps, Feature::subgroup_arithmetic, "subgroup arithmetic") + ", " +
+                    absent(caps, Feature::subgroup_ballot, "subgroup ballot");
+      break;
+  }
   v.push_back({"reductions, scans",
-               plan.subgroup_reductions ? "subgroup arithmetic (score_stats, insert_plan)"
-                                        : "shared-memory trees (score_stats, insert_plan)",
-               plan.subgroup_reductions ? "any subgroup size"
-                                        : absent(caps, Feature::subgroup_arithmetic, "subgroup arithmetic")});
+               stats_build == scan_build ? stats_build + " (score_stats, insert_plan)"
+                                         : stats_build + " (score_stats), " + scan_build + " (insert_plan)",
+               scan_reason});
   KernelVariant select{"select (tiled)", "", ""};
   if (plan.select_shuffles(plan.select_workgroup)) {
     select.variant = "bitonic stages within a subgroup by subgroupShuffleXor";
@@ -109,8 +128,6 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
   auto unused = [&](const char* name, bool present, Feature f, const char* instead) {
     v.push_back({name, present ? "present, unused" : "absent", present ? instead : absent(caps, f, "support")});
   };
-  unused("subgroup ballot", caps.subgroup_ballot, Feature::subgroup_ballot,
-         "the scans add per-invocation counts, which subgroup arithmetic serves");
   unused("shaderFloat16", caps.float16, Feature::float16,
          "fp16 values are stored and read, math is fp32: a product of two fp16 values is exact in fp32");
   unused("8-bit storage", caps.storage_8bit, Feature::storage_8bit, "block decoders read 32-bit words");
