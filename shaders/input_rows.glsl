@@ -1,12 +1,17 @@
 // The A rows (binding 0) of the matrix products (matmul.comp, matvec.comp,
-// matmul_direct.comp): fp32 words by default, or with -DINPUT_F16 fp16
-// values packed two per 32-bit word (StackConfig::activations = f16: element
-// 2w of a row in the low half of its word w, rows starting on words), read
-// by unpackHalf2x16 on every device, so no 16-bit storage is needed and
-// every value is the fp16 the writer rounded (shaders/stored.glsl). Math and
-// accumulation stay fp32: the product of two fp16 values is exact in fp32.
+// matmul_direct.comp): fp32 words by default, or fp16 values packed two per
+// 32-bit word (StackConfig::activations = f16: element 2w of a row in the
+// low half of its word w, rows starting on words, every value the fp16 the
+// writer rounded, shaders/stored.glsl), read as the fp16 weights are
+// (weights.glsl): with -DINPUT_F16 as 16-bit values (needs
+// storageBuffer16BitAccess: the kernel enables GL_EXT_shader_16bit_storage),
+// with -DINPUT_F16_WORDS by unpackHalf2x16 of the 32-bit words, where 16-bit
+// storage is absent or switched off. Either way each value becomes a float
+// at once (no shaderFloat16): math and accumulation stay fp32, and the
+// product of two fp16 values is exact in fp32.
 //
-// Offsets and strides of the rows (pc.a_*) count 32-bit words either way.
+// Offsets and strides of the rows (pc.a_*) count 32-bit words in every build:
+// element e of the row starting at word `row` is half 2 * row + e.
 //   a_load(row, e):  element e of the row starting at word `row`;
 //   a_load4(row, e): elements e..e+3;
 //   a_load4_aligned(row, e): the same in one vector load, for e % 4 == 0 and
@@ -14,7 +19,13 @@
 #ifndef ATTENDRE_INPUT_ROWS_GLSL
 #define ATTENDRE_INPUT_ROWS_GLSL
 
-#ifdef INPUT_F16
+#if defined(INPUT_F16)
+layout(std430, binding = 0) readonly buffer ARows { float16_t a_halves[]; };
+layout(std430, binding = 0) readonly buffer ARows4 { f16vec4 a_halves4[]; };  // aliases ARows
+const uint A_VEC_WORDS = 2u;
+float a_load(uint row, uint e) { return float(a_halves[2u * row + e]); }
+vec4 a_load4_aligned(uint row, uint e) { return vec4(a_halves4[(2u * row + e) >> 2u]); }
+#elif defined(INPUT_F16_WORDS)
 layout(std430, binding = 0) readonly buffer ARows { uint a_words[]; };
 layout(std430, binding = 0) readonly buffer ARows2 { uvec2 a_words2[]; };  // aliases ARows
 const uint A_VEC_WORDS = 2u;

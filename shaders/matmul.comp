@@ -11,7 +11,7 @@
 // math is fp32, the bias is fp32 in every encoding.
 //
 // Bindings:  0 A rows (in floats each; fp16 pairs in words with
-//              -DINPUT_F16, input_rows.glsl)                          read
+//              -DINPUT_F16*, input_rows.glsl)                         read
 //            1 W at w_offset (interface/matmul.h), bias at
 //              bias_offset (words)                                    read
 //            2 C rows (out floats each); they hold R when has_residual
@@ -25,7 +25,7 @@
 //           2-D grid (kernels::fold_groups); output tiles vary fastest.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : enable  // [[unroll]] in the block decoders
-#ifdef WEIGHTS_F16
+#if defined(WEIGHTS_F16) || defined(INPUT_F16)  // 16-bit loads of W or A
 #extension GL_EXT_shader_16bit_storage : require
 #endif
 #include "interface/matmul.h"

@@ -25,7 +25,7 @@
 // Dispatch: ceil(out / W) * ceil(rows / ROWS) logical groups, folded
 //           (kernels::fold_groups); output groups vary fastest.
 #extension GL_GOOGLE_include_directive : require
-#ifdef WEIGHTS_F16
+#if defined(WEIGHTS_F16) || defined(INPUT_F16)  // 16-bit loads of W or A
 #extension GL_EXT_shader_16bit_storage : require
 #endif
 #extension GL_KHR_shader_subgroup_shuffle : enable  // block types only

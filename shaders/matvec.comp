@@ -13,7 +13,7 @@
 // Dispatch: ceil(out / (W / lanes)) logical groups, folded (kernels::fold_groups)
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : enable  // [[unroll]] in the block decoders
-#ifdef WEIGHTS_F16
+#if defined(WEIGHTS_F16) || defined(INPUT_F16)  // 16-bit loads of W or A
 #extension GL_EXT_shader_16bit_storage : require
 #endif
 #include "interface/matmul.h"

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <cmath>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <random>
 #include <string>
@@ -33,11 +34,14 @@ using kernels::RowRef;
 
 constexpr uint32_t kSentinel = 0x7FC0DEADu;  // a NaN: any word a kernel must leave alone
 
-// Runs `body` on the device-limits context and on the tiny one, then checks
-// that the validation layer stayed quiet.
-inline void for_each_context(const std::function<void(Context&)>& body) {
-  for (Context* context : {&test::gpu(), &test::tiny_gpu()}) {
-    INFO("context " << std::string(context == &test::gpu() ? "gpu" : "tiny_gpu"));
+// Runs `body` on each of `contexts` (by default the device-limits context
+// and the tiny one), then checks that the validation layer stayed quiet.
+inline void for_each_context(const std::function<void(Context&)>& body,
+                             std::initializer_list<Context*> contexts = {&test::gpu(), &test::tiny_gpu()}) {
+  for (Context* context : contexts) {
+    INFO("context " << std::string(context == &test::gpu()        ? "gpu"
+                                   : context == &test::tiny_gpu() ? "tiny_gpu"
+                                                                  : "tiny_words_gpu"));
     body(*context);
     test::check_no_validation_messages(*context);
   }

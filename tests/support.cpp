@@ -118,6 +118,16 @@ Context& tiny_gpu() {
   return *context;
 }
 
+Context& tiny_words_gpu() {
+  static std::unique_ptr<Context> context = [] {
+    ContextOptions options;
+    options.limits = LimitOverrides{32u, 1536u, std::nullopt};
+    options.disabled_features = FeatureSet{}.add(Feature::storage_16bit);
+    return std::make_unique<Context>(options);
+  }();
+  return *context;
+}
+
 void check_no_validation_messages(Context& context) {
   const std::vector<std::string> messages = validation_messages(context);
   for (const std::string& m : messages) FAIL_CHECK("validation: " << m);

@@ -23,6 +23,10 @@ Context& gpu();
 // select tiles, score tiles and multi-pass merges.
 Context& tiny_gpu();
 
+// tiny_gpu() with 16-bit storage switched off: the unpackHalf2x16 reads of
+// fp16 weights, memories and activations on any device.
+Context& tiny_words_gpu();
+
 // Fails the current test with every validation message recorded so far.
 void check_no_validation_messages(Context& context);
 

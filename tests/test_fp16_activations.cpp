@@ -2,10 +2,14 @@
 // them (norm, activation: fp16 pairs packed in words, rounded to nearest
 // even) and the products that read them (tiled GEMM, matvec, direct; every
 // weight encoding) against the float64 reference that rounds the same
-// values, on both device contexts, with odd widths, rows in rings off the
-// vector alignment, and folded grids. The stack and the real models run
+// values, with odd widths, rows in rings off the vector alignment, and
+// folded grids; the products in both builds (16-bit loads where the device
+// has 16-bit storage, unpackHalf2x16 of words on the context that switches
+// it off). The stack and the real models run
 // them in test_stack.cpp and test_models.cpp.
 #include "block_harness.hpp"
+
+#include <attendre/diagnostics.hpp>
 
 #include <doctest/doctest.h>
 
@@ -132,10 +136,37 @@ void check_products(Context& context, ElementType type, const ProductCase& c, st
   CHECK(product_misses(context, folded(plan), type, c, halves, rounded, image, bias, 3) == 0);
 }
 
+// The products over fp16 A on `context` are the build the fp16 weights'
+// path picks (f16_as_words): *_a16 by 16-bit loads, or *_a16_words; and the
+// "fp16 activations" line of kernel_variants says so. Returns whether the
+// words build runs.
+bool check_a16_build(const Context& context, ElementType type) {
+  const bool words = kernels::f16_as_words(context.caps());
+  const std::string suffix = words ? "_a16_words" : "_a16";
+  for (kernels::WeightKernel kernel :
+       {kernels::WeightKernel::gemm, kernels::WeightKernel::matvec, kernels::WeightKernel::direct}) {
+    const Result<kernels::ShaderId> shader =
+        kernels::try_weight_variant(context, kernel, type, "W", MemoryStorage::f16);
+    REQUIRE(shader.ok());
+    CHECK(std::string(shaders::name(*shader)).ends_with(suffix));
+  }
+  uint32_t lines = 0;
+  for (const KernelVariant& v : kernel_variants(context))
+    if (v.family == "fp16 activations") {
+      ++lines;
+      CHECK(v.variant.starts_with(words ? "unpackHalf2x16 of 32-bit words" : "16-bit loads"));
+    }
+  CHECK(lines == 1);
+  return words;
+}
+
 }  // namespace
 
 TEST_CASE("fp16 activations: products read packed fp16 rows on every path and weight encoding") {
   std::mt19937_64 rng(9101);
+  // gpu() and tiny_gpu() read A by 16-bit loads where the device has 16-bit
+  // storage (ATTENDRE_DISABLE=16bit takes it away), tiny_words_gpu() as words.
+  bool words_ran = false, loads_ran = false;
   for_each_context([&](Context& context) {
     // Rows 1 and 4 take matvec, the rest the GEMM; widths odd (the last
     // word's NaN partner is never read), outputs off every tile.
@@ -150,7 +181,11 @@ TEST_CASE("fp16 activations: products read packed fp16 rows on every path and we
       check_products(context, type, {2, 2 * block, 33, true}, rng);
       check_products(context, type, {17, block, 65}, rng);
     }
-  });
+    for (ElementType type : {ElementType::f32, ElementType::f16, ElementType::bf16, ElementType::q4_k})
+      (check_a16_build(context, type) ? words_ran : loads_ran) = true;
+  }, {&test::gpu(), &test::tiny_gpu(), &test::tiny_words_gpu()});
+  CHECK(words_ran);
+  if (test::gpu().caps().storage_16bit) CHECK(loads_ran);  // lavapipe, unless ATTENDRE_DISABLE=16bit
 }
 
 TEST_CASE("fp16 activations: the product comparison rejects an unrounded A, so the rounding is what is read") {

@@ -30,18 +30,6 @@ namespace {
 // below fp16 resolution, and such streams are drawn again.
 constexpr double kHalfResolution = 0x1p-11;
 
-// The tiny context (32 invocations, 64-entry select tiles) with 16-bit
-// storage switched off: the unpackHalf2x16 path on any device.
-Context& tiny_words_gpu() {
-  static std::unique_ptr<Context> context = [] {
-    ContextOptions options;
-    options.limits = LimitOverrides{32u, 1536u, std::nullopt};
-    options.disabled_features = FeatureSet{}.add(Feature::storage_16bit);
-    return std::make_unique<Context>(options);
-  }();
-  return *context;
-}
-
 Policy policy_named(const std::string& name) {
   if (name == "lfa") return Policy::lfa(0.05);
   if (name == "sinks") return Policy::fifo();
@@ -97,7 +85,8 @@ TEST_CASE("fp16 memory: the layer matches the rounding reference under every pol
     Context* context;
   };
   uint64_t seed = 1600;
-  for (const Path& path : {Path{"16-bit loads where present", &test::tiny_gpu()}, Path{"unpackHalf2x16", &tiny_words_gpu()}})
+  for (const Path& path :
+       {Path{"16-bit loads where present", &test::tiny_gpu()}, Path{"unpackHalf2x16", &test::tiny_words_gpu()}})
     for (const char* policy : {"fifo", "lru", "lra_sum", "lfa", "sinks"}) {
       const LayerConfig config = fp16_config(policy, {4, 2, 40}, 150, 19);
       check_layer(*path.context, config, 200, ++seed, std::string(path.name) + " " + policy + " {4, 2, 40}");
@@ -105,7 +94,7 @@ TEST_CASE("fp16 memory: the layer matches the rounding reference under every pol
   for (const char* policy : {"lru", "lra_sum"}) {
     LayerConfig config = fp16_config(policy, {3, 1, 15}, 37, 9);
     config.kv.copy_out_evicted = true;
-    check_layer(tiny_words_gpu(), config, 90, ++seed, std::string("odd rows ") + policy);
+    check_layer(test::tiny_words_gpu(), config, 90, ++seed, std::string("odd rows ") + policy);
     check_layer(test::gpu(), config, 90, ++seed, std::string("odd rows, default context ") + policy);
   }
 }
@@ -141,7 +130,7 @@ TEST_CASE("fp16 memory: the K/V memory alone inserts, copies out and retrieves a
   kv.storage = MemoryStorage::f16;
   RetrievalConfig retrieval;
   retrieval.top_k = 7;
-  for (Context* context : {&test::gpu(), &tiny_words_gpu()}) {
+  for (Context* context : {&test::gpu(), &test::tiny_words_gpu()}) {
     gpu::KeyValueMemory device(*context, shape, kv, retrieval, 8, 8);
     reference::KeyValueMemory ref(shape, kv, 8);
     const test::Stream stream = test::random_stream(shape, 64, 5);

@@ -19,6 +19,16 @@ std::string family(const std::string& shader) {
   return shader;
 }
 
+// A shader build's kernel whichever way it reads fp16 data: the products
+// over fp16 activations (*_a16 by 16-bit loads, *_a16_words as unpacked
+// words) and the fp16 word builds (*_f16_words, where 16-bit storage is
+// absent) count as the same kernel, matmul_f16_words_a16_words as matmul_f16.
+std::string fp16_family(std::string shader) {
+  for (const char* suffix : {"_a16_words", "_a16", "_words"})
+    if (shader.ends_with(suffix)) shader.resize(shader.size() - std::char_traits<char>::length(suffix));
+  return shader;
+}
+
 // The layer kernels' names; empty for block kernels.
 std::string layer_kernel(const std::string& build, const std::string& policy_name, std::string& last_select) {
   const std::string shader = family(build);
@@ -67,9 +77,9 @@ std::vector<Dispatch> classify(const std::vector<attendre::KernelTime>& p, const
     d.ms = p[i].ns * 1e-6;
     d.pieces = p[i].pieces;
     d.longest_piece_ms = p[i].longest_piece_ns * 1e-6;
-    // Products over fp16 activations (*_a16) and the writers of them
-    // (norm_*_f16, activation_f16) count as the same kernels.
-    const std::string base = shader.ends_with("_a16") ? shader.substr(0, shader.size() - 4) : shader;
+    // Products over fp16 activations and the writers of them (norm_*_f16,
+    // activation_f16) count as the same kernels.
+    const std::string base = fp16_family(shader);
     d.precision = base.ends_with("_f16") ? "f16" : "f32";
     d.name = layer_kernel(shader, policy_name, last_select);
     if (d.name.empty()) {

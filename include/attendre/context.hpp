@@ -19,7 +19,7 @@ namespace attendre {
 // fallback, and each can be switched off (ContextOptions::disabled_features,
 // ATTENDRE_DISABLE) so that its fallback runs, and is tested, on any device.
 enum class Feature : uint32_t {
-  storage_16bit,          // "16bit": fp16 weights and memories read as 16-bit values (else unpackHalf2x16 of 32-bit words)
+  storage_16bit,          // "16bit": fp16 weights, memories, activations as 16-bit loads (else unpackHalf2x16 of words)
   float16,                // "float16": shaderFloat16 (detected and reported; no kernel computes in fp16 yet)
   storage_8bit,           // "8bit": storageBuffer8BitAccess (detected; block decoders read 32-bit words)
   subgroup_arithmetic,    // "arithmetic": score_stats and insert_plan reduce and scan with subgroup operations (else shared-memory trees)

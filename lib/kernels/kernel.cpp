@@ -42,31 +42,32 @@ Result<Kernel> Kernel::build(Context& context, vk::DescriptorArena& arena, Shade
 
 namespace {
 
-// Every weight encoding's variant of each weight-reading kernel, and of the
-// products over fp16 activations (*_a16).
+// The three products over one weight encoding, for one way of reading A.
+struct Products {
+  ShaderId gemm, matvec, direct;
+};
+// Every weight encoding's variant of each weight-reading kernel; the
+// products over fp32 A, and over fp16 activations (input_rows.glsl) read by
+// 16-bit loads (*_a16) or as unpacked 32-bit words (*_a16_words).
 struct WeightVariants {
   ElementType type;
-  ShaderId gemm, matvec, direct, embedding;
-  ShaderId gemm_a16, matvec_a16, direct_a16;
+  ShaderId embedding;
+  Products f32_input, f16_input, f16_words_input;
 };
-#define ATTENDRE_WEIGHT_VARIANTS(t)                                                                             \
-  {ElementType::t,          ShaderId::matmul_##t,        ShaderId::matvec_##t,   ShaderId::matmul_direct_##t, \
-   ShaderId::embedding_##t, ShaderId::matmul_##t##_a16, ShaderId::matvec_##t##_a16, ShaderId::matmul_direct_##t##_a16}
+#define ATTENDRE_PRODUCTS(name, input) \
+  {ShaderId::matmul_##name##input, ShaderId::matvec_##name##input, ShaderId::matmul_direct_##name##input}
+#define ATTENDRE_WEIGHT_VARIANTS(type, name)                                                          \
+  {ElementType::type, ShaderId::embedding_##name, ATTENDRE_PRODUCTS(name, ), ATTENDRE_PRODUCTS(name, _a16), \
+   ATTENDRE_PRODUCTS(name, _a16_words)}
 constexpr WeightVariants kWeightVariants[] = {
-    ATTENDRE_WEIGHT_VARIANTS(f32),  ATTENDRE_WEIGHT_VARIANTS(f16),  ATTENDRE_WEIGHT_VARIANTS(bf16),
-    ATTENDRE_WEIGHT_VARIANTS(q4_0), ATTENDRE_WEIGHT_VARIANTS(q4_1), ATTENDRE_WEIGHT_VARIANTS(q5_0),
-    ATTENDRE_WEIGHT_VARIANTS(q5_1), ATTENDRE_WEIGHT_VARIANTS(q8_0), ATTENDRE_WEIGHT_VARIANTS(q4_k),
-    ATTENDRE_WEIGHT_VARIANTS(q5_k), ATTENDRE_WEIGHT_VARIANTS(q6_k),
+    ATTENDRE_WEIGHT_VARIANTS(f32, f32),   ATTENDRE_WEIGHT_VARIANTS(f16, f16),   ATTENDRE_WEIGHT_VARIANTS(bf16, bf16),
+    ATTENDRE_WEIGHT_VARIANTS(q4_0, q4_0), ATTENDRE_WEIGHT_VARIANTS(q4_1, q4_1), ATTENDRE_WEIGHT_VARIANTS(q5_0, q5_0),
+    ATTENDRE_WEIGHT_VARIANTS(q5_1, q5_1), ATTENDRE_WEIGHT_VARIANTS(q8_0, q8_0), ATTENDRE_WEIGHT_VARIANTS(q4_k, q4_k),
+    ATTENDRE_WEIGHT_VARIANTS(q5_k, q5_k), ATTENDRE_WEIGHT_VARIANTS(q6_k, q6_k),
 };
 // fp16 read as 32-bit words and unpacked, where 16-bit storage is absent.
-constexpr WeightVariants kF16Words = {ElementType::f16,
-                                      ShaderId::matmul_f16_words,
-                                      ShaderId::matvec_f16_words,
-                                      ShaderId::matmul_direct_f16_words,
-                                      ShaderId::embedding_f16_words,
-                                      ShaderId::matmul_f16_words_a16,
-                                      ShaderId::matvec_f16_words_a16,
-                                      ShaderId::matmul_direct_f16_words_a16};
+constexpr WeightVariants kF16Words = ATTENDRE_WEIGHT_VARIANTS(f16, f16_words);
+#undef ATTENDRE_PRODUCTS
 #undef ATTENDRE_WEIGHT_VARIANTS
 
 std::string decoded_types() {
@@ -83,13 +84,17 @@ Result<ShaderId> try_weight_variant(const Context& context, WeightKernel kernel,
                                     const std::string& what, MemoryStorage input) {
   const bool a16 = input == MemoryStorage::f16;
   if (a16 && kernel == WeightKernel::embedding) return invalid_argument(what + ": an embedding reads no activations");
+  // fp16 weights and fp16 activations take the same path: 16-bit loads, or
+  // unpacked words where 16-bit storage is absent or switched off.
+  const bool words = f16_as_words(context.caps());
   for (WeightVariants v : kWeightVariants) {
     if (v.type != type) continue;
-    if (type == ElementType::f16 && f16_as_words(context.caps())) v = kF16Words;
+    if (type == ElementType::f16 && words) v = kF16Words;
+    const Products& p = !a16 ? v.f32_input : words ? v.f16_words_input : v.f16_input;
     switch (kernel) {
-      case WeightKernel::gemm: return a16 ? v.gemm_a16 : v.gemm;
-      case WeightKernel::matvec: return a16 ? v.matvec_a16 : v.matvec;
-      case WeightKernel::direct: return a16 ? v.direct_a16 : v.direct;
+      case WeightKernel::gemm: return p.gemm;
+      case WeightKernel::matvec: return p.matvec;
+      case WeightKernel::direct: return p.direct;
       case WeightKernel::embedding: return v.embedding;
     }
   }

@@ -66,14 +66,15 @@ class Kernel {
 // (shaders/weights.glsl).
 enum class WeightKernel { gemm, matvec, direct, embedding };
 
-// Whether fp16 weights are read as 32-bit words and unpacked (unpackHalf2x16):
-// where 16-bit storage is absent or switched off.
+// Whether fp16 weights and fp16 activations are read as 32-bit words and
+// unpacked (unpackHalf2x16): where 16-bit storage is absent or switched off.
 bool f16_as_words(const DeviceCaps& caps);
 
 // The variant of `kernel` for weights encoded as `type` and A rows stored
 // as `input` (fp16 activations: packed pairs, shaders/input_rows.glsl):
 // fails (unsupported) naming `what` when there is none. Every encoding but
-// F16 is read as 32-bit words; F16 too where f16_as_words().
+// F16 is read as 32-bit words; F16 too where f16_as_words(), and fp16 A rows
+// by 16-bit loads (*_a16) or, where f16_as_words(), as words (*_a16_words).
 Result<ShaderId> try_weight_variant(const Context& context, WeightKernel kernel, ElementType type,
                                     const std::string& what, MemoryStorage input = MemoryStorage::f32);
 #if defined(__cpp_exceptions)

@@ -23,6 +23,15 @@ std::string absent(const DeviceCaps& caps, Feature f, const char* what) {
   return off.empty() ? std::string("no ") + what : off;
 }
 
+// How a family reads fp16 data, by 16-bit loads or as unpacked 32-bit words
+// (`words`, as f16_as_words or stored_path decided), then `how`; the reason
+// is storageBuffer16BitAccess either way.
+KernelVariant fp16_reads(const DeviceCaps& caps, const char* family, bool words, const char* how) {
+  return {family, std::string(words ? "unpackHalf2x16 of 32-bit words" : "16-bit loads") + how,
+          caps.storage_16bit ? "storageBuffer16BitAccess"
+                             : absent(caps, Feature::storage_16bit, "storageBuffer16BitAccess")};
+}
+
 }  // namespace
 
 std::vector<KernelVariant> kernel_variants(const Context& context) {
@@ -68,21 +77,17 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
   }
   v.push_back(blocks);
 
-  v.push_back({"fp16 weights", kernels::f16_as_words(caps) ? "unpackHalf2x16 of 32-bit words" : "16-bit loads",
-               caps.storage_16bit ? "storageBuffer16BitAccess"
-                                  : absent(caps, Feature::storage_16bit, "storageBuffer16BitAccess")});
+  v.push_back(fp16_reads(caps, "fp16 weights", kernels::f16_as_words(caps), ""));
   // fp16 memories (KvMemoryConfig::storage = f16) read keys, values and
   // queries on the weights' path; fp32 memories read fp32 words.
   const bool stored_words = kernels::stored_path(caps, MemoryStorage::f16) == kernels::StoredPath::f16_words;
-  v.push_back({"fp16 K/V and Q memories",
-               std::string(stored_words ? "unpackHalf2x16 of 32-bit words" : "16-bit loads") +
-                   ", stored as packed words rounded to nearest even",
-               caps.storage_16bit ? "storageBuffer16BitAccess"
-                                  : absent(caps, Feature::storage_16bit, "storageBuffer16BitAccess")});
-  // fp16 activations (StackConfig::activations = f16) need no feature: the
-  // writers pack rounded words, the products unpack them (input_rows.glsl).
-  v.push_back({"fp16 activations", "packed words, unpackHalf2x16 in every product, math fp32",
-               "any device (StackConfig::activations)"});
+  v.push_back(fp16_reads(caps, "fp16 K/V and Q memories", stored_words,
+                         ", stored as packed words rounded to nearest even"));
+  // fp16 activations (StackConfig::activations = f16): the writers pack
+  // rounded words on any device, the products read them on the weights' path
+  // (input_rows.glsl: *_a16 or *_a16_words).
+  v.push_back(fp16_reads(caps, "fp16 activations", kernels::f16_as_words(caps),
+                         " in every product, written as packed words, math fp32"));
   // score_stats reduces floats (arithmetic or trees); insert_plan sums
   // counts, which ballots can also do.
   const std::string stats_build = plan.subgroup_reductions ? "subgroup arithmetic" : "shared-memory trees";
