@@ -14,6 +14,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -153,6 +154,56 @@ TEST_CASE("context: forced non-coherent host memory is synchronized only by flus
   submission.wait();
   CHECK(static_cast<const uint32_t*>(readback.mapped())[0] == 42u);
   test::check_no_validation_messages(context);
+}
+
+TEST_CASE("context: the quirk half_loads_lane_by_lane reads fp16 as words by default, prefer_half_loads loads halves") {
+  // On lavapipe the quirk is set and a default context reads every fp16
+  // value as unpacked words; on any device without the quirk, 16-bit loads
+  // follow the feature alone. prefer_half_loads always follows the feature.
+  Context plain;
+  ContextOptions options;
+  options.prefer_half_loads = true;
+  Context preferred(options);
+  const DeviceCaps& c = plain.caps();
+  const bool lavapipe = c.type == VK_PHYSICAL_DEVICE_TYPE_CPU && c.name.rfind("llvmpipe", 0) == 0;
+  CHECK(c.quirks.half_loads_lane_by_lane == lavapipe);
+  CHECK_FALSE(preferred.caps().quirks.half_loads_lane_by_lane);
+  CHECK(kernels::f16_as_words(c) == (!c.storage_16bit || lavapipe));
+  CHECK(kernels::f16_as_words(preferred.caps()) == !preferred.caps().storage_16bit);
+  if (!lavapipe) MESSAGE("not lavapipe: the quirk is not set, both contexts read fp16 by the feature alone");
+  using kernels::ShaderId;
+  using kernels::WeightKernel;
+  for (const KernelVariant& v : kernel_variants(plain)) {
+    if (v.family != "fp16 weights" && v.family != "fp16 K/V and Q memories" && v.family != "fp16 activations") continue;
+    INFO(v.family << ": " << v.variant << " (" << v.reason << ")");
+    if (lavapipe && c.storage_16bit) {
+      CHECK(v.variant.starts_with("unpackHalf2x16 of 32-bit words"));
+      CHECK(v.reason == "quirk half_loads_lane_by_lane");
+    }
+  }
+  const std::vector<std::string> lines = describe_variants(plain);
+  CHECK((std::find(lines.begin(), lines.end(),
+                   "quirk half_loads_lane_by_lane: lavapipe gathers 16-bit loads lane by lane, slower than 32-bit "
+                   "words -> fp16 weights, memories and activations read as unpacked words") != lines.end()) ==
+        lavapipe);
+  if (lavapipe && c.storage_16bit) {
+    CHECK(kernels::weight_variant(plain, WeightKernel::gemm, ElementType::f16, "W") == ShaderId::matmul_f16_words);
+    CHECK(kernels::weight_variant(preferred, WeightKernel::gemm, ElementType::f16, "W") == ShaderId::matmul_f16);
+    CHECK(kernels::try_weight_variant(plain, WeightKernel::matvec, ElementType::q4_0, "W", MemoryStorage::f16).value() ==
+          ShaderId::matvec_q4_0_a16_words);
+    CHECK(kernels::try_weight_variant(preferred, WeightKernel::matvec, ElementType::q4_0, "W", MemoryStorage::f16)
+              .value() == ShaderId::matvec_q4_0_a16);
+  }
+  test::check_no_validation_messages(plain);
+  test::check_no_validation_messages(preferred);
+
+  // Unset, ATTENDRE_HALF_LOADS decides; an explicit choice wins over it.
+  ScopedEnv env("ATTENDRE_HALF_LOADS", "1");
+  CHECK_FALSE(Context().caps().quirks.half_loads_lane_by_lane);
+  options.prefer_half_loads = false;
+  CHECK(Context(options).caps().quirks.half_loads_lane_by_lane == lavapipe);
+  ScopedEnv typo("ATTENDRE_HALF_LOADS", "yes");
+  CHECK_THROWS_WITH_AS(Context(), "ATTENDRE_HALF_LOADS must be 0 or 1, got 'yes'", Error);
 }
 
 }  // namespace

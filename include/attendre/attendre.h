@@ -67,8 +67,9 @@ extern "C" {
  *      attendre_memory_setting (fp16_memory); added the record, ticket and
  *      submit functions;
  *   3  structs grew (trailing fields, defaults 0): attendre_memory_setting
- *      (fp16_activations), attendre_context_options (max_groups_per_dispatch). */
-#define ATTENDRE_API_VERSION 3
+ *      (fp16_activations), attendre_context_options (max_groups_per_dispatch);
+ *   4  attendre_context_options grew (half_loads, default -1). */
+#define ATTENDRE_API_VERSION 4
 
 /* ATTENDRE_API_VERSION of the library linked at run time. */
 ATTENDRE_C_API uint32_t attendre_version(void);
@@ -150,6 +151,12 @@ typedef struct attendre_context_options {
    * A nonzero value needs portable_limits 0 or 1 (an explicit choice of
    * limits, which reads no environment). */
   uint32_t max_groups_per_dispatch;
+  /* fp16 weights, memories and activations: 1 reads them by 16-bit loads
+   * wherever the device has 16-bit storage; 0 lets the driver's quirks
+   * choose unpacked 32-bit words where those are faster (lavapipe); -1
+   * reads ATTENDRE_HALF_LOADS (0 or 1). For words everywhere, disable
+   * ATTENDRE_FEATURE_STORAGE_16BIT. */
+  int half_loads;
 } attendre_context_options;
 
 ATTENDRE_C_API void attendre_context_options_defaults(attendre_context_options* options);

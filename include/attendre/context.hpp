@@ -62,6 +62,11 @@ struct DriverQuirks {
   // lavapipe's shader compiler silently leaves any loop after 65535
   // iterations per invocation (DeviceCaps::max_loop_iterations).
   bool loops_stop_at_65535 = false;
+  // lavapipe gathers 16-bit loads lane by lane: fp16 weights, memories and
+  // activations read faster as 32-bit words unpacked by unpackHalf2x16
+  // (README "fp16 activations"), so they are read so even with 16-bit
+  // storage present. ContextOptions::prefer_half_loads clears it.
+  bool half_loads_lane_by_lane = false;
   // "name: reason" for each flag set.
   std::vector<std::string> describe() const;
 };
@@ -186,6 +191,12 @@ struct ContextOptions {
   // Features treated as absent (their fallbacks run). Unset reads
   // ATTENDRE_DISABLE (parse_features: "shuffle,16bit").
   std::optional<FeatureSet> disabled_features;
+  // true: 16-bit loads of fp16 data wherever storageBuffer16BitAccess is
+  // present, over the quirk half_loads_lane_by_lane (the tests run
+  // lavapipe's 16-bit builds so); false: the quirk decides. Unset reads
+  // ATTENDRE_HALF_LOADS (0 or 1). For words everywhere, switch
+  // Feature::storage_16bit off.
+  std::optional<bool> prefer_half_loads;
   // How long a wait for the device may take before the device is reported
   // as lost (ErrorCode::device_lost): a hung device must not hang the app.
   uint32_t fence_timeout_ms = 60000;
@@ -213,6 +224,7 @@ struct ExternalDevice {
   // so an application that sets them reads no environment.
   std::optional<DeviceCaps::KernelStyle> kernels;
   std::optional<FeatureSet> disabled_features;
+  std::optional<bool> prefer_half_loads;  // as ContextOptions::prefer_half_loads
   // The application's host allocator for the objects attendre creates on
   // this device (never the adopted ones); null: the driver's. It must
   // outlive the Context.

@@ -78,7 +78,7 @@ std::string decoded_types() {
 
 }  // namespace
 
-bool f16_as_words(const DeviceCaps& caps) { return !caps.storage_16bit; }
+bool f16_as_words(const DeviceCaps& caps) { return !caps.storage_16bit || caps.quirks.half_loads_lane_by_lane; }
 
 Result<ShaderId> try_weight_variant(const Context& context, WeightKernel kernel, ElementType type,
                                     const std::string& what, MemoryStorage input) {

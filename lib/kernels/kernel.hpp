@@ -66,8 +66,9 @@ class Kernel {
 // (shaders/weights.glsl).
 enum class WeightKernel { gemm, matvec, direct, embedding };
 
-// Whether fp16 weights and fp16 activations are read as 32-bit words and
-// unpacked (unpackHalf2x16): where 16-bit storage is absent or switched off.
+// Whether fp16 weights, memories and activations are read as 32-bit words
+// and unpacked (unpackHalf2x16): where 16-bit storage is absent or switched
+// off, or the driver's quirk half_loads_lane_by_lane says words are faster.
 bool f16_as_words(const DeviceCaps& caps);
 
 // The variant of `kernel` for weights encoded as `type` and A rows stored

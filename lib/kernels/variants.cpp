@@ -28,8 +28,9 @@ std::string absent(const DeviceCaps& caps, Feature f, const char* what) {
 // is storageBuffer16BitAccess either way.
 KernelVariant fp16_reads(const DeviceCaps& caps, const char* family, bool words, const char* how) {
   return {family, std::string(words ? "unpackHalf2x16 of 32-bit words" : "16-bit loads") + how,
-          caps.storage_16bit ? "storageBuffer16BitAccess"
-                             : absent(caps, Feature::storage_16bit, "storageBuffer16BitAccess")};
+          !caps.storage_16bit             ? absent(caps, Feature::storage_16bit, "storageBuffer16BitAccess")
+          : caps.quirks.half_loads_lane_by_lane ? "quirk half_loads_lane_by_lane"
+                                                : "storageBuffer16BitAccess"};
 }
 
 }  // namespace

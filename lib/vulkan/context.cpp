@@ -52,6 +52,12 @@ Result<bool> env_flag(const char* name) {
   return invalid_argument(std::string(name) + " must be 0 or 1, got '" + value + "'");
 }
 
+// ContextOptions::prefer_half_loads, else ATTENDRE_HALF_LOADS.
+Result<bool> prefer_half_loads(const std::optional<bool>& requested) {
+  if (requested) return *requested;
+  return env_flag("ATTENDRE_HALF_LOADS");
+}
+
 Result<Validation> env_validation() {
   const char* value = std::getenv("ATTENDRE_VALIDATION");
   if (!value || *value == '\0' || std::strcmp(value, "0") == 0) return Validation::off;
@@ -244,6 +250,7 @@ Result<DeviceCaps> query_caps(VkPhysicalDevice physical, uint32_t queue_family) 
   c.quirks.barriers_switch_context = c.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
   c.quirks.loops_stop_at_65535 = c.type == VK_PHYSICAL_DEVICE_TYPE_CPU && c.name.rfind("llvmpipe", 0) == 0;
   if (c.quirks.loops_stop_at_65535) c.max_loop_iterations = 65535;
+  c.quirks.half_loads_lane_by_lane = c.quirks.loops_stop_at_65535;  // lavapipe
   return c;
 }
 
@@ -298,6 +305,9 @@ std::vector<std::string> DriverQuirks::describe() const {
   if (loops_stop_at_65535)
     lines.emplace_back("loops_stop_at_65535: lavapipe leaves any loop after 65535 iterations per invocation -> "
                        "retrieval batches bounded");
+  if (half_loads_lane_by_lane)
+    lines.emplace_back("half_loads_lane_by_lane: lavapipe gathers 16-bit loads lane by lane, slower than 32-bit words "
+                       "-> fp16 weights, memories and activations read as unpacked words");
   return lines;
 }
 
@@ -344,6 +354,8 @@ Status Context::set_up(const ContextOptions& options) {
   ATTENDRE_TRY_ASSIGN(caps_, query_caps(physical_device_, queue_family_));
   ATTENDRE_TRY_ASSIGN(const FeatureSet off, disabled_features(options.disabled_features));
   disable_features(caps_, off);
+  ATTENDRE_TRY_ASSIGN(const bool half_loads, prefer_half_loads(options.prefer_half_loads));
+  if (half_loads) caps_.quirks.half_loads_lane_by_lane = false;
   ATTENDRE_TRY(create_device());
   LimitOverrides limits;
   if (options.limits) {
@@ -381,6 +393,8 @@ Status Context::set_up(const ExternalDevice& external, const LimitOverrides& lim
   caps_.max_subgroup_size = 0;
   ATTENDRE_TRY_ASSIGN(const FeatureSet off, disabled_features(external.disabled_features));
   disable_features(caps_, off);
+  ATTENDRE_TRY_ASSIGN(const bool half_loads, prefer_half_loads(external.prefer_half_loads));
+  if (half_loads) caps_.quirks.half_loads_lane_by_lane = false;
   ATTENDRE_TRY_ASSIGN(caps_.kernel_style, kernel_style(external.kernels, caps_));
   return finish_setup(limits, ContextOptions{}.fence_timeout_ms);
 }

@@ -150,7 +150,7 @@ TEST_CASE("C API: a context with disabled features reports them and steps a laye
 }
 
 TEST_CASE("C API: fp16_activations reach the stack, max_groups_per_dispatch the context (API version 3)") {
-  CHECK(attendre_version() == 3);
+  CHECK(attendre_version() >= 3);
   attendre_context* context = nullptr;
   C_OK(attendre_context_create(nullptr, &context));
   // One chunk of tokens through a random-weight stack, fp32 and fp16 activations.
@@ -207,6 +207,43 @@ TEST_CASE("C API: fp16_activations reach the stack, max_groups_per_dispatch the 
   attendre_context_destroy(limited);
   check_no_validation_messages(context);
   attendre_context_destroy(context);
+}
+
+TEST_CASE("C API: half_loads takes 16-bit loads over the driver quirk, on created and adopted devices (API version 4)") {
+  CHECK(attendre_version() == 4);
+  attendre_context_options options;
+  attendre_context_options_defaults(&options);
+  CHECK(options.half_loads == -1);
+  options.half_loads = 0;
+  attendre_context* quirked = nullptr;
+  C_OK(attendre_context_create(&options, &quirked));
+  const DeviceCaps& caps = quirked->context.caps();
+  const bool lavapipe = caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU && caps.name.rfind("llvmpipe", 0) == 0;
+  CHECK(caps.quirks.half_loads_lane_by_lane == lavapipe);
+  options.half_loads = 1;
+  attendre_context* loads = nullptr;
+  C_OK(attendre_context_create(&options, &loads));
+  CHECK_FALSE(loads->context.caps().quirks.half_loads_lane_by_lane);
+  CHECK(loads->context.caps().storage_16bit == caps.storage_16bit);
+  check_no_validation_messages(quirked);
+  check_no_validation_messages(loads);
+  attendre_context_destroy(quirked);
+  attendre_context_destroy(loads);
+
+  options.half_loads = 2;
+  attendre_context* refused = nullptr;
+  CHECK(attendre_context_create(&options, &refused) == ATTENDRE_ERROR_INVALID_ARGUMENT);
+  CHECK(refused == nullptr);
+  CHECK(std::string(attendre_last_error()) == "attendre_context_create: half_loads 2 is not -1, 0 or 1");
+
+  // An adopted device takes the same choice.
+  test::App app;
+  for (const int half_loads : {0, 1}) {
+    options.half_loads = half_loads;
+    attendre_context* adopted = c_adopt(app, &options);
+    CHECK(adopted->context.caps().quirks.half_loads_lane_by_lane == (lavapipe && half_loads == 0));
+    attendre_context_destroy(adopted);
+  }
 }
 
 TEST_CASE("C API: the application's allocator in the options is called and fully freed") {
