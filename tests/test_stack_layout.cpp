@@ -160,11 +160,20 @@ TEST_CASE("stack layout: a stack past the device's limits is refused at creation
   REQUIRE_FALSE(made.ok());
   CHECK(made.status().code() == ErrorCode::unsupported);
   CHECK(made.status().message() ==
-        "'block 1 kv memory' needs 6 MiB in one buffer, over the device's storage-buffer range of 1 MiB");
+        "'block 1 kv memory' needs 6 MiB in one buffer, over the device's storage-buffer range of 1 MiB; lower M "
+        "(kv_capacity), heads_kv or head_dim, or use fp16 memories");
   CHECK(weights.reads == 0);
   CHECK(narrow.device_memory_bytes() == 0);
-  // The same stack within the range is made, and reads its weights.
+  // The logits of one step past the range: the chunk is what to lower.
   c.blocks[1].attention.kv.capacity = 16;
+  const uint32_t vocab = c.vocab;
+  c.vocab = 70000;
+  const Status logits = gpu::Stack::create(narrow, c, weights).status();
+  CHECK(logits.message().rfind("'logits' needs ", 0) == 0);
+  CHECK(logits.message().ends_with("storage-buffer range of 1 MiB; lower the chunk S"));
+  CHECK(weights.reads == 0);
+  c.vocab = vocab;
+  // The same stack within the range is made, and reads its weights.
   REQUIRE(gpu::Stack::create(narrow, c, weights).ok());
   CHECK(weights.reads > 0);
   test::check_no_validation_messages(narrow);

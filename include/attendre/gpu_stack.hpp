@@ -76,6 +76,7 @@ struct PlannedBuffer {
   uint64_t bytes = 0;
   bool weights = false;  // placed in the weight arena; else an allocation of its own
   bool bound = true;     // bound to shaders; false: host staging, copied to and from only
+  std::string remedy;    // what makes it smaller, for try_check's message ("" for weights: split)
 };
 
 // Every buffer and allocation of a stack, planned without allocating (the

@@ -55,8 +55,8 @@ Result<BlockMemory> DeviceBlock::plan_memory(const StackConfig& config, size_t i
   ATTENDRE_TRY_ASSIGN(const ModelSpec model, model_spec(config));
   const BlockSpec& spec = model.blocks[index];
   BlockMemory m;
-  auto add = [&](uint64_t& total, const std::string& name, uint64_t bytes, bool weights) {
-    if (buffers && bytes > 0) buffers->push_back({name, bytes, weights});
+  auto add = [&](uint64_t& total, const std::string& name, uint64_t bytes, bool weights, std::string remedy = "") {
+    if (buffers && bytes > 0) buffers->push_back({name, bytes, weights, true, std::move(remedy)});
     total += bytes;
   };
   auto matrix = [&](const std::optional<MatrixSpec>& t) -> Status {
@@ -84,12 +84,13 @@ Result<BlockMemory> DeviceBlock::plan_memory(const StackConfig& config, size_t i
   ATTENDRE_TRY_ASSIGN(const RingLayout ring,
                       RingLayout::try_make(b.attention.q_capacity + config.max_rows_in(index), s, config.hidden,
                                            query_variants(b), storage, config.max_rows_in(index)));
-  add(m.q_memory, block + "q ring", ring.words * 4, false);
+  add(m.q_memory, block + "q ring", ring.words * 4, false, "lower N (q_capacity) or the chunk S, or use fp16 memories");
   const uint32_t keys = KvMemory::key_variants(b.lm_infinite);
   ATTENDRE_TRY_ASSIGN(const KvLayout kv, KvLayout::try_make(b.attention.kv.capacity, s, keys, b.attention.retrieval, storage));
-  add(m.kv_memory, block + "kv memory", kv.words * 4, false);
+  add(m.kv_memory, block + "kv memory", kv.words * 4, false,
+      "lower M (kv_capacity), heads_kv or head_dim, or use fp16 memories");
   ATTENDRE_TRY_ASSIGN(const ChunkLayout chunk, ChunkLayout::try_make(config.max_insert(index), s, keys));
-  add(m.kv_memory, block + "kv chunk", chunk.words * 4, false);
+  add(m.kv_memory, block + "kv chunk", chunk.words * 4, false, "lower the chunk S");
   return m;
 }
 

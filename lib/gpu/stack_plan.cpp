@@ -57,7 +57,8 @@ Result<StackLayout> plan(const StackConfig& config, const DeviceCaps& caps, cons
   StackLayout layout;
   StackMemory& m = layout.memory;
   auto add = [&](uint64_t& total, const std::string& name, uint64_t bytes, bool weights, bool bound = true) {
-    layout.buffers.push_back({name, bytes, weights, bound});
+    // The rows of one step grow with the chunk: S is what a user lowers.
+    layout.buffers.push_back({name, bytes, weights, bound, weights ? "" : "lower the chunk S"});
     total += bytes;
   };
   // Weights in the loader's order (StackEngine's constructor): the final
@@ -152,14 +153,15 @@ Result<StackMemory> try_plan_stack_memory(const StackConfig& config, const Devic
 
 Status StackLayout::try_check(const DeviceCaps& caps) const {
   for (const PlannedBuffer& b : buffers) {
+    const std::string remedy = b.remedy.empty() ? "" : "; " + b.remedy;
     if (b.bound && b.bytes > caps.max_storage_range)
       return {ErrorCode::unsupported, "'" + b.name + "' needs " + size_text(b.bytes) +
                                           " in one buffer, over the device's storage-buffer range of " +
-                                          size_text(caps.max_storage_range)};
+                                          size_text(caps.max_storage_range) + remedy};
     if (b.bytes > caps.max_allocation)
       return {ErrorCode::unsupported, "'" + b.name + "' needs " + size_text(b.bytes) +
                                           " in one allocation, over the device's maxMemoryAllocationSize of " +
-                                          size_text(caps.max_allocation)};
+                                          size_text(caps.max_allocation) + remedy};
   }
   // Every placement fits an allocation (above), so every block the arena opens does.
   for (uint64_t a : weight_allocations)
