@@ -25,7 +25,8 @@ std::string absent(const DeviceCaps& caps, Feature f, const char* what) {
 
 // How a family reads fp16 data, by 16-bit loads or as unpacked 32-bit words
 // (`words`, as f16_as_words or stored_path decided), then `how`; the reason
-// is storageBuffer16BitAccess either way.
+// is the feature (present, absent or switched off), or the quirk that
+// prefers words where the feature is present.
 KernelVariant fp16_reads(const DeviceCaps& caps, const char* family, bool words, const char* how) {
   return {family, std::string(words ? "unpackHalf2x16 of 32-bit words" : "16-bit loads") + how,
           !caps.storage_16bit             ? absent(caps, Feature::storage_16bit, "storageBuffer16BitAccess")

@@ -52,12 +52,6 @@ Result<bool> env_flag(const char* name) {
   return invalid_argument(std::string(name) + " must be 0 or 1, got '" + value + "'");
 }
 
-// ContextOptions::prefer_half_loads, else ATTENDRE_HALF_LOADS.
-Result<bool> prefer_half_loads(const std::optional<bool>& requested) {
-  if (requested) return *requested;
-  return env_flag("ATTENDRE_HALF_LOADS");
-}
-
 Result<Validation> env_validation() {
   const char* value = std::getenv("ATTENDRE_VALIDATION");
   if (!value || *value == '\0' || std::strcmp(value, "0") == 0) return Validation::off;
@@ -105,6 +99,12 @@ Result<FeatureSet> disabled_features(const std::optional<FeatureSet>& requested)
   return try_parse_features(env_string("ATTENDRE_DISABLE"));
 }
 
+// ContextOptions::prefer_half_loads, else ATTENDRE_HALF_LOADS.
+Result<bool> prefer_half_loads(const std::optional<bool>& requested) {
+  if (requested) return *requested;
+  return env_flag("ATTENDRE_HALF_LOADS");
+}
+
 // Treats the switched-off features as absent, before the device is created
 // (so a disabled feature is not even enabled there, and validation catches
 // any use) and before any kernel is planned.
@@ -124,6 +124,17 @@ void disable_features(DeviceCaps& c, FeatureSet off) {
     c.max_group_size_x = std::min(c.max_group_size_x, 128u);
     c.max_shared_bytes = std::min(c.max_shared_bytes, 16384u);
   }
+}
+
+// The application's (else the environment's) switches, on created and
+// adopted devices alike: features off, and the quirk half_loads_lane_by_lane
+// cleared where 16-bit loads are preferred.
+Status apply_switches(DeviceCaps& c, const std::optional<FeatureSet>& disabled, const std::optional<bool>& half_loads) {
+  ATTENDRE_TRY_ASSIGN(const FeatureSet off, disabled_features(disabled));
+  disable_features(c, off);
+  ATTENDRE_TRY_ASSIGN(const bool prefer, prefer_half_loads(half_loads));
+  if (prefer) c.quirks.half_loads_lane_by_lane = false;
+  return {};
 }
 
 bool has_device_extension(VkPhysicalDevice physical, const char* name) {
@@ -247,10 +258,11 @@ Result<DeviceCaps> query_caps(VkPhysicalDevice physical, uint32_t queue_family) 
   c.timestamps = c.timestamp_valid_bits > 0 && l.timestampPeriod > 0.0f;
   c.timestamp_period_ns = static_cast<double>(l.timestampPeriod);
   // Every driver quirk is decided here, and applied here or in kernel_style().
+  const bool lavapipe = c.type == VK_PHYSICAL_DEVICE_TYPE_CPU && c.name.rfind("llvmpipe", 0) == 0;
   c.quirks.barriers_switch_context = c.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
-  c.quirks.loops_stop_at_65535 = c.type == VK_PHYSICAL_DEVICE_TYPE_CPU && c.name.rfind("llvmpipe", 0) == 0;
+  c.quirks.loops_stop_at_65535 = lavapipe;
   if (c.quirks.loops_stop_at_65535) c.max_loop_iterations = 65535;
-  c.quirks.half_loads_lane_by_lane = c.quirks.loops_stop_at_65535;  // lavapipe
+  c.quirks.half_loads_lane_by_lane = lavapipe;
   return c;
 }
 
@@ -352,10 +364,7 @@ Status Context::set_up(const ContextOptions& options) {
   physical_device_ = choice.device;
   queue_family_ = choice.queue_family;
   ATTENDRE_TRY_ASSIGN(caps_, query_caps(physical_device_, queue_family_));
-  ATTENDRE_TRY_ASSIGN(const FeatureSet off, disabled_features(options.disabled_features));
-  disable_features(caps_, off);
-  ATTENDRE_TRY_ASSIGN(const bool half_loads, prefer_half_loads(options.prefer_half_loads));
-  if (half_loads) caps_.quirks.half_loads_lane_by_lane = false;
+  ATTENDRE_TRY(apply_switches(caps_, options.disabled_features, options.prefer_half_loads));
   ATTENDRE_TRY(create_device());
   LimitOverrides limits;
   if (options.limits) {
@@ -391,10 +400,7 @@ Status Context::set_up(const ExternalDevice& external, const LimitOverrides& lim
   // treated as absent.
   caps_.float16 = caps_.storage_8bit = caps_.subgroup_size_control = false;
   caps_.max_subgroup_size = 0;
-  ATTENDRE_TRY_ASSIGN(const FeatureSet off, disabled_features(external.disabled_features));
-  disable_features(caps_, off);
-  ATTENDRE_TRY_ASSIGN(const bool half_loads, prefer_half_loads(external.prefer_half_loads));
-  if (half_loads) caps_.quirks.half_loads_lane_by_lane = false;
+  ATTENDRE_TRY(apply_switches(caps_, external.disabled_features, external.prefer_half_loads));
   ATTENDRE_TRY_ASSIGN(caps_.kernel_style, kernel_style(external.kernels, caps_));
   return finish_setup(limits, ContextOptions{}.fence_timeout_ms);
 }
