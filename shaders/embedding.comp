@@ -20,6 +20,9 @@
 #ifdef WEIGHTS_F16
 #extension GL_EXT_shader_16bit_storage : require
 #endif
+#ifdef WEIGHTS_INT8  // 8-bit loads of Q8_0 quants
+#extension GL_EXT_shader_8bit_storage : require
+#endif
 #include "interface/embedding.h"
 #include "rows.glsl"
 #include "weights.glsl"

@@ -28,6 +28,9 @@
 #if defined(WEIGHTS_F16) || defined(INPUT_F16)  // 16-bit loads of W or A
 #extension GL_EXT_shader_16bit_storage : require
 #endif
+#ifdef WEIGHTS_INT8  // 8-bit loads of Q8_0 quants
+#extension GL_EXT_shader_8bit_storage : require
+#endif
 #include "interface/matmul.h"
 #include "rows.glsl"
 #include "weights.glsl"

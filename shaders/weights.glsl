@@ -4,7 +4,8 @@
 // it WEIGHTS_F16_WORDS unpacks pairs from 32-bit words), BF16
 // (WEIGHTS_BF16, decoded from 32-bit words) or a GGUF block type
 // (WEIGHTS_Q4_0 ... WEIGHTS_Q6_K: its decoder in quant/, which defines
-// WEIGHTS_BLOCKS). The same binding holds fp32 words (biases).
+// WEIGHTS_BLOCKS; Q8_0 with WEIGHTS_INT8 reads its quants as int8 values,
+// needing storageBuffer8BitAccess). The same binding holds fp32 words (biases).
 //
 // Offsets into it count elements for the float types and bytes (even) for
 // the block types (interface/matmul.h).

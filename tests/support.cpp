@@ -104,14 +104,16 @@ void VKAPI_CALL CountingAllocator::release(void* user, void* memory) {
   std::free(memory);
 }
 
-// The suite's contexts take 16-bit loads wherever the device has 16-bit
-// storage, lavapipe's quirk half_loads_lane_by_lane notwithstanding, so the
-// 16-bit builds run here; the words builds run on tiny_words_gpu() and in
-// the features-off reruns.
+// The suite's contexts take 16-bit and 8-bit loads wherever the device has
+// 16-bit and 8-bit storage, lavapipe's quirks half_loads_lane_by_lane and
+// byte_loads_lane_by_lane notwithstanding, so the 16-bit and int8 builds run
+// here; the words builds run on tiny_words_gpu(), on contexts without the
+// preference and in the features-off reruns.
 Context& gpu() {
   static std::unique_ptr<Context> context = [] {
     ContextOptions options;
     options.prefer_half_loads = true;
+    options.prefer_byte_loads = true;
     return std::make_unique<Context>(options);
   }();
   return *context;
@@ -121,6 +123,7 @@ Context& tiny_gpu() {
   static std::unique_ptr<Context> context = [] {
     ContextOptions options;
     options.prefer_half_loads = true;
+    options.prefer_byte_loads = true;
     options.limits = LimitOverrides{32u, 1536u, std::nullopt};  // 32 invocations, 64-entry select tiles
     return std::make_unique<Context>(options);
   }();

@@ -187,4 +187,46 @@ TEST_CASE("block kernels: embedding lookup decodes BF16 and every block type, wh
   test::check_no_validation_messages(context);
 }
 
+// Q8_0 read both ways on one device: int8 loads (gpu() and tiny_gpu() prefer
+// them over lavapipe's quirk byte_loads_lane_by_lane) and the 32-bit words
+// (8-bit storage switched off), each on the tiled GEMM, matvec, direct and
+// embedding paths; the build each context runs is asserted, not assumed.
+TEST_CASE("block kernels: Q8_0 as int8 loads (8-bit storage) and as 32-bit words both match the float64 decode") {
+  std::mt19937_64 rng(9004);
+  ContextOptions options;
+  options.disabled_features = FeatureSet{}.add(Feature::storage_8bit);
+  options.limits = LimitOverrides{32u, 1536u, std::nullopt};  // tiny_gpu()'s: small sizes cross many tiles
+  Context words(options);
+  using kernels::ShaderId;
+  using kernels::WeightKernel;
+  bool int8_ran = false;
+  for (Context* context : {&test::gpu(), &test::tiny_gpu(), &words}) {
+    const bool int8 = kernels::q8_0_as_int8(context->caps());
+    const std::string reads = std::string(int8 ? "int8 loads" : "32-bit words") + (context == &words ? " (8bit off)" : "");
+    INFO("Q8_0 read as " << reads);
+    CHECK(int8 == (context != &words && context->caps().storage_8bit));
+    CHECK(kernels::weight_variant(*context, WeightKernel::gemm, ElementType::q8_0, "W") ==
+          (int8 ? ShaderId::matmul_q8_0_int8 : ShaderId::matmul_q8_0));
+    CHECK(kernels::weight_variant(*context, WeightKernel::matvec, ElementType::q8_0, "W") ==
+          (int8 ? ShaderId::matvec_q8_0_int8 : ShaderId::matvec_q8_0));
+    CHECK(kernels::weight_variant(*context, WeightKernel::direct, ElementType::q8_0, "W") ==
+          (int8 ? ShaderId::matmul_direct_q8_0_int8 : ShaderId::matmul_direct_q8_0));
+    CHECK(kernels::weight_variant(*context, WeightKernel::embedding, ElementType::q8_0, "W") ==
+          (int8 ? ShaderId::embedding_q8_0_int8 : ShaderId::embedding_q8_0));
+    int8_ran = int8_ran || int8;
+    const kernels::KernelPlan plan = kernels::plan_kernels(context->caps());
+    // Blocks of 34 bytes: every other one starts half a word off. Rows 1 and
+    // 3 take matvec; outputs and rows off every tile and workgroup.
+    for (const Case& c : {Case{1, 9, 513, true}, Case{3, 2, 65, false, true, true}, Case{33, 3, 70, true, true},
+                          Case{130, 1, 129, false, false, true}})
+      check_paths(*context, plan, ElementType::q8_0, c, rng);
+    check_paths(*context, folded(plan), ElementType::q8_0, {70, 2, 40, true, false}, rng);
+    check_embedding(*context, plan, ElementType::q8_0, 11, 1, 19, rng);
+    check_embedding(*context, folded(plan), ElementType::q8_0, 6, 3, 5, rng);
+    test::check_no_validation_messages(*context);
+  }
+  // lavapipe has 8-bit storage; only ATTENDRE_DISABLE=8bit takes it away.
+  if (test::gpu().caps().storage_8bit) CHECK(int8_ran);
+}
+
 }  // namespace

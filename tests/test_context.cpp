@@ -33,6 +33,35 @@ std::string context_error() {
   return "";
 }
 
+// Whether `c` is lavapipe, the device the load quirks are set on.
+bool is_lavapipe(const DeviceCaps& c) { return c.type == VK_PHYSICAL_DEVICE_TYPE_CPU && c.name.rfind("llvmpipe", 0) == 0; }
+
+// Options that prefer narrow loads over a quirk (`prefer` set to `value`).
+ContextOptions preferring(std::optional<bool> ContextOptions::*prefer, bool value = true) {
+  ContextOptions options;
+  options.*prefer = value;
+  return options;
+}
+
+// What every load quirk shares: set exactly on lavapipe, cleared by its own
+// preference (the other quirk stays); unset, the 0/1 variable `env` decides;
+// an explicit choice wins over it and reads no environment, not even a typo.
+void check_load_quirk(std::optional<bool> ContextOptions::*prefer, bool DriverQuirks::*quirk, const char* env) {
+  INFO(env);
+  const Context plain, preferred(preferring(prefer));
+  const bool lavapipe = is_lavapipe(plain.caps());
+  CHECK(plain.caps().quirks.*quirk == lavapipe);
+  CHECK_FALSE(preferred.caps().quirks.*quirk);
+  const DriverQuirks& q = preferred.caps().quirks;
+  CHECK(q.half_loads_lane_by_lane + q.byte_loads_lane_by_lane == (lavapipe ? 1 : 0));
+  ScopedEnv set(env, "1");
+  CHECK_FALSE(Context().caps().quirks.*quirk);
+  CHECK(Context(preferring(prefer, false)).caps().quirks.*quirk == lavapipe);
+  ScopedEnv typo(env, "yes");
+  CHECK_THROWS_WITH_AS(Context(), (std::string(env) + " must be 0 or 1, got 'yes'").c_str(), Error);
+  CHECK(Context(preferring(prefer, false)).caps().quirks.*quirk == lavapipe);
+}
+
 TEST_CASE("context: environment switches reject values they do not understand") {
   {
     ScopedEnv env("ATTENDRE_VALIDATION", "yes");  // was silently read as off
@@ -160,14 +189,10 @@ TEST_CASE("context: the quirk half_loads_lane_by_lane reads fp16 as words by def
   // On lavapipe the quirk is set and a default context reads every fp16
   // value as unpacked words; on any device without the quirk, 16-bit loads
   // follow the feature alone. prefer_half_loads always follows the feature.
-  Context plain;
-  ContextOptions options;
-  options.prefer_half_loads = true;
-  Context preferred(options);
+  check_load_quirk(&ContextOptions::prefer_half_loads, &DriverQuirks::half_loads_lane_by_lane, "ATTENDRE_HALF_LOADS");
+  Context plain, preferred(preferring(&ContextOptions::prefer_half_loads));
   const DeviceCaps& c = plain.caps();
-  const bool lavapipe = c.type == VK_PHYSICAL_DEVICE_TYPE_CPU && c.name.rfind("llvmpipe", 0) == 0;
-  CHECK(c.quirks.half_loads_lane_by_lane == lavapipe);
-  CHECK_FALSE(preferred.caps().quirks.half_loads_lane_by_lane);
+  const bool lavapipe = is_lavapipe(c);
   CHECK(kernels::f16_as_words(c) == (!c.storage_16bit || lavapipe));
   CHECK(kernels::f16_as_words(preferred.caps()) == !preferred.caps().storage_16bit);
   if (!lavapipe) MESSAGE("not lavapipe: the quirk is not set, both contexts read fp16 by the feature alone");
@@ -196,14 +221,64 @@ TEST_CASE("context: the quirk half_loads_lane_by_lane reads fp16 as words by def
   }
   test::check_no_validation_messages(plain);
   test::check_no_validation_messages(preferred);
+}
 
-  // Unset, ATTENDRE_HALF_LOADS decides; an explicit choice wins over it.
-  ScopedEnv env("ATTENDRE_HALF_LOADS", "1");
-  CHECK_FALSE(Context().caps().quirks.half_loads_lane_by_lane);
-  options.prefer_half_loads = false;
-  CHECK(Context(options).caps().quirks.half_loads_lane_by_lane == lavapipe);
-  ScopedEnv typo("ATTENDRE_HALF_LOADS", "yes");
-  CHECK_THROWS_WITH_AS(Context(), "ATTENDRE_HALF_LOADS must be 0 or 1, got 'yes'", Error);
+TEST_CASE("context: the quirk byte_loads_lane_by_lane reads Q8_0 as words by default, prefer_byte_loads loads int8") {
+  // On lavapipe the quirk is set and a default context unpacks Q8_0 quants
+  // from 32-bit words; elsewhere int8 loads follow the feature alone, and
+  // prefer_byte_loads always does.
+  check_load_quirk(&ContextOptions::prefer_byte_loads, &DriverQuirks::byte_loads_lane_by_lane, "ATTENDRE_BYTE_LOADS");
+  ContextOptions options = preferring(&ContextOptions::prefer_byte_loads);
+  Context plain, preferred(options);
+  const DeviceCaps& c = plain.caps();
+  const bool lavapipe = is_lavapipe(c);
+  CHECK(kernels::q8_0_as_int8(c) == (c.storage_8bit && !lavapipe));
+  CHECK(kernels::q8_0_as_int8(preferred.caps()) == preferred.caps().storage_8bit);
+  if (!lavapipe) MESSAGE("not lavapipe: the quirk is not set, both contexts read Q8_0 by the feature alone");
+  if (!c.storage_8bit) MESSAGE("no 8-bit storage (or ATTENDRE_DISABLE=8bit): both contexts read Q8_0 as words");
+  // The "q8_0 weights" line says which build runs and why, on each context.
+  auto q8_0_line = [](const Context& context) {
+    std::vector<KernelVariant> lines;
+    for (const KernelVariant& v : kernel_variants(context))
+      if (v.family == "q8_0 weights") lines.push_back(v);
+    CHECK(lines.size() == 1);
+    for (const KernelVariant& v : kernel_variants(context)) CHECK(v.family != "8-bit storage");
+    return lines.empty() ? KernelVariant{} : lines[0];
+  };
+  const KernelVariant line = q8_0_line(plain), preferred_line = q8_0_line(preferred);
+  CHECK(line.variant == (kernels::q8_0_as_int8(c) ? "int8 loads" : "int8 unpacked from 32-bit words"));
+  CHECK(preferred_line.variant == (preferred.caps().storage_8bit ? "int8 loads" : "int8 unpacked from 32-bit words"));
+  if (c.storage_8bit) {
+    CHECK(line.reason == (lavapipe ? "quirk byte_loads_lane_by_lane" : "storageBuffer8BitAccess"));
+    CHECK(preferred_line.reason == "storageBuffer8BitAccess");
+  }
+  const std::vector<std::string> lines = describe_variants(plain);
+  CHECK(std::count_if(lines.begin(), lines.end(), [](const std::string& l) {
+          return l.starts_with("quirk byte_loads_lane_by_lane: lavapipe gathers 8-bit loads lane by lane, slower than "
+                               "32-bit words (") &&
+                 l.ends_with(") -> Q8_0 quants unpacked from words");
+        }) == (lavapipe ? 1 : 0));
+  using kernels::ShaderId;
+  using kernels::WeightKernel;
+  if (lavapipe && c.storage_8bit) {
+    CHECK(kernels::weight_variant(plain, WeightKernel::gemm, ElementType::q8_0, "W") == ShaderId::matmul_q8_0);
+    CHECK(kernels::weight_variant(preferred, WeightKernel::gemm, ElementType::q8_0, "W") == ShaderId::matmul_q8_0_int8);
+    CHECK(kernels::weight_variant(preferred, WeightKernel::embedding, ElementType::q8_0, "W") ==
+          ShaderId::embedding_q8_0_int8);
+    CHECK(kernels::try_weight_variant(plain, WeightKernel::direct, ElementType::q8_0, "W", MemoryStorage::f16)
+              .value() == ShaderId::matmul_direct_q8_0_a16_words);
+    CHECK(kernels::try_weight_variant(preferred, WeightKernel::direct, ElementType::q8_0, "W", MemoryStorage::f16)
+              .value() == ShaderId::matmul_direct_q8_0_int8_a16_words);
+  }
+  // Switched off, words whatever the preference, and the line says why.
+  options.disabled_features = FeatureSet{}.add(Feature::storage_8bit);
+  Context off(options);
+  CHECK_FALSE(kernels::q8_0_as_int8(off.caps()));
+  CHECK(q8_0_line(off).reason == "8bit switched off");
+  CHECK(kernels::weight_variant(off, WeightKernel::matvec, ElementType::q8_0, "W") == ShaderId::matvec_q8_0);
+  test::check_no_validation_messages(plain);
+  test::check_no_validation_messages(preferred);
+  test::check_no_validation_messages(off);
 }
 
 }  // namespace

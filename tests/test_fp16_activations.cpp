@@ -188,6 +188,43 @@ TEST_CASE("fp16 activations: products read packed fp16 rows on every path and we
   if (test::gpu().caps().storage_16bit) CHECK(loads_ran);  // lavapipe, unless ATTENDRE_DISABLE=16bit
 }
 
+TEST_CASE("fp16 activations: Q8_0 weights by int8 loads and as words, over A by 16-bit loads and as words") {
+  // The four builds of each Q8_0 product over fp16 A (*_q8_0[_int8]_a16[_words]),
+  // each on a context that picks it: 8-bit and 16-bit storage on or off, the
+  // quirks that prefer words cleared.
+  std::mt19937_64 rng(9103);
+  for (const bool int8 : {true, false})
+    for (const bool halves : {true, false}) {
+      ContextOptions options;
+      options.prefer_half_loads = options.prefer_byte_loads = true;
+      options.limits = LimitOverrides{32u, 1536u, std::nullopt};  // small sizes cross many tiles
+      options.disabled_features = FeatureSet{};
+      if (!int8) options.disabled_features->add(Feature::storage_8bit);
+      if (!halves) options.disabled_features->add(Feature::storage_16bit);
+      Context context(options);
+      const DeviceCaps& caps = context.caps();
+      const bool int8_loads = kernels::q8_0_as_int8(caps), half_words = kernels::f16_as_words(caps);
+      CHECK(int8_loads == (int8 && caps.storage_8bit));
+      CHECK(half_words == !(halves && caps.storage_16bit));
+      const std::string suffix =
+          std::string(int8_loads ? "_q8_0_int8" : "_q8_0") + (half_words ? "_a16_words" : "_a16");
+      INFO("builds *" << suffix);
+      for (const auto& [kernel, name] : {std::pair{kernels::WeightKernel::gemm, "matmul"},
+                                         std::pair{kernels::WeightKernel::matvec, "matvec"},
+                                         std::pair{kernels::WeightKernel::direct, "matmul_direct"}}) {
+        const Result<kernels::ShaderId> shader =
+            kernels::try_weight_variant(context, kernel, ElementType::q8_0, "W", MemoryStorage::f16);
+        REQUIRE(shader.ok());
+        CHECK(std::string(shaders::name(*shader)) == name + suffix);
+      }
+      // Rows 2 and 4 take matvec; A rows in a ring at odd words; outputs off every tile.
+      for (const ProductCase& c : {ProductCase{2, 64, 33, true}, ProductCase{4, 32, 7}, ProductCase{17, 96, 65, true},
+                                   ProductCase{67, 64, 40}})
+        check_products(context, ElementType::q8_0, c, rng);
+      test::check_no_validation_messages(context);
+    }
+}
+
 TEST_CASE("fp16 activations: the product comparison rejects an unrounded A, so the rounding is what is read") {
   // The float64 product of the fp32 A (not rounded to fp16) differs from the
   // kernel's by ~2^-12 of each term, far past the fp32 tolerance.

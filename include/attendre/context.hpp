@@ -21,7 +21,7 @@ namespace attendre {
 enum class Feature : uint32_t {
   storage_16bit,          // "16bit": fp16 weights, memories, activations as 16-bit loads (else unpackHalf2x16 of words)
   float16,                // "float16": shaderFloat16 (detected and reported; no kernel computes in fp16 yet)
-  storage_8bit,           // "8bit": storageBuffer8BitAccess (detected; block decoders read 32-bit words)
+  storage_8bit,           // "8bit": Q8_0 quants read as int8 loads (else unpacked from 32-bit words)
   subgroup_arithmetic,    // "arithmetic": score_stats and insert_plan reduce and scan with subgroup operations (else shared-memory trees)
   subgroup_ballot,        // "ballot": insert_plan's prefix sums by bit-sliced ballots where arithmetic is not available
   subgroup_shuffle,       // "shuffle": direct matmuls share block decodes, tiled selects sort within subgroups
@@ -67,6 +67,10 @@ struct DriverQuirks {
   // (README "fp16 activations"), so they are read so even with 16-bit
   // storage present. ContextOptions::prefer_half_loads clears it.
   bool half_loads_lane_by_lane = false;
+  // lavapipe gathers 8-bit loads lane by lane too: Q8_0 quants read faster
+  // from 32-bit words (README "Platforms"), so they are read so even with
+  // 8-bit storage present. ContextOptions::prefer_byte_loads clears it.
+  bool byte_loads_lane_by_lane = false;
   // "name: reason" for each flag set.
   std::vector<std::string> describe() const;
 };
@@ -197,6 +201,11 @@ struct ContextOptions {
   // ATTENDRE_HALF_LOADS (0 or 1). For words everywhere, switch
   // Feature::storage_16bit off.
   std::optional<bool> prefer_half_loads;
+  // The same for Q8_0 quants: true reads them by int8 loads wherever
+  // storageBuffer8BitAccess is present, over the quirk byte_loads_lane_by_lane;
+  // false: the quirk decides. Unset reads ATTENDRE_BYTE_LOADS (0 or 1). For
+  // words everywhere, switch Feature::storage_8bit off.
+  std::optional<bool> prefer_byte_loads;
   // How long a wait for the device may take before the device is reported
   // as lost (ErrorCode::device_lost): a hung device must not hang the app.
   uint32_t fence_timeout_ms = 60000;
@@ -225,6 +234,7 @@ struct ExternalDevice {
   std::optional<DeviceCaps::KernelStyle> kernels;
   std::optional<FeatureSet> disabled_features;
   std::optional<bool> prefer_half_loads;  // as ContextOptions::prefer_half_loads
+  std::optional<bool> prefer_byte_loads;  // as ContextOptions::prefer_byte_loads
   // The application's host allocator for the objects attendre creates on
   // this device (never the adopted ones); null: the driver's. It must
   // outlive the Context.

@@ -12,6 +12,12 @@ namespace {
 static_assert(ATTENDRE_FEATURES_ALL == (1u << kFeatureCount) - 1);
 static_assert(ATTENDRE_FEATURE_LARGE_WORKGROUPS == 1u << static_cast<uint32_t>(Feature::large_workgroups));
 
+// A -1/0/1 field: unset (the environment decides), false or true.
+Result<std::optional<bool>> preference(int value, const std::string& field) {
+  ATTENDRE_REQUIRE(value >= -1 && value <= 1, field + " " + std::to_string(value) + " is not -1, 0 or 1");
+  return value < 0 ? std::optional<bool>{} : std::optional<bool>{value == 1};
+}
+
 // The options of create, also those of adopt that apply to it (`what`
 // names the call in messages).
 Result<ContextOptions> context_options(const attendre_context_options& o, const std::string& what) {
@@ -32,9 +38,8 @@ Result<ContextOptions> context_options(const attendre_context_options& o, const 
                    what + ": kernels " + std::to_string(o.kernels) + " is not an attendre_kernels (-1 to 1)");
   if (o.kernels >= 0)
     options.kernels = o.kernels == ATTENDRE_KERNELS_TILED ? DeviceCaps::KernelStyle::tiled : DeviceCaps::KernelStyle::direct;
-  ATTENDRE_REQUIRE(o.half_loads >= -1 && o.half_loads <= 1,
-                   what + ": half_loads " + std::to_string(o.half_loads) + " is not -1, 0 or 1");
-  if (o.half_loads >= 0) options.prefer_half_loads = o.half_loads == 1;
+  ATTENDRE_TRY_ASSIGN(options.prefer_half_loads, preference(o.half_loads, what + ": half_loads"));
+  ATTENDRE_TRY_ASSIGN(options.prefer_byte_loads, preference(o.byte_loads, what + ": byte_loads"));
   ATTENDRE_REQUIRE(o.fence_timeout_ms > 0, what + ": fence_timeout_ms is 0");
   options.fence_timeout_ms = o.fence_timeout_ms;
   if (o.disabled_features != ATTENDRE_FEATURES_DEFAULT) {
@@ -63,6 +68,7 @@ void attendre_context_options_defaults(attendre_context_options* options) {
   options->fence_timeout_ms = ContextOptions{}.fence_timeout_ms;
   options->disabled_features = ATTENDRE_FEATURES_DEFAULT;
   options->half_loads = -1;
+  options->byte_loads = -1;
 }
 
 attendre_status attendre_context_create(const attendre_context_options* options, attendre_context** context) {
@@ -108,6 +114,7 @@ attendre_status attendre_context_adopt(const attendre_external_device* external,
     device.kernels = options.kernels;
     device.disabled_features = options.disabled_features;
     device.prefer_half_loads = options.prefer_half_loads;
+    device.prefer_byte_loads = options.prefer_byte_loads;
     device.allocator = options.allocator;
     // Unset (-1) reads no environment here: an adopted device's limits are
     // the application's, as before options existed.

@@ -67,6 +67,8 @@ constexpr WeightVariants kWeightVariants[] = {
 };
 // fp16 read as 32-bit words and unpacked, where 16-bit storage is absent.
 constexpr WeightVariants kF16Words = ATTENDRE_WEIGHT_VARIANTS(f16, f16_words);
+// Q8_0 quants read as int8 values, where 8-bit storage is present.
+constexpr WeightVariants kQ8_0Int8 = ATTENDRE_WEIGHT_VARIANTS(q8_0, q8_0_int8);
 #undef ATTENDRE_PRODUCTS
 #undef ATTENDRE_WEIGHT_VARIANTS
 
@@ -79,6 +81,7 @@ std::string decoded_types() {
 }  // namespace
 
 bool f16_as_words(const DeviceCaps& caps) { return !caps.storage_16bit || caps.quirks.half_loads_lane_by_lane; }
+bool q8_0_as_int8(const DeviceCaps& caps) { return caps.storage_8bit && !caps.quirks.byte_loads_lane_by_lane; }
 
 Result<ShaderId> try_weight_variant(const Context& context, WeightKernel kernel, ElementType type,
                                     const std::string& what, MemoryStorage input) {
@@ -90,6 +93,7 @@ Result<ShaderId> try_weight_variant(const Context& context, WeightKernel kernel,
   for (WeightVariants v : kWeightVariants) {
     if (v.type != type) continue;
     if (type == ElementType::f16 && words) v = kF16Words;
+    if (type == ElementType::q8_0 && q8_0_as_int8(context.caps())) v = kQ8_0Int8;
     const Products& p = !a16 ? v.f32_input : words ? v.f16_words_input : v.f16_input;
     switch (kernel) {
       case WeightKernel::gemm: return p.gemm;

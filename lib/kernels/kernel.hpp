@@ -71,11 +71,18 @@ enum class WeightKernel { gemm, matvec, direct, embedding };
 // off, or the driver's quirk half_loads_lane_by_lane says words are faster.
 bool f16_as_words(const DeviceCaps& caps);
 
+// Whether Q8_0 quants are read as int8 values (the *_q8_0_int8 builds):
+// where storageBuffer8BitAccess is present and not switched off, and no
+// driver quirk (byte_loads_lane_by_lane) says 32-bit words are faster; else
+// unpacked from 32-bit words like every other block type.
+bool q8_0_as_int8(const DeviceCaps& caps);
+
 // The variant of `kernel` for weights encoded as `type` and A rows stored
 // as `input` (fp16 activations: packed pairs, shaders/input_rows.glsl):
 // fails (unsupported) naming `what` when there is none. Every encoding but
-// F16 is read as 32-bit words; F16 too where f16_as_words(), and fp16 A rows
-// by 16-bit loads (*_a16) or, where f16_as_words(), as words (*_a16_words).
+// F16 and Q8_0 is read as 32-bit words; F16 too where f16_as_words(), Q8_0
+// unless q8_0_as_int8(); fp16 A rows by 16-bit loads (*_a16) or, where
+// f16_as_words(), as words (*_a16_words).
 Result<ShaderId> try_weight_variant(const Context& context, WeightKernel kernel, ElementType type,
                                     const std::string& what, MemoryStorage input = MemoryStorage::f32);
 #if defined(__cpp_exceptions)

@@ -1,7 +1,7 @@
 // The kernel variant each family runs on a context, for the bench and the
 // tools' --verbose. Every choice is read from the function that makes it
 // (plan_kernels, KernelPlan::select_shuffles, direct_matmul, f16_as_words,
-// stored_path), never decided again here.
+// q8_0_as_int8, stored_path), never decided again here.
 #include "kernels/kernel.hpp"
 #include "kernels/kernel_plan.hpp"
 #include "kernels/matmul.hpp"
@@ -90,6 +90,11 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
   // (input_rows.glsl: *_a16 or *_a16_words).
   v.push_back(fp16_reads(caps, "fp16 activations", kernels::f16_as_words(caps),
                          " in every product, written as packed words, math fp32"));
+  // Q8_0 quants: int8 loads, or the 32-bit words every other block type reads.
+  v.push_back({"q8_0 weights", kernels::q8_0_as_int8(caps) ? "int8 loads" : "int8 unpacked from 32-bit words",
+               !caps.storage_8bit                   ? absent(caps, Feature::storage_8bit, "storageBuffer8BitAccess")
+               : caps.quirks.byte_loads_lane_by_lane ? "quirk byte_loads_lane_by_lane"
+                                                     : "storageBuffer8BitAccess"});
   // score_stats reduces floats (arithmetic or trees); insert_plan sums
   // counts, which ballots can also do.
   const std::string stats_build = plan.subgroup_reductions ? "subgroup arithmetic" : "shared-memory trees";
@@ -137,7 +142,6 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
   };
   unused("shaderFloat16", caps.float16, Feature::float16,
          "fp16 values are stored and read, math is fp32: a product of two fp16 values is exact in fp32");
-  unused("8-bit storage", caps.storage_8bit, Feature::storage_8bit, "block decoders read 32-bit words");
   return v;
 }
 

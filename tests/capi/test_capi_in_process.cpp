@@ -84,9 +84,9 @@ std::vector<test::StepRecord> c_layer_run(attendre_context* context, const test:
   return run;
 }
 
-// The application's device adopted through the C API (options NULL: the
+// The application's device for attendre_context_adopt (options NULL: the
 // defaults), timeline semaphores included when the application enabled them.
-attendre_context* c_adopt(const test::App& app, const attendre_context_options* options = nullptr) {
+attendre_external_device c_external(const test::App& app, const attendre_context_options* options) {
   attendre_external_device external{};
   external.instance = app.instance;
   external.physical_device = app.physical;
@@ -95,6 +95,11 @@ attendre_context* c_adopt(const test::App& app, const attendre_context_options* 
   external.queue_family = app.family;
   external.timeline_semaphore_enabled = app.timeline ? 1 : 0;
   external.options = options;
+  return external;
+}
+
+attendre_context* c_adopt(const test::App& app, const attendre_context_options* options = nullptr) {
+  const attendre_external_device external = c_external(app, options);
   attendre_context* context = nullptr;
   C_OK(attendre_context_adopt(&external, &context));
   return context;
@@ -209,40 +214,69 @@ TEST_CASE("C API: fp16_activations reach the stack, max_groups_per_dispatch the 
   attendre_context_destroy(context);
 }
 
-TEST_CASE("C API: half_loads takes 16-bit loads over the driver quirk, on created and adopted devices (API version 4)") {
-  CHECK(attendre_version() == 4);
-  attendre_context_options options;
-  attendre_context_options_defaults(&options);
-  CHECK(options.half_loads == -1);
-  options.half_loads = 0;
-  attendre_context* quirked = nullptr;
-  C_OK(attendre_context_create(&options, &quirked));
-  const DeviceCaps& caps = quirked->context.caps();
-  const bool lavapipe = caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU && caps.name.rfind("llvmpipe", 0) == 0;
-  CHECK(caps.quirks.half_loads_lane_by_lane == lavapipe);
-  options.half_loads = 1;
-  attendre_context* loads = nullptr;
-  C_OK(attendre_context_create(&options, &loads));
-  CHECK_FALSE(loads->context.caps().quirks.half_loads_lane_by_lane);
-  CHECK(loads->context.caps().storage_16bit == caps.storage_16bit);
-  check_no_validation_messages(quirked);
-  check_no_validation_messages(loads);
-  attendre_context_destroy(quirked);
-  attendre_context_destroy(loads);
-
-  options.half_loads = 2;
-  attendre_context* refused = nullptr;
-  CHECK(attendre_context_create(&options, &refused) == ATTENDRE_ERROR_INVALID_ARGUMENT);
-  CHECK(refused == nullptr);
-  CHECK(std::string(attendre_last_error()) == "attendre_context_create: half_loads 2 is not -1, 0 or 1");
-
-  // An adopted device takes the same choice.
+TEST_CASE("C API: half_loads and byte_loads take 16-bit and int8 loads over the driver quirks, on created and adopted "
+          "devices (API versions 4 and 5)") {
+  CHECK(attendre_version() == 5);
+  // Each -1/0/1 field, the quirk it clears and the feature it loads by.
+  struct Preference {
+    int attendre_context_options::*field;
+    bool DriverQuirks::*quirk;
+    bool DeviceCaps::*storage;
+    const char* name;
+  };
+  const Preference preferences[] = {
+      {&attendre_context_options::half_loads, &DriverQuirks::half_loads_lane_by_lane, &DeviceCaps::storage_16bit,
+       "half_loads"},
+      {&attendre_context_options::byte_loads, &DriverQuirks::byte_loads_lane_by_lane, &DeviceCaps::storage_8bit,
+       "byte_loads"}};
   test::App app;
-  for (const int half_loads : {0, 1}) {
-    options.half_loads = half_loads;
-    attendre_context* adopted = c_adopt(app, &options);
-    CHECK(adopted->context.caps().quirks.half_loads_lane_by_lane == (lavapipe && half_loads == 0));
-    attendre_context_destroy(adopted);
+  for (const Preference& p : preferences) {
+    INFO(p.name);
+    attendre_context_options options;
+    attendre_context_options_defaults(&options);
+    CHECK(options.*p.field == -1);
+    options.*p.field = 0;
+    attendre_context* quirked = nullptr;
+    C_OK(attendre_context_create(&options, &quirked));
+    const DeviceCaps& caps = quirked->context.caps();
+    const bool lavapipe = caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU && caps.name.rfind("llvmpipe", 0) == 0;
+    CHECK(caps.quirks.*p.quirk == lavapipe);
+    options.*p.field = 1;
+    attendre_context* loads = nullptr;
+    C_OK(attendre_context_create(&options, &loads));
+    const DeviceCaps& preferred = loads->context.caps();
+    CHECK_FALSE(preferred.quirks.*p.quirk);
+    CHECK(preferred.*p.storage == caps.*p.storage);
+    // Each field clears its own quirk only.
+    CHECK(preferred.quirks.half_loads_lane_by_lane + preferred.quirks.byte_loads_lane_by_lane == (lavapipe ? 1 : 0));
+    check_no_validation_messages(quirked);
+    check_no_validation_messages(loads);
+    attendre_context_destroy(quirked);
+    attendre_context_destroy(loads);
+
+    for (const int bad : {2, -2}) {
+      options.*p.field = bad;
+      attendre_context* refused = nullptr;
+      CHECK(attendre_context_create(&options, &refused) == ATTENDRE_ERROR_INVALID_ARGUMENT);
+      CHECK(refused == nullptr);
+      CHECK(std::string(attendre_last_error()) ==
+            "attendre_context_create: " + std::string(p.name) + " " + std::to_string(bad) + " is not -1, 0 or 1");
+    }
+    const attendre_external_device external = c_external(app, &options);
+    attendre_context* refused = nullptr;
+    CHECK(attendre_context_adopt(&external, &refused) == ATTENDRE_ERROR_INVALID_ARGUMENT);
+    CHECK(refused == nullptr);
+    CHECK(std::string(attendre_last_error()) == "attendre_context_adopt: " + std::string(p.name) + " -2 is not -1, 0 or 1");
+
+    // An adopted device takes the same choice (8-bit storage, which the
+    // application did not enable for attendre, counts as absent there).
+    for (const int value : {0, 1}) {
+      options.*p.field = value;
+      attendre_context* adopted = c_adopt(app, &options);
+      CHECK(adopted->context.caps().quirks.*p.quirk == (lavapipe && value == 0));
+      CHECK_FALSE(adopted->context.caps().storage_8bit);
+      attendre_context_destroy(adopted);
+    }
   }
 }
 
