@@ -22,9 +22,10 @@ std::string family(const std::string& shader) {
 // A shader build's kernel whichever way it reads fp16 data: the products
 // over fp16 activations (*_a16 by 16-bit loads, *_a16_words as unpacked
 // words) and the fp16 word builds (*_f16_words, where 16-bit storage is
-// absent) count as the same kernel, matmul_f16_words_a16_words as matmul_f16.
+// absent) count as the same kernel, matmul_f16_words_a16_words as matmul_f16,
+// and so do the fp16-math builds (matmul_f16_a16_math as matmul_f16).
 std::string fp16_family(std::string shader) {
-  for (const char* suffix : {"_a16_words", "_a16", "_words"})
+  for (const char* suffix : {"_math", "_a16_words", "_a16", "_words"})
     if (shader.ends_with(suffix)) shader.resize(shader.size() - std::char_traits<char>::length(suffix));
   return shader;
 }

@@ -35,6 +35,9 @@ Result<ContextOptions> context_options(const attendre_context_options& o, const 
   ATTENDRE_REQUIRE(o.half_loads >= -1 && o.half_loads <= 1,
                    what + ": half_loads " + std::to_string(o.half_loads) + " is not -1, 0 or 1");
   if (o.half_loads >= 0) options.prefer_half_loads = o.half_loads == 1;
+  ATTENDRE_REQUIRE(o.half_math >= -1 && o.half_math <= 1,
+                   what + ": half_math " + std::to_string(o.half_math) + " is not -1, 0 or 1");
+  if (o.half_math >= 0) options.prefer_half_math = o.half_math == 1;
   ATTENDRE_REQUIRE(o.fence_timeout_ms > 0, what + ": fence_timeout_ms is 0");
   options.fence_timeout_ms = o.fence_timeout_ms;
   if (o.disabled_features != ATTENDRE_FEATURES_DEFAULT) {
@@ -63,6 +66,7 @@ void attendre_context_options_defaults(attendre_context_options* options) {
   options->fence_timeout_ms = ContextOptions{}.fence_timeout_ms;
   options->disabled_features = ATTENDRE_FEATURES_DEFAULT;
   options->half_loads = -1;
+  options->half_math = -1;
 }
 
 attendre_status attendre_context_create(const attendre_context_options* options, attendre_context** context) {
@@ -108,6 +112,7 @@ attendre_status attendre_context_adopt(const attendre_external_device* external,
     device.kernels = options.kernels;
     device.disabled_features = options.disabled_features;
     device.prefer_half_loads = options.prefer_half_loads;
+    device.prefer_half_math = options.prefer_half_math;
     device.allocator = options.allocator;
     // Unset (-1) reads no environment here: an adopted device's limits are
     // the application's, as before options existed.

@@ -67,6 +67,8 @@ constexpr WeightVariants kWeightVariants[] = {
 };
 // fp16 read as 32-bit words and unpacked, where 16-bit storage is absent.
 constexpr WeightVariants kF16Words = ATTENDRE_WEIGHT_VARIANTS(f16, f16_words);
+// fp16 activations x fp16 weights multiplied in fp16, where half_math().
+constexpr Products kF16HalfMath = ATTENDRE_PRODUCTS(f16_a16, _math);
 #undef ATTENDRE_PRODUCTS
 #undef ATTENDRE_WEIGHT_VARIANTS
 
@@ -80,6 +82,10 @@ std::string decoded_types() {
 
 bool f16_as_words(const DeviceCaps& caps) { return !caps.storage_16bit || caps.quirks.half_loads_lane_by_lane; }
 
+bool half_math(const DeviceCaps& caps) {
+  return caps.float16 && !f16_as_words(caps) && !caps.quirks.half_math_emulated;
+}
+
 Result<ShaderId> try_weight_variant(const Context& context, WeightKernel kernel, ElementType type,
                                     const std::string& what, MemoryStorage input) {
   const bool a16 = input == MemoryStorage::f16;
@@ -90,7 +96,8 @@ Result<ShaderId> try_weight_variant(const Context& context, WeightKernel kernel,
   for (WeightVariants v : kWeightVariants) {
     if (v.type != type) continue;
     if (type == ElementType::f16 && words) v = kF16Words;
-    const Products& p = !a16 ? v.f32_input : words ? v.f16_words_input : v.f16_input;
+    const bool math = a16 && type == ElementType::f16 && half_math(context.caps());
+    const Products& p = !a16 ? v.f32_input : words ? v.f16_words_input : math ? kF16HalfMath : v.f16_input;
     switch (kernel) {
       case WeightKernel::gemm: return p.gemm;
       case WeightKernel::matvec: return p.matvec;

@@ -210,7 +210,7 @@ TEST_CASE("C API: fp16_activations reach the stack, max_groups_per_dispatch the 
 }
 
 TEST_CASE("C API: half_loads takes 16-bit loads over the driver quirk, on created and adopted devices (API version 4)") {
-  CHECK(attendre_version() == 4);
+  CHECK(attendre_version() >= 4);
   attendre_context_options options;
   attendre_context_options_defaults(&options);
   CHECK(options.half_loads == -1);
@@ -242,6 +242,43 @@ TEST_CASE("C API: half_loads takes 16-bit loads over the driver quirk, on create
     options.half_loads = half_loads;
     attendre_context* adopted = c_adopt(app, &options);
     CHECK(adopted->context.caps().quirks.half_loads_lane_by_lane == (lavapipe && half_loads == 0));
+    attendre_context_destroy(adopted);
+  }
+}
+
+TEST_CASE("C API: half_math takes fp16 products over the driver quirk, on created and adopted devices (API version 5)") {
+  CHECK(attendre_version() == 5);
+  attendre_context_options options;
+  attendre_context_options_defaults(&options);
+  CHECK(options.half_math == -1);
+  options.half_math = 0;
+  attendre_context* quirked = nullptr;
+  C_OK(attendre_context_create(&options, &quirked));
+  const DeviceCaps& caps = quirked->context.caps();
+  const bool lavapipe = caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU && caps.name.rfind("llvmpipe", 0) == 0;
+  CHECK(caps.quirks.half_math_emulated == lavapipe);
+  options.half_math = 1;
+  attendre_context* math = nullptr;
+  C_OK(attendre_context_create(&options, &math));
+  CHECK_FALSE(math->context.caps().quirks.half_math_emulated);
+  CHECK(math->context.caps().float16 == caps.float16);
+  check_no_validation_messages(quirked);
+  check_no_validation_messages(math);
+  attendre_context_destroy(quirked);
+  attendre_context_destroy(math);
+
+  options.half_math = -2;
+  attendre_context* refused = nullptr;
+  CHECK(attendre_context_create(&options, &refused) == ATTENDRE_ERROR_INVALID_ARGUMENT);
+  CHECK(refused == nullptr);
+  CHECK(std::string(attendre_last_error()) == "attendre_context_create: half_math -2 is not -1, 0 or 1");
+
+  // An adopted device takes the same choice.
+  test::App app;
+  for (const int half_math : {0, 1}) {
+    options.half_math = half_math;
+    attendre_context* adopted = c_adopt(app, &options);
+    CHECK(adopted->context.caps().quirks.half_math_emulated == (lavapipe && half_math == 0));
     attendre_context_destroy(adopted);
   }
 }

@@ -43,7 +43,7 @@ public final class AttendreNative {
     public boolean flushCapable = false;
   }
 
-  /** ATTENDRE_API_VERSION of the linked library (this binding speaks 4). */
+  /** ATTENDRE_API_VERSION of the linked library (this binding speaks 5). */
   public static native int apiVersion();
 
   public static String versionString() {
