@@ -7,8 +7,10 @@
 // storageBuffer16BitAccess: the kernel enables GL_EXT_shader_16bit_storage),
 // with -DINPUT_F16_WORDS by unpackHalf2x16 of the 32-bit words, where 16-bit
 // storage is absent or switched off. Either way each value becomes a float
-// at once (no shaderFloat16): math and accumulation stay fp32, and the
-// product of two fp16 values is exact in fp32.
+// at once: math and accumulation stay fp32, and the product of two fp16
+// values is exact in fp32. The exception, -DINPUT_F16 with -DHALF_MATH
+// (shaderFloat16, fp16 weights too): a_half() hands the fp16 value itself
+// to the fp16 products of half_math.glsl.
 //
 // Offsets and strides of the rows (pc.a_*) count 32-bit words in every build:
 // element e of the row starting at word `row` is half 2 * row + e.
@@ -25,6 +27,10 @@ layout(std430, binding = 0) readonly buffer ARows4 { f16vec4 a_halves4[]; };  //
 const uint A_VEC_WORDS = 2u;
 float a_load(uint row, uint e) { return float(a_halves[2u * row + e]); }
 vec4 a_load4_aligned(uint row, uint e) { return vec4(a_halves4[(2u * row + e) >> 2u]); }
+#ifdef HALF_MATH
+float16_t a_half(uint row, uint e) { return a_halves[2u * row + e]; }
+f16vec4 a_half4_aligned(uint row, uint e) { return a_halves4[(2u * row + e) >> 2u]; }
+#endif
 #elif defined(INPUT_F16_WORDS)
 layout(std430, binding = 0) readonly buffer ARows { uint a_words[]; };
 layout(std430, binding = 0) readonly buffer ARows2 { uvec2 a_words2[]; };  // aliases ARows

@@ -8,7 +8,10 @@
 // weight encoding (weights.glsl: -DWEIGHTS_F16, -DWEIGHTS_BF16,
 // -DWEIGHTS_Q4_0 ...), decoded one value at a time as the W tile is loaded
 // (neighbouring invocations share a block, so its scales come from cache);
-// math is fp32, the bias is fp32 in every encoding.
+// math is fp32, the bias is fp32 in every encoding. With -DHALF_MATH (fp16
+// A and W, shaderFloat16) the tiles hold the fp16 values themselves (half
+// the bytes) and each invocation takes its products in fp16 four `in`
+// elements at a time, their sums accumulated in fp32 (half_math.glsl).
 //
 // Bindings:  0 A rows (in floats each; fp16 pairs in words with
 //              -DINPUT_F16*, input_rows.glsl)                         read
@@ -31,10 +34,16 @@
 #ifdef WEIGHTS_INT8  // 8-bit loads of Q8_0 quants
 #extension GL_EXT_shader_8bit_storage : require
 #endif
+#ifdef HALF_MATH  // fp16 products (half_math.glsl): shaderFloat16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#endif
 #include "interface/matmul.h"
 #include "rows.glsl"
 #include "weights.glsl"
 #include "input_rows.glsl"
+#ifdef HALF_MATH
+#include "half_math.glsl"
+#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint TILE_R = 32;
@@ -47,12 +56,29 @@ layout(std430, binding = 2) buffer CRows { float c_rows[]; };
 layout(std430, binding = 3) readonly buffer RRows { float r_rows[]; };
 
 // Tiles stored k-major ([k][row], [k][output]), +1 pads away bank conflicts
-// (sizes from interface/matmul.h, which the kernel plan budgets with).
-shared float a_tile[ATT_MATMUL_A_TILE_WORDS(TILE_K, TILE_R)];
-shared float w_tile[ATT_MATMUL_W_TILE_WORDS(TILE_K, TILE_O)];
+// (sizes from interface/matmul.h, which the kernel plan budgets with; as
+// halves with HALF_MATH, half the bytes the plan budgets).
+#ifdef HALF_MATH
+#define TILE_VALUE float16_t
+#else
+#define TILE_VALUE float
+#endif
+shared TILE_VALUE a_tile[ATT_MATMUL_A_TILE_WORDS(TILE_K, TILE_R)];
+shared TILE_VALUE w_tile[ATT_MATMUL_W_TILE_WORDS(TILE_K, TILE_O)];
 shared uint a_base[TILE_R];  // word of each row of the tile in A, or kInvalid past `rows`
 
 const uint kInvalidRow = 0xFFFFFFFFu;
+
+#ifdef HALF_MATH
+// `in` steps kk..kk+3 of column `col` of the A tile (a) or W tile (!a),
+// `pitch` apart; steps past TILE_K zero.
+f16vec4 tile_group(uint kk, uint pitch, uint col, bool a) {
+  f16vec4 g = f16vec4(kHalfZero);
+  for (uint j = 0u; j < 4u && kk + j < TILE_K; ++j)
+    g[j] = a ? a_tile[(kk + j) * pitch + col] : w_tile[(kk + j) * pitch + col];
+  return g;
+}
+#endif
 
 void main() {
   const uint W = gl_WorkGroupSize.x;
@@ -73,14 +99,35 @@ void main() {
       // Consecutive invocations load consecutive `in` elements of a row.
       for (uint i = tid; i < TILE_R * TILE_K; i += W) {
         const uint r = i / TILE_K, kk = i % TILE_K, base = a_base[r];
+#ifdef HALF_MATH
+        a_tile[kk * (TILE_R + 1) + r] = base != kInvalidRow && k0 + kk < pc.in_dim ? a_half(base, k0 + kk) : kHalfZero;
+#else
         a_tile[kk * (TILE_R + 1) + r] = base != kInvalidRow && k0 + kk < pc.in_dim ? a_load(base, k0 + kk) : 0.0;
+#endif
       }
       for (uint i = tid; i < TILE_O * TILE_K; i += W) {
         const uint o = i / TILE_K, kk = i % TILE_K;
+#ifdef HALF_MATH
+        w_tile[kk * (TILE_O + 1) + o] = o0 + o < pc.out_dim && k0 + kk < pc.in_dim
+                                            ? weight_half(pc.w_offset + (o0 + o) * pc.in_dim + k0 + kk)
+                                            : kHalfZero;
+#else
         w_tile[kk * (TILE_O + 1) + o] =
             o0 + o < pc.out_dim && k0 + kk < pc.in_dim ? weight_element(pc.w_offset, pc.in_dim, o0 + o, k0 + kk) : 0.0;
+#endif
       }
       barrier();  // tiles complete before anyone reads them
+#ifdef HALF_MATH
+      // Groups of four `in` steps (the tile's zeros past `in`, and past
+      // TILE_K when it is not a multiple of four, add nothing).
+      for (uint kk = 0; kk < TILE_K; kk += 4u) {
+        f16vec4 av[kMatmulMaxMicro], wv[kMatmulMaxMicro];
+        for (uint m = 0; m < TM; ++m) av[m] = tile_group(kk, TILE_R + 1, tr + m * threads_r, true);
+        for (uint n = 0; n < TN; ++n) wv[n] = tile_group(kk, TILE_O + 1, to + n * threads_o, false);
+        for (uint m = 0; m < TM; ++m)
+          for (uint n = 0; n < TN; ++n) acc[m * TN + n] += group_product(av[m], wv[n]);
+      }
+#else
       for (uint kk = 0; kk < TILE_K; ++kk) {
         float av[kMatmulMaxMicro], wv[kMatmulMaxMicro];
         for (uint m = 0; m < TM; ++m) av[m] = a_tile[kk * (TILE_R + 1) + tr + m * threads_r];
@@ -88,6 +135,7 @@ void main() {
         for (uint m = 0; m < TM; ++m)
           for (uint n = 0; n < TN; ++n) acc[m * TN + n] = fma(av[m], wv[n], acc[m * TN + n]);
       }
+#endif
       barrier();  // everyone done reading before the next tiles overwrite them
     }
 

@@ -7,7 +7,9 @@
 //
 // Float types: each invocation owns one output o and ROWS rows, and reads A
 // and W rows straight from their buffers, four values at a time when every
-// row starts on a vec4 (scalar otherwise).
+// row starts on a vec4 (scalar otherwise). -DHALF_MATH (fp16 A and W):
+// products in fp16, four at a time, their sums accumulated in fp32
+// (half_math.glsl).
 // Block types (-DWEIGHTS_Q4_0 ...): each invocation owns one output and ROWS
 // rows, decodes its weights one decode unit at a time (scales once per
 // block) and applies each decoded value to every row. All invocations of a
@@ -31,12 +33,18 @@
 #ifdef WEIGHTS_INT8  // 8-bit loads of Q8_0 quants
 #extension GL_EXT_shader_8bit_storage : require
 #endif
+#ifdef HALF_MATH  // fp16 products (half_math.glsl): shaderFloat16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#endif
 #extension GL_KHR_shader_subgroup_shuffle : enable  // block types only
 #extension GL_EXT_control_flow_attributes : enable  // [[unroll]]: see the block types' main
 #include "interface/matmul.h"
 #include "rows.glsl"
 #include "weights.glsl"
 #include "input_rows.glsl"
+#ifdef HALF_MATH
+#include "half_math.glsl"
+#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ROWS = 8;
@@ -142,6 +150,15 @@ void main() {
     for (uint r = row0; r < min(pc.rows, row0 + ROWS); ++r) {
       const uint a_row = ROW_WORD(a, r);
       float sum = 0.0;
+#ifdef HALF_MATH
+      if (vec) {
+        for (uint i = 0u; i < pc.in_dim / 4u; ++i)
+          sum += group_product(a_half4_aligned(a_row, 4u * i), w16x4[w_row / 4u + i]);
+      } else {
+        for (uint i = 0u; i < pc.in_dim; i += 4u)
+          sum += group_product(a_group(a_row, i, pc.in_dim), w_group(w_row, i, pc.in_dim));
+      }
+#else
       if (vec) {
         vec4 acc = vec4(0.0);
         for (uint i = 0u; i < pc.in_dim / 4u; ++i) acc = fma(a_load4_aligned(a_row, 4u * i), weight4(w_row / 4u + i), acc);
@@ -149,6 +166,7 @@ void main() {
       } else {
         for (uint i = 0u; i < pc.in_dim; ++i) sum = fma(a_load(a_row, i), weight(w_row + i), sum);
       }
+#endif
       store(r, o, sum);
     }
   }

@@ -5,7 +5,9 @@
 // split `in` (float types: reading consecutive weights; block types: one
 // decode unit of a block each, its scales decoded once) and accumulate every
 // row, then a shared-memory tree reduction adds their partial sums. Weight
-// encodings as in matmul.comp (weights.glsl); math is fp32.
+// encodings as in matmul.comp (weights.glsl); math is fp32, except with
+// -DHALF_MATH (fp16 A and W): each lane takes groups of four consecutive
+// weights, their products in fp16 (half_math.glsl), sums in fp32.
 //
 // Bindings:  as matmul.comp (0 A read (input_rows.glsl), 1 W + bias read, 2 C read/write, 3 R read)
 // Spec constants: 0 workgroup size W (a power of two)
@@ -19,10 +21,16 @@
 #ifdef WEIGHTS_INT8  // 8-bit loads of Q8_0 quants
 #extension GL_EXT_shader_8bit_storage : require
 #endif
+#ifdef HALF_MATH  // fp16 products (half_math.glsl): shaderFloat16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#endif
 #include "interface/matmul.h"
 #include "rows.glsl"
 #include "weights.glsl"
 #include "input_rows.glsl"
+#ifdef HALF_MATH
+#include "half_math.glsl"
+#endif
 
 layout(local_size_x_id = 0) in;
 
@@ -56,6 +64,12 @@ void main() {
         for (uint row = 0; row < pc.rows; ++row) {
           for (uint j = 0; j < QUANT_UNIT; ++j) acc[row] = fma(a_load(a_base[row], u * QUANT_UNIT + j), v[j], acc[row]);
         }
+      }
+#elif defined(HALF_MATH)
+      const uint w_row = pc.w_offset + o * pc.in_dim;
+      for (uint i = 4u * lane; i < pc.in_dim; i += 4u * lanes) {
+        const f16vec4 w = w_group(w_row, i, pc.in_dim);
+        for (uint row = 0; row < pc.rows; ++row) acc[row] += group_product(a_group(a_base[row], i, pc.in_dim), w);
       }
 #else
       const uint w_row = pc.w_offset + o * pc.in_dim;

@@ -33,6 +33,9 @@ layout(std430, binding = 1) readonly buffer WeightWords { uint w_words[]; };
 #elif defined(WEIGHTS_F16)
 layout(std430, binding = 1) readonly buffer Weights16 { float16_t w16[]; };  // aliases WeightWords
 float weight(uint e) { return float(w16[e]); }
+#ifdef HALF_MATH  // the fp16 value itself, for half_math.glsl's fp16 products
+float16_t weight_half(uint e) { return w16[e]; }
+#endif
 #elif defined(WEIGHTS_F16_WORDS)
 // fp16 where 16-bit storage is absent: element e is half e & 1 of word e / 2.
 float weight(uint e) { return unpackHalf2x16(w_words[e >> 1u])[e & 1u]; }

@@ -39,9 +39,10 @@ constexpr uint32_t kSentinel = 0x7FC0DEADu;  // a NaN: any word a kernel must le
 inline void for_each_context(const std::function<void(Context&)>& body,
                              std::initializer_list<Context*> contexts = {&test::gpu(), &test::tiny_gpu()}) {
   for (Context* context : contexts) {
-    INFO("context " << std::string(context == &test::gpu()        ? "gpu"
-                                   : context == &test::tiny_gpu() ? "tiny_gpu"
-                                                                  : "tiny_words_gpu"));
+    INFO("context " << std::string(context == &test::gpu()                         ? "gpu"
+                                   : context == &test::tiny_gpu()                  ? "tiny_gpu"
+                                   : context->caps().disabled.has(Feature::float16) ? "half_loads_fp32_math_gpu"
+                                                                                   : "tiny_words_gpu"));
     body(*context);
     test::check_no_validation_messages(*context);
   }

@@ -105,15 +105,19 @@ void VKAPI_CALL CountingAllocator::release(void* user, void* memory) {
 }
 
 // The suite's contexts take 16-bit and 8-bit loads wherever the device has
-// 16-bit and 8-bit storage, lavapipe's quirks half_loads_lane_by_lane and
-// byte_loads_lane_by_lane notwithstanding, so the 16-bit and int8 builds run
-// here; the words builds run on tiny_words_gpu(), on contexts without the
-// preference and in the features-off reruns.
+// 16-bit and 8-bit storage, and fp16 products wherever it also has
+// shaderFloat16, lavapipe's quirks half_loads_lane_by_lane,
+// byte_loads_lane_by_lane and half_math_emulated notwithstanding, so the
+// 16-bit, int8 and fp16-math builds run here; the words builds run on
+// tiny_words_gpu(), on contexts without the preference and in the
+// features-off reruns, the 16-bit builds with fp32 math on
+// half_loads_fp32_math_gpu().
 Context& gpu() {
   static std::unique_ptr<Context> context = [] {
     ContextOptions options;
     options.prefer_half_loads = true;
     options.prefer_byte_loads = true;
+    options.prefer_half_math = true;
     return std::make_unique<Context>(options);
   }();
   return *context;
@@ -124,6 +128,7 @@ Context& tiny_gpu() {
     ContextOptions options;
     options.prefer_half_loads = true;
     options.prefer_byte_loads = true;
+    options.prefer_half_math = true;
     options.limits = LimitOverrides{32u, 1536u, std::nullopt};  // 32 invocations, 64-entry select tiles
     return std::make_unique<Context>(options);
   }();
@@ -135,6 +140,16 @@ Context& tiny_words_gpu() {
     ContextOptions options;
     options.limits = LimitOverrides{32u, 1536u, std::nullopt};
     options.disabled_features = FeatureSet{}.add(Feature::storage_16bit);
+    return std::make_unique<Context>(options);
+  }();
+  return *context;
+}
+
+Context& half_loads_fp32_math_gpu() {
+  static std::unique_ptr<Context> context = [] {
+    ContextOptions options;
+    options.prefer_half_loads = true;
+    options.disabled_features = FeatureSet{}.add(Feature::float16);
     return std::make_unique<Context>(options);
   }();
   return *context;

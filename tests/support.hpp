@@ -27,6 +27,10 @@ Context& tiny_gpu();
 // fp16 weights, memories and activations on any device.
 Context& tiny_words_gpu();
 
+// 16-bit loads with shaderFloat16 switched off: the *_a16 builds over fp16
+// weights, which multiply in fp32 (gpu() takes the fp16-math builds).
+Context& half_loads_fp32_math_gpu();
+
 // Fails the current test with every validation message recorded so far.
 void check_no_validation_messages(Context& context);
 

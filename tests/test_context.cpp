@@ -281,5 +281,69 @@ TEST_CASE("context: the quirk byte_loads_lane_by_lane reads Q8_0 as words by def
   test::check_no_validation_messages(off);
 }
 
+TEST_CASE("context: the quirk half_math_emulated keeps fp32 math by default, prefer_half_math takes fp16 products") {
+  // On lavapipe the quirk is set and fp16 activations x fp16 weights are
+  // multiplied in fp32; prefer_half_math clears it, and fp16 math then
+  // follows shaderFloat16 and 16-bit loads alone. Both contexts take 16-bit
+  // loads, so only the math preference differs.
+  ContextOptions loads;
+  loads.prefer_half_loads = true;
+  Context plain(loads);
+  ContextOptions options = loads;
+  options.prefer_half_math = true;
+  Context preferred(options);
+  const DeviceCaps& c = plain.caps();
+  const bool lavapipe = c.type == VK_PHYSICAL_DEVICE_TYPE_CPU && c.name.rfind("llvmpipe", 0) == 0;
+  CHECK(c.quirks.half_math_emulated == lavapipe);
+  CHECK_FALSE(preferred.caps().quirks.half_math_emulated);
+  CHECK(kernels::half_math(c) == (c.float16 && c.storage_16bit && !lavapipe));
+  CHECK(kernels::half_math(preferred.caps()) == (c.float16 && c.storage_16bit));
+  if (!lavapipe) MESSAGE("not lavapipe: the quirk is not set, both contexts follow the features alone");
+  auto math_line = [](const Context& context) {
+    for (const KernelVariant& v : kernel_variants(context))
+      if (v.family == "shaderFloat16") return v;
+    return KernelVariant{};
+  };
+  const std::vector<std::string> lines = describe_variants(plain);
+  CHECK((std::find(lines.begin(), lines.end(),
+                   "quirk half_math_emulated: lavapipe converts each fp16 operation through fp32, fp16 products "
+                   "measured slower than fp32 math (75 against 57 ms, 64 x 1536 x 576) -> fp16 activations x "
+                   "fp16 weights multiplied in fp32") !=
+         lines.end()) == lavapipe);
+  using kernels::ShaderId;
+  using kernels::WeightKernel;
+  if (lavapipe && c.float16 && c.storage_16bit) {
+    CHECK(math_line(plain).reason == "quirk half_math_emulated");
+    CHECK(math_line(preferred).reason == "shaderFloat16, 16-bit loads");
+    CHECK(kernels::try_weight_variant(plain, WeightKernel::gemm, ElementType::f16, "W", MemoryStorage::f16).value() ==
+          ShaderId::matmul_f16_a16);
+    CHECK(kernels::try_weight_variant(preferred, WeightKernel::gemm, ElementType::f16, "W", MemoryStorage::f16)
+              .value() == ShaderId::matmul_f16_a16_math);
+    CHECK(kernels::try_weight_variant(preferred, WeightKernel::matvec, ElementType::f16, "W", MemoryStorage::f16)
+              .value() == ShaderId::matvec_f16_a16_math);
+    CHECK(kernels::try_weight_variant(preferred, WeightKernel::direct, ElementType::f16, "W", MemoryStorage::f16)
+              .value() == ShaderId::matmul_direct_f16_a16_math);
+    // Never for other weights or fp32 activations, and never over words.
+    CHECK(kernels::try_weight_variant(preferred, WeightKernel::gemm, ElementType::q8_0, "W", MemoryStorage::f16)
+              .value() == ShaderId::matmul_q8_0_a16);
+    CHECK(kernels::weight_variant(preferred, WeightKernel::gemm, ElementType::f16, "W") == ShaderId::matmul_f16);
+    ContextOptions words = options;
+    words.prefer_half_loads = false;
+    const Context quirked_loads(words);
+    CHECK_FALSE(kernels::half_math(quirked_loads.caps()));
+    CHECK(math_line(quirked_loads).reason == "16-bit loads not in use: fp16 read as unpacked words");
+  }
+  test::check_no_validation_messages(plain);
+  test::check_no_validation_messages(preferred);
+
+  // Unset, ATTENDRE_HALF_MATH decides; an explicit choice wins over it.
+  ScopedEnv env("ATTENDRE_HALF_MATH", "1");
+  CHECK_FALSE(Context(loads).caps().quirks.half_math_emulated);
+  options.prefer_half_math = false;
+  CHECK(Context(options).caps().quirks.half_math_emulated == lavapipe);
+  ScopedEnv typo("ATTENDRE_HALF_MATH", "yes");
+  CHECK_THROWS_WITH_AS(Context(), "ATTENDRE_HALF_MATH must be 0 or 1, got 'yes'", Error);
+}
+
 }  // namespace
 }  // namespace attendre

@@ -13,6 +13,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 
 using namespace attendre;
 using namespace attendre::test::block;
@@ -48,17 +50,18 @@ std::vector<uint16_t> stored_halves(std::span<const float> values) {
   return h;
 }
 
-// A weight image (fp32 and fp16 from element 3, BF16 and block types
-// encoded from kStartByte) and the float64 values the kernels decode from it.
+// A weight image (fp32 and fp16 from element `float_offset`, 3: off the
+// direct kernel's vec4 path; BF16 and block types encoded from kStartByte)
+// and the float64 values the kernels decode from it.
 struct Image {
   std::vector<uint32_t> words;
   std::vector<double> values;
   uint32_t offset = 0, end_word = 0;
 };
-Image weight_image(ElementType type, std::span<const float> w) {
+Image weight_image(ElementType type, std::span<const float> w, uint32_t float_offset = 3) {
   Image image;
   if (type == ElementType::f32 || type == ElementType::f16) {
-    image.offset = 3;
+    image.offset = float_offset;
     const Weights put = put_weights(image.words, type == ElementType::f16 ? WeightType::f16 : WeightType::f32,
                                     image.offset, w);
     image.values = put.values;
@@ -74,12 +77,35 @@ struct ProductCase {
   bool ring = false;  // A rows in a wrapping ring at an odd word offset and stride
 };
 
+// Which bound an output must keep: the one of the build that runs (fp32
+// math, or fp16 products where kernels::half_math picks *_f16_a16_math), or
+// the fp32 one whatever runs (to show that the fp16 products are taken).
+enum class Bound { of_the_build, fp32_math };
+
+// The extra error of the fp16 products (shaders/half_math.glsl) over one
+// output: each group of <= 4 products of fp16 values is summed in fp16,
+// products and sums rounded to nearest (unit roundoff u = 2^-11; an FMA
+// rounds less), so a group misses its exact sum by at most
+// gamma_4 = 4u / (1 - 4u) times its sum of |a * w| (Higham, Accuracy and
+// Stability, 3.1); results below fp16's normal range (2^-14) may be flushed
+// to zero (Vulkan lets fp16 denormals flush), at most 2^-14 for each of the
+// 4 products and 3 sums of a group. The group sums are then added in fp32,
+// as the fp32-math build adds products.
+double half_products_bound(std::span<const double> a_row, std::span<const double> w_row) {
+  const double u = std::ldexp(1.0, -11), gamma4 = 4 * u / (1 - 4 * u);
+  double magnitude = 0;
+  for (size_t i = 0; i < a_row.size(); ++i) magnitude += std::abs(a_row[i] * w_row[i]);
+  const double groups = static_cast<double>((a_row.size() + 3) / 4);
+  return gamma4 * magnitude + 7 * std::ldexp(1.0, -14) * groups;
+}
+
 // Runs one product over fp16 A rows and returns how many outputs miss the
 // float64 product of `a_values` (the rounded A, or on purpose the unrounded
-// one), relative to the magnitudes of the row and the weights.
+// one), relative to the magnitudes of the row and the weights, plus the
+// fp16 products' bound where `bound` and the build say so.
 uint32_t product_misses(Context& context, const kernels::KernelPlan& plan, ElementType type, const ProductCase& c,
                         std::span<const uint16_t> a_halves, std::span<const double> a_values, const Image& w,
-                        std::span<const float> bias, uint32_t report) {
+                        std::span<const float> bias, uint32_t report, Bound bound = Bound::of_the_build) {
   kernels::Matmul::Args args;
   args.rows = c.rows;
   args.in = c.in;
@@ -114,10 +140,15 @@ uint32_t product_misses(Context& context, const kernels::KernelPlan& plan, Eleme
     for (double x : values) sum += x * x;
     return std::sqrt(sum / static_cast<double>(std::max<size_t>(values.size(), 1)));
   };
+  const bool half_products =
+      bound == Bound::of_the_build && type == ElementType::f16 && kernels::half_math(context.caps());
   return count_outside(get_rows(after, args.c, c.rows, c.out), expected, [&](size_t i) {
     const size_t r = i / c.out, o = i % c.out;
-    const double magnitude = rms(a_values.subspan(r * c.in, c.in)) * rms(std::span(w.values).subspan(o * c.in, c.in));
-    return 1e-5 * (std::sqrt(static_cast<double>(c.in)) + 4.0) * magnitude + 1e-6 * std::abs(expected[i]);
+    const std::span<const double> a_row = a_values.subspan(r * c.in, c.in);
+    const std::span<const double> w_row = std::span(w.values).subspan(o * c.in, c.in);
+    const double magnitude = rms(a_row) * rms(w_row);
+    return 1e-5 * (std::sqrt(static_cast<double>(c.in)) + 4.0) * magnitude + 1e-6 * std::abs(expected[i]) +
+           (half_products ? half_products_bound(a_row, w_row) : 0.0);
   }, report);
 }
 
@@ -136,13 +167,23 @@ void check_products(Context& context, ElementType type, const ProductCase& c, st
   CHECK(product_misses(context, folded(plan), type, c, halves, rounded, image, bias, 3) == 0);
 }
 
+// The one kernel_variants line of `family` on `context`.
+KernelVariant variant_line(const Context& context, const std::string& family) {
+  const std::vector<KernelVariant> all = kernel_variants(context);
+  const auto count = std::count_if(all.begin(), all.end(), [&](const KernelVariant& v) { return v.family == family; });
+  REQUIRE(count == 1);
+  return *std::find_if(all.begin(), all.end(), [&](const KernelVariant& v) { return v.family == family; });
+}
+
 // The products over fp16 A on `context` are the build the fp16 weights'
-// path picks (f16_as_words): *_a16 by 16-bit loads, or *_a16_words; and the
+// path picks (f16_as_words): *_a16 by 16-bit loads, or *_a16_words, and
+// over fp16 weights *_f16_a16_math where kernels::half_math; and the
 // "fp16 activations" line of kernel_variants says so. Returns whether the
 // words build runs.
 bool check_a16_build(const Context& context, ElementType type) {
   const bool words = kernels::f16_as_words(context.caps());
-  const std::string suffix = words ? "_a16_words" : "_a16";
+  const bool math = type == ElementType::f16 && kernels::half_math(context.caps());
+  const std::string suffix = words ? "_a16_words" : math ? "_a16_math" : "_a16";
   for (kernels::WeightKernel kernel :
        {kernels::WeightKernel::gemm, kernels::WeightKernel::matvec, kernels::WeightKernel::direct}) {
     const Result<kernels::ShaderId> shader =
@@ -150,13 +191,8 @@ bool check_a16_build(const Context& context, ElementType type) {
     REQUIRE(shader.ok());
     CHECK(std::string(shaders::name(*shader)).ends_with(suffix));
   }
-  uint32_t lines = 0;
-  for (const KernelVariant& v : kernel_variants(context))
-    if (v.family == "fp16 activations") {
-      ++lines;
-      CHECK(v.variant.starts_with(words ? "unpackHalf2x16 of 32-bit words" : "16-bit loads"));
-    }
-  CHECK(lines == 1);
+  CHECK(variant_line(context, "fp16 activations")
+            .variant.starts_with(words ? "unpackHalf2x16 of 32-bit words" : "16-bit loads"));
   return words;
 }
 
@@ -238,6 +274,58 @@ TEST_CASE("fp16 activations: the product comparison rejects an unrounded A, so t
   const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   CHECK(product_misses(context, plan, ElementType::f32, c, halves, ops::widen_half(halves), image, bias, 3) == 0);
   CHECK(product_misses(context, plan, ElementType::f32, c, halves, ops::widen(a), image, bias, 0) > c.rows * c.out / 2);
+  test::check_no_validation_messages(context);
+}
+
+TEST_CASE("fp16 activations: fp16 math multiplies fp16 rows by fp16 weights in fp16 within the derived bound") {
+  // gpu() prefers fp16 math: where shaderFloat16 and 16-bit loads are in
+  // use, fp16 A x fp16 W runs *_f16_a16_math on every path, and each output
+  // keeps the fp32 bound plus half_products_bound. Widths not a multiple of
+  // 4 (tail groups), below 4, and rows off the vector alignment; a GEMM
+  // crossing row and output tiles, and folded grids (check_products).
+  std::mt19937_64 rng(9104);
+  Context& context = test::gpu();
+  const bool math = kernels::half_math(context.caps());
+  if (!math) MESSAGE("no fp16 math on this context (shaderFloat16 or 16-bit loads not in use): fp32 math checked");
+  check_a16_build(context, ElementType::f16);
+  CHECK(variant_line(context, "shaderFloat16")
+            .variant.starts_with(math ? "fp16 products in groups of 4, fp32 sums" : "fp32 math"));
+  for (const ProductCase& c : {ProductCase{1, 3, 5}, ProductCase{4, 2, 9, true}, ProductCase{6, 1030, 17, true},
+                               ProductCase{70, 37, 133}, ProductCase{3, 301, 66}})
+    check_products(context, ElementType::f16, c, rng);
+
+  // The bound is not idle: the fp32-math bound rejects the fp16 products of
+  // normal values on every path (each group's sum rounds by up to 2^-12 of
+  // its size, far past the fp32 bound), while the derived bound holds them.
+  // W from element 4, A rows aligned: the direct kernel's vec4 path.
+  if (!math) return;
+  const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
+  for (const auto& [c, direct] : {std::pair{ProductCase{5, 300, 40}, false}, std::pair{ProductCase{3, 300, 40}, false},
+                                  std::pair{ProductCase{5, 300, 40}, true}}) {
+    INFO(std::string(direct ? "direct" : c.rows <= kernels::kMatvecMaxRows ? "matvec" : "tiled GEMM"));
+    const std::vector<float> a = normal_values(size_t{c.rows} * c.in, rng);
+    const std::vector<float> w = normal_values(size_t{c.out} * c.in, rng), bias = normal_values(c.out, rng);
+    const std::vector<uint16_t> halves = stored_halves(a);
+    const Image image = weight_image(ElementType::f16, w, 4);
+    const std::vector<double> rounded = ops::widen_half(halves);
+    CHECK(product_misses(context, with_style(plan, direct), ElementType::f16, c, halves, rounded, image, bias, 3) == 0);
+    CHECK(product_misses(context, with_style(plan, direct), ElementType::f16, c, halves, rounded, image, bias, 0,
+                         Bound::fp32_math) > 0);
+  }
+  test::check_no_validation_messages(context);
+}
+
+TEST_CASE("fp16 activations: fp16 math switched off, 16-bit loads of fp16 rows and weights multiply in fp32") {
+  // The *_a16 builds over fp16 weights (gpu() runs the fp16-math ones):
+  // float16 switched off, fp32 math within the fp32 bound; the variants
+  // line names the switch.
+  std::mt19937_64 rng(9105);
+  Context& context = test::half_loads_fp32_math_gpu();
+  CHECK_FALSE(kernels::half_math(context.caps()));
+  check_a16_build(context, ElementType::f16);
+  CHECK(variant_line(context, "shaderFloat16").reason == "float16 switched off");
+  for (const ProductCase& c : {ProductCase{1, 127, 65, true}, ProductCase{5, 301, 66}, ProductCase{67, 33, 64}})
+    check_products(context, ElementType::f16, c, rng);
   test::check_no_validation_messages(context);
 }
 

@@ -115,7 +115,9 @@ TEST_CASE("models: with fp16 activations the GPU logits equal the dense forward 
   // ~5e-4 of their scale (rms ~1e-3), on the shallow fixtures by less. The
   // bound is 2e-3 of the scale; fp16 activations themselves move the
   // logits by more than the fp32 tolerance (2e-4), so the run is not the
-  // fp32 one.
+  // fp32 one. aidreams260K-F16 multiplies its fp16 rows and weights in fp16
+  // where gpu() uses shaderFloat16 (fp32 sums): 7.8e-4 of the scale on
+  // lavapipe, within the same bound.
   test::GgufTempDir dir;
   for (const auto& [name, path] : fixtures_and_real_files(dir.path, {"llama"}, {TensorType::f32, TensorType::q8_0}, 43)) {
     INFO(name);

@@ -4,6 +4,8 @@
 #include "stack_support.hpp"
 #include "support.hpp"
 
+#include "kernels/kernel.hpp"
+
 #include <attendre/gpu_stack.hpp>
 #include <attendre/reference/stack.hpp>
 
@@ -67,10 +69,10 @@ namespace {
 // Steps both stacks in lockstep, comparing every block's retained
 // positions and the emitted outputs at every step.
 void check_gpu_matches_reference(const StackConfig& config, const test::TokenStream& s, uint64_t weight_seed,
-                                 bool flush) {
+                                 bool flush, Context& context = test::gpu()) {
   RandomWeights weights(weight_seed);
   reference::Stack cpu(config, weights);
-  gpu::Stack device(test::gpu(), config, weights);
+  gpu::Stack device(context, config, weights);
   StackRequest request;
   request.logits = true;
   auto compare = [&](const StackOutput& e, const StackOutput& a, const std::string& when) {
@@ -102,7 +104,7 @@ void check_gpu_matches_reference(const StackConfig& config, const test::TokenStr
     compare(cpu.decode(one, request), device.decode(one, request), "decode " + std::to_string(t));
   }
   INFO("smallest decision gap " << cpu.min_decision_gap());
-  test::check_no_validation_messages(test::gpu());
+  test::check_no_validation_messages(context);
 }
 
 }  // namespace
@@ -184,6 +186,9 @@ TEST_CASE("stack: fp16 activations equal the reference stack that rounds them (w
     check_gpu_matches_reference(c, s, 46, false);
   }
   SUBCASE("odd hidden and FFN widths, LayerNorm, GELU, a plain FFN, fp16 weights") {
+    // fp32 math over the fp16 values: where gpu() takes fp16 products
+    // (shaderFloat16), the context with float16 switched off runs this one;
+    // the next test bounds what the fp16 products move.
     StackConfig c = test::small_stack(2, {4, 2, 8}, 5, 3, 16, 4, Policy::lra_max());
     c.activations = MemoryStorage::f16;
     c.weights = WeightType::f16;
@@ -195,9 +200,31 @@ TEST_CASE("stack: fp16 activations equal the reference stack that rounds them (w
       b.ffn = 41;
     }
     c.blocks[1].gated = false;
-    check_gpu_matches_reference(c, s, 47, false);
+    const bool math = kernels::half_math(test::gpu().caps());
+    check_gpu_matches_reference(c, s, 47, false, math ? test::half_loads_fp32_math_gpu() : test::gpu());
   }
 }
+
+namespace {
+
+// Runs both stacks over `s` and returns the largest difference of their
+// logits and the largest logit of `a`.
+std::pair<double, double> logit_difference(gpu::Stack& a, gpu::Stack& b, const test::TokenStream& s,
+                                           const StackRequest& request) {
+  const auto x = test::run_stack(a, s, false, request), y = test::run_stack(b, s, false, request);
+  REQUIRE(x.size() == y.size());
+  double largest = 0.0, scale = 0.0;
+  for (const auto& [position, e] : x) {
+    const test::Emitted& h = y.at(position);
+    for (size_t i = 0; i < e.logits.size(); ++i) {
+      largest = std::max(largest, double(std::abs(h.logits[i] - e.logits[i])));
+      scale = std::max(scale, double(std::abs(e.logits[i])));
+    }
+  }
+  return {largest, scale};
+}
+
+}  // namespace
 
 TEST_CASE("stack: fp16 activations move the outputs by fp16 rounding: more than fp32 noise, far less than the outputs") {
   // M >= T and K = M: every entry stays and is attended, so no eviction or
@@ -210,20 +237,40 @@ TEST_CASE("stack: fp16 activations move the outputs by fp16 rounding: more than 
   gpu::Stack f32(test::gpu(), c, weights);
   c.activations = MemoryStorage::f16;
   gpu::Stack f16(test::gpu(), c, weights);
-  const auto a = test::run_stack(f32, s, false, request), b = test::run_stack(f16, s, false, request);
-  REQUIRE(a.size() == b.size());
-  double largest = 0.0, scale = 0.0;
-  for (const auto& [position, e] : a) {
-    const test::Emitted& h = b.at(position);
-    for (size_t i = 0; i < e.logits.size(); ++i) {
-      largest = std::max(largest, double(std::abs(h.logits[i] - e.logits[i])));
-      scale = std::max(scale, double(std::abs(e.logits[i])));
-    }
-  }
+  const auto [largest, scale] = logit_difference(f32, f16, s, request);
   INFO("largest logit difference " << largest << " of logits up to " << scale);
   CHECK(largest > 1e-5 * scale);  // the option is in effect
   CHECK(largest < 5e-3 * scale);  // and costs fp16 rounding only (7e-4 of the scale on lavapipe)
   test::check_no_validation_messages(test::gpu());
+}
+
+TEST_CASE("stack: fp16 activations times fp16 weights in fp16 math move the logits by the products' rounding only") {
+  // fp16 activations x fp16 weights: gpu() multiplies them in fp16 where
+  // shaderFloat16 and 16-bit loads are in use, the context with float16
+  // switched off in fp32. M >= T and K = M: every entry stays and is
+  // attended, so no eviction or selection can flip and only the products'
+  // rounding shows: ~2^-11 per group of four, through two blocks.
+  Context& math = test::gpu();
+  if (!kernels::half_math(math.caps())) {
+    MESSAGE("no fp16 math on this context: nothing to compare");
+    return;
+  }
+  const test::TokenStream s = test::random_tokens(30, 37, 37);
+  StackConfig c = test::small_stack(2, {4, 2, 8}, 4, 3, 40, 40, Policy::lru());
+  c.weights = WeightType::f16;
+  c.activations = MemoryStorage::f16;
+  c.hidden = 25;  // odd: tail groups in every projection
+  RandomWeights weights(49);
+  StackRequest request;
+  request.logits = true;
+  gpu::Stack fp32_math(test::half_loads_fp32_math_gpu(), c, weights);
+  gpu::Stack fp16_math(math, c, weights);
+  const auto [largest, scale] = logit_difference(fp32_math, fp16_math, s, request);
+  INFO("largest logit difference " << largest << " of logits up to " << scale);
+  CHECK(largest > 1e-5 * scale);  // the fp16 products are in effect
+  CHECK(largest < 5e-3 * scale);  // and cost their rounding only
+  test::check_no_validation_messages(math);
+  test::check_no_validation_messages(test::half_loads_fp32_math_gpu());
 }
 
 TEST_CASE("stack: block options (LayerNorm, biases, GELU, plain FFN, NeoX RoPE, fp16, tied) match the reference") {

@@ -19,15 +19,16 @@ std::string family(const std::string& shader) {
   return shader;
 }
 
-// A shader build's kernel whichever way it reads fp16 data and Q8_0 quants:
-// the products over fp16 activations (*_a16 by 16-bit loads, *_a16_words as
-// unpacked words), the fp16 word builds (*_f16_words, where 16-bit storage
-// is absent or the quirk prefers words) and the int8 Q8_0 builds
-// (*_q8_0_int8, where 8-bit storage is present) count as the same kernel,
-// matmul_f16_words_a16_words as matmul_f16, matmul_q8_0_int8_a16 as
-// matmul_q8_0.
+// A shader build's kernel whichever way it reads fp16 data and Q8_0 quants
+// and whatever its math: the products over fp16 activations (*_a16 by
+// 16-bit loads, *_a16_words as unpacked words), the fp16 word builds
+// (*_f16_words, where 16-bit storage is absent or the quirk prefers words),
+// the int8 Q8_0 builds (*_q8_0_int8, where 8-bit storage is present) and the
+// fp16-math builds (*_f16_a16_math) count as the same kernel:
+// matmul_f16_words_a16_words and matmul_f16_a16_math as matmul_f16,
+// matmul_q8_0_int8_a16 as matmul_q8_0.
 std::string fp16_family(std::string shader) {
-  for (const char* suffix : {"_a16_words", "_a16", "_words", "_int8"})
+  for (const char* suffix : {"_math", "_a16_words", "_a16", "_words", "_int8"})
     if (shader.ends_with(suffix)) shader.resize(shader.size() - std::char_traits<char>::length(suffix));
   return shader;
 }

@@ -95,7 +95,12 @@ void sweep_weight_kernels(attendre::Context& context, const Options& options, Re
         std::memcpy(w.mapped(), bytes.data(), bytes.size());
         w.flush_host_writes();
         vk::DescriptorArena arena(context);
-        const kernels::Matmul matmul(context, arena, plan, type, {&a}, {&w}, {&c});
+        // --fp16-activations: A as packed fp16 (its bytes hold 1.0 and 0
+        // halves), the products over fp16 rows (*_a16, *_f16_a16_math).
+        const attendre::MemoryStorage input =
+            options.fp16_activations ? attendre::MemoryStorage::f16 : attendre::MemoryStorage::f32;
+        const kernels::Matmul matmul =
+            kernels::Matmul::create(context, arena, plan, type, {&a}, {&w}, {&c}, {}, input).value_or_throw();
         for (const uint32_t rows : {1u, m.chunk}) {
           const std::string name = rows == 1 ? "matvec" : "matmul";
           if (!f.block_kernel(name)) continue;
@@ -103,7 +108,7 @@ void sweep_weight_kernels(attendre::Context& context, const Options& options, Re
           args.rows = rows;
           args.in = m.in;
           args.out = m.out;
-          args.a = kernels::RowRef::contiguous(m.in);
+          args.a = kernels::RowRef::contiguous(input == attendre::MemoryStorage::f16 ? (m.in + 1) / 2 : m.in);
           args.c = kernels::RowRef::contiguous(m.out);
           KernelResult k;
           k.name = name;

@@ -216,7 +216,8 @@ memory (one value for every block, or a comma-separated value per block)
   --flush              finish by flushing each block instead of draining
   --fp16               fp16 weight storage
   --fp16-memory        K/V and Q memories in fp16 (half the bytes per entry)
-  --fp16-activations   the rows the matrix products read in fp16 (math fp32)
+  --fp16-activations   the rows the matrix products read in fp16 (math fp32; fp16
+                       products over fp16 weights where shaderFloat16 is used)
   --device D           gpu (default: ATTENDRE_DEVICE or the best device), a
                        Vulkan device's index or name, or cpu (the float64
                        reference stack, no Vulkan)

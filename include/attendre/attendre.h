@@ -69,7 +69,7 @@ extern "C" {
  *   3  structs grew (trailing fields, defaults 0): attendre_memory_setting
  *      (fp16_activations), attendre_context_options (max_groups_per_dispatch);
  *   4  attendre_context_options grew (half_loads, default -1);
- *   5  attendre_context_options grew (byte_loads, default -1). */
+ *   5  attendre_context_options grew (byte_loads and half_math, default -1). */
 #define ATTENDRE_API_VERSION 5
 
 /* ATTENDRE_API_VERSION of the library linked at run time. */
@@ -163,6 +163,12 @@ typedef struct attendre_context_options {
    * those are faster (lavapipe); -1 reads ATTENDRE_BYTE_LOADS (0 or 1). For
    * words everywhere, disable ATTENDRE_FEATURE_STORAGE_8BIT. */
   int byte_loads;
+  /* fp16 activations x fp16 weights: 1 multiplies them in fp16 (sums in
+   * fp32) wherever shaderFloat16 and 16-bit loads are in use; 0 lets the
+   * driver's quirks keep fp32 math where fp16 math is emulated (lavapipe);
+   * -1 reads ATTENDRE_HALF_MATH (0 or 1). For fp32 math everywhere, disable
+   * ATTENDRE_FEATURE_FLOAT16. */
+  int half_math;
 } attendre_context_options;
 
 ATTENDRE_C_API void attendre_context_options_defaults(attendre_context_options* options);

@@ -20,7 +20,7 @@ namespace attendre {
 // ATTENDRE_DISABLE) so that its fallback runs, and is tested, on any device.
 enum class Feature : uint32_t {
   storage_16bit,          // "16bit": fp16 weights, memories, activations as 16-bit loads (else unpackHalf2x16 of words)
-  float16,                // "float16": shaderFloat16 (detected and reported; no kernel computes in fp16 yet)
+  float16,                // "float16": fp16 activations x fp16 weights multiplied in fp16, summed in fp32 (else fp32 math)
   storage_8bit,           // "8bit": Q8_0 quants read as int8 loads (else unpacked from 32-bit words)
   subgroup_arithmetic,    // "arithmetic": score_stats and insert_plan reduce and scan with subgroup operations (else shared-memory trees)
   subgroup_ballot,        // "ballot": insert_plan's prefix sums by bit-sliced ballots where arithmetic is not available
@@ -71,6 +71,11 @@ struct DriverQuirks {
   // from 32-bit words (README "Platforms"), so they are read so even with
   // 8-bit storage present. ContextOptions::prefer_byte_loads clears it.
   bool byte_loads_lane_by_lane = false;
+  // lavapipe (LLVM on x86) emulates fp16 arithmetic through fp32, each
+  // operation converted there and back: the fp16 products (shaderFloat16)
+  // run slower than fp32 math (README "Kernels and their limits"), so they
+  // are not used. ContextOptions::prefer_half_math clears it.
+  bool half_math_emulated = false;
   // "name: reason" for each flag set.
   std::vector<std::string> describe() const;
 };
@@ -206,6 +211,12 @@ struct ContextOptions {
   // false: the quirk decides. Unset reads ATTENDRE_BYTE_LOADS (0 or 1). For
   // words everywhere, switch Feature::storage_8bit off.
   std::optional<bool> prefer_byte_loads;
+  // true: fp16 products (fp32 sums) for fp16 activations x fp16 weights
+  // wherever shaderFloat16 and 16-bit loads are in use, over the quirk
+  // half_math_emulated (the tests run lavapipe's fp16-math builds so);
+  // false: the quirk decides. Unset reads ATTENDRE_HALF_MATH (0 or 1). For
+  // fp32 math everywhere, switch Feature::float16 off.
+  std::optional<bool> prefer_half_math;
   // How long a wait for the device may take before the device is reported
   // as lost (ErrorCode::device_lost): a hung device must not hang the app.
   uint32_t fence_timeout_ms = 60000;
@@ -235,6 +246,7 @@ struct ExternalDevice {
   std::optional<FeatureSet> disabled_features;
   std::optional<bool> prefer_half_loads;  // as ContextOptions::prefer_half_loads
   std::optional<bool> prefer_byte_loads;  // as ContextOptions::prefer_byte_loads
+  std::optional<bool> prefer_half_math;   // as ContextOptions::prefer_half_math
   // The application's host allocator for the objects attendre creates on
   // this device (never the adopted ones); null: the driver's. It must
   // outlive the Context.

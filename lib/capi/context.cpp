@@ -40,6 +40,7 @@ Result<ContextOptions> context_options(const attendre_context_options& o, const 
     options.kernels = o.kernels == ATTENDRE_KERNELS_TILED ? DeviceCaps::KernelStyle::tiled : DeviceCaps::KernelStyle::direct;
   ATTENDRE_TRY_ASSIGN(options.prefer_half_loads, preference(o.half_loads, what + ": half_loads"));
   ATTENDRE_TRY_ASSIGN(options.prefer_byte_loads, preference(o.byte_loads, what + ": byte_loads"));
+  ATTENDRE_TRY_ASSIGN(options.prefer_half_math, preference(o.half_math, what + ": half_math"));
   ATTENDRE_REQUIRE(o.fence_timeout_ms > 0, what + ": fence_timeout_ms is 0");
   options.fence_timeout_ms = o.fence_timeout_ms;
   if (o.disabled_features != ATTENDRE_FEATURES_DEFAULT) {
@@ -69,6 +70,7 @@ void attendre_context_options_defaults(attendre_context_options* options) {
   options->disabled_features = ATTENDRE_FEATURES_DEFAULT;
   options->half_loads = -1;
   options->byte_loads = -1;
+  options->half_math = -1;
 }
 
 attendre_status attendre_context_create(const attendre_context_options* options, attendre_context** context) {
@@ -115,6 +117,7 @@ attendre_status attendre_context_adopt(const attendre_external_device* external,
     device.disabled_features = options.disabled_features;
     device.prefer_half_loads = options.prefer_half_loads;
     device.prefer_byte_loads = options.prefer_byte_loads;
+    device.prefer_half_math = options.prefer_half_math;
     device.allocator = options.allocator;
     // Unset (-1) reads no environment here: an adopted device's limits are
     // the application's, as before options existed.

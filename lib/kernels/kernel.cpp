@@ -69,6 +69,8 @@ constexpr WeightVariants kWeightVariants[] = {
 constexpr WeightVariants kF16Words = ATTENDRE_WEIGHT_VARIANTS(f16, f16_words);
 // Q8_0 quants read as int8 values, where 8-bit storage is present.
 constexpr WeightVariants kQ8_0Int8 = ATTENDRE_WEIGHT_VARIANTS(q8_0, q8_0_int8);
+// fp16 activations x fp16 weights multiplied in fp16, where half_math().
+constexpr Products kF16HalfMath = ATTENDRE_PRODUCTS(f16_a16, _math);
 #undef ATTENDRE_PRODUCTS
 #undef ATTENDRE_WEIGHT_VARIANTS
 
@@ -83,6 +85,10 @@ std::string decoded_types() {
 bool f16_as_words(const DeviceCaps& caps) { return !caps.storage_16bit || caps.quirks.half_loads_lane_by_lane; }
 bool q8_0_as_int8(const DeviceCaps& caps) { return caps.storage_8bit && !caps.quirks.byte_loads_lane_by_lane; }
 
+bool half_math(const DeviceCaps& caps) {
+  return caps.float16 && !f16_as_words(caps) && !caps.quirks.half_math_emulated;
+}
+
 Result<ShaderId> try_weight_variant(const Context& context, WeightKernel kernel, ElementType type,
                                     const std::string& what, MemoryStorage input) {
   const bool a16 = input == MemoryStorage::f16;
@@ -94,7 +100,8 @@ Result<ShaderId> try_weight_variant(const Context& context, WeightKernel kernel,
     if (v.type != type) continue;
     if (type == ElementType::f16 && words) v = kF16Words;
     if (type == ElementType::q8_0 && q8_0_as_int8(context.caps())) v = kQ8_0Int8;
-    const Products& p = !a16 ? v.f32_input : words ? v.f16_words_input : v.f16_input;
+    const bool math = a16 && type == ElementType::f16 && half_math(context.caps());
+    const Products& p = !a16 ? v.f32_input : words ? v.f16_words_input : math ? kF16HalfMath : v.f16_input;
     switch (kernel) {
       case WeightKernel::gemm: return p.gemm;
       case WeightKernel::matvec: return p.matvec;

@@ -77,12 +77,19 @@ bool f16_as_words(const DeviceCaps& caps);
 // unpacked from 32-bit words like every other block type.
 bool q8_0_as_int8(const DeviceCaps& caps);
 
+// Whether fp16 activations times fp16 weights are multiplied in fp16, their
+// sums accumulated in fp32 (*_f16_a16_math, shaders/half_math.glsl): where
+// shaderFloat16 is present and 16-bit loads are in use (!f16_as_words), and
+// the driver's quirk half_math_emulated does not advise against it.
+bool half_math(const DeviceCaps& caps);
+
 // The variant of `kernel` for weights encoded as `type` and A rows stored
 // as `input` (fp16 activations: packed pairs, shaders/input_rows.glsl):
 // fails (unsupported) naming `what` when there is none. Every encoding but
 // F16 and Q8_0 is read as 32-bit words; F16 too where f16_as_words(), Q8_0
 // unless q8_0_as_int8(); fp16 A rows by 16-bit loads (*_a16) or, where
-// f16_as_words(), as words (*_a16_words).
+// f16_as_words(), as words (*_a16_words); fp16 rows times F16 weights where
+// half_math() in fp16 (*_f16_a16_math).
 Result<ShaderId> try_weight_variant(const Context& context, WeightKernel kernel, ElementType type,
                                     const std::string& what, MemoryStorage input = MemoryStorage::f32);
 #if defined(__cpp_exceptions)

@@ -89,12 +89,29 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
   // rounded words on any device, the products read them on the weights' path
   // (input_rows.glsl: *_a16 or *_a16_words).
   v.push_back(fp16_reads(caps, "fp16 activations", kernels::f16_as_words(caps),
-                         " in every product, written as packed words, math fp32"));
+                         " in every product, written as packed words"));
   // Q8_0 quants: int8 loads, or the 32-bit words every other block type reads.
   v.push_back({"q8_0 weights", kernels::q8_0_as_int8(caps) ? "int8 loads" : "int8 unpacked from 32-bit words",
                !caps.storage_8bit                   ? absent(caps, Feature::storage_8bit, "storageBuffer8BitAccess")
                : caps.quirks.byte_loads_lane_by_lane ? "quirk byte_loads_lane_by_lane"
                                                      : "storageBuffer8BitAccess"});
+  // shaderFloat16: fp16 products only where both operands are fp16 values
+  // read by 16-bit loads (kernels::half_math); never the memories' scores,
+  // whose eviction decisions the spec holds to fp16 storage resolution.
+  KernelVariant math{"shaderFloat16", "", ""};
+  if (kernels::half_math(caps)) {
+    math.variant = "fp16 products in groups of 4, fp32 sums, for fp16 activations x fp16 weights; "
+                   "fp32 math for the memories' scores and every other weight encoding";
+    math.reason = "shaderFloat16, 16-bit loads";
+  } else {
+    math.variant = "fp32 math: fp16 values widened as read (a product of two is exact in fp32)";
+    // Every reason that holds (on lavapipe by default, both quirks).
+    if (!caps.float16) math.reason = absent(caps, Feature::float16, "shaderFloat16");
+    if (caps.float16 && kernels::f16_as_words(caps)) math.reason = "16-bit loads not in use: fp16 read as unpacked words";
+    if (caps.float16 && caps.quirks.half_math_emulated)
+      math.reason += std::string(math.reason.empty() ? "" : "; ") + "quirk half_math_emulated";
+  }
+  v.push_back(math);
   // score_stats reduces floats (arithmetic or trees); insert_plan sums
   // counts, which ballots can also do.
   const std::string stats_build = plan.subgroup_reductions ? "subgroup arithmetic" : "shared-memory trees";
@@ -136,12 +153,6 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
   v.push_back({"tickets", caps.timeline_semaphore ? "timeline semaphores, chainable" : "fences, host waits only",
                caps.timeline_semaphore ? "timelineSemaphore"
                                        : absent(caps, Feature::timeline_semaphore, "timelineSemaphore")});
-  // Detected and reported, not used yet; each line says what serves instead.
-  auto unused = [&](const char* name, bool present, Feature f, const char* instead) {
-    v.push_back({name, present ? "present, unused" : "absent", present ? instead : absent(caps, f, "support")});
-  };
-  unused("shaderFloat16", caps.float16, Feature::float16,
-         "fp16 values are stored and read, math is fp32: a product of two fp16 values is exact in fp32");
   return v;
 }
 

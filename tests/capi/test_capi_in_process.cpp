@@ -214,10 +214,10 @@ TEST_CASE("C API: fp16_activations reach the stack, max_groups_per_dispatch the 
   attendre_context_destroy(context);
 }
 
-TEST_CASE("C API: half_loads and byte_loads take 16-bit and int8 loads over the driver quirks, on created and adopted "
-          "devices (API versions 4 and 5)") {
+TEST_CASE("C API: half_loads, byte_loads and half_math take 16-bit loads, int8 loads and fp16 products over the "
+          "driver quirks, on created and adopted devices (API versions 4 and 5)") {
   CHECK(attendre_version() == 5);
-  // Each -1/0/1 field, the quirk it clears and the feature it loads by.
+  // Each -1/0/1 field, the quirk it clears and the feature it uses.
   struct Preference {
     int attendre_context_options::*field;
     bool DriverQuirks::*quirk;
@@ -228,7 +228,8 @@ TEST_CASE("C API: half_loads and byte_loads take 16-bit and int8 loads over the 
       {&attendre_context_options::half_loads, &DriverQuirks::half_loads_lane_by_lane, &DeviceCaps::storage_16bit,
        "half_loads"},
       {&attendre_context_options::byte_loads, &DriverQuirks::byte_loads_lane_by_lane, &DeviceCaps::storage_8bit,
-       "byte_loads"}};
+       "byte_loads"},
+      {&attendre_context_options::half_math, &DriverQuirks::half_math_emulated, &DeviceCaps::float16, "half_math"}};
   test::App app;
   for (const Preference& p : preferences) {
     INFO(p.name);
@@ -248,7 +249,9 @@ TEST_CASE("C API: half_loads and byte_loads take 16-bit and int8 loads over the 
     CHECK_FALSE(preferred.quirks.*p.quirk);
     CHECK(preferred.*p.storage == caps.*p.storage);
     // Each field clears its own quirk only.
-    CHECK(preferred.quirks.half_loads_lane_by_lane + preferred.quirks.byte_loads_lane_by_lane == (lavapipe ? 1 : 0));
+    CHECK(preferred.quirks.half_loads_lane_by_lane + preferred.quirks.byte_loads_lane_by_lane +
+              preferred.quirks.half_math_emulated ==
+          (lavapipe ? 2 : 0));
     check_no_validation_messages(quirked);
     check_no_validation_messages(loads);
     attendre_context_destroy(quirked);
@@ -268,13 +271,15 @@ TEST_CASE("C API: half_loads and byte_loads take 16-bit and int8 loads over the 
     CHECK(refused == nullptr);
     CHECK(std::string(attendre_last_error()) == "attendre_context_adopt: " + std::string(p.name) + " -2 is not -1, 0 or 1");
 
-    // An adopted device takes the same choice (8-bit storage, which the
-    // application did not enable for attendre, counts as absent there).
+    // An adopted device takes the same choice (8-bit storage and
+    // shaderFloat16, which the application did not enable for attendre,
+    // count as absent there).
     for (const int value : {0, 1}) {
       options.*p.field = value;
       attendre_context* adopted = c_adopt(app, &options);
       CHECK(adopted->context.caps().quirks.*p.quirk == (lavapipe && value == 0));
       CHECK_FALSE(adopted->context.caps().storage_8bit);
+      CHECK_FALSE(adopted->context.caps().float16);
       attendre_context_destroy(adopted);
     }
   }
