@@ -42,11 +42,13 @@ struct App {
   VkCommandBuffer cb = VK_NULL_HANDLE;
   VkFence fence = VK_NULL_HANDLE;
   bool timeline = false;  // the device was created with timeline semaphores (when it has them)
+  // Created with 16-bit and 8-bit storage and shaderFloat16 (App(true), where present).
+  bool storage_16bit = false, storage_8bit = false, float16 = false;
   PFN_vkSignalSemaphoreKHR signal_semaphore = nullptr;
   PFN_vkGetSemaphoreCounterValueKHR semaphore_counter = nullptr;
   std::vector<std::string> messages;
 
-  App() {
+  explicit App(bool narrow_types = false) {
     test::gpu();  // loads the Vulkan loader's entry points, as an application would have
     VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
     app.apiVersion = VK_API_VERSION_1_1;
@@ -96,25 +98,64 @@ struct App {
     device_info.queueCreateInfoCount = 1;
     device_info.pQueueCreateInfos = &queue_info;
     // Timeline semaphores when the device has them, as an application
-    // chaining on attendre's tickets would enable them.
+    // chaining on attendre's tickets would enable them; with `narrow_types`,
+    // also 16-bit and 8-bit storage and shaderFloat16 where present, as an
+    // application running fp16 and Q8_0 models would.
     VkPhysicalDeviceTimelineSemaphoreFeaturesKHR timeline_features{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES_KHR};
-    VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    features2.pNext = &timeline_features;
-    const char* timeline_extension = VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME;
+    VkPhysicalDevice16BitStorageFeatures storage16_features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    VkPhysicalDevice8BitStorageFeaturesKHR storage8_features{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES_KHR};
+    VkPhysicalDeviceShaderFloat16Int8FeaturesKHR float16_features{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES_KHR};
     uint32_t extension_count = 0;
     vkEnumerateDeviceExtensionProperties(physical, nullptr, &extension_count, nullptr);
     std::vector<VkExtensionProperties> device_extensions(extension_count);
     vkEnumerateDeviceExtensionProperties(physical, nullptr, &extension_count, device_extensions.data());
-    for (const VkExtensionProperties& e : device_extensions)
-      if (std::string(e.extensionName) == timeline_extension) vkGetPhysicalDeviceFeatures2(physical, &features2);
-    timeline = timeline_features.timelineSemaphore == VK_TRUE;
-    if (timeline) {
-      timeline_features.pNext = nullptr;
-      device_info.pNext = &timeline_features;
-      device_info.enabledExtensionCount = 1;
-      device_info.ppEnabledExtensionNames = &timeline_extension;
+    auto has = [&](const char* name) {
+      for (const VkExtensionProperties& e : device_extensions)
+        if (std::string(e.extensionName) == name) return true;
+      return false;
+    };
+    // Queries, then enables, the features of each extension present.
+    std::vector<const char*> enabled;
+    void* chain = nullptr;
+    auto query = [&](auto& found, const char* extension) {
+      if (extension && !has(extension)) return false;
+      VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+      features2.pNext = &found;
+      vkGetPhysicalDeviceFeatures2(physical, &features2);
+      found.pNext = chain;
+      chain = &found;
+      if (extension) enabled.push_back(extension);
+      return true;
+    };
+    timeline = query(timeline_features, VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME) &&
+               timeline_features.timelineSemaphore == VK_TRUE;
+    if (!timeline && !enabled.empty()) {  // the extension without the feature: enable neither
+      enabled.pop_back();
+      chain = nullptr;
     }
+    if (narrow_types) {
+      query(storage16_features, nullptr);  // core in Vulkan 1.1
+      storage_16bit = storage16_features.storageBuffer16BitAccess == VK_TRUE;
+      storage16_features = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES, storage16_features.pNext};
+      storage16_features.storageBuffer16BitAccess = storage_16bit ? VK_TRUE : VK_FALSE;
+      if (query(storage8_features, VK_KHR_8BIT_STORAGE_EXTENSION_NAME)) {
+        storage_8bit = storage8_features.storageBuffer8BitAccess == VK_TRUE;
+        storage8_features = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES_KHR, storage8_features.pNext};
+        storage8_features.storageBuffer8BitAccess = storage_8bit ? VK_TRUE : VK_FALSE;
+      }
+      if (query(float16_features, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME)) {
+        float16 = float16_features.shaderFloat16 == VK_TRUE;
+        float16_features = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES_KHR,
+                            float16_features.pNext};
+        float16_features.shaderFloat16 = float16 ? VK_TRUE : VK_FALSE;
+      }
+    }
+    device_info.pNext = chain;
+    device_info.enabledExtensionCount = static_cast<uint32_t>(enabled.size());
+    device_info.ppEnabledExtensionNames = enabled.data();
     ok(vkCreateDevice(physical, &device_info, nullptr, &device), "vkCreateDevice");
     if (timeline) {
       signal_semaphore =
@@ -149,8 +190,10 @@ struct App {
   App& operator=(const App&) = delete;
 
   ExternalDevice external() const {
-    ExternalDevice e{instance, physical, device, queue, family, false};
+    ExternalDevice e{instance, physical, device, queue, family, storage_16bit};
     e.timeline_semaphore_enabled = timeline;
+    e.storage_8bit_enabled = storage_8bit;
+    e.float16_enabled = float16;
     return e;
   }
 

@@ -7,6 +7,7 @@
 // has 16-bit storage, unpackHalf2x16 of words on the context that switches
 // it off). The stack and the real models run
 // them in test_stack.cpp and test_models.cpp.
+#include "app_device.hpp"
 #include "block_harness.hpp"
 
 #include <attendre/diagnostics.hpp>
@@ -259,6 +260,50 @@ TEST_CASE("fp16 activations: Q8_0 weights by int8 loads and as words, over A by 
         check_products(context, ElementType::q8_0, c, rng);
       test::check_no_validation_messages(context);
     }
+}
+
+TEST_CASE("fp16 activations: an adopted device uses the 16-bit and 8-bit storage and shaderFloat16 its application "
+          "enabled, and nothing it did not") {
+  // The application's own device (test::App), its validation reporting to
+  // the application: created with 16-bit and 8-bit storage and shaderFloat16
+  // where present, attendre runs the *_a16, *_q8_0_int8_a16 and
+  // *_f16_a16_math builds on it; created without them, the words builds and
+  // fp32 math, since it may use nothing the application did not enable.
+  std::mt19937_64 rng(9106);
+  for (const bool enabled : {true, false}) {
+    INFO("application enabled 16-bit, 8-bit storage and shaderFloat16: " << enabled);
+    test::App app(enabled);
+    ExternalDevice external = app.external();
+    external.prefer_half_loads = external.prefer_byte_loads = external.prefer_half_math = true;
+    Context context(external);
+    const DeviceCaps& caps = context.caps();
+    CHECK(caps.storage_16bit == app.storage_16bit);
+    CHECK(caps.storage_8bit == app.storage_8bit);
+    CHECK(caps.float16 == app.float16);
+    if (enabled) {
+      // What the application found is what attendre's own device has.
+      CHECK(app.storage_16bit == test::gpu().caps().storage_16bit);
+      CHECK(app.storage_8bit == test::gpu().caps().storage_8bit);
+      CHECK(app.float16 == test::gpu().caps().float16);
+    } else {
+      CHECK_FALSE((caps.storage_16bit || caps.storage_8bit || caps.float16));
+    }
+    using kernels::WeightKernel;
+    const std::string q8_0(shaders::name(
+        kernels::try_weight_variant(context, WeightKernel::matvec, ElementType::q8_0, "W", MemoryStorage::f16).value()));
+    CHECK(q8_0 == std::string("matvec_q8_0") + (caps.storage_8bit ? "_int8" : "") +
+                      (caps.storage_16bit ? "_a16" : "_a16_words"));
+    const std::string f16(shaders::name(
+        kernels::try_weight_variant(context, WeightKernel::gemm, ElementType::f16, "W", MemoryStorage::f16).value()));
+    CHECK(f16 == (!caps.storage_16bit ? "matmul_f16_words_a16_words"
+                  : caps.float16      ? "matmul_f16_a16_math"
+                                      : "matmul_f16_a16"));
+    for (const ProductCase& c : {ProductCase{2, 64, 33, true}, ProductCase{67, 96, 40}})
+      check_products(context, ElementType::q8_0, c, rng);
+    for (const ProductCase& c : {ProductCase{4, 37, 9, true}, ProductCase{70, 301, 66}})
+      check_products(context, ElementType::f16, c, rng);
+    app.check_no_messages();
+  }
 }
 
 TEST_CASE("fp16 activations: the product comparison rejects an unrounded A, so the rounding is what is read") {

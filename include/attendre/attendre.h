@@ -69,7 +69,8 @@ extern "C" {
  *   3  structs grew (trailing fields, defaults 0): attendre_memory_setting
  *      (fp16_activations), attendre_context_options (max_groups_per_dispatch);
  *   4  attendre_context_options grew (half_loads, default -1);
- *   5  attendre_context_options grew (byte_loads and half_math, default -1). */
+ *   5  attendre_context_options grew (byte_loads and half_math, default -1),
+ *      attendre_external_device (storage_8bit_enabled, float16_enabled). */
 #define ATTENDRE_API_VERSION 5
 
 /* ATTENDRE_API_VERSION of the library linked at run time. */
@@ -199,6 +200,11 @@ typedef struct attendre_external_device {
   /* The device was created with timelineSemaphore (Vulkan 1.2 core or
    * VK_KHR_timeline_semaphore): tickets then carry a timeline semaphore. */
   int timeline_semaphore_enabled;
+  /* The device was created with storageBuffer8BitAccess (Q8_0 quants then
+   * read by int8 loads) and with shaderFloat16 (fp16 activations x fp16
+   * weights then multiplied in fp16); 0: treated as absent. */
+  int storage_8bit_enabled;
+  int float16_enabled;
 } attendre_external_device;
 
 ATTENDRE_C_API attendre_status attendre_context_adopt(const attendre_external_device* external,

@@ -251,6 +251,14 @@ struct ExternalDevice {
   // this device (never the adopted ones); null: the driver's. It must
   // outlive the Context.
   const VkAllocationCallbacks* allocator = nullptr;
+  // The device was created with storageBuffer8BitAccess (Vulkan 1.2 core or
+  // VK_KHR_8bit_storage): Q8_0 quants are then read by int8 loads; and with
+  // shaderFloat16 (Vulkan 1.2 core or VK_KHR_shader_float16_int8): fp16
+  // activations x fp16 weights are then multiplied in fp16 (the driver
+  // quirks and preferences above still apply). Features the application did
+  // not enable are treated as absent: attendre uses nothing it was not given.
+  bool storage_8bit_enabled = false;
+  bool float16_enabled = false;
 };
 
 namespace vk {

@@ -101,6 +101,8 @@ attendre_status attendre_context_adopt(const attendre_external_device* external,
     device.queue_family = e.queue_family;
     device.storage_16bit_enabled = e.storage_16bit_enabled != 0;
     device.timeline_semaphore_enabled = e.timeline_semaphore_enabled != 0;
+    device.storage_8bit_enabled = e.storage_8bit_enabled != 0;
+    device.float16_enabled = e.float16_enabled != 0;
     device.get_instance_proc_addr = reinterpret_cast<PFN_vkGetInstanceProcAddr>(e.get_instance_proc_addr);
     ATTENDRE_REQUIRE(device.instance && device.physical_device && device.device && device.queue,
                      "attendre_context_adopt: instance, physical_device, device and queue must all be set");

@@ -413,10 +413,12 @@ Status Context::set_up(const ExternalDevice& external, const LimitOverrides& lim
   ATTENDRE_TRY_ASSIGN(caps_, query_caps(physical_device_, queue_family_));
   caps_.storage_16bit = caps_.storage_16bit && external.storage_16bit_enabled;
   caps_.timeline_semaphore = caps_.timeline_semaphore && external.timeline_semaphore_enabled;
-  // The application enabled only 16-bit storage and timeline semaphores for
-  // attendre: the other features that need enabling at device creation are
-  // treated as absent.
-  caps_.float16 = caps_.storage_8bit = caps_.subgroup_size_control = false;
+  caps_.storage_8bit = caps_.storage_8bit && external.storage_8bit_enabled;
+  caps_.float16 = caps_.float16 && external.float16_enabled;
+  // The features that need enabling at device creation are used only where
+  // the application says it enabled them; subgroup size control has no such
+  // flag (its pipelines also need computeFullSubgroups) and counts as absent.
+  caps_.subgroup_size_control = false;
   caps_.max_subgroup_size = 0;
   ATTENDRE_TRY(apply_switches(caps_, external));
   ATTENDRE_TRY_ASSIGN(caps_.kernel_style, kernel_style(external.kernels, caps_));

@@ -85,7 +85,7 @@ std::vector<test::StepRecord> c_layer_run(attendre_context* context, const test:
 }
 
 // The application's device for attendre_context_adopt (options NULL: the
-// defaults), timeline semaphores included when the application enabled them.
+// defaults), with the features the application enabled.
 attendre_external_device c_external(const test::App& app, const attendre_context_options* options) {
   attendre_external_device external{};
   external.instance = app.instance;
@@ -93,7 +93,10 @@ attendre_external_device c_external(const test::App& app, const attendre_context
   external.device = app.device;
   external.queue = app.queue;
   external.queue_family = app.family;
+  external.storage_16bit_enabled = app.storage_16bit ? 1 : 0;
   external.timeline_semaphore_enabled = app.timeline ? 1 : 0;
+  external.storage_8bit_enabled = app.storage_8bit ? 1 : 0;
+  external.float16_enabled = app.float16 ? 1 : 0;
   external.options = options;
   return external;
 }
@@ -283,6 +286,20 @@ TEST_CASE("C API: half_loads, byte_loads and half_math take 16-bit loads, int8 l
       attendre_context_destroy(adopted);
     }
   }
+
+  // An application that enabled them gives them: storage_8bit_enabled and
+  // float16_enabled (API version 5), like storage_16bit_enabled.
+  test::App narrow(true);
+  attendre_context* adopted = c_adopt(narrow);
+  const DeviceCaps& caps = adopted->context.caps();
+  CHECK(caps.storage_16bit == narrow.storage_16bit);
+  CHECK(caps.storage_8bit == narrow.storage_8bit);
+  CHECK(caps.float16 == narrow.float16);
+  CHECK(narrow.float16 == test::gpu().caps().float16);
+  CHECK(narrow.storage_8bit == test::gpu().caps().storage_8bit);
+  c_layer_run(adopted, test::random_stream({4, 2, 20}, 12, 6));
+  attendre_context_destroy(adopted);
+  narrow.check_no_messages();
 }
 
 TEST_CASE("C API: the application's allocator in the options is called and fully freed") {
