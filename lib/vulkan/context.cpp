@@ -482,49 +482,40 @@ Status Context::create_device() {
   queue_info.queueFamilyIndex = queue_family_;
   queue_info.queueCount = 1;
   queue_info.pQueuePriorities = &priority;
-  // Optional features are enabled only where supported; kernels check caps_.
+  // Optional features are enabled only where present and not switched off
+  // (caps_), so that validation catches any other use; kernels check caps_.
   VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   storage16.storageBuffer16BitAccess = caps_.storage_16bit ? VK_TRUE : VK_FALSE;
-  // Timeline semaphores through the extension: the instance asks for 1.1.
-  VkPhysicalDeviceTimelineSemaphoreFeaturesKHR timeline{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES_KHR};
-  timeline.timelineSemaphore = VK_TRUE;
-  if (caps_.timeline_semaphore) storage16.pNext = &timeline;
   VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-  info.pNext = &storage16;
+  info.pNext = &storage16;  // core in 1.1: no extension
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &queue_info;
+  // Each further feature through its extension (the instance asks for 1.1),
+  // its struct linked into the chain.
+  std::vector<const char*> extensions;
+  auto enable = [&](auto& features, const char* extension) {
+    features.pNext = storage16.pNext;
+    storage16.pNext = &features;
+    extensions.push_back(extension);
+  };
+  VkPhysicalDeviceTimelineSemaphoreFeaturesKHR timeline{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES_KHR};
+  timeline.timelineSemaphore = VK_TRUE;
+  if (caps_.timeline_semaphore) enable(timeline, VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
   // Full subgroups (REQUIRE_FULL_SUBGROUPS pipelines: the shuffle select)
-  // need the extension and both of its features; absent or switched off,
-  // none is enabled and caps_.max_subgroup_size is 0.
+  // need both features; absent or switched off, caps_.max_subgroup_size is 0.
   VkPhysicalDeviceSubgroupSizeControlFeaturesEXT size_control{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
-  std::vector<const char*> extensions;
-  if (caps_.subgroup_size_control) {
-    size_control.subgroupSizeControl = VK_TRUE;
-    size_control.computeFullSubgroups = VK_TRUE;
-    size_control.pNext = storage16.pNext;
-    storage16.pNext = &size_control;
-    extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
-  }
-  if (caps_.timeline_semaphore) extensions.push_back(VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
-  // 8-bit storage (Q8_0 quants as int8 loads) likewise: enabled only where
-  // present and not switched off, so validation catches any other use.
+  size_control.subgroupSizeControl = size_control.computeFullSubgroups = VK_TRUE;
+  if (caps_.subgroup_size_control) enable(size_control, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  // Q8_0 quants as int8 loads (kernels::q8_0_as_int8).
   VkPhysicalDevice8BitStorageFeaturesKHR storage8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES_KHR};
-  if (caps_.storage_8bit) {
-    storage8.storageBuffer8BitAccess = VK_TRUE;
-    storage8.pNext = storage16.pNext;
-    storage16.pNext = &storage8;
-    extensions.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
-  }
-  // shaderFloat16 for the fp16 products (kernels::half_math); enabled
-  // wherever present (the quirk half_math_emulated only picks the builds).
+  storage8.storageBuffer8BitAccess = VK_TRUE;
+  if (caps_.storage_8bit) enable(storage8, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
+  // fp16 products (kernels::half_math): enabled wherever present, the quirk
+  // half_math_emulated only picks the builds.
   VkPhysicalDeviceShaderFloat16Int8FeaturesKHR float16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES_KHR};
-  if (caps_.float16) {
-    float16.shaderFloat16 = VK_TRUE;
-    float16.pNext = storage16.pNext;
-    storage16.pNext = &float16;
-    extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
-  }
+  float16.shaderFloat16 = VK_TRUE;
+  if (caps_.float16) enable(float16, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
   info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
   info.ppEnabledExtensionNames = extensions.data();
   ATTENDRE_TRY(vk::checked(vkCreateDevice(physical_device_, &info, allocator_, &device_), "vkCreateDevice"));
