@@ -307,8 +307,8 @@ TEST_CASE("context: the quirk half_math_emulated keeps fp32 math by default, pre
   const std::vector<std::string> lines = describe_variants(plain);
   CHECK((std::find(lines.begin(), lines.end(),
                    "quirk half_math_emulated: lavapipe converts each fp16 operation through fp32, fp16 products "
-                   "measured slower than fp32 math (75 against 57 ms, 64 x 1536 x 576) -> fp16 activations x "
-                   "fp16 weights multiplied in fp32") !=
+                   "measured slower than fp32 math (64 x 1536 x 576: direct 36 against 28 ms, tiled 59 against 44 ms) "
+                   "-> fp16 activations x fp16 weights multiplied in fp32") !=
          lines.end()) == lavapipe);
   using kernels::ShaderId;
   using kernels::WeightKernel;
