@@ -52,7 +52,7 @@ inline FeatureSet parse_features(const std::string& list) { return try_parse_fea
 #endif
 
 // Known driver bugs and costs, each a named flag with its reason (after
-// ncnn's), decided in one place (lib/vulkan/context.cpp) from the device's
+// ncnn's), decided in one place (lib/vulkan/device_caps.cpp) from the device's
 // identity, and applied there to the caps and defaults they change.
 struct DriverQuirks {
   // A workgroup's invocations run as coroutines on one CPU core (lavapipe,
@@ -101,7 +101,7 @@ struct DeviceCaps {
   // dispatch runs long enough for a mobile driver to kill the submission.
   // The default comes from the device type (unlimited, 0xFFFFFFFF, on
   // discrete GPUs; 1024 elsewhere: see default_groups_per_dispatch in
-  // lib/vulkan/context.cpp for why), LimitOverrides replace it.
+  // lib/vulkan/device_caps.cpp for why), LimitOverrides replace it.
   uint32_t max_groups_per_dispatch = 0xFFFFFFFFu;
   uint32_t max_shared_bytes = 16384;       // maxComputeSharedMemorySize
   uint64_t max_storage_range = 1u << 27;   // maxStorageBufferRange

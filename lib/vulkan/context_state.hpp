@@ -15,7 +15,7 @@
 namespace attendre::vk {
 
 // DeviceCaps::max_groups_per_dispatch unless overridden: unlimited
-// (0xFFFFFFFF) on discrete GPUs, 1024 elsewhere (context.cpp says why).
+// (0xFFFFFFFF) on discrete GPUs, 1024 elsewhere (device_caps.cpp says why).
 uint32_t default_groups_per_dispatch(VkPhysicalDeviceType type);
 
 struct ContextState {
