@@ -112,23 +112,22 @@ void VKAPI_CALL CountingAllocator::release(void* user, void* memory) {
 // tiny_words_gpu(), on contexts without the preference and in the
 // features-off reruns, the 16-bit builds with fp32 math on
 // half_loads_fp32_math_gpu().
+namespace {
+ContextOptions preferring_narrow_types() {
+  ContextOptions options;
+  options.prefer_half_loads = options.prefer_byte_loads = options.prefer_half_math = true;
+  return options;
+}
+}  // namespace
+
 Context& gpu() {
-  static std::unique_ptr<Context> context = [] {
-    ContextOptions options;
-    options.prefer_half_loads = true;
-    options.prefer_byte_loads = true;
-    options.prefer_half_math = true;
-    return std::make_unique<Context>(options);
-  }();
+  static std::unique_ptr<Context> context = std::make_unique<Context>(preferring_narrow_types());
   return *context;
 }
 
 Context& tiny_gpu() {
   static std::unique_ptr<Context> context = [] {
-    ContextOptions options;
-    options.prefer_half_loads = true;
-    options.prefer_byte_loads = true;
-    options.prefer_half_math = true;
+    ContextOptions options = preferring_narrow_types();
     options.limits = LimitOverrides{32u, 1536u, std::nullopt};  // 32 invocations, 64-entry select tiles
     return std::make_unique<Context>(options);
   }();
