@@ -134,10 +134,9 @@ struct DeviceCaps {
   enum class KernelStyle { tiled, direct };
   KernelStyle kernel_style = KernelStyle::tiled;
 
-  // Driver quirks, each with its reason (after ncnn's bug flags):
-  // lavapipe's shader compiler silently leaves any loop after 65535
-  // iterations per invocation, so kernels whose loops grow with a size must
-  // stay under it there (0: no such limit).
+  // Iterations a loop may run per invocation before the driver leaves it
+  // (DriverQuirks::loops_stop_at_65535); kernels whose loops grow with a
+  // size stay under it. 0: no such limit.
   uint32_t max_loop_iterations = 0;
   bool storage_16bit = false;              // storageBuffer16BitAccess
   bool float16 = false;                    // shaderFloat16

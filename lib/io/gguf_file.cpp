@@ -1,7 +1,7 @@
 // The GGUF file: header, metadata and tensor infos parsed and checked once,
 // tensor data handed out as spans of the mapping.
 //
-// Layout (GGUF v2/v3, little-endian; ggml's docs/gguf.md):
+// Layout (GGUF v2/v3, little-endian; gguf.md in ggml's documentation):
 //   "GGUF" | uint32 version | uint64 tensor count | uint64 metadata count
 //   metadata: { string key | uint32 value type | value } x count
 //   tensor infos: { string name | uint32 n_dims | uint64 dims[n_dims] | uint32 ggml type | uint64 offset } x count

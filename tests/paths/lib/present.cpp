@@ -1,0 +1,1 @@
+// Exists: named by README.md beside it.
