@@ -6,6 +6,7 @@
 #include "block_harness.hpp"
 #include "core/positions.hpp"
 
+#include <glm/gtc/packing.hpp>
 #include <doctest/doctest.h>
 
 using namespace attendre;
@@ -495,6 +496,36 @@ TEST_CASE("block reference: fp16 conversion rounds to nearest even and round-tri
         FAIL("float " << f << " rounds to 0x" << std::hex << h << " but 0x" << other << " is nearer");
     }
   }
+}
+
+// GLM mirrors GLSL's builtins; its packHalf1x16 rounds a tie away from zero,
+// where the shaders and half::float_to_half round it to even. At every
+// midpoint between two neighbouring finite halves (both signs) the two must
+// differ exactly when the nearer-to-zero neighbour is even, and agree one
+// float either side of it: a float_to_half that rounded like GLM, or that
+// missed a tie, fails here.
+TEST_CASE("block reference: fp16 rounding differs from GLM's packHalf1x16 exactly at the ties, which go to even") {
+  uint32_t ties_differing = 0;
+  for (uint16_t sign : {uint16_t{0}, uint16_t{0x8000}}) {
+    for (uint16_t low = 0; low < 0x7BFF; ++low) {  // low .. low + 1 up to 65504 (the tie past it is infinity)
+      const uint16_t lower = sign | low, upper = sign | static_cast<uint16_t>(low + 1);
+      const double a = half::half_to_float(lower), b = half::half_to_float(upper);
+      const float tie = static_cast<float>((a + b) / 2);  // exact: a float has 13 more mantissa bits
+      REQUIRE(static_cast<double>(tie) == (a + b) / 2);
+      const uint16_t even = (low & 1u) == 0 ? lower : upper;
+      CHECK(half::float_to_half(tie) == even);
+      CHECK(glm::packHalf1x16(tie) == upper);
+      ties_differing += half::float_to_half(tie) != glm::packHalf1x16(tie);
+      for (const float beside : {std::nextafter(tie, 0.0f), std::nextafter(tie, std::copysign(1e30f, tie))})
+        if (half::float_to_half(beside) != glm::packHalf1x16(beside))
+          FAIL("0x" << std::hex << std::bit_cast<uint32_t>(beside) << " beside a tie rounds differently");
+    }
+  }
+  CHECK(ties_differing == 2u * 15872u);  // the even lower neighbours among 0x0000..0x7BFE, per sign
+  // NaN: attendre quiets it; GLM keeps the payload's top bits, signalling or not.
+  const float signalling = std::bit_cast<float>(0x7F800001u);
+  CHECK((half::float_to_half(signalling) & 0x200u) != 0);
+  CHECK((glm::packHalf1x16(signalling) & 0x200u) == 0);
 }
 
 TEST_CASE("block reference: ops agree with hand-computed values") {

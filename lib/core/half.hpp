@@ -1,9 +1,19 @@
 // IEEE binary16 <-> binary32 conversion on the host (fp16 weights, fp16 memories):
 // round to nearest, ties to even; overflow to infinity; subnormals kept;
 // NaN stays NaN (quiet, payload truncated).
+//
+// fp16 to fp32 is exact and is GLM's unpackHalf1x16. fp32 to fp16 stays
+// written here: GLM's packHalf1x16 rounds a tie away from zero (OpenEXR's
+// "round 0.5 up"), which differs from IEEE nearest-even, the rounding every
+// fp16 writer among the shaders implements (shaders/half_bits.glsl), on the
+// 31744 floats that lie exactly halfway between two halves, and it keeps a
+// signalling NaN signalling where every NaN is quieted here (README "Kernels
+// and their limits").
 #pragma once
 
 #include <attendre/config.hpp>
+
+#include <glm/gtc/packing.hpp>
 
 #include <bit>
 #include <cstdint>
@@ -34,17 +44,10 @@ inline uint16_t float_to_half(float value) {
   return static_cast<uint16_t>(sign | half);
 }
 
-inline float half_to_float(uint16_t h) {
-  const uint32_t sign = uint32_t{h & 0x8000u} << 16;
-  const uint32_t exponent = (h >> 10) & 0x1Fu;
-  uint32_t mantissa = h & 0x3FFu;
-  if (exponent == 0x1Fu) return std::bit_cast<float>(sign | 0x7F800000u | (mantissa << 13));
-  if (exponent != 0) return std::bit_cast<float>(sign | ((exponent + 112u) << 23) | (mantissa << 13));
-  if (mantissa == 0) return std::bit_cast<float>(sign);
-  // Subnormal: value = mantissa * 2^-24, exactly representable as a float.
-  const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
-  return sign ? -magnitude : magnitude;
-}
+// Exactly GLSL's unpackHalf2x16 of one half, as GLM defines it (GLM mirrors
+// GLSL's builtins; every one of the 65536 halves gives the same bits as the
+// hand-written conversion this replaced, NaN payloads included).
+inline float half_to_float(uint16_t h) { return glm::unpackHalf1x16(h); }
 
 // An element as an fp16 memory stores it (MemoryStorage::f16), exactly as
 // the kernels do (shaders/half_bits.glsl, half_bits): the fp32 value
