@@ -168,8 +168,7 @@ Status set_strip_tokens(const gguf::File& file, Vocabulary& vocabulary) {
     const auto kept = {id_of("<unk>"), id_of("<s>"), id_of("<|endoftext|>")};
     for (size_t i = 0; i < vocabulary.tokens.size(); ++i) {
       const auto id = static_cast<int32_t>(i);
-      const TokenType type = vocabulary.types.empty() ? TokenType::normal : vocabulary.types[i];
-      const bool special = type == TokenType::control || type == TokenType::user_defined || type == TokenType::unknown;
+      const bool special = is_special(token_type(vocabulary, id));
       const bool is_kept = std::find(kept.begin(), kept.end(), std::optional<int32_t>(id)) != kept.end();
       if ((special || vocabulary.tokens[i] == "</s>") && !is_kept) vocabulary.rstrip.push_back(id);
     }

@@ -8,6 +8,8 @@
 // llama.cpp's overrides by text.
 #include "test_tokenizer_support.hpp"
 
+#include "io/tokenizer_vocabulary.hpp"
+
 #include <algorithm>
 #include <filesystem>
 
@@ -23,13 +25,7 @@ namespace {
 
 const EncodeOptions kParsed{.add_bos = false, .add_eos = false, .parse_special = true};
 
-std::optional<Tokenizer> load_vocabulary(const std::filesystem::path& path) {
-  return Tokenizer::from_gguf(gguf::File::open(path));
-}
-
-bool is_special(TokenType type) {
-  return type == TokenType::control || type == TokenType::user_defined || type == TokenType::unknown;
-}
+Tokenizer load_vocabulary(const std::filesystem::path& path) { return Tokenizer::from_gguf(gguf::File::open(path)); }
 
 bool contains(const std::vector<int32_t>& ids, int32_t id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); }
 
@@ -123,7 +119,7 @@ std::vector<int32_t> separable_specials(const Tokenizer& tokenizer, const std::v
 TEST_CASE("tokenizer special texts: Phi-3's </s> ends generation, so unparsed it is plain text as llama.cpp gives it") {
   const auto models = shared_models();
   if (!models) return;
-  const Tokenizer phi3 = *load_vocabulary(*models / "vocab" / "ggml-vocab-phi-3.gguf");
+  const Tokenizer phi3 = load_vocabulary(*models / "vocab" / "ggml-vocab-phi-3.gguf");
   const std::string text = "<s> </s> <unk> [CLS] <|endoftext|> <|im_start|>";
   // </s> (id 2) is user-defined in the GGUF; llama.cpp makes it control, as
   // it does every token that ends generation.
@@ -191,18 +187,20 @@ TEST_CASE("tokenizer special texts: every shared vocabulary, its special tokens'
 }
 
 TEST_CASE("tokenizer special texts: llama.cpp's types by token text override the GGUF's") {
-  const auto tokenizer_of = [](const std::vector<std::string>& tokens, const std::vector<int32_t>& types) {
+  constexpr int32_t normal = 1, control = 3, user_defined = 4;
+  // A "llama" vocabulary named `name`, with a type array when `types` has any.
+  const auto tokenizer_of = [](const std::string& name, const std::vector<std::string>& tokens,
+                               const std::vector<int32_t>& types) {
     gguf::Writer writer;
-    writer.add("general.name", MetadataValue::string("test"))
+    writer.add("general.name", MetadataValue::string(name))
         .add("tokenizer.ggml.model", MetadataValue::string("llama"))
-        .add("tokenizer.ggml.tokens", MetadataValue::strings(tokens))
-        .add("tokenizer.ggml.token_type", MetadataValue::i32s(types));
+        .add("tokenizer.ggml.tokens", MetadataValue::strings(tokens));
+    if (!types.empty()) writer.add("tokenizer.ggml.token_type", MetadataValue::i32s(types));
     return Tokenizer::from_gguf(attendre::test::parse(writer.bytes()));
   };
-  constexpr int32_t normal = 1, control = 3, user_defined = 4;
   // Ending generation makes a token control, from normal or user-defined;
   // gpt-oss's channel markers become user-defined.
-  const Tokenizer plain = tokenizer_of({"<unk>", "<s>", "</s>", "<|im_end|>", "<|end|>", "<|channel|>", "a"},
+  const Tokenizer plain = tokenizer_of("test", {"<unk>", "<s>", "</s>", "<|im_end|>", "<|end|>", "<|channel|>", "a"},
                                        {control, control, user_defined, normal, normal, control, normal});
   CHECK(plain.type(2) == TokenType::control);
   CHECK(plain.type(3) == TokenType::control);
@@ -214,40 +212,32 @@ TEST_CASE("tokenizer special texts: llama.cpp's types by token text override the
   CHECK(plain.encode("a</s>", kParsed) == parsed_plain);
   // Where <|return|> and <|call|> exist (the harmony format), <|end|> is
   // user-defined; where <|tool_response> exists (Gemma 4), </s> is normal.
-  const Tokenizer harmony = tokenizer_of({"<unk>", "<s>", "</s>", "<|end|>", "<|return|>", "<|call|>", "<|tool_response>"},
-                                         {control, control, control, control, normal, normal, normal});
-  CHECK(harmony.type(2) == TokenType::normal);
-  CHECK(harmony.type(3) == TokenType::user_defined);
-  CHECK(harmony.type(4) == TokenType::control);
-  CHECK(harmony.type(6) == TokenType::control);
+  const Tokenizer harmony =
+      tokenizer_of("test", {"<unk>", "<s>", "</s>", "<|end|>", "<|return|>", "<|call|>", "<|tool_response>"},
+                   {control, control, control, control, normal, normal, normal});
+  const std::vector<TokenType> harmony_types{TokenType::control, TokenType::control, TokenType::normal,
+                                             TokenType::user_defined, TokenType::control, TokenType::control,
+                                             TokenType::control};
+  for (int32_t id = 0; id < harmony.size(); ++id) CHECK(harmony.type(id) == harmony_types[static_cast<size_t>(id)]);
   // Without a type array every token is normal but those the text names.
-  gguf::Writer untyped;
-  untyped.add("general.name", MetadataValue::string("test"))
-      .add("tokenizer.ggml.model", MetadataValue::string("llama"))
-      .add("tokenizer.ggml.tokens", MetadataValue::strings(std::vector<std::string>{"<unk>", "<s>", "</s>", "a"}));
-  const Tokenizer bare = Tokenizer::from_gguf(attendre::test::parse(untyped.bytes()));
+  const Tokenizer bare = tokenizer_of("test", {"<unk>", "<s>", "</s>", "a"}, {});
   CHECK(bare.type(1) == TokenType::normal);
   CHECK(bare.type(2) == TokenType::control);
-
   // A type array of the wrong length is refused in one line, also where
   // types are set by text and by model name (Phi-3's strip attributes).
-  gguf::Writer short_types;
-  short_types.add("general.name", MetadataValue::string("Phi3"))
-      .add("tokenizer.ggml.model", MetadataValue::string("llama"))
-      .add("tokenizer.ggml.tokens", MetadataValue::strings(std::vector<std::string>{"<unk>", "<s>", "a", "</s>"}))
-      .add("tokenizer.ggml.token_type", MetadataValue::i32s(std::vector<int32_t>{control, control}));
-  attendre::test::check_error([&] { Tokenizer::from_gguf(attendre::test::parse(short_types.bytes())); },
+  attendre::test::check_error([&] { tokenizer_of("Phi3", {"<unk>", "<s>", "a", "</s>"}, {control, control}); },
                               attendre::ErrorCode::malformed_input,
                               "x.gguf: tokenizer.ggml.token_type has 2 entries for 4 tokens");
 
   // Qwen2's </s> is a normal token in its GGUF: llama.cpp parses it as a
-  // special token, one id, where its pieces were two or more.
+  // special token, its id, where unparsed its text is pieces (</ s >).
   const auto models = shared_models();
   if (!models) return;
-  const Tokenizer qwen2 = *load_vocabulary(*models / "vocab" / "ggml-vocab-qwen2.gguf");
+  const Tokenizer qwen2 = load_vocabulary(*models / "vocab" / "ggml-vocab-qwen2.gguf");
   const int32_t end_of_sequence = id_of(qwen2, "</s>");
   CHECK(qwen2.type(end_of_sequence) == TokenType::control);
   std::vector<int32_t> parsed = qwen2.encode("Hi", kRaw);
   parsed.push_back(end_of_sequence);
   CHECK(qwen2.encode("Hi</s>", kParsed) == parsed);
+  CHECK(qwen2.encode("Hi</s>", kRaw).size() == parsed.size() + 2);
 }
