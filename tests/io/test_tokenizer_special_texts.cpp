@@ -180,7 +180,7 @@ TEST_CASE("tokenizer special texts: every shared vocabulary, its special tokens'
       expected.end_run();
       CHECK(tokenizer.encode(expected.text, parse_special ? kParsed : kRaw) == expected.ids);
     }
-    MESSAGE(entry.path().filename().string() << ": " << specials.size() << " special tokens on their own");
+    MESSAGE(entry.path().filename().string() << ": " << specials.size() << " special tokens, each apart from the others");
     ++vocabularies;
   }
   CHECK(vocabularies == 13);
