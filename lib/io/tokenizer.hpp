@@ -12,7 +12,11 @@
 // tokens (type 4) are always split out of the text before the model runs, as
 // in llama.cpp and Hugging Face; control and unknown tokens (types 3 and 2)
 // only when EncodeOptions::parse_special asks for it, otherwise their text is
-// ordinary text. Several occurrences are claimed longest token first.
+// ordinary text. Several occurrences are claimed longest token first. The
+// types are those llama.cpp gives: vocabulary_from_gguf makes the tokens
+// that end generation (</s>, <|endoftext|>, <|end|>, ...) control whatever
+// their GGUF type, as llama.cpp does by their text (Phi-3's </s> is
+// user-defined in its file, yet its text is not split out unparsed).
 #pragma once
 
 #include <attendre/status.hpp>
@@ -49,7 +53,8 @@ struct Vocabulary {
   std::string pre;                         // tokenizer.ggml.pre ("" when absent: llama.cpp's "default")
   std::vector<std::string> tokens;         // tokenizer.ggml.tokens: the text of each id
   std::vector<float> scores;               // tokenizer.ggml.scores: empty (all 0) or one per token
-  std::vector<TokenType> types;            // tokenizer.ggml.token_type: empty (all normal) or one per token
+  std::vector<TokenType> types;            // tokenizer.ggml.token_type: empty (all normal) or one per token,
+                                           // with llama.cpp's overrides by text (vocabulary_from_gguf)
   std::vector<std::string> merges;         // tokenizer.ggml.merges: "left right", rank = position
   std::string precompiled_charsmap;        // tokenizer.ggml.precompiled_charsmap (unigram), raw bytes
   std::optional<int32_t> bos;              // tokenizer.ggml.bos_token_id
@@ -73,7 +78,8 @@ struct Vocabulary {
 // llama.cpp's defaults for absent keys: "llama" adds BOS (id 1, EOS 2,
 // unknown 0) and a space prefix; "gpt2" adds BOS only for the Llama-3 family
 // of pre-tokenizers; "t5" adds EOS (id 1, unknown 2). A special id of
-// 0xFFFFFFFF (or -1) means "none". Fails malformed_input naming the key on
+// 0xFFFFFFFF (or -1) means "none". Token types and strip attributes get
+// llama.cpp's fix-ups by token text and model name. Fails malformed_input naming the key on
 // a missing or ill-typed key, unsupported on an unknown model.
 Result<Vocabulary> try_vocabulary_from_gguf(const gguf::File& file);
 #if defined(__cpp_exceptions)

@@ -6,10 +6,12 @@
 #include "io/tokenizer.hpp"
 #include "io/tokenizer_pretokenizers.hpp"
 #include "io/tokenizer_unicode.hpp"
+#include "io/tokenizer_vocabulary.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <span>
 
 namespace attendre::tokenizer {
 namespace {
@@ -101,8 +103,55 @@ bool contains_any(std::string_view text, std::initializer_list<std::string_view>
   return std::any_of(parts.begin(), parts.end(), [&](std::string_view part) { return text.find(part) != std::string_view::npos; });
 }
 
+// Whether per-token types can be read for every token: a type array of the
+// wrong length is left for validate() to report.
+bool types_fit(const Vocabulary& vocabulary) {
+  return vocabulary.types.empty() || vocabulary.types.size() == vocabulary.tokens.size();
+}
+
+// The types llama.cpp gives some tokens by their text when it loads a
+// vocabulary, over what the GGUF says; they decide which texts are split out
+// of raw text (user-defined: always; control: only when special tokens are
+// parsed), so they are set here, before the strip attributes, which Phi-3
+// gives to the special tokens as they stand after this.
+void set_types_by_text(Vocabulary& vocabulary) {
+  if (!types_fit(vocabulary)) return;
+  // The tokens that end generation are made control tokens: Phi-3's </s> is
+  // user-defined in its GGUF, Qwen2's is normal.
+  static constexpr std::string_view kEndOfGeneration[] = {
+      "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+      "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+      "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
+  };
+  // gpt-oss's channel markers are always rendered, so always split out.
+  static constexpr std::string_view kAlwaysUserDefined[] = {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"};
+  const auto is_one_of = [](std::string_view text, std::span<const std::string_view> texts) {
+    return std::find(texts.begin(), texts.end(), text) != texts.end();
+  };
+  const auto has = [&](std::string_view text) {
+    return std::find(vocabulary.tokens.begin(), vocabulary.tokens.end(), text) != vocabulary.tokens.end();
+  };
+  // Where <|end|> ends a message but not generation (gpt-oss's harmony
+  // format, Solar Open), it is user-defined; where <|tool_response> exists
+  // (Gemma 4), </s> is ordinary text.
+  const bool end_is_text = (has("<|return|>") && has("<|call|>")) || (has("<|calls|>") && has("<|flush|>"));
+  const bool end_of_sequence_is_text = has("<|tool_response>");
+  for (size_t i = 0; i < vocabulary.tokens.size(); ++i) {
+    const std::string& text = vocabulary.tokens[i];
+    std::optional<TokenType> type;
+    if (text == "<|end|>" && end_is_text) type = TokenType::user_defined;
+    else if (text == "</s>" && end_of_sequence_is_text) type = TokenType::normal;
+    else if (is_one_of(text, kEndOfGeneration)) type = TokenType::control;
+    else if (is_one_of(text, kAlwaysUserDefined)) type = TokenType::user_defined;
+    if (!type || token_type(vocabulary, static_cast<int32_t>(i)) == *type) continue;
+    if (vocabulary.types.empty()) vocabulary.types.assign(vocabulary.tokens.size(), TokenType::normal);
+    vocabulary.types[i] = *type;
+  }
+}
+
 // Per-token attributes GGUF does not store, set by name as llama.cpp does.
 Status set_strip_tokens(const gguf::File& file, Vocabulary& vocabulary) {
+  if (!types_fit(vocabulary)) return {};
   const auto id_of = [&](std::string_view text) -> std::optional<int32_t> {
     const auto found = std::find(vocabulary.tokens.begin(), vocabulary.tokens.end(), text);
     if (found == vocabulary.tokens.end()) return std::nullopt;
@@ -119,8 +168,7 @@ Status set_strip_tokens(const gguf::File& file, Vocabulary& vocabulary) {
     const auto kept = {id_of("<unk>"), id_of("<s>"), id_of("<|endoftext|>")};
     for (size_t i = 0; i < vocabulary.tokens.size(); ++i) {
       const auto id = static_cast<int32_t>(i);
-      const TokenType type = vocabulary.types.empty() ? TokenType::normal : vocabulary.types[i];
-      const bool special = type == TokenType::control || type == TokenType::user_defined || type == TokenType::unknown;
+      const bool special = is_special(token_type(vocabulary, id));
       const bool is_kept = std::find(kept.begin(), kept.end(), std::optional<int32_t>(id)) != kept.end();
       if ((special || vocabulary.tokens[i] == "</s>") && !is_kept) vocabulary.rstrip.push_back(id);
     }
@@ -174,6 +222,7 @@ Result<Vocabulary> try_vocabulary_from_gguf(const gguf::File& file) {
                       file.try_get_bool("tokenizer.ggml.add_space_prefix", add_space_prefix));
   ATTENDRE_TRY_ASSIGN(vocabulary.remove_extra_whitespaces,
                       file.try_get_bool("tokenizer.ggml.remove_extra_whitespaces", false));
+  set_types_by_text(vocabulary);
   ATTENDRE_TRY(set_strip_tokens(file, vocabulary));
   return vocabulary;
 }

@@ -18,7 +18,7 @@ SpecialTokenSplitter::SpecialTokenSplitter(const Vocabulary& vocabulary) {
   for (size_t i = 0; i < vocabulary.tokens.size(); ++i) {
     const auto id = static_cast<int32_t>(i);
     const TokenType type = token_type(vocabulary, id);
-    if (type != TokenType::control && type != TokenType::user_defined && type != TokenType::unknown) continue;
+    if (!is_special(type)) continue;
     if (vocabulary.tokens[i].empty()) continue;
     specials_.push_back({id, vocabulary.tokens[i], type == TokenType::user_defined, contains(vocabulary.lstrip, id),
                          contains(vocabulary.rstrip, id)});

@@ -74,6 +74,10 @@ TokenType token_type(const Vocabulary& vocabulary, int32_t id) {
   return vocabulary.types.empty() ? TokenType::normal : vocabulary.types[static_cast<size_t>(id)];
 }
 
+bool is_special(TokenType type) {
+  return type == TokenType::control || type == TokenType::user_defined || type == TokenType::unknown;
+}
+
 float token_score(const Vocabulary& vocabulary, int32_t id) {
   return vocabulary.scores.empty() ? 0.0f : vocabulary.scores[static_cast<size_t>(id)];
 }

@@ -23,6 +23,9 @@ Status validate(const Vocabulary& vocabulary);
 Status check_token_id(int64_t id, size_t token_count, std::string_view key);
 
 TokenType token_type(const Vocabulary& vocabulary, int32_t id);  // normal when there is no type array
+// Control, user-defined or unknown: the types whose text is split out of raw
+// text (user-defined always, the others when special tokens are parsed).
+bool is_special(TokenType type);
 float token_score(const Vocabulary& vocabulary, int32_t id);     // 0 when there is no score array
 // The byte a token spelled <0xXX> stands for (checked by validate for byte tokens).
 std::optional<uint8_t> byte_of_token(std::string_view text);
