@@ -190,3 +190,34 @@ TEST_CASE("C API checks: generation from non-finite logits is a numerical error,
   C_OK(attendre_generate_after(s.stack, finite.data(), vocab, 0, &options, tokens.data(), &count, nullptr));
   CHECK(count == 1);
 }
+
+TEST_CASE("C API checks: a refused stack step leaves no results of the step before it") {
+  CContext c;
+  CStack s(c.context);
+  const uint32_t rows = s.info.chunk;
+  std::vector<uint32_t> tokens(rows + 1, 1);
+  std::vector<int64_t> positions(rows + 1);
+  for (uint32_t r = 0; r <= rows; ++r) positions[r] = r;
+  attendre_stack_chunk chunk{};
+  chunk.tokens = tokens.data();
+  chunk.positions = positions.data();
+  // Steps until positions leave the last block, so that there are results.
+  size_t emitted = 0;
+  for (uint32_t step = 0; emitted == 0; ++step) {
+    REQUIRE(step < 64);
+    for (uint32_t r = 0; r < rows; ++r) positions[r] = int64_t{step} * rows + r;
+    chunk.rows = rows;
+    C_OK(attendre_stack_step(s.stack, &chunk, ATTENDRE_WANT_HIDDEN));
+    emitted = 0;  // asks the size: OK with none, BUFFER_TOO_SMALL with some
+    (void)attendre_stack_output_positions(s.stack, nullptr, &emitted);
+  }
+  chunk.rows = rows + 1;  // one row more than S
+  check_refused(attendre_stack_step(s.stack, &chunk, ATTENDRE_WANT_HIDDEN), ATTENDRE_ERROR_INVALID_ARGUMENT,
+                std::to_string(rows + 1) + " rows");
+  size_t after = 5;
+  C_OK(attendre_stack_output_positions(s.stack, nullptr, &after));
+  CHECK(after == 0);
+  check_refused(attendre_stack_decode(s.stack, nullptr, 0), ATTENDRE_ERROR_INVALID_ARGUMENT, "one is NULL");
+  C_OK(attendre_stack_output_hidden(s.stack, nullptr, &after));
+  CHECK(after == 0);
+}
