@@ -10,11 +10,37 @@
  * attendre_*_defaults() function before the caller changes fields, so that a
  * field added later keeps its default in old code that is rebuilt.
  *
+ * Lifetimes: destroying a handle twice, or using it after its destroy, is
+ * undefined behaviour (as freeing memory twice is; the library cannot tell
+ * a destroyed handle from a live one). The order of destruction:
+ *   - a context after every kv_memory, layer and stack created on it
+ *     (destroying it first is undefined behaviour);
+ *   - a model whenever the caller likes: a stack created from it holds its
+ *     weights on the device, and its tokenizer handle is a copy, so both
+ *     outlive it; attendre_read_document needs the model during the call;
+ *   - a ticket before or after the layer or stack that made it (it owns
+ *     nothing of theirs), though no call but attendre_ticket_destroy may
+ *     take it once they are gone;
+ *   - a layer, kv_memory or stack whenever its own steps are done or not:
+ *     its destroy waits for the steps it submitted; steps recorded into the
+ *     application's command buffer must have completed first (they use its
+ *     buffers; the application owns that submission).
+ *
  * Errors: every function that can fail returns an attendre_status
  * (ATTENDRE_OK = 0). attendre_last_error() is the one-line message of the
  * calling thread's last call ("" after a success). No function throws or
  * aborts on bad input: NULL handles and pointers, sizes out of range, bad
- * files and exhausted memory all come back as codes.
+ * files and exhausted memory all come back as codes. What a failed call
+ * leaves in its outputs: a function that makes a handle (_create, _open,
+ * _adopt, attendre_model_tokenizer, the submits' tickets) sets it to NULL
+ * whenever the pointer to it is not NULL; every other output the caller
+ * passes (structs, scalars, buffers and their counts) is written only on
+ * success, except *count on ATTENDRE_ERROR_BUFFER_TOO_SMALL (below) and
+ * the two calls that say otherwise (attendre_read_document,
+ * attendre_context_take_validation_messages). A layer or stack step,
+ * drain, flush, finish, decode, record or result that fails otherwise than
+ * with BUFFER_TOO_SMALL leaves its handle with no results: the output
+ * getters then give 0 elements.
  *
  * Output buffers (one scheme everywhere): the caller passes a buffer and a
  * size_t* count holding its capacity in elements (bytes for text). On
@@ -217,12 +243,15 @@ ATTENDRE_C_API attendre_status attendre_context_device_name(const attendre_conte
  * or ATTENDRE_DISABLE). */
 ATTENDRE_C_API attendre_status attendre_context_disabled_features(const attendre_context* context,
                                                                   uint32_t* features);
-/* Device memory attendre's objects hold now, and the most since creation. */
+/* Device memory attendre's objects hold now, and the most since creation
+ * (neither pointer may be NULL). */
 ATTENDRE_C_API attendre_status attendre_context_device_memory(const attendre_context* context, uint64_t* bytes,
                                                               uint64_t* peak_bytes);
 /* Messages the validation layer recorded since the last call (when
  * validation is on): how many, and clears them; `text` (may be NULL with
- * *count 0) receives them one per line before they are cleared. */
+ * *count 0) receives them one per line before they are cleared. On
+ * ATTENDRE_ERROR_BUFFER_TOO_SMALL *messages is set and the messages are
+ * kept for the call with a larger buffer. */
 ATTENDRE_C_API attendre_status attendre_context_take_validation_messages(attendre_context* context,
                                                                          size_t* messages, char* text,
                                                                          size_t* count);
@@ -234,7 +263,8 @@ ATTENDRE_C_API attendre_status attendre_context_take_validation_messages(attendr
 typedef struct attendre_memory_setting {
   uint32_t chunk;        /* S: positions per step (stacks from a model; a layer's own is in its config) */
   uint32_t q_capacity;   /* N: how many positions each query waits */
-  uint32_t kv_capacity;  /* M; 0 with a model: the model's trained context (its default plan) */
+  uint32_t kv_capacity;  /* M; 0 with a model: the model's trained context (at least S), the other
+                            fields applying (and checked) as with any M */
   uint32_t top_k;        /* K; 0: K = M (full attention over the memory) */
   const char* policy;    /* NULL: fifo */
   double lambda;         /* lfa only */

@@ -223,7 +223,7 @@ ATTENDRE_C_API attendre_status attendre_generate_after(attendre_stack* stack, co
  * finishes it (flush 1: flushing) and answers greedily with at most
  * answer_tokens tokens: `answer` receives the first line of the generated
  * text. On ATTENDRE_ERROR_BUFFER_TOO_SMALL the read is done: the answer is
- * kept and attendre_stack_answer returns it. The stack's snapshots then show
+ * kept and attendre_stack_answer returns it, and *document_tokens is set. The stack's snapshots then show
  * what each block retained; *document_tokens (may be NULL): the positions
  * the document took. */
 ATTENDRE_C_API attendre_status attendre_read_document(attendre_stack* stack, const attendre_model* model,

@@ -77,6 +77,11 @@ struct PlannedBuffer {
   bool weights = false;  // placed in the weight arena; else an allocation of its own
   bool bound = true;     // bound to shaders; false: host staging, copied to and from only
   std::string remedy;    // what makes it smaller, for try_check's message ("" for weights: split)
+
+  // A failure with `code` naming this buffer and what makes it smaller:
+  // "'<name>' <problem>; <remedy>" (try_check's words, also a layout's
+  // that passes 2^32 words).
+  Status refused(ErrorCode code, const std::string& problem) const;
 };
 
 // Every buffer and allocation of a stack, planned without allocating (the

@@ -152,8 +152,10 @@ attendre_status attendre_context_device_memory(const attendre_context* context, 
   return guard([&]() -> Outcome {
     ATTENDRE_C_NEED(context, "attendre_context_device_memory: context");
     const Context& c = context->context;
-    if (bytes) *bytes = c.device_memory_bytes();
-    if (peak_bytes) *peak_bytes = c.peak_device_memory_bytes();
+    ATTENDRE_C_NEED(bytes, "attendre_context_device_memory: bytes");
+    ATTENDRE_C_NEED(peak_bytes, "attendre_context_device_memory: peak_bytes");
+    *bytes = c.device_memory_bytes();
+    *peak_bytes = c.peak_device_memory_bytes();
     return ATTENDRE_OK;
   });
 }

@@ -211,8 +211,8 @@ attendre_status attendre_layer_step(attendre_layer* layer, const attendre_chunk*
   return guard([&]() -> Outcome {
     ATTENDRE_C_NEED(layer, "attendre_layer_step: layer");
     attendre_layer& l = *layer;
+    l.last = {};  // a failed step leaves no results (attendre.h)
     const LayerConfig& config = l.layer->config();
-    l.last = {};
     ATTENDRE_TRY_ASSIGN(const ChunkView view, chunk_view(chunk, "chunk", config.shape, config.chunk, "attendre_layer_step"));
     ATTENDRE_TRY_ASSIGN(l.last, l.layer->try_step(view));
     return ATTENDRE_OK;
@@ -227,11 +227,12 @@ attendre_status attendre_layer_record(attendre_layer* layer, void* command_buffe
     const char* what = "attendre_layer_record";
     ATTENDRE_C_NEED(layer, "attendre_layer_record: layer");
     attendre_layer& l = *layer;
-    ATTENDRE_TRY_ASSIGN(const VkCommandBuffer cb, capi::command_buffer(command_buffer, what));
     const LayerConfig& config = l.layer->config();
-    // Recording commits the step, so the positions' room is checked first:
-    // a step emits at most S queries.
+    // Recording commits the step, so the positions' room is checked first
+    // (too small changes nothing): a step emits at most S queries.
     if (count) ATTENDRE_C_TRY(room(positions, count, config.chunk, what));
+    l.last = {};  // any other failure leaves no results (attendre.h)
+    ATTENDRE_TRY_ASSIGN(const VkCommandBuffer cb, capi::command_buffer(command_buffer, what));
     gpu::LayerInputs in;
     ATTENDRE_TRY_ASSIGN(in.chunk, chunk_view(chunk, "chunk", config.shape, config.chunk, what));
     if (qkv) {
@@ -242,7 +243,6 @@ attendre_status attendre_layer_record(attendre_layer* layer, void* command_buffe
     gpu::LayerOutputs out;
     if (outputs) out.outputs = buffer_range(*outputs);
     out.consumer = consumer(consumer_stages, consumer_access);
-    l.last = {};
     ATTENDRE_TRY_ASSIGN(gpu::RecordedStep recorded, l.layer->try_record(cb, in, out));
     l.last.emitted_positions = std::move(recorded.emitted_positions);
     if (count) return copy_out(std::span<const int64_t>(l.last.emitted_positions), positions, count, what);
@@ -267,8 +267,8 @@ attendre_status attendre_layer_result(attendre_layer* layer, const attendre_tick
   return guard([&]() -> Outcome {
     ATTENDRE_C_NEED(layer, "attendre_layer_result: layer");
     attendre_layer& l = *layer;
-    ATTENDRE_C_NEED(ticket, "attendre_layer_result: ticket");
     l.last = {};
+    ATTENDRE_C_NEED(ticket, "attendre_layer_result: ticket");
     ATTENDRE_TRY_ASSIGN(l.last, l.layer->try_result(ticket->ticket));
     return ATTENDRE_OK;
   });

@@ -163,6 +163,8 @@ attendre_status attendre_tokenizer_stop_tokens(const attendre_tokenizer* tokeniz
   return guard([&]() -> Outcome {
     ATTENDRE_C_NEED(tokenizer, "attendre_tokenizer_stop_tokens: tokenizer");
     const Tokenizer& t = tokenizer->tokenizer;
+    // Copied whole, nothing filtered: the loader refuses a vocabulary whose
+    // EOS or end-of-turn id lies outside it, so every id here is a token.
     return copy_out(std::span<const uint32_t>(t.stop_tokens()), ids, count, "attendre_tokenizer_stop_tokens");
   });
 }

@@ -27,17 +27,19 @@ Result<StackConfig> stack_config(const attendre_stack_config& c) {
   return config;
 }
 
-// The model's plan under a C setting: M = 0 keeps the model's full context.
+// The model's plan under a C setting: M = 0 is the model's full context
+// (the trained length, at least S); every other field applies as given and
+// is checked as for any M.
 Result<MemoryPlan> model_plan(const Model& model, const attendre_memory_setting* s) {
   MemoryPlan plan = model.default_memory();
   if (!s) return plan;
   plan.chunk = s->chunk;
   plan.flush_capable = s->flush_capable != 0;
   plan.activations = s->fp16_activations ? MemoryStorage::f16 : MemoryStorage::f32;
+  ATTENDRE_TRY_ASSIGN(plan.all, memory_setting(*s));
   if (s->kv_capacity == 0) {
-    ATTENDRE_TRY_ASSIGN(plan.all, MemorySetting::try_full_context(model.info().context_length, s->chunk));
-  } else {
-    ATTENDRE_TRY_ASSIGN(plan.all, memory_setting(*s));
+    ATTENDRE_TRY_ASSIGN(const MemorySetting full, MemorySetting::try_full_context(model.info().context_length, s->chunk));
+    plan.all.kv.capacity = full.kv.capacity;  // K = 0 then stays K = M
   }
   return plan;
 }
@@ -174,10 +176,10 @@ attendre_status attendre_stack_step(attendre_stack* stack, const attendre_stack_
     const char* what = "attendre_stack_step";
     ATTENDRE_C_NEED_STACK(stack, what);
     attendre_stack& s = *stack;
+    s.output = {};  // a failed step leaves no results (attendre.h)
     const StackConfig& config = s.stack->config();
     ATTENDRE_TRY_ASSIGN(const StackChunk c, stack_chunk(chunk, "chunk", config, config.chunk, what));
     ATTENDRE_TRY_ASSIGN(const StackRequest r, request(want, what));
-    s.output = {};
     ATTENDRE_TRY_ASSIGN(s.output, s.stack->try_step(c, r));
     return ATTENDRE_OK;
   });
@@ -187,8 +189,8 @@ attendre_status attendre_stack_finish(attendre_stack* stack, int flush, uint32_t
   return guard([&]() -> Outcome {
     ATTENDRE_C_NEED_STACK(stack, "attendre_stack_finish");
     attendre_stack& s = *stack;
-    ATTENDRE_TRY_ASSIGN(const StackRequest r, request(want, "attendre_stack_finish"));
     s.output = {};
+    ATTENDRE_TRY_ASSIGN(const StackRequest r, request(want, "attendre_stack_finish"));
     ATTENDRE_TRY_ASSIGN(s.output, s.stack->try_finish(r, flush != 0));
     return ATTENDRE_OK;
   });
@@ -199,9 +201,9 @@ attendre_status attendre_stack_decode(attendre_stack* stack, const attendre_stac
     const char* what = "attendre_stack_decode";
     ATTENDRE_C_NEED_STACK(stack, what);
     attendre_stack& s = *stack;
+    s.output = {};
     ATTENDRE_TRY_ASSIGN(const StackChunk c, stack_chunk(one, "one", s.stack->config(), 1, what));
     ATTENDRE_TRY_ASSIGN(const StackRequest r, request(want, what));
-    s.output = {};
     ATTENDRE_TRY_ASSIGN(s.output, s.stack->try_decode(c, r));
     return ATTENDRE_OK;
   });
@@ -256,8 +258,8 @@ attendre_status attendre_stack_result(attendre_stack* stack, const attendre_tick
   return guard([&]() -> Outcome {
     ATTENDRE_C_NEED_STACK(stack, "attendre_stack_result");
     attendre_stack& s = *stack;
-    ATTENDRE_C_NEED(ticket, "attendre_stack_result: ticket");
     s.output = {};
+    ATTENDRE_C_NEED(ticket, "attendre_stack_result: ticket");
     ATTENDRE_TRY_ASSIGN(s.output, s.stack->try_result(ticket->ticket));
     return ATTENDRE_OK;
   });
@@ -271,6 +273,7 @@ attendre_status attendre_stack_record(attendre_stack* stack, void* command_buffe
     const char* what = "attendre_stack_record";
     ATTENDRE_C_NEED_STACK(stack, what);
     attendre_stack& s = *stack;
+    s.output = {};
     ATTENDRE_TRY_ASSIGN(const VkCommandBuffer cb, capi::command_buffer(command_buffer, what));
     const StackConfig& config = s.stack->config();
     gpu::StackRecordOutputs out;
@@ -293,7 +296,6 @@ attendre_status attendre_stack_record(attendre_stack* stack, void* command_buffe
       (config.vocab > 0 ? in.tokens : in.embeddings) = buffer_range(input);
       ATTENDRE_TRY_ASSIGN(recorded, decode ? s.stack->try_record_decode(cb, in, out) : s.stack->try_record(cb, in, out));
     }
-    s.output = {};
     s.output.positions = std::move(recorded.emitted_positions);
     return ATTENDRE_OK;
   });

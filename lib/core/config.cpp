@@ -78,6 +78,12 @@ Status LayerConfig::check() const {
           "heads_q, heads_kv and head_dim must be at least 1");
   ATTENDRE_REQUIRE(shape.heads_q % shape.heads_kv == 0, "heads_q (" + u(shape.heads_q) +
                                                    ") must be a multiple of heads_kv (" + u(shape.heads_kv) + ")");
+  // A query row (heads_q * head_dim floats) and a key or value row (heads_kv
+  // * head_dim) are counted in 32 bits everywhere after this check
+  // (AttentionShape::q_row, kv_row): a product past that would wrap.
+  ATTENDRE_REQUIRE(uint64_t{shape.heads_q} * shape.head_dim <= 0xFFFFFFFFull,
+                   "heads_q * head_dim must fit 32 bits, got heads_q=" + u(shape.heads_q) +
+                       " head_dim=" + u(shape.head_dim) + " (" + u(uint64_t{shape.heads_q} * shape.head_dim) + ")");
   ATTENDRE_REQUIRE(chunk >= 1, "chunk size S must be at least 1");
   ATTENDRE_REQUIRE(kv.capacity >= 1, "K/V capacity M must be at least 1");
   ATTENDRE_REQUIRE(retrieval.top_k >= 1, "top-K must be at least 1");

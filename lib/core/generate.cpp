@@ -124,8 +124,11 @@ Result<GenerateResult> try_generate_after(TransformerStack& stack, std::span<con
   ATTENDRE_REQUIRE(vocab > 0 && last_logits.size() == vocab, "generation needs one row of logits (" +
                                                                   std::to_string(vocab) + "), got " +
                                                                   std::to_string(last_logits.size()));
-  ATTENDRE_REQUIRE(next_position >= 0 && static_cast<uint64_t>(next_position) + options.max_tokens < kMaxPositions,
-                   "prompt and budget exceed 2^31 positions");
+  ATTENDRE_REQUIRE(next_position >= 0,
+                   "next_position is " + std::to_string(next_position) + ": positions start at 0");
+  ATTENDRE_REQUIRE(static_cast<uint64_t>(next_position) + options.max_tokens < kMaxPositions,
+                   "next_position " + std::to_string(next_position) + " plus max_tokens " +
+                       std::to_string(options.max_tokens) + " exceeds 2^31 positions");
   GenerateResult result;
   StackRequest request;
   request.hidden = false;

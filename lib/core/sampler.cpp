@@ -36,6 +36,11 @@ double Sampler::uniform() {
 
 Result<uint32_t> Sampler::try_sample(std::span<const float> logits) {
   ATTENDRE_REQUIRE(!logits.empty(), "sampling from an empty row of logits");
+  const auto non_finite = std::find_if(logits.begin(), logits.end(), [](float x) { return !std::isfinite(x); });
+  if (non_finite != logits.end())
+    return Status(ErrorCode::numerical_error, "sampling from logits holding a non-finite value: token " +
+                                                  std::to_string(non_finite - logits.begin()) + " has " +
+                                                  (std::isnan(*non_finite) ? "NaN" : *non_finite > 0 ? "inf" : "-inf"));
   // max_element keeps the first of equal maxima: the smaller id.
   const auto best = static_cast<uint32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   if (options_.temperature == 0.0) return best;

@@ -25,6 +25,9 @@ Result<uint64_t> row_bytes(ElementType type, uint64_t cols, const std::string& n
 
 // Rows of one part: as many as fit one storage range with their bias slice.
 Result<uint64_t> rows_per_part(const DeviceCaps& caps, uint64_t rows, uint64_t per_row, bool bias) {
+  // Config checks keep every width >= 1; a row of no bytes would be a width
+  // that wrapped to 0 on the way here, and the divisor below.
+  if (per_row == 0) return invalid_argument("a weight matrix with rows of 0 bytes");
   const uint64_t fit = (caps.max_storage_range - 512) / (per_row + (bias ? 4 : 0));
   if (fit == 0)
     return Status(ErrorCode::unsupported, "one weight row of " + std::to_string(per_row) + " bytes exceeds the storage range");

@@ -51,11 +51,15 @@ Result<std::unique_ptr<KvMemory>> KvMemory::create(Context& context, const Layer
       new KvMemory(config, lm_infinite, kernels::plan_kernels(context.caps()), ring_layout, checks));
   m->config_.chunk = max_insert;  // the insertion kernels size everything by the largest insertion
   ATTENDRE_TRY_ASSIGN(m->plan_, plan_retrieval(m->config_, m->kernels_, max_queries, context.caps()));
-  ATTENDRE_TRY_ASSIGN(m->kv_layout_, KvLayout::try_make(config.kv.capacity, config.shape, key_variants(lm_infinite),
-                                                        config.retrieval, config.kv.storage));
-  ATTENDRE_TRY_ASSIGN(m->chunk_layout_, ChunkLayout::try_make(max_insert, config.shape, key_variants(lm_infinite)));
+  ATTENDRE_TRY_ASSIGN(m->kv_layout_, layout_of(KvLayout::try_make(config.kv.capacity, config.shape,
+                                                                  key_variants(lm_infinite), config.retrieval,
+                                                                  config.kv.storage),
+                                               {"kv memory" + stage, 0, false, true, kKvMemoryRemedy}));
+  ATTENDRE_TRY_ASSIGN(m->chunk_layout_, layout_of(ChunkLayout::try_make(max_insert, config.shape, key_variants(lm_infinite)),
+                                                  {"kv chunk" + stage, 0, false, true, kKvChunkRemedy}));
   ATTENDRE_TRY_ASSIGN(m->evicted_layout_,
-                      EvictedLayout::try_make(config.kv.copy_out_evicted ? max_insert : 0, config.shape));
+                      layout_of(EvictedLayout::try_make(config.kv.copy_out_evicted ? max_insert : 0, config.shape),
+                                {"evicted entries" + stage, 0, false, true, kKvChunkRemedy}));
   if (m->kv_layout_.words * 4 > context.caps().max_storage_range)
     return Status(ErrorCode::unsupported, "K/V memory needs " + std::to_string(m->kv_layout_.words * 4 >> 20) +
                                               " MiB, over the device's storage-buffer range of " +

@@ -16,12 +16,17 @@ uint32_t SectionCursor::take(uint64_t count) {
   return static_cast<uint32_t>(at);
 }
 
+uint32_t SectionCursor::count(uint64_t value) {
+  if (value > std::numeric_limits<uint32_t>::max()) overflow = true;
+  return static_cast<uint32_t>(value);
+}
+
 Status SectionCursor::status() const {
-  if (overflow) return {ErrorCode::out_of_device_memory, "memory layout exceeds 2^32 words"};
+  if (overflow) return {ErrorCode::out_of_device_memory, "exceeds 2^32 words, past the kernels' 32-bit indices"};
   return {};
 }
 
-uint32_t stored_row(uint32_t elements, MemoryStorage storage) {
+uint64_t stored_row(uint64_t elements, MemoryStorage storage) {
   return storage == MemoryStorage::f16 ? (elements + 1) / 2 * 2 : elements;
 }
 
@@ -34,10 +39,10 @@ Result<KvLayout> KvLayout::try_make(uint32_t capacity, const AttentionShape& sha
   KvLayout l;
   l.capacity = capacity;
   l.kv_row = shape.kv_row();
-  l.key_stride = stored_row(key_variants * l.kv_row, storage);
-  l.value_stride = stored_row(l.kv_row, storage);
-  l.storage = storage;
   SectionCursor c;
+  l.key_stride = c.count(stored_row(uint64_t{key_variants} * l.kv_row, storage));
+  l.value_stride = c.count(stored_row(l.kv_row, storage));
+  l.storage = storage;
   l.keys = c.take(stored_words(uint64_t{capacity} * l.key_stride, storage));
   l.values = c.take(stored_words(uint64_t{capacity} * l.value_stride, storage));
   l.positions = c.take(capacity);
@@ -58,10 +63,10 @@ Result<RingLayout> RingLayout::try_make(uint32_t capacity, const AttentionShape&
   l.capacity = capacity;
   l.q_row = shape.q_row();
   l.q_variants = q_variants;
-  l.q_stride = stored_row(q_variants * l.q_row, storage);
+  SectionCursor c;
+  l.q_stride = c.count(stored_row(uint64_t{q_variants} * l.q_row, storage));
   l.storage = storage;
   l.residual_width = residual_width;
-  SectionCursor c;
   l.queries = c.take(stored_words(uint64_t{capacity} * l.q_stride, storage));
   l.positions = c.take(capacity);
   l.valid = c.take(capacity);
@@ -80,8 +85,8 @@ Result<ChunkLayout> ChunkLayout::try_make(uint32_t rows, const AttentionShape& s
   ChunkLayout l;
   l.rows = rows;
   l.kv_row = shape.kv_row();
-  l.key_stride = key_variants * l.kv_row;
   SectionCursor c;
+  l.key_stride = c.count(uint64_t{key_variants} * l.kv_row);
   l.keys = c.take(uint64_t{rows} * l.key_stride);
   l.values = c.take(uint64_t{rows} * l.kv_row);
   l.positions = c.take(rows);

@@ -8,9 +8,11 @@
 
 #include <attendre/config.hpp>
 #include <attendre/context.hpp>
+#include <attendre/gpu_stack.hpp>
 #include <attendre/status.hpp>
 
 #include <cstdint>
+#include <utility>
 
 namespace attendre::gpu {
 
@@ -26,12 +28,32 @@ struct SectionCursor {
   uint64_t words = 0;
   bool overflow = false;
   uint32_t take(uint64_t count);
+  // `value` (a row stride, in elements) as the 32 bits kernels index with;
+  // past them, remembered as take() remembers a section.
+  uint32_t count(uint64_t value);
   Status status() const;
 };
 
+// What makes each memory's buffer smaller, for the messages that refuse it
+// (PlannedBuffer::remedy).
+inline constexpr const char* kQueryRingRemedy = "lower N (q_capacity) or the chunk S, or use fp16 memories";
+inline constexpr const char* kKvMemoryRemedy = "lower M (kv_capacity), heads_kv or head_dim, or use fp16 memories";
+inline constexpr const char* kKvChunkRemedy = "lower the chunk S, heads_kv or head_dim";
+
+// `made`, or its failure (a layout past 2^32 words) as `buffer`'s: named,
+// with what makes it smaller.
+inline Status layout_of(Status made, const PlannedBuffer& buffer) {
+  return made.ok() ? std::move(made) : buffer.refused(made.code(), made.message());
+}
+template <class Layout>
+Result<Layout> layout_of(Result<Layout> made, const PlannedBuffer& buffer) {
+  if (made.ok()) return made;
+  return layout_of(std::move(made).status(), buffer);
+}
+
 // Elements per stored row of `elements` values: fp16 rows are padded to an
 // even count, so that every row starts on a 32-bit word (shaders/stored.glsl).
-uint32_t stored_row(uint32_t elements, MemoryStorage storage);
+uint64_t stored_row(uint64_t elements, MemoryStorage storage);
 // 32-bit words of `elements` values stored in `storage`.
 uint64_t stored_words(uint64_t elements, MemoryStorage storage);
 

@@ -19,8 +19,10 @@ InsertionRows insertion_rows(const std::vector<QueryMeta>& rows, uint32_t count)
 Result<std::unique_ptr<QueryRing>> QueryRing::create(Context& context, const AttentionShape& shape, uint32_t capacity,
                                                      uint32_t max_insert, uint32_t residual_width, uint32_t q_variants,
                                                      MemoryStorage storage) {
-  ATTENDRE_TRY_ASSIGN(const RingLayout layout, RingLayout::try_make(capacity + max_insert, shape, residual_width,
-                                                                     q_variants, storage, max_insert));
+  ATTENDRE_TRY_ASSIGN(const RingLayout layout,
+                      layout_of(RingLayout::try_make(capacity + max_insert, shape, residual_width, q_variants, storage,
+                                                     max_insert),
+                                {"q ring", 0, false, true, kQueryRingRemedy}));
   std::unique_ptr<QueryRing> ring(new QueryRing(layout, capacity));
   ATTENDRE_TRY_ASSIGN(ring->buffer_, vk::Buffer::create(context, layout.words * 4, vk::MemoryIntent::device, "q ring"));
   if (layout.words * 4 > context.caps().max_storage_range)

@@ -59,7 +59,8 @@ Result<RetrievalPlan> plan_retrieval(const LayerConfig& config, const kernels::K
 
   const bool shared = config.retrieval.mode == RetrievalMode::shared;
   const bool updates = config.kv.policy.kind != PolicyKind::fifo;
-  const uint64_t tiles = (M + plan.select_span() - 1) / plan.select_span();
+  // In 64 bits: M (and M + S) may come within a tile of 2^32.
+  const uint64_t tiles = (uint64_t{M} + plan.select_span() - 1) / plan.select_span();
   const uint64_t per_query_logits = uint64_t{Hq} * M + (shared ? M : 0);
   const uint64_t per_query_lists = r.full ? 0 : uint64_t{shared ? 1 : Hq} * tiles * r.top_keep * 3;
   const uint64_t per_query_weights = uint64_t{Hq} * r.list_count;
@@ -67,7 +68,7 @@ Result<RetrievalPlan> plan_retrieval(const LayerConfig& config, const kernels::K
   r.outputs_words = align_words(uint64_t{max_queries} * shape.q_row());
   // The victim select's lists, and before them score_stats' partials.
   const uint64_t evict_list_words =
-      std::max(uint64_t{(M + S + plan.select_span() - 1) / plan.select_span()} * kernels::next_pow2(S) * 3,
+      std::max((uint64_t{M} + S + plan.select_span() - 1) / plan.select_span() * kernels::next_pow2(S) * 3,
                kernels::stats_partial_words(plan, M));
 
   // The batch shrinks until every scratch buffer fits one storage range.

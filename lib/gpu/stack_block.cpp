@@ -27,7 +27,7 @@ Result<FfnLayout> FfnLayout::make(uint32_t rows, uint32_t ffn) {
   l.gate = c.take(uint64_t{rows} * ffn);
   l.up = c.take(uint64_t{rows} * ffn);
   l.words = c.words;
-  ATTENDRE_TRY(c.status());
+  ATTENDRE_TRY(layout_of(c.status(), {"ffn rows", 0, false, true, "lower the chunk S or ffn"}));
   return l;
 }
 
@@ -81,16 +81,25 @@ Result<BlockMemory> DeviceBlock::plan_memory(const StackConfig& config, size_t i
   const std::string block = "block " + std::to_string(index) + " ";
   add(m.weights, block + "rope frequencies", BlockWeights::rope_table_bytes(b), true);
   const MemoryStorage storage = b.attention.kv.storage;
+  // A layout past 2^32 words is refused as try_check refuses a buffer past
+  // the device's range: named, with what makes it smaller.
+  const PlannedBuffer ring_buffer{block + "q ring", 0, false, true, kQueryRingRemedy};
   ATTENDRE_TRY_ASSIGN(const RingLayout ring,
-                      RingLayout::try_make(b.attention.q_capacity + config.max_rows_in(index), s, config.hidden,
-                                           query_variants(b), storage, config.max_rows_in(index)));
-  add(m.q_memory, block + "q ring", ring.words * 4, false, "lower N (q_capacity) or the chunk S, or use fp16 memories");
+                      layout_of(RingLayout::try_make(b.attention.q_capacity + config.max_rows_in(index), s,
+                                                     config.hidden, query_variants(b), storage,
+                                                     config.max_rows_in(index)),
+                                ring_buffer));
+  add(m.q_memory, ring_buffer.name, ring.words * 4, false, ring_buffer.remedy);
   const uint32_t keys = KvMemory::key_variants(b.lm_infinite);
-  ATTENDRE_TRY_ASSIGN(const KvLayout kv, KvLayout::try_make(b.attention.kv.capacity, s, keys, b.attention.retrieval, storage));
-  add(m.kv_memory, block + "kv memory", kv.words * 4, false,
-      "lower M (kv_capacity), heads_kv or head_dim, or use fp16 memories");
-  ATTENDRE_TRY_ASSIGN(const ChunkLayout chunk, ChunkLayout::try_make(config.max_insert(index), s, keys));
-  add(m.kv_memory, block + "kv chunk", chunk.words * 4, false, "lower the chunk S");
+  const PlannedBuffer kv_buffer{block + "kv memory", 0, false, true, kKvMemoryRemedy};
+  ATTENDRE_TRY_ASSIGN(const KvLayout kv, layout_of(KvLayout::try_make(b.attention.kv.capacity, s, keys,
+                                                                      b.attention.retrieval, storage),
+                                                   kv_buffer));
+  add(m.kv_memory, kv_buffer.name, kv.words * 4, false, kv_buffer.remedy);
+  const PlannedBuffer chunk_buffer{block + "kv chunk", 0, false, true, kKvChunkRemedy};
+  ATTENDRE_TRY_ASSIGN(const ChunkLayout chunk,
+                      layout_of(ChunkLayout::try_make(config.max_insert(index), s, keys), chunk_buffer));
+  add(m.kv_memory, chunk_buffer.name, chunk.words * 4, false, chunk_buffer.remedy);
   return m;
 }
 

@@ -151,17 +151,20 @@ Result<StackMemory> try_plan_stack_memory(const StackConfig& config, const Devic
   return layout.memory;
 }
 
+Status PlannedBuffer::refused(ErrorCode code, const std::string& problem) const {
+  return {code, "'" + name + "' " + problem + (remedy.empty() ? "" : "; " + remedy)};
+}
+
 Status StackLayout::try_check(const DeviceCaps& caps) const {
   for (const PlannedBuffer& b : buffers) {
-    const std::string remedy = b.remedy.empty() ? "" : "; " + b.remedy;
     if (b.bound && b.bytes > caps.max_storage_range)
-      return {ErrorCode::unsupported, "'" + b.name + "' needs " + size_text(b.bytes) +
-                                          " in one buffer, over the device's storage-buffer range of " +
-                                          size_text(caps.max_storage_range) + remedy};
+      return b.refused(ErrorCode::unsupported, "needs " + size_text(b.bytes) +
+                                                   " in one buffer, over the device's storage-buffer range of " +
+                                                   size_text(caps.max_storage_range));
     if (b.bytes > caps.max_allocation)
-      return {ErrorCode::unsupported, "'" + b.name + "' needs " + size_text(b.bytes) +
-                                          " in one allocation, over the device's maxMemoryAllocationSize of " +
-                                          size_text(caps.max_allocation) + remedy};
+      return b.refused(ErrorCode::unsupported, "needs " + size_text(b.bytes) +
+                                                   " in one allocation, over the device's maxMemoryAllocationSize of " +
+                                                   size_text(caps.max_allocation));
   }
   // Every placement fits an allocation (above), so every block the arena opens does.
   for (uint64_t a : weight_allocations)

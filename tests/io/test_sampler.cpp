@@ -6,6 +6,7 @@
 #include <attendre/generate.hpp>
 
 #include <cmath>
+#include <limits>
 
 using namespace attendre;
 
@@ -73,4 +74,17 @@ TEST_CASE("sampler: temperature and top-p outside their domains are refused, nam
   test::check_error([] { Sampler(SamplingOptions{NAN, 1.0, 0}); }, ErrorCode::invalid_argument, "temperature");
   test::check_error([] { Sampler(SamplingOptions{1.0, 0.0, 0}); }, ErrorCode::invalid_argument, "top_p must lie in (0, 1]");
   test::check_error([] { Sampler(SamplingOptions{1.0, 1.5, 0}); }, ErrorCode::invalid_argument, "top_p must lie in (0, 1]");
+}
+
+TEST_CASE("sampler: a row holding NaN or infinity is a numerical error naming the token") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (const double temperature : {0.0, 1.0}) {
+    Sampler sampler(SamplingOptions{temperature, 0.9, 1});
+    test::check_error([&] { sampler.sample(std::vector<float>(4, nan)); }, ErrorCode::numerical_error,
+                      "token 0 has NaN");
+    test::check_error([&] { sampler.sample(std::vector<float>{0.5f, 1.0f, -inf}); }, ErrorCode::numerical_error,
+                      "token 2 has -inf");
+    test::check_error([&] { sampler.sample(std::vector<float>{inf, 1.0f}); }, ErrorCode::numerical_error,
+                      "token 0 has inf");
+  }
 }
