@@ -37,9 +37,10 @@ class Sampler {
   // Greedy: the largest logit. Otherwise softmax(logits / temperature),
   // restricted to the smallest set of most likely tokens (ties: smaller id
   // first) whose probability reaches top_p, and one draw from it.
-  // invalid_argument for an empty row; numerical_error for a row holding
-  // NaN or infinity (as for non-finite values the device computes), which
-  // no ordering or softmax of the row could make sense of.
+  // A -inf logit masks its token out (weight 0). invalid_argument for an
+  // empty row; numerical_error for a row holding NaN or +inf (as for
+  // non-finite values the device computes), which no ordering or softmax of
+  // the row could make sense of, or one whose every logit is -inf.
   Result<uint32_t> try_sample(std::span<const float> logits);
 
 #if defined(__cpp_exceptions)

@@ -36,11 +36,16 @@ double Sampler::uniform() {
 
 Result<uint32_t> Sampler::try_sample(std::span<const float> logits) {
   ATTENDRE_REQUIRE(!logits.empty(), "sampling from an empty row of logits");
-  const auto non_finite = std::find_if(logits.begin(), logits.end(), [](float x) { return !std::isfinite(x); });
-  if (non_finite != logits.end())
+  // NaN and +inf are a computation gone wrong; -inf is a token masked out
+  // (a logit bias, a grammar) and weighs nothing, as in llama.cpp's samplers,
+  // as long as one token is left to pick.
+  const auto broken = std::find_if(logits.begin(), logits.end(), [](float x) { return std::isnan(x) || x == INFINITY; });
+  if (broken != logits.end())
     return Status(ErrorCode::numerical_error, "sampling from logits holding a non-finite value: token " +
-                                                  std::to_string(non_finite - logits.begin()) + " has " +
-                                                  (std::isnan(*non_finite) ? "NaN" : *non_finite > 0 ? "inf" : "-inf"));
+                                                  std::to_string(broken - logits.begin()) + " has " +
+                                                  (std::isnan(*broken) ? "NaN" : "inf"));
+  if (std::all_of(logits.begin(), logits.end(), [](float x) { return x == -INFINITY; }))
+    return Status(ErrorCode::numerical_error, "sampling from logits that are all -inf: no token is left to pick");
   // max_element keeps the first of equal maxima: the smaller id.
   const auto best = static_cast<uint32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   if (options_.temperature == 0.0) return best;

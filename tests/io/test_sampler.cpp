@@ -76,14 +76,16 @@ TEST_CASE("sampler: temperature and top-p outside their domains are refused, nam
   test::check_error([] { Sampler(SamplingOptions{1.0, 1.5, 0}); }, ErrorCode::invalid_argument, "top_p must lie in (0, 1]");
 }
 
-TEST_CASE("sampler: a row holding NaN or infinity is a numerical error naming the token") {
+TEST_CASE("sampler: a row holding NaN or +inf is a numerical error naming the token; -inf masks a token out") {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   for (const double temperature : {0.0, 1.0}) {
     Sampler sampler(SamplingOptions{temperature, 0.9, 1});
     test::check_error([&] { sampler.sample(std::vector<float>(4, nan)); }, ErrorCode::numerical_error,
                       "token 0 has NaN");
-    test::check_error([&] { sampler.sample(std::vector<float>{0.5f, 1.0f, -inf}); }, ErrorCode::numerical_error,
-                      "token 2 has -inf");
+    // -inf masks a token out: it is never picked, and a row of nothing else is refused.
+    for (int draw = 0; draw < 50; ++draw) CHECK(sampler.sample(std::vector<float>{-inf, 1.0f, -inf, 0.5f}) % 2 == 1);
+    test::check_error([&] { sampler.sample(std::vector<float>(3, -inf)); }, ErrorCode::numerical_error,
+                      "all -inf");
     test::check_error([&] { sampler.sample(std::vector<float>{inf, 1.0f}); }, ErrorCode::numerical_error,
                       "token 0 has inf");
   }
