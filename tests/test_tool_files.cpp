@@ -8,10 +8,12 @@
 
 #include "common/arguments.hpp"
 #include "common/output_files.hpp"
+#include "common/output_set.hpp"
 
 #include <attendre/error.hpp>
 #include <doctest/doctest.h>
 
+#include <csignal>
 #include <fstream>
 #include <thread>
 
@@ -173,6 +175,41 @@ TEST_CASE("tool output files: staging left by a killed run is removed, that of a
   CHECK(fs::exists(dir / live));
   CHECK(fs::exists(dir / other));  // another target's: not this run's to judge
   CHECK_FALSE(fs::exists(dir / ("out.json.tmp-" + std::to_string(::getpid()))));
+}
+
+TEST_CASE("tool output sets: SIGTERM before the commit removes the staging folder and the folders made for it") {
+  const test::TempDir dir;
+  fs::create_directory(dir / "existing");
+  std::ofstream(dir / "existing/a.npy") << "previous";
+  for (const fs::path& out : {fs::path(dir / "new/parents/out"), fs::path(dir / "existing")}) {
+    INFO(out);
+    int ready[2];
+    REQUIRE(::pipe(ready) == 0);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {  // stages a set, says so, and waits for the signal, as a tool would
+      std::signal(SIGTERM, SIG_DFL);  // not doctest's crash report
+      apps::OutputSet set(out, {"a.npy", "b.npy"}, "attendre-test");
+      std::ofstream(set.staging() / "a.npy") << "new";
+      std::ofstream(set.staging() / "b.npy") << "new";
+      if (::write(ready[1], "s", 1) != 1) ::_exit(1);
+      for (;;) ::pause();
+    }
+    ::close(ready[1]);
+    char staged = 0;
+    const bool said = ::read(ready[0], &staged, 1) == 1;
+    ::close(ready[0]);
+    ::kill(child, SIGTERM);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    REQUIRE(said);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGTERM);
+  }
+  CHECK_FALSE(fs::exists(dir / "new"));
+  CHECK(test::slurp(dir / "existing/a.npy") == "previous");
+  CHECK_FALSE(fs::exists(dir / "existing/b.npy"));
+  CHECK(entries_starting(dir.path, ".").empty());
 }
 
 TEST_CASE("tool text input: a source past the limit is refused while reading, a folder at once, a FIFO read whole") {

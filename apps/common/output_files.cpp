@@ -1,20 +1,19 @@
 #include "output_files.hpp"
+#include "signal_cleanup.hpp"
 
 #include <attendre/error.hpp>
 
+#include <algorithm>
 #include <array>
-#include <atomic>
 #include <cerrno>
 #include <charconv>
-#include <csignal>
 #include <cstdio>
-#include <cstring>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <system_error>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,67 +25,6 @@ std::string errno_text(int error = errno) { return std::generic_category().messa
 
 [[noreturn]] void io_failure(const std::string& flag, const fs::path& target, const std::string& what) {
   throw Error(ErrorCode::io_error, (flag.empty() ? "" : flag + " ") + target.string() + ": " + what);
-}
-
-// The staging files a signal must not leave behind. The handler may only
-// read memory that is never allocated nor freed, so each path is copied into
-// a fixed slot before its file exists, and the slot is published by an
-// atomic flag (lock-free, hence safe to read in a handler).
-struct SignalSlot {
-  std::atomic<bool> used{false};
-  char path[PATH_MAX] = {};
-};
-static_assert(std::atomic<bool>::is_always_lock_free);
-constexpr size_t kSignalSlots = 16;  // a run stages a handful of outputs
-std::array<SignalSlot, kSignalSlots> g_signal_slots;
-std::mutex g_slots_mutex;  // between threads that stage; the handler never takes it
-
-extern "C" void remove_staged_and_reraise(int signal) {
-  for (SignalSlot& slot : g_signal_slots)
-    if (slot.used.load(std::memory_order_acquire)) ::unlink(slot.path);
-  // The default disposition again, so that the exit status is the signal's
-  // (a shell sees 130 for SIGINT); the signal is blocked in here and
-  // delivered as the handler returns.
-  std::signal(signal, SIG_DFL);
-  std::raise(signal);
-}
-
-// Installed once, only over default dispositions: a signal the parent had
-// ignored (nohup's SIGHUP, a background job's SIGINT) stays ignored.
-void install_signal_handlers() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    for (const int signal : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
-      struct sigaction previous {};
-      if (::sigaction(signal, nullptr, &previous) != 0 || (previous.sa_flags & SA_SIGINFO) ||
-          previous.sa_handler != SIG_DFL)
-        continue;
-      struct sigaction action {};
-      action.sa_handler = remove_staged_and_reraise;
-      sigemptyset(&action.sa_mask);
-      ::sigaction(signal, &action, nullptr);
-    }
-  });
-}
-
-size_t watch_for_signals(const std::string& flag, const fs::path& target, const fs::path& staging) {
-  install_signal_handlers();
-  const std::string& path = staging.native();
-  if (path.size() >= PATH_MAX) io_failure(flag, target, "the path is too long");
-  const std::lock_guard lock(g_slots_mutex);
-  for (size_t i = 0; i < kSignalSlots; ++i) {
-    SignalSlot& slot = g_signal_slots[i];
-    if (slot.used.load(std::memory_order_relaxed)) continue;
-    std::memcpy(slot.path, path.c_str(), path.size() + 1);
-    slot.used.store(true, std::memory_order_release);
-    return i;
-  }
-  io_failure(flag, target, "more than " + std::to_string(kSignalSlots) + " output files staged at once");
-}
-
-void stop_watching(size_t slot) {
-  const std::lock_guard lock(g_slots_mutex);
-  g_signal_slots[slot].used.store(false, std::memory_order_release);
 }
 
 // "<name>.tmp-<pid>": the staging name of every run, so that a run can tell
@@ -172,11 +110,11 @@ OutputFiles::~OutputFiles() {
 void OutputFiles::discard(const Staged& file) noexcept {
   std::error_code ignored;  // the error that brought us here is the one worth reporting
   fs::remove(file.staging, ignored);
-  stop_watching(file.signal_slot);
+  stop_removing_on_signal(file.signal_ticket);
 }
 
 fs::path OutputFiles::stage(const std::string& flag, const fs::path& target) {
-  Staged file{flag, target, {}, {}, -1, 0};
+  Staged file{flag, target, {}, {}, -1, kNotWatched};
   const Destination where = destination(flag, target);
   std::error_code ec;
   const fs::file_status status = fs::status(where.file, ec);
@@ -196,24 +134,25 @@ fs::path OutputFiles::stage(const std::string& flag, const fs::path& target) {
   } else {
     file.replaced = where.file;
   }
+  // Two flags on one file would each rename over the other's output.
   for (const Staged& other : files_)
-    if (!file.replaced.empty() && !other.replaced.empty() && fs::weakly_canonical(other.replaced, ec) == fs::weakly_canonical(file.replaced, ec))
+    if (!file.replaced.empty() && !other.replaced.empty() &&
+        fs::weakly_canonical(other.replaced, ec) == fs::weakly_canonical(file.replaced, ec))
       io_failure(flag, target, "is also the " + other.flag + " file");
 
   // In place, the output waits in the temporary folder, named after the flag
   // too: "/dev/stdout" and "/proc/self/fd/1" end alike.
   const fs::path folder = in_place ? fs::temp_directory_path(ec) : file.replaced.parent_path();
-  const std::string name = in_place ? "attendre-" + flag.substr(flag.find_first_not_of('-')) + "-" +
-                                          where.file.filename().string()
+  const std::string flag_word = flag.substr(std::min(flag.find_first_not_of('-'), flag.size()));
+  const std::string name = in_place ? "attendre-" + flag_word + "-" + where.file.filename().string()
                                     : file.replaced.filename().string();
   remove_stale_staging(folder, name);
   file.staging = folder / staging_name(name, ::getpid());
-  // Watched before it exists: a signal in between unlinks nothing, harmlessly.
-  file.signal_slot = watch_for_signals(flag, target, file.staging);
+  file.signal_ticket = remove_on_signal(file.staging);
   try {
     create_empty(flag, target, file.staging);
   } catch (...) {
-    stop_watching(file.signal_slot);
+    stop_removing_on_signal(file.signal_ticket);
     throw;
   }
   files_.push_back(file);

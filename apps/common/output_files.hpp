@@ -41,7 +41,7 @@ class OutputFiles {
     std::filesystem::path replaced;  // the regular file renamed over; empty: written in place
     std::filesystem::path staging;
     int descriptor = -1;  // an in-place target naming one of this process's descriptors (/dev/stdout)
-    size_t signal_slot = 0;
+    size_t signal_ticket = 0;  // remove_on_signal()
   };
   const Staged& staged(const std::filesystem::path& target) const;
   static void write_in_place(const Staged& file);
