@@ -95,4 +95,16 @@ TEST_CASE("attendre-reader: errors are one line and a non-zero exit, and leave n
   }
 }
 
+TEST_CASE("attendre-reader: an --export-stream folder that cannot be made fails before the read, with one line") {
+  const TempDir dir;
+  std::ofstream(dir / "a-file") << "not a folder";
+  const ToolStreams r = run_reader(kHaystack + " --policy lra_sum --export-stream " + quote(dir / "a-file/stream"));
+  INFO(r.out << r.err);
+  CHECK(r.code == 1);
+  CHECK(r.out.empty());  // no table: nothing was read
+  CHECK(r.err.starts_with("attendre-reader: "));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.err.find("cannot create the output folder") != std::string::npos);
+}
+
 #endif
