@@ -165,6 +165,10 @@ TEST_CASE("replay: an output folder that cannot be created is reported") {
   const std::string args = write_stream(dir, test::random_stream({2, 1, 4}, 10, 3)) + small_layer;
   const Outcome o = replay(args + " --out " + quote(dir / "not_a_dir/out"));
   check_refused(o, 1, "cannot create the output folder");
+  // Before the inputs are read: an absent --q is not what fails.
+  const Outcome first = replay(" --q " + quote(dir / "absent.npy") + args.substr(args.find(" --k ")) + " --out " +
+                               quote(dir / "not_a_dir/out"));
+  check_refused(first, 1, "cannot create the output folder");
 }
 
 TEST_CASE("replay: a result name taken by a folder is refused before the run and left alone") {
