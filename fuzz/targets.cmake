@@ -19,6 +19,7 @@ foreach(source ${ATTENDRE_FUZZ_TARGET_SOURCES})
 endforeach()
 
 set(ATTENDRE_FUZZ_SUPPORT_SOURCES ${ATTENDRE_FUZZ_ROOT}/apps/attendre-replay/cli.cpp
-  ${ATTENDRE_FUZZ_ROOT}/apps/common/arguments.cpp ${ATTENDRE_FUZZ_ROOT}/apps/npy/npy.cpp)
+  ${ATTENDRE_FUZZ_ROOT}/apps/common/arguments.cpp ${ATTENDRE_FUZZ_ROOT}/apps/common/human_bytes.cpp
+  ${ATTENDRE_FUZZ_ROOT}/apps/npy/npy.cpp)
 set(ATTENDRE_FUZZ_INCLUDE_DIRS
   ${ATTENDRE_FUZZ_ROOT}/include ${ATTENDRE_FUZZ_ROOT}/lib ${ATTENDRE_FUZZ_ROOT}/shaders ${ATTENDRE_FUZZ_ROOT}/apps ${ATTENDRE_FUZZ_ROOT}/apps/attendre-replay ${ATTENDRE_FUZZ_DIR})

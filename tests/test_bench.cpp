@@ -278,14 +278,20 @@ TEST_CASE("attendre-bench: bad options exit 2 with one line, --help exits 0") {
   CHECK(help.output.find("--json") != std::string::npos);
 }
 
-TEST_CASE("attendre-bench: an unwritable --json path fails with one line and leaves no file") {
+TEST_CASE("attendre-bench: an unwritable --json or --svg path fails before any work, with one line, and leaves no file") {
   const std::string dir = temp_path("missing-dir");
-  const Outcome outcome = run_bench("--quick --filter compact --json '" + dir + "/out.json'");
-  INFO(outcome.output);
-  CHECK(outcome.exit_code == 1);
-  const std::string last_line = outcome.output.substr(outcome.output.rfind('\n', outcome.output.size() - 2) + 1);
-  CHECK(last_line.rfind("attendre-bench: ", 0) == 0);
+  const std::string file = temp_path("a-file");
+  std::ofstream(file) << "not a folder";
+  for (const std::string& outputs : {"--json '" + dir + "/out.json'", "--svg '" + file + "/plots'"}) {
+    const Outcome outcome = run_bench("--quick --filter compact " + outputs);
+    INFO(outcome.output);
+    CHECK(outcome.exit_code == 1);
+    // The one line is all: no device line, no measurement before the failure.
+    CHECK(outcome.output.rfind("attendre-bench: ", 0) == 0);
+    CHECK(outcome.output.find('\n') == outcome.output.size() - 1);
+  }
   CHECK_FALSE(std::filesystem::exists(dir));
+  std::filesystem::remove(file);
 }
 
 #endif  // ATTENDRE_BENCH_BINARY

@@ -116,6 +116,8 @@ TEST_CASE("attendre-tokenize: ids as one JSON line, the options as documented, t
   check_one_line_error(tokenize("--model " + quote(dir / "absent.gguf") + " --text a"), 1, tool, "cannot open");
   check_one_line_error(tokenize("--model " + stories + " --file " + quote(dir / "absent.txt")), 1, tool, "--file");
   check_one_line_error(tokenize("--model " + quote(dir / "prompt.txt") + " --text a"), 1, tool, "prompt.txt");
+  check_one_line_error(tokenize("--model " + stories + " --file " + quote(dir.path.string())), 1, tool,
+                       "--file " + dir.path.string() + ": is a folder, not a text file");
 }
 
 TEST_CASE("attendre-generate: llama.cpp's continuation, the JSON and logits files, sampling and memory options") {
@@ -221,6 +223,9 @@ TEST_CASE("attendre-generate: bad arguments and files exit non-zero with one lin
   check_one_line_error(run(stories + " --max-tokens 0"), 2, tool, "--max-tokens: expected a positive integer, got '0'");
   check_one_line_error(run(stories + " --top-p 0.5"), 2, tool, "--top-p and --seed apply to sampling");
   check_one_line_error(run(stories + " --temperature 1 --top-p 1.5"), 2, tool, "--top-p: expected a number in (0, 1]");
+  // The refused value as given, neither rounded to an accepted one nor in 309 digits.
+  check_one_line_error(run(stories + " --temperature 1 --top-p 1.0000000000000002"), 2, tool, "got 1.0000000000000002 (see");
+  check_one_line_error(run(stories + " --temperature 1 --top-p 1e308"), 2, tool, "got 1e+308 (see");
   check_one_line_error(run(stories + " --full-context --kv-capacity 64"), 2, tool, "--full-context fixes");
   check_one_line_error(run(stories + " --policy fifo --lambda 0.1"), 2, tool, "--lambda only applies to --policy lfa");
   check_one_line_error(run(stories + " --policy wrong"), 2, tool, "--policy: expected one of fifo");
@@ -230,6 +235,9 @@ TEST_CASE("attendre-generate: bad arguments and files exit non-zero with one lin
   check_one_line_error(run(stories + " --kv-capacity 4 --chunk 8"), 1, tool, "(M is --kv-capacity, S is --chunk");
   check_one_line_error(run("--model " + quote(dir / "absent.gguf") + " --prompt x"), 1, tool, "cannot open");
   check_one_line_error(run(stories + " --device tpu"), 2, tool, "--device: expected cpu or gpu");
+  const std::string model = "--model " + quote(*models / "stories260K.gguf");
+  check_one_line_error(run(model + " --prompt-file " + quote(dir.path.string())), 1, tool,
+                       "--prompt-file " + dir.path.string() + ": is a folder, not a text file");
   check_no_file(dir / "out.json");
   check_no_file(dir / "out.npy");
   const test::ToolStreams r = test::run_tool_streams(
@@ -296,6 +304,9 @@ TEST_CASE("attendre-perplexity: one table for --compare, full context equals the
   check_one_line_error(run("--model " + quote(path) + " --file " + quote(dir / "empty.txt") + " --json " +
                            quote(dir / "e.json")),
                        1, tool, "1 tokens, perplexity needs at least 2");
+  check_one_line_error(run("--model " + quote(path) + " --file " + quote(dir.path.string()) + " --json " +
+                           quote(dir / "e.json")),
+                       1, tool, "--file " + dir.path.string() + ": is a folder, not a text file");
   check_no_file(dir / "e.json");
 }
 

@@ -66,6 +66,7 @@ TEST_CASE("attendre-reader: errors are one line and a non-zero exit, and leave n
       {"a template without the context", "--template 'Question: {question}'", "", 1, "{context} exactly once"},
       {"a question that is not UTF-8", "--question \"$(printf '\\303(')\"", "", 2, "--question: invalid UTF-8 at byte 0"},
       {"an unknown policy", "--policy lifo", "", 2, "unknown policy 'lifo'"},
+      {"a lambda out of range", "--lambda 2e6", "", 2, "--lambda: expected a number from 0 to 1e+06, got '2e6'"},
       {"an unknown option", "--colour", "", 2, "unknown option '--colour'"},
       {"policy and compare", "--policy fifo --compare fifo,lfa", "", 2, "choose one"},
       {"text and haystack", "--text x --needles 2", "", 2, "choose one"},
@@ -92,6 +93,18 @@ TEST_CASE("attendre-reader: errors are one line and a non-zero exit, and leave n
       CHECK_MESSAGE(entry.path().filename().string().find(".attendre-reader-") == std::string::npos,
                     "staged file left behind: " << entry.path());
   }
+}
+
+TEST_CASE("attendre-reader: an --export-stream folder that cannot be made fails before the read, with one line") {
+  const TempDir dir;
+  std::ofstream(dir / "a-file") << "not a folder";
+  const ToolStreams r = run_reader(kHaystack + " --policy lra_sum --export-stream " + quote(dir / "a-file/stream"));
+  INFO(r.out << r.err);
+  CHECK(r.code == 1);
+  CHECK(r.out.empty());  // no table: nothing was read
+  CHECK(r.err.starts_with("attendre-reader: "));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.err.find("cannot create the output folder") != std::string::npos);
 }
 
 #endif

@@ -102,6 +102,10 @@ TEST_CASE("replay: errors exit non-zero with one line naming the problem and wri
   short_header[8] = 9;
   short_header[9] = 0;
   put_file(dir / "q_short_header.npy", short_header);
+  // Rows of more floats than 32 bits count; no data needed at T = 0.
+  const int64_t wide_shape[] = {0, 65536, 65536};
+  npy::write<float>(dir / "q_wide.npy", wide_shape, std::span<const float>());
+  npy::write<float>(dir / "kv_wide.npy", wide_shape, std::span<const float>());
 
   const auto q = [&](const std::string& file) { return " --q " + quote(dir / file); };
   const auto k = [&](const std::string& file) { return " --k " + quote(dir / file); };
@@ -129,6 +133,8 @@ TEST_CASE("replay: errors exit non-zero with one line naming the problem and wri
       {"H_q not a multiple of H_kv", q("q3.npy") + k("kv2.npy") + " --v " + quote(dir / "kv2.npy") + layer +
            " --policy lru", 1, "is not a multiple"},
       {"truncated q", q("q_cut.npy") + k("k.npy") + rest, 1, "q_cut.npy: truncated"},
+      {"rows past 32 bits", q("q_wide.npy") + k("kv_wide.npy") + " --v " + quote(dir / "kv_wide.npy") + layer +
+           " --policy lru", 1, "q_wide.npy: shape (0, 65536, 65536): H_q * D = 4294967296 floats per row, more than 2^32 - 1"},
       {"short header length", q("q_short_header.npy") + k("k.npy") + rest, 1,
        "q_short_header.npy: malformed header: expected the 'descr' string where the header ends (header ended at "
        "offset 9; is the header length field too short?)"},
@@ -159,6 +165,10 @@ TEST_CASE("replay: an output folder that cannot be created is reported") {
   const std::string args = write_stream(dir, test::random_stream({2, 1, 4}, 10, 3)) + small_layer;
   const Outcome o = replay(args + " --out " + quote(dir / "not_a_dir/out"));
   check_refused(o, 1, "cannot create the output folder");
+  // Before the inputs are read: an absent --q is not what fails.
+  const Outcome first = replay(" --q " + quote(dir / "absent.npy") + args.substr(args.find(" --k ")) + " --out " +
+                               quote(dir / "not_a_dir/out"));
+  check_refused(first, 1, "cannot create the output folder");
 }
 
 TEST_CASE("replay: a result name taken by a folder is refused before the run and left alone") {

@@ -1,12 +1,7 @@
-#include "core/fail.hpp"
 #include "json.hpp"
-
-#include <attendre/error.hpp>
 
 #include <nlohmann/json.hpp>
 
-#include <filesystem>
-#include <fstream>
 #include <utility>
 #include <vector>
 
@@ -160,26 +155,6 @@ std::string to_json(const Results& r) {
   if (r.scaling) j["scaling"] = scaling(*r.scaling);
   // Strings come from the device and the options: invalid UTF-8 becomes U+FFFD rather than an exception.
   return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
-}
-
-void write_file_atomically(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << content;
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(tmp, ignored);
-      attendre::fail(attendre::ErrorCode::io_error, "cannot write " + tmp);
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    attendre::fail(attendre::ErrorCode::io_error, "cannot rename " + tmp + " to " + path);
-  }
 }
 
 }  // namespace bench

@@ -16,6 +16,9 @@
 #include "table.hpp"
 #include "weights.hpp"
 
+#include "core/fail.hpp"
+#include "output_files.hpp"
+
 #include <attendre/context.hpp>
 #include <attendre/diagnostics.hpp>
 #include <attendre/error.hpp>
@@ -23,6 +26,7 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <string>
 
@@ -39,6 +43,18 @@ bool report_validation(const attendre::Context& context) {
 
 int run(const bench::Options& options) {
   const auto start = std::chrono::steady_clock::now();
+  // Staged before any work, as the other tools do: a path that cannot take
+  // its file fails now, not after the whole benchmark.
+  attendre::cli::OutputFiles outputs;
+  if (!options.json.empty()) outputs.stage("--json", options.json);
+  const std::filesystem::path svg(options.svg);
+  if (!options.svg.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(svg, ec);
+    if (ec) attendre::fail(attendre::ErrorCode::io_error, "--svg " + options.svg + ": cannot create the folder: " + ec.message());
+    outputs.stage("--svg", svg / bench::kEfficiencyPlotFile);
+    if (options.filter.scaling()) outputs.stage("--svg", svg / bench::kScalingPlotFile);
+  }
   attendre::ContextOptions context_options;
   context_options.device = options.device;
   attendre::Context context(context_options);
@@ -67,8 +83,12 @@ int run(const bench::Options& options) {
   bench::print_skipped(stdout, results);
 
   results.runtime_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!options.json.empty()) bench::write_file_atomically(options.json, bench::to_json(results));
-  if (!options.svg.empty()) bench::write_svgs(results, options.svg);
+  if (!options.json.empty()) outputs.write_text(options.json, bench::to_json(results));
+  if (!options.svg.empty()) {
+    outputs.write_text(svg / bench::kEfficiencyPlotFile, bench::efficiency_plot(results));
+    if (results.scaling) outputs.write_text(svg / bench::kScalingPlotFile, bench::scaling_plot(*results.scaling));
+  }
+  outputs.commit();
   std::printf("\nruntime: %.1f s\n", results.runtime_s);
   return report_validation(context) ? 3 : 0;
 }

@@ -1,15 +1,11 @@
-#include "core/fail.hpp"
 #include "svg.hpp"
 
 #include "json.hpp"
 #include "table.hpp"
 
-#include <attendre/error.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 
 namespace bench {
 namespace {
@@ -48,6 +44,8 @@ std::string document(double width, double height, const std::string& body) {
 
 // Horizontal bars on a log axis from 0.01 % to 100 %, with the issue's
 // targets (25 %, 50 %) as dashed lines.
+}  // namespace
+
 std::string efficiency_plot(const Results& r) {
   const double left = 420, right = 40, top = 50, row = 16, plot_w = 520;
   const double height = top + row * static_cast<double>(r.kernels.size()) + 50;
@@ -126,17 +124,6 @@ std::string scaling_plot(const Scaling& s) {
     body += text(x + 4, top + h - 6, "crossover " + std::to_string(*s.crossover));
   }
   return document(left + w + 40, top + h + 50, body);
-}
-
-}  // namespace
-
-void write_svgs(const Results& results, const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) attendre::fail(attendre::ErrorCode::io_error, "cannot create directory " + dir + ": " + ec.message());
-  const std::filesystem::path base(dir);
-  write_file_atomically((base / "kernel_efficiency.svg").string(), efficiency_plot(results));
-  if (results.scaling) write_file_atomically((base / "step_time.svg").string(), scaling_plot(*results.scaling));
 }
 
 }  // namespace bench

@@ -9,7 +9,10 @@
 
 namespace bench {
 
-// Creates `dir` if needed; each file is written whole or not at all.
-void write_svgs(const Results& results, const std::string& dir);
+inline constexpr const char* kEfficiencyPlotFile = "kernel_efficiency.svg";
+inline constexpr const char* kScalingPlotFile = "step_time.svg";  // when the scaling sweep ran
+
+std::string efficiency_plot(const Results& results);
+std::string scaling_plot(const Scaling& scaling);
 
 }  // namespace bench

@@ -9,9 +9,10 @@
 #include "output_files.hpp"
 #include "stack_device.hpp"
 
+#include "core/number_text.hpp"
+#include "npy/npy.hpp"
 #include <attendre/error.hpp>
 #include <attendre/generate.hpp>
-#include "npy/npy.hpp"
 #include <attendre/model.hpp>
 
 #include <cstdio>
@@ -88,7 +89,7 @@ Options parse(std::span<const std::string> args) {
   if (!seen.count("--model")) cli::usage("missing required option --model");
   if (seen.count("--prompt") + seen.count("--prompt-file") != 1) cli::usage("give exactly one of --prompt and --prompt-file");
   if (!(o.sampling.top_p > 0.0 && o.sampling.top_p <= 1.0))
-    cli::usage("--top-p: expected a number in (0, 1], got " + std::to_string(o.sampling.top_p));
+    cli::usage("--top-p: expected a number in (0, 1], got " + shortest_text(o.sampling.top_p));
   if (o.sampling.temperature == 0.0 && (seen.count("--top-p") || seen.count("--seed")))
     cli::usage("--top-p and --seed apply to sampling: give --temperature > 0");
   o.memory.check(seen, false, false);

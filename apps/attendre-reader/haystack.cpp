@@ -3,6 +3,7 @@
 #include "common/needle_placement.hpp"
 #include "common/rng.hpp"
 #include "core/fail.hpp"
+#include "core/number_text.hpp"
 #include "word_splitter.hpp"
 
 #include <algorithm>
@@ -90,7 +91,7 @@ Haystack generate_haystack(const HaystackSpec& spec) {
   attendre::require(count >= 1 && count <= kMaxNeedles,
                     "a haystack holds 1 to " + std::to_string(kMaxNeedles) + " needles, asked for " + std::to_string(count));
   for (double d : spec.depths)
-    attendre::require(d >= 0.0 && d <= 1.0, "needle depths are fractions in [0, 1], got " + std::to_string(d));
+    attendre::require(d >= 0.0 && d <= 1.0, "needle depths are fractions in [0, 1], got " + attendre::shortest_text(d));
   Rng rng(spec.seed);
 
   // Filler first, sentence by sentence, until it is long enough.

@@ -6,6 +6,7 @@
 #include "common/arguments.hpp"
 #include "common/human_bytes.hpp"
 #include "common/output_files.hpp"
+#include "common/output_set.hpp"
 #include "common/stack_device.hpp"
 #include "core/fail.hpp"
 #include "html_report.hpp"
@@ -107,6 +108,9 @@ int run(const Options& o) {
   attendre::cli::OutputFiles outputs;
   if (o.json_path) outputs.stage("--json", *o.json_path);
   if (o.report_path) outputs.stage("--report", *o.report_path);
+  std::optional<attendre::apps::OutputSet> stream_out;
+  if (o.export_dir) stream_out.emplace(*o.export_dir, std::vector<std::string>(kStreamFiles.begin(), kStreamFiles.end()),
+                                       "attendre-reader");
 
   const std::unique_ptr<Backend> backend_owner = open_backend(o);
   Backend& backend = *backend_owner;
@@ -156,7 +160,7 @@ int run(const Options& o) {
     }
   }
   print_results(s, stdout);
-  if (o.export_dir) export_first_block(backend, *input.document, s.survey.tokens, first.shape, *o.export_dir);
+  if (stream_out) export_first_block(backend, *input.document, s.survey.tokens, first.shape, *stream_out);
   if (o.json_path) outputs.write_text(*o.json_path, json_text(s));
   if (o.report_path) outputs.write_text(*o.report_path, html_report(s, *input.document, *tokenizer));
   outputs.commit();

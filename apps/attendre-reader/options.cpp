@@ -2,6 +2,8 @@
 
 #include "text_source.hpp"
 
+#include "core/number_text.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <functional>
@@ -28,7 +30,7 @@ double parse_real(const std::string& flag, const std::string& text, double lo, d
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || end != text.data() + text.size() || ec != std::errc{} || !std::isfinite(value) || value < lo ||
       value > hi)
-    usage(flag + ": expected a number from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got '" + text + "'");
+    usage(flag + ": expected a number from " + attendre::shortest_text(lo) + " to " + attendre::shortest_text(hi) + ", got '" + text + "'");
   return value;
 }
 

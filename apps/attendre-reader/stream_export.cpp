@@ -1,19 +1,16 @@
 #include "stream_export.hpp"
 
-#include "common/output_set.hpp"
 #include "core/fail.hpp"
 
 #include "npy/npy.hpp"
 
-#include <array>
 #include <vector>
 
 namespace reader {
 
 void export_first_block(const Backend& backend, Document& document, int64_t tokens,
-                        const attendre::AttentionShape& shape, const std::filesystem::path& folder) {
-  const std::array<std::string, 3> names = {"q.npy", "k.npy", "v.npy"};
-  attendre::apps::OutputSet out(folder, {names.begin(), names.end()}, "attendre-reader");
+                        const attendre::AttentionShape& shape, attendre::apps::OutputSet& out) {
+  const std::array<std::string, 3>& names = kStreamFiles;
   const int64_t q_shape[] = {tokens, shape.heads_q, shape.head_dim}, kv_shape[] = {tokens, shape.heads_kv, shape.head_dim};
   attendre::npy::StreamWriter q_file(out.staging() / names[0], attendre::npy::DType::f32, q_shape);
   attendre::npy::StreamWriter k_file(out.staging() / names[1], attendre::npy::DType::f32, kv_shape);

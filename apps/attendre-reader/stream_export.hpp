@@ -8,14 +8,22 @@
 #include "backend.hpp"
 #include "document.hpp"
 
+#include "common/output_set.hpp"
+
 #include <attendre/config.hpp>
 
-#include <filesystem>
+#include <array>
+#include <string>
 
 namespace reader {
 
-// Writes the three files into `folder`, replacing them together (apps::OutputSet).
+// The files of the folder, which the reader stages before any work
+// (an attendre::apps::OutputSet of these names), so that a folder that
+// cannot be made fails at once, not after the whole read.
+inline const std::array<std::string, 3> kStreamFiles = {"q.npy", "k.npy", "v.npy"};
+
+// Writes the three files into `out`'s staging folder and commits them together.
 void export_first_block(const Backend& backend, Document& document, int64_t tokens,
-                        const attendre::AttentionShape& shape, const std::filesystem::path& folder);
+                        const attendre::AttentionShape& shape, attendre::apps::OutputSet& out);
 
 }  // namespace reader

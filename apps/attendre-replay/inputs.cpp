@@ -145,6 +145,13 @@ Inputs load_inputs(const Options& o) {
   in.shape.head_dim = head_count(qs[2]);
   if (in.shape.heads_q == 0 || in.shape.head_dim == 0)
     bad_input(o.q_path, "shape " + shape_of(in.q) + ", expected (T, H_q, D) with H_q and D in [1, 2^32)");
+  // A row's floats are counted in 32 bits (AttentionShape::q_row(), and
+  // the layer's buffers): past that the count wraps into a small, wrong
+  // row. No data is needed to claim it: a file of T = 0 rows does.
+  if (uint64_t{in.shape.heads_q} * in.shape.head_dim > std::numeric_limits<uint32_t>::max())
+    bad_input(o.q_path, "shape " + shape_of(in.q) + ": H_q * D = " +
+                            std::to_string(uint64_t{in.shape.heads_q} * in.shape.head_dim) +
+                            " floats per row, more than 2^32 - 1");
 
   in.k = npy::read_expect(o.k_path, npy::DType::f32, 3);
   const std::vector<int64_t>& ks = in.k.shape;

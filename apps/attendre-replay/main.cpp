@@ -30,6 +30,9 @@ void report(const std::string& message) { cli::report("attendre-replay", message
 using cli::naming_flags;
 
 int run(const Options& options) {
+  // The result folder first, as the other tools stage their outputs: a
+  // --out that cannot be made fails at once, not after reading the inputs.
+  apps::OutputSet out(options.out_dir, {ResultFiles::kNames.begin(), ResultFiles::kNames.end()}, "attendre-replay");
   const Inputs inputs = load_inputs(options);
   const LayerConfig config = make_config(options, inputs.shape);
   naming_flags([&] { config.validate(); });  // before any device work, so a bad config never needs a GPU
@@ -38,7 +41,6 @@ int run(const Options& options) {
   check_host_memory(options, inputs, config, steps);
   check_disk_space(options, inputs, config, steps);
 
-  apps::OutputSet out(options.out_dir, {ResultFiles::kNames.begin(), ResultFiles::kNames.end()}, "attendre-replay");
   ResultFiles files(out.staging(), inputs.shape, inputs.rows, steps, config.kv.capacity);
   RunSummary summary;
   std::string device;

@@ -1,17 +1,21 @@
 #include "arguments.hpp"
 
+#include "human_bytes.hpp"
+
 #include <attendre/error.hpp>
 
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <limits>
+#include <memory>
 #include <new>
-#include <sstream>
 #include <string_view>
 #include <system_error>
 #include <vector>
+
+#include <sys/stat.h>
 
 namespace attendre::cli {
 
@@ -62,13 +66,29 @@ Option text_option(std::string& target) {
   return {true, false, [&target](const std::string&, const std::string& v) { target = v; }};
 }
 
-std::string read_text_file(const std::string& flag, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::io_error, flag + " " + path + ": cannot open");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw Error(ErrorCode::io_error, flag + " " + path + ": read failed");
-  return text.str();
+std::string read_text_file(const std::string& flag, const std::string& path, uint64_t max_bytes) {
+  const std::string where = flag + " " + path;
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), std::fclose);
+  if (!file) throw Error(ErrorCode::io_error, where + ": cannot open: " + std::generic_category().message(errno));
+  // Linux opens a folder for reading and its reads fail, which a stream
+  // takes for an empty text: the prompt would silently be nothing.
+  struct stat status {};
+  if (::fstat(::fileno(file.get()), &status) == 0 && S_ISDIR(status.st_mode))
+    throw Error(ErrorCode::io_error, where + ": is a folder, not a text file");
+  std::string text;
+  if (S_ISREG(status.st_mode) && static_cast<uint64_t>(status.st_size) <= max_bytes)
+    text.reserve(static_cast<size_t>(status.st_size));
+  std::vector<char> block(size_t{1} << 16);
+  for (;;) {
+    const size_t got = std::fread(block.data(), 1, block.size(), file.get());
+    if (got > max_bytes - text.size())
+      throw Error(ErrorCode::io_error, where + ": longer than " + apps::human_bytes(max_bytes) + " (" +
+                                           std::to_string(max_bytes) + " bytes), the most a text file may hold");
+    text.append(block.data(), got);
+    if (got < block.size()) break;
+  }
+  if (std::ferror(file.get())) throw Error(ErrorCode::io_error, where + ": read failed: " + std::generic_category().message(errno));
+  return text;
 }
 
 Option count_option(uint32_t& target, bool positive) {

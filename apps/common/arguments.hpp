@@ -48,8 +48,14 @@ Option text_option(std::string& target);  // any text, empty included
 Option count_option(uint32_t& target, bool positive);
 Option switch_option(bool& target, bool value);
 
+// The most bytes a text file may hold: what the tokenizer encodes at once.
+inline constexpr uint64_t kMaxTextFileBytes = (uint64_t{1} << 31) - 1;
+
 // The bytes of the file at `path`, given by `flag` (io_error naming both).
-std::string read_text_file(const std::string& flag, const std::string& path);
+// FIFOs and /dev/stdin are read like files; a folder is refused, and a
+// source longer than `max_bytes` (/dev/zero) is refused once that many bytes
+// are in, so memory stays bounded by the limit.
+std::string read_text_file(const std::string& flag, const std::string& path, uint64_t max_bytes = kMaxTextFileBytes);
 
 // Applies `args` (after argv[0]) to `table`: "--name value", "--name=value",
 // switches without values, optional values, "-h" for "--help". Returns the

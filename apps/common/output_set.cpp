@@ -1,4 +1,5 @@
 #include "output_set.hpp"
+#include "signal_cleanup.hpp"
 #include "core/fail.hpp"
 
 #include <attendre/error.hpp>
@@ -81,6 +82,7 @@ OutputSet::OutputSet(const fs::path& out, std::vector<std::string> names, std::s
     if (p == p.parent_path()) break;
   }
   for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    remove_on_signal(*it);  // before it exists: no moment uncovered
     if (!fs::create_directory(*it, ec) && ec) {
       discard();
       io_failure(out_, refuse + it->string() + ": " + ec.message());
@@ -99,26 +101,40 @@ OutputSet::OutputSet(const fs::path& out, std::vector<std::string> names, std::s
   for (int attempt = 0;; ++attempt) {
     fs::path candidate = parent / stem;
     if (attempt) candidate += std::string("-").append(std::to_string(attempt));
+    // Watched before it exists; forgotten if it was another run's.
+    const size_t ticket = cli::remove_on_signal(candidate);
     if (fs::create_directory(candidate, ec)) {
       staging_ = std::move(candidate);
+      signal_tickets_.push_back(ticket);
       break;
     }
+    cli::stop_removing_on_signal(ticket);
     if (ec || attempt == 100) {
       discard();
       io_failure(candidate, "cannot create the staging folder for the results: " +
                                 (ec ? ec.message() : std::string("too many leftovers of earlier runs")));
     }
   }
+  for (const std::string& name : names_) remove_on_signal(staging_ / name);
+}
+
+void OutputSet::remove_on_signal(const fs::path& path) { signal_tickets_.push_back(cli::remove_on_signal(path)); }
+
+void OutputSet::stop_removing_on_signal() noexcept {
+  for (const size_t ticket : signal_tickets_) cli::stop_removing_on_signal(ticket);
+  signal_tickets_.clear();
 }
 
 OutputSet::~OutputSet() {
   if (!committed_) discard();
+  stop_removing_on_signal();  // a failed rollback keeps the staging folder: it holds the previous results
 }
 
 void OutputSet::discard() noexcept {
   std::error_code ignored;  // the failure that got us here is the one worth reporting
   if (!staging_.empty()) fs::remove_all(staging_, ignored);
   for (auto it = created_.rbegin(); it != created_.rend(); ++it) fs::remove(*it, ignored);
+  stop_removing_on_signal();
 }
 
 void OutputSet::commit() {
@@ -130,11 +146,13 @@ void OutputSet::commit() {
     inject_failure_at("rename");
     rename_or_fail(staging_, out_);
     committed_ = true;
+    stop_removing_on_signal();
     sync_folder(out_.parent_path());
     return;
   }
   replace_files();
   committed_ = true;
+  stop_removing_on_signal();
   std::error_code ignored;  // the results are in place; the old ones are litter at worst
   fs::remove_all(staging_, ignored);
 }

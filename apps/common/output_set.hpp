@@ -3,7 +3,8 @@
 // rename below stays on one file system and is atomic), and only when all
 // of them are complete do they move in. On any failure the previous results
 // stay exactly as they were and nothing new is left behind: no staging
-// folder, no empty --out, no folder created on the way to it.
+// folder, no empty --out, no folder created on the way to it; a run stopped
+// by SIGINT or SIGTERM before its commit leaves nothing behind either.
 #pragma once
 
 #include <filesystem>
@@ -38,11 +39,15 @@ class OutputSet {
  private:
   void replace_files();
   void discard() noexcept;
+  // A fatal signal removes what this set created (cli::remove_on_signal).
+  void remove_on_signal(const std::filesystem::path& path);
+  void stop_removing_on_signal() noexcept;
 
   std::filesystem::path out_, staging_;
   std::vector<std::string> names_;
   std::vector<std::filesystem::path> created_;  // parents of out_ this run created, outermost first
   bool committed_ = false;
+  std::vector<size_t> signal_tickets_;
 };
 
 // Tests cannot fill a disk or pull it out halfway, so the points where a run

@@ -1,3 +1,4 @@
+#include "core/number_text.hpp"
 #include "core/numerics.hpp"
 #include "core/positions.hpp"
 #include "core/try.hpp"
@@ -29,7 +30,7 @@ std::string g(double value, int digits = 3) {
 // silently become infinite (and NaN once multiplied by 0) or flush to zero.
 Status require_float32(double value, const char* what) {
   ATTENDRE_REQUIRE(numerics::fits_float32(value),
-                   std::string(what) + " is " + g(value) + ": it must be 0 or a float32 magnitude in [1.18e-38, 3.4e38]");
+                   std::string(what) + " is " + shortest_text(value) + ": it must be 0 or a float32 magnitude in [1.18e-38, 3.4e38]");
   return {};
 }
 
@@ -93,7 +94,7 @@ Status LayerConfig::check() const {
           "N + S must fit 32 bits, got N=" + u(q_capacity) + " S=" + u(chunk));
   ATTENDRE_REQUIRE(uint64_t{kv.capacity} + chunk <= 0xFFFFFFFFull,
           "M + S must fit 32 bits, got M=" + u(kv.capacity) + " S=" + u(chunk));
-  ATTENDRE_REQUIRE(!(kv.policy.lambda < 0.0), "lfa lambda must be >= 0, got " + g(kv.policy.lambda));
+  ATTENDRE_REQUIRE(!(kv.policy.lambda < 0.0), "lfa lambda must be >= 0, got " + shortest_text(kv.policy.lambda));
   ATTENDRE_TRY(require_float32(kv.policy.lambda, "lfa lambda"));
   const InitialScore& init = kv.policy.initial;
   ATTENDRE_TRY(require_float32(init.k, "initial score k"));

@@ -1,5 +1,6 @@
 #include "core/positions.hpp"
 
+#include "core/number_text.hpp"
 #include "core/try.hpp"
 
 #include <algorithm>
@@ -24,7 +25,7 @@ Result<std::vector<double>> rope_frequencies(double theta, uint32_t rope_dims, c
           "rope_freqs.weight holds " + std::to_string(factors.size()) + " factors, expected rope_dims / 2 = " +
               std::to_string(rope_dims / 2));
   for (double x : factors)
-    ATTENDRE_REQUIRE(positive(x), "rope_freqs.weight holds a factor that is not positive: " + std::to_string(x));
+    ATTENDRE_REQUIRE(positive(x), "rope_freqs.weight holds a factor that is not positive: " + shortest_text(x));
   std::vector<double> f(rope_dims / 2);
   for (uint32_t i = 0; i < f.size(); ++i) {
     f[i] = std::pow(theta, -2.0 * i / rope_dims);

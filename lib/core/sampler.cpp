@@ -1,5 +1,6 @@
 // Host-side sampling from a row of logits, identical on every platform: a
 // local generator and explicit orderings (ties always go to the smaller id).
+#include "core/number_text.hpp"
 #include "core/try.hpp"
 
 #include <attendre/generate.hpp>
@@ -12,9 +13,9 @@ namespace attendre {
 
 Status SamplingOptions::check() const {
   ATTENDRE_REQUIRE(std::isfinite(temperature) && temperature >= 0.0,
-                   "sampling temperature must be a finite number >= 0, got " + std::to_string(temperature));
+                   "sampling temperature must be a finite number >= 0, got " + shortest_text(temperature));
   ATTENDRE_REQUIRE(std::isfinite(top_p) && top_p > 0.0 && top_p <= 1.0,
-                   "top_p must lie in (0, 1], got " + std::to_string(top_p));
+                   "top_p must lie in (0, 1], got " + shortest_text(top_p));
   return {};
 }
 
