@@ -9,6 +9,8 @@
 // are then rows of binding 0, and there is no binding 2). With -DOUTPUT_F16
 // (fp16 activations, not in place) Y rows hold fp16 pairs packed in words
 // (half_bits.glsl): each invocation writes whole words, elements 2w, 2w + 1.
+// A row whose statistic is not finite in fp32 is written as NaN (see
+// inverse_deviation), never as the zeros 1/sqrt(inf) would give.
 //
 // Bindings:  0 X rows (dim floats each)              read (IN_PLACE: read/write)
 //            1 weights: g at g_offset, b at b_offset  read
@@ -58,6 +60,16 @@ float workgroup_sum(float v) {
   return total;
 }
 
+// 1/sqrt(mean_square), or NaN when the statistic left fp32: squares of
+// values past ~1.8e19 sum to infinity, and 1/sqrt(inf) = 0 would turn the
+// row into zeros (LayerNorm: its bias) that pass every finite check as an
+// answer. NaN rows reach the checks downstream instead (the attention
+// outputs and output rows of the block, a stack's final rows and logits),
+// which report the step and the block (gpu/finite_checks.hpp).
+float inverse_deviation(float mean_square) {
+  return isinf(mean_square) || isnan(mean_square) ? uintBitsToFloat(0x7FC00000u) : inversesqrt(mean_square);
+}
+
 void main() {
   const uint W = gl_WorkGroupSize.x, tid = gl_LocalInvocationID.x;
   const float n = float(pc.dim);
@@ -72,12 +84,12 @@ void main() {
       const float d = x_rows[xb + i] - mean;
       q = fma(d, d, q);
     }
-    const float inv = inversesqrt(workgroup_sum(q) / n + pc.eps);
+    const float inv = inverse_deviation(workgroup_sum(q) / n + pc.eps);
 #define NORMED(i) ((x_rows[xb + (i)] - mean) * inv * weights[pc.g_offset + (i)] + weights[pc.b_offset + (i)])
 #else
     float q = 0.0;
     for (uint i = tid; i < pc.dim; i += W) q = fma(x_rows[xb + i], x_rows[xb + i], q);
-    const float inv = inversesqrt(workgroup_sum(q) / n + pc.eps);
+    const float inv = inverse_deviation(workgroup_sum(q) / n + pc.eps);
 #define NORMED(i) (x_rows[xb + (i)] * inv * weights[pc.g_offset + (i)])
 #endif
 #ifdef OUTPUT_F16

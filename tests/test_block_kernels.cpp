@@ -74,6 +74,45 @@ TEST_CASE("block kernels: rms_norm and layer_norm match the float64 reference, i
   });
 }
 
+TEST_CASE("block kernels: a norm whose row statistic overflows float32 writes that row as NaN, not zeros") {
+  // Row 1 holds finite values near 1e20: its squares sum past float32, and
+  // 1/sqrt(inf) = 0 once normalized it to zeros (LayerNorm: to its bias).
+  const uint32_t rows = 3, dim = 64;
+  std::mt19937_64 rng(7005);
+  for_each_context([&](Context& context) {
+    const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
+    for (NormKind kind : {NormKind::rms, NormKind::layer}) {
+      INFO("kind " << static_cast<int>(kind));
+      std::vector<float> x = normal_values(size_t{rows} * dim, rng, 0.0f, 1.0f);
+      for (uint32_t i = 0; i < dim; ++i) x[dim + i] *= 1e20f;
+      const std::vector<float> g(dim, 1.0f), b(dim, 0.5f);
+      std::vector<uint32_t> w_words;
+      for (float v : g) w_words.push_back(test::float_bits(v));
+      for (float v : b) w_words.push_back(test::float_bits(v));
+      kernels::Norm::Args args;
+      args.rows = rows;
+      args.dim = dim;
+      args.b_offset = dim;
+      args.x = args.y = RowRef::contiguous(dim);
+      std::vector<uint32_t> x_words(size_t{rows} * dim);
+      put_rows(x_words, args.x, rows, dim, x);
+      const vk::Buffer x_buffer = test::upload_words(context, x_words, "test X");
+      const vk::Buffer w_buffer = test::upload_words(context, w_words, "test norm weights");
+      vk::DescriptorArena arena(context);
+      const kernels::Norm norm(context, arena, plan, kind, {&x_buffer}, {&w_buffer}, {&x_buffer});
+      test::run_once(context, [&](vk::CommandRecorder& rec) { norm.record(rec, args); });
+      const std::vector<float> y = get_rows(test::download_words(context, x_buffer, 0, x_words.size()), args.y, rows, dim);
+      const std::vector<double> expected = kind == NormKind::rms
+                                               ? ops::rms_norm(ops::widen(x), dim, ops::widen(g), args.eps)
+                                               : ops::layer_norm(ops::widen(x), dim, ops::widen(g), ops::widen(b), args.eps);
+      for (uint32_t i = 0; i < rows * dim; ++i) {
+        if (i / dim == 1) CHECK(std::isnan(y[i]));
+        else CHECK(y[i] == doctest::Approx(expected[i]).epsilon(2e-5).scale(1.0));
+      }
+    }
+  });
+}
+
 // ---------------------------------------------------------------------------
 // Rope
 

@@ -5,6 +5,7 @@
 // non-finite value produced on the device is an Error naming the step and
 // the stage. Also the pinning rule for negative positions (n_sink = 0 pins
 // nothing).
+#include "scaled_weights.hpp"
 #include "stack_support.hpp"
 #include "support.hpp"
 
@@ -137,26 +138,11 @@ TEST_CASE("numerics: subnormal inputs read as zero on both backends, so retained
 // FFN weights whose gate and up projections (~1e21 each) multiply past
 // float32 in the activation: the stack must report where, not hand out
 // infinities or NaN as hidden states.
-class HugeWeights final : public WeightSource {
- public:
-  Result<std::optional<ElementType>> try_type_of(const std::string&, std::span<const uint64_t>) override {
-    return std::optional<ElementType>(ElementType::f32);
-  }
-  Result<std::optional<TensorView>> try_tensor(const std::string& name, std::span<const uint64_t> shape) override {
-    values_ = inner_.values(name, shape);
-    if (name.find("ffn_gate") != std::string::npos || name.find("ffn_up") != std::string::npos)
-      for (float& x : values_) x *= 1e21f;
-    return std::optional<TensorView>(TensorView{ElementType::f32, std::as_bytes(std::span<const float>(values_))});
-  }
-
- private:
-  RandomWeights inner_{95};
-  std::vector<float> values_;
-};
+test::ScaledWeights huge_ffn_weights() { return test::ScaledWeights({"ffn_gate", "ffn_up"}, 1e21, 95); }
 
 TEST_CASE("numerics: a non-finite value computed on the device is an error naming the step and the stage") {
   const StackConfig config = test::small_stack(2, {2, 1, 12}, 4, 0, 16, 16, Policy::lra_sum());
-  HugeWeights weights;
+  test::ScaledWeights weights = huge_ffn_weights();
   gpu::Stack stack(test::gpu(), config, weights);
   const test::TokenStream tokens = test::random_tokens(8, config.vocab, 96);
   StackRequest want;
@@ -182,7 +168,7 @@ TEST_CASE("numerics: with two steps in flight, a non-finite value is reported fo
   // would blame step 0 (and clear step 1's flag).
   StackConfig config = test::small_stack(1, {2, 1, 12}, 4, 0, 16, 16, Policy::lra_sum());
   config.vocab = 0;
-  HugeWeights weights;
+  test::ScaledWeights weights = huge_ffn_weights();
   gpu::Stack stack(test::gpu(), config, weights);
   const std::vector<int64_t> positions{0, 1, 2, 3, 4, 5, 6, 7};
   std::vector<float> rows(8ull * config.hidden, 0.0f);

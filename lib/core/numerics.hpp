@@ -4,14 +4,18 @@
 //    (input_limits below), so finite inputs give finite results;
 //  - subnormal fp32 inputs are read as zero by every backend (many GPUs flush
 //    them; the reference does so explicitly);
-//  - an attention-based initial score is clamped to the fp32 range.
+//  - an attention-based initial score is clamped to the fp32 range;
+//  - a non-finite value computed anyway is an error in the same words on
+//    every backend (non_finite below).
 #pragma once
 
 #include <attendre/config.hpp>
+#include <attendre/status.hpp>
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 
 namespace attendre::numerics {
 
@@ -39,5 +43,11 @@ inline bool fits_float32(double x) {
 
 // An initial score mu - k * sigma as the device stores it: within fp32.
 inline double clamp_to_float32(double x) { return std::fmin(std::fmax(x, -kFloatMax), kFloatMax); }
+
+// The numerical error of NaN or infinity found in `stage` ("the logits") of
+// `step` ("step 3"): the device's finite checks and the reference alike.
+inline Status non_finite(const std::string& step, const std::string& stage) {
+  return {ErrorCode::numerical_error, step + ": non-finite values (NaN or infinity) in " + stage};
+}
 
 }  // namespace attendre::numerics

@@ -1,6 +1,7 @@
 #include "gpu/finite_checks.hpp"
 
 #include "gpu/layouts.hpp"
+#include "core/numerics.hpp"
 #include "core/try.hpp"
 
 #include <attendre/error.hpp>
@@ -58,7 +59,7 @@ Status FiniteChecks::verify(const std::string& step, uint32_t slot) const {
     if (words[site * kSectionWords] == 0) continue;
     std::memset(words, 0, flags.size());
     ATTENDRE_TRY(flags.try_flush());  // the slot is idle: its next submission starts from zeros
-    return {ErrorCode::numerical_error, step + ": non-finite values (NaN or infinity) in " + stages_[site]};
+    return numerics::non_finite(step, stages_[site]);
   }
   return {};
 }

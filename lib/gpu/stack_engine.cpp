@@ -62,8 +62,7 @@ Status StackEngine::build(WeightSource& weights, const vk::Buffer* encoder_rows)
   ATTENDRE_TRY_ASSIGN(const ScratchWords scratch, stack_scratch_words(c, caps));
   ATTENDRE_TRY_ASSIGN(shared_.scratch, RetrievalScratch::create(ctx, scratch));
   ATTENDRE_TRY_ASSIGN(shared_.checks,
-                      FiniteChecks::create(ctx, static_cast<uint32_t>(DeviceBlock::kFiniteSites * c.blocks.size() + 1),
-                                           kRecordedChecks + 1));
+                      FiniteChecks::create(ctx, finite_sites(c), kRecordedChecks + 1));
   ATTENDRE_TRY(device_buffer(final_rows_, uint64_t{rows} * H * 4, "final rows"));
   ATTENDRE_TRY(device_buffer(logits_, uint64_t{rows} * c.vocab * 4, "logits"));
   for (uint32_t i = 0; i < slots_.size(); ++i) {
@@ -99,6 +98,7 @@ Status StackEngine::build(WeightSource& weights, const vk::Buffer* encoder_rows)
   const vk::Buffer& last = shared_.x[c.blocks.size() % 2];  // the last block's output rows
   ATTENDRE_TRY_ASSIGN(final_norm_, kernels::Norm::create(ctx, *descriptors_, plan, c.final_norm, {&last},
                                                          {&output_norm_.buffer}, {&final_rows_}));
+  ATTENDRE_TRY_ASSIGN(final_rows_site_, shared_.checks->try_add("the final rows", {&final_rows_}));
   if (c.vocab > 0) {
     for (const MatrixPart& part : embedding_table_.parts()) {
       ATTENDRE_TRY_ASSIGN(kernels::Embedding embed,
@@ -202,6 +202,11 @@ Status StackEngine::record_step(vk::CommandRecorder& rec, const Planned& step, s
   if (emits && (read || on_output)) {
     ATTENDRE_TRY(final_norm_.try_record(rec, {count, H, config_.final_norm_eps, 0, output_norm_.bias_offset,
                                               RowRef::contiguous(H), RowRef::contiguous(H)}));
+    // Rows leaving as hidden states (or into an encoder output memory) are
+    // checked: a final norm whose statistic left fp32 writes NaN rows
+    // (norm.comp). Logits alone need no check of their own rows: a NaN
+    // among a row's values makes every logit of the row NaN.
+    if (!hidden.empty() || on_output) shared_.checks->record(rec, final_rows_site_, 0, count * H);
     if (on_output) on_output(rec, final_rows_, rows);
   }
   if (!read) return {};

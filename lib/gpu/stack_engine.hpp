@@ -77,6 +77,10 @@ class StackEngine final : public TransformerStack {
   // The finite checks' slot of steps recorded into the application's
   // command buffers (slots 0 and 1 are the submitted steps').
   static constexpr uint32_t kRecordedChecks = 2;
+  // Finite-check sites a stack registers: its blocks', then its final rows and logits.
+  static uint32_t finite_sites(const StackConfig& config) {
+    return static_cast<uint32_t>(DeviceBlock::kFiniteSites * config.blocks.size() + 2);
+  }
 
   // `encoder_rows`: a decoder's cross-attention blocks load from it (else
   // null). Fails for the config, the device's limits, the weights (the
@@ -180,7 +184,7 @@ class StackEngine final : public TransformerStack {
   Stack::Recorded recorded_;
   RecordedSteps recorded_steps_;  // record()'s, read at the next wait
   std::unique_ptr<vk::Profiler> profiler_;
-  uint32_t logits_site_ = 0;
+  uint32_t final_rows_site_ = 0, logits_site_ = 0;
   uint64_t steps_ = 0;  // submitted or recorded so far
   bool finished_ = false;
 };

@@ -104,7 +104,7 @@ Result<StackLayout> plan(const StackConfig& config, const DeviceCaps& caps, cons
   }
   for (uint32_t slot = 0; slot <= StackEngine::kRecordedChecks; ++slot)  // flags per step in flight
     add(m.staging, "finite checks " + std::to_string(slot),
-        vk::rounded_bytes(uint64_t{DeviceBlock::kFiniteSites * config.blocks.size() + 1} * kSectionWords * 4), false);
+        vk::rounded_bytes(uint64_t{StackEngine::finite_sites(config)} * kSectionWords * 4), false);
   m.load_staging = caps.unified_memory ? 0 : WeightLoader::kStagingBytes;
   return layout;
 }

@@ -7,6 +7,7 @@
 #include "core/fail.hpp"
 #include "core/try.hpp"
 #include "core/half.hpp"
+#include "core/numerics.hpp"
 #include "core/positions.hpp"
 #include "core/stream_validator.hpp"
 
@@ -15,6 +16,7 @@
 #include <attendre/reference/stack.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace attendre::reference {
@@ -59,6 +61,14 @@ struct Stack::Impl {
     }
   }
 
+  // The reference hands out no NaN either: a value its arithmetic makes
+  // non-finite (in double; in fp16 where it rounds what the device stores
+  // so, past 65504), or that is past float32 where it leaves as a float, is
+  // the device's numerical error in the device's words. Values past float32
+  // that double holds between blocks are computed on (the device, in fp32,
+  // reports them instead).
+  void require_finite(std::span<const double> values, bool leaves_as_float, const std::string& stage) const;
+
   Rows run_block(size_t l, Rows in, Mode mode);
   StackOutput run(Rows rows, size_t first_block, Mode mode, const StackRequest& request);
   Rows input_rows(const StackChunk& chunk, uint32_t rows) const;
@@ -69,7 +79,14 @@ struct Stack::Impl {
   std::vector<Block> blocks;
   StackStreamValidator validator;
   bool finished = false;
+  uint64_t steps = 0;  // run() calls begun, as the device counts its steps: the current one is steps - 1
 };
+
+void Stack::Impl::require_finite(std::span<const double> values, bool leaves_as_float, const std::string& stage) const {
+  for (double x : values)
+    if (!std::isfinite(leaves_as_float ? static_cast<float>(x) : x))
+      numerics::non_finite("step " + std::to_string(steps - 1), stage).or_throw();
+}
 
 Rows Stack::Impl::input_rows(const StackChunk& chunk, uint32_t rows) const {
   const uint32_t H = config.hidden;
@@ -131,6 +148,7 @@ Rows Stack::Impl::run_block(size_t l, Rows in, Mode mode) {
       return b.math.rotated_dot(q, &e.key[uint64_t{h / s.group()} * s.head_dim], d);
     };
   const Retrieval retrieved = b.kv.retrieve(batch, retrieval, b.attention.scale(), dot);
+  require_finite(retrieved.outputs, false, "the attention outputs of block " + std::to_string(l));
   b.kv.update_scores(batch, retrieved);
   const std::vector<double> finished_rows =
       batch.size() ? b.math.finish(retrieved.outputs, residual) : std::vector<double>{};
@@ -149,8 +167,11 @@ Rows Stack::Impl::run_block(size_t l, Rows in, Mode mode) {
 }
 
 StackOutput Stack::Impl::run(Rows rows, size_t first_block, Mode mode, const StackRequest& request) {
-  for (size_t l = first_block; l < blocks.size(); ++l)
+  ++steps;
+  for (size_t l = first_block; l < blocks.size(); ++l) {
     rows = run_block(l, std::move(rows), l == first_block ? mode : (mode == Mode::decode ? mode : Mode::stream));
+    require_finite(rows.hidden, false, "the output rows of block " + std::to_string(l));
+  }
   StackOutput out;
   std::vector<double> last;
   for (size_t r = 0; r < rows.size(); ++r) {
@@ -160,10 +181,14 @@ StackOutput Stack::Impl::run(Rows rows, size_t first_block, Mode mode, const Sta
   }
   if (out.positions.empty()) return out;
   const std::vector<double> normed = head.norm(last);
-  if (request.hidden) out.hidden.assign(normed.begin(), normed.end());
+  if (request.hidden) {
+    require_finite(normed, true, "the final rows");
+    out.hidden.assign(normed.begin(), normed.end());
+  }
   if (request.logits) {
     require(config.vocab > 0, "logits requested from a stack without a vocabulary");
     const std::vector<double> logits = head.logits(normed);
+    require_finite(logits, true, "the logits");
     out.logits.assign(logits.begin(), logits.end());
   }
   return out;

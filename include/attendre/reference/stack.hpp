@@ -1,6 +1,8 @@
 // The float64 CPU reference of the streaming stack (spec section 4), built
 // from the reference memories, and a dense full-sequence forward that
 // knows nothing of memories: ordinary causal or bidirectional attention.
+// A value the reference computes non-finite (or past float32 where it hands
+// it out as a float) fails the step with numerical_error, as on the device.
 #pragma once
 
 #include <attendre/stack.hpp>
