@@ -3,6 +3,7 @@
 #include "core/try.hpp"
 #include "io/gguf_source.hpp"
 
+#include <cmath>
 #include <limits>
 
 namespace attendre::gguf {
@@ -32,7 +33,28 @@ Result<uint32_t> Metadata::count(std::string_view suffix, std::optional<uint32_t
 Result<double> Metadata::number(std::string_view suffix, std::optional<double> fallback) const {
   ATTENDRE_TRY_ASSIGN(const std::optional<Value> value, required(suffix, fallback.has_value()));
   if (!value) return *fallback;
-  return value->try_as_f64(key(suffix));
+  ATTENDRE_TRY_ASSIGN(const double number, value->try_as_f64(key(suffix)));
+  if (!std::isfinite(number))
+    return key_error(ErrorCode::malformed_input, suffix, "is " + std::to_string(number) + ", expected a finite number");
+  return number;
+}
+
+Result<double> Metadata::positive(std::string_view suffix, std::optional<double> fallback) const {
+  ATTENDRE_TRY_ASSIGN(const double number, this->number(suffix, fallback));
+  if (!(number > 0.0))
+    return key_error(ErrorCode::malformed_input, suffix, "is " + std::to_string(number) + ", expected a positive number");
+  return number;
+}
+
+Result<float> Metadata::epsilon(std::string_view suffix) const {
+  ATTENDRE_TRY_ASSIGN(const double number, positive(suffix));
+  // A double past the float range becomes inf, one below it 0.
+  const auto single = static_cast<float>(number);
+  if (!std::isfinite(single) || !(single > 0.0f))
+    return key_error(ErrorCode::malformed_input, suffix,
+                     "is " + std::to_string(number) + ", which a float epsilon cannot hold (" +
+                         std::to_string(single) + ")");
+  return single;
 }
 
 Result<std::string> Metadata::text(std::string_view suffix, std::optional<std::string> fallback) const {

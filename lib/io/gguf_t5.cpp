@@ -152,9 +152,7 @@ Result<ModelDescription> describe_t5(const File& file, const std::string& archit
   const char* eps_key = m.find("attention.layer_norm_rms_epsilon") || !m.find("attention.layer_norm_epsilon")
                             ? "attention.layer_norm_rms_epsilon"
                             : "attention.layer_norm_epsilon";
-  ATTENDRE_TRY_ASSIGN(const double eps, m.number(eps_key));
-  t.eps = static_cast<float>(eps);
-  if (!(t.eps > 0.0f)) return m.key_error(ErrorCode::malformed_input, eps_key, "must be positive");
+  ATTENDRE_TRY_ASSIGN(t.eps, m.epsilon(eps_key));
   ATTENDRE_TRY_ASSIGN(d.info.blocks, m.block_count("block_count"));
   d.stack = encoder_stack(file, t, d.info.blocks);
   d.stack.weights = storage;
