@@ -3,6 +3,7 @@
 // rope.dimension_count = head dim, head_count_kv = head_count).
 #include "io/gguf_architecture.hpp"
 
+#include "core/printable.hpp"
 #include "core/try.hpp"
 #include "io/gguf_metadata.hpp"
 #include "io/gguf_rope_scaling.hpp"
@@ -104,7 +105,7 @@ Result<ModelDescription> try_describe_model(const File& file, WeightType storage
   for (const Architecture& a : kDecoders)
     if (a.name == name) return describe_decoder(file, name, storage);
   return Status(ErrorCode::unsupported, file.path().string() + ": metadata key \"general.architecture\": architecture '" +
-                                            name + "' is not supported (supported: llama, qwen2, t5, t5encoder)");
+                                            printable(name) + "' is not supported (supported: llama, qwen2, t5, t5encoder)");
 }
 
 }  // namespace attendre::gguf

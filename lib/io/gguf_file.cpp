@@ -10,6 +10,8 @@
 // Version 1 used 32-bit counts and lengths and is refused, as llama.cpp does.
 #include "io/gguf_value_impl.hpp"
 
+#include "core/printable.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <unordered_map>
@@ -23,7 +25,6 @@ namespace {
 
 using detail::Cursor;
 using detail::malformed;
-using detail::quote_name;
 using detail::within;
 
 constexpr uint64_t kMinPairBytes = 8 + 4 + 1;           // empty key, type id, one-byte value
@@ -143,7 +144,7 @@ struct File::Impl {
         return text += std::to_string(i);
       };
       ATTENDRE_TRY_ASSIGN(const std::string_view name, within(cursor.read_string(), entry));
-      ATTENDRE_TRY(within(read_entry(name), [&] { return entry() + " (" + quote_name(name) + ")"; }));
+      ATTENDRE_TRY(within(read_entry(name), [&] { return entry() + " (" + quote(name) + ")"; }));
     }
     return {};
   }
@@ -232,7 +233,7 @@ struct File::Impl {
     uint64_t expected = 0;
     for (size_t i = 0; i < tensors.size(); ++i) {
       const TensorInfo& t = tensors[i];
-      const auto tensor = [&] { return "tensor " + std::to_string(i) + " (" + quote_name(t.name) + "): "; };
+      const auto tensor = [&] { return "tensor " + std::to_string(i) + " (" + quote(t.name) + "): "; };
       if (t.offset != expected)
         return malformed(tensor() + "data offset " + std::to_string(t.offset) + ", expected " + std::to_string(expected) +
                          " (tensors follow each other in the order of their infos, each padded to the alignment " +
@@ -248,7 +249,7 @@ struct File::Impl {
   }
 
   Status key_error(std::string_view key, const std::string& problem) const {
-    return malformed(source->name() + ": metadata key " + quote_name(key) + ": " + problem);
+    return malformed(source->name() + ": metadata key " + quote(key) + ": " + problem);
   }
 
   // The array at `key` with elements of `type`, checked.
@@ -382,7 +383,7 @@ Result<std::span<const std::byte>> File::try_data(const TensorInfo& tensor) cons
   // A TensorInfo the caller built or edited is checked like one from the file.
   const uint64_t section = size() - std::min(size(), impl_->data_offset);
   if (tensor.offset > section || tensor.bytes > section - tensor.offset)
-    return invalid_argument(impl_->source->name() + ": tensor " + quote_name(tensor.name) + ": data " +
+    return invalid_argument(impl_->source->name() + ": tensor " + quote(tensor.name) + ": data " +
                             range_text(tensor.offset, tensor.bytes) + " is outside the data section");
   return impl_->source->bytes().subspan(impl_->data_offset + tensor.offset, tensor.bytes);
 }

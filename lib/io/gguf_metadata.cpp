@@ -1,5 +1,6 @@
 #include "io/gguf_metadata.hpp"
 
+#include "core/printable.hpp"
 #include "core/try.hpp"
 #include "io/gguf_source.hpp"
 
@@ -12,7 +13,7 @@ Metadata::Metadata(const File& file, std::string_view architecture)
     : file_(file), prefix_(std::string(architecture) + ".") {}
 
 Status Metadata::key_error(ErrorCode code, std::string_view suffix, const std::string& problem) const {
-  return {code, file_.path().string() + ": metadata key " + detail::quote_name(key(suffix)) + ": " + problem};
+  return {code, file_.path().string() + ": metadata key " + quote(key(suffix)) + ": " + problem};
 }
 
 Result<std::optional<Value>> Metadata::required(std::string_view suffix, bool has_default) const {

@@ -1,5 +1,6 @@
 #include "io/gguf_rope_scaling.hpp"
 
+#include "core/printable.hpp"
 #include "core/try.hpp"
 
 namespace attendre::gguf {
@@ -40,7 +41,7 @@ Result<RopeScaling> read_rope_scaling(const Metadata& m) {
     // YaRN also rescales attention logits and LongRoPE switches factor
     // tables by length: running them as plain RoPE would be silently wrong.
     return m.key_error(ErrorCode::unsupported, "rope.scaling.type",
-                       "RoPE scaling '" + type +
+                       "RoPE scaling '" + printable(type) +
                            "' is not supported (supported: none, linear, llama3, and per-pair factors in "
                            "rope_freqs.weight)");
   }

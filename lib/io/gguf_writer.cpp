@@ -1,6 +1,7 @@
 // GGUF writing; see gguf_writer.hpp for the contract and gguf_file.cpp for
 // the layout.
 #include "io/gguf_writer.hpp"
+#include "core/printable.hpp"
 #include "core/try.hpp"
 
 #include <algorithm>
@@ -21,7 +22,7 @@ uint64_t align_up(uint64_t offset, uint64_t alignment) {
 }
 
 Status check_tensor(const TensorToWrite& t) {
-  const std::string who = "tensor \"" + t.name + "\": ";
+  const std::string who = "tensor " + quote(t.name) + ": ";
   if (t.name.empty()) return invalid("a tensor needs a name");
   if (t.dims.size() > kMaxDims) return invalid(who + std::to_string(t.dims.size()) + " dimensions, more than 4");
   uint64_t elements = 1;
@@ -129,7 +130,7 @@ Result<Writer> Writer::create(WriterOptions options) {
 Status Writer::try_add(std::string key, MetadataValue value) {
   if (options_.checks) {
     for (const auto& [existing, unused] : metadata_)
-      if (existing == key) return invalid("duplicate metadata key \"" + key + "\"");
+      if (existing == key) return invalid("duplicate metadata key " + quote(key));
     const MetadataValue expected = MetadataValue::u32(static_cast<uint32_t>(options_.alignment));
     if (key == "general.alignment" &&
         (value.type_id() != expected.type_id() || !std::ranges::equal(value.payload(), expected.payload())))
@@ -146,11 +147,11 @@ Status Writer::try_add_tensor(TensorToWrite tensor) {
     // here), so this one's place follows from their sizes.
     uint64_t place = 0;
     for (const TensorToWrite& existing : tensors_) {
-      if (existing.name == tensor.name) return invalid("duplicate tensor name \"" + tensor.name + "\"");
+      if (existing.name == tensor.name) return invalid("duplicate tensor name " + quote(tensor.name));
       place = align_up(place + existing.data.size(), options_.alignment);
     }
     if (tensor.offset && *tensor.offset != place)
-      return invalid("tensor \"" + tensor.name + "\": offset " + std::to_string(*tensor.offset) +
+      return invalid("tensor " + quote(tensor.name) + ": offset " + std::to_string(*tensor.offset) +
                      ", the layout puts it at " + std::to_string(place) + " (after the tensors before it, each padded "
                      "to the alignment)");
   }

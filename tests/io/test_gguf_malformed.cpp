@@ -176,7 +176,7 @@ TEST_CASE("gguf malformed: unknown value types, bad bools, duplicate keys") {
   // A hostile key cannot break the one-line message.
   writer = unchecked();
   writer.add("bad\nkey\"", MetadataValue::u8(1)).add("bad\nkey\"", MetadataValue::u8(1));
-  check_malformed(writer.bytes(), "(\"bad\\x0akey\\\"\"): duplicate");
+  check_malformed(writer.bytes(), "(\"bad\\x0Akey\\\"\"): duplicate");
 }
 
 TEST_CASE("gguf malformed: general.alignment") {
