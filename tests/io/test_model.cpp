@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <limits>
+#include <span>
 
 using namespace attendre;
 using gguf::MetadataValue;
@@ -96,6 +97,19 @@ struct BadFile {
   std::string needle;
 };
 
+// Each case applied to the fixture `good` (written into `folder`) is refused
+// as it says, naming the file.
+void check_bad_files(const std::filesystem::path& good, const std::filesystem::path& folder,
+                     std::span<const BadFile> cases) {
+  for (const BadFile& bad : cases) {
+    INFO(bad.what);
+    const std::filesystem::path path = folder / "bad.gguf";
+    test::rewrite_gguf(good, path, bad.edits);
+    test::check_error([&] { Model::open(path); }, bad.code, bad.needle);
+    test::check_error([&] { Model::open(path); }, bad.code, path.string() + ": ");
+  }
+}
+
 gguf::TensorToWrite random_tensor(const std::string& name, std::vector<uint64_t> dims, TensorType type) {
   uint64_t count = 1;
   for (uint64_t d : dims) count *= d;
@@ -169,13 +183,7 @@ TEST_CASE("model: a file the stack cannot run is refused in one line naming the 
       {"an encoding without a decoder", {{}, {}, {random_tensor("blk.0.attn_q.weight", {64, 64}, TensorType::iq4_nl)}},
        ErrorCode::unsupported, "tensor \"blk.0.attn_q.weight\" is IQ4_NL, an encoding attendre does not decode"},
   };
-  for (const BadFile& bad : cases) {
-    INFO(bad.what);
-    const std::filesystem::path path = dir.path / "bad.gguf";
-    test::rewrite_gguf(good, path, bad.edits);
-    test::check_error([&] { Model::open(path); }, bad.code, bad.needle);
-    test::check_error([&] { Model::open(path); }, bad.code, path.string() + ": ");
-  }
+  check_bad_files(good, dir.path, cases);
   // Scaling that changes nothing is no scaling; none ignores its factor, as llama.cpp does.
   for (const auto& [type, factor] : {std::pair{"none", 4.0f}, {"linear", 1.0f}, {"linear", 0.0f}}) {
     INFO(type << " " << factor);
@@ -227,13 +235,7 @@ TEST_CASE("model: an inf, NaN or out-of-range number in the metadata is refused 
       {"a NaN llama3 high-frequency factor", llama3("llama.rope.scaling.high_freq_factor", nan), ErrorCode::malformed_input,
        "\"llama.rope.scaling.high_freq_factor\": is nan, expected a finite number"},
   };
-  for (const BadFile& bad : cases) {
-    INFO(bad.what);
-    const std::filesystem::path path = dir.path / "bad.gguf";
-    test::rewrite_gguf(good, path, bad.edits);
-    test::check_error([&] { Model::open(path); }, bad.code, bad.needle);
-    test::check_error([&] { Model::open(path); }, bad.code, path.string() + ": ");
-  }
+  check_bad_files(good, dir.path, cases);
 }
 
 TEST_CASE("model: memory plans set every block, with per-block overrides and K = M by default") {
