@@ -223,9 +223,9 @@ TEST_CASE("npy rejects malformed files") {
   // Text quoted from the file is escaped (found by fuzzing: a key holding a
   // newline broke the one-line message) and cut when long.
   check_rejected(with_header(std::string("{'descr': '<f4', 'fortran_order': False, 'shape': (6,), 'a\nb\0': 1}", 66)),
-                 mal, "unexpected key 'a\\x0ab\\x00'");
+                 mal, "unexpected key 'a\\x0Ab\\x00'");
   check_rejected(with_header("{'descr': '<f\n', 'fortran_order': False, 'shape': (6,)}"), mal,
-                 "unsupported dtype <f\\x0a (supported");
+                 "unsupported dtype <f\\x0A (supported");
   check_rejected(with_header("{'descr': '" + std::string(100, 'x') + "', 'fortran_order': False, 'shape': (6,)}"), mal,
                  "unsupported dtype " + std::string(64, 'x') + "... (supported");
 }

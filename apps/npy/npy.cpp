@@ -3,6 +3,7 @@
 #include "npy/npy.hpp"
 
 #include "core/fail.hpp"
+#include "core/printable.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -49,21 +50,11 @@ const DTypeInfo& info(DType dtype) {
 
 std::string errno_text() { return std::generic_category().message(errno); }
 
-// Text from the file quoted in a message: control bytes escaped and long
-// text cut, so that a hostile header cannot break the one-line message.
+// Header text quoted in a message, escaped as every message escapes text
+// from a file (core/printable.hpp), cut short.
 std::string printable(std::string_view text) {
   constexpr size_t kMaxQuoted = 64;
-  std::string out;
-  for (const char c : text.substr(0, kMaxQuoted)) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte >= 0x20 && byte < 0x7f) {
-      out += c;
-    } else {
-      constexpr char kHex[] = "0123456789abcdef";
-      out += {'\\', 'x', kHex[byte >> 4], kHex[byte & 0xf]};
-    }
-  }
-  return text.size() > kMaxQuoted ? out + "..." : out;
+  return attendre::printable(text, kMaxQuoted);
 }
 
 [[noreturn]] void malformed(std::string_view name, const std::string& what) {

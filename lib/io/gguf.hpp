@@ -10,6 +10,8 @@
 // one-line message naming the file and the field, never a crash, a hang or
 // an allocation larger than the file. Metadata arrays may nest up to
 // kMaxArrayNesting levels; tensors have at most kMaxDims dimensions (ggml's).
+// Tensor data must be laid out as llama.cpp's reader requires: back to back
+// in the order of the tensor infos, each padded to the alignment.
 //
 // Each fallible call has a try_ form returning Result or Status; the plain
 // names throw the same failure as attendre::Error and exist only where
@@ -127,7 +129,8 @@ struct TensorInfo {
 class File {
  public:
   // Opens and maps `path`, parses the header, metadata and tensor infos, and
-  // checks every tensor's extent against the file. Fails as described above.
+  // checks every tensor's place in the data section and its extent against
+  // the file. Fails as described above.
   static Result<File> try_open(const std::filesystem::path& path);
   // The same over bytes already in memory (a fuzzer's input, a download),
   // which must outlive the File and every Value taken from it; `name` stands

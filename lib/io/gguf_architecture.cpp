@@ -3,6 +3,7 @@
 // rope.dimension_count = head dim, head_count_kv = head_count).
 #include "io/gguf_architecture.hpp"
 
+#include "core/printable.hpp"
 #include "core/try.hpp"
 #include "io/gguf_metadata.hpp"
 #include "io/gguf_rope_scaling.hpp"
@@ -35,10 +36,7 @@ Result<BlockConfig> block_config(const Metadata& m, const Architecture& a, uint3
   ATTENDRE_TRY_ASSIGN(s.heads_kv, m.kv_heads(s.heads_q));
   ATTENDRE_TRY_ASSIGN(b.ffn, m.count("feed_forward_length"));
   b.norm = NormKind::rms;
-  ATTENDRE_TRY_ASSIGN(const double eps, m.number("attention.layer_norm_rms_epsilon"));
-  b.norm_eps = static_cast<float>(eps);
-  if (!(b.norm_eps > 0.0f))
-    return m.key_error(ErrorCode::malformed_input, "attention.layer_norm_rms_epsilon", "must be positive");
+  ATTENDRE_TRY_ASSIGN(b.norm_eps, m.epsilon("attention.layer_norm_rms_epsilon"));
   b.activation = ActivationKind::silu;
   b.gated = true;
   b.rope = true;
@@ -48,8 +46,7 @@ Result<BlockConfig> block_config(const Metadata& m, const Architecture& a, uint3
     return m.key_error(ErrorCode::malformed_input, "rope.dimension_count",
                        std::to_string(b.rope_dims) + " must be even and at most the head dim " +
                            std::to_string(s.head_dim));
-  ATTENDRE_TRY_ASSIGN(b.rope_theta, m.number("rope.freq_base", 10000.0));
-  if (!(b.rope_theta > 0.0)) return m.key_error(ErrorCode::malformed_input, "rope.freq_base", "must be positive");
+  ATTENDRE_TRY_ASSIGN(b.rope_theta, m.positive("rope.freq_base", 10000.0));
   ATTENDRE_TRY_ASSIGN(b.rope_scaling, read_rope_scaling(m));
   // llama.cpp's llama loads q/k/v/output and FFN biases when the file has them.
   b.qkv_bias = a.qkv_bias || file.find_tensor("blk.0.attn_q.bias");
@@ -108,7 +105,7 @@ Result<ModelDescription> try_describe_model(const File& file, WeightType storage
   for (const Architecture& a : kDecoders)
     if (a.name == name) return describe_decoder(file, name, storage);
   return Status(ErrorCode::unsupported, file.path().string() + ": metadata key \"general.architecture\": architecture '" +
-                                            name + "' is not supported (supported: llama, qwen2, t5, t5encoder)");
+                                            printable(name) + "' is not supported (supported: llama, qwen2, t5, t5encoder)");
 }
 
 }  // namespace attendre::gguf

@@ -5,13 +5,15 @@
 //   "GGUF" | uint32 version | uint64 tensor count | uint64 metadata count
 //   metadata: { string key | uint32 value type | value } x count
 //   tensor infos: { string name | uint32 n_dims | uint64 dims[n_dims] | uint32 ggml type | uint64 offset } x count
-//   padding to the alignment | data section (each tensor at its offset, a multiple of the alignment)
+//   padding to the alignment | data section: the tensors' data in the order of their infos, each
+//   padded to the alignment (so each offset is the padded size of the data before it)
 // Version 1 used 32-bit counts and lengths and is refused, as llama.cpp does.
 #include "io/gguf_value_impl.hpp"
 
+#include "core/printable.hpp"
+
 #include <algorithm>
 #include <limits>
-#include <numeric>
 #include <unordered_map>
 
 namespace attendre::gguf {
@@ -23,7 +25,6 @@ namespace {
 
 using detail::Cursor;
 using detail::malformed;
-using detail::quote_name;
 using detail::within;
 
 constexpr uint64_t kMinPairBytes = 8 + 4 + 1;           // empty key, type id, one-byte value
@@ -36,6 +37,11 @@ std::string range_text(uint64_t offset, uint64_t bytes) {
   out += ", ";
   out += std::to_string(offset + bytes);
   return out += ")";
+}
+
+uint64_t align_up(uint64_t offset, uint64_t alignment) {
+  const uint64_t rest = offset % alignment;
+  return rest ? offset + (alignment - rest) : offset;
 }
 
 std::string dims_text(std::span<const uint64_t> dims) {
@@ -138,7 +144,7 @@ struct File::Impl {
         return text += std::to_string(i);
       };
       ATTENDRE_TRY_ASSIGN(const std::string_view name, within(cursor.read_string(), entry));
-      ATTENDRE_TRY(within(read_entry(name), [&] { return entry() + " (" + quote_name(name) + ")"; }));
+      ATTENDRE_TRY(within(read_entry(name), [&] { return entry() + " (" + quote(name) + ")"; }));
     }
     return {};
   }
@@ -203,10 +209,7 @@ struct File::Impl {
     if (blocks > std::numeric_limits<uint64_t>::max() / block->bytes)
       return malformed("data size of dims " + dims_text(tensor.dims) + " overflows");
     tensor.bytes = blocks * block->bytes;
-    ATTENDRE_TRY_ASSIGN(tensor.offset, cursor.read<uint64_t>());
-    if (tensor.offset % alignment != 0)
-      return malformed("data offset " + std::to_string(tensor.offset) + " is not a multiple of the alignment " +
-                       std::to_string(alignment));
+    ATTENDRE_TRY_ASSIGN(tensor.offset, cursor.read<uint64_t>());  // checked by place_data
     const auto [it, inserted] = tensor_index.emplace(name, tensors.size());
     if (!inserted) return malformed("duplicate tensor name (also tensor " + std::to_string(it->second) + ")");
     tensors.push_back(std::move(tensor));
@@ -214,39 +217,39 @@ struct File::Impl {
   }
 
   // The data section starts at the first multiple of the alignment after the
-  // tensor infos; every tensor must lie inside it and apart from the others.
+  // tensor infos. As llama.cpp's reader requires (ggml's gguf.cpp), the
+  // tensors follow each other in the order of their infos, each at the
+  // running size of the section: the sizes of the tensors before it, each
+  // padded to the alignment. So data cannot overlap, and a gap (which is how
+  // a tensor whose type field lies about its data would go unnoticed) is
+  // refused. Each tensor's data must lie in the file; the padding after the
+  // last one need not.
   Status place_data(const Cursor& cursor) {
     const uint64_t end_of_infos = cursor.offset(), size = source->size();
-    const uint64_t rest = end_of_infos % alignment;
     // Cannot overflow: the alignment was read from the file, so it is at most
     // 2^63, and the file is smaller than 2^63 bytes.
-    data_offset = rest ? end_of_infos + (alignment - rest) : end_of_infos;
+    data_offset = align_up(end_of_infos, alignment);
     const uint64_t section = size > data_offset ? size - data_offset : 0;
+    uint64_t expected = 0;
     for (size_t i = 0; i < tensors.size(); ++i) {
       const TensorInfo& t = tensors[i];
-      if (t.offset > section || t.bytes > section - t.offset)
-        return malformed("tensor " + std::to_string(i) + " (" + quote_name(t.name) + "): " + std::to_string(t.bytes) +
-                         " bytes of data at offset " + std::to_string(t.offset) +
+      const auto tensor = [&] { return "tensor " + std::to_string(i) + " (" + quote(t.name) + "): "; };
+      if (t.offset != expected)
+        return malformed(tensor() + "data offset " + std::to_string(t.offset) + ", expected " + std::to_string(expected) +
+                         " (tensors follow each other in the order of their infos, each padded to the alignment " +
+                         std::to_string(alignment) + ")");
+      if (t.bytes > section - std::min(section, t.offset))
+        return malformed(tensor() + std::to_string(t.bytes) + " bytes of data at offset " + std::to_string(t.offset) +
                          " extend past the end of the file (the data section holds " + std::to_string(section) +
                          " bytes from file offset " + std::to_string(data_offset) + ")");
-    }
-    std::vector<size_t> order(tensors.size());
-    std::iota(order.begin(), order.end(), size_t{0});
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return tensors[a].offset != tensors[b].offset ? tensors[a].offset < tensors[b].offset : a < b;
-    });
-    for (size_t k = 1; k < order.size(); ++k) {
-      const TensorInfo &before = tensors[order[k - 1]], &after = tensors[order[k]];
-      if (before.offset + before.bytes > after.offset)
-        return malformed("tensor " + std::to_string(order[k]) + " (" + quote_name(after.name) + "): data " +
-                         range_text(after.offset, after.bytes) + " overlaps tensor " + std::to_string(order[k - 1]) + " (" +
-                         quote_name(before.name) + ") at " + range_text(before.offset, before.bytes));
+      // offset + bytes <= section < 2^63, so the padded end is at most 2^63.
+      expected = align_up(t.offset + t.bytes, alignment);
     }
     return {};
   }
 
   Status key_error(std::string_view key, const std::string& problem) const {
-    return malformed(source->name() + ": metadata key " + quote_name(key) + ": " + problem);
+    return malformed(source->name() + ": metadata key " + quote(key) + ": " + problem);
   }
 
   // The array at `key` with elements of `type`, checked.
@@ -380,7 +383,7 @@ Result<std::span<const std::byte>> File::try_data(const TensorInfo& tensor) cons
   // A TensorInfo the caller built or edited is checked like one from the file.
   const uint64_t section = size() - std::min(size(), impl_->data_offset);
   if (tensor.offset > section || tensor.bytes > section - tensor.offset)
-    return invalid_argument(impl_->source->name() + ": tensor " + quote_name(tensor.name) + ": data " +
+    return invalid_argument(impl_->source->name() + ": tensor " + quote(tensor.name) + ": data " +
                             range_text(tensor.offset, tensor.bytes) + " is outside the data section");
   return impl_->source->bytes().subspan(impl_->data_offset + tensor.offset, tensor.bytes);
 }

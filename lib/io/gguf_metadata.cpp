@@ -1,17 +1,32 @@
 #include "io/gguf_metadata.hpp"
 
+#include "core/printable.hpp"
 #include "core/try.hpp"
 #include "io/gguf_source.hpp"
 
+#include <charconv>
+#include <cmath>
 #include <limits>
 
 namespace attendre::gguf {
+namespace {
+
+// The shortest text that reads back as `value` ("1e-05", "-2", "inf"), as
+// a hyper-parameter's value should appear in a message.
+template <class Float>
+std::string number_text(Float value) {
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof text, value).ptr;
+  return std::string(text, end);
+}
+
+}  // namespace
 
 Metadata::Metadata(const File& file, std::string_view architecture)
     : file_(file), prefix_(std::string(architecture) + ".") {}
 
 Status Metadata::key_error(ErrorCode code, std::string_view suffix, const std::string& problem) const {
-  return {code, file_.path().string() + ": metadata key " + detail::quote_name(key(suffix)) + ": " + problem};
+  return {code, file_.path().string() + ": metadata key " + quote(key(suffix)) + ": " + problem};
 }
 
 Result<std::optional<Value>> Metadata::required(std::string_view suffix, bool has_default) const {
@@ -32,7 +47,28 @@ Result<uint32_t> Metadata::count(std::string_view suffix, std::optional<uint32_t
 Result<double> Metadata::number(std::string_view suffix, std::optional<double> fallback) const {
   ATTENDRE_TRY_ASSIGN(const std::optional<Value> value, required(suffix, fallback.has_value()));
   if (!value) return *fallback;
-  return value->try_as_f64(key(suffix));
+  ATTENDRE_TRY_ASSIGN(const double number, value->try_as_f64(key(suffix)));
+  if (!std::isfinite(number))
+    return key_error(ErrorCode::malformed_input, suffix, "is " + number_text(number) + ", expected a finite number");
+  return number;
+}
+
+Result<double> Metadata::positive(std::string_view suffix, std::optional<double> fallback) const {
+  ATTENDRE_TRY_ASSIGN(const double number, this->number(suffix, fallback));
+  if (!(number > 0.0))
+    return key_error(ErrorCode::malformed_input, suffix, "is " + number_text(number) + ", expected a positive number");
+  return number;
+}
+
+Result<float> Metadata::epsilon(std::string_view suffix) const {
+  ATTENDRE_TRY_ASSIGN(const double number, positive(suffix));
+  // A double past the float range becomes inf, one below it 0.
+  const auto single = static_cast<float>(number);
+  if (!std::isfinite(single) || !(single > 0.0f))
+    return key_error(ErrorCode::malformed_input, suffix,
+                     "is " + number_text(number) + ", which a float epsilon cannot hold (" + number_text(single) +
+                         ")");
+  return single;
 }
 
 Result<std::string> Metadata::text(std::string_view suffix, std::optional<std::string> fallback) const {

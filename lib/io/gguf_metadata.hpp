@@ -28,7 +28,13 @@ class Metadata {
   // A positive count that fits 32 bits (the stack counts in 32 bits); absent,
   // `fallback`, or malformed_input naming the key when there is none.
   Result<uint32_t> count(std::string_view suffix, std::optional<uint32_t> fallback = std::nullopt) const;
+  // A finite number (any numeric type): an inf or NaN hyper-parameter would
+  // run to garbage without a word, so it is refused naming the key.
   Result<double> number(std::string_view suffix, std::optional<double> fallback = std::nullopt) const;
+  // A finite number > 0 (scales, bases, factors).
+  Result<double> positive(std::string_view suffix, std::optional<double> fallback = std::nullopt) const;
+  // A norm epsilon: positive, and still positive and finite as the float the stack keeps.
+  Result<float> epsilon(std::string_view suffix) const;
   Result<std::string> text(std::string_view suffix, std::optional<std::string> fallback = std::nullopt) const;
 
   // The attention head dimension: attention.key_length (which value_length

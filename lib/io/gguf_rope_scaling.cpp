@@ -1,21 +1,9 @@
 #include "io/gguf_rope_scaling.hpp"
 
+#include "core/printable.hpp"
 #include "core/try.hpp"
 
-#include <cmath>
-
 namespace attendre::gguf {
-namespace {
-
-// A positive finite factor at `suffix` (or `fallback` when absent).
-Result<double> positive(const Metadata& m, const char* suffix, double fallback) {
-  ATTENDRE_TRY_ASSIGN(const double value, m.number(suffix, fallback));
-  if (!(value > 0.0) || !std::isfinite(value))
-    return m.key_error(ErrorCode::malformed_input, suffix, "is " + std::to_string(value) + ", expected a positive factor");
-  return value;
-}
-
-}  // namespace
 
 Result<RopeScaling> read_rope_scaling(const Metadata& m) {
   ATTENDRE_TRY_ASSIGN(const std::string type, m.text("rope.scaling.type", "linear"));
@@ -25,7 +13,7 @@ Result<RopeScaling> read_rope_scaling(const Metadata& m) {
   ATTENDRE_TRY_ASSIGN(const double given, m.number(factor_key, 0.0));
   double factor = 1.0;
   if (given != 0.0) {
-    ATTENDRE_TRY_ASSIGN(factor, positive(m, factor_key, 1.0));
+    ATTENDRE_TRY_ASSIGN(factor, m.positive(factor_key));
   }
   // llama.cpp divides each pair's frequency by its factor under any type.
   const bool freq_factors = m.file().find_tensor("rope_freqs.weight") != nullptr;
@@ -42,8 +30,8 @@ Result<RopeScaling> read_rope_scaling(const Metadata& m) {
                          "llama3 scaling from keys and rope_freqs.weight would scale the frequencies twice");
     s.kind = RopeScaling::Kind::llama3;
     s.factor = factor;
-    ATTENDRE_TRY_ASSIGN(s.low_freq_factor, positive(m, "rope.scaling.low_freq_factor", 1.0));
-    ATTENDRE_TRY_ASSIGN(s.high_freq_factor, positive(m, "rope.scaling.high_freq_factor", 4.0));
+    ATTENDRE_TRY_ASSIGN(s.low_freq_factor, m.positive("rope.scaling.low_freq_factor", 1.0));
+    ATTENDRE_TRY_ASSIGN(s.high_freq_factor, m.positive("rope.scaling.high_freq_factor", 4.0));
     if (!(s.high_freq_factor > s.low_freq_factor))
       return m.key_error(ErrorCode::malformed_input, "rope.scaling.high_freq_factor",
                          std::to_string(s.high_freq_factor) + " must exceed rope.scaling.low_freq_factor " +
@@ -53,7 +41,7 @@ Result<RopeScaling> read_rope_scaling(const Metadata& m) {
     // YaRN also rescales attention logits and LongRoPE switches factor
     // tables by length: running them as plain RoPE would be silently wrong.
     return m.key_error(ErrorCode::unsupported, "rope.scaling.type",
-                       "RoPE scaling '" + type +
+                       "RoPE scaling '" + printable(type) +
                            "' is not supported (supported: none, linear, llama3, and per-pair factors in "
                            "rope_freqs.weight)");
   }

@@ -57,25 +57,4 @@ std::shared_ptr<const Source> Source::borrow(std::span<const std::byte> bytes, c
   return std::shared_ptr<const Source>(new Source(name, bytes, nullptr));
 }
 
-std::string quote_name(std::string_view text) {
-  constexpr size_t kShown = 80;  // a key or tensor name longer than this is cut in messages
-  std::string out = "\"";
-  for (size_t i = 0; i < text.size() && i < kShown; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c == 0x7F) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xF];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (text.size() > kShown) out += "...";
-  return out + "\"";
-}
-
 }  // namespace attendre::gguf::detail

@@ -58,10 +58,6 @@ Outcome within(Outcome&& outcome, Context&& context) {
   return ::attendre::detail::take_status(std::move(outcome)).within(context());
 }
 
-// "\"name\"" with control characters and quotes escaped and long names cut,
-// so that a hostile key cannot break the one-line message.
-std::string quote_name(std::string_view text);
-
 // A little-endian scalar at `offset`, which the caller has bounds-checked.
 template <class T>
 T load(std::span<const std::byte> bytes, uint64_t offset) {

@@ -12,6 +12,7 @@
 #include "core/try.hpp"
 #include "io/gguf_metadata.hpp"
 #include "io/gguf_tensor_check.hpp"
+#include "io/tokenizer.hpp"
 
 #include <cmath>
 #include <string_view>
@@ -152,9 +153,7 @@ Result<ModelDescription> describe_t5(const File& file, const std::string& archit
   const char* eps_key = m.find("attention.layer_norm_rms_epsilon") || !m.find("attention.layer_norm_epsilon")
                             ? "attention.layer_norm_rms_epsilon"
                             : "attention.layer_norm_epsilon";
-  ATTENDRE_TRY_ASSIGN(const double eps, m.number(eps_key));
-  t.eps = static_cast<float>(eps);
-  if (!(t.eps > 0.0f)) return m.key_error(ErrorCode::malformed_input, eps_key, "must be positive");
+  ATTENDRE_TRY_ASSIGN(t.eps, m.epsilon(eps_key));
   ATTENDRE_TRY_ASSIGN(d.info.blocks, m.block_count("block_count"));
   d.stack = encoder_stack(file, t, d.info.blocks);
   d.stack.weights = storage;
@@ -175,18 +174,23 @@ Result<ModelDescription> describe_t5(const File& file, const std::string& archit
     ATTENDRE_TRY_ASSIGN(d.info.decoder_layers, m.block_count("decoder_block_count", d.info.blocks));
     if (const auto start = m.find("decoder_start_token_id")) {
       ATTENDRE_TRY_ASSIGN(const uint64_t id, start->try_as_u64(m.key("decoder_start_token_id")));
-      d.info.decoder_start_token = static_cast<uint32_t>(id);
-    } else if (const auto pad = file.find("tokenizer.ggml.padding_token_id")) {
-      ATTENDRE_TRY_ASSIGN(const uint64_t id, pad->try_as_u64("tokenizer.ggml.padding_token_id"));
+      if (id >= t.vocab)
+        return m.key_error(ErrorCode::malformed_input, "decoder_start_token_id",
+                           std::to_string(id) + " is not a token of the " + std::to_string(t.vocab) +
+                               "-token vocabulary");
       d.info.decoder_start_token = static_cast<uint32_t>(id);
     } else {
-      return m.key_error(ErrorCode::malformed_input, "decoder_start_token_id",
-                         "is missing, and so is tokenizer.ggml.padding_token_id that T5 starts decoding from");
+      // The padding id, read (and range-checked) as the vocabulary reads it.
+      constexpr std::string_view kPadding = "tokenizer.ggml.padding_token_id";
+      ATTENDRE_TRY_ASSIGN(const std::optional<int32_t> pad, tokenizer::try_special_token_id(file, kPadding, t.vocab));
+      if (!pad)
+        return m.key_error(ErrorCode::malformed_input, "decoder_start_token_id",
+                           file.find(kPadding) ? "is missing, and tokenizer.ggml.padding_token_id that T5 starts "
+                                                 "decoding from says none"
+                                               : "is missing, and so is tokenizer.ggml.padding_token_id that T5 "
+                                                 "starts decoding from");
+      d.info.decoder_start_token = static_cast<uint32_t>(*pad);
     }
-    if (*d.info.decoder_start_token >= t.vocab)
-      return m.key_error(ErrorCode::malformed_input, "decoder_start_token_id",
-                         std::to_string(*d.info.decoder_start_token) + " is not a token of the " +
-                             std::to_string(t.vocab) + "-token vocabulary");
     d.decoder = decoder_stack(file, t, d.info.decoder_layers);
     d.decoder->weights = storage;
     EncoderDecoderConfig placeholder{d.stack, *d.decoder, 1};

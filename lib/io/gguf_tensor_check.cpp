@@ -1,6 +1,7 @@
 #include "io/gguf_tensor_check.hpp"
 
 #include "core/model_spec.hpp"
+#include "core/printable.hpp"
 #include "core/try.hpp"
 #include "io/gguf_source.hpp"
 
@@ -14,7 +15,7 @@ Result<ModelInfo> check_tensors(const File& file, FileWeights& weights, std::spa
     const std::string name = weights.file_name(prefix + stack_name);
     ATTENDRE_TRY_ASSIGN(const std::optional<ElementType> type, weights.try_type_of(prefix + stack_name, shape));
     if (!type)
-      return malformed_input(file.path().string() + ": tensor " + detail::quote_name(name) + " of shape " +
+      return malformed_input(file.path().string() + ": tensor " + quote(name) + " of shape " +
                              shape_text(shape) + " is missing");
     if (!used.insert(name).second) return {};  // shared: the T5 stacks' embedding table, a bias table
     const TensorInfo& t = *file.find_tensor(name);
@@ -56,7 +57,7 @@ Result<ModelInfo> check_tensors(const File& file, FileWeights& weights, std::spa
   for (const CheckedStack& stack : stacks) blocks += static_cast<uint32_t>(stack.config->blocks.size());
   for (const TensorInfo& t : file.tensors())
     if (!used.count(t.name) && !ignorable.count(t.name))
-      return Status(ErrorCode::unsupported, file.path().string() + ": tensor " + detail::quote_name(t.name) +
+      return Status(ErrorCode::unsupported, file.path().string() + ": tensor " + quote(t.name) +
                                                 " is not part of a " + info.architecture + " stack of " +
                                                 std::to_string(blocks) + " blocks, and would be ignored");
   return info;

@@ -8,6 +8,8 @@
 // type and count).
 #include "io/gguf_value_impl.hpp"
 
+#include "core/printable.hpp"
+
 #include <limits>
 
 namespace attendre::gguf {
@@ -118,7 +120,7 @@ using detail::load;
 Status value_error(const ValueImpl& impl, std::string_view key, const std::string& problem,
                    ErrorCode code = ErrorCode::malformed_input) {
   const std::string_view name = key.empty() ? std::string_view(impl.name) : key;
-  return {code, impl.source->name() + ": metadata key " + detail::quote_name(name) + ": " + problem};
+  return {code, impl.source->name() + ": metadata key " + quote(name) + ": " + problem};
 }
 
 // Any integer value, widened: a negative one in `signed_value`, any other in `magnitude`.

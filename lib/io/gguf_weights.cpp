@@ -1,5 +1,6 @@
 #include "io/gguf_weights.hpp"
 
+#include "core/printable.hpp"
 #include "core/try.hpp"
 #include "io/gguf_source.hpp"
 #include "io/quant.hpp"
@@ -31,7 +32,7 @@ Result<const TensorInfo*> FileWeights::find(const std::string& stack_name, std::
   const std::string name = file_name(stack_name);
   const TensorInfo* info = file_.find_tensor(name);
   if (!info) return static_cast<const TensorInfo*>(nullptr);
-  const std::string where = file_.path().string() + ": tensor " + detail::quote_name(name);
+  const std::string where = file_.path().string() + ": tensor " + quote(name);
   const std::vector<uint64_t> held = row_major_shape(*info);
   if (!std::equal(held.begin(), held.end(), shape.begin(), shape.end()))
     return malformed_input(where + " has shape " + shape_text(held) + ", the model's hyper-parameters make it " +

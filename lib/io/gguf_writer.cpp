@@ -1,6 +1,7 @@
 // GGUF writing; see gguf_writer.hpp for the contract and gguf_file.cpp for
 // the layout.
 #include "io/gguf_writer.hpp"
+#include "core/printable.hpp"
 #include "core/try.hpp"
 
 #include <algorithm>
@@ -20,8 +21,8 @@ uint64_t align_up(uint64_t offset, uint64_t alignment) {
   return rest ? offset + (alignment - rest) : offset;
 }
 
-Status check_tensor(const TensorToWrite& t, uint64_t alignment) {
-  const std::string who = "tensor \"" + t.name + "\": ";
+Status check_tensor(const TensorToWrite& t) {
+  const std::string who = "tensor " + quote(t.name) + ": ";
   if (t.name.empty()) return invalid("a tensor needs a name");
   if (t.dims.size() > kMaxDims) return invalid(who + std::to_string(t.dims.size()) + " dimensions, more than 4");
   uint64_t elements = 1;
@@ -39,8 +40,6 @@ Status check_tensor(const TensorToWrite& t, uint64_t alignment) {
   const uint64_t expected = elements / block->elements * block->bytes;
   if (t.data.size() != expected)
     return invalid(who + std::to_string(t.data.size()) + " bytes of data, the shape takes " + std::to_string(expected));
-  if (t.offset && *t.offset % alignment != 0)
-    return invalid(who + "offset " + std::to_string(*t.offset) + " is not a multiple of the alignment");
   return {};
 }
 
@@ -131,7 +130,7 @@ Result<Writer> Writer::create(WriterOptions options) {
 Status Writer::try_add(std::string key, MetadataValue value) {
   if (options_.checks) {
     for (const auto& [existing, unused] : metadata_)
-      if (existing == key) return invalid("duplicate metadata key \"" + key + "\"");
+      if (existing == key) return invalid("duplicate metadata key " + quote(key));
     const MetadataValue expected = MetadataValue::u32(static_cast<uint32_t>(options_.alignment));
     if (key == "general.alignment" &&
         (value.type_id() != expected.type_id() || !std::ranges::equal(value.payload(), expected.payload())))
@@ -143,9 +142,18 @@ Status Writer::try_add(std::string key, MetadataValue value) {
 
 Status Writer::try_add_tensor(TensorToWrite tensor) {
   if (options_.checks) {
-    ATTENDRE_TRY(check_tensor(tensor, options_.alignment));
-    for (const TensorToWrite& existing : tensors_)
-      if (existing.name == tensor.name) return invalid("duplicate tensor name \"" + tensor.name + "\"");
+    ATTENDRE_TRY(check_tensor(tensor));
+    // Every tensor before this one is at its place in the layout (checked
+    // here), so this one's place follows from their sizes.
+    uint64_t place = 0;
+    for (const TensorToWrite& existing : tensors_) {
+      if (existing.name == tensor.name) return invalid("duplicate tensor name " + quote(tensor.name));
+      place = align_up(place + existing.data.size(), options_.alignment);
+    }
+    if (tensor.offset && *tensor.offset != place)
+      return invalid("tensor " + quote(tensor.name) + ": offset " + std::to_string(*tensor.offset) +
+                     ", the layout puts it at " + std::to_string(place) + " (after the tensors before it, each padded "
+                     "to the alignment)");
   }
   tensors_.push_back(std::move(tensor));
   return {};
@@ -157,7 +165,8 @@ Result<std::vector<std::byte>> Writer::try_bytes() const {
                                              [](const auto& entry) { return entry.first == "general.alignment"; });
   const bool add_alignment_key = !has_alignment_key && alignment != kDefaultAlignment;
 
-  // Offsets first: a tensor without one goes after the end of the one before.
+  // Offsets first: a tensor without one goes after the end of the one before
+  // (with checks on, every tensor is there: try_add_tensor saw to it).
   std::vector<uint64_t> offsets;
   uint64_t next = 0, section = 0;
   for (const TensorToWrite& t : tensors_) {
@@ -165,16 +174,6 @@ Result<std::vector<std::byte>> Writer::try_bytes() const {
     next = offsets.back() + t.data.size();
     section = std::max(section, align_up(next, alignment));
   }
-  if (options_.checks) {
-    std::vector<size_t> order(tensors_.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return offsets[a] < offsets[b]; });
-    for (size_t k = 1; k < order.size(); ++k)
-      if (offsets[order[k - 1]] + tensors_[order[k - 1]].data.size() > offsets[order[k]])
-        return invalid("tensor \"" + tensors_[order[k]].name + "\" overlaps tensor \"" +
-                       tensors_[order[k - 1]].name + "\"");
-  }
-
   Encoder out;
   out.bytes(std::as_bytes(std::span("GGUF", 4))).u32(options_.version);
   out.u64(tensors_.size()).u64(metadata_.size() + (add_alignment_key ? 1 : 0));

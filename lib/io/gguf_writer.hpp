@@ -1,15 +1,15 @@
 // Writer of GGUF files (version 3 by default, 2 on request; the two are the
 // same little-endian layout under another version number): metadata of every
 // value type, nested arrays included, and tensors of any type from their raw
-// bytes, each at a multiple of the alignment. The file is written to a
-// temporary name beside the target and renamed into place, so a reader never
-// sees half a file.
+// bytes, laid out as readers require: back to back in the order added, each
+// padded to the alignment. The file is written to a temporary name beside the
+// target and renamed into place, so a reader never sees half a file.
 //
 // The writer serves tests and fixture generators, so besides valid files it
 // writes malformed ones on request: with `checks` off it writes whatever it is
 // given (any version number, duplicate keys and names, unknown type ids,
-// explicit overlapping or misaligned offsets, data of the wrong size), and
-// MetadataValue::raw writes any type id with any payload.
+// explicit offsets that overlap, leave gaps or are misaligned, data of the
+// wrong size), and MetadataValue::raw writes any type id with any payload.
 #pragma once
 
 #include "io/gguf.hpp"
@@ -90,8 +90,8 @@ struct TensorToWrite {
   TensorType type = TensorType::f32;
   std::vector<std::byte> data;
   // From the start of the data section; by default the next multiple of the
-  // alignment after the tensor before. With checks on it must be aligned and
-  // not overlap another tensor.
+  // alignment after the tensor before. With checks on it must be that one
+  // (the layout readers require leaves no choice).
   std::optional<uint64_t> offset;
 };
 
@@ -115,11 +115,11 @@ class Writer {
   // general.alignment that disagrees with the options is invalid_argument.
   Status try_add(std::string key, MetadataValue value);
   // With checks on: a unique name, at most kMaxDims nonzero dims, a known
-  // type whose block divides dims[0], and exactly the bytes that shape takes.
+  // type whose block divides dims[0], exactly the bytes that shape takes, and
+  // no offset but the one the layout gives it.
   Status try_add_tensor(TensorToWrite tensor);
 
-  // The whole file in memory (with checks on, invalid_argument for tensors
-  // whose data overlap).
+  // The whole file in memory.
   Result<std::vector<std::byte>> try_bytes() const;
   // Writes bytes() to `path` atomically (temporary file, fsync, rename); io_error on failure.
   Status try_write(const std::filesystem::path& path) const;

@@ -26,12 +26,12 @@ Result<Tokenizer> TokenizerAccess::from_file(const gguf::File& file) {
   const int32_t size = impl->tokenizer.size();
   if (const auto eos = impl->tokenizer.eos()) impl->stop_tokens.push_back(static_cast<uint32_t>(*eos));
   // Chat models end a turn with their own token (Llama 3's <|eot_id|>,
-  // Qwen2's <|im_end|>); 0xFFFFFFFF or -1 means none, as for the other ids.
-  if (const auto eot = file.find("tokenizer.ggml.eot_token_id")) {
-    ATTENDRE_TRY_ASSIGN(const int64_t id, eot->try_as_i64("tokenizer.ggml.eot_token_id"));
-    if (id >= 0 && id < size && std::find(impl->stop_tokens.begin(), impl->stop_tokens.end(), id) == impl->stop_tokens.end())
-      impl->stop_tokens.push_back(static_cast<uint32_t>(id));
-  }
+  // Qwen2's <|im_end|>), read as the vocabulary reads every special id.
+  ATTENDRE_TRY_ASSIGN(const std::optional<int32_t> eot,
+                      tokenizer::try_special_token_id(file, "tokenizer.ggml.eot_token_id", static_cast<size_t>(size)));
+  if (eot && std::find(impl->stop_tokens.begin(), impl->stop_tokens.end(), static_cast<uint32_t>(*eot)) ==
+                 impl->stop_tokens.end())
+    impl->stop_tokens.push_back(static_cast<uint32_t>(*eot));
   return Tokenizer(std::move(impl));
 }
 

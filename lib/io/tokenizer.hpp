@@ -86,6 +86,12 @@ Result<Vocabulary> try_vocabulary_from_gguf(const gguf::File& file);
 inline Vocabulary vocabulary_from_gguf(const gguf::File& file) { return try_vocabulary_from_gguf(file).value_or_throw(); }
 #endif
 
+// The special token id at `key` (tokenizer.ggml.eot_token_id, ...) as the
+// vocabulary reads it: nullopt when absent or "none" (0xFFFFFFFF, -1),
+// malformed_input naming the key and its value when it is not a token of
+// the `token_count`.
+Result<std::optional<int32_t>> try_special_token_id(const gguf::File& file, std::string_view key, size_t token_count);
+
 struct EncodeOptions {
   std::optional<bool> add_bos;  // nullopt: as the vocabulary's add_bos says
   std::optional<bool> add_eos;  // nullopt: as the vocabulary's add_eos says

@@ -25,9 +25,17 @@ bool is_signed(gguf::ValueType type) {
          type == gguf::ValueType::i64;
 }
 
+// The value of a special token id key as its type writes it, for messages.
+std::string id_text(const gguf::Value& value) {
+  // Values the reader made are never empty, and read_id read this one already.
+  return is_signed(value.try_type().value()) ? std::to_string(value.try_as_i64("id").value())
+                                             : std::to_string(value.try_as_u64("id").value());
+}
+
 // A special token id: absent keys give `fallback` (dropped when it does not
-// fit the vocabulary, as llama.cpp does); 0xFFFFFFFF and negative values,
-// which converters write for "none", give nullopt.
+// fit the vocabulary, as llama.cpp does); 0xFFFFFFFF and -1, which
+// converters write for "none", give nullopt. Other negative ids are kept,
+// for validate() to refuse with their value.
 Result<std::optional<int32_t>> read_id(const gguf::File& file, std::string_view key, std::optional<int32_t> fallback,
                                        size_t token_count) {
   using Id = std::optional<int32_t>;
@@ -39,8 +47,8 @@ Result<std::optional<int32_t>> read_id(const gguf::File& file, std::string_view 
   // Values the reader made are never empty: their type is there.
   if (is_signed(value->try_type().value())) {
     ATTENDRE_TRY_ASSIGN(const int64_t id, value->try_as_i64(key));
-    if (id < 0) return Id();
-    if (id > std::numeric_limits<int32_t>::max())
+    if (id == -1) return Id();
+    if (id < std::numeric_limits<int32_t>::min() || id > std::numeric_limits<int32_t>::max())
       return malformed(file, std::string(key) + " = " + std::to_string(id) + " is not a token id");
     return Id(static_cast<int32_t>(id));
   }
@@ -50,6 +58,29 @@ Result<std::optional<int32_t>> read_id(const gguf::File& file, std::string_view 
     return malformed(file, std::string(key) + " = " + std::to_string(id) + " is not a token id");
   return Id(static_cast<int32_t>(id));
 }
+
+// validate() refuses add_bos/add_eos without their id as an absent key; a
+// key that is there but says "none" is named with its value.
+Status check_required_id(const gguf::File& file, std::string_view flag_key, bool required, std::string_view id_key,
+                         const std::optional<int32_t>& id) {
+  if (!required || id) return {};
+  const std::optional<gguf::Value> value = file.find(id_key);
+  if (!value) return {};
+  return malformed(file, std::string(flag_key) + " is true but " + std::string(id_key) + " is " + id_text(*value) +
+                             ", which means none");
+}
+
+// The special token ids llama.cpp reads besides those a Vocabulary keeps.
+// Tokenizing needs none of them, but one outside the vocabulary is as
+// broken as a BOS outside it (and a model's end of turn stops generation),
+// so each is checked alike.
+constexpr std::string_view kOtherSpecialIdKeys[] = {
+    "tokenizer.ggml.eot_token_id",     "tokenizer.ggml.eom_token_id",     "tokenizer.ggml.seperator_token_id",
+    "tokenizer.ggml.cls_token_id",     "tokenizer.ggml.mask_token_id",    "tokenizer.ggml.prefix_token_id",
+    "tokenizer.ggml.suffix_token_id",  "tokenizer.ggml.middle_token_id",  "tokenizer.ggml.fim_pre_token_id",
+    "tokenizer.ggml.fim_suf_token_id", "tokenizer.ggml.fim_mid_token_id", "tokenizer.ggml.fim_pad_token_id",
+    "tokenizer.ggml.fim_rep_token_id", "tokenizer.ggml.fim_sep_token_id",
+};
 
 // Whether `value` is an array of `element` (false for a scalar).
 bool is_array_of(const gguf::Value& value, gguf::ValueType element) {
@@ -216,8 +247,13 @@ Result<Vocabulary> try_vocabulary_from_gguf(const gguf::File& file) {
   ATTENDRE_TRY_ASSIGN(vocabulary.eos, read_id(file, "tokenizer.ggml.eos_token_id", eos, count));
   ATTENDRE_TRY_ASSIGN(vocabulary.unknown, read_id(file, "tokenizer.ggml.unknown_token_id", unknown, count));
   ATTENDRE_TRY_ASSIGN(vocabulary.padding, read_id(file, "tokenizer.ggml.padding_token_id", padding, count));
+  for (const std::string_view key : kOtherSpecialIdKeys) ATTENDRE_TRY(try_special_token_id(file, key, count));
   ATTENDRE_TRY_ASSIGN(vocabulary.add_bos, file.try_get_bool("tokenizer.ggml.add_bos_token", add_bos));
   ATTENDRE_TRY_ASSIGN(vocabulary.add_eos, file.try_get_bool("tokenizer.ggml.add_eos_token", add_eos));
+  ATTENDRE_TRY(check_required_id(file, "tokenizer.ggml.add_bos_token", vocabulary.add_bos, "tokenizer.ggml.bos_token_id",
+                                 vocabulary.bos));
+  ATTENDRE_TRY(check_required_id(file, "tokenizer.ggml.add_eos_token", vocabulary.add_eos, "tokenizer.ggml.eos_token_id",
+                                 vocabulary.eos));
   ATTENDRE_TRY_ASSIGN(vocabulary.add_space_prefix,
                       file.try_get_bool("tokenizer.ggml.add_space_prefix", add_space_prefix));
   ATTENDRE_TRY_ASSIGN(vocabulary.remove_extra_whitespaces,
@@ -225,6 +261,14 @@ Result<Vocabulary> try_vocabulary_from_gguf(const gguf::File& file) {
   set_types_by_text(vocabulary);
   ATTENDRE_TRY(set_strip_tokens(file, vocabulary));
   return vocabulary;
+}
+
+Result<std::optional<int32_t>> try_special_token_id(const gguf::File& file, std::string_view key, size_t token_count) {
+  ATTENDRE_TRY_ASSIGN(const std::optional<int32_t> id, read_id(file, key, std::nullopt, token_count));
+  if (!id) return id;
+  Status in_range = check_token_id(*id, token_count, key);
+  if (!in_range.ok()) return std::move(in_range).within(file.path().string());
+  return id;
 }
 
 }  // namespace attendre::tokenizer

@@ -3,7 +3,6 @@
 #include <attendre/error.hpp>
 
 #include <algorithm>
-#include <cstdio>
 #include <vector>
 
 namespace attendre::tokenizer::unicode {
@@ -165,22 +164,6 @@ std::string byte_level_decode(std::string_view token_text) {
       bytes.append(token_text.substr(start, pos - start));
   }
   return bytes;
-}
-
-std::string printable(std::string_view text, size_t limit) {
-  std::string out;
-  for (size_t i = 0; i < text.size() && i < limit; ++i) {
-    const uint8_t byte = byte_at(text, i);
-    if (byte >= 0x20 && byte < 0x7F) {
-      out += static_cast<char>(byte);
-    } else {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\x%02X", byte);
-      out += escaped;
-    }
-  }
-  if (text.size() > limit) out += "...";
-  return out;
 }
 
 }  // namespace attendre::tokenizer::unicode

@@ -3,6 +3,8 @@
 // byte-level alphabet (each byte <-> one printable code point).
 #pragma once
 
+#include "core/printable.hpp"
+
 #include <attendre/status.hpp>
 
 #include <array>
@@ -49,8 +51,8 @@ std::optional<uint8_t> byte_level_byte(uint32_t code_point);  // the inverse
 // alphabet (added tokens typed normal) are kept as their UTF-8.
 std::string byte_level_decode(std::string_view token_text);
 
-// The text for messages: control and non-ASCII bytes as \xNN, cut after
-// `limit` bytes, so one-line errors stay one line.
-std::string printable(std::string_view text, size_t limit = 40);
+// The text for messages, escaped as every message escapes text from a file
+// (core/printable.hpp), cut after `limit` bytes.
+inline std::string printable(std::string_view text, size_t limit = 40) { return attendre::printable(text, limit); }
 
 }  // namespace attendre::tokenizer::unicode

@@ -11,6 +11,7 @@
 #include "model_fixtures.hpp"
 #include "support.hpp"
 
+#include <attendre/attendre.h>
 #include <attendre/generate.hpp>
 #include <attendre/model.hpp>
 #include <attendre/reading.hpp>
@@ -216,3 +217,24 @@ TEST_CASE("C API: read_document gives the ids the reader's per-part encoding giv
 }
 
 #endif
+
+// Outside the program's checks: the C API copies a message into a C string,
+// where a NUL from the file would cut it; escaped, it holds none.
+TEST_CASE("C API: attendre_last_error shows a message quoting a file's string with a NUL whole") {
+  attendre::test::TempDir dir;
+  const std::string architecture("lla\0ma\xFF", 7);
+  const std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+  using attendre::gguf::MetadataValue;
+  attendre::gguf::Writer writer;
+  writer.add("general.architecture", MetadataValue::string(architecture))
+      .add("tokenizer.ggml.model", MetadataValue::string("llama"))
+      .add("tokenizer.ggml.tokens", MetadataValue::strings(tokens));
+  const std::string path = (dir.path / "nul.gguf").string();
+  writer.write(path);
+  attendre_model* model = nullptr;
+  CHECK(attendre_model_open(path.c_str(), nullptr, &model) == ATTENDRE_ERROR_UNSUPPORTED);
+  CHECK(model == nullptr);
+  CHECK(std::string(attendre_last_error()) ==
+        path + ": metadata key \"general.architecture\": architecture 'lla\\x00ma\\xFF' is not supported (supported: "
+               "llama, qwen2, t5, t5encoder)");
+}

@@ -176,7 +176,7 @@ TEST_CASE("gguf malformed: unknown value types, bad bools, duplicate keys") {
   // A hostile key cannot break the one-line message.
   writer = unchecked();
   writer.add("bad\nkey\"", MetadataValue::u8(1)).add("bad\nkey\"", MetadataValue::u8(1));
-  check_malformed(writer.bytes(), "(\"bad\\x0akey\\\"\"): duplicate");
+  check_malformed(writer.bytes(), "(\"bad\\x0Akey\\\"\"): duplicate");
 }
 
 TEST_CASE("gguf malformed: general.alignment") {
@@ -215,16 +215,17 @@ TEST_CASE("gguf malformed: tensor infos") {
                   "tensor 0 (\"t\"): row of 16 elements is not a multiple of the Q8_0 block of 32");
   check_malformed(tensor({"t", {100}, TensorType::q6_k, k32Bytes}), "row of 100 elements is not a multiple of the Q6_K block of 256");
   check_malformed(tensor({"t", {8}, TensorType::f32, k32Bytes, 8}),
-                  "tensor 0 (\"t\"): data offset 8 is not a multiple of the alignment 32");
+                  "tensor 0 (\"t\"): data offset 8, expected 0 (tensors follow each other in the order of their "
+                  "infos, each padded to the alignment 32)");
   check_malformed(tensor({"t", {1u << 20}, TensorType::f32, k32Bytes}),
                   "tensor 0 (\"t\"): 4194304 bytes of data at offset 0 extend past the end of the file");
   // Offsets too large to write data at are patched into a one-tensor file:
   // header (24 bytes), name "t" (9), n_dims (4), one dim (8), type (4), then the offset.
   auto far = tensor({"t", {8}, TensorType::f32, k32Bytes});
   patch_u64(far, 24 + 9 + 4 + 8 + 4, uint64_t{1} << 63);
-  check_malformed(far, "32 bytes of data at offset 9223372036854775808 extend past the end of the file");
+  check_malformed(far, "tensor 0 (\"t\"): data offset 9223372036854775808, expected 0");
   patch_u64(far, 24 + 9 + 4 + 8 + 4, ~uint64_t{31});
-  check_malformed(far, "32 bytes of data at offset 18446744073709551584 extend past the end of the file");
+  check_malformed(far, "tensor 0 (\"t\"): data offset 18446744073709551584, expected 0");
   // A name that runs past the file, and one of 2^64 - 1 bytes.
   check_malformed(file_with(1, 0, [](Encoder& out) { out.u64(30).zeros(20); }),
                   "x.gguf: tensor 0: string of 30 bytes exceeds the 20 bytes left in the file");
@@ -236,17 +237,47 @@ TEST_CASE("gguf malformed: tensor infos") {
   writer.add_tensor("t", {8}, TensorType::f32, k32Bytes);
   check_malformed(writer.bytes(), "x.gguf: tensor 2 (\"t\"): duplicate tensor name (also tensor 0)");
 
-  writer = unchecked();
+}
+
+TEST_CASE("gguf malformed: tensor data not laid out back to back in info order, each padded to the alignment") {
+  // The issue's file: an F32 tensor whose type field says Q8_0 takes 34
+  // bytes by its type and 128 in the file, and the next tensor starts after
+  // the 128: a gap, which llama.cpp's reader refuses.
+  auto writer = unchecked();
+  writer.add_tensor({"relabelled", {32}, TensorType::q8_0, std::vector<std::byte>(128), std::nullopt});
+  writer.add_tensor({"next", {8}, TensorType::f32, k32Bytes, std::nullopt});
+  check_malformed(writer.bytes(), "x.gguf: tensor 1 (\"next\"): data offset 128, expected 64 (tensors follow each "
+                                  "other in the order of their infos, each padded to the alignment 32)");
+  writer = unchecked();  // a gap after a tensor of the right size
+  writer.add_tensor({"a", {8}, TensorType::f32, k32Bytes, 0}).add_tensor({"b", {8}, TensorType::f32, k32Bytes, 64});
+  check_malformed(writer.bytes(), "x.gguf: tensor 1 (\"b\"): data offset 64, expected 32");
+  writer = unchecked();  // a gap before the first tensor
+  writer.add_tensor({"a", {8}, TensorType::f32, k32Bytes, 32});
+  check_malformed(writer.bytes(), "x.gguf: tensor 0 (\"a\"): data offset 32, expected 0");
+  writer = unchecked();  // overlapping
   writer.add_tensor({"a", {16}, TensorType::f32, std::vector<std::byte>(64), 0});
   writer.add_tensor({"b", {8}, TensorType::f32, k32Bytes, 32});
-  check_malformed(writer.bytes(), "x.gguf: tensor 1 (\"b\"): data [32, 64) overlaps tensor 0 (\"a\") at [0, 64)");
-  writer = unchecked();  // listed out of order, the overlap is still found
-  writer.add_tensor({"late", {8}, TensorType::f32, k32Bytes, 64});
-  writer.add_tensor({"early", {24}, TensorType::f32, std::vector<std::byte>(96), 0});
-  check_malformed(writer.bytes(), "tensor 0 (\"late\"): data [64, 96) overlaps tensor 1 (\"early\") at [0, 96)");
+  check_malformed(writer.bytes(), "x.gguf: tensor 1 (\"b\"): data offset 32, expected 64");
   writer = unchecked();  // two tensors at one offset
   writer.add_tensor({"x", {8}, TensorType::f32, k32Bytes, 0}).add_tensor({"y", {8}, TensorType::f32, k32Bytes, 0});
-  check_malformed(writer.bytes(), "tensor 1 (\"y\"): data [0, 32) overlaps tensor 0 (\"x\") at [0, 32)");
+  check_malformed(writer.bytes(), "tensor 1 (\"y\"): data offset 0, expected 32");
+  writer = unchecked();  // apart and aligned, but listed out of order
+  writer.add_tensor({"late", {8}, TensorType::f32, k32Bytes, 32}).add_tensor({"early", {8}, TensorType::f32, k32Bytes, 0});
+  check_malformed(writer.bytes(), "tensor 0 (\"late\"): data offset 32, expected 0");
+  // Padding counts in the file's alignment: 8 values of F16 (16 bytes) take
+  // 64 bytes under general.alignment 64, so the next tensor is at 64, not 16 or 32.
+  for (const uint64_t offset : {uint64_t{16}, uint64_t{32}}) {
+    writer = gguf::Writer({.alignment = 64, .checks = false});
+    writer.add_tensor({"half", {8}, TensorType::f16, std::vector<std::byte>(16), 0});
+    writer.add_tensor({"next", {8}, TensorType::f32, k32Bytes, offset});
+    check_malformed(writer.bytes(), "tensor 1 (\"next\"): data offset " + std::to_string(offset) +
+                                        ", expected 64 (tensors follow each other in the order of their infos, each "
+                                        "padded to the alignment 64)");
+  }
+  writer = gguf::Writer({.alignment = 64});
+  writer.add_tensor("half", {8}, TensorType::f16, std::vector<std::byte>(16)).add_tensor("next", {8}, TensorType::f32, k32Bytes);
+  const gguf::File file = attendre::test::parse(writer.bytes());
+  CHECK(file.tensors()[1].offset == 64);
 }
 
 TEST_CASE("gguf malformed: out-of-file tensor data through a cut data section") {

@@ -299,13 +299,19 @@ TEST_CASE("gguf writer refuses what it cannot write validly, unless told to") {
   check_error([&] { gguf::Writer().add_tensor("t", {4, 0}, TensorType::f32, four_floats); }, invalid, "dimension 0");
   check_error([&] { gguf::Writer().add_tensor("t", {1, 1, 1, 1, 4}, TensorType::f32, four_floats); }, invalid,
               "5 dimensions");
+  // Readers take the tensors back to back, each padded to the alignment: no
+  // other offset is written, misaligned, overlapping or leaving a gap.
   check_error([&] { gguf::Writer().add_tensor({"t", {4}, TensorType::f32, four_floats, 7}); }, invalid,
-              "offset 7 is not a multiple of the alignment");
-  check_error([&] {
-    gguf::Writer writer;
-    writer.add_tensor({"a", {4}, TensorType::f32, four_floats, 0}).add_tensor({"b", {4}, TensorType::f32, four_floats, 0});
-    writer.bytes();
-  }, invalid, "tensor \"b\" overlaps tensor \"a\"");
+              "tensor \"t\": offset 7, the layout puts it at 0");
+  for (const uint64_t offset : {uint64_t{0}, uint64_t{16}, uint64_t{64}}) {
+    CAPTURE(offset);
+    check_error([&] {
+      gguf::Writer().add_tensor({"a", {4}, TensorType::f32, four_floats, 0}).add_tensor({"b", {4}, TensorType::f32, four_floats, offset});
+    }, invalid, "tensor \"b\": offset " + std::to_string(offset) + ", the layout puts it at 32");
+  }
+  const auto placed = gguf::Writer().add_tensor({"a", {4}, TensorType::f32, four_floats, 0})
+                          .add_tensor({"b", {4}, TensorType::f32, four_floats, 32}).bytes();
+  CHECK(attendre::test::parse(placed).tensors()[1].offset == 32);
   const std::vector<MetadataValue> mixed = {MetadataValue::u8(1), MetadataValue::i8(1)};
   check_error([&] { MetadataValue::array(ValueType::u8, mixed); }, invalid, "element 1 has type int8");
   // With checks off the same requests go through (the malformed tests rely on it).

@@ -9,6 +9,8 @@
 #include <attendre/model.hpp>
 
 #include <cstring>
+#include <limits>
+#include <span>
 
 using namespace attendre;
 using gguf::MetadataValue;
@@ -95,6 +97,19 @@ struct BadFile {
   std::string needle;
 };
 
+// Each case applied to the fixture `good` (written into `folder`) is refused
+// as it says, naming the file.
+void check_bad_files(const std::filesystem::path& good, const std::filesystem::path& folder,
+                     std::span<const BadFile> cases) {
+  for (const BadFile& bad : cases) {
+    INFO(bad.what);
+    const std::filesystem::path path = folder / "bad.gguf";
+    test::rewrite_gguf(good, path, bad.edits);
+    test::check_error([&] { Model::open(path); }, bad.code, bad.needle);
+    test::check_error([&] { Model::open(path); }, bad.code, path.string() + ": ");
+  }
+}
+
 gguf::TensorToWrite random_tensor(const std::string& name, std::vector<uint64_t> dims, TensorType type) {
   uint64_t count = 1;
   for (uint64_t d : dims) count *= d;
@@ -148,7 +163,7 @@ TEST_CASE("model: a file the stack cannot run is refused in one line naming the 
       {"LongRoPE scaling", {{{"llama.rope.scaling.type", text("longrope")}}}, ErrorCode::unsupported,
        "RoPE scaling 'longrope' is not supported"},
       {"a negative linear factor", {{{"llama.rope.scaling.factor", MetadataValue::f32(-2)}}}, ErrorCode::malformed_input,
-       "\"llama.rope.scaling.factor\": is -2.000000, expected a positive factor"},
+       "\"llama.rope.scaling.factor\": is -2, expected a positive number"},
       {"per-pair factors of the wrong size", {{}, {}, {random_tensor("rope_freqs.weight", {5}, TensorType::f32)}},
        ErrorCode::malformed_input, "tensor \"rope_freqs.weight\" has shape [5], the model's hyper-parameters make it [8]"},
       {"a mixture of experts", {{{"llama.expert_count", u32(8)}}}, ErrorCode::unsupported,
@@ -168,13 +183,7 @@ TEST_CASE("model: a file the stack cannot run is refused in one line naming the 
       {"an encoding without a decoder", {{}, {}, {random_tensor("blk.0.attn_q.weight", {64, 64}, TensorType::iq4_nl)}},
        ErrorCode::unsupported, "tensor \"blk.0.attn_q.weight\" is IQ4_NL, an encoding attendre does not decode"},
   };
-  for (const BadFile& bad : cases) {
-    INFO(bad.what);
-    const std::filesystem::path path = dir.path / "bad.gguf";
-    test::rewrite_gguf(good, path, bad.edits);
-    test::check_error([&] { Model::open(path); }, bad.code, bad.needle);
-    test::check_error([&] { Model::open(path); }, bad.code, path.string() + ": ");
-  }
+  check_bad_files(good, dir.path, cases);
   // Scaling that changes nothing is no scaling; none ignores its factor, as llama.cpp does.
   for (const auto& [type, factor] : {std::pair{"none", 4.0f}, {"linear", 1.0f}, {"linear", 0.0f}}) {
     INFO(type << " " << factor);
@@ -186,6 +195,47 @@ TEST_CASE("model: a file the stack cannot run is refused in one line naming the 
     CHECK_FALSE(c.blocks[0].rope_scaling.freq_factors);
   }
   test::check_error([&] { Model::open(dir.path / "absent.gguf"); }, ErrorCode::io_error, "absent.gguf: cannot open");
+}
+
+TEST_CASE("model: an inf, NaN or out-of-range number in the metadata is refused in one line naming the key") {
+  test::GgufTempDir dir;
+  const std::filesystem::path good = test::write_fixture(dir.path, test::FixtureShape{}, 5);
+  const auto f32 = [](float v) { return std::optional<MetadataValue>(MetadataValue::f32(v)); };
+  const auto f64 = [](double v) { return std::optional<MetadataValue>(MetadataValue::f64(v)); };
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::string eps = "\"llama.attention.layer_norm_rms_epsilon\": is ";
+  const auto llama3 = [](const char* key, float value) {
+    return test::GgufEdits{{{"llama.rope.scaling.type", MetadataValue::string("llama3")}, {key, MetadataValue::f32(value)}}};
+  };
+  const BadFile cases[] = {
+      {"an infinite norm epsilon", {{{"llama.attention.layer_norm_rms_epsilon", f32(inf)}}}, ErrorCode::malformed_input,
+       eps + "inf, expected a finite number"},
+      {"a NaN norm epsilon", {{{"llama.attention.layer_norm_rms_epsilon", f32(nan)}}}, ErrorCode::malformed_input,
+       eps + "nan, expected a finite number"},
+      {"a negative norm epsilon", {{{"llama.attention.layer_norm_rms_epsilon", f32(-1)}}}, ErrorCode::malformed_input,
+       eps + "-1, expected a positive number"},
+      {"a zero norm epsilon", {{{"llama.attention.layer_norm_rms_epsilon", f32(0)}}}, ErrorCode::malformed_input,
+       eps + "0, expected a positive number"},
+      {"a float64 epsilon past the float range", {{{"llama.attention.layer_norm_rms_epsilon", f64(1e300)}}},
+       ErrorCode::malformed_input, eps + "1e+300, which a float epsilon cannot hold (inf)"},
+      {"a float64 epsilon below the float range", {{{"llama.attention.layer_norm_rms_epsilon", f64(1e-300)}}},
+       ErrorCode::malformed_input, eps + "1e-300, which a float epsilon cannot hold (0)"},
+      {"an infinite RoPE base", {{{"llama.rope.freq_base", f32(inf)}}}, ErrorCode::malformed_input,
+       "\"llama.rope.freq_base\": is inf, expected a finite number"},
+      {"a NaN RoPE base in float64", {{{"llama.rope.freq_base", f64(std::numeric_limits<double>::quiet_NaN())}}},
+       ErrorCode::malformed_input, "\"llama.rope.freq_base\": is nan, expected a finite number"},
+      {"a zero RoPE base", {{{"llama.rope.freq_base", f32(0)}}}, ErrorCode::malformed_input,
+       "\"llama.rope.freq_base\": is 0, expected a positive number"},
+      {"an infinite linear factor", {{{"llama.rope.scaling.factor", f32(inf)}}}, ErrorCode::malformed_input,
+       "\"llama.rope.scaling.factor\": is inf, expected a finite number"},
+      {"a NaN linear factor under its old key", {{{"llama.rope.scale_linear", f32(nan)}}}, ErrorCode::malformed_input,
+       "\"llama.rope.scale_linear\": is nan, expected a finite number"},
+      {"a -inf llama3 low-frequency factor", llama3("llama.rope.scaling.low_freq_factor", -inf), ErrorCode::malformed_input,
+       "\"llama.rope.scaling.low_freq_factor\": is -inf, expected a finite number"},
+      {"a NaN llama3 high-frequency factor", llama3("llama.rope.scaling.high_freq_factor", nan), ErrorCode::malformed_input,
+       "\"llama.rope.scaling.high_freq_factor\": is nan, expected a finite number"},
+  };
+  check_bad_files(good, dir.path, cases);
 }
 
 TEST_CASE("model: memory plans set every block, with per-block overrides and K = M by default") {

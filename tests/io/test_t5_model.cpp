@@ -16,6 +16,7 @@
 #include <attendre/reference/stack.hpp>
 
 #include <cstring>
+#include <limits>
 
 using namespace attendre;
 using gguf::MetadataValue;
@@ -249,8 +250,20 @@ TEST_CASE("t5 model: a file T5 cannot run is refused in one line naming the key 
       {"no start token", {{{"t5.decoder_start_token_id", removed}, {"tokenizer.ggml.padding_token_id", removed}}},
        ErrorCode::malformed_input,
        "\"t5.decoder_start_token_id\": is missing, and so is tokenizer.ggml.padding_token_id that T5 starts decoding from"},
+      {"no start token, and a padding token past the vocabulary",
+       {{{"t5.decoder_start_token_id", removed}, {"tokenizer.ggml.padding_token_id", MetadataValue::u32(700)}}},
+       ErrorCode::malformed_input, "tokenizer.ggml.padding_token_id = 700 is outside the 300 tokens"},
+      {"no start token, and a padding token that says none",
+       {{{"t5.decoder_start_token_id", removed}, {"tokenizer.ggml.padding_token_id", MetadataValue::u32(0xFFFFFFFFu)}}},
+       ErrorCode::malformed_input,
+       "\"t5.decoder_start_token_id\": is missing, and tokenizer.ggml.padding_token_id that T5 starts decoding from says none"},
       {"a start token past the vocabulary", {{{"t5.decoder_start_token_id", MetadataValue::u32(300)}}},
        ErrorCode::malformed_input, "\"t5.decoder_start_token_id\": 300 is not a token of the 300-token vocabulary"},
+      {"an infinite norm epsilon", {{{"t5.attention.layer_norm_rms_epsilon", MetadataValue::f32(std::numeric_limits<float>::infinity())}}},
+       ErrorCode::malformed_input, "\"t5.attention.layer_norm_rms_epsilon\": is inf, expected a finite number"},
+      {"a negative norm epsilon under T5's other key",
+       {{{"t5.attention.layer_norm_rms_epsilon", removed}, {"t5.attention.layer_norm_epsilon", MetadataValue::f32(-1)}}},
+       ErrorCode::malformed_input, "\"t5.attention.layer_norm_epsilon\": is -1, expected a positive number"},
       {"no bias table in the first block", {{}, {"enc.blk.0.attn_rel_b.weight"}, {}}, ErrorCode::malformed_input,
        "tensor \"enc.blk.0.attn_rel_b.weight\" of shape [32, 4] is missing"},
       {"a gate in one decoder layer only", {{}, {"dec.blk.1.ffn_gate.weight"}, {}}, ErrorCode::malformed_input,
