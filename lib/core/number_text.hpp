@@ -7,10 +7,15 @@
 #include <charconv>
 #include <string>
 #include <system_error>
+#include <type_traits>
 
 namespace attendre {
 
-inline std::string shortest_text(double value) {
+// A float is printed as the shortest text that reads back as that float
+// ("1e-05" for a float epsilon, not the 17 digits of its double).
+template <class Float>
+std::string shortest_text(Float value) {
+  static_assert(std::is_floating_point_v<Float>);
   char text[32];  // the longest shortest form, "-2.2250738585072014e-308", has 24
   const auto [end, ec] = std::to_chars(text, text + sizeof text, value);
   return ec == std::errc{} ? std::string(text, end) : std::string("?");

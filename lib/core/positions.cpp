@@ -50,7 +50,7 @@ Result<std::vector<double>> rope_frequencies(double theta, uint32_t rope_dims, c
 
 Status check(const RopeScaling& s, const std::string& at) {
   if (s.kind != RopeScaling::Kind::none)
-    ATTENDRE_REQUIRE(positive(s.factor), at + "rope scaling factor must be positive, got " + std::to_string(s.factor));
+    ATTENDRE_REQUIRE(positive(s.factor), at + "rope scaling factor must be positive, got " + shortest_text(s.factor));
   if (s.kind == RopeScaling::Kind::llama3) {
     ATTENDRE_REQUIRE(positive(s.low_freq_factor) && positive(s.high_freq_factor) && s.high_freq_factor > s.low_freq_factor,
             at + "llama3 rope scaling needs 0 < low_freq_factor < high_freq_factor");

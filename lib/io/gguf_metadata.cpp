@@ -1,26 +1,14 @@
 #include "io/gguf_metadata.hpp"
 
+#include "core/number_text.hpp"
 #include "core/printable.hpp"
 #include "core/try.hpp"
 #include "io/gguf_source.hpp"
 
-#include <charconv>
 #include <cmath>
 #include <limits>
 
 namespace attendre::gguf {
-namespace {
-
-// The shortest text that reads back as `value` ("1e-05", "-2", "inf"), as
-// a hyper-parameter's value should appear in a message.
-template <class Float>
-std::string number_text(Float value) {
-  char text[32];
-  const auto end = std::to_chars(text, text + sizeof text, value).ptr;
-  return std::string(text, end);
-}
-
-}  // namespace
 
 Metadata::Metadata(const File& file, std::string_view architecture)
     : file_(file), prefix_(std::string(architecture) + ".") {}
@@ -49,14 +37,14 @@ Result<double> Metadata::number(std::string_view suffix, std::optional<double> f
   if (!value) return *fallback;
   ATTENDRE_TRY_ASSIGN(const double number, value->try_as_f64(key(suffix)));
   if (!std::isfinite(number))
-    return key_error(ErrorCode::malformed_input, suffix, "is " + number_text(number) + ", expected a finite number");
+    return key_error(ErrorCode::malformed_input, suffix, "is " + shortest_text(number) + ", expected a finite number");
   return number;
 }
 
 Result<double> Metadata::positive(std::string_view suffix, std::optional<double> fallback) const {
   ATTENDRE_TRY_ASSIGN(const double number, this->number(suffix, fallback));
   if (!(number > 0.0))
-    return key_error(ErrorCode::malformed_input, suffix, "is " + number_text(number) + ", expected a positive number");
+    return key_error(ErrorCode::malformed_input, suffix, "is " + shortest_text(number) + ", expected a positive number");
   return number;
 }
 
@@ -66,7 +54,7 @@ Result<float> Metadata::epsilon(std::string_view suffix) const {
   const auto single = static_cast<float>(number);
   if (!std::isfinite(single) || !(single > 0.0f))
     return key_error(ErrorCode::malformed_input, suffix,
-                     "is " + number_text(number) + ", which a float epsilon cannot hold (" + number_text(single) +
+                     "is " + shortest_text(number) + ", which a float epsilon cannot hold (" + shortest_text(single) +
                          ")");
   return single;
 }

@@ -1,5 +1,6 @@
 #include "io/gguf_rope_scaling.hpp"
 
+#include "core/number_text.hpp"
 #include "core/printable.hpp"
 #include "core/try.hpp"
 
@@ -34,8 +35,8 @@ Result<RopeScaling> read_rope_scaling(const Metadata& m) {
     ATTENDRE_TRY_ASSIGN(s.high_freq_factor, m.positive("rope.scaling.high_freq_factor", 4.0));
     if (!(s.high_freq_factor > s.low_freq_factor))
       return m.key_error(ErrorCode::malformed_input, "rope.scaling.high_freq_factor",
-                         std::to_string(s.high_freq_factor) + " must exceed rope.scaling.low_freq_factor " +
-                             std::to_string(s.low_freq_factor));
+                         shortest_text(s.high_freq_factor) + " must exceed rope.scaling.low_freq_factor " +
+                             shortest_text(s.low_freq_factor));
     ATTENDRE_TRY_ASSIGN(s.original_context, m.count("rope.scaling.original_context_length", 8192));
   } else if (type != "none") {
     // YaRN also rescales attention logits and LongRoPE switches factor
