@@ -76,7 +76,7 @@ TEST_CASE("sampler: temperature and top-p outside their domains are refused, nam
   test::check_error([] { Sampler(SamplingOptions{1.0, 1.5, 0}); }, ErrorCode::invalid_argument, "top_p must lie in (0, 1]");
 }
 
-TEST_CASE("sampler: a row holding NaN or +inf is a numerical error naming the token; -inf masks a token out") {
+TEST_CASE("sampler: a row holding NaN or +inf is a numerical error naming the token, -inf masks a token out") {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   for (const double temperature : {0.0, 1.0}) {
     Sampler sampler(SamplingOptions{temperature, 0.9, 1});
