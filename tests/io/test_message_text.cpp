@@ -25,7 +25,7 @@ std::string bytes(std::initializer_list<int> values) {
 
 }  // namespace
 
-TEST_CASE("message text: valid UTF-8 is kept, controls and invalid UTF-8 become \\xNN, a backslash \\\\") {
+TEST_CASE("message text: valid UTF-8 is kept, controls and invalid UTF-8 become hex escapes, a backslash is doubled") {
   CHECK(printable("blk.0.attn_q.weight") == "blk.0.attn_q.weight");
   CHECK(printable("caf\xC3\xA9 \xE2\x96\x81x \xF0\x9F\x98\x80") == "caf\xC3\xA9 \xE2\x96\x81x \xF0\x9F\x98\x80");
   CHECK(printable(bytes({'a', 0, 'b'})) == "a\\x00b");
