@@ -161,29 +161,41 @@ TEST_CASE("numerics: a non-finite value computed on the device is an error namin
   test::check_no_validation_messages(test::gpu());
 }
 
+// Embedding rows for a stack of `hidden` without a vocabulary: `steps`
+// chunks of 4 rows, the first chunk's zeros (which every stage keeps zero,
+// finite), the others' random (which overflow in the FFN of
+// huge_ffn_weights), at positions 0, 1, ...
+struct EmbeddingSteps {
+  uint32_t hidden;
+  std::vector<int64_t> positions;
+  std::vector<float> rows;
+  EmbeddingSteps(uint32_t hidden_size, uint32_t steps, uint64_t seed)
+      : hidden(hidden_size), positions(4ull * steps), rows(4ull * steps * hidden_size, 0.0f) {
+    for (size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<int64_t>(i);
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (size_t i = 4ull * hidden; i < rows.size(); ++i) rows[i] = u(rng);
+  }
+  StackChunk chunk(uint32_t step) const {
+    StackChunk c;
+    c.rows = 4;
+    c.embeddings = std::span<const float>(rows).subspan(4ull * step * hidden, 4ull * hidden);
+    c.positions = std::span<const int64_t>(positions).subspan(4ull * step, 4);
+    return c;
+  }
+};
+
 TEST_CASE("numerics: with two steps in flight, a non-finite value is reported for the step that computed it") {
-  // Embeddings in: step 0's rows are zeros, which every stage keeps zero
-  // (finite), step 1's are not and overflow in the FFN. Step 1 completes
-  // before step 0's result is read, so checks shared by the two steps
-  // would blame step 0 (and clear step 1's flag).
+  // Step 0 is finite, step 1 overflows in the FFN. Step 1 completes before
+  // step 0's result is read, so checks shared by the two steps would blame
+  // step 0 (and clear step 1's flag).
   StackConfig config = test::small_stack(1, {2, 1, 12}, 4, 0, 16, 16, Policy::lra_sum());
   config.vocab = 0;
   test::ScaledWeights weights = huge_ffn_weights();
   gpu::Stack stack(test::gpu(), config, weights);
-  const std::vector<int64_t> positions{0, 1, 2, 3, 4, 5, 6, 7};
-  std::vector<float> rows(8ull * config.hidden, 0.0f);
-  std::mt19937_64 rng(96);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (size_t i = 4ull * config.hidden; i < rows.size(); ++i) rows[i] = u(rng);
-  auto chunk = [&](uint32_t first) {
-    StackChunk c;
-    c.rows = 4;
-    c.embeddings = std::span<const float>(rows).subspan(uint64_t{first} * config.hidden, 4ull * config.hidden);
-    c.positions = std::span<const int64_t>(positions).subspan(first, 4);
-    return c;
-  };
-  const Ticket first = stack.submit(chunk(0));
-  const Ticket second = stack.submit(chunk(4));
+  const EmbeddingSteps steps(config.hidden, 5, 96);
+  const Ticket first = stack.submit(steps.chunk(0));
+  const Ticket second = stack.submit(steps.chunk(1));
   CHECK(second.wait());
   StackOutput out;
   CHECK_NOTHROW(out = stack.result(first));
@@ -192,6 +204,17 @@ TEST_CASE("numerics: with two steps in flight, a non-finite value is reported fo
   const Error e = error_of([&] { stack.result(second); });
   CHECK(e.code() == ErrorCode::numerical_error);
   CHECK(has(e, "step 1: non-finite values (NaN or infinity) in the output rows of block 0"));
+  // Steps 3 and 4 (slots 1 and 0) both overflow: a wait reports step 3,
+  // the first of them, whichever slot it ran in (gpu::StepExecutor; the
+  // layer's case is in tests/test_first_non_finite.cpp).
+  CHECK(has(error_of([&] { stack.step(steps.chunk(2)); }), "step 2: non-finite values"));
+  const Ticket fourth = stack.submit(steps.chunk(3));
+  const Ticket fifth = stack.submit(steps.chunk(4));
+  CHECK(fourth.step() == 3);
+  CHECK(fifth.step() == 4);
+  const Error first_of_two = error_of([&] { stack.wait(); });
+  CHECK(first_of_two.code() == ErrorCode::numerical_error);
+  CHECK(std::string(first_of_two.what()).rfind("step 3: non-finite values (NaN or infinity) in the output rows", 0) == 0);
   test::check_no_validation_messages(test::gpu());
 }
 

@@ -5,7 +5,6 @@
 #include "gpu/recorded_steps.hpp"
 #include "gpu/staging.hpp"
 #include "vulkan/commands.hpp"
-#include "vulkan/context_state.hpp"
 #include "core/try.hpp"
 #include "core/stream_validator.hpp"
 
@@ -239,13 +238,10 @@ Status KeyValueMemory::try_record_insert(VkCommandBuffer cb, const ChunkView& ro
   ATTENDRE_TRY_ASSIGN(const InsertionRows in, m.plan_insert(checked));  // committed from here
   std::vector<uint32_t> image(m.chunk_words);
   pack_kv_rows(checked, m.kv->chunk_layout(), image.data());
-  m.checks->use_slot(Impl::kRecordedChecks);
-  vk::CommandRecorder rec(cb, m.context.state().debug_label);
-  rec.acquire();
+  vk::CommandRecorder rec = RecordedSteps::begin(m.context, cb, *m.checks, Impl::kRecordedChecks);
   ATTENDRE_TRY(rec.try_update(m.staged, 0, image.size() * 4, image.data()));
   ATTENDRE_TRY(m.record_insert(rec, m.staged, in, query_metas(rows, m.config.chunk), k, v));
-  rec.release(consumer.stages, consumer.access);
-  m.recorded.add(rec);
+  m.recorded.end(rec, consumer, m.retrievals);
   return {};
 }
 
@@ -264,16 +260,13 @@ Result<RecordedStep> KeyValueMemory::try_record_retrieve(VkCommandBuffer cb, con
   ATTENDRE_TRY_ASSIGN(const Impl::Retrieval r, m.plan_retrieve(checked));  // committed from here
   std::vector<uint32_t> image(m.upload.size() / 4);
   m.pack_retrieve(checked, r, image.data());
-  m.checks->use_slot(Impl::kRecordedChecks);
-  vk::CommandRecorder rec(cb, m.context.state().debug_label);
-  rec.acquire();
+  vk::CommandRecorder rec = RecordedSteps::begin(m.context, cb, *m.checks, Impl::kRecordedChecks);
   ATTENDRE_TRY(rec.try_update(m.staged, m.q_at * 4, (image.size() - m.q_at) * 4, image.data() + m.q_at));
   ATTENDRE_TRY(m.record_retrieve(rec, m.staged, r, q));
   if (out.outputs)
     copy_valid_rows_packed(rec, m.kv->attention_buffer(), m.kv->outputs_offset() * 4, uint64_t{q_row} * 4, r.evicted,
                            borrow(*out.outputs, "application outputs"), out.outputs->offset);
-  rec.release(out.consumer.stages, out.consumer.access);
-  m.recorded.add(rec);
+  m.recorded.end(rec, out.consumer, m.retrievals);
   ++m.retrievals;
   RecordedStep recorded;
   for (const QueryMeta& meta : r.evicted)

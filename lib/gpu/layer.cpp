@@ -8,11 +8,9 @@
 #include "gpu/query_ring.hpp"
 #include "gpu/recorded_steps.hpp"
 #include "gpu/staging.hpp"
-#include "gpu/submit_slot.hpp"
-#include "gpu/ticket.hpp"
+#include "gpu/step_executor.hpp"
 #include "vulkan/buffer.hpp"
 #include "vulkan/commands.hpp"
-#include "vulkan/context_state.hpp"
 #include "core/try.hpp"
 #include "core/stream_validator.hpp"
 
@@ -43,9 +41,8 @@ struct UploadLayout {
   }
 };
 
-// A submit slot (gpu/submit_slot.hpp) and what result() decodes of its step.
-struct StepSlot : SubmitSlot {
-  explicit StepSlot(SubmitSlot made) : SubmitSlot(std::move(made)) {}
+// What result() decodes of the step a submit slot holds.
+struct StepRead {
   std::vector<QueryMeta> evicted;
   StepRequest request;
   bool read_outputs = false;
@@ -64,18 +61,15 @@ struct Layer::Impl {
   Status build() {
     const LayerConfig& cfg = config;
     ATTENDRE_TRY_ASSIGN(ring, QueryRing::create(context, cfg.shape, cfg.q_capacity, cfg.chunk, 0, 1, cfg.kv.storage));
-    ATTENDRE_TRY_ASSIGN(checks, FiniteChecks::create(context, 2, kRecordedChecks + 1));
+    ATTENDRE_TRY_ASSIGN(checks, FiniteChecks::create(context, 2, StepExecutor::kCheckSlots));
     ATTENDRE_TRY_ASSIGN(kv, KvMemory::create(context, cfg, cfg.max_queries_per_step(true), cfg.chunk, ring->buffer(),
                                              ring->layout(), *checks, ""));
     ATTENDRE_TRY_ASSIGN(upload_layout, UploadLayout::make(cfg, kv->chunk_layout()));
     ATTENDRE_TRY_ASSIGN(staged, vk::Buffer::create(context, upload_layout.words * 4, vk::MemoryIntent::device,
                                                    "recorded chunk"));
     const uint64_t readback_bytes = (outputs_words + align_words(kv->snapshot_words()) + kv->evicted_words()) * 4;
-    for (uint32_t i = 0; i < slots.size(); ++i) {
-      ATTENDRE_TRY_ASSIGN(SubmitSlot made,
-                          SubmitSlot::create(context, i, upload_layout.words * 4, "chunk upload", readback_bytes, "readback"));
-      slots[i] = std::make_unique<StepSlot>(std::move(made));
-    }
+    ATTENDRE_TRY_ASSIGN(executor, StepExecutor::create(context, *checks, upload_layout.words * 4, "chunk upload",
+                                                       readback_bytes, "readback"));
     return {};
   }
 
@@ -94,14 +88,6 @@ struct Layer::Impl {
                          const QueryRange& range);
   // Copies the valid evicted queries' outputs, packed, to the application's range.
   void record_outputs(vk::CommandRecorder& rec, const std::vector<QueryMeta>& evicted, const BufferRange& outputs) const;
-  // Waits for the slot's step and reports its non-finite values.
-  Status finish(StepSlot& slot);
-  // Waits for every step, recorded ones included, and reports their non-finite values.
-  Status finish_pending();
-
-  // The finite checks' slot of steps recorded into the application's
-  // command buffers (slots 0 and 1 are the submitted steps').
-  static constexpr uint32_t kRecordedChecks = 2;
 
   Context& context;
   LayerConfig config;
@@ -110,28 +96,13 @@ struct Layer::Impl {
   std::unique_ptr<FiniteChecks> checks;
   std::unique_ptr<KvMemory> kv;
   UploadLayout upload_layout;
-  std::array<std::unique_ptr<StepSlot>, 2> slots;
+  std::unique_ptr<StepExecutor> executor;
+  std::array<StepRead, StepExecutor::kSlots> reads;  // per submit slot
   // record()'s chunk image: device-local, written by the command buffer
   // itself, so nothing the host owns must outlive the application's submission.
   vk::Buffer staged;
   StreamValidator validator;
-  std::unique_ptr<vk::Profiler> profiler;
-  uint64_t steps = 0;  // submitted or recorded so far
-  RecordedSteps recorded;
 };
-
-Status Layer::Impl::finish(StepSlot& slot) {
-  ATTENDRE_TRY(slot.submission.try_wait());
-  if (!slot.unverified) return {};
-  slot.unverified = false;
-  return checks->verify("step " + std::to_string(slot.step), slot.index);
-}
-
-Status Layer::Impl::finish_pending() {
-  for (auto& slot : slots) ATTENDRE_TRY(finish(*slot));
-  return recorded.wait(slots[0]->submission, *checks, kRecordedChecks,
-                       "a recorded step before step " + std::to_string(steps));
-}
 
 Result<std::unique_ptr<Layer>> Layer::create(Context& context, const LayerConfig& config) {
   ATTENDRE_TRY(config.check());
@@ -144,35 +115,18 @@ Layer::~Layer() = default;
 
 const LayerConfig& Layer::config() const { return impl_->config; }
 uint64_t Layer::device_bytes() const {
-  uint64_t bytes = impl_->ring->buffer().size() + impl_->kv->device_bytes() + impl_->staged.size();
-  for (const auto& slot : impl_->slots) bytes += slot->upload.size() + slot->readback.size();
-  return bytes;
+  return impl_->ring->buffer().size() + impl_->kv->device_bytes() + impl_->staged.size() +
+         impl_->executor->staging_bytes();
 }
 uint32_t Layer::queries_per_batch() const { return impl_->kv->queries_per_batch(); }
-Status Layer::try_wait() { return impl_->finish_pending(); }
-
-Status Layer::try_set_profiling(bool enabled) {
-  ATTENDRE_TRY(impl_->finish_pending());  // no step in flight writes the old profiler's timestamps
-  impl_->profiler.reset();
-  if (!enabled) return {};
-  ATTENDRE_TRY_ASSIGN(vk::Profiler profiler, vk::Profiler::create(impl_->context, 512));
-  impl_->profiler = std::make_unique<vk::Profiler>(std::move(profiler));
-  return {};
-}
-
-Result<std::vector<KernelTime>> Layer::try_last_profile() {
-  ATTENDRE_TRY(impl_->finish_pending());
-  std::vector<KernelTime> out;
-  if (!impl_->profiler) return out;
-  ATTENDRE_TRY_ASSIGN(const std::vector<vk::Profiler::Sample> samples, impl_->profiler->try_read());
-  for (const auto& s : samples) out.push_back({s.label, s.ns, s.pieces, s.longest_piece_ns});
-  return out;
-}
+Status Layer::try_wait() { return impl_->executor->try_finish_all(); }
+Status Layer::try_set_profiling(bool enabled) { return impl_->executor->try_set_profiling(enabled); }
+Result<std::vector<KernelTime>> Layer::try_last_profile() { return impl_->executor->try_last_profile(); }
 
 bool Layer::has_pending_queries() const { return impl_->ring->has_pending(); }
 
 Status Layer::Impl::check(const SubmitOptions& options) const {
-  ATTENDRE_TRY(slots[0]->submission.try_check_waits(options.waits));
+  ATTENDRE_TRY(executor->try_check_waits(options.waits));
   if (options.outputs) return check_range(*options.outputs, uint64_t{config.chunk} * config.shape.q_row() * 4, "outputs");
   return {};
 }
@@ -184,8 +138,9 @@ Result<Ticket> Layer::try_submit(const ChunkView& chunk, const StepRequest& requ
                    "evicted entries requested but copy_out_evicted is off");
   // A snapshot and evicted entries are decoded with the memory's host
   // counts, which the next step changes.
-  const StepSlot& previous = *m.slots[(m.steps + 1) % 2];
-  ATTENDRE_REQUIRE(!(previous.uncollected && (previous.request.snapshot || previous.request.evicted)),
+  const SubmitSlot& previous = m.executor->previous_slot();
+  const StepRequest& asked = m.reads[previous.index].request;
+  ATTENDRE_REQUIRE(!(previous.uncollected && (asked.snapshot || asked.evicted)),
                    "collect the result of a step that asked for a snapshot or evicted entries before submitting the next");
   ATTENDRE_TRY(m.validator.check(chunk, m.config));
   ATTENDRE_TRY(check_int32_positions(chunk));
@@ -215,8 +170,9 @@ Result<StepResult> Layer::try_flush(const StepRequest& request) {
 }
 
 Result<MemorySnapshot> Layer::try_snapshot() {
-  ATTENDRE_TRY(impl_->finish_pending());
-  return impl_->kv->read_snapshot(impl_->slots[0]->submission, impl_->slots[0]->readback, impl_->outputs_words);
+  ATTENDRE_TRY(impl_->executor->try_finish_all());
+  SubmitSlot& slot = impl_->executor->slot(0);
+  return impl_->kv->read_snapshot(slot.submission, slot.readback, impl_->outputs_words);
 }
 
 void Layer::Impl::pack_chunk(const ChunkView& chunk, const std::vector<QueryMeta>& inserted, uint32_t* words) const {
@@ -246,33 +202,25 @@ Result<Ticket> Layer::Impl::submit(std::vector<QueryMeta> evicted, const ChunkVi
                                    const std::vector<QueryMeta>* inserted, uint64_t first, const StepRequest& request,
                                    const SubmitOptions& options) {
   const QueryRange range = ring->range_of(evicted);
-  if (profiler) ATTENDRE_TRY(finish_pending());  // profiles are per step: one in flight
-  StepSlot& slot = *slots[steps % 2];
-  ATTENDRE_TRY(finish(slot));  // its previous step is done: its upload and readback are free
-  checks->use_slot(slot.index);
-  ATTENDRE_TRY_ASSIGN(vk::CommandRecorder* const began, slot.submission.try_begin());
-  vk::CommandRecorder& rec = *began;
-  rec.attach(profiler.get());
+  ATTENDRE_TRY_ASSIGN(SubmitSlot* const began, executor->try_begin());
+  SubmitSlot& slot = *began;
+  vk::CommandRecorder& rec = slot.submission.recorder();
   if (chunk) {
     pack_chunk(*chunk, *inserted, static_cast<uint32_t*>(slot.upload.mapped()));
     record_chunk(rec, slot.upload, first);
   }
   ATTENDRE_TRY(record_memories(rec, chunk ? inserted : nullptr, first, range));
-  slot.read_outputs = request.outputs && range.last_valid != kernels::kInvalid;
-  if (slot.read_outputs)
+  const bool read_outputs = request.outputs && range.last_valid != kernels::kInvalid;
+  if (read_outputs)
     rec.copy(kv->attention_buffer(), kv->outputs_offset() * 4, slot.readback, 0,
              uint64_t{range.count} * config.shape.q_row() * 4);
   if (request.snapshot) kv->record_snapshot(rec, slot.readback, outputs_words * 4);
   const uint64_t evicted_at = outputs_words + align_words(kv->snapshot_words());
   if (request.evicted) ATTENDRE_TRY(kv->record_evicted(rec, slot.readback, evicted_at * 4));
   if (options.outputs) record_outputs(rec, evicted, *options.outputs);
-  ATTENDRE_TRY(slot.submission.try_submit(options.waits));
-  slot.step = steps++;
-  slot.unverified = true;
-  slot.uncollected = true;
-  slot.evicted = std::move(evicted);
-  slot.request = request;
-  return TicketAccess::make(slot.submission, slot.step);
+  ATTENDRE_TRY_ASSIGN(Ticket ticket, executor->try_submit(slot, options.waits));
+  reads[slot.index] = {std::move(evicted), request, read_outputs};
+  return ticket;
 }
 
 void Layer::Impl::record_outputs(vk::CommandRecorder& rec, const std::vector<QueryMeta>& evicted,
@@ -283,18 +231,18 @@ void Layer::Impl::record_outputs(vk::CommandRecorder& rec, const std::vector<Que
 }
 
 Result<StepResult> Layer::Impl::result(const Ticket& ticket) {
-  StepSlot& slot = *slots[ticket.step() % 2];
-  ATTENDRE_TRY(TicketAccess::check_collectable(ticket, slot.submission, slot.step, slot.uncollected));
-  slot.uncollected = false;
+  ATTENDRE_TRY_ASSIGN(SubmitSlot* const collected, executor->try_collect(ticket));
+  SubmitSlot& slot = *collected;
+  const StepRead& read = reads[slot.index];
   StepResult result;
-  for (const QueryMeta& meta : slot.evicted)
+  for (const QueryMeta& meta : read.evicted)
     if (meta.valid) result.emitted_positions.push_back(meta.position);
-  if (!slot.read_outputs && !slot.request.snapshot && !slot.request.evicted) return result;
-  ATTENDRE_TRY(finish(slot));
+  if (!read.read_outputs && !read.request.snapshot && !read.request.evicted) return result;
+  ATTENDRE_TRY(executor->try_finish(slot));
   const auto* words = static_cast<const uint32_t*>(slot.readback.mapped());
-  if (slot.read_outputs) append_valid_rows(reinterpret_cast<const float*>(words), slot.evicted, config.shape.q_row(), result.outputs);
-  if (slot.request.snapshot) result.snapshot = kv->decode_snapshot(words + outputs_words);
-  if (slot.request.evicted) result.evicted = kv->decode_evicted(words + outputs_words + align_words(kv->snapshot_words()));
+  if (read.read_outputs) append_valid_rows(reinterpret_cast<const float*>(words), read.evicted, config.shape.q_row(), result.outputs);
+  if (read.request.snapshot) result.snapshot = kv->decode_snapshot(words + outputs_words);
+  if (read.request.evicted) result.evicted = kv->decode_evicted(words + outputs_words + align_words(kv->snapshot_words()));
   return result;
 }
 
@@ -324,9 +272,7 @@ Result<RecordedStep> Layer::try_record(VkCommandBuffer cb, const LayerInputs& in
   const std::vector<QueryMeta> evicted = m.ring->insert(rows);
   const QueryRange range = m.ring->range_of(evicted);
 
-  m.checks->use_slot(Impl::kRecordedChecks);
-  vk::CommandRecorder rec(cb, m.context.state().debug_label);
-  rec.acquire();
+  vk::CommandRecorder rec = m.executor->begin_recorded(cb);
   // The chunk image travels in the command buffer; device inputs then
   // overwrite its zeros row run by row (the tracker orders the overwrite).
   std::vector<uint32_t> image(m.upload_layout.words);
@@ -341,9 +287,7 @@ Result<RecordedStep> Layer::try_record(VkCommandBuffer cb, const LayerInputs& in
   ATTENDRE_TRY(m.record_memories(rec, &rows, first, range));
   RecordedStep recorded;
   if (out.outputs) m.record_outputs(rec, evicted, *out.outputs);
-  rec.release(out.consumer.stages, out.consumer.access);
-  m.recorded.add(rec);
-  ++m.steps;
+  m.executor->end_recorded(rec, out.consumer);
   m.validator.accept(chunk, m.config, parts);
   for (const QueryMeta& meta : evicted)
     if (meta.valid) recorded.emitted_positions.push_back(meta.position);

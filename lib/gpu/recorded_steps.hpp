@@ -1,8 +1,9 @@
-// What gpu::Layer::record and gpu::Stack::record share (docs/architecture.md,
-// "Recording into an application's command buffer"): checks of the
-// application's buffer ranges, runs of valid rows (the only rows read from
-// or written to its buffers), and the finite checks of recorded steps, read
-// at the object's next wait.
+// What gpu::Layer::record, gpu::Stack::record and gpu::KeyValueMemory's
+// record_* share (docs/architecture.md, "Recording into an application's
+// command buffer"): checks of the application's buffer ranges, runs of
+// valid rows (the only rows read from or written to its buffers), and the
+// recorded steps' barriers and finite checks, read at the object's next
+// wait (gpu::StepExecutor's, or the K/V memory's own).
 #pragma once
 
 #include "gpu/finite_checks.hpp"
@@ -10,6 +11,7 @@
 #include "gpu/query_ring.hpp"
 #include "vulkan/buffer.hpp"
 #include "vulkan/commands.hpp"
+#include "vulkan/context_state.hpp"
 #include "core/try.hpp"
 
 #include <attendre/embedding.hpp>
@@ -120,12 +122,28 @@ inline ChunkView without_device_rows(const ChunkView& chunk, bool device, uint32
 // still to be read, and the host-visible buffers they wrote.
 class RecordedSteps {
  public:
-  // After a step's commands were recorded (release() included).
-  void add(const vk::CommandRecorder& rec) {
+  // A recorder for a step into the application's `cb`: the flags of
+  // `checks`' `slot` selected (recorded steps set those, never a submitted
+  // step's), the acquire barrier recorded.
+  static vk::CommandRecorder begin(Context& context, VkCommandBuffer cb, FiniteChecks& checks, uint32_t slot) {
+    checks.use_slot(slot);
+    vk::CommandRecorder rec(cb, context.state().debug_label);
+    rec.acquire();
+    return rec;
+  }
+  // After the commands of the owner's step (or call) number `step`: the
+  // release barrier for `consumer`; the step's checks are read at the next wait.
+  void end(vk::CommandRecorder& rec, const Consumer& consumer, uint64_t step) {
+    rec.release(consumer.stages, consumer.access);
     for (const vk::Buffer* b : rec.host_writes())
       if (std::find(host_writes_.begin(), host_writes_.end(), b) == host_writes_.end()) host_writes_.push_back(b);
+    if (!unverified_) first_step_ = step;
     unverified_ = true;
   }
+  // Whether recorded steps wait to be verified, and the first of them: a
+  // wait reports them in their place among the owner's submitted steps.
+  bool unverified() const { return unverified_; }
+  uint64_t first_step() const { return first_step_; }
   // The application submitted the recorded steps to the context's queue
   // (record()'s contract): an empty submission of `own` after them signals
   // its fence only once they completed, so only our own fence is waited on.
@@ -144,6 +162,7 @@ class RecordedSteps {
 
  private:
   bool unverified_ = false;
+  uint64_t first_step_ = 0;
   std::vector<const vk::Buffer*> host_writes_;
 };
 

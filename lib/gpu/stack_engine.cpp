@@ -2,7 +2,6 @@
 
 #include "core/model_spec.hpp"
 #include "core/try.hpp"
-#include "vulkan/context_state.hpp"
 
 #include <attendre/error.hpp>
 #include <attendre/gpu_stack.hpp>
@@ -62,14 +61,11 @@ Status StackEngine::build(WeightSource& weights, const vk::Buffer* encoder_rows)
   ATTENDRE_TRY_ASSIGN(const ScratchWords scratch, stack_scratch_words(c, caps));
   ATTENDRE_TRY_ASSIGN(shared_.scratch, RetrievalScratch::create(ctx, scratch));
   ATTENDRE_TRY_ASSIGN(shared_.checks,
-                      FiniteChecks::create(ctx, finite_sites(c), kRecordedChecks + 1));
+                      FiniteChecks::create(ctx, finite_sites(c), StepExecutor::kCheckSlots));
   ATTENDRE_TRY(device_buffer(final_rows_, uint64_t{rows} * H * 4, "final rows"));
   ATTENDRE_TRY(device_buffer(logits_, uint64_t{rows} * c.vocab * 4, "logits"));
-  for (uint32_t i = 0; i < slots_.size(); ++i) {
-    ATTENDRE_TRY_ASSIGN(SubmitSlot made, SubmitSlot::create(ctx, i, upload_plan_.words * 4, "stack upload slot",
-                                                            readback_plan_.words * 4, "stack readback"));
-    slots_[i] = std::make_unique<Slot>(std::move(made));
-  }
+  ATTENDRE_TRY_ASSIGN(executor_, StepExecutor::create(ctx, *shared_.checks, upload_plan_.words * 4, "stack upload slot",
+                                                      readback_plan_.words * 4, "stack readback"));
 
   ATTENDRE_TRY_ASSIGN(output_norm_, loader.norm(spec.output_norm, spec.output_norm_bias));
   if (spec.token_embd) {
@@ -113,22 +109,6 @@ Status StackEngine::build(WeightSource& weights, const vk::Buffer* encoder_rows)
     ATTENDRE_TRY_ASSIGN(logits_site_, shared_.checks->try_add("the logits", {&logits_}));
   }
   return {};
-}
-
-Status StackEngine::finish_slot(Slot& slot) {
-  ATTENDRE_TRY(slot.submission.try_wait());
-  if (!slot.unverified) return {};
-  slot.unverified = false;
-  return shared_.checks->verify("step " + std::to_string(slot.step), slot.index);
-}
-
-Status StackEngine::finish_pending() {
-  // In submission order, so that a non-finite value is reported for the first step that had one.
-  Slot& older = *slots_[steps_ % 2];
-  ATTENDRE_TRY(finish_slot(older));
-  ATTENDRE_TRY(finish_slot(*slots_[(steps_ + 1) % 2]));
-  return recorded_steps_.wait(slots_[0]->submission, *shared_.checks, kRecordedChecks,
-                              "a recorded step before step " + std::to_string(steps_));
 }
 
 std::vector<QueryMeta> StackEngine::stage_input(const StackChunk* chunk, uint32_t rows, uint32_t* words) {
@@ -221,13 +201,9 @@ Status StackEngine::record_step(vk::CommandRecorder& rec, const Planned& step, s
 
 Result<Ticket> StackEngine::submit_step(const StackChunk* chunk, size_t first_block, BlockMode mode,
                                         const StackRequest& request, const SubmitOptions& options) {
-  if (profiler_) ATTENDRE_TRY(finish_pending());  // profiles are per step: one in flight
-  Slot& slot = *slots_[steps_ % 2];
-  ATTENDRE_TRY(finish_slot(slot));  // its previous step is done: its upload and readback are free
-  shared_.checks->use_slot(slot.index);
-  ATTENDRE_TRY_ASSIGN(vk::CommandRecorder* const began, slot.submission.try_begin());
-  vk::CommandRecorder& rec = *began;
-  rec.attach(profiler_.get());
+  ATTENDRE_TRY_ASSIGN(SubmitSlot* const began, executor_->try_begin());
+  SubmitSlot& slot = *began;
+  vk::CommandRecorder& rec = slot.submission.recorder();
   ATTENDRE_TRY_ASSIGN(Planned step, plan(chunk, first_block, mode, static_cast<uint32_t*>(slot.upload.mapped())));
   // The kernels bind the shared upload buffer: the slot's image goes there
   // first, after the previous step's reads (begin()'s barrier orders them).
@@ -243,33 +219,29 @@ Result<Ticket> StackEngine::submit_step(const StackChunk* chunk, size_t first_bl
   if (request.logits) logits = {&slot.readback, readback_plan_.logits * 4};
   ATTENDRE_TRY(record_step(rec, step, first_block, hidden, logits));
   recorded_ = {1, rec.counts().dispatches, rec.counts().barriers, rec.counts().copies};
-  ATTENDRE_TRY(slot.submission.try_submit(options.waits));
-  slot.step = steps_++;
-  slot.unverified = true;
-  slot.uncollected = true;
-  slot.emitted = std::move(step.emitted);
-  slot.request = request;
-  return TicketAccess::make(slot.submission, slot.step);
+  ATTENDRE_TRY_ASSIGN(Ticket ticket, executor_->try_submit(slot, options.waits));
+  reads_[slot.index] = {std::move(step.emitted), request};
+  return ticket;
 }
 
 Result<StackOutput> StackEngine::result(const Ticket& ticket) {
-  Slot& slot = *slots_[ticket.step() % 2];
-  ATTENDRE_TRY(TicketAccess::check_collectable(ticket, slot.submission, slot.step, slot.uncollected));
-  slot.uncollected = false;
-  const std::vector<QueryMeta>& rows = slot.emitted;
+  ATTENDRE_TRY_ASSIGN(SubmitSlot* const collected, executor_->try_collect(ticket));
+  SubmitSlot& slot = *collected;
+  const StackRequest& request = reads_[slot.index].request;
+  const std::vector<QueryMeta>& rows = reads_[slot.index].emitted;
   StackOutput out;
   for (const QueryMeta& m : rows)
     if (m.valid) out.positions.push_back(m.position);
-  if (out.positions.empty() || !(slot.request.hidden || slot.request.logits)) return out;
-  ATTENDRE_TRY(finish_slot(slot));
+  if (out.positions.empty() || !(request.hidden || request.logits)) return out;
+  ATTENDRE_TRY(executor_->try_finish(slot));
   const uint32_t H = config_.hidden, V = config_.vocab;
   const auto* floats = static_cast<const float*>(slot.readback.mapped());
   for (uint32_t r = 0; r < rows.size(); ++r) {
     if (!rows[r].valid) continue;
-    if (slot.request.hidden)
+    if (request.hidden)
       out.hidden.insert(out.hidden.end(), floats + readback_plan_.hidden + uint64_t{r} * H,
                         floats + readback_plan_.hidden + uint64_t{r + 1} * H);
-    if (slot.request.logits)
+    if (request.logits)
       out.logits.insert(out.logits.end(), floats + readback_plan_.logits + uint64_t{r} * V,
                         floats + readback_plan_.logits + uint64_t{r + 1} * V);
   }
@@ -279,14 +251,14 @@ Result<StackOutput> StackEngine::result(const Ticket& ticket) {
 Result<StackOutput> StackEngine::run(const StackChunk* chunk, size_t first_block, BlockMode mode,
                                      const StackRequest& request) {
   ATTENDRE_REQUIRE(!request.logits || config_.vocab > 0, "logits requested from a stack without a vocabulary");
-  ATTENDRE_TRY(finish_pending());  // blocking steps report an earlier step's non-finite values first
+  ATTENDRE_TRY(executor_->try_finish_all());  // blocking steps report an earlier step's non-finite values first
   ATTENDRE_TRY_ASSIGN(const Ticket ticket, submit_step(chunk, first_block, mode, request, {}));
   return result(ticket);
 }
 
 Status StackEngine::load_encoder_memory(RowRef rows, const std::vector<int64_t>& positions) {
-  ATTENDRE_TRY(finish_pending());
-  Slot& slot = *slots_[0];
+  ATTENDRE_TRY(executor_->try_finish_all());
+  SubmitSlot& slot = executor_->slot(0);
   vk::Submission& submission = slot.submission;
   ATTENDRE_TRY_ASSIGN(vk::CommandRecorder* const began, submission.try_begin());
   vk::CommandRecorder& rec = *began;
@@ -313,7 +285,7 @@ Status check_gpu_positions(const StackChunk& chunk) {
 }  // namespace
 
 Result<StackOutput> StackEngine::try_step(const StackChunk& chunk, const StackRequest& request) {
-  ATTENDRE_TRY(finish_pending());  // blocking steps report an earlier step's non-finite values first
+  ATTENDRE_TRY(executor_->try_finish_all());  // blocking steps report an earlier step's non-finite values first
   ATTENDRE_TRY_ASSIGN(const Ticket ticket, submit(chunk, request, {}));
   return result(ticket);
 }
@@ -321,7 +293,7 @@ Result<StackOutput> StackEngine::try_step(const StackChunk& chunk, const StackRe
 Result<Ticket> StackEngine::submit(const StackChunk& chunk, const StackRequest& request, const SubmitOptions& options) {
   ATTENDRE_REQUIRE(!finished_, "step() after finish(): use decode()");
   ATTENDRE_REQUIRE(!request.logits || config_.vocab > 0, "logits requested from a stack without a vocabulary");
-  ATTENDRE_TRY(slots_[0]->submission.try_check_waits(options.waits));
+  ATTENDRE_TRY(executor_->try_check_waits(options.waits));
   if (options.outputs)
     ATTENDRE_TRY(gpu::check_range(*options.outputs, uint64_t{config_.chunk} * config_.hidden * 4, "outputs"));
   ATTENDRE_TRY(validator_.check(chunk, config_, config_.chunk));
@@ -408,9 +380,7 @@ Result<RecordedStep> StackEngine::record_step_into(VkCommandBuffer cb, const Sta
   // the host writes no mapped memory that an earlier step may still read.
   std::vector<uint32_t> image(upload_plan_.words);
   ATTENDRE_TRY_ASSIGN(const Planned step, plan(flush ? nullptr : &chunk, first_block, mode, image.data()));
-  shared_.checks->use_slot(kRecordedChecks);
-  vk::CommandRecorder rec(cb, context_.state().debug_label);
-  rec.acquire();
+  vk::CommandRecorder rec = executor_->begin_recorded(cb);
   ATTENDRE_TRY(rec.try_update(shared_.upload, 0, image.size() * 4, image.data()));
   if (device) {
     const uint64_t row_bytes = uint64_t{row_words} * 4;
@@ -426,9 +396,7 @@ Result<RecordedStep> StackEngine::record_step_into(VkCommandBuffer cb, const Sta
   if (out.logits) logits = borrow(*out.logits, "application logits");
   ATTENDRE_TRY(record_step(rec, step, first_block, hidden_to,
                            logits ? Destination{&*logits, out.logits->offset, true} : Destination{}));
-  rec.release(out.consumer.stages, out.consumer.access);
-  recorded_steps_.add(rec);
-  ++steps_;
+  executor_->end_recorded(rec, out.consumer);
   if (!flush) validator_.accept(chunk);
   RecordedStep recorded;
   for (const QueryMeta& m : step.emitted)
@@ -444,11 +412,12 @@ bool StackEngine::has_pending() const {
 
 Result<MemorySnapshot> StackEngine::try_snapshot(size_t block) {
   ATTENDRE_REQUIRE(block < blocks_.size(), "no block " + std::to_string(block));
-  ATTENDRE_TRY(finish_pending());
+  ATTENDRE_TRY(executor_->try_finish_all());
   // Slot 0's readback serves the snapshot: a result still to collect there would be overwritten.
-  ATTENDRE_REQUIRE(!(slots_[0]->uncollected && (slots_[0]->request.hidden || slots_[0]->request.logits)),
+  SubmitSlot& slot = executor_->slot(0);
+  ATTENDRE_REQUIRE(!(slot.uncollected && (reads_[0].request.hidden || reads_[0].request.logits)),
                    "collect the submitted steps' results before a snapshot");
-  return blocks_[block]->kv().read_snapshot(slots_[0]->submission, slots_[0]->readback, 0);
+  return blocks_[block]->kv().read_snapshot(slot.submission, slot.readback, 0);
 }
 
 StackMemory StackEngine::memory() const {
@@ -463,27 +432,12 @@ StackMemory StackEngine::memory() const {
   for (const vk::Buffer* b : {&shared_.x[0], &shared_.x[1], &shared_.h, &shared_.y, &shared_.gu, &final_rows_, &logits_})
     out.activations += b->size();
   out.staging = shared_.upload.size() + shared_.checks->device_bytes();
-  for (const auto& slot : slots_) out.staging += slot->upload.size() + slot->readback.size();
+  out.staging += executor_->staging_bytes();
   out.load_staging = context_.caps().unified_memory ? 0 : WeightLoader::kStagingBytes;
   return out;
 }
 
-Status StackEngine::set_profiling(bool enabled) {
-  ATTENDRE_TRY(finish_pending());  // no step in flight writes the old profiler's timestamps
-  profiler_.reset();
-  if (!enabled) return {};
-  ATTENDRE_TRY_ASSIGN(vk::Profiler profiler, vk::Profiler::create(context_, 4096));
-  profiler_ = std::make_unique<vk::Profiler>(std::move(profiler));
-  return {};
-}
-
-Result<std::vector<KernelTime>> StackEngine::last_profile() {
-  ATTENDRE_TRY(finish_pending());
-  std::vector<KernelTime> out;
-  if (!profiler_) return out;
-  ATTENDRE_TRY_ASSIGN(const std::vector<vk::Profiler::Sample> samples, profiler_->try_read());
-  for (const auto& s : samples) out.push_back({s.label, s.ns, s.pieces, s.longest_piece_ns});
-  return out;
-}
+Status StackEngine::set_profiling(bool enabled) { return executor_->try_set_profiling(enabled); }
+Result<std::vector<KernelTime>> StackEngine::last_profile() { return executor_->try_last_profile(); }
 
 }  // namespace attendre::gpu

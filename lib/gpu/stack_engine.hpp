@@ -8,8 +8,7 @@
 #include "core/stack_chunk.hpp"
 #include "gpu/recorded_steps.hpp"
 #include "gpu/stack_block.hpp"
-#include "gpu/submit_slot.hpp"
-#include "gpu/ticket.hpp"
+#include "gpu/step_executor.hpp"
 #include "kernels/embedding.hpp"
 #include "vulkan/commands.hpp"
 #include "core/stream_validator.hpp"
@@ -74,9 +73,6 @@ struct ReadbackPlan {
 
 class StackEngine final : public TransformerStack {
  public:
-  // The finite checks' slot of steps recorded into the application's
-  // command buffers (slots 0 and 1 are the submitted steps').
-  static constexpr uint32_t kRecordedChecks = 2;
   // Finite-check sites a stack registers: its blocks', then its final rows and logits.
   static uint32_t finite_sites(const StackConfig& config) {
     return static_cast<uint32_t>(DeviceBlock::kFiniteSites * config.blocks.size() + 2);
@@ -107,7 +103,7 @@ class StackEngine final : public TransformerStack {
   Result<RecordedStep> record_flush(VkCommandBuffer cb, size_t block, const StackRecordOutputs& out);
   Result<Ticket> submit(const StackChunk& chunk, const StackRequest& request, const SubmitOptions& options);
   Result<StackOutput> result(const Ticket& ticket);
-  Status wait() { return finish_pending(); }
+  Status wait() { return executor_->try_finish_all(); }
 
   // Loads every cross-attention block from `rows` rows of the encoder buffer.
   Status load_encoder_memory(kernels::RowRef rows, const std::vector<int64_t>& positions);
@@ -146,17 +142,11 @@ class StackEngine final : public TransformerStack {
   void copy_rows(vk::CommandRecorder& rec, const vk::Buffer& src, uint32_t row_floats,
                  const std::vector<QueryMeta>& rows, Destination dst) const;
   Result<StackOutput> run(const StackChunk* chunk, size_t first_block, BlockMode mode, const StackRequest& request);
-  // A submit slot (gpu/submit_slot.hpp) and what result() decodes of its step.
-  struct Slot : SubmitSlot {
-    explicit Slot(SubmitSlot made) : SubmitSlot(std::move(made)) {}
+  // What result() decodes of the step a submit slot holds.
+  struct StepRead {
     std::vector<QueryMeta> emitted;
     StackRequest request;
   };
-  // Waits for the slot's step and reports its non-finite values.
-  Status finish_slot(Slot& slot);
-  // Waits for every submitted step and for recorded ones, and reports
-  // their non-finite values.
-  Status finish_pending();
   std::vector<QueryMeta> stage_input(const StackChunk* chunk, uint32_t rows, uint32_t* words);
 
   StackEngine(Context& ctx, const StackConfig& c, const UploadPlan& upload, const ReadbackPlan& readback)
@@ -179,13 +169,11 @@ class StackEngine final : public TransformerStack {
   std::vector<kernels::Embedding> embed_;  // one per part of the embedding table
   kernels::Norm final_norm_;
   Projection head_;
-  std::array<std::unique_ptr<Slot>, 2> slots_;
+  std::unique_ptr<StepExecutor> executor_;
+  std::array<StepRead, StepExecutor::kSlots> reads_;  // per submit slot
   StackStreamValidator validator_;
   Stack::Recorded recorded_;
-  RecordedSteps recorded_steps_;  // record()'s, read at the next wait
-  std::unique_ptr<vk::Profiler> profiler_;
   uint32_t final_rows_site_ = 0, logits_site_ = 0;
-  uint64_t steps_ = 0;  // submitted or recorded so far
   bool finished_ = false;
 };
 

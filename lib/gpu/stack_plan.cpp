@@ -98,11 +98,11 @@ Result<StackLayout> plan(const StackConfig& config, const DeviceCaps& caps, cons
   ATTENDRE_TRY_ASSIGN(const UploadPlan upload, UploadPlan::make(config));
   ATTENDRE_TRY_ASSIGN(const ReadbackPlan readback, ReadbackPlan::make(config));
   add(m.staging, "stack upload", vk::rounded_bytes(upload.words * 4), false);
-  for (const char* slot : {"0", "1"}) {  // double-buffered submissions
-    add(m.staging, std::string("stack upload slot ") + slot, vk::rounded_bytes(upload.words * 4), false, false);
-    add(m.staging, std::string("stack readback ") + slot, vk::rounded_bytes(readback.words * 4), false, false);
+  for (uint32_t slot = 0; slot < StepExecutor::kSlots; ++slot) {  // double-buffered submissions
+    add(m.staging, "stack upload slot " + std::to_string(slot), vk::rounded_bytes(upload.words * 4), false, false);
+    add(m.staging, "stack readback " + std::to_string(slot), vk::rounded_bytes(readback.words * 4), false, false);
   }
-  for (uint32_t slot = 0; slot <= StackEngine::kRecordedChecks; ++slot)  // flags per step in flight
+  for (uint32_t slot = 0; slot < StepExecutor::kCheckSlots; ++slot)  // flags per step in flight
     add(m.staging, "finite checks " + std::to_string(slot),
         vk::rounded_bytes(uint64_t{StackEngine::finite_sites(config)} * kSectionWords * 4), false);
   m.load_staging = caps.unified_memory ? 0 : WeightLoader::kStagingBytes;

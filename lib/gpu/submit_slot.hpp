@@ -1,7 +1,8 @@
 // One of the two sets of host-side resources a step submitted without
 // blocking uses (double-buffered upload and readback: the host fills one
-// while the device runs the step of the other), shared by gpu::Layer and
-// the stack; each adds what its result() decodes of the step.
+// while the device runs the step of the other), owned by gpu::StepExecutor
+// (gpu/step_executor.hpp); its owner keeps, per slot, what its result()
+// decodes of the step.
 #pragma once
 
 #include "core/try.hpp"
@@ -25,7 +26,7 @@ struct SubmitSlot {
     return SubmitSlot(slot_index, std::move(upload), std::move(readback), std::move(submission));
   }
 
-  uint32_t index;  // in the owner's two slots, and the finite checks' slot its steps set
+  uint32_t index;  // in the executor's two slots, and the finite checks' slot its steps set
   vk::Buffer upload, readback;  // the step's upload image, and what it reads back
   vk::Submission submission;
   uint64_t step = 0;         // the step submitted last from this slot
