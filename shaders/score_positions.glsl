@@ -1,6 +1,7 @@
-// What positions add to a logit, for score.comp and score_direct.comp
-// (included after their bindings: reads pc (ScoreParams) and kv[]): the
-// LM-Infinite variant a pair is scored with, and the ALiBi or T5 bias.
+// What positions add to a logit, for score.comp, score_direct.comp and
+// flash_attend.comp (included after their bindings: reads pc, ScoreParams
+// or FlashParams, and kv[]): the LM-Infinite variant a pair is scored
+// with, and the ALiBi or T5 bias.
 #ifndef ATTENDRE_SCORE_POSITIONS_GLSL
 #define ATTENDRE_SCORE_POSITIONS_GLSL
 

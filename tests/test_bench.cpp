@@ -83,7 +83,7 @@ void check_all_numbers(const Json& v, const std::string& where) {
     for (const auto& [k, m] : v.items()) check_all_numbers(m, where + "." + k);
 }
 
-const std::set<std::string> kLayerKernels = {"score", "topk", "attend", "evict_select", "compact"};
+const std::set<std::string> kLayerKernels = {"score", "topk", "attend", "flash_attend", "evict_select", "compact"};
 const std::set<std::string> kPolicies = {"lru", "lfu", "lra_last", "lra_max", "lra_sum", "lfa"};
 const std::set<std::string> kBlockKernels = {"matmul", "matvec", "norm_rms", "norm_layer", "rope",
                                              "activation", "embedding", "add"};

@@ -1,12 +1,15 @@
 // The K/V memory on its own (paper Table 1): the device memory's insert()
 // and retrieve() against the float64 reference memory, with evicted entries
 // copied out, on randomized inserts and queries.
+#include "dense_attention.hpp"
 #include "support.hpp"
 
 #include <attendre/gpu.hpp>
 #include <attendre/reference/layer.hpp>
 
 #include <doctest/doctest.h>
+
+#include <numeric>
 
 using namespace attendre;
 
@@ -87,6 +90,36 @@ TEST_CASE("key-value memory: device insert and retrieve match the reference, evi
       }
       break;
     }
+  }
+  test::check_no_validation_messages(test::gpu());
+}
+
+// fifo with K >= M reads no per-entry weight: retrieval takes flash_attend
+// (one pass, no logits), whose split slots are what lets lavapipe attend to
+// more entries than its loop limit allows one invocation (score + attend
+// refuse past about 20,000).
+TEST_CASE("key-value memory: fifo full attention over 50000 entries matches dense attention") {
+  const AttentionShape shape{4, 2, 8};
+  const uint32_t M = 50000, max_insert = 512, queries = 4;
+  KvMemoryConfig kv;
+  kv.capacity = M;
+  kv.policy = Policy::fifo();
+  RetrievalConfig retrieval;
+  retrieval.top_k = M;
+  test::Stream s = test::random_stream(shape, M, 900);
+  const test::Stream q = test::random_stream(shape, queries, 901);
+  gpu::KeyValueMemory device(test::gpu(), shape, kv, retrieval, max_insert, queries);
+  for (uint32_t first = 0; first < M; first += max_insert) device.insert(s.chunk(first, std::min(max_insert, M - first)));
+  const std::vector<float> out = device.retrieve(q.chunk(0, queries));
+  // dense_attention reads query rows from s.q: the queries replace its first rows.
+  std::copy(q.q.begin(), q.q.end(), s.q.begin());
+  std::vector<uint32_t> all(M);
+  std::iota(all.begin(), all.end(), 0u);
+  REQUIRE(out.size() == uint64_t{queries} * shape.q_row());
+  for (uint32_t i = 0; i < queries; ++i) {
+    const std::vector<double> want = test::dense_attention(s, i, all);
+    for (uint32_t j = 0; j < shape.q_row(); ++j)
+      CHECK(out[uint64_t{i} * shape.q_row() + j] == doctest::Approx(want[j]).epsilon(2e-4).scale(1.0));
   }
   test::check_no_validation_messages(test::gpu());
 }

@@ -35,6 +35,15 @@ Cost attend_cost(const LayerShape& s) {
   return {4.0 * (Q * H * R * (2.0 + D) + Q * H * D + Q * H * R), Q * H * R * (2.0 * D + 4.0)};
 }
 
+// Dense attention in one pass (K >= M): every key and value row (and its
+// position) read once, every query read and every output row and
+// log-sum-exp written once; score's and attend's flops, with no logits or
+// weights in memory.
+Cost flash_attend_cost(const LayerShape& s) {
+  const double Q = s.S, H = s.heads_q, G = s.heads_kv, M = s.M, D = s.D;
+  return {4.0 * (2.0 * M * G * D + M + 2.0 * Q * H * D + Q * H), Q * H * M * (4.0 * D + 4.0)};
+}
+
 // Usage and policy update: the R weights and slots of every (query, head)
 // read once, every score read and written once; one add per weight and
 // one update per entry and query.

@@ -30,6 +30,7 @@ struct LayerShape {
 Cost score_cost(const LayerShape& s);
 Cost topk_cost(const LayerShape& s);
 Cost attend_cost(const LayerShape& s);
+Cost flash_attend_cost(const LayerShape& s);
 Cost policy_cost(const LayerShape& s);
 Cost evict_select_cost(const LayerShape& s);
 Cost compact_cost(const LayerShape& s, bool attention_scored);

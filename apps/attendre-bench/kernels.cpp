@@ -114,6 +114,7 @@ Cost cost_of(const std::string& name, const LayerShape& s, bool attention_scored
   if (name == "score") return score_cost(s);
   if (name == "topk") return topk_cost(s);
   if (name == "attend") return attend_cost(s);
+  if (name == "flash_attend") return flash_attend_cost(s);
   if (name == "evict_select") return evict_select_cost(s);
   if (name == "compact") return compact_cost(s, attention_scored);
   return policy_cost(s);  // policy_<p>
@@ -166,6 +167,28 @@ void sweep_layer_kernels(attendre::Context& context, const Options& options, Res
         results.skipped.push_back({"layer kernels at " + label(s), e.what()});
       }
     }
+  }
+
+  // Full attention (K = M) at the base shape both ways, alternately in one
+  // run: fifo reads no per-entry weight and takes flash_attend (one pass, no
+  // logits); lra_sum reads every weight and takes score + attend.
+  if (f.layer_kernel("flash_attend")) {
+    LayerShape full = kBase;
+    full.K = full.M;
+    StepTimes both;  // flash_attend from fifo's steps, score and attend from lra_sum's
+    for (uint32_t round = 0; round < 2; ++round)
+      for (const Policy& p : {Policy::fifo(), Policy::lra_sum()}) {
+        std::fprintf(stderr, "attendre-bench: full attention, %s, at %s\n", policy_name(p).c_str(), label(full).c_str());
+        try {
+          const StepTimes t = time_layer(context, full, p, repeats, options.dispatches && round == 0);
+          for (const char* name : {"flash_attend", "score", "attend"})
+            if (auto it = t.find(name); it != t.end()) both[name].insert(both[name].end(), it->second.begin(), it->second.end());
+        } catch (const attendre::Error& e) {
+          if (!skippable(e)) throw;
+          if (round == 0) results.skipped.push_back({"full attention (" + policy_name(p) + ") at " + label(full), e.what()});
+        }
+      }
+    for (const auto& [name, ms] : both) add_kernel(results, name, full, ms, true);
   }
 
   // The other policies' update kernels at the base shape.

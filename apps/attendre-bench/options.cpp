@@ -9,7 +9,8 @@ namespace {
 
 // Every name --filter accepts; anything else is a usage error (a typo
 // would otherwise silently measure nothing).
-const std::vector<std::string> kLayerKernels = {"score", "topk", "attend", "evict_select", "compact", "policy"};
+const std::vector<std::string> kLayerKernels = {"score", "topk", "attend", "flash_attend", "evict_select",
+                                                "compact", "policy"};
 const std::vector<std::string> kBlockKernels = {"matmul", "matvec", "norm_rms", "norm_layer", "rope",
                                                 "activation", "embedding", "add"};
 const std::vector<std::string> kPresets = {"mobile", "desktop"};

@@ -50,7 +50,7 @@ Result<std::unique_ptr<KvMemory>> KvMemory::create(Context& context, const Layer
   std::unique_ptr<KvMemory> m(
       new KvMemory(config, lm_infinite, kernels::plan_kernels(context.caps()), ring_layout, checks));
   m->config_.chunk = max_insert;  // the insertion kernels size everything by the largest insertion
-  ATTENDRE_TRY_ASSIGN(m->plan_, plan_retrieval(m->config_, m->kernels_, max_queries, context.caps()));
+  ATTENDRE_TRY_ASSIGN(m->plan_, plan_retrieval(m->config_, m->kernels_, max_queries, context.caps(), lm_infinite));
   ATTENDRE_TRY_ASSIGN(m->kv_layout_, layout_of(KvLayout::try_make(config.kv.capacity, config.shape,
                                                                   key_variants(lm_infinite), config.retrieval,
                                                                   config.kv.storage),
@@ -96,6 +96,12 @@ Result<std::unique_ptr<KvMemory>> KvMemory::create(Context& context, const Layer
                                         context, *m->arena_, m->kernels_,
                                         {{&ring}, {&m->kv_}, {&sc.logits()}, {&sc.lists()}, {&sc.attention()}, {&sc.usage()}},
                                         config.kv.capacity, std::max(1u, plan.top_keep), lm_infinite.enabled, stored));
+  if (plan.flash) {
+    ATTENDRE_TRY_ASSIGN(m->flash_, kernels::FlashAttention::create(
+                                       context, *m->arena_, m->kernels_,
+                                       {{&ring}, {&m->kv_}, {&sc.attention()}, {&sc.logits()}}, config.shape.head_dim,
+                                       stored));
+  }
   if (config.retrieval.bias == BiasKind::t5) ATTENDRE_TRY(m->upload_t5_tables(context));
   ATTENDRE_TRY_ASSIGN(m->outputs_site_, checks.try_add("the attention outputs" + stage,
                                                        vk::BufferBinding::words(sc.attention(), 0, plan.outputs_words)));
@@ -246,8 +252,38 @@ Status KvMemory::record_retrieve(vk::CommandRecorder& rec, const QueryRange& ran
   return {};
 }
 
+// The fields ScoreParams and FlashParams share, named alike: which queries
+// and keys, how they are scaled, masked and biased.
+template <class Params>
+void KvMemory::scoring_fields(Params& p, uint32_t ring_first, uint32_t count, bool causal) const {
+  const RetrievalConfig& retrieval = config_.retrieval;
+  p.ring_first = ring_first;
+  p.ring_capacity = ring_layout_.capacity;
+  p.queries = count;
+  p.held = held_;
+  p.heads_q = config_.shape.heads_q;
+  p.heads_kv = config_.shape.heads_kv;
+  p.scale = static_cast<float>(config_.scale());
+  p.causal = causal ? 1u : 0u;
+  p.tag_mask = retrieval.tag_mask ? 1u : 0u;
+  p.bias = static_cast<uint32_t>(retrieval.bias);
+  p.ring_q_stride = ring_layout_.q_stride;
+  p.ring_pos_offset = ring_layout_.positions;
+  p.ring_valid_offset = ring_layout_.valid;
+  p.ring_tag_offset = ring_layout_.tags;
+  p.kv_key_offset = kv_layout_.keys;
+  p.kv_key_stride = kv_layout_.key_stride;
+  p.kv_pos_offset = kv_layout_.positions;
+  p.kv_tag_offset = kv_layout_.tags;
+  p.n_sink = config_.kv.n_sink;
+  p.t5_buckets_offset = kv_layout_.t5_buckets;
+  p.t5_biases_offset = kv_layout_.t5_biases;
+  p.t5_max_distance = retrieval.t5.max_distance;
+}
+
 Status KvMemory::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& range, uint32_t first, uint32_t count,
                               int32_t i_max, int32_t i_prev, bool causal) {
+  if (plan_.flash) return flash_batch(rec, range, first, count, causal);
   const AttentionShape& shape = config_.shape;
   const RetrievalConfig& retrieval = config_.retrieval;
   const uint32_t M = config_.kv.capacity;
@@ -255,31 +291,10 @@ Status KvMemory::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& rang
   const bool shared = retrieval.mode == RetrievalMode::shared;
 
   kernels::ScoreParams sp{};
-  sp.ring_first = range.ring_first + first;
-  sp.ring_capacity = ring_layout_.capacity;
-  sp.queries = count;
-  sp.held = held_;
+  scoring_fields(sp, range.ring_first + first, count, causal);
   sp.logit_stride = M;
-  sp.heads_q = shape.heads_q;
-  sp.heads_kv = shape.heads_kv;
   sp.head_dim = shape.head_dim;
-  sp.scale = static_cast<float>(config_.scale());
-  sp.causal = causal ? 1u : 0u;
-  sp.tag_mask = retrieval.tag_mask ? 1u : 0u;
-  sp.bias = static_cast<uint32_t>(retrieval.bias);
-  sp.ring_q_stride = ring_layout_.q_stride;
-  sp.ring_pos_offset = ring_layout_.positions;
-  sp.ring_valid_offset = ring_layout_.valid;
-  sp.ring_tag_offset = ring_layout_.tags;
-  sp.kv_key_offset = kv_layout_.keys;
-  sp.kv_key_stride = kv_layout_.key_stride;
-  sp.kv_pos_offset = kv_layout_.positions;
-  sp.kv_tag_offset = kv_layout_.tags;
   sp.n_local = lm_infinite_.n_local;
-  sp.n_sink = config_.kv.n_sink;
-  sp.t5_buckets_offset = kv_layout_.t5_buckets;
-  sp.t5_biases_offset = kv_layout_.t5_biases;
-  sp.t5_max_distance = retrieval.t5.max_distance;
   retrieve_.score(rec, sp);
 
   kernels::RetrieveParams rp{};
@@ -339,6 +354,19 @@ Status KvMemory::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& rang
   pp.kv_score_offset = kv_layout_.scores;
   retrieve_.policy_update(rec, pp);
   return {};
+}
+
+Status KvMemory::flash_batch(vk::CommandRecorder& rec, const QueryRange& range, uint32_t first, uint32_t count,
+                             bool causal) {
+  kernels::FlashParams p{};
+  scoring_fields(p, range.ring_first + first, count, causal);
+  p.kv_value_offset = kv_layout_.values;
+  p.kv_value_stride = kv_layout_.value_stride;
+  p.out_offset = static_cast<uint32_t>(outputs_offset());
+  p.out_first_query = first;
+  p.lse_offset = static_cast<uint32_t>(plan_.weights_offset);
+  p.partial_offset = 0;
+  return flash_.try_record(rec, p);
 }
 
 void KvMemory::record_snapshot(vk::CommandRecorder& rec, const vk::Buffer& readback, VkDeviceSize offset) const {

@@ -9,6 +9,7 @@
 #include "gpu/layouts.hpp"
 #include "gpu/retrieval_scratch.hpp"
 #include "interface/constants.h"
+#include "kernels/flash.hpp"
 #include "kernels/insert.hpp"
 #include "kernels/kernel_plan.hpp"
 #include "kernels/retrieve.hpp"
@@ -107,6 +108,11 @@ class KvMemory {
   Status upload_t5_tables(Context& context);
   Status retrieve_batch(vk::CommandRecorder& recorder, const QueryRange& range, uint32_t first, uint32_t count,
                       int32_t i_max, int32_t i_prev, bool causal);
+  template <class Params>
+  void scoring_fields(Params& params, uint32_t ring_first, uint32_t count, bool causal) const;
+  // RetrievalPlan::flash: the batch's outputs in one pass, nothing else to update.
+  Status flash_batch(vk::CommandRecorder& recorder, const QueryRange& range, uint32_t first, uint32_t count,
+                     bool causal);
 
   LayerConfig config_;
   LmInfinite lm_infinite_;
@@ -123,6 +129,7 @@ class KvMemory {
   std::unique_ptr<vk::DescriptorArena> arena_;
   kernels::InsertKernels insert_;
   kernels::RetrieveKernels retrieve_;
+  kernels::FlashAttention flash_;  // RetrievalPlan::flash only
   FiniteChecks& checks_;
   uint32_t outputs_site_ = 0, scores_site_ = 0;
 

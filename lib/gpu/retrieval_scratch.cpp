@@ -2,6 +2,7 @@
 
 #include "gpu/layouts.hpp"
 #include "interface/constants.h"
+#include "kernels/flash.hpp"
 #include "kernels/insert.hpp"
 #include "core/try.hpp"
 
@@ -22,7 +23,7 @@ ScratchWords ScratchWords::max(const ScratchWords& o) const {
 }
 
 Result<RetrievalPlan> plan_retrieval(const LayerConfig& config, const kernels::KernelPlan& plan, uint32_t max_queries,
-                             const DeviceCaps& caps) {
+                                     const DeviceCaps& caps, const LmInfinite& lm_infinite) {
   const uint64_t max_range_bytes = caps.max_storage_range;
   const AttentionShape& shape = config.shape;
   const uint32_t M = config.kv.capacity, S = config.chunk, Hq = shape.heads_q;
@@ -44,7 +45,14 @@ Result<RetrievalPlan> plan_retrieval(const LayerConfig& config, const kernels::K
                                        " (use K >= M for full attention)");
   }
   r.list_count = r.full ? M : config.retrieval.top_k;
-  if (caps.max_loop_iterations) {
+  // lru and lfu read which entries each query used, the attention-scored
+  // policies their weights: only fifo can do without per-entry results.
+  r.flash = r.full && config.kv.policy.kind == PolicyKind::fifo && !lm_infinite.enabled;
+  uint64_t flash_partials = 0;  // words per query
+  if (r.flash) {
+    ATTENDRE_TRY_ASSIGN(const kernels::FlashSplits splits, kernels::flash_splits(plan, shape.head_dim, M));
+    flash_partials = splits.partial_words(1, Hq);
+  } else if (caps.max_loop_iterations) {
     // attend walks every retrieved entry for each of its head_dim slices;
     // usage walks every head's list; score_stats walks the held slots.
     const uint64_t dims = (shape.head_dim + plan.attend_workgroup - 1) / plan.attend_workgroup;
@@ -61,9 +69,11 @@ Result<RetrievalPlan> plan_retrieval(const LayerConfig& config, const kernels::K
   const bool updates = config.kv.policy.kind != PolicyKind::fifo;
   // In 64 bits: M (and M + S) may come within a tile of 2^32.
   const uint64_t tiles = (uint64_t{M} + plan.select_span() - 1) / plan.select_span();
-  const uint64_t per_query_logits = uint64_t{Hq} * M + (shared ? M : 0);
+  const uint64_t per_query_logits = r.flash ? flash_partials : uint64_t{Hq} * M + (shared ? M : 0);
   const uint64_t per_query_lists = r.full ? 0 : uint64_t{shared ? 1 : Hq} * tiles * r.top_keep * 3;
-  const uint64_t per_query_weights = uint64_t{Hq} * r.list_count;
+  // flash: a log-sum-exp per (step query, head), indexed by step, not by batch.
+  const uint64_t per_query_weights = r.flash ? 0 : uint64_t{Hq} * r.list_count;
+  const uint64_t lse_words = r.flash ? uint64_t{max_queries} * Hq : 0;
   const uint64_t per_query_usage = updates ? 2ull * M : 0;
   r.outputs_words = align_words(uint64_t{max_queries} * shape.q_row());
   // The victim select's lists, and before them score_stats' partials.
@@ -79,7 +89,7 @@ Result<RetrievalPlan> plan_retrieval(const LayerConfig& config, const kernels::K
   };
   fit(0, per_query_logits);
   fit(0, per_query_lists);
-  fit(r.outputs_words, per_query_weights);
+  fit(r.outputs_words + lse_words, per_query_weights);
   fit(0, per_query_usage);
   if (batch == 0)
     return Status(ErrorCode::unsupported, "one query's scratch (M=" + std::to_string(M) + ", heads_q=" + std::to_string(Hq) +
@@ -88,9 +98,9 @@ Result<RetrievalPlan> plan_retrieval(const LayerConfig& config, const kernels::K
   r.summed_offset = batch * Hq * M;
   r.weights_offset = r.outputs_words;
   r.used_offset = batch * M;
-  r.words.logits = batch * per_query_logits;
+  r.words.logits = std::max<uint64_t>(1, batch * per_query_logits);  // flash without splits needs none
   r.words.lists = std::max(batch * per_query_lists, evict_list_words);
-  r.words.attention = r.outputs_words + batch * per_query_weights;
+  r.words.attention = r.outputs_words + lse_words + batch * per_query_weights;
   r.words.usage = std::max<uint64_t>(1, batch * per_query_usage);
   return r;
 }

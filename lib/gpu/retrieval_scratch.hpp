@@ -8,6 +8,7 @@
 #include "vulkan/buffer.hpp"
 
 #include <attendre/config.hpp>
+#include <attendre/stack.hpp>
 #include <attendre/status.hpp>
 
 #include <memory>
@@ -24,6 +25,10 @@ struct ScratchWords {
 struct RetrievalPlan {
   uint32_t batch = 0;       // queries per batch
   bool full = false;        // K >= M: every held entry, no selection
+  // full and nothing reads per-entry weights (fifo keeps no score) and no
+  // LM-Infinite variants: flash_attend in one pass instead of score + attend,
+  // its split partials in the logits buffer, its log-sum-exps at weights_offset.
+  bool flash = false;
   uint32_t top_keep = 0;    // top-K list length: next power of two >= K
   uint32_t list_count = 0;  // K
   uint64_t outputs_words = 0;   // attention buffer: outputs [max_queries][heads_q][head_dim] first
@@ -36,9 +41,11 @@ struct RetrievalPlan {
 // Fails (unsupported) when K, S or head_dim exceed this device's kernels,
 // when one query's scratch cannot fit a storage-buffer range, or when the
 // loops of one invocation would pass the driver's iteration limit
-// (DeviceCaps::max_loop_iterations).
+// (DeviceCaps::max_loop_iterations; flash attention splits its loops instead).
+// `lm_infinite`: the memory scores with LM-Infinite's variants (a stack's
+// RoPE block), which only score + attend implement.
 Result<RetrievalPlan> plan_retrieval(const LayerConfig& config, const kernels::KernelPlan& plan, uint32_t max_queries,
-                             const DeviceCaps& caps);
+                                     const DeviceCaps& caps, const LmInfinite& lm_infinite = {});
 
 class RetrievalScratch {
  public:

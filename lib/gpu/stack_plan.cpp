@@ -27,7 +27,8 @@ Result<ScratchWords> stack_scratch_words(const StackConfig& config, const Device
   const kernels::KernelPlan plan = kernels::plan_kernels(caps);
   for (size_t l = 0; l < config.blocks.size(); ++l) {
     LayerConfig c = config.attention(l);
-    ATTENDRE_TRY_ASSIGN(const RetrievalPlan r, plan_retrieval(c, plan, DeviceBlock::max_queries(config, l), caps));
+    ATTENDRE_TRY_ASSIGN(const RetrievalPlan r, plan_retrieval(c, plan, DeviceBlock::max_queries(config, l), caps,
+                                                                    config.blocks[l].lm_infinite));
     words = words.max(r.words);
   }
   return words;

@@ -29,6 +29,14 @@ static_assert(4 * kMatmulDirectMaxShare <= kLegacyUnitValues, "the shared quads 
 
 uint32_t KernelPlan::max_head_dim() const { return attend_workgroup * kMaxDimsPerThread; }
 
+uint32_t KernelPlan::flash_block_for(uint32_t head_dim) const {
+  // Two tiles (keys, values) of BLOCK rows of ceil(head_dim / 4) vec4s.
+  const uint64_t row_bytes = 2ull * 16 * ((uint64_t{head_dim} + 3) / 4);
+  uint32_t block = flash_block;
+  while (block > 1 && block * row_bytes > flash_shared_bytes) block /= 2;
+  return block;
+}
+
 KernelPlan plan_kernels(const DeviceCaps& caps) {
   KernelPlan plan;
   const uint32_t invocations = std::min(caps.max_invocations, caps.max_group_size_x);
@@ -57,6 +65,9 @@ KernelPlan plan_kernels(const DeviceCaps& caps) {
     plan.score_lm_tile_dims /= 2;
 
   plan.attend_workgroup = std::min<uint32_t>(64, plan.workgroup);
+  plan.flash_workgroup = std::min<uint32_t>(64, plan.workgroup);
+  plan.flash_shared_bytes = shared;
+  plan.max_loop_iterations = caps.max_loop_iterations;
   plan.direct = caps.kernel_style == DeviceCaps::KernelStyle::direct;
   // Shuffles need full subgroups of the reported size: CPU devices run
   // fixed SIMD widths (GPUs may pick another size per pipeline).

@@ -24,6 +24,15 @@ struct KernelPlan {
   uint32_t score_tile_dims = 16;
   uint32_t score_lm_tile_dims = 16;  // TILE_D of score's LM-Infinite variant
   uint32_t attend_workgroup = 64;
+  // Dense attention (flash_attend.comp): rows per workgroup, the slots of
+  // one online-softmax step (flash_block_for shrinks them per head_dim until
+  // the tiled variant's key and value blocks fit flash_shared_bytes).
+  uint32_t flash_workgroup = 64;
+  uint32_t flash_block = 16;
+  uint32_t flash_shared_bytes = 16384 - 512;
+  // The driver's loop limit per invocation (DeviceCaps::max_loop_iterations;
+  // 0: none): flash_attend splits its slots so that no invocation passes it.
+  uint32_t max_loop_iterations = 0;
   uint32_t insert_workgroup = 128;  // insert_plan scans: rows / workgroup per invocation
   // score_stats' reductions through subgroup arithmetic (the *_subgroups
   // shader builds), else shared-memory trees: their float sums and maxima
@@ -71,6 +80,8 @@ struct KernelPlan {
   }
   // Largest head_dim attend accumulates.
   uint32_t max_head_dim() const;
+  // flash_attend's BLOCK for rows of head_dim values.
+  uint32_t flash_block_for(uint32_t head_dim) const;
 };
 
 KernelPlan plan_kernels(const DeviceCaps& caps);

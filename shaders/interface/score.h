@@ -3,25 +3,9 @@
 #ifndef ATTENDRE_INTERFACE_SCORE_H
 #define ATTENDRE_INTERFACE_SCORE_H
 #include "interface/params.h"
+#include "interface/positions.h"
 
 ATT_NAMESPACE_BEGIN
-// Position bias (attendre::BiasKind's values).
-ATT_CONST(kBiasNone, 0u)
-ATT_CONST(kBiasAlibi, 1u)
-ATT_CONST(kBiasT5, 2u)
-
-// LM-Infinite (docs/spec-notes.md): each ring row holds its query rotated
-// three ways and each memory slot its key two ways, in this order; a pair
-// is scored with one of them by its distance d = p_query - p_key:
-//   |d| <= n_local           local:  R(p_q) q . R(p_j) k   (true distance)
-//   d > n_local, or a sink   past:   R(+n_local) q . k     (d_eff = +n_local)
-//   d < -n_local             future: R(-n_local) q . k     (d_eff = -n_local)
-ATT_CONST(kLmQueryVariants, 3u)
-ATT_CONST(kLmKeyVariants, 2u)
-ATT_CONST(kLmLocal, 0u)   // query variant 0 with key variant 0
-ATT_CONST(kLmPast, 1u)    // query variant 1 with key variant 1 (un-rotated)
-ATT_CONST(kLmFuture, 2u)  // query variant 2 with key variant 1
-
 // Shared memory of the tiled score kernel (score.comp declares its tiles
 // with it; the kernel plan sizes TILE_D by it): q tiles of TILE_R rows and
 // k tiles of TILE_M slots, TILE_D dims each plus one pad against bank

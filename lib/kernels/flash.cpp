@@ -1,0 +1,86 @@
+#include "kernels/flash.hpp"
+
+#include "core/try.hpp"
+#include "interface/constants.h"
+
+#include <attendre/error.hpp>
+
+#include <algorithm>
+#include <string>
+
+namespace attendre::kernels {
+
+uint64_t FlashSplits::partial_words(uint32_t queries, uint32_t heads_q) const {
+  return splits > 1 ? uint64_t{splits} * queries * heads_q * ATT_FLASH_PARTIAL_WORDS(uint64_t{head_dim}) : 0;
+}
+
+Result<uint32_t> flash_max_chunk(const KernelPlan& plan, uint32_t head_dim) {
+  if (plan.max_loop_iterations == 0) return kInvalid;
+  // flash_attend.comp's loops per invocation: each vec4 of a row costs one
+  // iteration, or five where head_dim % 4 != 0 (the scalar reads' own loop).
+  const uint64_t block = plan.flash_block_for(head_dim), quads = (uint64_t{head_dim} + 3) / 4;
+  const uint64_t per_quad = head_dim % 4 == 0 ? 1 : 5;
+  const uint64_t tile_loads = (block * quads + plan.flash_workgroup - 1) / plan.flash_workgroup;
+  // The block loop, the tiled loads, the logits' and the values' slot loops
+  // over their quads, and the rescale.
+  const uint64_t per_block = 1 + tile_loads + 2 * block * (1 + quads * per_quad) + quads;
+  const uint64_t fixed = 2 * quads * per_quad + 2 * quads + 8;  // the query row, the output row
+  const uint64_t blocks = plan.max_loop_iterations > fixed ? (plan.max_loop_iterations - fixed) / per_block : 0;
+  if (blocks == 0)
+    return Status(ErrorCode::unsupported, "flash attention with head_dim " + std::to_string(head_dim) +
+                                              " exceeds this driver's loop limit of " +
+                                              std::to_string(plan.max_loop_iterations) + " iterations per invocation");
+  return static_cast<uint32_t>(std::min<uint64_t>(blocks * block, kInvalid));
+}
+
+Result<FlashSplits> flash_splits(const KernelPlan& plan, uint32_t head_dim, uint32_t held) {
+  ATTENDRE_TRY_ASSIGN(const uint32_t most, flash_max_chunk(plan, head_dim));
+  FlashSplits s;
+  s.head_dim = head_dim;
+  s.splits = held <= most ? 1u : ceil_div(held, most);
+  // Even splits: the last one is not left with a sliver.
+  s.chunk = std::max(1u, ceil_div(held, s.splits));
+  return s;
+}
+
+Result<FlashAttention> FlashAttention::create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
+                                              const FlashBuffers& b, uint32_t head_dim, StoredPath stored) {
+  ATTENDRE_REQUIRE(head_dim > 0, "flash attention needs head_dim >= 1");
+  ATTENDRE_TRY(flash_max_chunk(plan, head_dim).status());
+  FlashAttention f;
+  f.plan_ = plan;
+  f.head_dim_ = head_dim;
+  // The direct build reads fp32 memories only (see flash_attend.comp):
+  // fp16 ones take the tiled build on every device. Past head_dim 16 too:
+  // lavapipe's LLVM spent over a minute compiling the direct build at
+  // head_dim 64 (its per-invocation q and acc arrays, indexed in loops, next
+  // to the buffer loads), where the tiled build compiles in seconds.
+  const ShaderId shader = plan.direct && stored == StoredPath::f32 && head_dim <= 16
+                              ? ShaderId::flash_attend_direct
+                              : stored_variant(stored, ShaderId::flash_attend, ShaderId::flash_attend_f16,
+                                               ShaderId::flash_attend_f16_words);
+  ATTENDRE_TRY_ASSIGN(f.attend_, Kernel::try_make<FlashParams>(
+                                     context, arena, shader, {plan.flash_workgroup, head_dim, plan.flash_block_for(head_dim)},
+                                     {b.ring, b.kv, b.outputs, b.partials}));
+  ATTENDRE_TRY_ASSIGN(f.combine_, Kernel::try_make<FlashParams>(context, arena, ShaderId::flash_combine,
+                                                                {plan.workgroup, head_dim}, {b.partials, b.outputs}));
+  return f;
+}
+
+Status FlashAttention::try_record(vk::CommandRecorder& recorder, FlashParams p) const {
+  if (p.queries == 0) return {};
+  ATTENDRE_TRY_ASSIGN(const FlashSplits s, flash_splits(plan_, head_dim_, p.held));
+  p.chunk = s.chunk;
+  p.splits = s.splits;
+  const uint32_t group = p.heads_q / p.heads_kv;
+  const uint32_t row_groups = ceil_div(uint64_t{p.queries} * group, plan_.flash_workgroup);
+  const uint32_t combine_groups = ceil_div(uint64_t{p.heads_q} * (head_dim_ + 1), plan_.workgroup);
+  if (row_groups > plan_.max_groups_x || s.splits > plan_.max_groups_y || p.queries > plan_.max_groups_y)
+    return Status(ErrorCode::unsupported, "flash attention over " + std::to_string(p.queries) + " queries and " +
+                                              std::to_string(p.held) + " slots exceeds the device's workgroup counts");
+  attend_.dispatch(recorder, p, row_groups, s.splits, p.heads_kv);
+  if (s.splits > 1) combine_.dispatch(recorder, p, combine_groups, p.queries);
+  return {};
+}
+
+}  // namespace attendre::kernels
