@@ -1,34 +1,13 @@
 #include "core/printable.hpp"
 
+#include "core/utf8.hpp"
+
 #include <cstdint>
 
 namespace attendre {
 namespace {
 
 uint8_t byte_at(std::string_view text, size_t i) { return static_cast<uint8_t>(text[i]); }
-
-bool in(uint8_t byte, uint8_t low, uint8_t high) { return byte >= low && byte <= high; }
-
-// Bytes of the well-formed UTF-8 sequence at text[i] (Unicode's table 3-7:
-// no overlong forms, no surrogates, nothing past U+10FFFF), or 0 when the
-// byte there starts none.
-size_t sequence_at(std::string_view text, size_t i) {
-  const uint8_t lead = byte_at(text, i);
-  if (lead < 0x80) return 1;
-  const auto continues = [&](size_t k, uint8_t low = 0x80, uint8_t high = 0xBF) {
-    return i + k < text.size() && in(byte_at(text, i + k), low, high);
-  };
-  if (in(lead, 0xC2, 0xDF)) return continues(1) ? 2 : 0;
-  if (in(lead, 0xE0, 0xEF)) {
-    const uint8_t low = lead == 0xE0 ? 0xA0 : 0x80, high = lead == 0xED ? 0x9F : 0xBF;
-    return continues(1, low, high) && continues(2) ? 3 : 0;
-  }
-  if (in(lead, 0xF0, 0xF4)) {
-    const uint8_t low = lead == 0xF0 ? 0x90 : 0x80, high = lead == 0xF4 ? 0x8F : 0xBF;
-    return continues(1, low, high) && continues(2) && continues(3) ? 4 : 0;
-  }
-  return 0;
-}
 
 uint32_t code_point(std::string_view sequence) {
   if (sequence.size() == 1) return byte_at(sequence, 0);
@@ -57,7 +36,7 @@ std::string escape(std::string_view text, size_t limit, char quote) {
   std::string out;
   size_t i = 0;
   while (i < text.size()) {
-    const size_t length = sequence_at(text, i);
+    const size_t length = utf8::sequence_at(text, i);
     const std::string_view piece = text.substr(i, length ? length : 1);
     if (i + piece.size() > limit) break;
     if (!length || is_control(code_point(piece)))

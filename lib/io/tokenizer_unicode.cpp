@@ -1,5 +1,7 @@
 #include "io/tokenizer_unicode.hpp"
 
+#include "core/utf8.hpp"
+
 #include <attendre/error.hpp>
 
 #include <algorithm>
@@ -9,37 +11,6 @@ namespace attendre::tokenizer::unicode {
 namespace {
 
 uint8_t byte_at(std::string_view text, size_t pos) { return static_cast<uint8_t>(text[pos]); }
-
-bool is_continuation(uint8_t byte) { return (byte & 0xC0) == 0x80; }
-
-// Length of the well-formed sequence at text[pos], 0 when ill-formed.
-// Follows Unicode's table 3-7: the second byte's range depends on the lead
-// byte, which rules out overlong forms, surrogates and values past U+10FFFF.
-size_t valid_length(std::string_view text, size_t pos) {
-  const uint8_t lead = byte_at(text, pos);
-  if (lead < 0x80) return 1;
-  size_t length = 0;
-  uint8_t second_min = 0x80, second_max = 0xBF;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    if (lead == 0xE0) second_min = 0xA0;  // overlong below U+0800
-    if (lead == 0xED) second_max = 0x9F;  // surrogates U+D800..DFFF
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    if (lead == 0xF0) second_min = 0x90;  // overlong below U+10000
-    if (lead == 0xF4) second_max = 0x8F;  // past U+10FFFF
-  } else {
-    return 0;
-  }
-  if (pos + length > text.size()) return 0;
-  const uint8_t second = byte_at(text, pos + 1);
-  if (second < second_min || second > second_max) return 0;
-  for (size_t i = 2; i < length; ++i)
-    if (!is_continuation(byte_at(text, pos + i))) return 0;
-  return length;
-}
 
 std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
   std::string out;
@@ -69,7 +40,7 @@ std::optional<size_t> first_invalid_utf8(std::string_view text) {
       ++pos;
       continue;
     }
-    const size_t length = valid_length(text, pos);
+    const size_t length = utf8::sequence_at(text, pos);
     if (length == 0) return pos;
     pos += length;
   }
