@@ -165,12 +165,12 @@ TEST_CASE("vulkan status: buffers past maxMemoryAllocationSize fail as values, t
 TEST_CASE("vulkan status: a pipeline the device refuses fails as a value and is not cached") {
   Context& context = test::gpu();
   vk::PipelineKey key{shaders::ShaderId::add, 3, context.caps().max_push_constants + 4, {128}, false};
-  const size_t cached = context.state().pipelines.size();
-  const Result<const vk::ComputePipeline*> pipeline = context.state().pipelines.try_get(key);
-  check_same_failure(pipeline.status(), thrown([&] { (void)context.state().pipelines.get(key); }),
+  const size_t cached = vk::state_of(context).pipelines.size();
+  const Result<const vk::ComputePipeline*> pipeline = vk::state_of(context).pipelines.try_get(key);
+  check_same_failure(pipeline.status(), thrown([&] { (void)vk::state_of(context).pipelines.get(key); }),
                      ErrorCode::unsupported);
   CHECK(pipeline.status().message().find("push-constant bytes, more than the device's") != std::string::npos);
-  CHECK(context.state().pipelines.size() == cached);
+  CHECK(vk::state_of(context).pipelines.size() == cached);
 }
 
 // An encoding no kernel decodes (GGUF's Q8_1).

@@ -79,6 +79,33 @@
 #define ATTENDRE_C_API
 #endif
 
+/* Nullability of every pointer, marked as VMA marks it; clang checks calls
+ * against it (and -Wnullability-completeness that nothing is unmarked), other
+ * compilers see nothing:
+ *   ATTENDRE_NOT_NULL  the call needs it: NULL still comes back as
+ *                      ATTENDRE_ERROR_INVALID_ARGUMENT naming the parameter
+ *                      (the void *_defaults functions then do nothing),
+ *                      never a crash;
+ *   ATTENDRE_NULLABLE  NULL has the meaning its comment gives: options
+ *                      NULL the defaults, an output buffer NULL a size query
+ *                      (with its count), an input array NULL with length 0,
+ *                      a destroy of NULL nothing.
+ * A handle output (T** out) is ATTENDRE_NOT_NULL itself and receives a
+ * handle or NULL (set to NULL when the call fails). */
+#if defined(__clang__) && !defined(ATTENDRE_NO_NULLABILITY)
+#define ATTENDRE_NULLABLE _Nullable
+#define ATTENDRE_NOT_NULL _Nonnull
+#else
+#define ATTENDRE_NULLABLE
+#define ATTENDRE_NOT_NULL
+#endif
+
+#if defined(__clang__)
+/* The nullability marks are a clang extension: -pedantic builds keep quiet about them. */
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wnullability-extension"
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -102,7 +129,7 @@ extern "C" {
 /* ATTENDRE_API_VERSION of the library linked at run time. */
 ATTENDRE_C_API uint32_t attendre_version(void);
 /* The library's release, "MAJOR.MINOR.PATCH" (static). */
-ATTENDRE_C_API const char* attendre_version_string(void);
+ATTENDRE_C_API const char* ATTENDRE_NOT_NULL attendre_version_string(void);
 
 /* ------------------------------------------------------------------------
  * Status codes: one per attendre::ErrorCode, then the C boundary's own. */
@@ -123,10 +150,10 @@ typedef enum attendre_status {
 } attendre_status;
 
 /* "ok", "invalid_argument", ... (static; "unknown" for other values). */
-ATTENDRE_C_API const char* attendre_status_name(attendre_status status);
+ATTENDRE_C_API const char* ATTENDRE_NOT_NULL attendre_status_name(attendre_status status);
 /* The calling thread's last message: "" after a success. Valid until the
  * thread's next attendre call. */
-ATTENDRE_C_API const char* attendre_last_error(void);
+ATTENDRE_C_API const char* ATTENDRE_NOT_NULL attendre_last_error(void);
 
 /* ------------------------------------------------------------------------
  * Context: a Vulkan device, created here or adopted from the application. */
@@ -163,7 +190,7 @@ typedef enum attendre_kernels {
 #define ATTENDRE_FEATURES_DEFAULT 0xffffffffu
 
 typedef struct attendre_context_options {
-  const char* device;             /* index or name substring; NULL or "": ATTENDRE_DEVICE, else the best */
+  const char* ATTENDRE_NULLABLE device; /* index or name substring; NULL or "": ATTENDRE_DEVICE, else the best */
   int validation;                 /* attendre_validation */
   int portable_limits;            /* -1: ATTENDRE_PORTABLE_LIMITS; 0: off; 1: the Vulkan minimums */
   int kernels;                    /* attendre_kernels */
@@ -172,7 +199,7 @@ typedef struct attendre_context_options {
   /* The application's host allocator (a const VkAllocationCallbacks*), given
    * to every Vulkan object attendre creates; NULL: the driver's. It must
    * outlive the context. */
-  const void* allocator;
+  const void* ATTENDRE_NULLABLE allocator;
   /* Workgroups per dispatch before a grid is cut into pieces (the watchdog
    * bound, README "Watchdogs"); 0: the device's default, the portable
    * limits' 32, or with portable_limits -1 ATTENDRE_MAX_GROUPS_PER_DISPATCH.
@@ -198,31 +225,32 @@ typedef struct attendre_context_options {
   int half_math;
 } attendre_context_options;
 
-ATTENDRE_C_API void attendre_context_options_defaults(attendre_context_options* options);
+ATTENDRE_C_API void attendre_context_options_defaults(attendre_context_options* ATTENDRE_NOT_NULL options);
 /* options NULL: the defaults. */
-ATTENDRE_C_API attendre_status attendre_context_create(const attendre_context_options* options,
-                                                       attendre_context** context);
+ATTENDRE_C_API attendre_status attendre_context_create(const attendre_context_options* ATTENDRE_NULLABLE options,
+                                                       attendre_context* ATTENDRE_NULLABLE* ATTENDRE_NOT_NULL context);
 
 /* Handles of a device the application created; attendre never destroys
  * them. The Vulkan handles are passed as pointers (VkInstance,
  * VkPhysicalDevice, VkDevice and VkQueue are dispatchable handles). */
 typedef struct attendre_external_device {
-  void* instance;          /* VkInstance */
-  void* physical_device;   /* VkPhysicalDevice */
-  void* device;            /* VkDevice */
-  void* queue;             /* VkQueue, supporting compute */
+  void* ATTENDRE_NOT_NULL instance;         /* VkInstance */
+  void* ATTENDRE_NOT_NULL physical_device;  /* VkPhysicalDevice */
+  void* ATTENDRE_NOT_NULL device;           /* VkDevice */
+  void* ATTENDRE_NOT_NULL queue;            /* VkQueue, supporting compute */
   uint32_t queue_family;
   int storage_16bit_enabled;  /* the device was created with storageBuffer16BitAccess */
   /* PFN_vkGetInstanceProcAddr of the application's loader; NULL: attendre
    * opens libvulkan itself. */
-  void (*(*get_instance_proc_addr)(void* instance, const char* name))(void);
+  void (*ATTENDRE_NULLABLE (*ATTENDRE_NULLABLE get_instance_proc_addr)(void* ATTENDRE_NULLABLE instance,
+                                                                     const char* ATTENDRE_NOT_NULL name))(void);
   /* NULL: the defaults. Of the options, kernels, disabled_features,
    * allocator (for the objects attendre creates, never the adopted ones) and
    * portable_limits (1: the Vulkan minimums; else the device's own) apply;
    * device, validation and fence_timeout_ms must keep their defaults, since
    * the application's instance and device decide them. A pointer rather
    * than fields, so that a zero-initialized struct keeps every default. */
-  const attendre_context_options* options;
+  const attendre_context_options* ATTENDRE_NULLABLE options;
   /* The device was created with timelineSemaphore (Vulkan 1.2 core or
    * VK_KHR_timeline_semaphore): tickets then carry a timeline semaphore. */
   int timeline_semaphore_enabled;
@@ -233,28 +261,31 @@ typedef struct attendre_external_device {
   int float16_enabled;
 } attendre_external_device;
 
-ATTENDRE_C_API attendre_status attendre_context_adopt(const attendre_external_device* external,
-                                                      attendre_context** context);
-ATTENDRE_C_API void attendre_context_destroy(attendre_context* context);
+ATTENDRE_C_API attendre_status attendre_context_adopt(const attendre_external_device* ATTENDRE_NOT_NULL external,
+                                                      attendre_context* ATTENDRE_NULLABLE* ATTENDRE_NOT_NULL context);
+ATTENDRE_C_API void attendre_context_destroy(attendre_context* ATTENDRE_NULLABLE context);
 /* The device's name (text buffer, see the top of this header). */
-ATTENDRE_C_API attendre_status attendre_context_device_name(const attendre_context* context, char* name,
-                                                            size_t* count);
+ATTENDRE_C_API attendre_status attendre_context_device_name(const attendre_context* ATTENDRE_NOT_NULL context,
+                                                            char* ATTENDRE_NULLABLE name,
+                                                            size_t* ATTENDRE_NOT_NULL count);
 /* The ATTENDRE_FEATURE_* bits switched off on this context (by its options
  * or ATTENDRE_DISABLE). */
-ATTENDRE_C_API attendre_status attendre_context_disabled_features(const attendre_context* context,
-                                                                  uint32_t* features);
+ATTENDRE_C_API attendre_status attendre_context_disabled_features(const attendre_context* ATTENDRE_NOT_NULL context,
+                                                                  uint32_t* ATTENDRE_NOT_NULL features);
 /* Device memory attendre's objects hold now, and the most since creation
  * (neither pointer may be NULL). */
-ATTENDRE_C_API attendre_status attendre_context_device_memory(const attendre_context* context, uint64_t* bytes,
-                                                              uint64_t* peak_bytes);
+ATTENDRE_C_API attendre_status attendre_context_device_memory(const attendre_context* ATTENDRE_NOT_NULL context,
+                                                              uint64_t* ATTENDRE_NOT_NULL bytes,
+                                                              uint64_t* ATTENDRE_NOT_NULL peak_bytes);
 /* Messages the validation layer recorded since the last call (when
  * validation is on): how many, and clears them; `text` (may be NULL with
  * *count 0) receives them one per line before they are cleared. On
  * ATTENDRE_ERROR_BUFFER_TOO_SMALL *messages is set and the messages are
  * kept for the call with a larger buffer. */
-ATTENDRE_C_API attendre_status attendre_context_take_validation_messages(attendre_context* context,
-                                                                         size_t* messages, char* text,
-                                                                         size_t* count);
+ATTENDRE_C_API attendre_status attendre_context_take_validation_messages(attendre_context* ATTENDRE_NOT_NULL context,
+                                                                         size_t* ATTENDRE_NOT_NULL messages,
+                                                                         char* ATTENDRE_NULLABLE text,
+                                                                         size_t* ATTENDRE_NOT_NULL count);
 
 /* ------------------------------------------------------------------------
  * Memory settings of one layer (spec sections 1 and 2): how much it holds
@@ -266,7 +297,7 @@ typedef struct attendre_memory_setting {
   uint32_t kv_capacity;  /* M; 0 with a model: the model's trained context (at least S), the other
                             fields applying (and checked) as with any M */
   uint32_t top_k;        /* K; 0: K = M (full attention over the memory) */
-  const char* policy;    /* NULL: fifo */
+  const char* ATTENDRE_NULLABLE policy; /* NULL: fifo */
   double lambda;         /* lfa only */
   uint32_t n_sink;       /* positions < n_sink are never evicted */
   int protect_new;       /* entries of the chunk being inserted are not evicted */
@@ -280,19 +311,19 @@ typedef struct attendre_memory_setting {
 } attendre_memory_setting;
 
 /* S = 64, N = 0, M = 0, K = 0, fifo, no sinks, protect_new, per head, causal, fp32 memory and activations. */
-ATTENDRE_C_API void attendre_memory_setting_defaults(attendre_memory_setting* setting);
+ATTENDRE_C_API void attendre_memory_setting_defaults(attendre_memory_setting* ATTENDRE_NOT_NULL setting);
 
 /* One chunk of rows in host memory, row-major: q rows * heads_q * head_dim,
  * k and v rows * heads_kv * head_dim, positions rows; valid NULL: all
  * valid; tags NULL: tag 0. Unused arrays may be NULL. */
 typedef struct attendre_chunk {
   uint32_t rows;
-  const float* q;
-  const float* k;
-  const float* v;
-  const int64_t* positions;
-  const uint8_t* valid;
-  const uint32_t* tags;
+  const float* ATTENDRE_NULLABLE q;
+  const float* ATTENDRE_NULLABLE k;
+  const float* ATTENDRE_NULLABLE v;
+  const int64_t* ATTENDRE_NULLABLE positions;
+  const uint8_t* ATTENDRE_NULLABLE valid;
+  const uint32_t* ATTENDRE_NULLABLE tags;
 } attendre_chunk;
 
 typedef struct attendre_layer_config {
@@ -303,7 +334,7 @@ typedef struct attendre_layer_config {
   int tag_mask;    /* a query sees only keys with its tag */
 } attendre_layer_config;
 
-ATTENDRE_C_API void attendre_layer_config_defaults(attendre_layer_config* config);
+ATTENDRE_C_API void attendre_layer_config_defaults(attendre_layer_config* ATTENDRE_NOT_NULL config);
 
 /* Bytes [offset, offset + size) of a VkBuffer the application created on
  * an adopted context's device (a non-dispatchable handle, hence uint64_t),
@@ -317,21 +348,26 @@ typedef struct attendre_buffer_range {
  * with queries. */
 typedef struct attendre_kv_memory attendre_kv_memory;
 /* config.chunk: the most rows one insert takes; max_queries per retrieve. */
-ATTENDRE_C_API attendre_status attendre_kv_memory_create(attendre_context* context,
-                                                         const attendre_layer_config* config,
-                                                         uint32_t max_queries, attendre_kv_memory** memory);
-ATTENDRE_C_API void attendre_kv_memory_destroy(attendre_kv_memory* memory);
+ATTENDRE_C_API attendre_status attendre_kv_memory_create(attendre_context* ATTENDRE_NOT_NULL context,
+                                                         const attendre_layer_config* ATTENDRE_NOT_NULL config,
+                                                         uint32_t max_queries,
+                                                         attendre_kv_memory* ATTENDRE_NULLABLE* ATTENDRE_NOT_NULL memory);
+ATTENDRE_C_API void attendre_kv_memory_destroy(attendre_kv_memory* ATTENDRE_NULLABLE memory);
 /* Inserts the valid rows' k, v, positions and tags (spec 2.1). */
-ATTENDRE_C_API attendre_status attendre_kv_memory_insert(attendre_kv_memory* memory, const attendre_chunk* rows);
+ATTENDRE_C_API attendre_status attendre_kv_memory_insert(attendre_kv_memory* ATTENDRE_NOT_NULL memory,
+                                                         const attendre_chunk* ATTENDRE_NOT_NULL rows);
 /* Retrieves with the valid rows' q, positions and tags (spec 2.2-2.4):
  * outputs[query][head_q][dim] of each valid query, in order. */
-ATTENDRE_C_API attendre_status attendre_kv_memory_retrieve(attendre_kv_memory* memory,
-                                                           const attendre_chunk* queries, float* outputs,
-                                                           size_t* count);
+ATTENDRE_C_API attendre_status attendre_kv_memory_retrieve(attendre_kv_memory* ATTENDRE_NOT_NULL memory,
+                                                           const attendre_chunk* ATTENDRE_NOT_NULL queries,
+                                                           float* ATTENDRE_NULLABLE outputs,
+                                                           size_t* ATTENDRE_NOT_NULL count);
 /* The entries held, ascending by position, with their policy scores
  * (either array may be NULL when *count is 0; scores may be NULL alone). */
-ATTENDRE_C_API attendre_status attendre_kv_memory_snapshot(attendre_kv_memory* memory, int64_t* positions,
-                                                           double* scores, size_t* count);
+ATTENDRE_C_API attendre_status attendre_kv_memory_snapshot(attendre_kv_memory* ATTENDRE_NOT_NULL memory,
+                                                           int64_t* ATTENDRE_NULLABLE positions,
+                                                           double* ATTENDRE_NULLABLE scores,
+                                                           size_t* ATTENDRE_NOT_NULL count);
 /* Embedding: insert and retrieve appended to the application's
  * `command_buffer`, with attendre_layer_record's contract (committed at
  * once; submitted, once, in recording order, to the context's queue before
@@ -343,36 +379,46 @@ ATTENDRE_C_API attendre_status attendre_kv_memory_snapshot(attendre_kv_memory* m
  * retrieve writes the valid queries' outputs o[query][head_q][dim], packed,
  * into `outputs` (room for max_queries rows; NULL: only the policy scores
  * advance). A recorded insert copies out no evicted entries. */
-ATTENDRE_C_API attendre_status attendre_kv_memory_record_insert(attendre_kv_memory* memory, void* command_buffer,
-                                                                const attendre_chunk* rows,
-                                                                const attendre_buffer_range* kv,
+ATTENDRE_C_API attendre_status attendre_kv_memory_record_insert(attendre_kv_memory* ATTENDRE_NOT_NULL memory,
+                                                                void* ATTENDRE_NOT_NULL command_buffer,
+                                                                const attendre_chunk* ATTENDRE_NOT_NULL rows,
+                                                                const attendre_buffer_range* ATTENDRE_NULLABLE kv,
                                                                 uint32_t consumer_stages, uint32_t consumer_access);
-ATTENDRE_C_API attendre_status attendre_kv_memory_record_retrieve(attendre_kv_memory* memory, void* command_buffer,
-                                                                  const attendre_chunk* queries,
-                                                                  const attendre_buffer_range* q,
-                                                                  const attendre_buffer_range* outputs,
+ATTENDRE_C_API attendre_status attendre_kv_memory_record_retrieve(attendre_kv_memory* ATTENDRE_NOT_NULL memory,
+                                                                  void* ATTENDRE_NOT_NULL command_buffer,
+                                                                  const attendre_chunk* ATTENDRE_NOT_NULL queries,
+                                                                  const attendre_buffer_range* ATTENDRE_NULLABLE q,
+                                                                  const attendre_buffer_range* ATTENDRE_NULLABLE outputs,
                                                                   uint32_t consumer_stages, uint32_t consumer_access);
 
 /* One ATTENDRE layer (spec 3): a Q memory delaying queries by N, the K/V
  * memory, retrieval. */
 typedef struct attendre_layer attendre_layer;
-ATTENDRE_C_API attendre_status attendre_layer_create(attendre_context* context, const attendre_layer_config* config,
-                                                     attendre_layer** layer);
-ATTENDRE_C_API void attendre_layer_destroy(attendre_layer* layer);
+ATTENDRE_C_API attendre_status attendre_layer_create(attendre_context* ATTENDRE_NOT_NULL context,
+                                                     const attendre_layer_config* ATTENDRE_NOT_NULL config,
+                                                     attendre_layer* ATTENDRE_NULLABLE* ATTENDRE_NOT_NULL layer);
+ATTENDRE_C_API void attendre_layer_destroy(attendre_layer* ATTENDRE_NULLABLE layer);
 /* One chunk of at most S rows. The emitted queries' positions and outputs
  * are then read with attendre_layer_output. */
-ATTENDRE_C_API attendre_status attendre_layer_step(attendre_layer* layer, const attendre_chunk* chunk);
+ATTENDRE_C_API attendre_status attendre_layer_step(attendre_layer* ATTENDRE_NOT_NULL layer,
+                                                   const attendre_chunk* ATTENDRE_NOT_NULL chunk);
 /* A chunk of padding (drains the Q memory), or a flush (every waiting query
  * retrieves at once). */
-ATTENDRE_C_API attendre_status attendre_layer_drain_step(attendre_layer* layer);
-ATTENDRE_C_API attendre_status attendre_layer_flush(attendre_layer* layer);
-ATTENDRE_C_API attendre_status attendre_layer_has_pending(const attendre_layer* layer, int* pending);
+ATTENDRE_C_API attendre_status attendre_layer_drain_step(attendre_layer* ATTENDRE_NOT_NULL layer);
+ATTENDRE_C_API attendre_status attendre_layer_flush(attendre_layer* ATTENDRE_NOT_NULL layer);
+ATTENDRE_C_API attendre_status attendre_layer_has_pending(const attendre_layer* ATTENDRE_NOT_NULL layer,
+                                                          int* ATTENDRE_NOT_NULL pending);
 /* The last step's emitted positions (in stream order) and their outputs
  * o[query][head_q][dim]; either buffer may be NULL with its count 0. */
-ATTENDRE_C_API attendre_status attendre_layer_output(const attendre_layer* layer, int64_t* positions,
-                                                     size_t* position_count, float* outputs, size_t* output_count);
-ATTENDRE_C_API attendre_status attendre_layer_snapshot(attendre_layer* layer, int64_t* positions, double* scores,
-                                                       size_t* count);
+ATTENDRE_C_API attendre_status attendre_layer_output(const attendre_layer* ATTENDRE_NOT_NULL layer,
+                                                     int64_t* ATTENDRE_NULLABLE positions,
+                                                     size_t* ATTENDRE_NOT_NULL position_count,
+                                                     float* ATTENDRE_NULLABLE outputs,
+                                                     size_t* ATTENDRE_NOT_NULL output_count);
+ATTENDRE_C_API attendre_status attendre_layer_snapshot(attendre_layer* ATTENDRE_NOT_NULL layer,
+                                                       int64_t* ATTENDRE_NULLABLE positions,
+                                                       double* ATTENDRE_NULLABLE scores,
+                                                       size_t* ATTENDRE_NOT_NULL count);
 
 /* Embedding (docs/architecture.md, "Recording into an application's
  * command buffer"): appends one step to `command_buffer` (a VkCommandBuffer
@@ -389,10 +435,14 @@ ATTENDRE_C_API attendre_status attendre_layer_snapshot(attendre_layer* layer, in
  * before recording (count NULL: not returned); they are also
  * attendre_layer_output's positions, with no outputs there. Non-finite
  * outputs are reported by the layer's next call that waits for the device. */
-ATTENDRE_C_API attendre_status attendre_layer_record(attendre_layer* layer, void* command_buffer,
-                                                     const attendre_chunk* chunk, const attendre_buffer_range* qkv,
-                                                     const attendre_buffer_range* outputs, uint32_t consumer_stages,
-                                                     uint32_t consumer_access, int64_t* positions, size_t* count);
+ATTENDRE_C_API attendre_status attendre_layer_record(attendre_layer* ATTENDRE_NOT_NULL layer,
+                                                     void* ATTENDRE_NOT_NULL command_buffer,
+                                                     const attendre_chunk* ATTENDRE_NOT_NULL chunk,
+                                                     const attendre_buffer_range* ATTENDRE_NULLABLE qkv,
+                                                     const attendre_buffer_range* ATTENDRE_NULLABLE outputs,
+                                                     uint32_t consumer_stages, uint32_t consumer_access,
+                                                     int64_t* ATTENDRE_NULLABLE positions,
+                                                     size_t* ATTENDRE_NULLABLE count);
 
 /* ------------------------------------------------------------------------
  * Steps that do not block: a submit returns a ticket at once (two steps
@@ -412,41 +462,51 @@ typedef struct attendre_semaphore_wait {
 } attendre_semaphore_wait;
 
 typedef struct attendre_submit_options {
-  const attendre_semaphore_wait* waits;  /* NULL with wait_count 0: none */
+  const attendre_semaphore_wait* ATTENDRE_NULLABLE waits; /* NULL with wait_count 0: none */
   size_t wait_count;
   /* The application's range (TRANSFER_DST) receiving the emitted rows as a
    * record writes them, packed: a layer's outputs, a stack's final hidden
    * rows (room for S rows); NULL: none. Its readers wait for the ticket's
    * semaphore. */
-  const attendre_buffer_range* outputs;
+  const attendre_buffer_range* ATTENDRE_NULLABLE outputs;
 } attendre_submit_options;
 
 /* attendre_layer_step without blocking (options NULL: none). */
-ATTENDRE_C_API attendre_status attendre_layer_submit(attendre_layer* layer, const attendre_chunk* chunk,
-                                                     const attendre_submit_options* options,
-                                                     attendre_ticket** ticket);
+ATTENDRE_C_API attendre_status attendre_layer_submit(attendre_layer* ATTENDRE_NOT_NULL layer,
+                                                     const attendre_chunk* ATTENDRE_NOT_NULL chunk,
+                                                     const attendre_submit_options* ATTENDRE_NULLABLE options,
+                                                     attendre_ticket* ATTENDRE_NULLABLE* ATTENDRE_NOT_NULL ticket);
 /* Waits for the ticket's step; its positions and outputs are then read
  * with attendre_layer_output. */
-ATTENDRE_C_API attendre_status attendre_layer_result(attendre_layer* layer, const attendre_ticket* ticket);
-ATTENDRE_C_API void attendre_ticket_destroy(attendre_ticket* ticket);
+ATTENDRE_C_API attendre_status attendre_layer_result(attendre_layer* ATTENDRE_NOT_NULL layer,
+                                                     const attendre_ticket* ATTENDRE_NOT_NULL ticket);
+ATTENDRE_C_API void attendre_ticket_destroy(attendre_ticket* ATTENDRE_NULLABLE ticket);
 /* Whether the step finished on the device (never blocks). */
-ATTENDRE_C_API attendre_status attendre_ticket_ready(const attendre_ticket* ticket, int* ready);
+ATTENDRE_C_API attendre_status attendre_ticket_ready(const attendre_ticket* ATTENDRE_NOT_NULL ticket,
+                                                     int* ATTENDRE_NOT_NULL ready);
 /* Blocks up to timeout_ns (UINT64_MAX: forever); *finished: whether it did. */
-ATTENDRE_C_API attendre_status attendre_ticket_wait(const attendre_ticket* ticket, uint64_t timeout_ns,
-                                                    int* finished);
+ATTENDRE_C_API attendre_status attendre_ticket_wait(const attendre_ticket* ATTENDRE_NOT_NULL ticket,
+                                                    uint64_t timeout_ns, int* ATTENDRE_NOT_NULL finished);
 /* The step's number on the object that submitted it, from 0. */
-ATTENDRE_C_API attendre_status attendre_ticket_step(const attendre_ticket* ticket, uint64_t* step);
+ATTENDRE_C_API attendre_status attendre_ticket_step(const attendre_ticket* ATTENDRE_NOT_NULL ticket,
+                                                    uint64_t* ATTENDRE_NOT_NULL step);
 /* Chaining on the device: the timeline semaphore (a VkSemaphore) the step
  * signals to *value when it completes, for the application's own
  * vkQueueSubmit to wait on. ATTENDRE_ERROR_UNSUPPORTED on a context without
  * timeline semaphores (absent, or disabled: then only host waits work). */
-ATTENDRE_C_API attendre_status attendre_ticket_semaphore(const attendre_ticket* ticket, uint64_t* semaphore,
-                                                         uint64_t* value);
+ATTENDRE_C_API attendre_status attendre_ticket_semaphore(const attendre_ticket* ATTENDRE_NOT_NULL ticket,
+                                                         uint64_t* ATTENDRE_NOT_NULL semaphore,
+                                                         uint64_t* ATTENDRE_NOT_NULL value);
 /* Whether the context's tickets carry timeline semaphores (0: fences). */
-ATTENDRE_C_API attendre_status attendre_context_timeline(const attendre_context* context, int* timeline);
+ATTENDRE_C_API attendre_status attendre_context_timeline(const attendre_context* ATTENDRE_NOT_NULL context,
+                                                         int* ATTENDRE_NOT_NULL timeline);
 
 #ifdef __cplusplus
 }
+#endif
+
+#if defined(__clang__)
+#pragma clang diagnostic pop
 #endif
 
 /* Models, tokenizers, stacks and generation: the language-model half of the

@@ -262,6 +262,7 @@ struct ExternalDevice {
 
 namespace vk {
 struct ContextState;
+struct ContextAccess;  // the library's way to a Context's state (lib/vulkan/context_state.hpp)
 }
 
 // Owns (or borrows) the device-level objects. Not copyable or movable:
@@ -307,10 +308,9 @@ class Context {
   uint64_t peak_device_memory_bytes() const;
   void reset_peak_device_memory();
 
-  // attendre's own state on this context (pipelines, command pool, ...).
-  vk::ContextState& state() const { return *state_; }
 
  private:
+  friend struct vk::ContextAccess;
   struct Unset {};
   explicit Context(Unset) {}  // for create() and adopt(), which initialize it
   // Sets the context up; on failure releases what was created.
@@ -335,7 +335,9 @@ class Context {
   Validation validation_ = Validation::off;
   const VkAllocationCallbacks* allocator_ = nullptr;
   DeviceCaps caps_;
-  // Deleted out of line, so that the inline constructors above need not see it.
+  // attendre's own state on this context (pipelines, command pool, ...),
+  // reached only by the library (vk::state_of). Deleted out of line, so
+  // that the inline constructors above need not see it.
   struct StateDeleter {
     void operator()(vk::ContextState* state) const;
   };

@@ -127,7 +127,7 @@ class RecordedSteps {
   // step's), the acquire barrier recorded.
   static vk::CommandRecorder begin(Context& context, VkCommandBuffer cb, FiniteChecks& checks, uint32_t slot) {
     checks.use_slot(slot);
-    vk::CommandRecorder rec(cb, context.state().debug_label);
+    vk::CommandRecorder rec(cb, vk::state_of(context).debug_label);
     rec.acquire();
     return rec;
   }

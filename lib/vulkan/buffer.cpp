@@ -70,7 +70,7 @@ Result<Buffer> Buffer::create(Context& context, VkDeviceSize bytes, MemoryIntent
   ATTENDRE_TRY(
       checked(vkAllocateMemory(buffer.device_, &alloc, context.allocator(), &buffer.memory_), "vkAllocateMemory"));
   buffer.memory_bytes_ = req.size;
-  context.state().add_device_memory(buffer.memory_bytes_);
+  vk::state_of(context).add_device_memory(buffer.memory_bytes_);
   ATTENDRE_TRY(checked(vkBindBufferMemory(buffer.device_, buffer.buffer_, buffer.memory_, 0), "vkBindBufferMemory"));
   if (intent != MemoryIntent::device) {
     ATTENDRE_TRY(
@@ -177,7 +177,7 @@ void Buffer::release() {
   if (buffer_ && !borrowed_) vkDestroyBuffer(device_, buffer_, context_->allocator());
   if (memory_) {
     vkFreeMemory(device_, memory_, context_->allocator());  // unmaps implicitly
-    context_->state().device_memory_bytes -= memory_bytes_;
+    vk::state_of(*context_).device_memory_bytes -= memory_bytes_;
   }
   buffer_ = VK_NULL_HANDLE;
   memory_ = VK_NULL_HANDLE;

@@ -174,14 +174,14 @@ void CommandRecorder::reset(const TimestampPool& pool) { vkCmdResetQueryPool(cmd
 Result<Submission> Submission::create(Context& context) {
   Submission s(&context);
   VkCommandBufferAllocateInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  info.commandPool = context.state().command_pool;
+  info.commandPool = vk::state_of(context).command_pool;
   info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   info.commandBufferCount = 1;
   ATTENDRE_TRY(checked(vkAllocateCommandBuffers(context.device(), &info, &s.cmd_), "vkAllocateCommandBuffers"));
   VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   ATTENDRE_TRY(checked(vkCreateFence(context.device(), &fence_info, context.allocator(), &s.fence_), "vkCreateFence"));
   if (!context.caps().timeline_semaphore) return s;
-  std::vector<ContextState::Timeline>& spare = context.state().spare_timelines;
+  std::vector<ContextState::Timeline>& spare = vk::state_of(context).spare_timelines;
   if (!spare.empty()) {  // a finished Submission's, continued from the value it reached
     s.timeline_ = spare.back().semaphore;
     s.timeline_base_ = spare.back().value;
@@ -195,7 +195,7 @@ Result<Submission> Submission::create(Context& context) {
   semaphore_info.pNext = &type;
   ATTENDRE_TRY(checked(vkCreateSemaphore(context.device(), &semaphore_info, context.allocator(), &s.timeline_),
                        "vkCreateSemaphore"));
-  context.state().timelines.push_back(s.timeline_);
+  vk::state_of(context).timelines.push_back(s.timeline_);
   return s;
 }
 
@@ -217,11 +217,11 @@ Submission::~Submission() {
   // is lost: its fence and command buffer are left to the device's
   // destruction rather than freed under its feet (or waited for forever).
   if (pending_ &&
-      vkWaitForFences(context_->device(), 1, &fence_, VK_TRUE, context_->state().fence_timeout_ns) != VK_SUCCESS)
+      vkWaitForFences(context_->device(), 1, &fence_, VK_TRUE, vk::state_of(*context_).fence_timeout_ns) != VK_SUCCESS)
     return;
-  if (timeline_) context_->state().spare_timelines.push_back({timeline_, timeline_value(submitted_)});
+  if (timeline_) vk::state_of(*context_).spare_timelines.push_back({timeline_, timeline_value(submitted_)});
   if (fence_) vkDestroyFence(context_->device(), fence_, context_->allocator());
-  if (cmd_) vkFreeCommandBuffers(context_->device(), context_->state().command_pool, 1, &cmd_);
+  if (cmd_) vkFreeCommandBuffers(context_->device(), vk::state_of(*context_).command_pool, 1, &cmd_);
 }
 
 Result<CommandRecorder*> Submission::try_begin() {
@@ -231,7 +231,7 @@ Result<CommandRecorder*> Submission::try_begin() {
   info.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   ATTENDRE_TRY(checked(vkBeginCommandBuffer(cmd_, &info), "vkBeginCommandBuffer"));
   recording_ = true;
-  recorder_.emplace(cmd_, context_->state().debug_label);
+  recorder_.emplace(cmd_, vk::state_of(*context_).debug_label);
   // Earlier submissions (this one's previous step, uploads, other objects'
   // steps on the queue) wrote buffers this one reads: the tracker cannot see
   // them, so one barrier orders all of them before this submission.
@@ -311,10 +311,10 @@ Status Submission::try_wait() {
   if (!pending_) return {};
   // The submission stays pending when the wait fails: its objects must not
   // be reused or destroyed while the device may still run it.
-  const VkResult r = vkWaitForFences(context_->device(), 1, &fence_, VK_TRUE, context_->state().fence_timeout_ns);
+  const VkResult r = vkWaitForFences(context_->device(), 1, &fence_, VK_TRUE, vk::state_of(*context_).fence_timeout_ns);
   if (r == VK_TIMEOUT)
     return {ErrorCode::device_lost, "the device did not finish a submission within " +
-                                        std::to_string(context_->state().fence_timeout_ns / 1000000000) +
+                                        std::to_string(vk::state_of(*context_).fence_timeout_ns / 1000000000) +
                                         " s (ContextOptions::fence_timeout_ms): treated as lost"};
   ATTENDRE_TRY(checked(r, "vkWaitForFences"));
   pending_ = false;

@@ -263,8 +263,8 @@ Context::~Context() { release(); }
 
 void Context::StateDeleter::operator()(vk::ContextState* state) const { delete state; }
 
-std::vector<std::string> validation_messages(const Context& context) { return context.state().messages; }
-void clear_validation_messages(Context& context) { context.state().messages.clear(); }
+std::vector<std::string> validation_messages(const Context& context) { return vk::state_of(context).messages; }
+void clear_validation_messages(Context& context) { vk::state_of(context).messages.clear(); }
 
 // A queue thread may still touch a finished submission's semaphores and
 // command buffers after signalling its fence (lavapipe, Mesa 22.3: its

@@ -51,4 +51,11 @@ struct ContextState {
   PFN_vkWaitSemaphoresKHR wait_semaphores = nullptr;
 };
 
+// The state of `context`: the public header keeps it private, so that
+// nothing outside the library reaches attendre's internals through it.
+struct ContextAccess {
+  static ContextState& state(const Context& context) { return *context.state_; }
+};
+inline ContextState& state_of(const Context& context) { return ContextAccess::state(context); }
+
 }  // namespace attendre::vk

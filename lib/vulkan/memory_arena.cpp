@@ -17,7 +17,7 @@ MemoryArena::MemoryArena(Context& context, uint64_t expected_bytes, const char* 
 MemoryArena::~MemoryArena() {
   for (Block& b : blocks_) {
     vkFreeMemory(context_.device(), b.memory, context_.allocator());
-    context_.state().device_memory_bytes -= b.size;
+    vk::state_of(context_).device_memory_bytes -= b.size;
   }
 }
 
@@ -56,7 +56,7 @@ Status MemoryArena::add_block(uint64_t bytes, uint32_t type_bits, const char* la
   alloc.memoryTypeIndex = memory_type_;
   ATTENDRE_TRY(
       checked(vkAllocateMemory(context_.device(), &alloc, context_.allocator(), &b.memory), "vkAllocateMemory"));
-  context_.state().add_device_memory(b.size);
+  vk::state_of(context_).add_device_memory(b.size);
   blocks_.push_back(b);  // the destructor frees it from here on, even if mapping fails
   if (host_visible_)
     ATTENDRE_TRY(
