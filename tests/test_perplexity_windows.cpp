@@ -76,6 +76,11 @@ TEST_CASE("windowed perplexity: llama-perplexity's windows equal the dense forwa
   const std::vector<uint32_t> tokens = model.tokenizer().encode(kStory);
   REQUIRE(model.tokenizer().adds_bos());
   REQUIRE(tokens.size() >= 70);
+  // adds_bos() says what encode() does: qwen2's vocabulary adds none.
+  CHECK(tokens.front() == *model.tokenizer().bos());
+  const Tokenizer qwen2 = Tokenizer::open(*models / "vocab" / "ggml-vocab-qwen2.gguf");
+  CHECK_FALSE(qwen2.adds_bos());
+  CHECK(qwen2.encode("Once upon a time") == qwen2.encode("Once upon a time", {false}));
   for (const uint32_t ctx : {3u, 16u, 17u, static_cast<uint32_t>(tokens.size() / 2)}) {
     CAPTURE(ctx);
     PerplexityWindows w;
