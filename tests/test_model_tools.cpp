@@ -69,6 +69,26 @@ MemoryPlan tool_default(const Model& model, uint32_t n_local) {
   return plan;
 }
 
+// attendre-perplexity on stories260K and kStoriesText (in a temporary
+// folder): `base` names both, (*run)(args) runs the tool; open() is null
+// (the test skips) without the shared models.
+struct StoryPerplexity {
+  static std::unique_ptr<const StoryPerplexity> open() {
+    const auto models = test::shared_models();
+    return models ? std::make_unique<const StoryPerplexity>(*models) : nullptr;
+  }
+  test::TempDir dir;
+  fs::path path;
+  std::string base;
+  explicit StoryPerplexity(const fs::path& models) : path(models / "stories260K.gguf") {
+    write_text(dir / "story.txt", kStoriesText);
+    base = "--model " + quote(path) + " --file " + quote(dir / "story.txt");
+  }
+  test::ToolStreams operator()(const std::string& args) const {
+    return test::run_tool_streams(ATTENDRE_PERPLEXITY_BINARY, args);
+  }
+};
+
 constexpr const char* kText = "the cat sat on the mat once upon a time the cat sat on the mat";
 
 }  // namespace
@@ -246,16 +266,14 @@ TEST_CASE("attendre-generate: bad arguments and files exit non-zero with one lin
 }
 
 TEST_CASE("attendre-perplexity: one table for --compare, full context equals the dense forward's perplexity") {
-  const auto models = test::shared_models();
-  if (!models) return;
-  test::TempDir dir;
-  write_text(dir / "story.txt", kStoriesText);
-  const fs::path path = *models / "stories260K.gguf";
-  const std::string base = "--model " + quote(path) + " --file " + quote(dir / "story.txt");
-  auto run = [&](const std::string& args) { return test::run_tool_streams(ATTENDRE_PERPLEXITY_BINARY, args); };
+  const std::unique_ptr<const StoryPerplexity> run = StoryPerplexity::open();
+  if (!run) return;
+  const test::TempDir& dir = run->dir;
+  const fs::path& path = run->path;
+  const std::string& base = run->base;
 
   const test::ToolStreams r =
-      run(base + " --compare full,fifo,sinks,lra_sum,lfa --chunk 8 --kv-capacity 24 --lambda 0.001 --json " +
+      (*run)(base + " --compare full,fifo,sinks,lra_sum,lfa --chunk 8 --kv-capacity 24 --lambda 0.001 --json " +
           quote(dir / "p.json"));
   INFO(r.err);
   REQUIRE(r.code == 0);
@@ -296,17 +314,79 @@ TEST_CASE("attendre-perplexity: one table for --compare, full context equals the
   CHECK(json["results"][1]["perplexity"].get<double>() != doctest::Approx(dense).epsilon(1e-3));
 
   const std::string tool = "attendre-perplexity";
-  check_one_line_error(run(base + " --no-causal"), 2, tool, "--no-causal: the logits at t must predict token t+1");
-  check_one_line_error(run(base + " --compare full,bogus"), 2, tool, "--compare: expected full, sinks or a policy");
-  check_one_line_error(run(base + " --compare fifo --policy lru"), 2, tool, "--policy and --compare are exclusive");
-  check_one_line_error(run("--model " + quote(path)), 2, tool, "missing required option --file");
+  check_one_line_error((*run)(base + " --no-causal"), 2, tool, "--no-causal: the logits at t must predict token t+1");
+  check_one_line_error((*run)(base + " --compare full,bogus"), 2, tool, "--compare: expected full, sinks or a policy");
+  check_one_line_error((*run)(base + " --compare fifo --policy lru"), 2, tool, "--policy and --compare are exclusive");
+  check_one_line_error((*run)("--model " + quote(path)), 2, tool, "missing required option --file");
   write_text(dir / "empty.txt", "");
-  check_one_line_error(run("--model " + quote(path) + " --file " + quote(dir / "empty.txt") + " --json " +
+  check_one_line_error((*run)("--model " + quote(path) + " --file " + quote(dir / "empty.txt") + " --json " +
                            quote(dir / "e.json")),
                        1, tool, "1 tokens, perplexity needs at least 2");
-  check_one_line_error(run("--model " + quote(path) + " --file " + quote(dir.path.string()) + " --json " +
+  check_one_line_error((*run)("--model " + quote(path) + " --file " + quote(dir.path.string()) + " --json " +
                            quote(dir / "e.json")),
                        1, tool, "--file " + dir.path.string() + ": is a folder, not a text file");
+  check_no_file(dir / "e.json");
+}
+
+TEST_CASE("attendre-perplexity --ctx N: llama-perplexity's windows, --kl-divergence from full, their JSON and errors") {
+  const std::unique_ptr<const StoryPerplexity> run = StoryPerplexity::open();
+  if (!run) return;
+  const test::TempDir& dir = run->dir;
+  const fs::path& path = run->path;
+  const std::string& base = run->base;
+  Model model = Model::open(path);
+  const std::vector<uint32_t> tokens = model.tokenizer().encode(kStoriesText);
+  const auto [dense, scored] = test::dense_windowed_perplexity(model, tokens, 16, model.tokenizer().bos());
+
+  // full is not named: it runs last, as the KL base.
+  const test::ToolStreams r = (*run)(base + " --ctx 16 --compare fifo,lra_sum --chunk 4 --kv-capacity 8 --kl-divergence --json " +
+                                  quote(dir / "w.json"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  for (const char* column : {"mean KLD", "median KLD", "99.0% KLD", "same top p"}) CHECK(r.out.find(column) != std::string::npos);
+  const nlohmann::json json = read_json(dir / "w.json");
+  CHECK(json["ctx"] == 16);
+  CHECK(json["windows"] == tokens.size() / 16);
+  CHECK(json["tokens"] == tokens.size());
+  CHECK(json["predicted"] == scored);
+  CHECK(scored == tokens.size() / 16 * 7);
+  REQUIRE(json["results"].size() == 3);
+  CHECK(json["results"][2]["setting"] == "full");
+  CHECK(json["results"][2]["memory"]["blocks"][0]["M"] == 16);  // the memory holds a window
+  CHECK(json["results"][0]["memory"]["blocks"][0]["M"] == 8);
+  CHECK(json["results"][2]["perplexity"].get<double>() == doctest::Approx(dense).epsilon(1e-5));
+  CHECK(json["perplexity"] == json["results"][0]["perplexity"]);
+  const nlohmann::json& full_kl = json["results"][2]["kl_divergence"];
+  CHECK(full_kl["mean"] == 0.0);
+  CHECK(full_kl["same_top_p"] == 1.0);
+  CHECK(full_kl["tokens"] == scored);
+  for (size_t i = 0; i < 2; ++i) {
+    const nlohmann::json& kl = json["results"][i]["kl_divergence"];
+    CHECK(kl["mean"].get<double>() > 0.0);
+    CHECK(kl["median"].get<double>() <= kl["p99"].get<double>());
+    CHECK(kl["p99"].get<double>() <= kl["maximum"].get<double>());
+    CHECK(kl["same_top_p"].get<double>() < 1.0);
+    CHECK(json["results"][i]["peak_gpu_bytes"].get<uint64_t>() > 0);
+  }
+
+  // --full-context alone over the same windows: the same figure; windows of 3 tokens score one each.
+  const test::ToolStreams alone = (*run)(base + " --ctx 16 --full-context --chunk 4 --json " + quote(dir / "f.json"));
+  REQUIRE(alone.code == 0);
+  CHECK(read_json(dir / "f.json")["perplexity"] == json["results"][2]["perplexity"]);
+  CHECK_FALSE(read_json(dir / "f.json")["results"][0].contains("kl_divergence"));
+  REQUIRE((*run)(base + " --ctx 3 --full-context --json " + quote(dir / "t.json")).code == 0);
+  const nlohmann::json tiny = read_json(dir / "t.json");
+  CHECK(tiny["windows"] == tokens.size() / 3);
+  CHECK(tiny["predicted"] == tokens.size() / 3);
+  CHECK(tiny["perplexity"].get<double>() ==
+        doctest::Approx(test::dense_windowed_perplexity(model, tokens, 3, model.tokenizer().bos()).first).epsilon(1e-5));
+
+  const std::string tool = "attendre-perplexity";
+  check_one_line_error((*run)(base + " --ctx 0"), 2, tool, "--ctx: expected a positive integer, got '0'");
+  check_one_line_error((*run)(base + " --ctx 2"), 2, tool, "--ctx: 2 scores no token (N - 1 - N/2 per window): at least 3");
+  check_one_line_error((*run)(base + " --kl-divergence"), 2, tool, "--kl-divergence needs --ctx N");
+  check_one_line_error((*run)(base + " --ctx 512 --kl-divergence --json " + quote(dir / "e.json")), 1, tool,
+                       std::to_string(tokens.size()) + " tokens, --ctx 512 needs at least 1024 (two windows)");
   check_no_file(dir / "e.json");
 }
 

@@ -69,6 +69,9 @@ class Tokenizer {
 
   uint32_t size() const;  // number of tokens
   std::optional<uint32_t> bos() const;
+  // Whether encode() puts BOS first by default (tokenizer.ggml.add_bos_token):
+  // where it does, a window of text read on its own starts with BOS too.
+  bool adds_bos() const;
   std::optional<uint32_t> eos() const;
   // The ids that end a generation: EOS and, where the file names one, the
   // end-of-turn token (tokenizer.ggml.eot_token_id).

@@ -1,3 +1,4 @@
+#include "core/token_scores.hpp"
 #include "core/try.hpp"
 
 #include <attendre/generate.hpp>
@@ -24,12 +25,8 @@ Result<PerplexityResult> try_perplexity(TransformerStack& stack, std::span<const
     for (size_t i = 0; i < out.positions.size(); ++i) {
       const auto t = static_cast<uint64_t>(out.positions[i]);
       if (t + 1 >= tokens.size()) continue;  // the last position predicts nothing in the text
-      const float* row = out.logits.data() + i * c.vocab;
-      double top = row[0];
-      for (uint32_t v = 1; v < c.vocab; ++v) top = std::max(top, static_cast<double>(row[v]));
-      double sum = 0.0;
-      for (uint32_t v = 0; v < c.vocab; ++v) sum += std::exp(row[v] - top);
-      nll += top + std::log(sum) - row[tokens[t + 1]];
+      const std::span<const float> row = std::span<const float>(out.logits).subspan(i * c.vocab, c.vocab);
+      nll += scores::log_sum_exp(row) - row[tokens[t + 1]];
       ++result.predicted;
     }
     if (progress && result.predicted > before)

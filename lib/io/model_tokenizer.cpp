@@ -71,6 +71,7 @@ Result<std::string_view> Tokenizer::try_piece(uint32_t id) const {
 
 uint32_t Tokenizer::size() const { return static_cast<uint32_t>(impl_->tokenizer.size()); }
 std::optional<uint32_t> Tokenizer::bos() const { return unsigned_id(impl_->tokenizer.bos()); }
+bool Tokenizer::adds_bos() const { return impl_->tokenizer.vocabulary().add_bos; }
 std::optional<uint32_t> Tokenizer::eos() const { return unsigned_id(impl_->tokenizer.eos()); }
 const std::vector<uint32_t>& Tokenizer::stop_tokens() const { return impl_->stop_tokens; }
 
