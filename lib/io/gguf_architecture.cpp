@@ -89,6 +89,11 @@ Result<BlockConfig> block_config(const Metadata& m, const Architecture& a, uint3
     return m.key_error(ErrorCode::malformed_input, "rope.dimension_count",
                        std::to_string(b.rope_dims) + " must be even and at most the head dim " +
                            std::to_string(s.head_dim));
+  // llama.cpp's qwen3 graph asserts that RoPE turns whole heads.
+  if (a.qk_norm && b.rope_dims != s.head_dim)
+    return m.key_error(ErrorCode::unsupported, "rope.dimension_count",
+                       std::to_string(b.rope_dims) + " rotary dims of heads of " + std::to_string(s.head_dim) +
+                           ": " + std::string(a.name) + " rotates whole heads");
   ATTENDRE_TRY_ASSIGN(b.rope_theta, m.positive("rope.freq_base", 10000.0));
   ATTENDRE_TRY_ASSIGN(b.rope_scaling, read_rope_scaling(m));
   // llama.cpp's llama loads q/k/v/output and FFN biases when the file has

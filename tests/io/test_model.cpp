@@ -220,6 +220,8 @@ TEST_CASE("model: qwen3's q/k norms and phi3's fused tensors read as llama.cpp l
         {"a k norm of the wrong size", {{}, {}, {random_tensor("blk.0.attn_k_norm.weight", {16}, TensorType::f32)}},
          ErrorCode::malformed_input,
          "tensor \"blk.0.attn_k_norm.weight\" has shape [16], the model's hyper-parameters make it [32]"},
+        {"partial rotary dims", {{{"qwen3.rope.dimension_count", std::optional<MetadataValue>(MetadataValue::u32(16))}}},
+         ErrorCode::unsupported, "\"qwen3.rope.dimension_count\": 16 rotary dims of heads of 32: qwen3 rotates whole heads"},
     };
     check_bad_files(good, dir.path, cases);
   }
