@@ -59,6 +59,11 @@ struct BlockConfig {
   // keeps one, in block 0, for every block); none: its own.
   std::optional<uint32_t> t5_table_block;
   bool qkv_bias = false, output_bias = false, ffn_bias = false;
+  // Per-head RMS norms of q and k after their projections and biases,
+  // before RoPE (qwen3, gemma3): each head of head_dim values is normalized
+  // with norm_eps and scaled by the block's attn_q_norm / attn_k_norm
+  // weights [head_dim], which every head shares. Self-attention only.
+  bool qk_norm = false;
 };
 
 struct StackConfig {

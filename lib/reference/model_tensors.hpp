@@ -28,6 +28,7 @@ struct BlockTensors {
   std::optional<Tensor> attn_norm_bias, ffn_norm_bias;  // LayerNorm shifts
   Tensor wq, wk, wv, wo;
   std::optional<Tensor> bq, bk, bv, bo;
+  std::optional<Tensor> q_norm, k_norm;  // per-head norm gains [head_dim] (BlockConfig::qk_norm)
   std::optional<Tensor> gate;  // gated FFN only
   Tensor up, down;
   std::optional<Tensor> bgate, bup, bdown;
