@@ -20,6 +20,7 @@ json configuration(const Session& s) {
                       {"kv_capacity", a.kv.capacity},
                       {"top_k", a.retrieval.top_k},
                       {"sinks", a.kv.n_sink},
+                      {"recent", a.kv.n_recent},
                       {"storage", std::string(attendre::to_string(a.kv.storage))},
                       {"lm_infinite", b.lm_infinite.enabled ? json(b.lm_infinite.n_local) : json(nullptr)}});
   }
@@ -34,8 +35,9 @@ json configuration(const Session& s) {
 
 json run_json(const Session& s, size_t index) {
   const RunResult& r = s.runs[index];
-  json policies = json::array();
+  json policies = json::array(), recent = json::array();
   for (size_t l = 0; l < r.config.blocks.size(); ++l) policies.push_back(r.policies.size() == 1 ? r.policies[0] : r.policies[l]);
+  for (const attendre::BlockConfig& b : r.config.blocks) recent.push_back(b.attention.kv.n_recent);
   json needles = json::array();
   uint32_t kept = 0;
   for (const NeedleInfo& n : s.needles) {
@@ -61,6 +63,7 @@ json run_json(const Session& s, size_t index) {
   if (r.mass) mass = {{"value", r.mass->value}, {"block", 0}, {"queries", r.mass->queries}};
   return {{"policy", r.label},
           {"policies", policies},
+          {"recent", recent},
           {"needles", needles},
           {"needles_retained", kept},
           {"retained_mass", mass},

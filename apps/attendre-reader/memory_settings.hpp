@@ -15,10 +15,12 @@
 
 namespace reader {
 
-// Policies by the names the command line takes: the seven of spec 2.4, and
-// "sinks", fifo with attention sinks (StreamingLLM: 4 unless --sinks says).
+// Policies by the names the command line takes: the seven of spec 2.4 and
+// the aliases of attendre/memory_names.hpp (sinks and streamingllm: 4 sinks
+// unless --sinks says; h2o: a window of W = (M - sinks) / 2 unless --recent
+// says).
 bool is_policy_name(const std::string& name);
-std::string policy_names();  // "fifo, sinks, lru, ..."
+std::string policy_names();  // "fifo, lru, ..., sinks, streamingllm, tova, h2o"
 
 struct MemorySettings {
   uint32_t chunk = 32;  // S
@@ -27,6 +29,7 @@ struct MemorySettings {
   std::vector<uint32_t> kv_capacity{256};  // M
   std::vector<uint32_t> top_k{32};        // K
   std::vector<uint32_t> sinks{0};
+  std::vector<uint32_t> recent{0};  // W of the recent window
   double lambda = 1e-3;  // LFA-10^-3, the paper's
   std::optional<double> init_k;      // mu - k*sigma (spec default k = 1)
   std::optional<double> init_const;  // a constant initial score instead

@@ -135,7 +135,7 @@ std::string with_flag_names(const std::string& message) {
     std::string_view symbol, flag;
   };
   static constexpr Field kFields[] = {
-      {"N", "--q-capacity"}, {"M", "--kv-capacity"}, {"S", "--chunk"}, {"K", "--top-k"}, {"n_sink", "--sinks"}};
+      {"N", "--q-capacity"}, {"M", "--kv-capacity"}, {"S", "--chunk"}, {"K", "--top-k"}, {"n_sink", "--sinks"}, {"W", "--recent"}};
   // A field counts when it stands alone as a word: "M=5", "(M=5", "lower K or M",
   // "M >= S" - not the K of "K/V" nor the M of "MiB".
   const auto mentions = [&](std::string_view symbol) {

@@ -12,6 +12,7 @@ nlohmann::json memory_json(const StackConfig& config, bool flush) {
                       {"policy", std::string(to_string(a.kv.policy.kind))},
                       {"lambda", a.kv.policy.lambda},
                       {"sinks", a.kv.n_sink},
+                      {"recent", a.kv.n_recent},
                       {"storage", std::string(to_string(a.kv.storage))},
                       {"causal", a.retrieval.causal},
                       // LM-Infinite's window, null where distances are not capped.
