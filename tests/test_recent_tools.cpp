@@ -91,7 +91,7 @@ TEST_CASE("memory tools: --recent, recent= overrides and the h2o, streamingllm a
 
 #ifdef ATTENDRE_READER_BINARY
 
-TEST_CASE("memory tools: the reader's --recent and h2o reach its stacks") {
+TEST_CASE("memory tools: the reader's --recent and h2o reach its stacks, its preset is printed") {
   test::TempDir dir;
   const test::ToolStreams r = test::reader::run_reader(test::reader::kHaystack + " --compare fifo,h2o,tova --recent 0,24,0 --json " +
                                                quoted(dir / "r.json"));
@@ -102,6 +102,20 @@ TEST_CASE("memory tools: the reader's --recent and h2o reach its stacks") {
   CHECK(runs[0]["recent"] == std::vector<uint32_t>{0, 24, 0});
   CHECK(runs[1]["recent"] == std::vector<uint32_t>{96, 24, 96});  // (192 - 0) / 2 where --recent gives none
   CHECK(runs[2]["policies"][0] == "tova");
+
+  // The defaults are the library's "reader" preset, printed and named in the JSON.
+  CHECK(r.out.find("\npreset    reader (S=32 N=32 M=256 K=32 lambda=0.001, lambda for lfa; the memory flags change it)\n") !=
+        std::string::npos);
+  const nlohmann::json configuration = read_json(dir / "r.json")["configuration"];
+  CHECK(configuration["preset"] == "reader");
+  CHECK(configuration["chunk"] == 32);
+  for (const auto& block : configuration["blocks"]) {
+    CHECK(block["kv_capacity"] == 192);  // the schema's names and the library's memory form agree
+    CHECK(block["M"] == 192);
+    CHECK(block["q_capacity"] == 32);
+    CHECK(block["N"] == 32);
+    CHECK(block["top_k"] == 32);
+  }
 }
 
 #endif

@@ -51,21 +51,27 @@ attendre::StackConfig configure_stack(attendre::StackConfig shape, const MemoryS
   check_list(memory.sinks, blocks, "--sinks");
   check_list(memory.recent, blocks, "--recent");
   check_list(policies, blocks, "--policy");
-  shape.chunk = memory.chunk;
-  shape.flush_capable = memory.flush;
-  shape.weights = memory.fp16 ? attendre::WeightType::f16 : attendre::WeightType::f32;
-  shape.activations = memory.fp16_activations ? attendre::MemoryStorage::f16 : attendre::MemoryStorage::f32;
+  attendre::MemoryPlan plan;
+  plan.chunk = memory.chunk;
+  plan.flush_capable = memory.flush;
+  plan.activations = memory.fp16_activations ? attendre::MemoryStorage::f16 : attendre::MemoryStorage::f32;
   for (size_t l = 0; l < blocks; ++l) {
-    attendre::LayerConfig& a = shape.blocks[l].attention;
-    const std::string& name = policies.size() == 1 ? policies[0] : policies[l];
-    a.q_capacity = per_block(memory.q_capacity, l);
-    a.kv.capacity = per_block(memory.kv_capacity, l);
-    a.retrieval.top_k = per_block(memory.top_k, l);
-    a.kv.n_sink = per_block(memory.sinks, l);
-    a.kv.n_recent = per_block(memory.recent, l);
-    set_policy(a.kv, name, memory);
-    a.kv.storage = memory.fp16_memory ? attendre::MemoryStorage::f16 : attendre::MemoryStorage::f32;
+    const attendre::BlockConfig& b = shape.blocks[l];
+    attendre::MemorySetting s;
+    s.mode = b.attention.retrieval.mode;
+    s.causal = b.attention.retrieval.causal;
+    s.lm_infinite = b.lm_infinite;
+    s.q_capacity = per_block(memory.q_capacity, l);
+    s.kv.capacity = per_block(memory.kv_capacity, l);
+    s.top_k = per_block(memory.top_k, l);
+    s.kv.n_sink = per_block(memory.sinks, l);
+    s.kv.n_recent = per_block(memory.recent, l);
+    set_policy(s.kv, policies.size() == 1 ? policies[0] : policies[l], memory);
+    s.kv.storage = memory.fp16_memory ? attendre::MemoryStorage::f16 : attendre::MemoryStorage::f32;
+    plan.blocks[static_cast<uint32_t>(l)] = s;
   }
+  shape.weights = memory.fp16 ? attendre::WeightType::f16 : attendre::WeightType::f32;
+  attendre::try_apply_memory(shape, plan).or_throw();
   return shape;
 }
 

@@ -202,7 +202,8 @@ model
   --lm-infinite [N]    LM-Infinite (paper section 4): RoPE distances capped at
                        N (default: the model's trained context length)
 
-memory (one value for every block, or a comma-separated value per block)
+memory (one value for every block, or a comma-separated value per block; the
+defaults are the library's "reader" preset, printed with the configuration)
   --chunk S            positions per step (default 32)
   --q-capacity N       Q memory: how long each query waits (default 32)
   --kv-capacity M      K/V memory (default 256)
