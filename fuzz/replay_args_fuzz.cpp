@@ -56,7 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::check_one_line(e.what());
     const std::string named = replay::with_flag_names(e.what());
     fuzz::check_one_line(named);
-    // Every infeasible configuration is about M, S or n_sink: it names flags.
+    // Every infeasible configuration is about M, S, n_sink or W: it names flags.
     if (e.code() == ErrorCode::infeasible_config)
       fuzz::check(named.find(" is --") != std::string::npos, "infeasible configurations name flags", named);
   }

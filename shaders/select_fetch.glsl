@@ -4,8 +4,9 @@
 //   SOURCE_LOGITS  key = larger logit first, tie = smaller position,
 //                  payload = slot (masked slots carry the -inf key)
 //   SOURCE_EVICT   key = policy score, tie = smaller position, payload =
-//                  slot or kNewRow | chunk row; pinned entries and
-//                  protected new rows are not candidates (all kInvalid)
+//                  slot or kNewRow | chunk row; pinned entries, the
+//                  recent window and protected new rows are not
+//                  candidates (all kInvalid)
 #ifndef ATTENDRE_SELECT_FETCH_GLSL
 #define ATTENDRE_SELECT_FETCH_GLSL
 
@@ -44,6 +45,10 @@ void fetch(uint row, uint index, out uint key, out uint tie, out uint payload) {
     payload = kNewRow | r;
   }
   if (pc.n_sink > 0u && position < int(pc.n_sink)) {  // pinned: never a victim (none when n_sink is 0)
+    payload = kInvalid;
+    return;
+  }
+  if (pc.n_recent > 0u && position >= pc.recent_from) {  // in the recent window: never a victim
     payload = kInvalid;
     return;
   }

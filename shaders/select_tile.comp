@@ -6,7 +6,8 @@
 //                  payload = slot (masked slots carry the -inf key and sort last)
 //   SOURCE_EVICT   victims: key = policy score (lowest first), tie = smaller
 //                  position, payload = slot or kNewRow | chunk row; pinned
-//                  entries and protected new rows are not candidates
+//                  entries, the recent window and protected new rows are
+//                  not candidates
 //
 // Bindings (LOGITS): 0 logits read, 1 K/V memory read, 2 lists write
 // Bindings (EVICT):  0 K/V memory read, 1 chunk read, 2 lists write

@@ -58,6 +58,7 @@ inline std::string layer_args(const LayerConfig& c) {
   if (c.kv.policy.kind == PolicyKind::lfa) a << " --lambda " << c.kv.policy.lambda;
   if (c.kv.policy.attention_scored()) a << " --init-k " << c.kv.policy.initial.k;
   if (c.kv.n_sink) a << " --sinks " << c.kv.n_sink;
+  if (c.kv.n_recent) a << " --recent " << c.kv.n_recent;
   if (!c.kv.protect_new) a << " --no-protect-new";
   if (c.retrieval.causal) a << " --causal";
   if (c.retrieval.mode == RetrievalMode::shared) a << " --retrieval shared";

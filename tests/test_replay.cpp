@@ -149,6 +149,47 @@ TEST_CASE("replay: files equal the reference layer on cpu and match it on gpu") 
   check_files(e, read_outputs(dir / "gpu"), s, c.kv.capacity, 2e-4);
 }
 
+TEST_CASE("replay: --recent keeps the reference's retained sets on cpu and gpu, with sinks and without protect_new") {
+  for (const PolicyKind kind : {PolicyKind::lfa, PolicyKind::lra_last, PolicyKind::lfu}) {
+    LayerConfig c;
+    c.shape = {2, 1, 8};
+    c.chunk = 4;
+    c.q_capacity = 3;
+    c.kv.capacity = 11;
+    c.kv.policy = Policy{kind, 0.0, {}};
+    c.kv.n_sink = 2;
+    c.kv.n_recent = 6;
+    c.kv.protect_new = kind != PolicyKind::lra_last;
+    c.retrieval.top_k = 3;
+    INFO(to_string(kind));
+    test::StreamOptions options;
+    options.invalid_fraction = 0.2;
+    std::vector<test::StepRecord> records;
+    const test::Stream s = resolvable_stream(c, 33, options, records);
+    const Expected e = expected_files(s, records, c.kv.capacity);
+    TempDir dir;
+    const std::string args = write_stream(dir, s) + layer_args(c);
+    REQUIRE(args.find(" --recent 6") != std::string::npos);
+    for (const char* device : {"cpu", "gpu"}) {
+      const std::string out = dir / device;
+      const Outcome o = replay(args + " --device " + device + " --out " + quote(out));
+      INFO(device << ": " << o.err);
+      REQUIRE(o.code == 0);
+      check_files(e, read_outputs(out), s, c.kv.capacity, device == std::string("cpu") ? 0.0 : 2e-4);
+    }
+    // Without the window the files differ: the option reached the layer.
+    const Outcome plain = replay(write_stream(dir, s) + layer_args([&] {
+                                   LayerConfig w = c;
+                                   w.kv.n_recent = 0;
+                                   return w;
+                                 }()) + " --out " + quote(dir / "plain"));
+    REQUIRE(plain.code == 0);
+    const Files with = read_outputs(dir / "cpu"), without = read_outputs(dir / "plain");
+    const auto a = with.retained.as<int64_t>(), b = without.retained.as<int64_t>();
+    CHECK_FALSE(std::equal(a.begin(), a.end(), b.begin(), b.end()));
+  }
+}
+
 TEST_CASE("replay: tags, alibi, shared retrieval and lfa options reach the layer") {
   LayerConfig c;
   c.shape = {2, 1, 4};
@@ -249,7 +290,7 @@ TEST_CASE("replay: --help documents every option and exits 0") {
   CHECK(o.err.empty());
   for (const char* option : {"--q ", "--k ", "--v ", "--valid", "--positions", "--chunk", "--q-capacity",
                              "--kv-capacity", "--top-k", "--policy", "--lambda", "--init-k", "--init-const",
-                             "--sinks", "--no-protect-new", "--causal", "--scale", "--device", "--out",
+                             "--sinks", "--recent", "--no-protect-new", "--causal", "--scale", "--device", "--out",
                              "--retrieval", "--alibi", "--tags", "--tag-mask", "ATTENDRE_DEVICE"})
     CHECK_MESSAGE(o.out.find(option) != std::string::npos, option);
 }

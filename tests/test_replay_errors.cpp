@@ -320,6 +320,9 @@ TEST_CASE("replay: limits name the flag the user gave") {
       {" --chunk 4 --q-capacity 2 --kv-capacity 5 --sinks 2 --top-k 3", 1,
        "infeasible: protect_new needs M >= S + n_sink, got M=5 S=4 n_sink=2 (M is --kv-capacity, S is --chunk, n_sink "
        "is --sinks)"},
+      {" --chunk 4 --q-capacity 2 --kv-capacity 9 --sinks 2 --recent 8 --top-k 3", 1,
+       "infeasible: the recent window needs M >= n_sink + max(S, W) under protect_new, got M=9 S=4 n_sink=2 W=8 "
+       "(M is --kv-capacity, S is --chunk, n_sink is --sinks, W is --recent)"},
       // The GPU's limit on S (at most 2048 on every device) comes from the library.
       {" --chunk 4096 --q-capacity 2 --kv-capacity 8192 --top-k 3", 1, " (S is --chunk)", {"gpu"}},
   };

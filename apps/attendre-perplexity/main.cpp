@@ -51,7 +51,7 @@ its first token replaced by BOS where the vocabulary adds one, and only its seco
 
   --model FILE.gguf     a llama or qwen2 GGUF model
   --file TEXT           the text (UTF-8), tokenized with BOS as the vocabulary says
-  --compare LIST        one table row per setting: full (--full-context, no other memory option applies), sinks (fifo, --sinks or 4: StreamingLLM), or a policy
+  --compare LIST        one table row per setting: full (--full-context, no other memory option applies), a policy or an alias: sinks or streamingllm (fifo, --sinks or 4), tova (lra_last), h2o (lfa, lambda 0, --recent or W = (M - sinks) / 2)
   --json OUT.json       writes the results (perplexity, mean_nll, tokens_per_s, peak_gpu_bytes per setting;
                         with --ctx also ctx and windows, and kl_divergence per setting)
   --ctx N               windows of N tokens (N >= 3), as llama-perplexity's -c N

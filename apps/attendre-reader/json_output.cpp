@@ -1,5 +1,7 @@
 #include "json_output.hpp"
 
+#include <attendre/memory_text.hpp>
+
 #include <nlohmann/json.hpp>
 
 namespace reader {
@@ -12,21 +14,23 @@ json range(const PositionRange& r) { return r.empty() ? json(nullptr) : json::ar
 json configuration(const Session& s) {
   json blocks = json::array();
   for (const attendre::BlockConfig& b : s.config.blocks) {
+    // The library's memory form (N, M, K, sinks, recent, storage, lm_infinite, ...),
+    // with the shape and this schema's longer names of N, M and K.
     const attendre::LayerConfig& a = b.attention;
-    blocks.push_back({{"heads_q", a.shape.heads_q},
-                      {"heads_kv", a.shape.heads_kv},
-                      {"head_dim", a.shape.head_dim},
-                      {"q_capacity", a.q_capacity},
-                      {"kv_capacity", a.kv.capacity},
-                      {"top_k", a.retrieval.top_k},
-                      {"sinks", a.kv.n_sink},
-                      {"storage", std::string(attendre::to_string(a.kv.storage))},
-                      {"lm_infinite", b.lm_infinite.enabled ? json(b.lm_infinite.n_local) : json(nullptr)}});
+    json block = json::parse(attendre::memory_block_json(b));
+    block.update({{"heads_q", a.shape.heads_q},
+                  {"heads_kv", a.shape.heads_kv},
+                  {"head_dim", a.shape.head_dim},
+                  {"q_capacity", a.q_capacity},
+                  {"kv_capacity", a.kv.capacity},
+                  {"top_k", a.retrieval.top_k}});
+    blocks.push_back(std::move(block));
   }
   const MemorySettings& m = s.memory;
   const json initial = m.init_const ? json{{"kind", "constant"}, {"value", *m.init_const}}
                                     : json{{"kind", "mean_minus_k_sigma"}, {"k", m.init_k.value_or(1.0)}};
-  return {{"chunk", s.config.chunk},     {"finish", m.flush ? "flush" : "drain"}, {"weights", s.weights},
+  return {{"preset", std::string(attendre::reader_memory_preset().name)},
+          {"chunk", s.config.chunk},     {"finish", m.flush ? "flush" : "drain"}, {"weights", s.weights},
           {"hidden", s.config.hidden},   {"lambda", m.lambda},                     {"initial_score", initial},
           {"activations", std::string(attendre::to_string(s.config.activations))},
           {"blocks", blocks}};
@@ -34,8 +38,9 @@ json configuration(const Session& s) {
 
 json run_json(const Session& s, size_t index) {
   const RunResult& r = s.runs[index];
-  json policies = json::array();
+  json policies = json::array(), recent = json::array();
   for (size_t l = 0; l < r.config.blocks.size(); ++l) policies.push_back(r.policies.size() == 1 ? r.policies[0] : r.policies[l]);
+  for (const attendre::BlockConfig& b : r.config.blocks) recent.push_back(b.attention.kv.n_recent);
   json needles = json::array();
   uint32_t kept = 0;
   for (const NeedleInfo& n : s.needles) {
@@ -61,6 +66,7 @@ json run_json(const Session& s, size_t index) {
   if (r.mass) mass = {{"value", r.mass->value}, {"block", 0}, {"queries", r.mass->queries}};
   return {{"policy", r.label},
           {"policies", policies},
+          {"recent", recent},
           {"needles", needles},
           {"needles_retained", kept},
           {"retained_mass", mass},

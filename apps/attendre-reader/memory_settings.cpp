@@ -2,13 +2,10 @@
 
 #include "core/fail.hpp"
 
-#include <array>
+#include <attendre/memory_names.hpp>
 
 namespace reader {
 namespace {
-
-constexpr std::array<const char*, 8> kPolicies = {"fifo", "sinks", "lru", "lfu", "lra_last", "lra_max", "lra_sum", "lfa"};
-constexpr uint32_t kStreamingLlmSinks = 4;
 
 template <class T>
 void check_list(const std::vector<T>& values, size_t blocks, const std::string& flag) {
@@ -17,31 +14,23 @@ void check_list(const std::vector<T>& values, size_t blocks, const std::string& 
                         std::to_string(values.size()));
 }
 
-attendre::Policy make_policy(const std::string& name, const MemorySettings& memory) {
+// The policy `name` names (with an alias's sinks or window) into `kv`. The
+// reader's sinks and windows of 0 leave an alias's defaults.
+void set_policy(attendre::KvMemoryConfig& kv, const std::string& name, const MemorySettings& memory) {
   attendre::InitialScore initial;
   if (memory.init_const) initial = attendre::InitialScore::constant(*memory.init_const);
   else if (memory.init_k) initial = attendre::InitialScore::mean_minus_sigma(*memory.init_k);
-  if (name == "sinks") return attendre::Policy::fifo();
-  const std::optional<attendre::PolicyKind> kind = attendre::parse_policy(name);
-  attendre::require(kind.has_value(), "unknown policy '" + name + "' (policies: " + policy_names() + ")");
-  attendre::Policy policy{*kind, 0.0, initial};
-  if (*kind == attendre::PolicyKind::lfa) policy.lambda = memory.lambda;
-  return policy;
+  kv.policy = attendre::Policy{attendre::PolicyKind::fifo, memory.lambda, initial};
+  const auto given = [](uint32_t value) { return value ? std::optional<uint32_t>(value) : std::nullopt; };
+  attendre::apply_memory_name(kv, name, given(kv.n_sink), given(kv.n_recent)).or_throw();
+  if (kv.policy.kind != attendre::PolicyKind::lfa) kv.policy.lambda = 0.0;
 }
 
 }  // namespace
 
-bool is_policy_name(const std::string& name) {
-  for (const char* p : kPolicies)
-    if (name == p) return true;
-  return false;
-}
+bool is_policy_name(const std::string& name) { return attendre::is_memory_name(name); }
 
-std::string policy_names() {
-  std::string names;
-  for (const char* p : kPolicies) names += (names.empty() ? "" : ", ") + std::string(p);
-  return names;
-}
+std::string policy_names() { return attendre::memory_names(); }
 
 std::string label(const PolicyList& policies) {
   std::string text;
@@ -60,22 +49,29 @@ attendre::StackConfig configure_stack(attendre::StackConfig shape, const MemoryS
   check_list(memory.kv_capacity, blocks, "--kv-capacity");
   check_list(memory.top_k, blocks, "--top-k");
   check_list(memory.sinks, blocks, "--sinks");
+  check_list(memory.recent, blocks, "--recent");
   check_list(policies, blocks, "--policy");
-  shape.chunk = memory.chunk;
-  shape.flush_capable = memory.flush;
-  shape.weights = memory.fp16 ? attendre::WeightType::f16 : attendre::WeightType::f32;
-  shape.activations = memory.fp16_activations ? attendre::MemoryStorage::f16 : attendre::MemoryStorage::f32;
+  attendre::MemoryPlan plan;
+  plan.chunk = memory.chunk;
+  plan.flush_capable = memory.flush;
+  plan.activations = memory.fp16_activations ? attendre::MemoryStorage::f16 : attendre::MemoryStorage::f32;
   for (size_t l = 0; l < blocks; ++l) {
-    attendre::LayerConfig& a = shape.blocks[l].attention;
-    const std::string& name = policies.size() == 1 ? policies[0] : policies[l];
-    a.q_capacity = per_block(memory.q_capacity, l);
-    a.kv.capacity = per_block(memory.kv_capacity, l);
-    a.retrieval.top_k = per_block(memory.top_k, l);
-    a.kv.policy = make_policy(name, memory);
-    a.kv.n_sink = per_block(memory.sinks, l);
-    a.kv.storage = memory.fp16_memory ? attendre::MemoryStorage::f16 : attendre::MemoryStorage::f32;
-    if (name == "sinks" && a.kv.n_sink == 0) a.kv.n_sink = kStreamingLlmSinks;
+    const attendre::BlockConfig& b = shape.blocks[l];
+    attendre::MemorySetting s;
+    s.mode = b.attention.retrieval.mode;
+    s.causal = b.attention.retrieval.causal;
+    s.lm_infinite = b.lm_infinite;
+    s.q_capacity = per_block(memory.q_capacity, l);
+    s.kv.capacity = per_block(memory.kv_capacity, l);
+    s.top_k = per_block(memory.top_k, l);
+    s.kv.n_sink = per_block(memory.sinks, l);
+    s.kv.n_recent = per_block(memory.recent, l);
+    set_policy(s.kv, policies.size() == 1 ? policies[0] : policies[l], memory);
+    s.kv.storage = memory.fp16_memory ? attendre::MemoryStorage::f16 : attendre::MemoryStorage::f32;
+    plan.blocks[static_cast<uint32_t>(l)] = s;
   }
+  shape.weights = memory.fp16 ? attendre::WeightType::f16 : attendre::WeightType::f32;
+  attendre::try_apply_memory(shape, plan).or_throw();
   return shape;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <attendre/config.hpp>
+#include <attendre/memory_text.hpp>
 #include <attendre/stack.hpp>
 
 #include <cstdint>
@@ -15,19 +16,26 @@
 
 namespace reader {
 
-// Policies by the names the command line takes: the seven of spec 2.4, and
-// "sinks", fifo with attention sinks (StreamingLLM: 4 unless --sinks says).
+// Policies by the names the command line takes: the seven of spec 2.4 and
+// the aliases of attendre/memory_names.hpp (sinks and streamingllm: 4 sinks
+// unless --sinks says; h2o: a window of W = (M - sinks) / 2 unless --recent
+// says).
 bool is_policy_name(const std::string& name);
-std::string policy_names();  // "fifo, sinks, lru, ..."
+std::string policy_names();  // "fifo, lru, ..., sinks, streamingllm, tova, h2o"
 
+// The reader's flags, which start from the library's "reader" preset
+// (attendre::reader_memory_preset(): S = 32, N = 32, M = 256, K = 32, LFA's
+// lambda 1e-3) and become a MemoryPlan in configure_stack.
 struct MemorySettings {
-  uint32_t chunk = 32;  // S
+  static const attendre::MemoryPlan& preset() { return attendre::reader_memory_preset().plan; }
+  uint32_t chunk = preset().chunk;  // S
   // One value for every block, or one per block.
-  std::vector<uint32_t> q_capacity{32};   // N
-  std::vector<uint32_t> kv_capacity{256};  // M
-  std::vector<uint32_t> top_k{32};        // K
-  std::vector<uint32_t> sinks{0};
-  double lambda = 1e-3;  // LFA-10^-3, the paper's
+  std::vector<uint32_t> q_capacity{preset().all.q_capacity};   // N
+  std::vector<uint32_t> kv_capacity{preset().all.kv.capacity};  // M
+  std::vector<uint32_t> top_k{preset().all.top_k};             // K
+  std::vector<uint32_t> sinks{preset().all.kv.n_sink};
+  std::vector<uint32_t> recent{preset().all.kv.n_recent};  // W of the recent window
+  double lambda = preset().all.kv.policy.lambda;  // LFA-10^-3, the paper's
   std::optional<double> init_k;      // mu - k*sigma (spec default k = 1)
   std::optional<double> init_const;  // a constant initial score instead
   bool flush = false;                // finish by flushing instead of draining
@@ -42,9 +50,11 @@ using PolicyList = std::vector<std::string>;
 // "lra_sum", or "fifo,lra_sum,lra_sum" for a per-block list.
 std::string label(const PolicyList& policies);
 
-// `shape` with the memory applied to every block. Throws invalid_argument
-// naming the flag whose list does not have 1 or `blocks` entries; the
-// stack's own validation then judges the values.
+// `shape` with the memory applied to every block, through the library's
+// MemoryPlan (the blocks' retrieval mode, causal mask and LM-Infinite kept as
+// the backend set them). Throws invalid_argument naming the flag whose list
+// does not have 1 or `blocks` entries; the stack's own validation then
+// judges the values.
 attendre::StackConfig configure_stack(attendre::StackConfig shape, const MemorySettings& memory,
                                       const PolicyList& policies);
 

@@ -126,6 +126,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--kv-capacity", counts(m.kv_capacity, 1)},
       {"--top-k", counts(m.top_k, 1)},
       {"--sinks", counts(m.sinks, 0)},
+      {"--recent", counts(m.recent, 0)},
       {"--policy", value([&](const std::string& f, const std::string& v) { policy = parse_policies(f, v); })},
       {"--compare", value([&](const std::string& f, const std::string& v) {
          compare.emplace();
@@ -202,15 +203,20 @@ model
   --lm-infinite [N]    LM-Infinite (paper section 4): RoPE distances capped at
                        N (default: the model's trained context length)
 
-memory (one value for every block, or a comma-separated value per block)
+memory (one value for every block, or a comma-separated value per block; the
+defaults are the library's "reader" preset, printed with the configuration)
   --chunk S            positions per step (default 32)
   --q-capacity N       Q memory: how long each query waits (default 32)
   --kv-capacity M      K/V memory (default 256)
   --top-k K            keys each query retrieves (default 32; K >= M: all)
   --sinks N            pinned first positions (default 0)
+  --recent W           the W most recent positions are never evicted
+                       (default 0; needs M >= sinks + max(S, W))
   --policy P[,P...]    one policy for the stack, or one per block:
-                       fifo, sinks (fifo with 4 sinks: StreamingLLM), lru,
-                       lfu, lra_last, lra_max, lra_sum, lfa
+                       fifo, lru, lfu, lra_last, lra_max, lra_sum, lfa, or
+                       sinks / streamingllm (fifo with 4 sinks: StreamingLLM),
+                       tova (lra_last), h2o (lfa, lambda 0, a recent window
+                       of --recent or W = (M - sinks) / 2)
   --compare P,P,...    one run per policy, one table (default:
                        fifo,sinks,lra_sum,lfa unless --policy is given)
   --lambda X           LFA's decay (default 0.001)

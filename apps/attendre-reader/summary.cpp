@@ -92,6 +92,9 @@ void print_configuration(const Session& s, const std::vector<PolicyList>& runs, 
     std::fprintf(out, ")");
   }
   std::fprintf(out, ", hidden %u\nmemory    %s\n", s.config.hidden, memory_line(s).c_str());
+  const attendre::MemoryPreset& preset = attendre::reader_memory_preset();
+  std::fprintf(out, "preset    %.*s (%s, lambda for lfa; the memory flags change it)\n", static_cast<int>(preset.name.size()),
+               preset.name.data(), attendre::describe(preset.plan).c_str());
   std::fprintf(out, "policies ");
   for (size_t r = 0; r < runs.size(); ++r) std::fprintf(out, "%s %s", r ? "," : "", label(runs[r]).c_str());
   std::fprintf(out, "\n");

@@ -61,6 +61,7 @@ Options parse_args(std::span<const std::string> args) {
       {"--kv-capacity", count(o.kv_capacity, true)},
       {"--top-k", count(o.top_k, true)},
       {"--sinks", count(o.sinks, false)},
+      {"--recent", count(o.recent, false)},
       {"--lambda", number(o.lambda, true)},
       {"--init-k", number(o.init_k, false)},
       {"--init-const", number(o.init_const, false)},
@@ -111,9 +112,9 @@ std::string help_text() {
   return R"(usage: attendre-replay --q q.npy --k k.npy --v v.npy [--valid valid.npy]
     [--positions positions.npy] --chunk S --q-capacity N --kv-capacity M
     --top-k K --policy fifo|lru|lfu|lra_last|lra_max|lra_sum|lfa
-    [--lambda X] [--init-k X | --init-const X] [--sinks N] [--no-protect-new]
-    [--causal] [--scale X] [--retrieval per_head|shared] [--alibi]
-    [--tags tags.npy [--tag-mask]] [--device cpu|gpu] --out DIR
+    [--lambda X] [--init-k X | --init-const X] [--sinks N] [--recent W]
+    [--no-protect-new] [--causal] [--scale X] [--retrieval per_head|shared]
+    [--alibi] [--tags tags.npy [--tag-mask]] [--device cpu|gpu] --out DIR
 
 Replays one ATTENDRE layer over a recorded stream (memory-semantics spec,
 section 6). Chunk t holds rows [t*S, (t+1)*S); the last chunk is padded with
@@ -136,6 +137,9 @@ layer:
   --init-k X          initial score mu - X*sigma (default X = 1); lra_* and lfa only
   --init-const X      constant initial score instead of mu - k*sigma; lra_* and lfa only
   --sinks N           positions < N are pinned, never evicted (default 0)
+  --recent W          positions among the W most recent (p > newest - W) are
+                      never evicted (default 0); needs M >= sinks + max(S, W),
+                      or M >= sinks + W with --no-protect-new
   --no-protect-new    new entries may be evicted in the step that inserts them
   --causal            a query attends only to positions <= its own
   --scale X           logit scale (default 1/sqrt(D))
@@ -181,6 +185,7 @@ LayerConfig make_config(const Options& o, const AttentionShape& shape) {
   c.kv.policy.initial =
       o.init_const ? InitialScore::constant(*o.init_const) : InitialScore::mean_minus_sigma(o.init_k.value_or(1.0));
   c.kv.n_sink = o.sinks;
+  c.kv.n_recent = o.recent;
   c.kv.protect_new = o.protect_new;
   c.retrieval.top_k = o.top_k;
   c.retrieval.mode = o.retrieval;

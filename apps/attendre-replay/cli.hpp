@@ -28,6 +28,7 @@ struct Options {
   uint32_t kv_capacity = 0;  // M
   uint32_t top_k = 0;        // K
   uint32_t sinks = 0;
+  uint32_t recent = 0;  // W of the recent window
   PolicyKind policy = PolicyKind::fifo;
   std::optional<double> lambda;
   std::optional<double> init_k;

@@ -2,6 +2,8 @@
 
 #include "human_bytes.hpp"
 
+#include "core/number_text.hpp"
+
 #include <attendre/error.hpp>
 
 #include <cerrno>
@@ -22,17 +24,9 @@ namespace attendre::cli {
 void usage(const std::string& message) { throw UsageError(message); }
 
 uint32_t parse_count(const std::string& flag, const std::string& text, bool positive) {
-  const char* expected = positive ? "expected a positive integer" : "expected a non-negative integer";
-  uint64_t value = 0;
-  // from_chars for an unsigned type already rejects a sign, so "-1" fails
-  // here rather than wrapping around.
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || end != text.data() + text.size() || (ec != std::errc{} && ec != std::errc::result_out_of_range))
-    usage(flag + ": " + expected + ", got '" + text + "'");
-  if (ec == std::errc::result_out_of_range || value > std::numeric_limits<uint32_t>::max())
-    usage(flag + ": " + text + " is too large (at most " + std::to_string(std::numeric_limits<uint32_t>::max()) + ")");
-  if (positive && value == 0) usage(flag + ": " + expected + ", got '" + text + "'");
-  return static_cast<uint32_t>(value);
+  Result<uint32_t> value = parse_count_text(flag, text, positive);
+  if (!value.ok()) usage(value.status().message());
+  return value.value();
 }
 
 uint64_t parse_u64(const std::string& flag, const std::string& text) {
@@ -44,13 +38,9 @@ uint64_t parse_u64(const std::string& flag, const std::string& text) {
 }
 
 double parse_number(const std::string& flag, const std::string& text, bool non_negative) {
-  const char* expected = non_negative ? "expected a finite number >= 0" : "expected a finite number";
-  double value = 0.0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || end != text.data() + text.size() || ec != std::errc{} || !std::isfinite(value) ||
-      (non_negative && value < 0.0))
-    usage(flag + ": " + expected + ", got '" + text + "'");
-  return value;
+  Result<double> value = parse_number_text(flag, text, non_negative);
+  if (!value.ok()) usage(value.status().message());
+  return value.value();
 }
 
 std::string nonempty_path(const std::string& flag, const std::string& text) {
@@ -135,7 +125,7 @@ std::string with_flag_names(const std::string& message) {
     std::string_view symbol, flag;
   };
   static constexpr Field kFields[] = {
-      {"N", "--q-capacity"}, {"M", "--kv-capacity"}, {"S", "--chunk"}, {"K", "--top-k"}, {"n_sink", "--sinks"}};
+      {"N", "--q-capacity"}, {"M", "--kv-capacity"}, {"S", "--chunk"}, {"K", "--top-k"}, {"n_sink", "--sinks"}, {"W", "--recent"}};
   // A field counts when it stands alone as a word: "M=5", "(M=5", "lower K or M",
   // "M >= S" - not the K of "K/V" nor the M of "MiB".
   const auto mentions = [&](std::string_view symbol) {

@@ -7,7 +7,7 @@
 
 namespace attendre::cli {
 
-// {"chunk": S, "flush": bool, "blocks": [{"N", "M", "K", "policy", "lambda", "sinks", "causal"}, ...]}
+// {"chunk": S, "flush": bool, "blocks": [{"N", "M", "K", "policy", "lambda", "sinks", "recent", "causal"}, ...]}
 nlohmann::json memory_json(const StackConfig& config, bool flush);
 
 }  // namespace attendre::cli

@@ -1,6 +1,7 @@
 #include "memory_options.hpp"
 
 #include <attendre/error.hpp>
+#include <attendre/memory_names.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -9,10 +10,11 @@
 namespace attendre::cli {
 namespace {
 
-PolicyKind policy_value(const std::string& flag, const std::string& text) {
-  const auto kind = parse_policy(text);
-  if (!kind) usage(flag + ": expected one of fifo, lru, lfu, lra_last, lra_max, lra_sum, lfa, got '" + text + "'");
-  return *kind;
+std::string memory_name_value(const std::string& flag, const std::string& text) {
+  if (!is_memory_name(text))
+    usage(flag + ": expected one of fifo, lru, lfu, lra_last, lra_max, lra_sum, lfa, got '" + text +
+          "' (or an alias: " + memory_alias_names() + ")");
+  return text;
 }
 
 // "3", "0-4" or "1,3-5" into inclusive ranges.
@@ -38,24 +40,16 @@ BlockOverride parse_override(const std::string& flag, const std::string& text) {
   BlockOverride o;
   o.text = text;
   o.ranges = parse_blocks(flag, text.substr(0, colon));
-  std::stringstream fields(text.substr(colon + 1));
-  bool any = false;
-  for (std::string field; std::getline(fields, field, ',');) {
-    const size_t eq = field.find('=');
-    const std::string name = field.substr(0, eq), value = eq == std::string::npos ? "" : field.substr(eq + 1);
-    const std::string where = flag + " " + name;
-    if (eq == std::string::npos) usage(flag + ": expected NAME=VALUE, got '" + field + "'");
-    if (name == "q-capacity") o.q_capacity = parse_count(where, value, false);
-    else if (name == "kv-capacity") o.kv_capacity = parse_count(where, value, true);
-    else if (name == "top-k") o.top_k = parse_count(where, value, true);
-    else if (name == "sinks") o.sinks = parse_count(where, value, false);
-    else if (name == "policy") o.policy = policy_value(where, value);
-    else if (name == "lambda") o.lambda = parse_number(where, value, true);
-    else if (name == "init-k") o.init_k = parse_number(where, value, false);
-    else usage(flag + ": unknown setting '" + name + "' (q-capacity, kv-capacity, top-k, sinks, policy, lambda, init-k)");
-    any = true;
+  const std::string fields = text.substr(colon + 1);
+  Result<MemoryFields> parsed = parse_memory_fields(fields);
+  if (!parsed.ok()) {
+    const std::string& message = parsed.status().message();
+    if (message == "no setting") usage(flag + ": no setting after ':' in '" + text + "'");
+    // "kv-capacity: expected ..." reads "--layer kv-capacity: ...", the others "--layer: ...".
+    const bool names_field = message.find(": ") < message.find(' ');
+    usage(flag + (names_field ? " " : ": ") + message);
   }
-  if (!any) usage(flag + ": no setting after ':' in '" + text + "'");
+  o.fields = std::move(parsed).value();
   return o;
 }
 
@@ -64,18 +58,13 @@ Option value_option(std::optional<T>& target, std::function<T(const std::string&
   return {true, false, [&target, parse](const std::string& f, const std::string& v) { target = parse(f, v); }};
 }
 
-void set_policy(MemorySetting& s, PolicyKind kind, std::optional<double> lambda, std::optional<double> init_k) {
-  s.kv.policy.kind = kind;
-  s.kv.policy.lambda = lambda.value_or(0.0);
-  s.kv.policy.initial = InitialScore::mean_minus_sigma(init_k.value_or(1.0));
-}
-
 }  // namespace
 
 NamedSetting parse_setting(const std::string& flag, const std::string& name) {
-  NamedSetting s{name, name == "full", name == "sinks", parse_policy(name)};
-  if (!s.full && !s.sinks && !s.policy)
-    usage(flag + ": expected full, sinks or a policy (fifo, lru, lfu, lra_last, lra_max, lra_sum, lfa), got '" + name + "'");
+  NamedSetting s{name, name == "full"};
+  if (!s.full && !is_memory_name(name))
+    usage(flag + ": expected full, sinks or a policy (fifo, lru, lfu, lra_last, lra_max, lra_sum, lfa), got '" + name +
+          "' (other aliases: streamingllm, tova, h2o)");
   return s;
 }
 
@@ -91,13 +80,14 @@ void MemoryOptions::add_to(OptionTable& table) {
     });
   };
   table["--chunk"] = count(chunk_, true);
-  table["--q-capacity"] = count(q_capacity_, false);
-  table["--kv-capacity"] = count(kv_capacity_, true);
-  table["--top-k"] = count(top_k_, true);
-  table["--sinks"] = count(sinks_, false);
-  table["--policy"] = value_option<PolicyKind>(policy_, policy_value);
-  table["--lambda"] = number(lambda_, true);
-  table["--init-k"] = number(init_k_, false);
+  table["--q-capacity"] = count(fields_.q_capacity, false);
+  table["--kv-capacity"] = count(fields_.kv_capacity, true);
+  table["--top-k"] = count(fields_.top_k, true);
+  table["--sinks"] = count(fields_.sinks, false);
+  table["--recent"] = count(fields_.recent, false);
+  table["--policy"] = value_option<std::string>(policy_, memory_name_value);
+  table["--lambda"] = number(fields_.lambda, true);
+  table["--init-k"] = number(fields_.init_k, false);
   table["--retrieval"] = value_option<RetrievalMode>(retrieval_, [](const std::string& f, const std::string& v) {
     if (v != "per_head" && v != "shared") usage(f + ": expected per_head or shared, got '" + v + "'");
     return v == "shared" ? RetrievalMode::shared : RetrievalMode::per_head;
@@ -119,15 +109,18 @@ void MemoryOptions::check(const std::set<std::string>& seen, bool causal_only, b
   if (seen.count("--causal") && seen.count("--no-causal")) usage("--causal and --no-causal are exclusive");
   if (causal_only && causal_ == false) usage("--no-causal: the logits at t must predict token t+1 without seeing it");
   if (full_context_)
-    for (const char* fixed : {"--q-capacity", "--kv-capacity", "--top-k", "--policy", "--sinks", "--lambda", "--init-k",
+    for (const char* fixed : {"--q-capacity", "--kv-capacity", "--top-k", "--policy", "--sinks", "--recent", "--lambda", "--init-k",
                               "--no-causal", "--layer"})
       if (seen.count(fixed))
         usage(std::string("--full-context fixes N = 0, causal, fifo, M >= T and K = M: drop ") + fixed);
   if (policies_named && seen.count("--policy")) usage("--policy and --compare are exclusive: --compare names the policies");
   if (!policies_named && policy_) {
-    const std::string name(to_string(*policy_));
-    if (lambda_ && *policy_ != PolicyKind::lfa) usage("--lambda only applies to --policy lfa, not " + name);
-    if (init_k_ && !Policy{*policy_, 0.0, {}}.attention_scored())
+    const std::string& name = *policy_;
+    KvMemoryConfig named;
+    apply_memory_name(named, name).or_throw();
+    if (fields_.lambda && (named.policy.kind != PolicyKind::lfa || name == "h2o"))
+      usage("--lambda only applies to --policy lfa, not " + name);
+    if (fields_.init_k && !named.policy.attention_scored())
       usage("--init-k only applies to --policy lra_last|lra_max|lra_sum|lfa, not " + name);
   }
 }
@@ -161,23 +154,21 @@ MemoryPlan MemoryOptions::make_plan(uint32_t blocks, uint32_t context_length, ui
   // An encoder's default is the whole input, whatever it was trained on
   // (T5's buckets have no length limit); a decoder's its trained context.
   const uint64_t whole = std::max<uint64_t>(positions, plan.chunk);
-  s.kv.capacity = kv_capacity_.value_or(encoder ? static_cast<uint32_t>(std::min<uint64_t>(whole, UINT32_MAX))
-                                                : std::max(context_length, plan.chunk));
-  s.q_capacity = q_capacity_.value_or(encoder ? s.kv.capacity : 0);
-  s.kv.n_sink = sinks_.value_or(0);
+  s.kv.capacity = encoder ? static_cast<uint32_t>(std::min<uint64_t>(whole, UINT32_MAX))
+                          : std::max(context_length, plan.chunk);
+  s.kv.capacity = fields_.kv_capacity.value_or(s.kv.capacity);
+  s.q_capacity = encoder ? s.kv.capacity : 0;  // an encoder's queries wait for the whole input
   s.kv.protect_new = protect_new_;
   s.kv.storage = kv_storage();
-  s.top_k = top_k_.value_or(0);  // 0: K = M
+  s.top_k = 0;  // K = M
   s.mode = retrieval_.value_or(RetrievalMode::per_head);
   s.causal = causal_.value_or(!encoder);
   s.lm_infinite = lm_infinite;
-  PolicyKind kind = policy_.value_or(PolicyKind::fifo);
-  if (named && named->policy) kind = *named->policy;
-  if (named && named->sinks) {
-    kind = PolicyKind::fifo;  // StreamingLLM: a sliding window with 4 pinned sinks
-    s.kv.n_sink = sinks_.value_or(4);
-  }
-  set_policy(s, kind, lambda_, init_k_);
+  s.kv.policy = Policy::fifo();
+  apply_memory_fields(s, fields_);
+  // A policy, or an alias with its sinks or window (h2o's W = (M - sinks) / 2).
+  const std::string name = named ? named->name : policy_.value_or("fifo");
+  apply_memory_name(s.kv, name, fields_.sinks, fields_.recent).or_throw();
   for (const BlockOverride& o : overrides_)
     for (const auto& [first, last] : o.ranges) {
       if (last >= blocks)
@@ -185,13 +176,7 @@ MemoryPlan MemoryOptions::make_plan(uint32_t blocks, uint32_t context_length, ui
               std::to_string(blocks - 1) + ")");
       for (uint32_t l = first; l <= last; ++l) {
         MemorySetting b = plan.for_block(l);
-        if (o.q_capacity) b.q_capacity = *o.q_capacity;
-        if (o.kv_capacity) b.kv.capacity = *o.kv_capacity;
-        if (o.top_k) b.top_k = *o.top_k;
-        if (o.sinks) b.kv.n_sink = *o.sinks;
-        if (o.policy || o.lambda || o.init_k)
-          set_policy(b, o.policy.value_or(b.kv.policy.kind), o.lambda ? o.lambda : std::optional(b.kv.policy.lambda),
-                     o.init_k ? o.init_k : std::optional(b.kv.policy.initial.k));
+        apply_memory_fields(b, o.fields);
         plan.blocks[l] = b;
       }
     }
@@ -228,10 +213,14 @@ memory (the same for every block unless --layer overrides it):
   --q-capacity N        Q memory: how many positions each query waits (default 0; an encoder's: M)
   --kv-capacity M       K/V memory capacity (default: the model's trained context length; an encoder's: the input)
   --top-k K             entries each query retrieves per head (default M: full attention over the memory)
-  --policy P            eviction: fifo (default), lru, lfu, lra_last, lra_max, lra_sum, lfa
+  --policy P            eviction: fifo (default), lru, lfu, lra_last, lra_max, lra_sum, lfa, or an alias:
+                        sinks or streamingllm (fifo, --sinks or 4), tova (lra_last), h2o (lfa, lambda 0,
+                        --recent or W = (M - sinks) / 2)
   --lambda X            lfa decay per position, >= 0 (default 0: LFA-0)
   --init-k X            initial score mu - X*sigma of lra_* and lfa (default 1)
   --sinks N             the first N positions are never evicted (default 0)
+  --recent W            the W most recent positions (p > newest - W) are never evicted (default 0;
+                        needs M >= sinks + max(S, W))
   --no-protect-new      new entries may be evicted in the step that inserts them
   --fp16-memory         keys, values and waiting queries stored in fp16 (half the bytes; math stays fp32)
   --fp16-activations    the rows the matrix products read (normed and FFN-activated rows) stored in fp16
@@ -240,7 +229,7 @@ memory (the same for every block unless --layer overrides it):
   --retrieval MODE      per_head (default) or shared top-K selection
   --causal              queries attend only to positions <= their own (the default, except in an encoder)
   --no-causal           queries also see the later positions they waited for (N > 0)
-  --layer BLOCKS:SET    per-block override of q-capacity, kv-capacity, top-k, sinks, policy, lambda, init-k; repeatable (0-3:kv-capacity=256,policy=lfa)
+  --layer BLOCKS:SET    per-block override of q-capacity, kv-capacity, top-k, sinks, recent, policy, lambda, init-k; repeatable (0-3:kv-capacity=256,policy=lfa)
   --flush               finish reading by flushing each block's Q memory instead of draining with padding
   --full-context        the unbounded reference: N = 0, causal, fifo, M = all positions, K = M
 )") + lm_infinite_help();

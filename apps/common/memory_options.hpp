@@ -10,6 +10,7 @@
 
 #include <attendre/config.hpp>
 #include <attendre/memory_plan.hpp>
+#include <attendre/memory_text.hpp>
 #include <attendre/model.hpp>
 
 #include <optional>
@@ -18,22 +19,19 @@
 
 namespace attendre::cli {
 
-// What --layer changes for some blocks; unset fields keep the global setting.
+// What --layer changes for some blocks: the library's key=value fields
+// (memory_text.hpp); unset fields keep the global setting.
 struct BlockOverride {
   std::string text;  // as given, for messages
   std::vector<std::pair<uint32_t, uint32_t>> ranges;  // inclusive block ranges
-  std::optional<uint32_t> q_capacity, kv_capacity, top_k, sinks;
-  std::optional<PolicyKind> policy;
-  std::optional<double> lambda, init_k;
+  MemoryFields fields;
 };
 
-// A named setting of --compare: "full" (--full-context), "sinks" (fifo with
-// attention sinks, StreamingLLM) or a policy name.
+// A named setting of --compare: "full" (--full-context), or a policy or an
+// alias of memory_names.hpp (sinks and streamingllm, tova, h2o).
 struct NamedSetting {
   std::string name;
   bool full = false;
-  bool sinks = false;
-  std::optional<PolicyKind> policy;
 };
 // Throws UsageError naming `flag` for an unknown name.
 NamedSetting parse_setting(const std::string& flag, const std::string& name);
@@ -81,9 +79,11 @@ class MemoryOptions {
   MemoryPlan make_plan(uint32_t blocks, uint32_t context_length, uint64_t positions,
                        const std::optional<NamedSetting>& named, bool encoder) const;
 
-  std::optional<uint32_t> chunk_, q_capacity_, kv_capacity_, top_k_, sinks_;
-  std::optional<PolicyKind> policy_;
-  std::optional<double> lambda_, init_k_;
+  std::optional<uint32_t> chunk_;
+  // N, M, K, sinks, W, lambda and init-k as the flags give them (the policy
+  // field stays unset: --policy takes aliases too).
+  MemoryFields fields_;
+  std::optional<std::string> policy_;  // a policy or an alias (memory_names.hpp)
   std::optional<RetrievalMode> retrieval_;
   bool protect_new_ = true, flush_ = false, full_context_ = false, fp16_memory_ = false,
        fp16_activations_ = false;

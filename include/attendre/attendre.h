@@ -123,8 +123,9 @@ extern "C" {
  *      (fp16_activations), attendre_context_options (max_groups_per_dispatch);
  *   4  attendre_context_options grew (half_loads, default -1);
  *   5  attendre_context_options grew (byte_loads and half_math, default -1),
- *      attendre_external_device (storage_8bit_enabled, float16_enabled). */
-#define ATTENDRE_API_VERSION 5
+ *      attendre_external_device (storage_8bit_enabled, float16_enabled);
+ *   6  attendre_memory_setting grew (n_recent, default 0). */
+#define ATTENDRE_API_VERSION 6
 
 /* ATTENDRE_API_VERSION of the library linked at run time. */
 ATTENDRE_C_API uint32_t attendre_version(void);
@@ -297,7 +298,8 @@ typedef struct attendre_memory_setting {
   uint32_t kv_capacity;  /* M; 0 with a model: the model's trained context (at least S), the other
                             fields applying (and checked) as with any M */
   uint32_t top_k;        /* K; 0: K = M (full attention over the memory) */
-  const char* ATTENDRE_NULLABLE policy; /* NULL: fifo */
+  const char* ATTENDRE_NULLABLE policy; /* NULL: fifo; also the aliases sinks / streamingllm (fifo, n_sink 4 where 0),
+                                          tova (lra_last), h2o (lfa, lambda 0, n_recent (M - n_sink) / 2 where 0) */
   double lambda;         /* lfa only */
   uint32_t n_sink;       /* positions < n_sink are never evicted */
   int protect_new;       /* entries of the chunk being inserted are not evicted */
@@ -308,9 +310,12 @@ typedef struct attendre_memory_setting {
                             inputs beyond 65504 are then refused */
   int fp16_activations;  /* stacks: the rows the matrix products read (normed and FFN-activated
                             rows) stored in fp16; math and accumulation stay fp32 */
+  uint32_t n_recent;     /* W: positions among the W most recent (p > newest - W) are never
+                            evicted; needs M >= n_sink + max(S, W) (n_sink + W without
+                            protect_new); 0: none */
 } attendre_memory_setting;
 
-/* S = 64, N = 0, M = 0, K = 0, fifo, no sinks, protect_new, per head, causal, fp32 memory and activations. */
+/* S = 64, N = 0, M = 0, K = 0, fifo, no sinks, no recent window, protect_new, per head, causal, fp32 memory and activations. */
 ATTENDRE_C_API void attendre_memory_setting_defaults(attendre_memory_setting* ATTENDRE_NOT_NULL setting);
 
 /* One chunk of rows in host memory, row-major: q rows * heads_q * head_dim,

@@ -44,7 +44,7 @@ struct Policy {
   static Policy lfa(double lambda, InitialScore init = {}) { return {PolicyKind::lfa, lambda, init}; }
 
   // Known equivalences (spec 2.4). StreamingLLM is fifo with n_sink = 4 on
-  // the memory; H2O here lacks its recent window.
+  // the memory; H2O is lfa(0) with a recent window (KvMemoryConfig::n_recent).
   static Policy sliding_window() { return fifo(); }
   static Policy tova() { return lra_last(); }
   static Policy h2o() { return lfa(0.0); }
@@ -86,6 +86,11 @@ struct KvMemoryConfig {
   uint32_t capacity = 0;  // M
   Policy policy;
   uint32_t n_sink = 0;    // positions < n_sink are pinned: never evicted
+  // W: the recent window. An entry whose position is among the W most recent
+  // (p > p_newest - W, p_newest the newest position held after the step's
+  // insertion) is not eligible for eviction; 0: none (docs/spec-notes.md,
+  // "Recent window"). H2O's recent tokens, kvpress's and OpenVINO's window.
+  uint32_t n_recent = 0;
   bool protect_new = true;
   bool copy_out_evicted = false;
   // Keys and values, and the layer's Q memory with them (evicted entries
@@ -140,8 +145,17 @@ struct LayerConfig {
 };
 
 // The infeasible_config failure of an insertion that must evict `needed`
-// entries when only `eligible` may go (pinned entries, protect_new).
+// entries when only `eligible` may go (pinned entries, the recent window,
+// protect_new).
 Status infeasible_insertion(uint64_t needed, uint64_t eligible);
+
+// Whether `position` lies in the recent window of W = `n_recent` positions
+// ending at `newest` (the newest position held): p > newest - W. Exact for
+// any int64 pair with position <= newest; n_recent = 0 protects nothing.
+inline bool in_recent_window(int64_t position, int64_t newest, uint32_t n_recent) {
+  return n_recent > 0 && position <= newest &&
+         static_cast<uint64_t>(newest) - static_cast<uint64_t>(position) < n_recent;
+}
 
 // The input magnitudes every backend accepts, so that fp32 logits and
 // attention outputs stay finite (docs/spec-notes.md, "Numerics"): for every

@@ -144,7 +144,9 @@ Outcome snapshot_out(const MemorySnapshot& held, int64_t* positions, double* sco
                      const char* what);
 
 // A C memory setting as the library's (the policy parsed by name).
-Result<MemorySetting> memory_setting(const attendre_memory_setting& setting);
+// `capacity`: M where the struct's 0 stands for a model's full context (an
+// alias's defaults, h2o's window, follow it).
+Result<MemorySetting> memory_setting(const attendre_memory_setting& setting, std::optional<uint32_t> capacity = {});
 
 // A non-dispatchable Vulkan handle from its C form: a pointer on 64-bit
 // platforms, a uint64_t elsewhere (a template, so that only the branch for

@@ -1,6 +1,8 @@
 // Memory settings, the K/V memory alone and the ATTENDRE layer.
 #include "capi/capi.hpp"
 
+#include <attendre/memory_names.hpp>
+
 #include <array>
 #include <type_traits>
 
@@ -9,16 +11,15 @@ using namespace attendre::capi;
 
 namespace attendre::capi {
 
-Result<MemorySetting> memory_setting(const attendre_memory_setting& s) {
+Result<MemorySetting> memory_setting(const attendre_memory_setting& s, std::optional<uint32_t> capacity) {
   MemorySetting setting;
   setting.q_capacity = s.q_capacity;
-  setting.kv.capacity = s.kv_capacity;
-  const std::string_view name = s.policy ? s.policy : "fifo";
-  const std::optional<PolicyKind> kind = parse_policy(name);
-  ATTENDRE_REQUIRE(kind.has_value(),
-                   "unknown policy '" + std::string(name) + "' (fifo, lru, lfu, lra_last, lra_max, lra_sum, lfa)");
-  setting.kv.policy = Policy{*kind, s.lambda, {}};
-  setting.kv.n_sink = s.n_sink;
+  setting.kv.capacity = capacity.value_or(s.kv_capacity);
+  setting.kv.policy.lambda = s.lambda;
+  // A policy or an alias (memory_names.hpp); an alias's sinks or window
+  // apply where the struct leaves them 0.
+  const auto given = [](uint32_t value) { return value ? std::optional<uint32_t>(value) : std::nullopt; };
+  ATTENDRE_TRY(apply_memory_name(setting.kv, s.policy ? s.policy : "fifo", given(s.n_sink), given(s.n_recent)));
   setting.kv.protect_new = s.protect_new != 0;
   setting.kv.storage = s.fp16_memory ? MemoryStorage::f16 : MemoryStorage::f32;
   setting.top_k = s.top_k;

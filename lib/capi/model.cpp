@@ -65,6 +65,7 @@ attendre_status attendre_model_default_memory(const attendre_model* model, atten
     s.policy = policy_name(plan.all.kv.policy.kind);
     s.lambda = plan.all.kv.policy.lambda;
     s.n_sink = plan.all.kv.n_sink;
+    s.n_recent = plan.all.kv.n_recent;
     s.protect_new = plan.all.kv.protect_new;
     s.fp16_memory = plan.all.kv.storage == MemoryStorage::f16;
     s.shared_retrieval = plan.all.mode == RetrievalMode::shared;

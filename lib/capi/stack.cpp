@@ -36,11 +36,12 @@ Result<MemoryPlan> model_plan(const Model& model, const attendre_memory_setting*
   plan.chunk = s->chunk;
   plan.flush_capable = s->flush_capable != 0;
   plan.activations = s->fp16_activations ? MemoryStorage::f16 : MemoryStorage::f32;
-  ATTENDRE_TRY_ASSIGN(plan.all, memory_setting(*s));
+  std::optional<uint32_t> capacity;
   if (s->kv_capacity == 0) {
     ATTENDRE_TRY_ASSIGN(const MemorySetting full, MemorySetting::try_full_context(model.info().context_length, s->chunk));
-    plan.all.kv.capacity = full.kv.capacity;  // K = 0 then stays K = M
+    capacity = full.kv.capacity;  // K = 0 then stays K = M
   }
+  ATTENDRE_TRY_ASSIGN(plan.all, memory_setting(*s, capacity));
   return plan;
 }
 

@@ -8,6 +8,7 @@
 #include <attendre/error.hpp>
 #include <attendre/layer.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -104,7 +105,16 @@ Status LayerConfig::check() const {
 
   // Spec 2.1: a configuration in which E eligible entries cannot exist is an
   // error now, never a silent clamp at run time.
-  if (kv.protect_new) {
+  if (kv.n_recent > 0) {
+    // Protected: the pinned entries, and the union of the window and (under
+    // protect_new) the new rows, both of which are the newest held entries.
+    const uint64_t newest = kv.protect_new ? std::max(chunk, kv.n_recent) : kv.n_recent;
+    if (static_cast<uint64_t>(kv.capacity) < newest + kv.n_sink)
+      return {ErrorCode::infeasible_config,
+              std::string("infeasible: the recent window needs M >= n_sink + ") +
+                  (kv.protect_new ? "max(S, W) under protect_new" : "W") + ", got M=" + u(kv.capacity) +
+                  " S=" + u(chunk) + " n_sink=" + u(kv.n_sink) + " W=" + u(kv.n_recent)};
+  } else if (kv.protect_new) {
     if (static_cast<uint64_t>(kv.capacity) < static_cast<uint64_t>(chunk) + kv.n_sink)
       return {ErrorCode::infeasible_config, "infeasible: protect_new needs M >= S + n_sink, got M=" + u(kv.capacity) +
                                                 " S=" + u(chunk) + " n_sink=" + u(kv.n_sink)};

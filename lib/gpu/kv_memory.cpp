@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 namespace attendre::gpu {
@@ -164,6 +165,7 @@ kernels::InsertConstants KvMemory::insert_constants() const {
 
 void KvMemory::reset() {
   held_ = pinned_ = last_evictions_ = 0;
+  recent_.clear();
   seen_queries_ = false;
   max_query_position_ = 0;
 }
@@ -175,37 +177,63 @@ uint64_t KvMemory::device_bytes() const {
 
 namespace {
 
-struct Fresh {
-  uint32_t rows = 0, pinned = 0;
-};
-
-Fresh count_fresh(std::span<const uint8_t> valid, std::span<const int64_t> positions, uint32_t n_sink) {
-  Fresh f;
-  for (size_t r = 0; r < valid.size(); ++r) {
-    if (!valid[r]) continue;
-    ++f.rows;
-    if (n_sink > 0 && positions[r] < static_cast<int64_t>(n_sink)) ++f.pinned;  // n_sink = 0 pins nothing
-  }
-  return f;
+bool is_pinned(int64_t position, uint32_t n_sink) {
+  return n_sink > 0 && position < static_cast<int64_t>(n_sink);  // n_sink = 0 pins nothing
 }
 
 }  // namespace
 
-Result<uint32_t> KvMemory::plan_insert(std::span<const uint8_t> valid, std::span<const int64_t> positions) const {
+KvMemory::Fresh KvMemory::count_fresh(std::span<const uint8_t> valid, std::span<const int64_t> positions) const {
   const KvMemoryConfig& kv = config_.kv;
-  const Fresh fresh = count_fresh(valid, positions, kv.n_sink);
+  Fresh f;
+  for (size_t r = 0; r < valid.size(); ++r) {
+    if (!valid[r]) continue;
+    ++f.rows;
+    if (is_pinned(positions[r], kv.n_sink)) ++f.pinned;
+    f.newest = f.rows == 1 ? positions[r] : std::max(f.newest, positions[r]);
+  }
+  if (kv.n_recent == 0 || f.rows == 0) return f;
+  // The window ends at the newest position held after the insertion: the
+  // chunk's (positions increase along the stream).
+  for (size_t r = 0; r < valid.size(); ++r)
+    if (valid[r] && !is_pinned(positions[r], kv.n_sink) && in_recent_window(positions[r], f.newest, kv.n_recent))
+      ++f.recent;
+  for (auto it = recent_.rbegin(); it != recent_.rend() && in_recent_window(*it, f.newest, kv.n_recent); ++it)
+    ++f.held_recent;
+  return f;
+}
+
+Result<uint32_t> KvMemory::plan_insert(std::span<const uint8_t> valid, std::span<const int64_t> positions) const {
+  return plan_insert(count_fresh(valid, positions));
+}
+
+Result<uint32_t> KvMemory::plan_insert(const Fresh& fresh) const {
+  const KvMemoryConfig& kv = config_.kv;
   const uint32_t evictions = held_ + fresh.rows > kv.capacity ? held_ + fresh.rows - kv.capacity : 0;
-  const uint32_t eligible = (held_ - pinned_) + (kv.protect_new ? 0 : fresh.rows - fresh.pinned);
+  // Held entries that may go, then new ones (unpinned, outside the window).
+  const uint32_t eligible = (held_ - pinned_ - fresh.held_recent) +
+                            (kv.protect_new ? 0 : fresh.rows - fresh.pinned - fresh.recent);
   if (evictions > eligible) return infeasible_insertion(evictions, eligible);
   return evictions;
+}
+
+void KvMemory::note_inserted(std::span<const uint8_t> valid, std::span<const int64_t> positions, const Fresh& fresh) {
+  const KvMemoryConfig& kv = config_.kv;
+  if (kv.n_recent == 0 || fresh.rows == 0) return;
+  // Entries inside the window are never evicted, so every position kept
+  // here is held; those the window has passed leave the count.
+  while (!recent_.empty() && !in_recent_window(recent_.front(), fresh.newest, kv.n_recent)) recent_.pop_front();
+  for (size_t r = 0; r < valid.size(); ++r)
+    if (valid[r] && !is_pinned(positions[r], kv.n_sink) && in_recent_window(positions[r], fresh.newest, kv.n_recent))
+      recent_.push_back(positions[r]);
 }
 
 Status KvMemory::record_insert(vk::CommandRecorder& rec, std::span<const uint8_t> valid,
                                std::span<const int64_t> positions) {
   const KvMemoryConfig& kv = config_.kv;
   const uint32_t S = config_.chunk;
-  ATTENDRE_TRY_ASSIGN(const uint32_t evictions, plan_insert(valid, positions));
-  const Fresh fresh = count_fresh(valid, positions, kv.n_sink);
+  const Fresh fresh = count_fresh(valid, positions);
+  ATTENDRE_TRY_ASSIGN(const uint32_t evictions, plan_insert(fresh));
   last_evictions_ = evictions;
   if (fresh.rows == 0) return {};
 
@@ -219,6 +247,11 @@ Status KvMemory::record_insert(vk::CommandRecorder& rec, std::span<const uint8_t
     s.kv_pos_offset = kv_layout_.positions;
     s.held = held_;
     s.n_sink = kv.n_sink;
+    s.n_recent = kv.n_recent;
+    // Device positions are int32 (checked on entry), so the window's first
+    // position only needs the lower clamp.
+    s.recent_from = static_cast<int32_t>(
+        std::max<int64_t>(fresh.newest - kv.n_recent + 1, std::numeric_limits<int32_t>::min()));
     s.new_rows = kv.protect_new ? 0 : S;
     s.int_scores = integer_scores(kv.policy.kind) ? 1u : 0u;
     s.policy = static_cast<uint32_t>(kv.policy.kind);
@@ -233,6 +266,7 @@ Status KvMemory::record_insert(vk::CommandRecorder& rec, std::span<const uint8_t
   insert_.scatter(rec, p);
   held_ = held_ + fresh.rows - evictions;
   pinned_ += fresh.pinned;
+  note_inserted(valid, positions, fresh);
   return {};
 }
 

@@ -19,6 +19,7 @@
 #include <attendre/layer.hpp>
 #include <attendre/stack.hpp>
 
+#include <deque>
 #include <memory>
 #include <span>
 
@@ -103,6 +104,15 @@ class KvMemory {
   KvMemory(const LayerConfig& config, const LmInfinite& lm_infinite, const kernels::KernelPlan& kernels,
            const RingLayout& ring_layout, FiniteChecks& checks)
       : config_(config), lm_infinite_(lm_infinite), kernels_(kernels), ring_layout_(ring_layout), checks_(checks) {}
+  // What an insertion's valid rows are: how many, pinned, in the recent
+  // window (unpinned), and the held unpinned entries the window covers.
+  struct Fresh {
+    uint32_t rows = 0, pinned = 0, recent = 0, held_recent = 0;
+    int64_t newest = 0;  // the newest valid position (rows > 0)
+  };
+  Fresh count_fresh(std::span<const uint8_t> valid, std::span<const int64_t> positions) const;
+  Result<uint32_t> plan_insert(const Fresh& fresh) const;
+  void note_inserted(std::span<const uint8_t> valid, std::span<const int64_t> positions, const Fresh& fresh);
   kernels::InsertConstants insert_constants() const;
   // Writes the T5 bucket and bias tables into their K/V buffer sections.
   Status upload_t5_tables(Context& context);
@@ -135,6 +145,9 @@ class KvMemory {
 
   uint32_t held_ = 0;
   uint32_t pinned_ = 0;
+  // KvMemoryConfig::n_recent > 0: the held unpinned positions the recent
+  // window may still cover, ascending (at most W).
+  std::deque<int64_t> recent_;
   uint32_t last_evictions_ = 0;
   bool seen_queries_ = false;
   int64_t max_query_position_ = 0;

@@ -109,10 +109,14 @@ EvictedEntries KeyValueMemory::insert_rows(std::span<const double> k, std::span<
   const size_t total = all.size();
   if (total > config_.capacity) {
     const size_t needed = total - config_.capacity;
+    // The recent window ends at the newest position held after insertion.
+    int64_t newest = all.front().position;
+    for (const Entry& e : all) newest = std::max(newest, e.position);
     std::vector<uint32_t> eligible;
     for (uint32_t i = 0; i < total; ++i) {
       const bool is_new = i >= held;
       if (pinned(all[i].position) || (is_new && config_.protect_new)) continue;
+      if (in_recent_window(all[i].position, newest, config_.n_recent)) continue;
       eligible.push_back(i);
     }
     if (eligible.size() < needed) {

@@ -25,6 +25,8 @@ ATT_PARAMS_BEGIN(SelectTileParams)
   // SOURCE_EVICT: candidates are held slots 0..held-1, then chunk rows
   ATT_U32(held)
   ATT_U32(n_sink)
+  ATT_U32(n_recent)       // W of the recent window; 0: none
+  ATT_I32(recent_from)    // W > 0: positions >= recent_from are in the window (not candidates)
   ATT_U32(new_rows)       // chunk rows competing (0 under protect_new)
   ATT_U32(int_scores)     // policy scores are int32 (fifo, lru, lfu), else float
   ATT_U32(policy)

@@ -7,6 +7,7 @@
 #include "support.hpp"
 
 #include <attendre/attendre.h>
+#include <attendre/reference/layer.hpp>
 
 #include <doctest/doctest.h>
 
@@ -220,4 +221,55 @@ TEST_CASE("C API checks: a refused stack step leaves no results of the step befo
   check_refused(attendre_stack_decode(s.stack, nullptr, 0), ATTENDRE_ERROR_INVALID_ARGUMENT, "one is NULL");
   C_OK(attendre_stack_output_hidden(s.stack, nullptr, &after));
   CHECK(after == 0);
+}
+
+TEST_CASE("C API checks: n_recent reaches the layer (the reference's retained sets), an infeasible W is refused") {
+  CContext c;
+  attendre_layer_config config;
+  attendre_layer_config_defaults(&config);
+  CHECK(config.memory.n_recent == 0);
+  config.heads_q = 2, config.heads_kv = 1, config.head_dim = 8, config.chunk = 3;
+  config.memory.q_capacity = 2;
+  config.memory.kv_capacity = 9;
+  config.memory.top_k = 3;
+  config.memory.policy = "lra_last";
+  config.memory.n_sink = 1;
+  config.memory.n_recent = 6;
+  attendre_layer* layer = nullptr;
+  C_OK(attendre_layer_create(c.context, &config, &layer));
+  LayerConfig expected;
+  expected.shape = {2, 1, 8};
+  expected.chunk = 3;
+  expected.q_capacity = 2;
+  expected.kv.capacity = 9;
+  expected.kv.policy = Policy::lra_last();
+  expected.kv.n_sink = 1;
+  expected.kv.n_recent = 6;
+  expected.retrieval.top_k = 3;
+  expected.retrieval.causal = true;  // the C defaults
+  reference::Layer cpu(expected);
+  const test::Stream s = test::random_stream(expected.shape, 30, 5);
+  for (uint32_t first = 0; first < s.rows; first += 3) {
+    const ChunkView view = s.chunk(first, 3);
+    attendre_chunk chunk{view.rows, view.q.data(), view.k.data(), view.v.data(), view.positions.data(), nullptr, nullptr};
+    C_OK(attendre_layer_step(layer, &chunk));
+    cpu.step(view);
+    std::vector<int64_t> held(9);
+    size_t count = held.size();
+    C_OK(attendre_layer_snapshot(layer, held.data(), nullptr, &count));
+    held.resize(count);
+    CHECK(held == cpu.snapshot().positions);
+    for (int64_t p = std::max<int64_t>(0, s.positions[first + 2] - 5); p <= s.positions[first + 2]; ++p)
+      CHECK(std::count(held.begin(), held.end(), p) == 1);  // the window is held
+  }
+  attendre_layer_destroy(layer);
+
+  config.memory.n_recent = 8;  // 1 + 8 = M is the largest window
+  C_OK(attendre_layer_create(c.context, &config, &layer));
+  attendre_layer_destroy(layer);
+  config.memory.n_recent = 9;
+  layer = nullptr;
+  check_refused(attendre_layer_create(c.context, &config, &layer), ATTENDRE_ERROR_INFEASIBLE_CONFIG,
+                "W=9");
+  CHECK(layer == nullptr);
 }

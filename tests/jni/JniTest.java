@@ -128,7 +128,7 @@ public final class JniTest {
       System.err.println("usage: JniTest OUT [MODEL.gguf POLICY]");
       System.exit(2);
     }
-    require(AttendreNative.apiVersion() == 5, "API version 5");
+    require(AttendreNative.apiVersion() == 6, "API version 6");
     require(!AttendreNative.versionString().isEmpty(), "a version string");
     try (PrintWriter out =
              new PrintWriter(new OutputStreamWriter(new FileOutputStream(args[0]), StandardCharsets.UTF_8))) {

@@ -243,7 +243,7 @@ JNIEXPORT jbyteArray JNICALL Java_org_attendre_reader_AttendreNative_modelText(J
  * trained context), top_k 0 is K = M, policy NULL fifo. */
 JNIEXPORT jlong JNICALL Java_org_attendre_reader_AttendreNative_stackCreateNative(
     JNIEnv* env, jclass type, jlong context, jlong model, jint chunk, jint q_capacity, jint kv_capacity, jint top_k,
-    jbyteArray policy, jdouble lambda, jint n_sink, jboolean flush_capable) {
+    jbyteArray policy, jdouble lambda, jint n_sink, jint n_recent, jboolean flush_capable) {
   attendre_memory_setting memory;
   attendre_stack* stack = NULL;
   attendre_status status;
@@ -253,9 +253,9 @@ JNIEXPORT jlong JNICALL Java_org_attendre_reader_AttendreNative_stackCreateNativ
   (void)type;
   /* Negative counts would wrap to huge unsigned values; the message names
    * the field as the C API would. */
-  if (chunk < 0 || q_capacity < 0 || kv_capacity < 0 || top_k < 0 || n_sink < 0) {
+  if (chunk < 0 || q_capacity < 0 || kv_capacity < 0 || top_k < 0 || n_sink < 0 || n_recent < 0) {
     throw_status(env, ATTENDRE_ERROR_INVALID_ARGUMENT,
-                 "stackCreate: chunk, qCapacity, kvCapacity, topK and nSink must not be negative");
+                 "stackCreate: chunk, qCapacity, kvCapacity, topK, nSink and nRecent must not be negative");
     return 0;
   }
   if (!check(env, attendre_model_default_memory(m, &memory))) return 0;
@@ -268,6 +268,7 @@ JNIEXPORT jlong JNICALL Java_org_attendre_reader_AttendreNative_stackCreateNativ
   if (name != NULL) memory.policy = name;
   memory.lambda = lambda;
   memory.n_sink = (uint32_t)n_sink;
+  memory.n_recent = (uint32_t)n_recent;
   memory.flush_capable = flush_capable ? 1 : 0;
   status = attendre_stack_create_from_model(HANDLE(attendre_context, context), HANDLE(attendre_model, model), &memory,
                                             &stack);

@@ -40,10 +40,11 @@ public final class AttendreNative {
     public String policy = "fifo";
     public double lambda = 0.0;
     public int nSink = 0;
+    public int nRecent = 0;  // W: the recent window never evicted
     public boolean flushCapable = false;
   }
 
-  /** ATTENDRE_API_VERSION of the linked library (this binding speaks 5). */
+  /** ATTENDRE_API_VERSION of the linked library (this binding speaks 6). */
   public static native int apiVersion();
 
   public static String versionString() {
@@ -93,7 +94,8 @@ public final class AttendreNative {
   /** The model's stack on the context's device; the model may be closed afterwards. */
   public static long stackCreate(long context, long model, MemorySetting memory) {
     return stackCreateNative(context, model, memory.chunk, memory.qCapacity, memory.kvCapacity, memory.topK,
-                       bytes(memory.policy), memory.lambda, memory.nSink, memory.flushCapable);
+                       bytes(memory.policy), memory.lambda, memory.nSink, memory.nRecent,
+                       memory.flushCapable);
   }
 
   public static void stackDestroy(long stack) {
@@ -138,7 +140,8 @@ public final class AttendreNative {
   private static native long[] numbers(long handle, int kind);
   private static native void destroy(long handle, int kind);
   private static native long stackCreateNative(long context, long model, int chunk, int qCapacity, int kvCapacity,
-                                         int topK, byte[] policy, double lambda, int nSink, boolean flushCapable);
+                                         int topK, byte[] policy, double lambda, int nSink, int nRecent,
+                                         boolean flushCapable);
   private static native byte[] readDocumentBytes(long stack, long model, byte[] question, byte[] text, int answerTokens,
                                             boolean flush, long[] documentTokens);
 }
