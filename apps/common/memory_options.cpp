@@ -94,7 +94,8 @@ void MemoryOptions::add_to(OptionTable& table) {
   });
   table["--no-protect-new"] = switch_option(protect_new_, false);
   table["--fp16-memory"] = switch_option(fp16_memory_, true);
-  table["--fp16-activations"] = switch_option(fp16_activations_, true);
+  table["--fp16-activations"] = {false, false, [this](const std::string&, const std::string&) { fp16_activations_ = true; }};
+  table["--fp32-activations"] = {false, false, [this](const std::string&, const std::string&) { fp16_activations_ = false; }};
   table["--causal"] = {false, false, [this](const std::string&, const std::string&) { causal_ = true; }};
   table["--no-causal"] = {false, false, [this](const std::string&, const std::string&) { causal_ = false; }};
   table["--lm-infinite"] = lm_infinite_option(lm_infinite_);
@@ -139,7 +140,7 @@ MemoryPlan MemoryOptions::make_plan(uint32_t blocks, uint32_t context_length, ui
   MemoryPlan plan;
   plan.chunk = chunk_.value_or(64);
   plan.flush_capable = flush_;
-  plan.activations = fp16_activations_ ? MemoryStorage::f16 : MemoryStorage::f32;
+  plan.activations = fp16_activations_.value_or(false) ? MemoryStorage::f16 : MemoryStorage::f32;
   // Every block inherits it, overridden ones too (plan.for_block copies `all`).
   const LmInfinite lm_infinite = lm_infinite_.resolve(context_length);
   if (full_context_ || (named && named->full)) {
@@ -183,18 +184,36 @@ MemoryPlan MemoryOptions::make_plan(uint32_t blocks, uint32_t context_length, ui
   return plan;
 }
 
+namespace {
+
+bool rounds_f16_rows_by_default(const std::string& architecture) {
+  for (const char* a : {"qwen3", "phi3", "gemma2", "gemma3"})
+    if (architecture == a) return true;
+  return false;
+}
+
+}  // namespace
+
 StackConfig MemoryOptions::stack_config(Model& model, uint64_t positions,
                                         const std::optional<NamedSetting>& named) const {
   const MemoryPlan memory = plan(model.info().blocks, model.info().context_length, positions, named);
   StackConfig config = naming_flags([&] { return model.stack_config(memory); });
-  // llama.cpp multiplies F16 matrices with rows rounded to fp16 (ggml's
-  // F16 dot products): a model whose matrices are F16 stores its
-  // activations so by default, which its logits and greedy continuations
-  // follow (on random-weight files, fp32 rows part from them within tokens).
-  const BlockConfig& b = config.blocks.front();
-  const std::vector<uint64_t> wo = {config.hidden, b.attention.shape.q_row()};
-  if (model.info().kind == ModelKind::decoder && model.weights().type_of("blk.0.attn_output.weight", wo) == ElementType::f16)
-    config.activations = MemoryStorage::f16;
+  // llama.cpp's CPU backend multiplies F16 matrices with rows rounded to
+  // fp16 (ggml's F16 dot products). The architectures added with their
+  // llama.cpp outputs on F16 files (../shared/arch-models: qwen3, phi3,
+  // gemma2, gemma3) follow it by default, which their logits and greedy
+  // continuations need (on random weights, fp32 rows part from them within
+  // tokens). llama and qwen2 keep fp32 rows, the results they have always
+  // given (llama.cpp's to 1e-5 on F32 copies of the same weights; fp16 rows
+  // move aidreams260K-F16's logits by 4.5e-4 of max|logit|). Either flag
+  // chooses for every architecture.
+  if (!fp16_activations_ && rounds_f16_rows_by_default(model.info().architecture)) {
+    const BlockConfig& b = config.blocks.front();
+    const std::vector<uint64_t> wo = {config.hidden, b.attention.shape.q_row()};
+    if (model.info().kind == ModelKind::decoder &&
+        model.weights().type_of("blk.0.attn_output.weight", wo) == ElementType::f16)
+      config.activations = MemoryStorage::f16;
+  }
   return config;
 }
 
@@ -224,8 +243,10 @@ memory (the same for every block unless --layer overrides it):
   --no-protect-new      new entries may be evicted in the step that inserts them
   --fp16-memory         keys, values and waiting queries stored in fp16 (half the bytes; math stays fp32)
   --fp16-activations    the rows the matrix products read (normed and FFN-activated rows) stored in fp16
-                        (half the bytes read; math and accumulation stay fp32); the default for a
-                        decoder whose matrices are F16, whose products llama.cpp feeds fp16 rows
+                        (half the bytes read; math and accumulation stay fp32); the default for qwen3,
+                        phi3, gemma2 and gemma3 files whose matrices are F16, as llama.cpp's CPU backend
+                        rounds them
+  --fp32-activations    fp32 rows everywhere (the default for other architectures)
   --retrieval MODE      per_head (default) or shared top-K selection
   --causal              queries attend only to positions <= their own (the default, except in an encoder)
   --no-causal           queries also see the later positions they waited for (N > 0)

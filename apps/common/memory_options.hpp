@@ -85,8 +85,9 @@ class MemoryOptions {
   MemoryFields fields_;
   std::optional<std::string> policy_;  // a policy or an alias (memory_names.hpp)
   std::optional<RetrievalMode> retrieval_;
-  bool protect_new_ = true, flush_ = false, full_context_ = false, fp16_memory_ = false,
-       fp16_activations_ = false;
+  bool protect_new_ = true, flush_ = false, full_context_ = false, fp16_memory_ = false;
+  // --fp16-activations / --fp32-activations; absent: stack_config's default.
+  std::optional<bool> fp16_activations_;
   std::optional<bool> causal_;  // absent: causal, except in an encoder
   LmInfiniteRequest lm_infinite_;
   std::vector<BlockOverride> overrides_;
