@@ -5,26 +5,29 @@
 // so costs far more than arithmetic. Same result as matmul.comp and
 // matvec.comp; weight encodings as there (weights.glsl).
 //
-// Float types: each invocation owns one output o and ROWS rows, and reads A
-// and W rows straight from their buffers, four values at a time when every
-// row starts on a vec4 (scalar otherwise). -DHALF_MATH (fp16 A and W):
-// products in fp16, four at a time, their sums accumulated in fp32
-// (half_math.glsl).
-// Block types (-DWEIGHTS_Q4_0 ...): each invocation owns one output and ROWS
-// rows, decodes its weights one decode unit at a time (scales once per
-// block) and applies each decoded value to every row. All invocations of a
-// workgroup need the same A values, so SHARE invocations of a subgroup each
-// load a 1/SHARE of them and pass them around with subgroupShuffle, which
-// costs a CPU device a fraction of a load (rows past `rows` and outputs past
-// `out` repeat the last one's reads, keeping every invocation in the
-// shuffles, and are not written).
+// Each invocation accumulates a register tile: ROWS rows of OUTS outputs
+// (o, o + W, ...), so that a weight is read (and decoded) once for ROWS rows
+// and an A value once for OUTS outputs; on a CPU device a load whose address
+// differs per invocation costs a scalar load per lane, far more than an
+// FMA, so loads per FMA set the speed. All invocations of a workgroup need
+// the same A values: SHARE invocations of a subgroup each load a 1/SHARE of
+// them and pass them around with subgroupShuffle, which costs a CPU device
+// a fraction of a load (rows past `rows` and outputs past `out` repeat the
+// last one's reads, keeping every invocation in the shuffles, and are not
+// written).
+// Float types read A and W rows four values at a time when every row starts
+// on a vec4 (scalar otherwise); -DHALF_MATH (fp16 A and W): products in
+// fp16, four at a time, their sums accumulated in fp32 (half_math.glsl), A
+// not shared. Block types (-DWEIGHTS_Q4_0 ...) decode their weights one
+// decode unit at a time (scales once per block).
 //
 // Bindings:  as matmul.comp (0 A (input_rows.glsl), 1 W + bias, 2 C, 3 R)
 // Spec constants: 0 workgroup size W, 1 ROWS rows per invocation, 2 SHARE
-//                 (block types: a power of two <= the subgroup size and
-//                 kMatmulDirectMaxShare; W a multiple of the subgroup size)
+//                 (a power of two <= the subgroup size and
+//                 kMatmulDirectMaxShare; W a multiple of the subgroup size;
+//                 1: no shuffles), 3 OUTS outputs per invocation
 // Push constants: MatmulParams (interface/matmul.h); lanes is unused
-// Dispatch: ceil(out / W) * ceil(rows / ROWS) logical groups, folded
+// Dispatch: ceil(out / (W * OUTS)) * ceil(rows / ROWS) logical groups, folded
 //           (kernels::fold_groups); output groups vary fastest.
 #extension GL_GOOGLE_include_directive : require
 #if defined(WEIGHTS_F16) || defined(INPUT_F16)  // 16-bit loads of W or A
@@ -36,7 +39,7 @@
 #ifdef HALF_MATH  // fp16 products (half_math.glsl): shaderFloat16
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #endif
-#extension GL_KHR_shader_subgroup_shuffle : enable  // block types only
+#extension GL_KHR_shader_subgroup_shuffle : enable  // SHARE > 1
 #extension GL_EXT_control_flow_attributes : enable  // [[unroll]]: see the block types' main
 #include "interface/matmul.h"
 #include "rows.glsl"
@@ -49,6 +52,7 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ROWS = 8;
 layout(constant_id = 2) const uint SHARE = 1;
+layout(constant_id = 3) const uint OUTS = 1;
 
 layout(std430, binding = 2) buffer CRows { float c_rows[]; };
 layout(std430, binding = 3) readonly buffer RRows { float r_rows[]; };
@@ -61,56 +65,74 @@ void store(uint r, uint o, float sum) {
   c_rows[ROW_WORD(c, r) + o] = sum;
 }
 
-#ifdef WEIGHTS_BLOCKS
-
-const uint QUADS = QUANT_UNIT / 4u;  // A quads per decode unit and row
-const uint OWN = QUADS / SHARE;      // of which each invocation loads
+// The register tile: invocation x of a workgroup of W owns outputs
+// o0 + j * W (j < OUTS, o0 its group's first output + x) of rows
+// row0 .. row0 + ROWS - 1, and accumulates acc[r * OUTS + j] for them.
+// Outputs past out_dim and rows past `rows` read the last one's weights and
+// A values (every invocation stays in the shuffles) and are not written.
+#define ACC(r, j) acc[(r) * OUTS + (j)]
 
 // A values e..e+3 (e % 4 == 0) of the row at word `row`: one vector load
 // when every A row starts aligned (`vec`), four scalar loads otherwise
 // (rows of a ring).
 vec4 a_quad(uint row, uint e, bool vec) { return vec ? a_load4_aligned(row, e) : a_load4(row, e); }
 
+// Quad q (< SHARE) of the A values the SHARE lanes of this invocation's
+// share group loaded one quad each (`own`, the quad of share_lane): the
+// lane's own quad without sharing.
+vec4 shared_quad(vec4 own, uint q) { return SHARE > 1u ? subgroupShuffle(own, q) : own; }
+
+#ifdef WEIGHTS_BLOCKS
+
+const uint QUADS = QUANT_UNIT / 4u;  // A quads per decode unit and row
+const uint OWN = QUADS / SHARE;      // of which each invocation loads
+
 void main() {
   const uint W = gl_WorkGroupSize.x;
-  const uint out_groups = (pc.out_dim + W - 1u) / W;
+  const uint span = W * OUTS;  // outputs per logical group
+  const uint out_groups = (pc.out_dim + span - 1u) / span;
   const uint groups = out_groups * ((pc.rows + ROWS - 1u) / ROWS);
   const uint row_bytes = block_row_bytes(pc.in_dim);
   const uint share_lane = gl_SubgroupInvocationID % SHARE;
   const bool vec = a_rows_vec_aligned();
   for (uint g = group_index(); g < groups; g += group_count()) {
-    const uint o = (g % out_groups) * W + gl_LocalInvocationID.x;
+    const uint o0 = (g % out_groups) * span + gl_LocalInvocationID.x;
     const uint row0 = (g / out_groups) * ROWS;
-    const uint w_row = pc.w_offset + min(o, pc.out_dim - 1u) * row_bytes;
+    uint w_row[OUTS];
+    [[unroll]] for (uint j = 0u; j < OUTS; ++j) w_row[j] = pc.w_offset + min(o0 + j * W, pc.out_dim - 1u) * row_bytes;
     uint a_row[ROWS];
     [[unroll]] for (uint r = 0u; r < ROWS; ++r) a_row[r] = ROW_WORD(a, min(row0 + r, pc.rows - 1u));
-    float acc[ROWS];
-    [[unroll]] for (uint r = 0u; r < ROWS; ++r) acc[r] = 0.0;
+    float acc[ROWS * OUTS];
+    [[unroll]] for (uint t = 0u; t < ROWS * OUTS; ++t) acc[t] = 0.0;
     for (uint k = 0u; k < pc.in_dim / QUANT_VALUES; ++k) {
-      const uint byte = w_row + k * QUANT_BYTES;
-      const QuantBlock b = quant_block(byte);
+      QuantBlock b[OUTS];
+      [[unroll]] for (uint j = 0u; j < OUTS; ++j) b[j] = quant_block(w_row[j] + k * QUANT_BYTES);
       for (uint unit = 0u; unit < QUANT_VALUES / QUANT_UNIT; ++unit) {
-        float v[QUANT_UNIT];
-        quant_unit(b, byte, unit, v);
+        // Each weight is decoded once and applied to all ROWS rows.
+        float v[OUTS][QUANT_UNIT];
+        [[unroll]] for (uint j = 0u; j < OUTS; ++j) quant_unit(b[j], w_row[j] + k * QUANT_BYTES, unit, v[j]);
         const uint quad0 = (k * QUANT_VALUES + unit * QUANT_UNIT) / 4u;
         [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
           // This invocation's quads of the unit: share_lane, share_lane + SHARE, ...
           vec4 own[OWN];
-          [[unroll]] for (uint j = 0u; j < OWN; ++j) own[j] = a_quad(a_row[r], 4u * (quad0 + j * SHARE + share_lane), vec);
-          float s = acc[r];
+          [[unroll]] for (uint m = 0u; m < OWN; ++m) own[m] = a_quad(a_row[r], 4u * (quad0 + m * SHARE + share_lane), vec);
           [[unroll]] for (uint q = 0u; q < QUADS; ++q) {
-            const vec4 quad = subgroupShuffle(own[q / SHARE], q % SHARE);
-            s = fma(quad.x, v[4u * q], s);
-            s = fma(quad.y, v[4u * q + 1u], s);
-            s = fma(quad.z, v[4u * q + 2u], s);
-            s = fma(quad.w, v[4u * q + 3u], s);
+            const vec4 quad = shared_quad(own[q / SHARE], q % SHARE);
+            [[unroll]] for (uint j = 0u; j < OUTS; ++j) {
+              float s = ACC(r, j);
+              s = fma(quad.x, v[j][4u * q], s);
+              s = fma(quad.y, v[j][4u * q + 1u], s);
+              s = fma(quad.z, v[j][4u * q + 2u], s);
+              s = fma(quad.w, v[j][4u * q + 3u], s);
+              ACC(r, j) = s;
+            }
           }
-          acc[r] = s;
         }
       }
     }
     [[unroll]] for (uint r = 0u; r < ROWS; ++r)
-      if (o < pc.out_dim && row0 + r < pc.rows) store(row0 + r, o, acc[r]);
+      [[unroll]] for (uint j = 0u; j < OUTS; ++j)
+        if (o0 + j * W < pc.out_dim && row0 + r < pc.rows) store(row0 + r, o0 + j * W, ACC(r, j));
   }
 }
 
@@ -136,39 +158,85 @@ layout(std430, binding = 1) readonly buffer Weights32x4 { vec4 w32x4[]; };
 vec4 weight4(uint i) { return w32x4[i]; }
 #endif
 
+// acc += a . w, one fma per element (the four in order).
+float fma4(vec4 a, vec4 w, float acc) { return fma(a.w, w.w, fma(a.z, w.z, fma(a.y, w.y, fma(a.x, w.x, acc)))); }
+
 void main() {
   const uint W = gl_WorkGroupSize.x;
-  const uint out_groups = (pc.out_dim + W - 1u) / W;
+  const uint span = W * OUTS;  // outputs per logical group
+  const uint out_groups = (pc.out_dim + span - 1u) / span;
   const uint groups = out_groups * ((pc.rows + ROWS - 1u) / ROWS);
   // Every A row and W row starts on a vec4 when all offsets and strides do.
   const bool vec = ((pc.in_dim | pc.w_offset) & 3u) == 0u && a_rows_vec_aligned();
-  for (uint g = group_index(); g < groups; g += group_count()) {
-    const uint o = (g % out_groups) * W + gl_LocalInvocationID.x;
-    if (o >= pc.out_dim) continue;
-    const uint row0 = (g / out_groups) * ROWS;
-    const uint w_row = pc.w_offset + o * pc.in_dim;
-    for (uint r = row0; r < min(pc.rows, row0 + ROWS); ++r) {
-      const uint a_row = ROW_WORD(a, r);
-      float sum = 0.0;
+  const uint share_lane = gl_SubgroupInvocationID % SHARE;
 #ifdef HALF_MATH
-      if (vec) {
-        for (uint i = 0u; i < pc.in_dim / 4u; ++i)
-          sum += group_product(a_half4_aligned(a_row, 4u * i), w16x4[w_row / 4u + i]);
-      } else {
-        for (uint i = 0u; i < pc.in_dim; i += 4u)
-          sum += group_product(a_group(a_row, i, pc.in_dim), w_group(w_row, i, pc.in_dim));
-      }
+  const uint chunks = 0u;  // fp16 values are not shuffled (no subgroup extended types assumed)
 #else
-      if (vec) {
-        vec4 acc = vec4(0.0);
-        for (uint i = 0u; i < pc.in_dim / 4u; ++i) acc = fma(a_load4_aligned(a_row, 4u * i), weight4(w_row / 4u + i), acc);
-        sum = (acc.x + acc.y) + (acc.z + acc.w);
-      } else {
-        for (uint i = 0u; i < pc.in_dim; ++i) sum = fma(a_load(a_row, i), weight(w_row + i), sum);
+  const uint chunks = SHARE > 1u ? pc.in_dim / (4u * SHARE) : 0u;  // of SHARE quads, one loaded per lane
+#endif
+  for (uint g = group_index(); g < groups; g += group_count()) {
+    const uint o0 = (g % out_groups) * span + gl_LocalInvocationID.x;
+    const uint row0 = (g / out_groups) * ROWS;
+    uint w_row[OUTS];
+    [[unroll]] for (uint j = 0u; j < OUTS; ++j) w_row[j] = pc.w_offset + min(o0 + j * W, pc.out_dim - 1u) * pc.in_dim;
+    uint a_row[ROWS];
+    [[unroll]] for (uint r = 0u; r < ROWS; ++r) a_row[r] = ROW_WORD(a, min(row0 + r, pc.rows - 1u));
+    float acc[ROWS * OUTS];
+    [[unroll]] for (uint t = 0u; t < ROWS * OUTS; ++t) acc[t] = 0.0;
+    if (vec) {
+      // Each weight quad is loaded once and applied to all ROWS rows, each
+      // A quad (loaded by one lane of SHARE) to all OUTS outputs.
+      for (uint c = 0u; c < chunks; ++c) {
+        vec4 own[ROWS];
+        [[unroll]] for (uint r = 0u; r < ROWS; ++r) own[r] = a_load4_aligned(a_row[r], 4u * (c * SHARE + share_lane));
+        [[unroll]] for (uint q = 0u; q < SHARE; ++q) {
+          vec4 w[OUTS];
+          [[unroll]] for (uint j = 0u; j < OUTS; ++j) w[j] = weight4(w_row[j] / 4u + c * SHARE + q);
+          [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
+            const vec4 a = shared_quad(own[r], q);
+            [[unroll]] for (uint j = 0u; j < OUTS; ++j) ACC(r, j) = fma4(a, w[j], ACC(r, j));
+          }
+        }
+      }
+      // The quads past the last whole chunk, each lane loading its own.
+      for (uint i = chunks * SHARE; i < pc.in_dim / 4u; ++i) {
+#ifdef HALF_MATH
+        f16vec4 w[OUTS];
+        [[unroll]] for (uint j = 0u; j < OUTS; ++j) w[j] = w16x4[w_row[j] / 4u + i];
+        [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
+          const f16vec4 a = a_half4_aligned(a_row[r], 4u * i);
+          [[unroll]] for (uint j = 0u; j < OUTS; ++j) ACC(r, j) += group_product(a, w[j]);
+        }
+#else
+        vec4 w[OUTS];
+        [[unroll]] for (uint j = 0u; j < OUTS; ++j) w[j] = weight4(w_row[j] / 4u + i);
+        [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
+          const vec4 a = a_load4_aligned(a_row[r], 4u * i);
+          [[unroll]] for (uint j = 0u; j < OUTS; ++j) ACC(r, j) = fma4(a, w[j], ACC(r, j));
+        }
+#endif
+      }
+    } else {
+#ifdef HALF_MATH
+      for (uint i = 0u; i < pc.in_dim; i += 4u)
+        [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
+          const f16vec4 a = a_group(a_row[r], i, pc.in_dim);
+          [[unroll]] for (uint j = 0u; j < OUTS; ++j) ACC(r, j) += group_product(a, w_group(w_row[j], i, pc.in_dim));
+        }
+#else
+      for (uint i = 0u; i < pc.in_dim; ++i) {
+        float w[OUTS];
+        [[unroll]] for (uint j = 0u; j < OUTS; ++j) w[j] = weight(w_row[j] + i);
+        [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
+          const float a = a_load(a_row[r], i);
+          [[unroll]] for (uint j = 0u; j < OUTS; ++j) ACC(r, j) = fma(a, w[j], ACC(r, j));
+        }
       }
 #endif
-      store(r, o, sum);
     }
+    [[unroll]] for (uint r = 0u; r < ROWS; ++r)
+      [[unroll]] for (uint j = 0u; j < OUTS; ++j)
+        if (o0 + j * W < pc.out_dim && row0 + r < pc.rows) store(row0 + r, o0 + j * W, ACC(r, j));
   }
 }
 

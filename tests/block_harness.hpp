@@ -173,15 +173,18 @@ struct Encoded {
   std::vector<double> values;
   std::vector<std::byte> bytes;
   uint32_t end_word = 0;  // first word past the rows
+  uint32_t offset = 0;    // where the rows start: elements (float types) or bytes (block types)
 };
-inline Encoded encode(ElementType type, std::span<const float> w) {
+// `start_byte` even, and for the float types a whole number of elements.
+inline Encoded encode(ElementType type, std::span<const float> w, uint32_t start_byte = kStartByte) {
   const auto codec = static_cast<gguf::TensorType>(type);
   Encoded e;
   e.bytes = gguf::quantize(codec, w);
   e.values = gguf::dequantize(codec, e.bytes);
-  e.end_word = static_cast<uint32_t>((kStartByte + e.bytes.size() + 3) / 4);
+  e.end_word = static_cast<uint32_t>((start_byte + e.bytes.size() + 3) / 4);
+  e.offset = element_block(type).values == 1 ? start_byte / element_block(type).bytes : start_byte;
   e.words.assign(e.end_word, kSentinel);
-  std::memcpy(reinterpret_cast<std::byte*>(e.words.data()) + kStartByte, e.bytes.data(), e.bytes.size());
+  std::memcpy(reinterpret_cast<std::byte*>(e.words.data()) + start_byte, e.bytes.data(), e.bytes.size());
   return e;
 }
 

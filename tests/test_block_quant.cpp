@@ -39,7 +39,7 @@ uint32_t mismatches(Context& context, const kernels::KernelPlan& plan, ElementTy
   args.rows = c.rows;
   args.in = in;
   args.out = c.out;
-  args.w_offset = start_offset(type);
+  args.w_offset = w.offset;
   args.bias = c.bias;
   args.bias_offset = w.end_word + 1;
   args.residual = c.residual;
@@ -105,6 +105,53 @@ TEST_CASE("block kernels: quantized matmul, matvec and direct products match the
     for (const Case& c : cases) check_paths(context, plan, type, c, rng);
     check_paths(context, folded(plan), type, {2, 4, 65, true, true, true}, rng);
     check_paths(context, folded(plan), type, {70, 2, 40, true, false}, rng);
+  }
+  test::check_no_validation_messages(context);
+}
+
+// The direct kernel (matmul_direct.comp) in register tiles of every shape:
+// rows and outputs per invocation, A shared by subgroup shuffles or loaded
+// by each lane (SHARE 1), over rows off the tile's rows, outputs off
+// W x OUTS, and `in` off the shared chunk (4 x SHARE values: the kernel's
+// tail loop); float weights both vec4-aligned (vector loads) and not.
+TEST_CASE("block kernels: the direct kernel's register tiles match the float64 product in every encoding") {
+  std::mt19937_64 rng(9003);
+  Context& context = test::gpu();
+  const kernels::KernelPlan device = with_style(kernels::plan_kernels(context.caps()), true);
+  REQUIRE(device.direct_share > 1);  // a CPU device (lavapipe): subgroup shuffles of a fixed size
+  struct Tile {
+    uint32_t rows, outputs, share;
+  };
+  const Tile tiles[] = {{1, 1, 1}, {3, 5, 1}, {8, 2, device.direct_share}, {5, 3, device.direct_share},
+                        {16, 1, device.direct_share}};
+  const ElementType types[] = {ElementType::f32,  ElementType::f16,  ElementType::bf16, ElementType::q8_0,
+                               ElementType::q4_0, ElementType::q4_k, ElementType::q6_k};
+  for (ElementType type : types) {
+    const bool floats = element_block(type).values == 1;
+    // `in` values: for float types 100 (whole quads, not whole chunks), 96
+    // (whole chunks), 45 (odd); block types 1 to 3 blocks.
+    const Case cases[] = {{1, floats ? 100u : 2u, 37, true},
+                          {2, floats ? 96u : 1u, 70, false, true},
+                          {19, floats ? 100u : 3u, 129, true, true, false},
+                          {9, floats ? 45u : 2u, 65, false, false, true}};
+    for (const Tile& tile : tiles) {
+      kernels::KernelPlan plan = device;
+      plan.direct_share = tile.share;
+      plan.direct_float_rows = plan.direct_block_rows = tile.rows;
+      plan.direct_float_outputs = plan.direct_block_outputs = tile.outputs;
+      plan.direct_few_float_outputs = plan.direct_few_block_outputs = tile.outputs;
+      for (const Case& c : cases)
+        for (const uint32_t start : {floats ? 3 * element_block(type).bytes : kStartByte, 16u}) {  // element 3 or 4, 8
+          if (!floats && start != kStartByte) continue;
+          const uint32_t in = c.blocks * element_block(type).values;
+          INFO(to_string(type) << ": tile " << tile.rows << " x " << tile.outputs << ", share " << tile.share << ", rows "
+                               << c.rows << ", in " << in << ", out " << c.out << ", ring " << c.ring << ", byte " << start);
+          const std::vector<float> a = normal_values(size_t{c.rows} * in, rng), w = normal_values(size_t{c.out} * in, rng);
+          const std::vector<float> bias = normal_values(c.out, rng), residual = normal_values(size_t{c.rows} * c.out, rng);
+          const Encoded e = encode(type, w, start);
+          CHECK(mismatches(context, plan, type, c, a, e, e.values, bias, residual, 3) == 0);
+        }
+    }
   }
   test::check_no_validation_messages(context);
 }

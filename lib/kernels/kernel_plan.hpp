@@ -63,6 +63,13 @@ struct KernelPlan {
   // their A loads through subgroup shuffles (matmul_direct.comp); 0 where
   // that is unavailable, and block-type products then take the tiled kernels.
   uint32_t direct_share = 0;
+  // matmul_direct.comp's register tiles (rows x outputs per invocation) and
+  // workgroup: float weights, block types, and the single-row variants that
+  // decoding (rows <= 2) takes.
+  uint32_t direct_matmul_workgroup = 32;
+  uint32_t direct_float_rows = 8, direct_float_outputs = 2;
+  uint32_t direct_block_rows = 8, direct_block_outputs = 2;
+  uint32_t direct_few_float_outputs = 2, direct_few_block_outputs = 2;
   uint32_t direct_segment = 1024;  // candidates one select_direct invocation scans
   // Tiled select: the bitonic stages whose partners share a subgroup run
   // in registers through subgroupShuffleXor (the *_shuffle builds), which

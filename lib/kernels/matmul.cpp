@@ -16,30 +16,27 @@ namespace {
 // reduction's barriers are amortized; lanes = pow2 >= in / kMatvecElements.
 constexpr uint32_t kMatvecElements = 8;
 
-// What one matmul_direct invocation computes: `rows` rows of one output,
-// in workgroups of `workgroup`.
-struct DirectShape {
-  uint32_t rows, workgroup;
-};
-
-// Float types: 8 rows per invocation, enough to reuse the weight row from
-// cache, few enough that one invocation's loops stay far below lavapipe's
-// iteration limit (rows * in / 4).
-// Block types: each decoded weight serves every row an invocation owns, so
-// GEMMs take 8 rows, and decoding (rows <= kDirectFewRows) a single-row
-// variant that decodes nothing in vain. Small workgroups keep every CPU
-// thread busy on matrices of a few hundred outputs.
-DirectShape direct_shape(const KernelPlan& plan, ElementType type, bool few) {
-  if (decode_unit(type) == 1) return {8, plan.workgroup};
-  return {few ? 1u : 8u, std::min(plan.workgroup, 32u)};
-}
 constexpr uint32_t kDirectFewRows = 2;
 
 }  // namespace
 
-bool direct_matmul(const KernelPlan& plan, ElementType weights) {
-  return plan.direct && (decode_unit(weights) == 1 || plan.direct_share > 0);
+// Loads per FMA set the speed on a CPU device (matmul_direct.comp): a tile
+// of R rows by O outputs reads each weight once for R rows and each A
+// value once for O outputs. Measured on lavapipe (README, "Kernel
+// performance"). Decoding (rows <= kDirectFewRows) takes a single-row
+// variant that multiplies nothing in vain. Small workgroups keep every CPU
+// thread busy on matrices of a few hundred outputs. One invocation's loop
+// stays far below lavapipe's iteration limit (in / 4 per logical group).
+DirectTile direct_tile(const KernelPlan& plan, ElementType type, bool few) {
+  const uint32_t workgroup = plan.direct_matmul_workgroup;
+  if (decode_unit(type) == 1)
+    return few ? DirectTile{1, plan.direct_few_float_outputs, workgroup}
+               : DirectTile{plan.direct_float_rows, plan.direct_float_outputs, workgroup};
+  return few ? DirectTile{1, plan.direct_few_block_outputs, workgroup}
+             : DirectTile{plan.direct_block_rows, plan.direct_block_outputs, workgroup};
 }
+
+bool direct_matmul(const KernelPlan& plan, ElementType) { return plan.direct && plan.direct_share > 0; }
 
 Result<Matmul> Matmul::create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ElementType weights,
                               vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c, vk::BufferBinding r,
@@ -52,19 +49,17 @@ Result<Matmul> Matmul::create(Context& context, vk::DescriptorArena& arena, cons
   // binding 3 takes A: it must hold a buffer, and one the dispatch only reads.
   m.residual_in_c_ = !r.buffer;
   if (!r.buffer) r = a;
-  const bool blocks = decode_unit(weights) > 1;
   m.plan_.direct = direct_matmul(plan, weights);
   if (m.plan_.direct) {
     ATTENDRE_TRY_ASSIGN(const ShaderId direct, try_weight_variant(context, WeightKernel::direct, weights, what, input));
-    const DirectShape many = direct_shape(plan, weights, false), few = direct_shape(plan, weights, true);
+    const DirectTile many = direct_tile(plan, weights, false), few = direct_tile(plan, weights, true);
     ATTENDRE_TRY_ASSIGN(m.direct_,
                         Kernel::try_make<MatmulParams>(context, arena, direct,
-                                                       with_fold({many.workgroup, many.rows, plan.direct_share}, plan), {a, w, c, r}));
-    if (blocks) {
-      ATTENDRE_TRY_ASSIGN(m.direct_few_,
-                          Kernel::try_make<MatmulParams>(context, arena, direct,
-                                                         with_fold({few.workgroup, few.rows, plan.direct_share}, plan), {a, w, c, r}));
-    }
+                                                       with_fold({many.workgroup, many.rows, plan.direct_share, many.outputs}, plan), {a, w, c, r}));
+    ATTENDRE_TRY_ASSIGN(m.direct_few_,
+                        Kernel::try_make<MatmulParams>(context, arena, direct,
+                                                       with_fold({few.workgroup, few.rows, plan.direct_share, few.outputs}, plan),
+                                                       {a, w, c, r}));
     return m;
   }
   ATTENDRE_TRY_ASSIGN(const ShaderId gemm, try_weight_variant(context, WeightKernel::gemm, weights, what, input));
@@ -113,13 +108,13 @@ uint32_t Matmul::matvec_lanes(uint32_t in) const {
 }
 
 const Kernel& Matmul::direct_for(uint32_t rows) const {
-  return direct_few_ && rows <= kDirectFewRows ? direct_few_ : direct_;
+  return rows <= kDirectFewRows ? direct_few_ : direct_;
 }
 
 Grid Matmul::grid(const Args& args) const {
   if (plan_.direct) {
-    const DirectShape s = direct_shape(plan_, type_, direct_few_ && args.rows <= kDirectFewRows);
-    return fold_groups(uint64_t{ceil_div(args.out, s.workgroup)} * ceil_div(args.rows, s.rows), plan_);
+    const DirectTile s = direct_tile(plan_, type_, args.rows <= kDirectFewRows);
+    return fold_groups(uint64_t{ceil_div(args.out, s.workgroup * s.outputs)} * ceil_div(args.rows, s.rows), plan_);
   }
   if (uses_matvec(args.rows)) {
     const uint32_t per_group = plan_.matvec_workgroup / matvec_lanes(args.in);

@@ -16,9 +16,17 @@
 namespace attendre::kernels {
 
 // Whether products over `weights` take matmul_direct.comp: under the direct
-// style, and for block types only where subgroup shuffles share the decodes
-// (KernelPlan::direct_share); the tiled GEMM and matvec otherwise.
+// style where subgroup shuffles share the A loads (KernelPlan::direct_share);
+// the tiled GEMM and matvec otherwise.
 bool direct_matmul(const KernelPlan& plan, ElementType weights);
+
+// What one matmul_direct invocation computes: a register tile of `rows`
+// rows by `outputs` outputs, in workgroups of `workgroup`; `few`: the
+// single-row variant for products of at most 2 rows (decoding).
+struct DirectTile {
+  uint32_t rows, outputs, workgroup;
+};
+DirectTile direct_tile(const KernelPlan& plan, ElementType weights, bool few);
 
 class Matmul {
  public:
@@ -75,7 +83,7 @@ class Matmul {
   ElementType type_ = ElementType::f32;
   bool residual_in_c_ = false;
   Kernel gemm_, matvec_;
-  Kernel direct_, direct_few_;  // direct_few_: block types' single-row variant
+  Kernel direct_, direct_few_;  // direct_few_: the single-row variant (rows <= 2)
 };
 
 }  // namespace attendre::kernels

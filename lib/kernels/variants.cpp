@@ -62,22 +62,22 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
           : "forced (ATTENDRE_KERNELS or ContextOptions::kernels)";
   const char* style = plan.direct ? "direct" : "tiled";
   v.push_back({"score, select", style, style_reason});
-  v.push_back({"matmul (f32, f16, bf16)", direct_matmul(plan, ElementType::f32) ? "direct" : "tiled GEMM + matvec",
-               style_reason});
-
-  KernelVariant blocks{"matmul (block types)", "", ""};
-  if (direct_matmul(plan, ElementType::q4_k)) {
-    blocks.variant = "direct, " + std::to_string(plan.direct_share) + " lanes share decodes";
-    blocks.reason = "subgroup shuffle, subgroup size " + std::to_string(caps.subgroup_size);
-  } else if (plan.direct) {
-    blocks.variant = "tiled GEMM + matvec";
-    blocks.reason = caps.subgroup_shuffle ? "subgroup size not fixed (GPU)"
-                                          : absent(caps, Feature::subgroup_shuffle, "subgroup shuffle");
-  } else {
-    blocks.variant = "tiled GEMM + matvec";
-    blocks.reason = style_reason;
-  }
-  v.push_back(blocks);
+  // The direct products need subgroup shuffles (A shared across lanes).
+  auto matmul_family = [&](const char* family, ElementType type) {
+    const kernels::DirectTile tile = kernels::direct_tile(plan, type, false);
+    KernelVariant k{family, "tiled GEMM + matvec", style_reason};
+    if (direct_matmul(plan, type)) {
+      k.variant = "direct, " + std::to_string(tile.rows) + " x " + std::to_string(tile.outputs) +
+                  " register tiles, " + std::to_string(plan.direct_share) + " lanes share A";
+      k.reason = style_reason + "; subgroup shuffle, subgroup size " + std::to_string(caps.subgroup_size);
+    } else if (plan.direct) {
+      k.reason = caps.subgroup_shuffle ? "subgroup size not fixed (GPU)"
+                                       : absent(caps, Feature::subgroup_shuffle, "subgroup shuffle");
+    }
+    return k;
+  };
+  v.push_back(matmul_family("matmul (f32, f16, bf16)", ElementType::f32));
+  v.push_back(matmul_family("matmul (block types)", ElementType::q4_k));
 
   v.push_back(fp16_reads(caps, "fp16 weights", kernels::f16_as_words(caps), ""));
   // fp16 memories (KvMemoryConfig::storage = f16) read keys, values and
