@@ -6,7 +6,7 @@
 // `bound` of max|logit| (the difference reached is printed).
 //
 // The files' matrices are F16, which llama.cpp's CPU products multiply with
-// rows rounded to fp16 (the tools do so too for F16 models). Where a row's
+// rows rounded to fp16 (the tools do so too for these F16 files). Where a row's
 // value sits at an fp16 rounding boundary, fp32 or float64 rounds it to the
 // other neighbour than llama.cpp's float arithmetic, and the random weights
 // amplify each such step through the blocks: the first positions agree to
@@ -77,7 +77,40 @@ void check_against_llama_cpp(const fs::path& folder, const std::string& name, co
   CHECK(difference <= bound * scale);
 }
 
+// The logits attendre-generate writes for `model` with `flags` on the GPU.
+std::vector<float> prompt_logits(const fs::path& model, const std::string& flags) {
+  test::TempDir dir;
+  const test::ToolStreams r = test::run_tool_streams(
+      ATTENDRE_GENERATE_BINARY, "--model '" + model.string() + "' --prompt 'Once upon a time' --full-context " +
+                                    "--temperature 0 --max-tokens 1 --logits '" + dir / "out.npy" + "' " + flags);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const npy::Array logits = npy::read_expect(dir / "out.npy", npy::DType::f32, 2);
+  const auto values = logits.as<float>();
+  return {values.begin(), values.end()};
+}
+
 }  // namespace
+
+TEST_CASE("attendre-generate: F16 rows round to fp16 by default for the new architectures only") {
+  const auto models = test::shared_models();
+  if (!models) return;
+  const fs::path arch = models->parent_path() / "arch-models" / "qwen3-tiny.gguf";
+  const fs::path llama = *models / "aidreams260K-F16.gguf";
+  if (!fs::exists(arch) || !fs::exists(llama)) {
+    MESSAGE("skipped: " << arch.string() << " or " << llama.string() << " is absent");
+    return;
+  }
+  // llama keeps fp32 rows (what matches llama.cpp on F32 copies to 1e-5)...
+  const std::vector<float> llama_default = prompt_logits(llama, "");
+  CHECK(llama_default == prompt_logits(llama, "--fp32-activations"));
+  CHECK(llama_default != prompt_logits(llama, "--fp16-activations"));
+  // ... qwen3 rounds them as llama.cpp's CPU backend did for its outputs,
+  // and --fp32-activations turns that off.
+  const std::vector<float> qwen3_default = prompt_logits(arch, "");
+  CHECK(qwen3_default == prompt_logits(arch, "--fp16-activations"));
+  CHECK(qwen3_default != prompt_logits(arch, "--fp32-activations"));
+}
 
 TEST_CASE("attendre-generate: qwen3 and phi3 tiny files match llama.cpp's prompt ids, logits and greedy ids") {
   const auto models = test::shared_models();
