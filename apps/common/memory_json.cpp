@@ -14,6 +14,8 @@ nlohmann::json memory_json(const StackConfig& config, bool flush) {
                       {"sinks", a.kv.n_sink},
                       {"storage", std::string(to_string(a.kv.storage))},
                       {"causal", a.retrieval.causal},
+                      // A sliding window's distance mask, null where none hides keys.
+                      {"window", a.retrieval.window > 0 ? nlohmann::json(a.retrieval.window) : nlohmann::json()},
                       // LM-Infinite's window, null where distances are not capped.
                       {"lm_infinite", b.lm_infinite.enabled ? nlohmann::json(b.lm_infinite.n_local) : nlohmann::json()}});
   }

@@ -233,6 +233,7 @@ memory (the same for every block unless --layer overrides it):
   --layer BLOCKS:SET    per-block override of q-capacity, kv-capacity, top-k, sinks, policy, lambda, init-k; repeatable (0-3:kv-capacity=256,policy=lfa)
   --flush               finish reading by flushing each block's Q memory instead of draining with padding
   --full-context        the unbounded reference: N = 0, causal, fifo, M = all positions, K = M
+                        (a model's sliding-window blocks keep their windows, as llama.cpp runs them)
 )") + lm_infinite_help();
 }
 

@@ -21,10 +21,12 @@ struct Architecture {
   std::string_view name;
   RopeLayout rope_layout;  // llama's converters permute q/k into adjacent pairs; qwen2 keeps NeoX halves
   bool qkv_bias;           // required q/k/v biases; without, the file's blk.0 says which biases exist
+  bool gemma = false;      // describe_gemma() changes the blocks (gguf_gemma.cpp)
 };
-constexpr std::array<Architecture, 2> kDecoders = {{
+constexpr std::array<Architecture, 3> kDecoders = {{
     {"llama", RopeLayout::normal, false},
     {"qwen2", RopeLayout::neox, true},
+    {"gemma2", RopeLayout::neox, false, true},
 }};
 
 Result<BlockConfig> block_config(const Metadata& m, const Architecture& a, uint32_t hidden) {
@@ -87,6 +89,7 @@ Result<ModelDescription> describe_decoder(const File& file, const std::string& a
   c.final_norm_eps = block.norm_eps;
   ATTENDRE_TRY_ASSIGN(d.info.blocks, m.block_count("block_count"));
   c.blocks.assign(d.info.blocks, block);
+  if (a.gemma) ATTENDRE_TRY(describe_gemma(m, architecture, c));
 
   d.default_memory.chunk = std::min<uint32_t>(64, d.info.context_length);
   ATTENDRE_TRY_ASSIGN(d.default_memory.all,
@@ -105,7 +108,7 @@ Result<ModelDescription> try_describe_model(const File& file, WeightType storage
   for (const Architecture& a : kDecoders)
     if (a.name == name) return describe_decoder(file, name, storage);
   return Status(ErrorCode::unsupported, file.path().string() + ": metadata key \"general.architecture\": architecture '" +
-                                            printable(name) + "' is not supported (supported: llama, qwen2, t5, t5encoder)");
+                                            printable(name) + "' is not supported (supported: llama, qwen2, gemma2, t5, t5encoder)");
 }
 
 }  // namespace attendre::gguf
