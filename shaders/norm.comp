@@ -1,5 +1,7 @@
 #version 450
-// Normalizes each row of X into Y, one row per workgroup:
+// Normalizes each row of X into Y, one row per workgroup (or each of a row's
+// `segments` consecutive pieces of dim floats, one piece per workgroup: the
+// per-head q/k norms, whose weights g[dim] every head shares):
 //   RMSNorm (default):  y = x / sqrt(mean(x^2) + eps) * g
 //   LayerNorm (-DLAYER_NORM):  y = (x - mean) / sqrt(var + eps) * g + b,
 //   population variance, computed in a second pass over (x - mean)^2 so that
@@ -18,7 +20,7 @@
 //              ceil(dim / 2) words, each)             write
 // Spec constants: 0 workgroup size W (a power of two)
 // Push constants: NormParams (interface/norm.h)
-// Dispatch: rows logical groups, folded (kernels::fold_groups)
+// Dispatch: rows * segments logical groups, folded (kernels::fold_groups)
 #extension GL_GOOGLE_include_directive : require
 #include "interface/norm.h"
 #include "rows.glsl"
@@ -73,8 +75,10 @@ float inverse_deviation(float mean_square) {
 void main() {
   const uint W = gl_WorkGroupSize.x, tid = gl_LocalInvocationID.x;
   const float n = float(pc.dim);
-  for (uint row = group_index(); row < pc.rows; row += group_count()) {
-    const uint xb = ROW_WORD(x, row), yb = ROW_WORD(y, row);
+  for (uint piece = group_index(); piece < pc.rows * pc.segments; piece += group_count()) {
+    // Segments are fp32 only (kernels::Norm refuses them with OUTPUT_F16).
+    const uint row = piece / pc.segments, offset = (piece % pc.segments) * pc.dim;
+    const uint xb = ROW_WORD(x, row) + offset, yb = ROW_WORD(y, row) + offset;
 #ifdef LAYER_NORM
     float s = 0.0;
     for (uint i = tid; i < pc.dim; i += W) s += x_rows[xb + i];

@@ -73,6 +73,68 @@ TEST_CASE("block kernels: rms_norm and layer_norm match the float64 reference, i
   });
 }
 
+// Per-head q/k norms (BlockConfig::qk_norm): each of a ring row's `heads`
+// pieces of head_dim floats normalized alone, in place, with one shared gain.
+void check_head_norm(Context& context, const kernels::KernelPlan& plan, uint32_t rows, uint32_t heads,
+                     uint32_t head_dim, std::mt19937_64& rng) {
+  INFO("rows " << rows << ", heads " << heads << ", head dim " << head_dim);
+  const uint32_t row = heads * head_dim;
+  const std::vector<float> x = normal_values(size_t{rows} * row, rng, 0.5f, 2.0f);
+  const std::vector<float> g = normal_values(head_dim, rng, 1.0f, 0.3f);
+  kernels::Norm::Args args;
+  args.rows = rows;
+  args.dim = head_dim;
+  args.eps = 1e-6f;
+  args.g_offset = 3;
+  args.segments = heads;
+  std::vector<uint32_t> w_words(args.g_offset + head_dim + 2, kSentinel);
+  for (uint32_t i = 0; i < head_dim; ++i) w_words[args.g_offset + i] = test::float_bits(g[i]);
+  args.x = args.y = wrapping(rows, row, 3, 1);  // ring rows with words between them, which stay untouched
+  std::vector<uint32_t> x_words(extent(args.x, rows, row), kSentinel);
+  put_rows(x_words, args.x, rows, row, x);
+  const vk::Buffer x_buffer = test::upload_words(context, x_words, "test q rows");
+  const vk::Buffer w_buffer = test::upload_words(context, w_words, "test q norm weights");
+  vk::DescriptorArena arena(context);
+  const kernels::Norm norm(context, arena, plan, NormKind::rms, {&x_buffer}, {&w_buffer}, {&x_buffer});
+  test::run_once(context, [&](vk::CommandRecorder& rec) { norm.record(rec, args); });
+  const std::vector<uint32_t> after = test::download_words(context, x_buffer, 0, x_words.size());
+  // Rows of heads x head_dim: rms_norm over head_dim normalizes each head.
+  const std::vector<double> expected = ops::rms_norm(ops::widen(x), head_dim, ops::widen(g), args.eps);
+  check_close(get_rows(after, args.y, rows, row), expected, [&](size_t i) { return 2e-5 * (1.0 + std::abs(expected[i])); });
+  check_untouched(x_words, after, args.y, rows, row);
+}
+
+TEST_CASE("block kernels: per-head q/k norms (norm segments) match the float64 reference across workgroup sizes") {
+  std::mt19937_64 rng(7003);
+  for_each_context([&](Context& context) {
+    const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
+    const uint32_t W = plan.norm_workgroup;
+    // Heads narrower than, equal to, and one past the workgroup; one head;
+    // more pieces than a folded grid covers in one pass.
+    check_head_norm(context, plan, 5, 4, 16, rng);
+    check_head_norm(context, plan, 3, 2, W, rng);
+    check_head_norm(context, plan, 2, 3, W + 1, rng);
+    check_head_norm(context, plan, 7, 1, 128, rng);
+    check_head_norm(context, folded(plan), 9, 5, 24, rng);
+    // Segments are fp32 rows only.
+    const vk::Buffer rows = test::upload_words(context, std::vector<uint32_t>(64, 0), "test rows");
+    const vk::Buffer out = test::upload_words(context, std::vector<uint32_t>(64, 0), "test out");
+    vk::DescriptorArena arena(context);
+    const kernels::Norm half = kernels::Norm::create(context, arena, plan, NormKind::rms, {&rows}, {&rows}, {&out},
+                                                     MemoryStorage::f16).value_or_throw();
+    kernels::Norm::Args args;
+    args.rows = 2;
+    args.dim = 8;
+    args.segments = 2;
+    args.x = RowRef::contiguous(16);
+    args.y = RowRef::contiguous(8);
+    test::run_once(context, [&](vk::CommandRecorder& rec) {
+      const Status status = half.try_record(rec, args);
+      CHECK(status.message().find("fp16 output rows are not normalized in segments") != std::string::npos);
+    });
+  });
+}
+
 TEST_CASE("block kernels: a norm whose row statistic overflows float32 writes that row as NaN, not zeros") {
   // Row 1 holds finite values near 1e20: its squares sum past float32, and
   // 1/sqrt(inf) = 0 once normalized it to zeros (LayerNorm: to its bias).

@@ -75,7 +75,13 @@ constexpr const char* kCatPrompt = "Once upon a time, the cat sat on the mat";
 
 TEST_CASE("models: the GPU stack equals the float64 reference stack on fixtures of each architecture and weight type") {
   test::GgufTempDir dir;
-  for (const test::FixtureShape& shape : test::fixture_shapes()) {
+  std::vector<FixtureShape> shapes = test::fixture_shapes();
+  // qwen3 (per-head q/k norms) and phi3 (fused tensors as row slices of
+  // block-quantized rows too, partial rotary dims).
+  for (const char* architecture : {"qwen3", "phi3"})
+    for (TensorType type : {TensorType::f16, TensorType::q8_0, TensorType::q4_k})
+      shapes.push_back(FixtureShape::for_type(architecture, type));
+  for (const test::FixtureShape& shape : shapes) {
     INFO(shape.name());
     Model model = Model::open(test::write_fixture(dir.path, shape, 31));
     const StackConfig config = model.stack_config(bounded_plan());
@@ -96,7 +102,7 @@ TEST_CASE("models: the GPU stack equals the float64 reference stack on fixtures 
 
 TEST_CASE("models: with unbounded memories the GPU logits equal the dense forward (fixtures and real files)") {
   test::GgufTempDir dir;
-  for (const auto& [name, path] : fixtures_and_real_files(dir.path, {"llama", "qwen2"}, {TensorType::f32, TensorType::f16}, 41)) {
+  for (const auto& [name, path] : fixtures_and_real_files(dir.path, {"llama", "qwen2", "qwen3", "phi3"}, {TensorType::f32, TensorType::f16}, 41)) {
     INFO(name);
     Model model = Model::open(path);
     const std::vector<uint32_t> prompt = model.tokenizer().encode(kCatPrompt);

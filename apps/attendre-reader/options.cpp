@@ -192,8 +192,9 @@ input
                        \n is a newline
 
 model
-  --model FILE.gguf    read with a GGUF model (llama, qwen2) and generate the
-                       answer greedily after the drain. Without it, a lexical
+  --model FILE.gguf    read with a GGUF model (llama, qwen2, qwen3, phi3)
+                       and generate the answer greedily after the drain.
+                       Without it, a lexical
                        model (hashed word embeddings, hand-written weights, no
                        learned ones; see apps/attendre-reader/README.md) reads.
   --answer-tokens T    tokens to generate (default 32; a stop token ends them

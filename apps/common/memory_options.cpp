@@ -198,10 +198,24 @@ MemoryPlan MemoryOptions::make_plan(uint32_t blocks, uint32_t context_length, ui
   return plan;
 }
 
-StackConfig MemoryOptions::stack_config(const Model& model, uint64_t positions,
+StackConfig MemoryOptions::stack_config(Model& model, uint64_t positions,
                                         const std::optional<NamedSetting>& named) const {
   const MemoryPlan memory = plan(model.info().blocks, model.info().context_length, positions, named);
-  return naming_flags([&] { return model.stack_config(memory); });
+  StackConfig config = naming_flags([&] { return model.stack_config(memory); });
+  // llama.cpp multiplies F16 matrices with rows rounded to fp16 (ggml's
+  // F16 dot products): a model whose matrices are F16 stores its
+  // activations so by default, which its logits and greedy continuations
+  // follow (on random-weight files, fp32 rows part from them within tokens).
+  // Not Gemma: llama.cpp also rounds its attention outputs and LM-head
+  // rows and reads its GELU from an fp16 table, which fp16 activations do
+  // not reproduce, and on gemma2-tiny they move the GPU's logits further
+  // from llama.cpp's (2.04e-3 of max|logit|) than fp32 rows (1.99e-3).
+  const bool gemma = model.info().architecture.rfind("gemma", 0) == 0;
+  const BlockConfig& b = config.blocks.front();
+  const std::vector<uint64_t> wo = {config.hidden, b.attention.shape.q_row()};
+  if (!gemma && model.info().kind == ModelKind::decoder && model.weights().type_of("blk.0.attn_output.weight", wo) == ElementType::f16)
+    config.activations = MemoryStorage::f16;
+  return config;
 }
 
 EncoderDecoderConfig MemoryOptions::encoder_decoder_config(const Model& model, uint64_t input, uint32_t output) const {
@@ -226,7 +240,8 @@ memory (the same for every block unless --layer overrides it):
   --no-protect-new      new entries may be evicted in the step that inserts them
   --fp16-memory         keys, values and waiting queries stored in fp16 (half the bytes; math stays fp32)
   --fp16-activations    the rows the matrix products read (normed and FFN-activated rows) stored in fp16
-                        (half the bytes read; math and accumulation stay fp32)
+                        (half the bytes read; math and accumulation stay fp32); the default for a
+                        decoder whose matrices are F16, whose products llama.cpp feeds fp16 rows
   --retrieval MODE      per_head (default) or shared top-K selection
   --causal              queries attend only to positions <= their own (the default, except in an encoder)
   --no-causal           queries also see the later positions they waited for (N > 0)

@@ -61,8 +61,9 @@ class MemoryOptions {
   MemoryPlan encoder_plan(uint32_t blocks, uint32_t context_length, uint64_t positions) const;
 
   // The model's stack under plan(); the library's messages about the memory
-  // fields (N, M, S, K, n_sink) name the flags too.
-  StackConfig stack_config(const Model& model, uint64_t positions,
+  // fields (N, M, S, K, n_sink) name the flags too. A decoder whose matrices
+  // are F16 stores its activations in fp16 as llama.cpp rounds them.
+  StackConfig stack_config(Model& model, uint64_t positions,
                            const std::optional<NamedSetting>& named = std::nullopt) const;
 
   // An encoder-decoder reading `input` positions and decoding `output`:

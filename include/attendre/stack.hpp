@@ -69,6 +69,11 @@ struct BlockConfig {
   // window - 1 positions before it; 0: a global block. Only a default:
   // MemoryPlan::model_windows turns it into the block's memory setting.
   uint32_t sliding_window = 0;
+  // Per-head RMS norms of q and k after their projections and biases,
+  // before RoPE (qwen3, gemma3): each head of head_dim values is normalized
+  // with norm_eps and scaled by the block's attn_q_norm / attn_k_norm
+  // weights [head_dim], which every head shares. Self-attention only.
+  bool qk_norm = false;
 };
 
 struct StackConfig {

@@ -28,6 +28,7 @@ struct BlockSpec {
   VectorSpec attn_norm;
   std::optional<VectorSpec> attn_norm_bias;  // LayerNorm shift
   MatrixSpec wq, wk, wv, wo;
+  std::optional<VectorSpec> q_norm, k_norm;           // per-head norm gains [head_dim] (BlockConfig::qk_norm)
   std::optional<VectorSpec> ffn_norm, ffn_norm_bias;  // blocks with an FFN
   std::optional<MatrixSpec> gate, up, down;           // gate: gated FFNs only
   // BlockConfig::post_norms: after attention, and after the FFN (blocks with one).

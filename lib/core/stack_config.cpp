@@ -58,6 +58,7 @@ Status StackConfig::check() const {
       ATTENDRE_REQUIRE(b.attention.full_attention(), at + "cross-attention reads all of the encoder memory: K must be >= M");
       ATTENDRE_REQUIRE(!b.rope, at + "cross-attention takes no RoPE");
       ATTENDRE_REQUIRE(!b.attention.retrieval.causal, at + "encoder and decoder positions differ: cross-attention is not causal");
+      ATTENDRE_REQUIRE(!b.qk_norm, at + "q/k norms run on self-attention blocks only");
     }
     if (b.rope) {
       const uint32_t dims = b.rope_dims ? b.rope_dims : b.attention.shape.head_dim;

@@ -76,6 +76,8 @@ Result<BlockMemory> DeviceBlock::plan_memory(const StackConfig& config, size_t i
   norm(spec.ffn_norm, spec.ffn_norm_bias);
   norm(spec.attn_post_norm, std::nullopt);
   norm(spec.ffn_post_norm, std::nullopt);
+  norm(spec.q_norm, std::nullopt);
+  norm(spec.k_norm, std::nullopt);
   for (const auto& t : {std::optional<MatrixSpec>(spec.wq), std::optional<MatrixSpec>(spec.wk),
                         std::optional<MatrixSpec>(spec.wv), std::optional<MatrixSpec>(spec.wo), spec.gate, spec.up,
                         spec.down})
@@ -123,6 +125,10 @@ Result<BlockWeights> BlockWeights::load(WeightLoader& loader, const BlockSpec& t
   if (t.ffn_post_norm) {
     ATTENDRE_TRY_ASSIGN(w.ffn_post_norm, loader.norm(*t.ffn_post_norm, std::nullopt));
   }
+  if (t.q_norm) {
+    ATTENDRE_TRY_ASSIGN(w.q_norm, loader.norm(*t.q_norm, std::nullopt));
+    ATTENDRE_TRY_ASSIGN(w.k_norm, loader.norm(*t.k_norm, std::nullopt));
+  }
   ATTENDRE_TRY_ASSIGN(w.wq, loader.matrix(t.wq));
   ATTENDRE_TRY_ASSIGN(w.wk, loader.matrix(t.wk));
   ATTENDRE_TRY_ASSIGN(w.wv, loader.matrix(t.wv));
@@ -153,7 +159,7 @@ Result<BlockWeights> BlockWeights::load(WeightLoader& loader, const BlockSpec& t
 
 uint64_t BlockWeights::device_bytes() const {
   uint64_t total = vk::MemoryArena::placed_bytes(attn_norm.buffer.size());
-  for (const DeviceNorm* n : {&ffn_norm, &attn_post_norm, &ffn_post_norm})
+  for (const DeviceNorm* n : {&ffn_norm, &attn_post_norm, &ffn_post_norm, &q_norm, &k_norm})
     if (n->buffer) total += vk::MemoryArena::placed_bytes(n->buffer.size());
   for (const DeviceMatrix* m : {&wq, &wk, &wv, &wo, &gate, &up, &down}) total += m->device_bytes();
   if (rope_table) total += vk::MemoryArena::placed_bytes(rope_table.size());
@@ -248,6 +254,12 @@ Result<std::unique_ptr<DeviceBlock>> DeviceBlock::create(Context& context, const
                                                                    acts == MemoryStorage::f16 ? Section{&shared.h}
                                                                                               : Section{&shared.gu},
                                                                    acts));
+  }
+  if (c.qk_norm) {
+    ATTENDRE_TRY_ASSIGN(d.q_norm_kernel_, kernels::Norm::create(context, a, plan, NormKind::rms, queries,
+                                                              {&weights.q_norm.buffer}, queries));
+    ATTENDRE_TRY_ASSIGN(d.k_norm_kernel_, kernels::Norm::create(context, a, plan, NormKind::rms, keys,
+                                                              {&weights.k_norm.buffer}, keys));
   }
   if (c.rope) {
     ATTENDRE_TRY_ASSIGN(d.rope_q_, kernels::Rope::create(context, a, plan, c.rope_layout, queries,
@@ -354,6 +366,15 @@ Status DeviceBlock::record_qk(vk::CommandRecorder& rec, uint32_t n, uint32_t fir
   if (own_keys) {
     ATTENDRE_TRY(k_.record(rec, n, normed_, key_rows(lm ? 1 : 0)));
     ATTENDRE_TRY(v_.record(rec, n, normed_, RowRef::contiguous(s.kv_row())));
+  }
+  if (config_.qk_norm) {
+    // Each head of the rows just projected, in place, before any rotation.
+    const RowRef q_rows = ring_rows(lm ? kernels::kLmPast : kernels::kLmLocal);
+    ATTENDRE_TRY(q_norm_kernel_.try_record(rec, {n, s.head_dim, config_.norm_eps, 0, 0, q_rows, q_rows, s.heads_q}));
+    if (own_keys) {
+      const RowRef k_rows = key_rows(lm ? 1 : 0);
+      ATTENDRE_TRY(k_norm_kernel_.try_record(rec, {n, s.head_dim, config_.norm_eps, 0, 0, k_rows, k_rows, s.heads_kv}));
+    }
   }
   if (!config_.rope) return {};
   if (!lm) {

@@ -61,6 +61,7 @@ struct SharedBuffers {
 struct BlockWeights {
   DeviceNorm attn_norm, ffn_norm;
   DeviceNorm attn_post_norm, ffn_post_norm;  // BlockConfig::post_norms
+  DeviceNorm q_norm, k_norm;    // per-head q/k norm gains (BlockConfig::qk_norm)
   DeviceMatrix wq, wk, wv, wo, gate, up, down;
   vk::Buffer rope_table;        // kernels::rope_turns_table of the block's frequencies (RoPE blocks)
   std::vector<float> t5_table;  // [num_buckets][heads_q], for the K/V memory to upload (T5 bias)
@@ -149,6 +150,7 @@ class DeviceBlock {
   // post_norms: each sublayer's output is normed in place, then its residual added.
   kernels::Norm attn_post_norm_kernel_, ffn_post_norm_kernel_;
   kernels::Add attn_residual_, ffn_residual_;
+  kernels::Norm q_norm_kernel_, k_norm_kernel_;  // in place on the projected q and k rows (qk_norm)
   Projection q_, k_, v_, o_, gate_proj_, up_proj_, down_proj_;
   kernels::Rope rope_q_, rope_k_;
   uint32_t rope_dims_ = 0;

@@ -19,7 +19,7 @@ namespace attendre::gguf {
 
 struct ModelDescription {
   ModelInfo info;
-  // The decoder (llama, qwen2), the encoder (t5encoder), or an
+  // The decoder (llama, qwen2, qwen3, phi3), the encoder (t5encoder), or an
   // encoder-decoder's encoder (t5); memory fields: default_memory's.
   StackConfig stack;
   // An encoder-decoder's decoder: causal self-attention blocks 2l and
@@ -32,6 +32,7 @@ struct ModelDescription {
   // vectors handed out scaled (gguf_weights.hpp).
   TensorNaming naming;
   std::map<std::string, double> scaled;
+  RowSlices slices;  // stack matrices read as rows of fused file tensors (phi3)
 };
 
 // Fails with a one-line message naming the file and the key or tensor:
@@ -44,7 +45,7 @@ inline ModelDescription describe_model(const File& file, WeightType storage) {
 }
 #endif
 
-// The architecture-specific halves (gguf_architecture.cpp: llama, qwen2;
+// The architecture-specific halves (gguf_architecture.cpp: llama, qwen2, qwen3, phi3;
 // gguf_gemma.cpp: what gemma2 and gemma3 change in the decoder's blocks;
 // gguf_t5.cpp: t5, t5encoder).
 Result<ModelDescription> describe_decoder(const File& file, const std::string& architecture, WeightType storage);

@@ -16,7 +16,7 @@ Result<ModelInfo> check_tensors(const File& file, FileWeights& weights, std::spa
     ATTENDRE_TRY_ASSIGN(const std::optional<ElementType> type, weights.try_type_of(prefix + stack_name, shape));
     if (!type)
       return malformed_input(file.path().string() + ": tensor " + quote(name) + " of shape " +
-                             shape_text(shape) + " is missing");
+                             shape_text(weights.file_shape(prefix + stack_name, shape)) + " is missing");
     if (!used.insert(name).second) return {};  // shared: the T5 stacks' embedding table, a bias table
     const TensorInfo& t = *file.find_tensor(name);
     info.parameters += t.elements();
@@ -45,6 +45,8 @@ Result<ModelInfo> check_tensors(const File& file, FileWeights& weights, std::spa
       ATTENDRE_TRY(vector(b.attn_norm));
       ATTENDRE_TRY(vector(b.attn_norm_bias));
       for (const MatrixSpec& w : {b.wq, b.wk, b.wv, b.wo}) ATTENDRE_TRY(matrix(w));
+      ATTENDRE_TRY(vector(b.q_norm));
+      ATTENDRE_TRY(vector(b.k_norm));
       ATTENDRE_TRY(vector(b.ffn_norm));
       ATTENDRE_TRY(vector(b.ffn_norm_bias));
       ATTENDRE_TRY(vector(b.attn_post_norm));

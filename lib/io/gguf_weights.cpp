@@ -23,8 +23,15 @@ std::string shape_text(std::span<const uint64_t> shape) {
 }
 
 std::string FileWeights::file_name(const std::string& stack_name) const {
+  if (const auto slice = slices_.find(stack_name); slice != slices_.end()) return slice->second.tensor;
   std::string name = naming_ ? naming_(stack_name) : std::string();
   return name.empty() ? stack_name : name;
+}
+
+std::vector<uint64_t> FileWeights::file_shape(const std::string& stack_name, std::span<const uint64_t> shape) const {
+  const auto slice = slices_.find(stack_name);
+  if (slice == slices_.end() || shape.size() != 2) return {shape.begin(), shape.end()};
+  return {slice->second.fused_rows, shape[1]};
 }
 
 Result<const TensorInfo*> FileWeights::find(const std::string& stack_name, std::span<const uint64_t> shape,
@@ -33,10 +40,17 @@ Result<const TensorInfo*> FileWeights::find(const std::string& stack_name, std::
   const TensorInfo* info = file_.find_tensor(name);
   if (!info) return static_cast<const TensorInfo*>(nullptr);
   const std::string where = file_.path().string() + ": tensor " + quote(name);
-  const std::vector<uint64_t> held = row_major_shape(*info);
-  if (!std::equal(held.begin(), held.end(), shape.begin(), shape.end()))
+  if (const auto slice = slices_.find(stack_name); slice != slices_.end()) {
+    const RowSlice& r = slice->second;
+    if (shape.size() != 2 || shape.front() != r.rows)
+      return malformed_input(file_.path().string() + ": " + quote(stack_name) + " is rows [" +
+                             std::to_string(r.first_row) + ", " + std::to_string(r.first_row + r.rows) + ") of tensor " +
+                             quote(name) + ", not a tensor of shape " + shape_text(shape));
+  }
+  const std::vector<uint64_t> held = row_major_shape(*info), expected = file_shape(stack_name, shape);
+  if (held != expected)
     return malformed_input(where + " has shape " + shape_text(held) + ", the model's hyper-parameters make it " +
-                           shape_text(shape));
+                           shape_text(expected));
   const std::optional<ElementType> known = element_type(static_cast<uint32_t>(info->type));
   if (!known)
     return Status(ErrorCode::unsupported,
@@ -57,7 +71,12 @@ Result<std::optional<TensorView>> FileWeights::try_tensor(const std::string& nam
   ElementType type{};
   ATTENDRE_TRY_ASSIGN(const TensorInfo* info, find(name, shape, type));
   if (!info) return std::optional<TensorView>();
-  ATTENDRE_TRY_ASSIGN(const std::span<const std::byte> data, file_.try_data(*info));
+  ATTENDRE_TRY_ASSIGN(std::span<const std::byte> data, file_.try_data(*info));
+  if (const auto slice = slices_.find(name); slice != slices_.end()) {
+    // find() checked the fused shape: each of its rows holds the same bytes.
+    const uint64_t row_bytes = data.size() / slice->second.fused_rows;
+    data = data.subspan(slice->second.first_row * row_bytes, shape.front() * row_bytes);
+  }
   const auto scale = scaled_.find(name);
   if (scale == scaled_.end()) return std::optional<TensorView>(TensorView{type, data});
   ATTENDRE_TRY_ASSIGN(const std::vector<double> values, try_dequantize(info->type, data));

@@ -14,7 +14,7 @@ struct Model::Impl {
   Impl(gguf::File opened, gguf::ModelDescription described, Tokenizer vocabulary)
       : file(std::move(opened)),
         description(std::move(described)),
-        weights(file, description.naming, description.scaled),
+        weights(file, description.naming, description.scaled, description.slices),
         tokenizer(std::move(vocabulary)) {}
   gguf::File file;
   gguf::ModelDescription description;

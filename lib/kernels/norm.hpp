@@ -1,5 +1,7 @@
 // RMSNorm or LayerNorm of `rows` rows of `dim` floats (norm.comp), one
-// workgroup per row; Y may be X itself (in place).
+// workgroup per row, or of each of a row's `segments` pieces of `dim` floats
+// (per-head q/k norms: a row of heads * head_dim, every head scaled by the
+// same g[head_dim]); Y may be X itself (in place).
 #pragma once
 
 #include "kernels/kernel_plan.hpp"
@@ -21,6 +23,7 @@ class Norm {
     uint32_t g_offset = 0;  // words of the weight binding: g[dim]
     uint32_t b_offset = 0;  // words of the weight binding: b[dim] (LayerNorm only)
     RowRef x, y;            // y may equal x (in place); otherwise disjoint rows
+    uint32_t segments = 1;  // pieces of dim floats per row, each normalized alone (fp32 output only)
   };
 
   Norm() = default;

@@ -25,6 +25,8 @@ BlockMath::BlockMath(uint32_t hidden, const BlockConfig& config, const BlockTens
       ffn_b_(widen(t.ffn_norm_bias)),
       attn_post_g_(widen(t.attn_post_norm)),
       ffn_post_g_(widen(t.ffn_post_norm)),
+      q_norm_g_(widen(t.q_norm)),
+      k_norm_g_(widen(t.k_norm)),
       wq_(widen(t.wq)),
       wk_(widen(t.wk)),
       wv_(widen(t.wv)),
@@ -67,6 +69,11 @@ BlockMath::Projected BlockMath::project(std::span<const double> x, std::span<con
   if (config_.cross_attention) return p;
   p.k = ops::matmul(h, wk_, rows, hidden_, s.kv_row(), bk_);
   p.v = ops::matmul(h, wv_, rows, hidden_, s.kv_row(), bv_);
+  // Rows of heads x head_dim: rms_norm over head_dim normalizes each head.
+  if (config_.qk_norm) {
+    p.q = ops::rms_norm(p.q, s.head_dim, q_norm_g_, config_.norm_eps);
+    p.k = ops::rms_norm(p.k, s.head_dim, k_norm_g_, config_.norm_eps);
+  }
   // LM-Infinite rotates at retrieval, by each pair's capped distance.
   if (config_.rope && !config_.lm_infinite.enabled) {
     const uint32_t dims = config_.rope_dims ? config_.rope_dims : s.head_dim;

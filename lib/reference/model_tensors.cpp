@@ -67,6 +67,8 @@ BlockTensors load_block(Loader& load, const BlockSpec& spec) {
   t.bo = load.vector(spec.wo.bias);
   t.attn_post_norm = load.vector(spec.attn_post_norm);
   t.ffn_post_norm = load.vector(spec.ffn_post_norm);
+  t.q_norm = load.vector(spec.q_norm);
+  t.k_norm = load.vector(spec.k_norm);
   if (spec.ffn_norm) {
     t.ffn_norm = load.vector(*spec.ffn_norm);
     t.ffn_norm_bias = load.vector(spec.ffn_norm_bias);

@@ -29,6 +29,7 @@ struct BlockTensors {
   std::optional<Tensor> attn_post_norm, ffn_post_norm;  // BlockConfig::post_norms
   Tensor wq, wk, wv, wo;
   std::optional<Tensor> bq, bk, bv, bo;
+  std::optional<Tensor> q_norm, k_norm;  // per-head norm gains [head_dim] (BlockConfig::qk_norm)
   std::optional<Tensor> gate;  // gated FFN only
   Tensor up, down;
   std::optional<Tensor> bgate, bup, bdown;

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <span>
+#include <tuple>
 
 using namespace attendre;
 using gguf::MetadataValue;
@@ -127,7 +128,7 @@ TEST_CASE("model: a file the stack cannot run is refused in one line naming the 
   const std::optional<MetadataValue> removed;
   const BadFile cases[] = {
       {"another architecture", {{{"general.architecture", text("gemma")}}}, ErrorCode::unsupported,
-       "\"general.architecture\": architecture 'gemma' is not supported (supported: llama, qwen2, gemma2, t5, t5encoder)"},
+       "\"general.architecture\": architecture 'gemma' is not supported (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3, t5, t5encoder)"},
       {"a missing count", {{{"llama.block_count", removed}}}, ErrorCode::malformed_input,
        "metadata key \"llama.block_count\": is missing"},
       {"a missing norm epsilon", {{{"llama.attention.layer_norm_rms_epsilon", removed}}}, ErrorCode::malformed_input,
@@ -228,6 +229,91 @@ TEST_CASE("model: a gemma2 file without its post norms or with a bad window or s
   CHECK(c.blocks[1].sliding_window == 0);
   CHECK(c.blocks[0].attention.retrieval.soft_cap == 50.0);
   CHECK(c.logit_soft_cap == 30.0);
+}
+
+TEST_CASE("model: qwen3's q/k norms and phi3's fused tensors read as llama.cpp lays them out, bad ones refused in one line") {
+  test::GgufTempDir dir;
+  const uint32_t H = 64, F = 96;
+  {
+    // qwen3: heads of 32 (key_length), wider than hidden / heads = 16.
+    const std::filesystem::path good = test::write_fixture(dir.path, test::FixtureShape::for_type("qwen3", TensorType::f16), 7);
+    Model model = Model::open(good);
+    const StackConfig c = model.stack_config(model.default_memory());
+    CHECK(c.tied_embeddings);
+    for (const BlockConfig& b : c.blocks) {
+      CHECK(b.qk_norm);
+      CHECK(b.attention.shape.head_dim == 32);
+      CHECK(b.rope_dims == 32);
+      CHECK(b.rope_layout == RopeLayout::neox);
+      CHECK_FALSE(b.qkv_bias);
+    }
+    const BadFile cases[] = {
+        {"a missing q norm", {{}, {"blk.1.attn_q_norm.weight"}, {}}, ErrorCode::malformed_input,
+         "tensor \"blk.1.attn_q_norm.weight\" of shape [32] is missing"},
+        {"a k norm of the wrong size", {{}, {}, {random_tensor("blk.0.attn_k_norm.weight", {16}, TensorType::f32)}},
+         ErrorCode::malformed_input,
+         "tensor \"blk.0.attn_k_norm.weight\" has shape [16], the model's hyper-parameters make it [32]"},
+    };
+    check_bad_files(good, dir.path, cases);
+  }
+  const std::filesystem::path good = test::write_fixture(dir.path, test::FixtureShape::for_type("phi3", TensorType::q8_0), 7);
+  Model model = Model::open(good);
+  const StackConfig c = model.stack_config(model.default_memory());
+  CHECK_FALSE(c.tied_embeddings);
+  for (const BlockConfig& b : c.blocks) {
+    CHECK_FALSE(b.qk_norm);
+    CHECK(b.rope_dims == 8);  // half of each head of 16 rotates
+    CHECK(b.rope_layout == RopeLayout::neox);
+    CHECK(b.gated);
+    CHECK(b.activation == ActivationKind::silu);
+  }
+  // The stack's q, k, v, gate and up are row ranges of the fused tensors:
+  // views into the same bytes of the file's mapping, nothing copied.
+  const uint64_t KV = 32;  // 2 kv heads of 16
+  const auto fused = model.weights().tensor("blk.1.attn_qkv.weight", std::vector<uint64_t>{H + 2 * KV, H});
+  REQUIRE(fused);
+  const uint64_t row = fused->bytes.size() / (H + 2 * KV);  // 64 Q8_0 values: 2 blocks of 34 bytes
+  CHECK(row == 68);
+  const std::tuple<const char*, uint64_t, uint64_t> parts[] = {{"attn_q", 0, H}, {"attn_k", H, KV}, {"attn_v", H + KV, KV}};
+  for (const auto& [name, first, rows] : parts) {
+    const auto view = model.weights().tensor("blk.1." + std::string(name) + ".weight", std::vector<uint64_t>{rows, H});
+    REQUIRE(view);
+    CHECK(view->bytes.data() == fused->bytes.data() + first * row);
+    CHECK(view->bytes.size() == rows * row);
+  }
+  // The stack's ffn_up is the second half of the file's: asked for whole, it is refused.
+  test::check_error([&] { model.weights().tensor("blk.1.ffn_up.weight", std::vector<uint64_t>{2 * F, H}); },
+                    ErrorCode::malformed_input, "rows [96, 192) of tensor \"blk.1.ffn_up.weight\"");
+  const auto gate = model.weights().tensor("blk.1.ffn_gate.weight", std::vector<uint64_t>{F, H});
+  const auto up = model.weights().tensor("blk.1.ffn_up.weight", std::vector<uint64_t>{F, H});
+  REQUIRE(gate);
+  REQUIRE(up);
+  CHECK(up->bytes.data() == gate->bytes.data() + F * row);
+  CHECK(gate->bytes.size() == F * row);
+  CHECK(up->bytes.size() == F * row);
+  uint64_t parameters = 0;
+  const gguf::File file = gguf::File::open(good);
+  for (const gguf::TensorInfo& t : file.tensors()) parameters += t.elements();
+  CHECK(model.info().parameters == parameters);  // each fused tensor counted once
+
+  const BadFile cases[] = {
+      {"a fused qkv of the wrong height", {{}, {}, {random_tensor("blk.0.attn_qkv.weight", {64, 160}, TensorType::q8_0)}},
+       ErrorCode::malformed_input,
+       "tensor \"blk.0.attn_qkv.weight\" has shape [160, 64], the model's hyper-parameters make it [128, 64]"},
+      {"an ffn_up without the gate rows", {{}, {}, {random_tensor("blk.1.ffn_up.weight", {64, 96}, TensorType::q8_0)}},
+       ErrorCode::malformed_input,
+       "tensor \"blk.1.ffn_up.weight\" has shape [96, 64], the model's hyper-parameters make it [192, 64]"},
+      {"a missing fused ffn_up", {{}, {"blk.0.ffn_up.weight"}, {}}, ErrorCode::malformed_input,
+       "tensor \"blk.0.ffn_up.weight\" of shape [192, 64] is missing"},
+      {"no fused qkv and no separate q", {{}, {"blk.1.attn_qkv.weight"}, {}}, ErrorCode::malformed_input,
+       "tensor \"blk.1.attn_q.weight\" of shape [64, 64] is missing"},
+      {"LongRoPE factors", {{}, {}, {random_tensor("rope_factors_long.weight", {4}, TensorType::f32)}},
+       ErrorCode::unsupported,
+       "tensor \"rope_factors_long.weight\": phi3 LongRoPE factors (rope_factors_long/short) are not supported"},
+      {"a bias phi3 does not read", {{}, {}, {random_tensor("blk.0.attn_qkv.bias", {128}, TensorType::f32)}},
+       ErrorCode::unsupported, "tensor \"blk.0.attn_qkv.bias\" is not part of a phi3 stack of 2 blocks, and would be ignored"},
+  };
+  check_bad_files(good, dir.path, cases);
 }
 
 TEST_CASE("model: an inf, NaN or out-of-range number in the metadata is refused in one line naming the key") {
