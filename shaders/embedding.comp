@@ -1,5 +1,6 @@
 #version 450
-// Token embedding lookup: out[r] = table[ids[r]], dim floats per row. A table
+// Token embedding lookup: out[r] = scale * table[ids[r]], dim floats per row
+// (scale 1, or Gemma's sqrt(hidden), applied in fp32 as llama.cpp does). A table
 // larger than one storage range is split by rows into parts, one dispatch
 // each: a part holds ids [first_id, first_id + vocab) and writes only their
 // rows, except the part at first_id 0, which also writes zeros for every id
@@ -39,7 +40,7 @@ void main() {
     const uint row = group / blocks, i = (group % blocks) * W + gl_LocalInvocationID.x;
     if (i >= pc.dim) continue;
     const uint local = ids[ROW_WORD(ids, row)] - pc.first_id;  // ids below first_id wrap past vocab
-    if (local < pc.vocab) out_rows[ROW_WORD(out, row) + i] = weight_element(pc.table_offset, pc.dim, local, i);
+    if (local < pc.vocab) out_rows[ROW_WORD(out, row) + i] = pc.scale * weight_element(pc.table_offset, pc.dim, local, i);
     else if (pc.first_id == 0) out_rows[ROW_WORD(out, row) + i] = 0.0;
   }
 }

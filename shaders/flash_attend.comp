@@ -53,6 +53,7 @@ STORED_VIEWS(1, kv)
 layout(std430, binding = 2) writeonly buffer Outputs { float outputs[]; };
 layout(std430, binding = 3) writeonly buffer Partials { float partials[]; };
 
+#define NO_LM_INFINITE
 #include "score_positions.glsl"
 
 // Quad d4 of a row that starts at element `at` of a section, zeros past HEAD_DIM.
@@ -136,12 +137,12 @@ void main() {
       const uint slot = base + j;
       const int p_key = int(kv[pc.kv_pos_offset + slot]);
       bool masked = !query_valid;
-      masked = masked || (pc.causal != 0u && p_key > p_query);
+      masked = masked || (pc.causal != 0u && p_key > p_query) || outside_window(p_query, p_key);
       masked = masked || (pc.tag_mask != 0u && kv[pc.kv_tag_offset + slot] != query_tag);
       if (masked) continue;
       vec4 dot4 = vec4(0.0);
       for (uint d4 = 0u; d4 < QUADS; ++d4) dot4 = fma(q[d4], key_quad(base, j, g, d4), dot4);
-      logit[j] = (dot4.x + dot4.y) + (dot4.z + dot4.w) + position_bias(h, p_query, p_key);
+      logit[j] = capped_logit((dot4.x + dot4.y) + (dot4.z + dot4.w)) + position_bias(h, p_query, p_key);
       top = max(top, logit[j]);
     }
     const float m_new = max(m, top);

@@ -141,9 +141,9 @@ void main() {
     const uint ring_row = (pc.ring_first + query) % pc.ring_capacity;
     const int p_query = int(ring[pc.ring_pos_offset + ring_row]);
     bool masked = ring[pc.ring_valid_offset + ring_row] == 0u;
-    masked = masked || (pc.causal != 0u && p_key > p_query);
+    masked = masked || (pc.causal != 0u && p_key > p_query) || outside_window(p_query, p_key);
     masked = masked || (pc.tag_mask != 0u && key_tag != ring[pc.ring_tag_offset + ring_row]);
-    const float logit = acc[a] + position_bias(h, p_query, p_key);
+    const float logit = capped_logit(acc[a]) + position_bias(h, p_query, p_key);
     logits[(query * pc.heads_q + h) * pc.logit_stride + slot] = masked ? NEG_INF : logit;
   }
 }

@@ -65,12 +65,12 @@ void main() {
     const uint ring_row = (pc.ring_first + query) % pc.ring_capacity;
     const int p_query = int(ring[pc.ring_pos_offset + ring_row]);
     bool masked = ring[pc.ring_valid_offset + ring_row] == 0u;
-    masked = masked || (pc.causal != 0u && p_key > p_query);
+    masked = masked || (pc.causal != 0u && p_key > p_query) || outside_window(p_query, p_key);
     masked = masked || (pc.tag_mask != 0u && key_tag != ring[pc.ring_tag_offset + ring_row]);
     const uint variant = LM_INFINITE != 0u ? lm_variant(p_query, p_key) : kLmLocal;
     const uint q_at = ring_row * pc.ring_q_stride + variant * pc.heads_q * pc.head_dim + h * pc.head_dim;
     const uint key_variant = variant == kLmLocal ? 0u : 1u;
-    float logit = scaled_dot(q_at, k_at + key_variant * pc.heads_kv * pc.head_dim);
+    float logit = capped_logit(scaled_dot(q_at, k_at + key_variant * pc.heads_kv * pc.head_dim));
     logit += position_bias(h, p_query, p_key);
     logits[(query * pc.heads_q + h) * pc.logit_stride + slot] = masked ? NEG_INF : logit;
   }

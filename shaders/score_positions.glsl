@@ -1,15 +1,18 @@
 // What positions add to a logit, for score.comp, score_direct.comp and
 // flash_attend.comp (included after their bindings: reads pc, ScoreParams
 // or FlashParams, and kv[]): the LM-Infinite variant a pair is scored
-// with, and the ALiBi or T5 bias.
+// with, the sliding-window mask, the soft-cap and the ALiBi or T5 bias.
 #ifndef ATTENDRE_SCORE_POSITIONS_GLSL
 #define ATTENDRE_SCORE_POSITIONS_GLSL
+
+#include "soft_cap.glsl"
 
 // |p_query - p_key| without overflow: int32 positions differ by < 2^32.
 uint position_distance(int p_query, int p_key) {
   return p_query >= p_key ? uint(p_query) - uint(p_key) : uint(p_key) - uint(p_query);
 }
 
+#ifndef NO_LM_INFINITE  // flash_attend.comp: FlashParams has no n_local
 // kLmLocal, kLmPast or kLmFuture (interface/score.h). Sinks beyond n_local
 // sit at the cap in front of the query whatever side they are on.
 uint lm_variant(int p_query, int p_key) {
@@ -17,6 +20,17 @@ uint lm_variant(int p_query, int p_key) {
   const bool sink = pc.n_sink > 0u && p_key < int(pc.n_sink);
   return p_query > p_key || sink ? kLmPast : kLmFuture;
 }
+#endif
+
+// The sliding window (RetrievalConfig::window, 0: none) hides keys
+// pc.window or more positions behind the query.
+bool outside_window(int p_query, int p_key) {
+  return pc.window != 0u && p_query >= p_key && uint(p_query) - uint(p_key) >= pc.window;
+}
+
+// The scaled dot product as a logit before its position bias:
+// soft-capped (RetrievalConfig::soft_cap, 0: none).
+float capped_logit(float dot) { return soft_cap(dot, pc.soft_cap); }
 
 // ALiBi: -slope_h * |d|, slope_h = 2^(-8 (h + 1) / heads_q) (the host's
 // attendre::alibi_slope). T5: table[bucket(p_key - p_query)][h], the

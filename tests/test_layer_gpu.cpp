@@ -1,6 +1,7 @@
 // The GPU layer against the float64 reference on randomized streams: every
 // policy x {MHA, GQA, MQA} x {N = 0, N = S, N not a multiple of S} x
-// {K < M, K = M} x {sinks, protect_new off, causal}, with invalid rows.
+// {K < M, K = M} x {sinks, protect_new off, causal}, with invalid rows;
+// sliding-window masks and soft-capped logits on each retrieval path.
 // Retained positions must be equal at every step; scores and outputs agree
 // to fp32 tolerance.
 #include "support.hpp"
@@ -33,7 +34,8 @@ std::string describe(const Case& c) {
   s << to_string(k.kv.policy.kind) << " Hq=" << k.shape.heads_q << " Hkv=" << k.shape.heads_kv
     << " D=" << k.shape.head_dim << " S=" << k.chunk << " N=" << k.q_capacity << " M=" << k.kv.capacity
     << " K=" << k.retrieval.top_k << " sinks=" << k.kv.n_sink << " protect_new=" << k.kv.protect_new
-    << " causal=" << k.retrieval.causal << " mode=" << to_string(k.retrieval.mode) << " T=" << c.rows;
+    << " causal=" << k.retrieval.causal << " mode=" << to_string(k.retrieval.mode) << " window=" << k.retrieval.window
+    << " soft_cap=" << k.retrieval.soft_cap << " T=" << c.rows;
   return s.str();
 }
 
@@ -183,5 +185,48 @@ TEST_CASE("gpu layer matches reference with a memory spanning several score_stat
     c.rows = 1300;
     c.stream.invalid_fraction = 0.05;
     check_case(test::tiny_gpu(), c, ++seed);
+  }
+}
+
+TEST_CASE("gpu layer matches reference: sliding-window masks and soft-capped logits on the flash, score and select paths") {
+  // fifo at K = M retrieves through flash_attend; K < M and the attention-
+  // scored policies through score, select and attend, whose weights the
+  // policies read. Caps near the logits' own size bend them (tanh is far
+  // from linear there); windows shorter than M hide keys the memory holds,
+  // at chunk sizes below, at and above the window. tiny_gpu(): M = 150
+  // spans three select tiles and D = 40 score's 16-wide slices.
+  struct Variant {
+    Context* context;
+    PolicyKind kind;
+    AttentionShape shape;
+    uint32_t S, N, M, K, window;
+    double cap;
+    bool causal;
+    uint32_t rows;
+  };
+  const Variant variants[] = {
+      {&test::gpu(), PolicyKind::fifo, {4, 2, 16}, 4, 0, 13, 13, 5, 0.6, true, 50},
+      {&test::gpu(), PolicyKind::fifo, {4, 4, 16}, 1, 0, 7, 7, 7, 0.4, true, 40},
+      {&test::gpu(), PolicyKind::fifo, {3, 1, 16}, 9, 0, 20, 20, 6, 0.0, true, 60},
+      {&test::gpu(), PolicyKind::lra_sum, {4, 2, 20}, 5, 3, 17, 6, 7, 0.5, false, 60},
+      {&test::gpu(), PolicyKind::lfa, {4, 2, 16}, 4, 0, 13, 13, 0, 0.3, true, 50},
+      {&test::tiny_gpu(), PolicyKind::fifo, {4, 2, 40}, 16, 0, 150, 150, 40, 1.0, true, 260},
+      {&test::tiny_gpu(), PolicyKind::lra_last, {4, 2, 40}, 16, 21, 150, 19, 40, 1.0, true, 260},
+  };
+  uint64_t seed = 11000;
+  for (const Variant& v : variants) {
+    Case c;
+    c.config.shape = v.shape;
+    c.config.chunk = v.S;
+    c.config.q_capacity = v.N;
+    c.config.kv.capacity = v.M;
+    c.config.kv.policy = policy_of(v.kind);
+    c.config.retrieval.top_k = v.K;
+    c.config.retrieval.causal = v.causal;
+    c.config.retrieval.window = v.window;
+    c.config.retrieval.soft_cap = v.cap;
+    c.rows = v.rows;
+    c.stream.invalid_fraction = 0.1;
+    check_case(*v.context, c, ++seed);
   }
 }

@@ -41,8 +41,10 @@ std::string help_text() {
 Streams the prompt (BOS as the vocabulary says) through the model's ATTENDRE stack, drains it, then
 generates token by token, each new key inserted under its block's policy; prints the continuation.
 
-  --model FILE.gguf     a llama, qwen2, qwen3, phi3 or t5 GGUF model (t5: the prompt is the encoder's
-                        input, the decoder starts from its start token; the memory options set the encoder)
+  --model FILE.gguf     a llama, qwen2, qwen3, phi3, gemma2, gemma3 or t5 GGUF model (t5: the prompt is
+                        the encoder's input, the decoder starts from its start token; the memory options
+                        set the encoder; gemma: its local blocks keep their sliding windows unless
+                        --layer overrides them)
   --prompt STR          the prompt text (UTF-8)
   --prompt-file PATH    the prompt, read from a file
   --max-tokens N        the most tokens to generate (default 128); EOS ends sooner

@@ -120,6 +120,15 @@ struct RetrievalConfig {
   std::optional<double> scale;  // default 1/sqrt(head_dim)
   BiasKind bias = BiasKind::none;
   T5Buckets t5;  // BiasKind::t5 only
+  // Sliding window (llama.cpp's standard SWA): a key at p_k is hidden from a
+  // query at p_q when p_q - p_k >= window, a distance mask beside the causal
+  // one; 0: none. The caller's (MemorySetting::window).
+  uint32_t window = 0;
+  // Attention logit soft-capping (Gemma 2): every unmasked logit becomes
+  // soft_cap * tanh(logit / soft_cap), after the scaled dot product and
+  // before the position bias, top-K selection and softmax; 0: none. The
+  // model's, like scale.
+  double soft_cap = 0.0;
 };
 
 struct LayerConfig {

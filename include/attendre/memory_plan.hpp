@@ -25,6 +25,9 @@ struct MemorySetting {
   // LM-Infinite distances (paper section 4) on the block's RoPE attention;
   // blocks without RoPE (cross-attention, T5) are left as they are.
   LmInfinite lm_infinite;
+  // The distance mask of a sliding window (RetrievalConfig::window): keys
+  // `window` or more positions behind a query are hidden; 0: none.
+  uint32_t window = 0;
 
   // The unbounded reference setting for a stream of `positions` positions read
   // in chunks of `chunk`: N = 0, causal, fifo, M = max(positions, chunk), K = M.
@@ -35,6 +38,14 @@ struct MemorySetting {
   // positions) and sees all of it, not causal, so the stack equals ordinary
   // bidirectional attention.
   static Result<MemorySetting> try_full_bidirectional(uint64_t positions, uint32_t chunk);
+  // A sliding window of W positions (what llama.cpp's SWA blocks see: the
+  // query and the W - 1 positions before it) for a block receiving at most
+  // `rows` rows per step: N = 0, causal, fifo, M = W + rows - 1, K = M and
+  // the distance mask W. A chunk's first query still needs the W - 1 keys
+  // before it when its last row is inserted, hence the rows - 1 more
+  // (docs/spec-notes.md, "Sliding windows"). invalid_argument for W = 0 or
+  // M past 2^31.
+  static Result<MemorySetting> try_sliding_window(uint32_t window, uint32_t rows);
 #if defined(__cpp_exceptions)
   // The same, failures thrown as Error.
   static MemorySetting full_context(uint64_t positions, uint32_t chunk) {
@@ -53,12 +64,18 @@ struct MemoryPlan {
   bool flush_capable = false;  // finish() may flush (see StackConfig::flush_capable)
   // How the stack stores the activations its products read (StackConfig::activations).
   MemoryStorage activations = MemoryStorage::f32;
+  // Blocks whose model reads a sliding window (BlockConfig::sliding_window)
+  // and that `blocks` does not override keep it: try_sliding_window() for
+  // the rows they receive, storing and retrieving as `all` says (storage,
+  // retrieval mode). false: they take `all` as every other block.
+  bool model_windows = true;
 
   const MemorySetting& for_block(uint32_t block) const;
 };
 
 // Sets config.chunk, flush_capable and every block's N, M, K, policy, sinks,
-// retrieval mode, causal mask and (RoPE blocks) LM-Infinite from `plan`,
+// retrieval mode, causal and window masks and (RoPE blocks) LM-Infinite
+// from `plan` (the model's sliding windows as MemoryPlan::model_windows says),
 // leaving shapes, scale and bias as the model set them. Fails with
 // invalid_argument for an override of a block the stack does not have, and
 // for LM-Infinite on a stack without RoPE blocks (config unchanged then);

@@ -34,7 +34,9 @@ struct LmInfinite {
   uint32_t n_local = 0;
 };
 
-// One pre-norm transformer block: x + Attn(norm(x)), then y + FFN(norm(y)).
+// One pre-norm transformer block: x + Attn(norm(x)), then y + FFN(norm(y));
+// with post_norms (Gemma 2 and 3) x + norm'(Attn(norm(x))), then
+// y + norm'(FFN(norm(y))).
 struct BlockConfig {
   // Heads, N, M, K, policy, masks. attention.chunk is set by the stack.
   LayerConfig attention;
@@ -59,6 +61,14 @@ struct BlockConfig {
   // keeps one, in block 0, for every block); none: its own.
   std::optional<uint32_t> t5_table_block;
   bool qkv_bias = false, output_bias = false, ffn_bias = false;
+  // Norms of the attention output (blk.L.post_attention_norm.weight) and of
+  // the FFN output (blk.L.post_ffw_norm.weight) before their residual adds,
+  // RMSNorms with the block's eps (norm must be rms).
+  bool post_norms = false;
+  // The model's sliding window (Gemma's local blocks): the query and the
+  // window - 1 positions before it; 0: a global block. Only a default:
+  // MemoryPlan::model_windows turns it into the block's memory setting.
+  uint32_t sliding_window = 0;
   // Per-head RMS norms of q and k after their projections and biases,
   // before RoPE (qwen3, gemma3): each head of head_dim values is normalized
   // with norm_eps and scaled by the block's attn_q_norm / attn_k_norm
@@ -74,6 +84,11 @@ struct StackConfig {
   NormKind final_norm = NormKind::rms;
   float final_norm_eps = 1e-5f;
   bool tied_embeddings = false;  // the LM head reuses token_embd.weight
+  // Token embeddings are multiplied by it (Gemma: sqrt(hidden)); rows fed as
+  // embeddings are not.
+  double embedding_scale = 1.0;
+  // Final logit soft-capping (Gemma 2): logits become cap * tanh(logit / cap); 0: none.
+  double logit_soft_cap = 0.0;
   // Storage of fp32 source matrices (and the embedding table): f16 rounds
   // them on upload. Tensors a source holds in another encoding keep it.
   WeightType weights = WeightType::f32;

@@ -101,6 +101,9 @@ Status LayerConfig::check() const {
   ATTENDRE_TRY(require_float32(init.k, "initial score k"));
   ATTENDRE_TRY(require_float32(init.value, "constant initial score"));
   if (retrieval.scale) ATTENDRE_TRY(require_float32(*retrieval.scale, "scale"));
+  ATTENDRE_REQUIRE(retrieval.soft_cap >= 0.0, "attention soft-cap must be >= 0 (0: none), got " + shortest_text(retrieval.soft_cap));
+  ATTENDRE_TRY(require_float32(retrieval.soft_cap, "attention soft-cap"));
+  ATTENDRE_REQUIRE(retrieval.window <= 0x7FFFFFFFu, "sliding window must be below 2^31, got " + u(retrieval.window));
   if (retrieval.bias == BiasKind::t5) ATTENDRE_TRY(positions::check(retrieval.t5, shape.heads_q, false, ""));
 
   // Spec 2.1: a configuration in which E eligible entries cannot exist is an

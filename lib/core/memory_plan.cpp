@@ -28,6 +28,20 @@ Result<MemorySetting> MemorySetting::try_full_bidirectional(uint64_t positions, 
   return s;
 }
 
+Result<MemorySetting> MemorySetting::try_sliding_window(uint32_t window, uint32_t rows) {
+  ATTENDRE_REQUIRE(window >= 1, "a sliding window must hold at least 1 position");
+  const uint64_t capacity = uint64_t{window} + std::max<uint32_t>(rows, 1) - 1;
+  ATTENDRE_REQUIRE(capacity <= 0x7FFFFFFFu, "a sliding window of " + std::to_string(window) + " positions read " +
+                                                std::to_string(rows) + " rows at a time needs M past 2^31");
+  MemorySetting s;
+  s.kv.capacity = static_cast<uint32_t>(capacity);
+  s.kv.policy = Policy::fifo();
+  s.top_k = s.kv.capacity;
+  s.causal = true;
+  s.window = window;
+  return s;
+}
+
 const MemorySetting& MemoryPlan::for_block(uint32_t block) const {
   const auto it = blocks.find(block);
   return it == blocks.end() ? all : it->second;
@@ -43,15 +57,29 @@ Status try_apply_memory(StackConfig& config, const MemoryPlan& plan) {
     lm_infinite = lm_infinite || plan.for_block(l).lm_infinite.enabled;
   }
   ATTENDRE_REQUIRE(!lm_infinite || rope, "LM-Infinite caps RoPE distances, and no block of this stack uses RoPE");
-  config.chunk = plan.chunk;
-  config.flush_capable = plan.flush_capable;
-  config.activations = plan.activations;
-  for (uint32_t l = 0; l < config.blocks.size(); ++l) {
+  StackConfig next = config;  // config changes only on success
+  next.chunk = plan.chunk;
+  next.flush_capable = plan.flush_capable;
+  next.activations = plan.activations;
+  for (uint32_t l = 0; l < next.blocks.size(); ++l) {
     const MemorySetting& s = plan.for_block(l);
-    BlockConfig& b = config.blocks[l];
+    BlockConfig& b = next.blocks[l];
     apply_memory(b.attention, s);
     if (b.rope) b.lm_infinite = s.lm_infinite;
   }
+  // The model's windows, sized once every block's N is set: a flush hands a
+  // block all the rows the blocks above held (StackConfig::max_rows_in).
+  for (uint32_t l = 0; l < next.blocks.size(); ++l) {
+    BlockConfig& b = next.blocks[l];
+    if (!plan.model_windows || b.sliding_window == 0 || b.cross_attention || plan.blocks.count(l)) continue;
+    ATTENDRE_TRY_ASSIGN(MemorySetting s, MemorySetting::try_sliding_window(b.sliding_window, next.max_rows_in(l)));
+    s.kv.storage = plan.all.kv.storage;
+    s.mode = plan.all.mode;
+    s.lm_infinite = plan.all.lm_infinite;
+    apply_memory(b.attention, s);
+    if (b.rope) b.lm_infinite = s.lm_infinite;
+  }
+  config = std::move(next);
   return {};
 }
 
@@ -82,6 +110,7 @@ void apply_memory(LayerConfig& config, const MemorySetting& s) {
   config.retrieval.top_k = s.top_k == 0 ? s.kv.capacity : s.top_k;
   config.retrieval.mode = s.mode;
   config.retrieval.causal = s.causal;
+  config.retrieval.window = s.window;
 }
 
 }  // namespace attendre

@@ -116,6 +116,8 @@ std::string memory_block_json(const BlockConfig& b) {
   field("recent", std::to_string(a.kv.n_recent));
   field("storage", json_string(to_string(a.kv.storage)));
   field("causal", a.retrieval.causal ? "true" : "false");
+  // A sliding window's distance mask, null where none hides keys.
+  field("window", a.retrieval.window > 0 ? std::to_string(a.retrieval.window) : "null");
   // LM-Infinite's window, null where distances are not capped.
   field("lm_infinite", b.lm_infinite.enabled ? std::to_string(b.lm_infinite.n_local) : "null");
   return j + "}";

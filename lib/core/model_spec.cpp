@@ -35,6 +35,8 @@ Result<ModelSpec> model_spec(const StackConfig& config) {
     t.wk = matrix(p + "attn_k", s.kv_row(), H, b.qkv_bias);
     t.wv = matrix(p + "attn_v", s.kv_row(), H, b.qkv_bias);
     t.wo = matrix(p + "attn_output", H, s.q_row(), b.output_bias);
+    t.attn_post_norm = vector_if(b.post_norms, p + "post_attention_norm.weight", H);
+    t.ffn_post_norm = vector_if(b.post_norms && b.ffn > 0, p + "post_ffw_norm.weight", H);
     t.q_norm = vector_if(b.qk_norm, p + "attn_q_norm.weight", s.head_dim);
     t.k_norm = vector_if(b.qk_norm, p + "attn_k_norm.weight", s.head_dim);
     if (b.ffn > 0) {

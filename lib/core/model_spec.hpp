@@ -31,6 +31,8 @@ struct BlockSpec {
   std::optional<VectorSpec> q_norm, k_norm;           // per-head norm gains [head_dim] (BlockConfig::qk_norm)
   std::optional<VectorSpec> ffn_norm, ffn_norm_bias;  // blocks with an FFN
   std::optional<MatrixSpec> gate, up, down;           // gate: gated FFNs only
+  // BlockConfig::post_norms: after attention, and after the FFN (blocks with one).
+  std::optional<VectorSpec> attn_post_norm, ffn_post_norm;
   // T5 bias table [num_buckets][heads_q]: this block's, or the one of the
   // block it shares (BlockConfig::t5_table_block).
   std::optional<MatrixSpec> t5_table;

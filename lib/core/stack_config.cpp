@@ -1,5 +1,6 @@
 #include "core/fail.hpp"
 #include "core/try.hpp"
+#include "core/numerics.hpp"
 #include "core/positions.hpp"
 
 #include <attendre/error.hpp>
@@ -39,11 +40,20 @@ Status StackConfig::check() const {
   ATTENDRE_REQUIRE(chunk >= 1, "stack chunk size S must be at least 1");
   ATTENDRE_REQUIRE(!blocks.empty(), "a stack needs at least one block");
   ATTENDRE_REQUIRE(!tied_embeddings || vocab > 0, "tied embeddings need a vocabulary");
+  // The device scales in fp32: a factor outside float32's normal range would
+  // silently become infinite or zero.
+  ATTENDRE_REQUIRE(embedding_scale > 0.0 && numerics::fits_float32(embedding_scale),
+                   "embedding scale must be a positive float32, got " + std::to_string(embedding_scale));
+  ATTENDRE_REQUIRE(logit_soft_cap == 0.0 || (logit_soft_cap > 0.0 && numerics::fits_float32(logit_soft_cap)),
+                   "logit soft-cap must be 0 (none) or a positive float32, got " + std::to_string(logit_soft_cap));
   for (size_t l = 0; l < blocks.size(); ++l) {
     const BlockConfig& b = blocks[l];
     const std::string at = "block " + std::to_string(l) + ": ";
     ATTENDRE_REQUIRE(b.norm_eps > 0.0f && final_norm_eps > 0.0f, at + "norm eps must be positive");
+    ATTENDRE_REQUIRE(!b.post_norms || b.norm == NormKind::rms, at + "post norms are RMSNorms: norm must be rms");
+    ATTENDRE_REQUIRE(b.sliding_window <= 0x7FFFFFFFu, at + "sliding window must be below 2^31");
     if (b.cross_attention) {
+      ATTENDRE_REQUIRE(b.sliding_window == 0, at + "cross-attention reads the whole encoder memory: no sliding window");
       ATTENDRE_REQUIRE(b.attention.q_capacity == 0, at + "cross-attention queries do not wait: N must be 0");
       ATTENDRE_REQUIRE(b.attention.full_attention(), at + "cross-attention reads all of the encoder memory: K must be >= M");
       ATTENDRE_REQUIRE(!b.rope, at + "cross-attention takes no RoPE");

@@ -313,6 +313,8 @@ void KvMemory::scoring_fields(Params& p, uint32_t ring_first, uint32_t count, bo
   p.t5_buckets_offset = kv_layout_.t5_buckets;
   p.t5_biases_offset = kv_layout_.t5_biases;
   p.t5_max_distance = retrieval.t5.max_distance;
+  p.window = retrieval.window;
+  p.soft_cap = static_cast<float>(retrieval.soft_cap);
 }
 
 Status KvMemory::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& range, uint32_t first, uint32_t count,

@@ -74,6 +74,8 @@ Result<BlockMemory> DeviceBlock::plan_memory(const StackConfig& config, size_t i
   // The loader's order (BlockWeights::load), which decides the arena's blocks.
   norm(spec.attn_norm, spec.attn_norm_bias);
   norm(spec.ffn_norm, spec.ffn_norm_bias);
+  norm(spec.attn_post_norm, std::nullopt);
+  norm(spec.ffn_post_norm, std::nullopt);
   norm(spec.q_norm, std::nullopt);
   norm(spec.k_norm, std::nullopt);
   for (const auto& t : {std::optional<MatrixSpec>(spec.wq), std::optional<MatrixSpec>(spec.wk),
@@ -117,6 +119,12 @@ Result<BlockWeights> BlockWeights::load(WeightLoader& loader, const BlockSpec& t
   if (t.ffn_norm) {
     ATTENDRE_TRY_ASSIGN(w.ffn_norm, loader.norm(*t.ffn_norm, t.ffn_norm_bias));
   }
+  if (t.attn_post_norm) {
+    ATTENDRE_TRY_ASSIGN(w.attn_post_norm, loader.norm(*t.attn_post_norm, std::nullopt));
+  }
+  if (t.ffn_post_norm) {
+    ATTENDRE_TRY_ASSIGN(w.ffn_post_norm, loader.norm(*t.ffn_post_norm, std::nullopt));
+  }
   if (t.q_norm) {
     ATTENDRE_TRY_ASSIGN(w.q_norm, loader.norm(*t.q_norm, std::nullopt));
     ATTENDRE_TRY_ASSIGN(w.k_norm, loader.norm(*t.k_norm, std::nullopt));
@@ -150,9 +158,8 @@ Result<BlockWeights> BlockWeights::load(WeightLoader& loader, const BlockSpec& t
 }
 
 uint64_t BlockWeights::device_bytes() const {
-  uint64_t total = vk::MemoryArena::placed_bytes(attn_norm.buffer.size()) +
-                   (ffn_norm.buffer ? vk::MemoryArena::placed_bytes(ffn_norm.buffer.size()) : 0);
-  for (const DeviceNorm* n : {&q_norm, &k_norm})
+  uint64_t total = vk::MemoryArena::placed_bytes(attn_norm.buffer.size());
+  for (const DeviceNorm* n : {&ffn_norm, &attn_post_norm, &ffn_post_norm, &q_norm, &k_norm})
     if (n->buffer) total += vk::MemoryArena::placed_bytes(n->buffer.size());
   for (const DeviceMatrix* m : {&wq, &wk, &wv, &wo, &gate, &up, &down}) total += m->device_bytes();
   if (rope_table) total += vk::MemoryArena::placed_bytes(rope_table.size());
@@ -215,9 +222,16 @@ Result<std::unique_ptr<DeviceBlock>> DeviceBlock::create(Context& context, const
   ATTENDRE_TRY_ASSIGN(d.v_, Projection::create(context, a, plan, weights.wv, {kv_source}, values, {}, kv_input));
   // Without an FFN, the attention sublayer's output is the block's output.
   const vk::Buffer* attention_out = c.ffn > 0 ? &shared.y : d.out_;
+  const Section residuals = Section::words(ring, rl.residuals, uint64_t{rl.capacity} * rl.residual_width);
+  // Post norms: the projection writes the sublayer output alone, normed in
+  // place before the residual is added.
   ATTENDRE_TRY_ASSIGN(d.o_, Projection::create(context, a, plan, weights.wo, {&d.kv_->attention_buffer()},
-                                               {attention_out},
-                                               Section::words(ring, rl.residuals, uint64_t{rl.capacity} * rl.residual_width)));
+                                               {attention_out}, c.post_norms ? Section{} : residuals));
+  if (c.post_norms) {
+    ATTENDRE_TRY_ASSIGN(d.attn_post_norm_kernel_, kernels::Norm::create(context, a, plan, c.norm, {attention_out},
+                                                                        {&weights.attn_post_norm.buffer}, {attention_out}));
+    ATTENDRE_TRY_ASSIGN(d.attn_residual_, kernels::Add::create(context, a, plan, {attention_out}, residuals, {attention_out}));
+  }
   if (c.ffn > 0) {
     ATTENDRE_TRY_ASSIGN(d.ffn_norm_kernel_, kernels::Norm::create(context, a, plan, c.norm, {&shared.y},
                                                                   {&weights.ffn_norm.buffer}, {&shared.h}, acts));
@@ -229,8 +243,13 @@ Result<std::unique_ptr<DeviceBlock>> DeviceBlock::create(Context& context, const
     // fp32: in place, the activated rows replace the gate rows. fp16: they
     // go to h, which the gate and up projections have read.
     const Section activated = acts == MemoryStorage::f16 ? Section{&shared.h} : gate;
-    ATTENDRE_TRY_ASSIGN(d.down_proj_,
-                        Projection::create(context, a, plan, weights.down, activated, {d.out_}, {&shared.y}, acts));
+    ATTENDRE_TRY_ASSIGN(d.down_proj_, Projection::create(context, a, plan, weights.down, activated, {d.out_},
+                                                         c.post_norms ? Section{} : Section{&shared.y}, acts));
+    if (c.post_norms) {
+      ATTENDRE_TRY_ASSIGN(d.ffn_post_norm_kernel_, kernels::Norm::create(context, a, plan, c.norm, {d.out_},
+                                                                         {&weights.ffn_post_norm.buffer}, {d.out_}));
+      ATTENDRE_TRY_ASSIGN(d.ffn_residual_, kernels::Add::create(context, a, plan, {d.out_}, {&shared.y}, {d.out_}));
+    }
     ATTENDRE_TRY_ASSIGN(d.activation_, kernels::Activation::create(context, a, plan, c.activation, c.gated, {&shared.gu},
                                                                    acts == MemoryStorage::f16 ? Section{&shared.h}
                                                                                               : Section{&shared.gu},
@@ -372,6 +391,13 @@ Status DeviceBlock::record_qk(vk::CommandRecorder& rec, uint32_t n, uint32_t fir
   return {};
 }
 
+Status DeviceBlock::record_post_norm(vk::CommandRecorder& rec, uint32_t rows, const kernels::Norm& norm,
+                                     const kernels::Add& residual, RowRef residual_rows) const {
+  const uint32_t H = stack_.hidden;
+  ATTENDRE_TRY(norm.try_record(rec, {rows, H, config_.norm_eps, 0, 0, RowRef::contiguous(H), RowRef::contiguous(H)}));
+  return residual.try_record(rec, {rows, H, RowRef::contiguous(H), residual_rows, RowRef::contiguous(H)});
+}
+
 Status DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint64_t upload_at) const {
   const uint32_t H = stack_.hidden, n = static_cast<uint32_t>(step.inserted.size());
   const AttentionShape& s = attention_.shape;
@@ -402,8 +428,10 @@ Status DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint
   }
   // Decoding is causal, except across to the encoder, which is all past.
   ATTENDRE_TRY(kv_->record_retrieve(rec, range, step.mode == BlockMode::decode && !config_.cross_attention));
+  const RowRef residual_rows = RowRef::ring(H, ring.capacity, range.ring_first);
   ATTENDRE_TRY(o_.record(rec, range.count, RowRef::contiguous(s.q_row(), static_cast<uint32_t>(kv_->outputs_offset())),
-                         RowRef::contiguous(H), RowRef::ring(H, ring.capacity, range.ring_first)));
+                         RowRef::contiguous(H), config_.post_norms ? std::nullopt : std::optional(residual_rows)));
+  if (config_.post_norms) ATTENDRE_TRY(record_post_norm(rec, range.count, attn_post_norm_kernel_, attn_residual_, residual_rows));
   if (config_.ffn == 0) {
     shared_.checks->record(rec, output_site_, 0, range.count * H);
     return {};
@@ -423,7 +451,9 @@ Status DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint
   ATTENDRE_TRY(up_proj_.record(rec, range.count, normed_, section));
   ATTENDRE_TRY(activation_.try_record(rec, {range.count, F, RowRef::contiguous(F, fl.gate), RowRef::contiguous(F, fl.up),
                                             half ? half_rows : RowRef::contiguous(F, fl.gate)}));
-  ATTENDRE_TRY(down_proj_.record(rec, range.count, half ? half_rows : section, RowRef::contiguous(H), RowRef::contiguous(H)));
+  ATTENDRE_TRY(down_proj_.record(rec, range.count, half ? half_rows : section, RowRef::contiguous(H),
+                                 config_.post_norms ? std::nullopt : std::optional(RowRef::contiguous(H))));
+  if (config_.post_norms) ATTENDRE_TRY(record_post_norm(rec, range.count, ffn_post_norm_kernel_, ffn_residual_, RowRef::contiguous(H)));
   shared_.checks->record(rec, output_site_, 0, range.count * H);
   return {};
 }

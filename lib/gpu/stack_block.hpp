@@ -9,6 +9,7 @@
 #include "gpu/query_ring.hpp"
 #include "gpu/retrieval_scratch.hpp"
 #include "kernels/activation.hpp"
+#include "kernels/add.hpp"
 #include "kernels/norm.hpp"
 #include "kernels/rope.hpp"
 
@@ -59,6 +60,7 @@ struct SharedBuffers {
 // a failure while building leaves no copy in flight into freed buffers).
 struct BlockWeights {
   DeviceNorm attn_norm, ffn_norm;
+  DeviceNorm attn_post_norm, ffn_post_norm;  // BlockConfig::post_norms
   DeviceNorm q_norm, k_norm;    // per-head q/k norm gains (BlockConfig::qk_norm)
   DeviceMatrix wq, wk, wv, wo, gate, up, down;
   vk::Buffer rope_table;        // kernels::rope_turns_table of the block's frequencies (RoPE blocks)
@@ -126,6 +128,10 @@ class DeviceBlock {
   // on, and (own_keys) their keys into the chunk, rotated as the K/V memory
   // scores them: by position, or in LM-Infinite's variants.
   Status record_qk(vk::CommandRecorder& rec, uint32_t n, uint32_t first_row, bool own_keys) const;
+  // Post norms: the sublayer output rows (rows 0.. of the norm's and the
+  // add's output binding) normed in place, then `residual_rows` added.
+  Status record_post_norm(vk::CommandRecorder& rec, uint32_t rows, const kernels::Norm& norm,
+                          const kernels::Add& residual, kernels::RowRef residual_rows) const;
 
   const StackConfig& stack_;
   BlockConfig config_;
@@ -141,6 +147,9 @@ class DeviceBlock {
   std::unique_ptr<KvMemory> kv_;
   std::unique_ptr<vk::DescriptorArena> arena_;
   kernels::Norm attn_norm_kernel_, ffn_norm_kernel_;
+  // post_norms: each sublayer's output is normed in place, then its residual added.
+  kernels::Norm attn_post_norm_kernel_, ffn_post_norm_kernel_;
+  kernels::Add attn_residual_, ffn_residual_;
   kernels::Norm q_norm_kernel_, k_norm_kernel_;  // in place on the projected q and k rows (qk_norm)
   Projection q_, k_, v_, o_, gate_proj_, up_proj_, down_proj_;
   kernels::Rope rope_q_, rope_k_;

@@ -107,6 +107,9 @@ Status StackEngine::build(WeightSource& weights, const vk::Buffer* encoder_rows)
     ATTENDRE_TRY_ASSIGN(head_, Projection::create(ctx, *descriptors_, plan, c.tied_embeddings ? embedding_table_ : output_,
                                                   {&final_rows_}, {&logits_}));
     ATTENDRE_TRY_ASSIGN(logits_site_, shared_.checks->try_add("the logits", {&logits_}));
+    if (c.logit_soft_cap > 0.0) {
+      ATTENDRE_TRY_ASSIGN(soft_cap_, kernels::SoftCap::create(ctx, *descriptors_, plan, {&logits_}));
+    }
   }
   return {};
 }
@@ -166,7 +169,8 @@ Status StackEngine::record_step(vk::CommandRecorder& rec, const Planned& step, s
       for (size_t i = 0; i < embed_.size(); ++i) {
         const MatrixPart& part = embedding_table_.parts()[i];
         ATTENDRE_TRY(embed_[i].try_record(
-            rec, {n, H, part.rows, 0, RowRef::contiguous(1), RowRef::contiguous(H), part.first_row}));
+            rec, {n, H, part.rows, 0, RowRef::contiguous(1), RowRef::contiguous(H), part.first_row,
+                  static_cast<float>(config_.embedding_scale)}));
       }
     } else {
       rec.copy(shared_.upload, upload_plan_.input * 4, shared_.x[0], 0, uint64_t{n} * H * 4);
@@ -193,6 +197,9 @@ Status StackEngine::record_step(vk::CommandRecorder& rec, const Planned& step, s
   for (const Destination& d : hidden) copy_rows(rec, final_rows_, H, rows, d);
   if (logits.buffer) {
     ATTENDRE_TRY(head_.record(rec, count, RowRef::contiguous(H), RowRef::contiguous(config_.vocab)));
+    if (config_.logit_soft_cap > 0.0)
+      ATTENDRE_TRY(soft_cap_.try_record(rec, {count, config_.vocab, static_cast<float>(config_.logit_soft_cap),
+                                              RowRef::contiguous(config_.vocab)}));
     shared_.checks->record(rec, logits_site_, 0, count * config_.vocab);
     copy_rows(rec, logits_, config_.vocab, rows, logits);
   }

@@ -10,6 +10,7 @@
 #include "gpu/stack_block.hpp"
 #include "gpu/step_executor.hpp"
 #include "kernels/embedding.hpp"
+#include "kernels/soft_cap.hpp"
 #include "vulkan/commands.hpp"
 #include "core/stream_validator.hpp"
 #include "core/try.hpp"
@@ -167,6 +168,7 @@ class StackEngine final : public TransformerStack {
   std::vector<std::unique_ptr<DeviceBlock>> blocks_;
   std::unique_ptr<vk::DescriptorArena> descriptors_;
   std::vector<kernels::Embedding> embed_;  // one per part of the embedding table
+  kernels::SoftCap soft_cap_;              // of the logits (StackConfig::logit_soft_cap > 0)
   kernels::Norm final_norm_;
   Projection head_;
   std::unique_ptr<StepExecutor> executor_;

@@ -22,16 +22,19 @@ struct Architecture {
   std::string_view name;
   RopeLayout rope_layout;  // llama's converters permute q/k into adjacent pairs; the others keep NeoX halves
   bool qkv_bias;           // required q/k/v biases; without, the file's blk.0 says which biases exist
-  bool qk_norm;            // qwen3: per-head RMS norms of q and k before RoPE (attn_q_norm, attn_k_norm)
+  bool qk_norm;            // qwen3, gemma3: per-head RMS norms of q and k before RoPE (attn_q_norm, attn_k_norm)
   // phi3: q, k and v as rows of one attn_qkv where a block has it, and the
   // gate and up rows fused in ffn_up [2 * ffn][hidden] (SwiGLU of its halves).
   bool fused;
+  bool gemma = false;      // describe_gemma() changes the blocks (gguf_gemma.cpp)
 };
-constexpr std::array<Architecture, 4> kDecoders = {{
+constexpr std::array<Architecture, 6> kDecoders = {{
     {"llama", RopeLayout::normal, false, false, false},
     {"qwen2", RopeLayout::neox, true, false, false},
     {"qwen3", RopeLayout::neox, false, true, false},
     {"phi3", RopeLayout::neox, false, false, true},
+    {"gemma2", RopeLayout::neox, false, false, false, true},
+    {"gemma3", RopeLayout::neox, false, true, false, true},
 }};
 
 // phi3's fused tensors as row slices (gguf_weights.hpp): the stack's q, k,
@@ -139,6 +142,7 @@ Result<ModelDescription> describe_decoder(const File& file, const std::string& a
   c.final_norm_eps = block.norm_eps;
   ATTENDRE_TRY_ASSIGN(d.info.blocks, m.block_count("block_count"));
   c.blocks.assign(d.info.blocks, block);
+  if (a.gemma) ATTENDRE_TRY(describe_gemma(m, architecture, c));
 
   d.default_memory.chunk = std::min<uint32_t>(64, d.info.context_length);
   ATTENDRE_TRY_ASSIGN(d.default_memory.all,
@@ -161,7 +165,7 @@ Result<ModelDescription> try_describe_model(const File& file, WeightType storage
   for (const Architecture& a : kDecoders)
     if (a.name == name) return describe_decoder(file, name, storage);
   return Status(ErrorCode::unsupported, file.path().string() + ": metadata key \"general.architecture\": architecture '" +
-                                            printable(name) + "' is not supported (supported: llama, qwen2, qwen3, phi3, t5, t5encoder)");
+                                            printable(name) + "' is not supported (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3, t5, t5encoder)");
 }
 
 }  // namespace attendre::gguf

@@ -46,8 +46,11 @@ inline ModelDescription describe_model(const File& file, WeightType storage) {
 #endif
 
 // The architecture-specific halves (gguf_architecture.cpp: llama, qwen2, qwen3, phi3;
+// gguf_gemma.cpp: what gemma2 and gemma3 change in the decoder's blocks;
 // gguf_t5.cpp: t5, t5encoder).
 Result<ModelDescription> describe_decoder(const File& file, const std::string& architecture, WeightType storage);
+class Metadata;
+Status describe_gemma(const Metadata& m, const std::string& architecture, StackConfig& config);
 Result<ModelDescription> describe_t5(const File& file, const std::string& architecture, WeightType storage);
 
 // Fails with the file's malformed_input when `config` is one the stack

@@ -49,6 +49,8 @@ Result<ModelInfo> check_tensors(const File& file, FileWeights& weights, std::spa
       ATTENDRE_TRY(vector(b.k_norm));
       ATTENDRE_TRY(vector(b.ffn_norm));
       ATTENDRE_TRY(vector(b.ffn_norm_bias));
+      ATTENDRE_TRY(vector(b.attn_post_norm));
+      ATTENDRE_TRY(vector(b.ffn_post_norm));
       ATTENDRE_TRY(matrix(b.gate));
       ATTENDRE_TRY(matrix(b.up));
       ATTENDRE_TRY(matrix(b.down));

@@ -5,7 +5,7 @@ namespace attendre::kernels {
 
 // The GLSL block declares the same words flat (ATT_ROWS expands to four uints).
 static_assert(offsetof(EmbeddingParams, ids) == 16 && offsetof(EmbeddingParams, first_id) == 48 &&
-              sizeof(EmbeddingParams) == 52);
+              sizeof(EmbeddingParams) == 56);
 
 Result<Embedding> Embedding::create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
                                     ElementType table_type, vk::BufferBinding ids, vk::BufferBinding table,
@@ -38,6 +38,7 @@ Status Embedding::try_record(vk::CommandRecorder& recorder, const Args& args) co
   p.vocab = args.vocab;
   p.table_offset = args.table_offset;
   p.first_id = args.first_id;
+  p.scale = args.scale;
   p.ids = args.ids;
   p.out = args.out;
   const Grid g = fold_groups(uint64_t{args.rows} * ceil_div(args.dim, plan_.workgroup), plan_);

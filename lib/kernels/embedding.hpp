@@ -1,4 +1,4 @@
-// Token embedding lookup (embedding.comp): out[r] = table[ids[r]], the table
+// Token embedding lookup (embedding.comp): out[r] = scale * table[ids[r]], the table
 // in any weight encoding (shaders/weights.glsl), fp32 rows out. One kernel
 // serves one part of a table split by rows: ids [first_id, first_id + vocab).
 // The part at first_id 0 writes a row of zeros for every id outside it, so it
@@ -24,6 +24,7 @@ class Embedding {
     RowRef ids;                 // uint32 id of row r at word ids.word(r)
     RowRef out;                 // rows of dim floats
     uint32_t first_id = 0;      // the id of the part's row 0
+    float scale = 1.0f;         // out = scale * table row (StackConfig::embedding_scale)
   };
 
   Embedding() = default;

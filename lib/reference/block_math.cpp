@@ -23,6 +23,8 @@ BlockMath::BlockMath(uint32_t hidden, const BlockConfig& config, const BlockTens
       attn_b_(widen(t.attn_norm_bias)),
       ffn_g_(widen(t.ffn_norm)),
       ffn_b_(widen(t.ffn_norm_bias)),
+      attn_post_g_(widen(t.attn_post_norm)),
+      ffn_post_g_(widen(t.ffn_post_norm)),
       q_norm_g_(widen(t.q_norm)),
       k_norm_g_(widen(t.k_norm)),
       wq_(widen(t.wq)),
@@ -104,13 +106,18 @@ BlockMath::Projected BlockMath::project_memory(std::span<const double> encoder_r
 std::vector<double> BlockMath::finish(std::span<const double> attention, std::span<const double> residual) const {
   const AttentionShape& s = config_.attention.shape;
   const auto rows = static_cast<uint32_t>(residual.size() / hidden_);
-  const std::vector<double> y = ops::matmul(attention, wo_, rows, s.q_row(), hidden_, bo_, residual);
+  // Post norms (Gemma): the residual adds the normed sublayer output.
+  const std::vector<double> y =
+      config_.post_norms
+          ? ops::add(residual, norm(ops::matmul(attention, wo_, rows, s.q_row(), hidden_, bo_), attn_post_g_, {}))
+          : ops::matmul(attention, wo_, rows, s.q_row(), hidden_, bo_, residual);
   if (config_.ffn == 0) return y;
   const std::vector<double> h = stored(norm(y, ffn_g_, ffn_b_));
   const std::vector<double> up = ops::matmul(h, up_, rows, hidden_, config_.ffn, bup_);
   const std::vector<double> act = stored(
       config_.gated ? ops::gated_activation(config_.activation, ops::matmul(h, gate_, rows, hidden_, config_.ffn, bgate_), up)
                     : ops::activation(config_.activation, up));
+  if (config_.post_norms) return ops::add(y, norm(ops::matmul(act, down_, rows, config_.ffn, hidden_, bdown_), ffn_post_g_, {}));
   return ops::matmul(act, down_, rows, config_.ffn, hidden_, bdown_, y);
 }
 
@@ -128,11 +135,17 @@ std::vector<double> HeadMath::norm(std::span<const double> x) const {
 
 std::vector<double> HeadMath::logits(std::span<const double> normed) const {
   const auto rows = static_cast<uint32_t>(normed.size() / config_.hidden);
-  return ops::matmul(normed, output_, rows, config_.hidden, config_.vocab);
+  std::vector<double> logits = ops::matmul(normed, output_, rows, config_.hidden, config_.vocab);
+  for (double& x : logits) x = ops::soft_cap(x, config_.logit_soft_cap);
+  return logits;
 }
 
 std::vector<double> HeadMath::embed(std::span<const uint32_t> tokens) const {
-  return ops::embedding(embedding_, config_.hidden, tokens);
+  std::vector<double> rows = ops::embedding(embedding_, config_.hidden, tokens);
+  // The device scales in fp32, as llama.cpp does: the factor as a float.
+  const double scale = static_cast<float>(config_.embedding_scale);
+  for (double& x : rows) x *= scale;
+  return rows;
 }
 
 }  // namespace attendre::reference

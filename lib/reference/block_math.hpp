@@ -52,6 +52,7 @@ class BlockMath {
   MemoryStorage activations_;
   std::vector<double> rope_frequencies_;  // per rotary pair (RoPE blocks)
   std::vector<double> attn_g_, attn_b_, ffn_g_, ffn_b_;
+  std::vector<double> attn_post_g_, ffn_post_g_;  // post_norms only
   std::vector<double> q_norm_g_, k_norm_g_;  // per-head gains (BlockConfig::qk_norm)
   std::vector<double> wq_, wk_, wv_, wo_, bq_, bk_, bv_, bo_;
   std::vector<double> gate_, up_, down_, bgate_, bup_, bdown_;

@@ -3,6 +3,7 @@
 #include "reference/model_tensors.hpp"
 #include "core/stack_chunk.hpp"
 #include "reference/block_math.hpp"
+#include "reference/ops.hpp"
 #include "core/positions.hpp"
 #include "core/stream_validator.hpp"
 
@@ -11,6 +12,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 
 namespace attendre::reference {
 namespace {
@@ -87,6 +89,8 @@ StackOutput dense_forward(const StackConfig& config, WeightSource& weights, cons
     const uint32_t D = b.attention.shape.head_dim, n_sink = b.attention.kv.n_sink;
     const PairLogit logit = [&](size_t i, uint32_t h, size_t j, const double* q, const double* k) {
       const int64_t p_q = out.positions[i], p_k = keys[j];
+      // A sliding window hides what it would have evicted (-inf: weight 0).
+      if (retrieval.window > 0 && p_q - p_k >= int64_t{retrieval.window}) return -std::numeric_limits<double>::infinity();
       double dot = 0.0;
       if (b.lm_infinite.enabled) {
         const bool sink = n_sink > 0 && p_k < static_cast<int64_t>(n_sink);
@@ -94,7 +98,7 @@ StackOutput dense_forward(const StackConfig& config, WeightSource& weights, cons
       } else {
         for (uint32_t d = 0; d < D; ++d) dot += q[d] * k[d];
       }
-      return b.attention.scale() * dot + positions::logit_bias(retrieval, h, b.attention.shape.heads_q, p_q, p_k);
+      return ops::soft_cap(b.attention.scale() * dot, retrieval.soft_cap) + positions::logit_bias(retrieval, h, b.attention.shape.heads_q, p_q, p_k);
     };
     x = math.finish(attend_all(p, b.attention.shape, logit, out.positions, keys, causal && !b.cross_attention), x);
   }

@@ -1,6 +1,7 @@
 // Float64 reference of the K/V memory: insertion with eviction (spec 2.1),
 // top-K retrieval and attend (2.2, 2.3) and the policy updates (2.4).
 #include "core/half.hpp"
+#include "reference/ops.hpp"
 #include "core/numerics.hpp"
 #include "core/positions.hpp"
 #include "core/fail.hpp"
@@ -175,6 +176,7 @@ Retrieval KeyValueMemory::retrieve(const QueryBatch& queries, const RetrievalCon
     for (uint32_t j = 0; j < n; ++j) {
       const Entry& e = entries_[j];
       if (retrieval.causal && e.position > pq) continue;
+      if (retrieval.window > 0 && pq - e.position >= int64_t{retrieval.window}) continue;
       if (retrieval.tag_mask && e.tag != queries.tags[qi]) continue;
       unmasked.push_back(j);
     }
@@ -186,7 +188,7 @@ Retrieval KeyValueMemory::retrieve(const QueryBatch& queries, const RetrievalCon
         double dot = 0.0;
         if (pair_dot) dot = pair_dot(h, q, pq, e);
         else for (uint32_t d = 0; d < dim; ++d) dot += q[d] * k[d];
-        logit[h][j] = scale * dot + positions::logit_bias(retrieval, h, heads, pq, e.position);
+        logit[h][j] = ops::soft_cap(scale * dot, retrieval.soft_cap) + positions::logit_bias(retrieval, h, heads, pq, e.position);
       }
     }
     const size_t keep = std::min<size_t>(retrieval.top_k, unmasked.size());

@@ -65,6 +65,8 @@ BlockTensors load_block(Loader& load, const BlockSpec& spec) {
   t.bk = load.vector(spec.wk.bias);
   t.bv = load.vector(spec.wv.bias);
   t.bo = load.vector(spec.wo.bias);
+  t.attn_post_norm = load.vector(spec.attn_post_norm);
+  t.ffn_post_norm = load.vector(spec.ffn_post_norm);
   t.q_norm = load.vector(spec.q_norm);
   t.k_norm = load.vector(spec.k_norm);
   if (spec.ffn_norm) {

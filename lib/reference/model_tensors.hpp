@@ -26,6 +26,7 @@ struct Tensor {
 struct BlockTensors {
   Tensor attn_norm, ffn_norm;
   std::optional<Tensor> attn_norm_bias, ffn_norm_bias;  // LayerNorm shifts
+  std::optional<Tensor> attn_post_norm, ffn_post_norm;  // BlockConfig::post_norms
   Tensor wq, wk, wv, wo;
   std::optional<Tensor> bq, bk, bv, bo;
   std::optional<Tensor> q_norm, k_norm;  // per-head norm gains [head_dim] (BlockConfig::qk_norm)

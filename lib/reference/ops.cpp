@@ -101,6 +101,14 @@ double activate(ActivationKind kind, double x) {
   return x;
 }
 
+std::vector<double> add(std::span<const double> a, std::span<const double> b) {
+  std::vector<double> sum(a.begin(), a.end());
+  for (size_t i = 0; i < sum.size(); ++i) sum[i] += b[i];
+  return sum;
+}
+
+double soft_cap(double x, double cap) { return cap == 0.0 ? x : cap * std::tanh(x / cap); }
+
 std::vector<double> activation(ActivationKind kind, std::span<const double> x) {
   std::vector<double> y(x.size());
   for (size_t i = 0; i < x.size(); ++i) y[i] = activate(kind, x[i]);

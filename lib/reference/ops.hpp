@@ -36,10 +36,15 @@ std::vector<double> rope(std::span<const double> x, std::span<const int64_t> pos
 
 // One activation value: silu, gelu_tanh (tanh approximation) or relu.
 double activate(ActivationKind kind, double x);
+// Soft-capping (Gemma 2): cap * tanh(x / cap); x itself for cap = 0.
+double soft_cap(double x, double cap);
 // act(x) elementwise.
 std::vector<double> activation(ActivationKind kind, std::span<const double> x);
 // act(gate) * up elementwise.
 std::vector<double> gated_activation(ActivationKind kind, std::span<const double> gate, std::span<const double> up);
+
+// a + b elementwise (equal sizes).
+std::vector<double> add(std::span<const double> a, std::span<const double> b);
 
 // Rows table[ids[r]] of dim values; ids >= vocab (= table.size() / dim) give zeros.
 std::vector<double> embedding(std::span<const double> table, uint32_t dim, std::span<const uint32_t> ids);

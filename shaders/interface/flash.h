@@ -12,7 +12,9 @@ ATT_NAMESPACE_BEGIN
 
 // One parameter block for both kernels; each reads the fields it needs.
 // The names of the position fields are score.h's: flash includes
-// score_positions.glsl for the ALiBi and T5 biases.
+// score_positions.glsl for the masks, the soft-cap and the ALiBi and T5
+// biases (not LM-Infinite's n_local: flash has no LM-Infinite variant, and
+// the block is at the 128-byte minimum).
 ATT_PARAMS_BEGIN(FlashParams)
   ATT_U32(ring_first)      // ring index of the batch's first query (not yet wrapped)
   ATT_U32(ring_capacity)
@@ -34,11 +36,12 @@ ATT_PARAMS_BEGIN(FlashParams)
   ATT_U32(kv_value_stride)
   ATT_U32(kv_pos_offset)
   ATT_U32(kv_tag_offset)
-  ATT_U32(n_local)            // unused (no LM-Infinite variant); score_positions.glsl names it
   ATT_U32(n_sink)
   ATT_U32(t5_buckets_offset)
   ATT_U32(t5_biases_offset)
   ATT_U32(t5_max_distance)
+  ATT_U32(window)             // sliding window: keys window or more positions behind are masked; 0: none
+  ATT_F32(soft_cap)           // logits soft-capped: cap * tanh(logit / cap); 0: none
   ATT_U32(chunk)              // slots per split: split s covers [s * chunk, (s + 1) * chunk)
   ATT_U32(splits)             // 1: the outputs are written at once; else partials, then flash_combine
   ATT_U32(out_offset)         // words in the output buffer: o[step query][h][d]

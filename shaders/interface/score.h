@@ -39,6 +39,8 @@ ATT_PARAMS_BEGIN(ScoreParams)
   ATT_U32(t5_buckets_offset)  // words, in the K/V buffer: bucket of relative position r at r + t5_max_distance
   ATT_U32(t5_biases_offset)   // words, in the K/V buffer: [bucket][heads_q] floats
   ATT_U32(t5_max_distance)
+  ATT_U32(window)             // sliding window: keys window or more positions behind are masked; 0: none
+  ATT_F32(soft_cap)           // logits soft-capped: cap * tanh(logit / cap); 0: none
 ATT_PARAMS_END(ScoreParams)
 ATT_NAMESPACE_END
 

@@ -236,5 +236,5 @@ TEST_CASE("C API: attendre_last_error shows a message quoting a file's string wi
   CHECK(model == nullptr);
   CHECK(std::string(attendre_last_error()) ==
         path + ": metadata key \"general.architecture\": architecture 'lla\\x00ma\\xFF' is not supported (supported: "
-               "llama, qwen2, qwen3, phi3, t5, t5encoder)");
+               "llama, qwen2, qwen3, phi3, gemma2, gemma3, t5, t5encoder)");
 }

@@ -81,14 +81,14 @@ TEST_CASE("message text: GGUF keys, tensor names and strings are escaped alike, 
       .add("tokenizer.ggml.model", MetadataValue::string("llama"))
       .add("tokenizer.ggml.tokens", MetadataValue::strings(tokens));
   const std::string expected = "x.gguf: metadata key \"general.architecture\": architecture 'lla\\x00ma\\xFF' is not "
-                               "supported (supported: llama, qwen2, qwen3, phi3, t5, t5encoder)";
+                               "supported (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3, t5, t5encoder)";
   const auto parsed = model.bytes();
   attendre::test::check_error([&] { attendre::gguf::describe_model(attendre::test::parse(parsed), attendre::WeightType::f32); },
                               ErrorCode::unsupported, expected);
   attendre::test::GgufTempDir dir;
   model.write(dir.path / "x.gguf");
   attendre::test::check_error([&] { attendre::Model::open(dir.path / "x.gguf"); }, ErrorCode::unsupported,
-                              "architecture 'lla\\x00ma\\xFF' is not supported (supported: llama, qwen2, qwen3, phi3, t5, t5encoder)");
+                              "architecture 'lla\\x00ma\\xFF' is not supported (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3, t5, t5encoder)");
 
   // The tokenizer's model name: valid UTF-8 kept as in every other message.
   attendre::gguf::Writer vocabulary;

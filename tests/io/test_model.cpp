@@ -128,7 +128,7 @@ TEST_CASE("model: a file the stack cannot run is refused in one line naming the 
   const std::optional<MetadataValue> removed;
   const BadFile cases[] = {
       {"another architecture", {{{"general.architecture", text("gemma")}}}, ErrorCode::unsupported,
-       "\"general.architecture\": architecture 'gemma' is not supported (supported: llama, qwen2, qwen3, phi3, t5, t5encoder)"},
+       "\"general.architecture\": architecture 'gemma' is not supported (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3, t5, t5encoder)"},
       {"a missing count", {{{"llama.block_count", removed}}}, ErrorCode::malformed_input,
        "metadata key \"llama.block_count\": is missing"},
       {"a missing norm epsilon", {{{"llama.attention.layer_norm_rms_epsilon", removed}}}, ErrorCode::malformed_input,
@@ -196,6 +196,39 @@ TEST_CASE("model: a file the stack cannot run is refused in one line naming the 
     CHECK_FALSE(c.blocks[0].rope_scaling.freq_factors);
   }
   test::check_error([&] { Model::open(dir.path / "absent.gguf"); }, ErrorCode::io_error, "absent.gguf: cannot open");
+}
+
+TEST_CASE("model: a gemma2 file without its post norms or with a bad window or soft-cap is refused in one line") {
+  test::GgufTempDir dir;
+  const std::filesystem::path good = test::write_fixture(dir.path, test::FixtureShape::for_type("gemma2", TensorType::f32), 5);
+  const auto u32 = [](uint32_t v) { return std::optional<MetadataValue>(MetadataValue::u32(v)); };
+  const auto f32 = [](float v) { return std::optional<MetadataValue>(MetadataValue::f32(v)); };
+  const BadFile cases[] = {
+      {"a missing post-FFN norm", {{}, {"blk.1.post_ffw_norm.weight"}, {}}, ErrorCode::malformed_input,
+       "tensor \"blk.1.post_ffw_norm.weight\" of shape [64] is missing"},
+      {"a post-attention norm of another width", {{}, {}, {random_tensor("blk.0.post_attention_norm.weight", {32}, TensorType::f32)}},
+       ErrorCode::malformed_input, "tensor \"blk.0.post_attention_norm.weight\" has shape [32], the model's hyper-parameters make it [64]"},
+      {"a zero window", {{{"gemma2.attention.sliding_window", u32(0)}}}, ErrorCode::malformed_input,
+       "\"gemma2.attention.sliding_window\": is 0, expected a count in [1, 2^32)"},
+      {"a negative attention soft-cap", {{{"gemma2.attn_logit_softcapping", f32(-50)}}}, ErrorCode::malformed_input,
+       "\"gemma2.attn_logit_softcapping\": is -50, expected a positive number"},
+      {"a zero final soft-cap", {{{"gemma2.final_logit_softcapping", f32(0)}}}, ErrorCode::malformed_input,
+       "\"gemma2.final_logit_softcapping\": is 0, expected a positive number"},
+      {"q/k norms gemma2 does not have", {{}, {}, {random_tensor("blk.0.attn_q_norm.weight", {16}, TensorType::f32)}},
+       ErrorCode::unsupported, "tensor \"blk.0.attn_q_norm.weight\" is not part of a gemma2 stack of 2 blocks, and would be ignored"},
+  };
+  check_bad_files(good, dir.path, cases);
+  // Absent keys take llama.cpp's defaults: window 4096, soft-caps 50 and 30.
+  const std::filesystem::path path = dir.path / "defaults.gguf";
+  const std::optional<MetadataValue> removed;
+  test::rewrite_gguf(good, path, {{{"gemma2.attention.sliding_window", removed}, {"gemma2.attn_logit_softcapping", removed},
+                                   {"gemma2.final_logit_softcapping", removed}}});
+  const Model model = Model::open(path);
+  const StackConfig c = model.stack_config(model.default_memory());
+  CHECK(c.blocks[0].sliding_window == 4096);
+  CHECK(c.blocks[1].sliding_window == 0);
+  CHECK(c.blocks[0].attention.retrieval.soft_cap == 50.0);
+  CHECK(c.logit_soft_cap == 30.0);
 }
 
 TEST_CASE("model: qwen3's q/k norms and phi3's fused tensors read as llama.cpp lays them out, bad ones refused in one line") {
