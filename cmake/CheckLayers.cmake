@@ -1,7 +1,8 @@
 # Fails when a file includes a layer above its own (cmake -DROOT=<tree> -P
 # CheckLayers.cmake): the library's dependencies point one way,
-#   core <- io <- reference          (Vulkan-free)
-#   core <- vulkan <- kernels <- gpu (kernels and gpu may use io too)
+#   core <- gguf <- text <- model <- run   (Vulkan-free: from a file to an answer)
+#   core, gguf <- reference                (the float64 reference: quantized codecs)
+#   core <- vulkan <- kernels <- gpu       (gpu may use gguf's codecs too)
 #   capi (the C API, over the public headers): no layer includes it
 # shaders/interface/ headers (constants and push-constant layouts shared by
 # GLSL and C++) sit below every layer and include only each other, and
@@ -12,13 +13,16 @@ if(NOT ROOT)
 endif()
 
 set(allowed_core core interface)
-set(allowed_io core io interface)
-set(allowed_reference core io reference interface)
+set(allowed_gguf core gguf interface)
+set(allowed_text core gguf text interface)
+set(allowed_model core gguf text model interface)
+set(allowed_run core gguf text model run interface)
+set(allowed_reference core gguf reference interface)
 set(allowed_vulkan core vulkan interface)
 set(allowed_kernels core vulkan kernels interface)
-set(allowed_gpu core io vulkan kernels gpu interface)
+set(allowed_gpu core gguf vulkan kernels gpu interface)
 set(allowed_capi core capi)  # the C API uses the public headers; nothing includes it
-set(layers core io reference vulkan kernels gpu capi)
+set(layers core gguf text model run reference vulkan kernels gpu capi)
 
 set(violations "")
 foreach(layer ${layers})

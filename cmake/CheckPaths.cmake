@@ -6,7 +6,7 @@
 # include/, apps/, tests/, shaders/, cmake/, scripts/, docs/, fuzz/) and is
 # not the tail of a longer path (build/tests/... names a build output, not a
 # source). It is checked relative to ROOT:
-#   lib/vulkan/api.*, lib/io/quant_*   a glob: at least one file matches
+#   lib/vulkan/api.*, lib/gguf/quant_*   a glob: at least one file matches
 #   apps/android/.../x.c               elided: not checked
 #   a path in the files of tests/paths/ (the checker's own fixture) is
 #   checked like any other when ROOT is that fixture.

@@ -4,7 +4,7 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set_target_properties(attendre_shaders PROPERTIES EXPORT_NAME shaders)
-install(TARGETS attendre attendre_c attendre_core attendre_io attendre_reference attendre_shaders
+install(TARGETS attendre attendre_c attendre_core attendre_gguf attendre_text attendre_model attendre_run attendre_reference attendre_shaders
         EXPORT attendreTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -14,10 +14,10 @@ function(attendre_layer_sources out)
   set(${out} ${sources} PARENT_SCOPE)
 endfunction()
 
-# The io layer's outside libraries: PCRE2 (8-bit, with Unicode properties)
+# The text layer's outside libraries: PCRE2 (8-bit, with Unicode properties)
 # runs the tokenizers' pre-tokenizer regexes.
 # A parent project that builds PCRE2 itself (the Android app: the NDK has
-# none, nor pkg-config) names its target in ATTENDRE_PCRE2_TARGET; the io
+# none, nor pkg-config) names its target in ATTENDRE_PCRE2_TARGET; the text
 # layer then links that under the same name, PkgConfig::PCRE2.
 macro(attendre_find_io_dependencies)
   if(ATTENDRE_PCRE2_TARGET)

@@ -8,9 +8,9 @@
 // (a crash, an over-read, another exception, a hang) is acceptable.
 #include "fuzz_check.hpp"
 
-#include "io/gguf.hpp"
-#include "io/gguf_architecture.hpp"
-#include "io/quant.hpp"
+#include "gguf/gguf.hpp"
+#include "model/gguf_architecture.hpp"
+#include "gguf/quant.hpp"
 
 #include <span>
 #include <string>

@@ -5,7 +5,7 @@
 # Convention: fuzz/<name>_fuzz.cpp defines LLVMFuzzerTestOneInput and is the
 # target <name>_fuzz; its seed corpus is fuzz/corpus/<name>/ and its optional
 # libFuzzer dictionary fuzz/<name>.dict. Every target links the Vulkan-free
-# library (lib/core + lib/io), the tools' .npy reader (apps/npy) and the
+# library (lib/core, gguf, text, model, run), the tools' .npy reader (apps/npy) and the
 # replay tool's command-line sources.
 get_filename_component(ATTENDRE_FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR} ABSOLUTE)
 get_filename_component(ATTENDRE_FUZZ_ROOT ${CMAKE_CURRENT_LIST_DIR}/.. ABSOLUTE)

@@ -16,9 +16,9 @@
 // ids again. (Text with U+2581, which SentencePiece reads as its escaped
 // space, is exempt from the last two.)
 #include "fuzz_check.hpp"
-#include "io/gguf.hpp"
-#include "io/tokenizer.hpp"
-#include "io/tokenizer_unicode.hpp"
+#include "gguf/gguf.hpp"
+#include "text/tokenizer.hpp"
+#include "text/tokenizer_unicode.hpp"
 
 #include <algorithm>
 #include <array>
@@ -109,8 +109,8 @@ std::filesystem::path models_folder() {
   return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "shared" / "models";
 }
 
-std::vector<Tokenizer> load_tokenizers() {
-  std::vector<Tokenizer> tokenizers;
+std::vector<Pipeline> load_tokenizers() {
+  std::vector<Pipeline> tokenizers;
   tokenizers.emplace_back(tiny_byte_level());
   tokenizers.emplace_back(tiny_sentencepiece());
   tokenizers.emplace_back(tiny_unigram());
@@ -118,12 +118,12 @@ std::vector<Tokenizer> load_tokenizers() {
   for (const char* name : {"ggml-vocab-llama-bpe.gguf", "ggml-vocab-llama-spm.gguf", "ggml-vocab-nomic-bert-moe.gguf"}) {
     std::error_code error;
     if (std::filesystem::is_regular_file(vocab / name, error))
-      tokenizers.push_back(Tokenizer::from_gguf(attendre::gguf::File::open(vocab / name)));
+      tokenizers.push_back(Pipeline::from_gguf(attendre::gguf::File::open(vocab / name)));
   }
   return tokenizers;
 }
 
-void check_invalid(const Tokenizer& tokenizer, const std::string& text, size_t offset) {
+void check_invalid(const Pipeline& tokenizer, const std::string& text, size_t offset) {
   try {
     (void)tokenizer.encode(text);
     attendre::fuzz::check(false, "invalid UTF-8 is refused");
@@ -137,7 +137,7 @@ void check_invalid(const Tokenizer& tokenizer, const std::string& text, size_t o
   (void)tokenizer.encode(text.substr(0, offset));  // the valid prefix encodes
 }
 
-void check_valid(const Tokenizer& tokenizer, const std::string& text, bool parse_special, bool add_special) {
+void check_valid(const Pipeline& tokenizer, const std::string& text, bool parse_special, bool add_special) {
   const bool bos = add_special && tokenizer.bos(), eos = add_special && tokenizer.eos();
   const std::vector<int32_t> with_special = tokenizer.encode(text, {.add_bos = bos, .add_eos = eos, .parse_special = parse_special});
   for (const int32_t id : with_special) attendre::fuzz::check(id >= 0 && id < tokenizer.size(), "ids are in range");
@@ -182,9 +182,9 @@ void check_vocabulary(const uint8_t* data, size_t size) {
     attendre::fuzz::check_one_line(message);
   };
   const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);
-  std::optional<Tokenizer> tokenizer;
+  std::optional<Pipeline> tokenizer;
   try {
-    tokenizer.emplace(Tokenizer::from_gguf(attendre::gguf::File::parse(bytes, "fuzz.gguf")));
+    tokenizer.emplace(Pipeline::from_gguf(attendre::gguf::File::parse(bytes, "fuzz.gguf")));
   } catch (const attendre::Error& e) {
     refused(e, true);
     return;
@@ -201,8 +201,8 @@ void check_vocabulary(const uint8_t* data, size_t size) {
   }
 }
 
-const std::vector<Tokenizer>& loaded_tokenizers() {
-  static const std::vector<Tokenizer> tokenizers = load_tokenizers();
+const std::vector<Pipeline>& loaded_tokenizers() {
+  static const std::vector<Pipeline> tokenizers = load_tokenizers();
   return tokenizers;
 }
 
@@ -218,7 +218,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::vector<Tokenizer>& tokenizers = loaded_tokenizers();
+  const std::vector<Pipeline>& tokenizers = loaded_tokenizers();
   if (size == 0) return 0;
   if ((data[0] & 0x80) != 0) {
     check_vocabulary(data + 1, size - 1);
@@ -227,7 +227,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool parse_special = (data[0] & 1) != 0, add_special = (data[0] & 2) != 0;
   const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
   const auto invalid = unicode::first_invalid_utf8(text);
-  for (const Tokenizer& tokenizer : tokenizers) {
+  for (const Pipeline& tokenizer : tokenizers) {
     if (invalid)
       check_invalid(tokenizer, text, *invalid);
     else

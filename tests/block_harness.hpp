@@ -13,7 +13,7 @@
 #include "kernels/norm.hpp"
 #include "kernels/rope.hpp"
 #include "core/half.hpp"
-#include "io/quant.hpp"
+#include "gguf/quant.hpp"
 #include "reference/ops.hpp"
 #include <attendre/error.hpp>
 #include <attendre/transformer.hpp>
@@ -166,7 +166,7 @@ constexpr uint32_t kStartByte = 6;
 inline uint32_t start_offset(ElementType type) { return element_block(type).values == 1 ? kStartByte / 2 : kStartByte; }
 
 // A weight image in BF16 or a GGUF block type (encoded by the CPU codec,
-// lib/io/quant.*): the encoded rows from kStartByte on, sentinels around
+// lib/gguf/quant.*): the encoded rows from kStartByte on, sentinels around
 // them, and the float64 values the codec decodes from those bytes.
 struct Encoded {
   std::vector<uint32_t> words;

@@ -1,6 +1,6 @@
 // Weights in BF16 and every GGUF block type, decoded inside the kernels that
 // read them (tiled GEMM, matvec, direct, embedding lookup), against the
-// float64 product with the values the CPU reference codec (lib/io/quant.*)
+// float64 product with the values the CPU reference codec (lib/gguf/quant.*)
 // decodes from the same bytes: odd row counts, rows of many blocks, outputs
 // off every tile, bias and residual, blocks straddling 32-bit words (every
 // matrix starts half a word in), misaligned A rows (rings), folded grids,

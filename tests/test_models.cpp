@@ -9,7 +9,7 @@
 // K-quants (Q4_K, Q5_K, Q6_K, which no shared file holds); the real files
 // F32, F16, Q8_0 and Q4_0 (with llama.cpp's fallback types where a row of
 // 172 does not split into blocks). The reference decodes the same bytes with
-// the float64 codec (lib/io/quant*.cpp), so quantization itself never shows
+// the float64 codec (lib/gguf/quant*.cpp), so quantization itself never shows
 // in a comparison: only the kernels' decoding and fp32 arithmetic do.
 #include "io/gguf_test_support.hpp"
 #include "model_checks.hpp"

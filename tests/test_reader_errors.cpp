@@ -5,7 +5,7 @@
 
 #ifdef ATTENDRE_READER_BINARY
 
-#include "io/gguf_writer.hpp"
+#include "gguf/gguf_writer.hpp"
 
 #include <fstream>
 

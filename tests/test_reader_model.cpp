@@ -73,7 +73,7 @@ struct Walked {
 Walked walk(const attendre::Tokenizer& tokenizer, const std::string& question, const std::string& context) {
   ::reader::Document document(::reader::parse_template(::reader::kDefaultTemplate), question,
                               ::reader::text_in_memory(context, "context"), {});
-  ::reader::ModelTokenizer streaming(tokenizer);
+  ::reader::ModelTokenStream streaming(tokenizer);
   Walked walked;
   document.walk(
       streaming,

@@ -5,7 +5,7 @@
 #include "support.hpp"
 
 #include "core/half.hpp"
-#include "io/quant.hpp"
+#include "gguf/quant.hpp"
 
 #include <attendre/error.hpp>
 #include <attendre/gpu_stack.hpp>

@@ -3,7 +3,7 @@
 #include "costs.hpp"
 #include "timing.hpp"
 
-#include "io/quant.hpp"
+#include "gguf/quant.hpp"
 #include "kernels/kernel_plan.hpp"
 #include "kernels/matmul.hpp"
 #include "vulkan/buffer.hpp"

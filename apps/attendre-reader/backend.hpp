@@ -59,7 +59,7 @@ class Backend {
   virtual attendre::StackConfig stack_shape() const = 0;
   virtual attendre::WeightSource& weights() = 0;
 
-  virtual std::unique_ptr<Tokenizer> make_tokenizer() const = 0;
+  virtual std::unique_ptr<TokenStream> make_token_stream() const = 0;
   // Appends the first block's input for `token` at `position` to `inputs`.
   virtual void append_input(const Token& token, int64_t position, StackInputs& inputs) const = 0;
 

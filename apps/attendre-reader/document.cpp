@@ -12,7 +12,7 @@ class PartWalker {
  public:
   // `carried`: what followed the previous part's last token, which comes
   // before this part's first token.
-  PartWalker(Tokenizer& tokenizer, Part part, const std::vector<NeedleBytes>& needles, int64_t& position,
+  PartWalker(TokenStream& tokenizer, Part part, const std::vector<NeedleBytes>& needles, int64_t& position,
              const std::function<void(const TokenView&)>& visit, std::string carried)
       : tokenizer_(tokenizer), part_(part), needles_(needles), position_(position), visit_(visit),
         carried_(std::move(carried)) {
@@ -62,7 +62,7 @@ class PartWalker {
     return -1;
   }
 
-  Tokenizer& tokenizer_;
+  TokenStream& tokenizer_;
   Part part_;
   const std::vector<NeedleBytes>& needles_;
   int64_t& position_;
@@ -113,7 +113,7 @@ Document::Document(std::vector<TemplatePiece> pieces, std::string question, std:
     : pieces_(std::move(pieces)), question_(std::move(question)), context_(std::move(context)),
       needles_(std::move(needles)) {}
 
-void Document::walk(Tokenizer& tokenizer, const std::function<void(const TokenView&)>& visit,
+void Document::walk(TokenStream& tokenizer, const std::function<void(const TokenView&)>& visit,
                     const std::function<void(std::string_view)>& trailing) {
   int64_t position = 0;
   std::string carried;

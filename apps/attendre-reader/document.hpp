@@ -57,7 +57,7 @@ class Document {
   // `trailing` receives what follows the document's last token. Throws
   // what the context's source throws (io_error, malformed_input with the
   // byte offset).
-  void walk(Tokenizer& tokenizer, const std::function<void(const TokenView&)>& visit,
+  void walk(TokenStream& tokenizer, const std::function<void(const TokenView&)>& visit,
             const std::function<void(std::string_view trailing)>& trailing = {});
 
   const std::string& question() const { return question_; }

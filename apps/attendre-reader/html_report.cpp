@@ -142,7 +142,7 @@ size_t shown_first(const Session& s) {
   return best;
 }
 
-std::string text_section(const Session& s, Document& document, Tokenizer& tokenizer) {
+std::string text_section(const Session& s, Document& document, TokenStream& tokenizer) {
   std::string html = "<section class=\"runs\"><h2>The text, with what the last block kept</h2>";
   const size_t first = shown_first(s);
   for (size_t r = 0; r < s.runs.size(); ++r) {
@@ -210,7 +210,7 @@ document.querySelectorAll('canvas.map').forEach(draw);
 
 }  // namespace
 
-std::string html_report(const Session& s, Document& document, Tokenizer& tokenizer) {
+std::string html_report(const Session& s, Document& document, TokenStream& tokenizer) {
   std::string html = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
                      "<title>attendre-reader: " + html_escape(s.source) + "</title><style>" + style() +

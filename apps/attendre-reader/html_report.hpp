@@ -29,11 +29,11 @@ inline constexpr std::array<const char*, 8> kHeldColours = {"#fde725", "#b5de2b"
 inline constexpr size_t kFullTextBytes = 200'000;
 inline constexpr size_t kMaxTextBytes = 400'000;
 
-std::string html_report(const Session& session, Document& document, Tokenizer& tokenizer);
+std::string html_report(const Session& session, Document& document, TokenStream& tokenizer);
 
 // The document's text as HTML, every token held at the end by run r's last
 // block in class "rR", needles in "n", the question in "q" (html_text.cpp).
-std::string html_document_text(const Session& session, Document& document, Tokenizer& tokenizer);
+std::string html_document_text(const Session& session, Document& document, TokenStream& tokenizer);
 
 // &, <, > and " as entities.
 std::string html_escape(std::string_view text);

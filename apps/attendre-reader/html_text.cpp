@@ -48,7 +48,7 @@ std::string html_escape(std::string_view text) {
   return out;
 }
 
-std::string html_document_text(const Session& s, Document& document, Tokenizer& tokenizer) {
+std::string html_document_text(const Session& s, Document& document, TokenStream& tokenizer) {
   const bool whole = document.context().size() <= kFullTextBytes;
   const std::vector<PositionRange> shown = whole ? std::vector<PositionRange>{} : shown_ranges(s);
   size_t next_range = 0;

@@ -124,7 +124,7 @@ attendre::StackConfig LexicalModel::stack_shape() const {
   return c;
 }
 
-std::unique_ptr<Tokenizer> LexicalModel::make_tokenizer() const { return std::make_unique<WordSplitter>(); }
+std::unique_ptr<TokenStream> LexicalModel::make_token_stream() const { return std::make_unique<WordSplitter>(); }
 
 void LexicalModel::embed(const Token& token, std::span<float> row) const {
   std::fill(row.begin(), row.end(), 0.0f);

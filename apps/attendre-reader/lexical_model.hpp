@@ -49,7 +49,7 @@ class LexicalModel final : public Backend {
   std::vector<std::string> block_roles() const override { return {"match", "gather", "read"}; }
   attendre::StackConfig stack_shape() const override;
   attendre::WeightSource& weights() override { return weights_; }
-  std::unique_ptr<Tokenizer> make_tokenizer() const override;
+  std::unique_ptr<TokenStream> make_token_stream() const override;
   void append_input(const Token& token, int64_t position, StackInputs& inputs) const override;
   bool first_block_qkv(const Token& token, std::span<float> q, std::span<float> k, std::span<float> v) const override;
   std::optional<std::string> answer(attendre::TransformerStack&, std::span<const float>, int64_t) override {

@@ -83,7 +83,7 @@ void check_device_memory(const attendre::Context& device, const attendre::StackC
 
 // What the session reads, surveyed: every byte of the input is read and
 // checked here, before any device work.
-Session survey_session(const Backend& backend, OpenedInput& input, Tokenizer& tokenizer, const Options& o) {
+Session survey_session(const Backend& backend, OpenedInput& input, TokenStream& tokenizer, const Options& o) {
   Session s;
   s.backend_kind = backend.kind();
   s.backend_description = backend.description();
@@ -116,7 +116,7 @@ int run(const Options& o) {
   Backend& backend = *backend_owner;
   const bool host_first_block = computes_first_block(backend);
   OpenedInput input = open_input(o);
-  std::unique_ptr<Tokenizer> tokenizer = backend.make_tokenizer();
+  std::unique_ptr<TokenStream> tokenizer = backend.make_token_stream();
   Session s = survey_session(backend, input, *tokenizer, o);
 
   std::unique_ptr<attendre::Context> device = open_device(o.device);

@@ -33,19 +33,19 @@ std::pair<size_t, size_t> locate(std::string_view text, size_t cursor, std::stri
 
 }  // namespace
 
-void ModelTokenizer::begin_part(Part part) {
+void ModelTokenStream::begin_part(Part part) {
   part_ = part;
   pending_start_ = 0;
   encoder_.begin_part();
 }
 
-void ModelTokenizer::feed(std::string_view text, std::vector<Token>& out) { encoder_.feed(text, sink(out)); }
+void ModelTokenStream::feed(std::string_view text, std::vector<Token>& out) { encoder_.feed(text, sink(out)); }
 
-void ModelTokenizer::end_part(std::vector<Token>& out) { encoder_.end_part(sink(out)); }
+void ModelTokenStream::end_part(std::vector<Token>& out) { encoder_.end_part(sink(out)); }
 
-void ModelTokenizer::end_document(std::vector<Token>& out) { encoder_.end_document(sink(out)); }
+void ModelTokenStream::end_document(std::vector<Token>& out) { encoder_.end_document(sink(out)); }
 
-attendre::DocumentEncoder::Sink ModelTokenizer::sink(std::vector<Token>& out) {
+attendre::DocumentEncoder::Sink ModelTokenStream::sink(std::vector<Token>& out) {
   return [this, &out](const attendre::DocumentEncoder::Piece& piece) {
     // Byte i of the piece is byte pending_start_ + i - carried of the part
     // (carried bytes belong to the part before: clipped to its start).
@@ -84,8 +84,8 @@ attendre::StackConfig ModelBackend::stack_shape() const {
   return model_.stack_config(plan);
 }
 
-std::unique_ptr<Tokenizer> ModelBackend::make_tokenizer() const {
-  return std::make_unique<ModelTokenizer>(model_.tokenizer());
+std::unique_ptr<TokenStream> ModelBackend::make_token_stream() const {
+  return std::make_unique<ModelTokenStream>(model_.tokenizer());
 }
 
 void ModelBackend::append_input(const Token& token, int64_t position, StackInputs& inputs) const {

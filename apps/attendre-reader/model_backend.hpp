@@ -23,9 +23,9 @@ namespace reader {
 // points) with each token's part and byte span. A token's bytes are found in
 // the text by its piece, so with a tokenizer that normalizes text (unigram's
 // charsmap) a token's span may be approximate; the ids never are.
-class ModelTokenizer final : public Tokenizer {
+class ModelTokenStream final : public TokenStream {
  public:
-  explicit ModelTokenizer(attendre::Tokenizer tokenizer) : encoder_(std::move(tokenizer)) {}
+  explicit ModelTokenStream(attendre::Tokenizer tokenizer) : encoder_(std::move(tokenizer)) {}
   void begin_part(Part part) override;
   void feed(std::string_view text, std::vector<Token>& out) override;
   void end_part(std::vector<Token>& out) override;
@@ -54,7 +54,7 @@ class ModelBackend final : public Backend {
   std::string description() const override;
   attendre::StackConfig stack_shape() const override;
   attendre::WeightSource& weights() override { return model_.weights(); }
-  std::unique_ptr<Tokenizer> make_tokenizer() const override;
+  std::unique_ptr<TokenStream> make_token_stream() const override;
   void append_input(const Token& token, int64_t position, StackInputs& inputs) const override;
   bool first_block_qkv(const Token&, std::span<float>, std::span<float>, std::span<float>) const override { return false; }
   std::optional<std::string> answer(attendre::TransformerStack& stack, std::span<const float> last_logits,

@@ -24,7 +24,7 @@ std::vector<Passage> group_passages(const BlockRetention& block, const Survey& s
   return passages;
 }
 
-void fill_passage_texts(Document& document, Tokenizer& tokenizer, std::vector<std::vector<Passage>>& runs) {
+void fill_passage_texts(Document& document, TokenStream& tokenizer, std::vector<std::vector<Passage>>& runs) {
   // Every passage of every run, by first position, walked with the document.
   std::vector<Passage*> order;
   for (auto& run : runs)

@@ -17,6 +17,6 @@ inline constexpr int64_t kPassageJoin = 3;
 std::vector<Passage> group_passages(const BlockRetention& block, const Survey& survey);
 
 // Fills the text of every passage in `runs` in one walk over the document.
-void fill_passage_texts(Document& document, Tokenizer& tokenizer, std::vector<std::vector<Passage>>& runs);
+void fill_passage_texts(Document& document, TokenStream& tokenizer, std::vector<std::vector<Passage>>& runs);
 
 }  // namespace reader

@@ -120,7 +120,7 @@ RunResult read_document(const ReadSetup& setup, const attendre::StackConfig& con
   result.label = label(policies);
   result.config = config;
   Read read(setup, config, result);  // builds the stack: weights and pipelines, outside the clock
-  std::unique_ptr<Tokenizer> tokenizer = setup.backend.make_tokenizer();
+  std::unique_ptr<TokenStream> tokenizer = setup.backend.make_token_stream();
   setup.progress.begin(result.label, run, setup.runs, setup.schedule.tokens);
   const auto start = std::chrono::steady_clock::now();
   setup.document.walk(*tokenizer, [&](const TokenView& t) { read.token(t); });

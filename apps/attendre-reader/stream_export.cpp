@@ -16,7 +16,7 @@ void export_first_block(const Backend& backend, Document& document, int64_t toke
   attendre::npy::StreamWriter k_file(out.staging() / names[1], attendre::npy::DType::f32, kv_shape);
   attendre::npy::StreamWriter v_file(out.staging() / names[2], attendre::npy::DType::f32, kv_shape);
   std::vector<float> q(shape.q_row()), k(shape.kv_row()), v(shape.kv_row());
-  std::unique_ptr<Tokenizer> tokenizer = backend.make_tokenizer();
+  std::unique_ptr<TokenStream> tokenizer = backend.make_token_stream();
   document.walk(*tokenizer, [&](const TokenView& t) {
     if (!backend.first_block_qkv(t.token, q, k, v))
       attendre::fail(attendre::ErrorCode::unsupported, "--export-stream: this model's first block depends on more than its tokens");

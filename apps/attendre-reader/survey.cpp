@@ -12,7 +12,7 @@ void extend(PositionRange& range, int64_t position) {
 
 }  // namespace
 
-Survey survey_document(Document& document, Tokenizer& tokenizer, size_t needles) {
+Survey survey_document(Document& document, TokenStream& tokenizer, size_t needles) {
   Survey s;
   s.needles.resize(needles);
   document.walk(tokenizer, [&](const TokenView& t) {

@@ -26,6 +26,6 @@ struct Survey {
 
 // Throws what the walk throws; invalid_argument for a document without
 // tokens, or whose needle produced none.
-Survey survey_document(Document& document, Tokenizer& tokenizer, size_t needles);
+Survey survey_document(Document& document, TokenStream& tokenizer, size_t needles);
 
 }  // namespace reader

@@ -27,9 +27,9 @@ struct Token {
 // Text in, tokens out, piece by piece, so that a document of any length
 // streams through. Each piece of the document is one part: begin_part(),
 // feed() its text in as many pieces as it comes, end_part().
-class Tokenizer {
+class TokenStream {
  public:
-  virtual ~Tokenizer() = default;
+  virtual ~TokenStream() = default;
   // Offsets restart at 0; a new part also starts a new sentence.
   virtual void begin_part(Part part) = 0;
   // Appends the tokens that `text` completes; a token the piece cuts off

@@ -16,7 +16,7 @@
 
 namespace reader {
 
-class WordSplitter final : public Tokenizer {
+class WordSplitter final : public TokenStream {
  public:
   static constexpr uint32_t kMaxSentenceTokens = 64;
 

@@ -21,7 +21,7 @@ Yardstick::Yardstick(const Backend& backend, Document& document, const Schedule&
   std::vector<int64_t> chosen;
   for (size_t i = 0; i < candidates.size(); i += std::max<uint64_t>(every, 1)) chosen.push_back(candidates[i]);
 
-  std::unique_ptr<Tokenizer> tokenizer = backend.make_tokenizer();
+  std::unique_ptr<TokenStream> tokenizer = backend.make_token_stream();
   std::vector<float> q(shape.q_row()), k(shape.kv_row()), v(shape.kv_row());
   size_t next = 0;
   document.walk(*tokenizer, [&](const TokenView& t) {

@@ -2,7 +2,7 @@
 
 #include "core/half.hpp"
 #include "gpu/layouts.hpp"
-#include "io/quant.hpp"
+#include "gguf/quant.hpp"
 #include "core/try.hpp"
 
 #include <attendre/error.hpp>

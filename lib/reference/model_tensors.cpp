@@ -1,7 +1,7 @@
 #include "reference/model_tensors.hpp"
 
 #include "core/half.hpp"
-#include "io/quant.hpp"
+#include "gguf/quant.hpp"
 #include "core/fail.hpp"
 
 #include <attendre/error.hpp>

@@ -1,7 +1,7 @@
 // Block layouts of the GGUF (ggml) weight encodings: values per block and
 // bytes per block, shared by the decoding kernels (shaders/quant/*.glsl),
 // the host (ElementType, element_block) and the CPU reference codecs
-// (lib/io/quant_*.cpp). Every block size is even and every fp16 field sits
+// (lib/gguf/quant_*.cpp). Every block size is even and every fp16 field sits
 // at an even byte of its block, so a block may start at any even byte: the
 // kernels read blocks as 32-bit words and shift (no 8- or 16-bit storage).
 #ifndef ATTENDRE_INTERFACE_QUANT_H

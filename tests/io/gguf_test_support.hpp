@@ -2,8 +2,8 @@
 // real models, error assertions, random data and a small valid model.
 #pragma once
 
-#include "io/gguf.hpp"
-#include "io/gguf_writer.hpp"
+#include "gguf/gguf.hpp"
+#include "gguf/gguf_writer.hpp"
 
 #include <doctest/doctest.h>
 

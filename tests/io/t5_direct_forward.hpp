@@ -4,7 +4,7 @@
 // file onto its encoder and decoder stacks is tested against.
 #pragma once
 
-#include "io/quant.hpp"
+#include "gguf/quant.hpp"
 #include "model_fixtures.hpp"
 
 #include <cmath>

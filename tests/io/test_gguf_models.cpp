@@ -5,7 +5,7 @@
 // F32 file, dequantize to it within each type's bound, and our quantizers
 // reproduce their blocks byte for byte.
 #include "gguf_test_support.hpp"
-#include "io/quant.hpp"
+#include "gguf/quant.hpp"
 
 #include <cmath>
 #include <cstring>

@@ -7,10 +7,10 @@
 #include "model_test_support.hpp"
 #include "test_tokenizer_support.hpp"
 
-#include "io/gguf.hpp"
-#include "io/gguf_writer.hpp"
-#include "io/quant.hpp"
-#include "io/tokenizer.hpp"
+#include "gguf/gguf.hpp"
+#include "gguf/gguf_writer.hpp"
+#include "gguf/quant.hpp"
+#include "text/tokenizer.hpp"
 
 #include <attendre/model.hpp>
 #include <attendre/reading.hpp>
@@ -143,12 +143,12 @@ TEST_CASE("io status: reference codecs' try_ forms decode as the throwing forms 
 
 TEST_CASE("io status: tokenizer try_ forms encode as the throwing forms and fail the same way") {
   using attendre::tokenizer::EncodeOptions;
-  using attendre::tokenizer::Tokenizer;
+  using attendre::tokenizer::Pipeline;
   using attendre::tokenizer::Vocabulary;
   const Vocabulary vocabulary = attendre::test::tokenizer::bpe_vocabulary({{"h", "e"}, {"l", "l"}, {"he", "ll"}});
-  Result<Tokenizer> built = Tokenizer::try_build(vocabulary);
+  Result<Pipeline> built = Pipeline::try_build(vocabulary);
   REQUIRE(built.ok());
-  const Tokenizer thrown_tokenizer(vocabulary);
+  const Pipeline thrown_tokenizer(vocabulary);
   // Text that crosses the pre-tokenizer's word, digit and punctuation cuts.
   const std::string text = "hello, hello world 12345 \xC3\xA9t\xC3\xA9 !!";
   const std::vector<int32_t> ids = built->try_encode(text).value();
@@ -168,19 +168,19 @@ TEST_CASE("io status: tokenizer try_ forms encode as the throwing forms and fail
 
   Vocabulary twice = vocabulary;
   twice.tokens.push_back(twice.tokens[5]);
-  check_same_failure(Tokenizer::try_build(twice), [&] { (void)Tokenizer(twice); });
+  check_same_failure(Pipeline::try_build(twice), [&] { (void)Pipeline(twice); });
   // A charsmap whose root sends every byte past its one node: found when the normaliser walks it.
   Vocabulary corrupt_map = attendre::test::tokenizer::unigram_vocabulary({{"a", -1}});
   const uint32_t root = uint32_t{0x100} << 10;  // BASE 0x100
   corrupt_map.precompiled_charsmap = std::string("\x04\0\0\0", 4) + std::string(reinterpret_cast<const char*>(&root), 4);
-  const Tokenizer normalising = Tokenizer::try_build(corrupt_map).value();
+  const Pipeline normalising = Pipeline::try_build(corrupt_map).value();
   check_same_failure(normalising.try_encode("a"), [&] { (void)normalising.encode("a"); });
   CHECK(normalising.try_encode("a").status().message() ==
         "tokenizer.ggml.precompiled_charsmap: trie index 353 is outside its 1 nodes");
   Vocabulary unknown_pre = vocabulary;
   unknown_pre.pre = "no-such-pre";
-  check_same_failure(Tokenizer::try_build(unknown_pre), [&] { (void)Tokenizer(unknown_pre); });
-  CHECK(Tokenizer::try_build(unknown_pre).status().code() == ErrorCode::unsupported);
+  check_same_failure(Pipeline::try_build(unknown_pre), [&] { (void)Pipeline(unknown_pre); });
+  CHECK(Pipeline::try_build(unknown_pre).status().code() == ErrorCode::unsupported);
 }
 
 TEST_CASE("io status: Model::try_open and the public Tokenizer fail as their throwing forms and agree on a good file") {

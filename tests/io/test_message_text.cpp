@@ -4,8 +4,8 @@
 // stays one line and survives a C string whole.
 #include "gguf_test_support.hpp"
 #include "core/printable.hpp"
-#include "io/gguf_architecture.hpp"
-#include "io/tokenizer.hpp"
+#include "model/gguf_architecture.hpp"
+#include "text/tokenizer.hpp"
 
 #include <attendre/model.hpp>
 
@@ -96,7 +96,7 @@ TEST_CASE("message text: GGUF keys, tensor names and strings are escaped alike, 
       .add("tokenizer.ggml.tokens", MetadataValue::strings(tokens));
   const auto vocabulary_bytes = vocabulary.bytes();
   attendre::test::check_error(
-      [&] { attendre::tokenizer::Tokenizer::from_gguf(attendre::test::parse(vocabulary_bytes)); }, ErrorCode::unsupported,
+      [&] { attendre::tokenizer::Pipeline::from_gguf(attendre::test::parse(vocabulary_bytes)); }, ErrorCode::unsupported,
       "x.gguf: tokenizer.ggml.model 'b\xC3\xA9rt\\x00\\xFF' is not supported (llama, gpt2, t5)");
   // And a RoPE scaling type.
   attendre::gguf::Writer scaled;

@@ -3,7 +3,7 @@
 // bound comparison rejects a wrong layout, hand-built blocks decoded to known
 // values, bf16 rounding, and the refusals.
 #include "gguf_test_support.hpp"
-#include "io/quant.hpp"
+#include "gguf/quant.hpp"
 
 #include <array>
 #include <bit>

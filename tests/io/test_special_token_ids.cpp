@@ -4,7 +4,7 @@
 // its value, never called absent.
 #include "model_fixtures.hpp"
 #include "model_test_support.hpp"
-#include "io/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 
 #include <attendre/model.hpp>
 #include <attendre/tokenizer.hpp>
@@ -28,8 +28,8 @@ std::vector<std::byte> vocabulary_with(std::initializer_list<std::pair<const cha
   return writer.bytes();
 }
 
-attendre::tokenizer::Tokenizer tokenizer_of(const std::vector<std::byte>& bytes) {
-  return attendre::tokenizer::Tokenizer::from_gguf(attendre::test::parse(bytes));
+attendre::tokenizer::Pipeline tokenizer_of(const std::vector<std::byte>& bytes) {
+  return attendre::tokenizer::Pipeline::from_gguf(attendre::test::parse(bytes));
 }
 
 // check_error, and the message never calls a key that is there absent.

@@ -15,7 +15,7 @@ using namespace attendre::tokenizer;
 using namespace attendre::test::tokenizer;
 
 TEST_CASE("tokenizer errors: invalid UTF-8 is refused with the offset of its first bad byte") {
-  const Tokenizer tokenizer(bpe_vocabulary({}));
+  const Pipeline tokenizer(bpe_vocabulary({}));
   const std::pair<std::string, size_t> cases[] = {
       {"abc\xFF", 3},                  // a byte that never occurs in UTF-8
       {"\x80", 0},                     // a lone continuation byte
@@ -37,7 +37,7 @@ TEST_CASE("tokenizer errors: invalid UTF-8 is refused with the offset of its fir
 }
 
 TEST_CASE("tokenizer errors: ids out of range, BOS or EOS the vocabulary lacks") {
-  const Tokenizer tokenizer(bpe_vocabulary({}));
+  const Pipeline tokenizer(bpe_vocabulary({}));
   const std::vector<int32_t> ids = {5, 256};
   check_error([&] { (void)tokenizer.decode(ids); }, ErrorCode::invalid_argument,
               "id 256 at position 1 is outside the 256 tokens");
@@ -97,7 +97,7 @@ TEST_CASE("tokenizer errors: malformed vocabularies name the GGUF key") {
   };
   for (const Case& c : cases) {
     CAPTURE(c.what);
-    check_error([&] { Tokenizer tokenizer(c.make()); }, c.code, c.needle);
+    check_error([&] { Pipeline tokenizer(c.make()); }, c.code, c.needle);
   }
 }
 
@@ -110,10 +110,10 @@ TEST_CASE("tokenizer errors: GGUF vocabularies, their keys and llama.cpp's defau
         .add("tokenizer.ggml.tokens", MetadataValue::strings(tokens));
     return result;
   };
-  const auto tokenizer_of = [](const gguf::Writer& w) { return Tokenizer::from_gguf(attendre::test::parse(w.bytes())); };
+  const auto tokenizer_of = [](const gguf::Writer& w) { return Pipeline::from_gguf(attendre::test::parse(w.bytes())); };
 
   // A bare "llama" vocabulary: BOS 1 added, space prefix on, unknown 0.
-  const Tokenizer defaults = tokenizer_of(writer("llama"));
+  const Pipeline defaults = tokenizer_of(writer("llama"));
   CHECK(defaults.bos() == 1);
   CHECK(defaults.eos() == 2);
   CHECK(defaults.unknown() == 0);

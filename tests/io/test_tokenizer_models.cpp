@@ -16,27 +16,27 @@ using namespace attendre::test::tokenizer;
 
 TEST_CASE("tokenizer spm: the best-scoring pair merges first, ties go to the leftmost") {
   // "▁abc": "bc" (-1.5) beats "ab" (-2) although "ab" is further left; then "abc" forms.
-  const Tokenizer scored(spm_vocabulary({{" ", -1}, {"a", -1}, {"b", -1}, {"c", -1}, {"ab", -2}, {"bc", -1.5f}, {"abc", -1.8f}}));
+  const Pipeline scored(spm_vocabulary({{" ", -1}, {"a", -1}, {"b", -1}, {"c", -1}, {"ab", -2}, {"bc", -1.5f}, {"abc", -1.8f}}));
   CHECK(scored.encode("abc", kRaw) == ids_of(scored, {"\xE2\x96\x81", "abc"}));
   // Equal scores: the leftmost "aa" merges, leaving the third 'a' alone.
-  const Tokenizer tied(spm_vocabulary({{" ", -1}, {"a", -1}, {"aa", -1}}));
+  const Pipeline tied(spm_vocabulary({{" ", -1}, {"a", -1}, {"aa", -1}}));
   CHECK(tied.encode("aaa", kRaw) == ids_of(tied, {"\xE2\x96\x81", "aa", "a"}));
   // The space prefix and BOS come from the vocabulary's flags.
   CHECK(tied.encode("a") == std::vector<int32_t>{1, id_of(tied, "\xE2\x96\x81"), id_of(tied, "a")});
 }
 
 TEST_CASE("tokenizer spm: byte fallback, or the unknown token without byte tokens") {
-  const Tokenizer bytes(spm_vocabulary({{" ", -1}, {"a", -1}}));
+  const Pipeline bytes(spm_vocabulary({{" ", -1}, {"a", -1}}));
   CHECK(bytes.encode("\xC3\xA9", kRaw) == ids_of(bytes, {"\xE2\x96\x81", "<0xC3>", "<0xA9>"}));
   CHECK(bytes.decode(bytes.encode("a\xC3\xA9 a")) == "a\xC3\xA9 a");
-  const Tokenizer no_bytes(spm_vocabulary({{" ", -1}, {"a", -1}}, false));
+  const Pipeline no_bytes(spm_vocabulary({{" ", -1}, {"a", -1}}, false));
   CHECK(no_bytes.encode("\xC3\xA9\xC3\xA9", kRaw) == std::vector<int32_t>{id_of(no_bytes, "\xE2\x96\x81"), 0, 0});
 }
 
 TEST_CASE("tokenizer spm: merges never form control, byte or unknown tokens and unused ones are split back") {
   Vocabulary vocabulary = spm_vocabulary({{" ", -1}, {"<", -1}, {"s", -1}, {">", -1}, {"<s", -1}, {"a", -1}, {"b", -1}});
   add(vocabulary, "ab", TokenType::unused, 5);
-  const Tokenizer tokenizer(std::move(vocabulary));
+  const Pipeline tokenizer(std::move(vocabulary));
   // "<s" + ">" would be the control token <s>: SentencePiece never produces it from text.
   CHECK(tokenizer.encode("<s>", kRaw) == ids_of(tokenizer, {"\xE2\x96\x81", "<s", ">"}));
   CHECK(tokenizer.encode("<s>", {.add_bos = false, .parse_special = true}) == std::vector<int32_t>{1});
@@ -44,7 +44,7 @@ TEST_CASE("tokenizer spm: merges never form control, byte or unknown tokens and 
 }
 
 TEST_CASE("tokenizer spm: the space prefix is added after each special token and stripped again by decode") {
-  const Tokenizer tokenizer(spm_vocabulary({{" ", -1}, {"a", -1}, {"b", -1}, {" a", -0.5f}, {" b", -0.5f}}));
+  const Pipeline tokenizer(spm_vocabulary({{" ", -1}, {"a", -1}, {"b", -1}, {" a", -0.5f}, {" b", -0.5f}}));
   const std::vector<int32_t> ids = tokenizer.encode("a</s>b", {.parse_special = true});
   CHECK(ids == std::vector<int32_t>{1, id_of(tokenizer, "\xE2\x96\x81" "a"), 2, id_of(tokenizer, "\xE2\x96\x81" "b")});
   CHECK(tokenizer.decode(ids) == "ab");
@@ -54,25 +54,25 @@ TEST_CASE("tokenizer spm: the space prefix is added after each special token and
     CHECK(tokenizer.decode(tokenizer.encode(text)) == text);
   Vocabulary no_prefix = spm_vocabulary({{" ", -1}, {"a", -1}});
   no_prefix.add_space_prefix = false;
-  const Tokenizer plain(std::move(no_prefix));
+  const Pipeline plain(std::move(no_prefix));
   CHECK(plain.encode("a", kRaw) == ids_of(plain, {"a"}));
   CHECK(plain.decode(plain.encode(" a")) == " a");
 }
 
 TEST_CASE("tokenizer bpe: the lowest merge rank wins, within each pre-tokenized word") {
-  const Tokenizer ranked(bpe_vocabulary({{"b", "c"}, {"a", "b"}}));
+  const Pipeline ranked(bpe_vocabulary({{"b", "c"}, {"a", "b"}}));
   CHECK(ranked.encode("abc", kRaw) == ids_of(ranked, {"a", "bc"}));
-  const Tokenizer reversed(bpe_vocabulary({{"a", "b"}, {"b", "c"}}));
+  const Pipeline reversed(bpe_vocabulary({{"a", "b"}, {"b", "c"}}));
   CHECK(reversed.encode("abc", kRaw) == ids_of(reversed, {"ab", "c"}));
   // "o" + "Ġ" never merges: the GPT-2 regex puts the space in the next word.
-  const Tokenizer words(bpe_vocabulary({{"o", " "}, {" ", "h"}, {"h", "o"}}));
+  const Pipeline words(bpe_vocabulary({{"o", " "}, {" ", "h"}, {"h", "o"}}));
   CHECK(words.encode("ho ho", kRaw) == ids_of(words, {"ho", "\xC4\xA0h", "o"}));
   for (const std::string text : {"", "ho ho", " \t\n", "h\xC3\xA9llo \xF0\x9F\xA6\x99!"})
     CHECK(words.decode(words.encode(text)) == text);
 }
 
 TEST_CASE("tokenizer bpe: decoding can clean up spaces as Hugging Face and llama.cpp do") {
-  const Tokenizer tokenizer(bpe_vocabulary({}));
+  const Pipeline tokenizer(bpe_vocabulary({}));
   const std::vector<int32_t> ids = tokenizer.encode("a , b ' c 's 't !", kRaw);
   CHECK(tokenizer.decode(ids) == "a , b ' c 's 't !");
   // " ," -> ","; " ' " -> "'"; " 's" -> "'s" but " 't" stays; " !" -> "!".
@@ -83,7 +83,7 @@ TEST_CASE("tokenizer bpe: Llama 3 takes a word that is a whole token as it is (i
   for (const std::string pre : {"gpt-2", "llama-bpe"}) {
     Vocabulary vocabulary = bpe_vocabulary({{"h", "e"}}, pre);
     vocabulary.tokens.push_back("hello");  // no merges lead to it
-    const Tokenizer tokenizer(std::move(vocabulary));
+    const Pipeline tokenizer(std::move(vocabulary));
     CAPTURE(pre);
     const std::vector<int32_t> expected =
         pre == "llama-bpe" ? ids_of(tokenizer, {"hello"}) : ids_of(tokenizer, {"he", "l", "l", "o"});
@@ -100,7 +100,7 @@ TEST_CASE("tokenizer bpe: every pre-tokenizer regex keeps all the text") {
   for (const std::string pre : {"", "default", "llama-bpe", "qwen2", "gpt-2", "deepseek-llm", "deepseek-coder", "falcon",
                                 "starcoder", "refact", "mpt", "tekken", "gpt-4o", "bailingmoe", "jais-2", "youtu"}) {
     Vocabulary vocabulary = bpe_vocabulary({}, pre);
-    const Tokenizer tokenizer(std::move(vocabulary));
+    const Pipeline tokenizer(std::move(vocabulary));
     for (int trial = 0; trial < 200; ++trial) {
       std::string text;
       for (int n = 0; n < 12; ++n) text += alphabet[rng() % std::size(alphabet)];
@@ -114,7 +114,7 @@ TEST_CASE("tokenizer bpe: every pre-tokenizer regex keeps all the text") {
 }
 
 TEST_CASE("tokenizer bpe: an unknown pre-tokenizer is named, with the supported ones") {
-  check_error([] { Tokenizer(bpe_vocabulary({}, "no-such-pre")); }, ErrorCode::unsupported,
+  check_error([] { Pipeline(bpe_vocabulary({}, "no-such-pre")); }, ErrorCode::unsupported,
               "tokenizer.ggml.pre 'no-such-pre' is not supported; supported: default, llama3");
 }
 
@@ -130,7 +130,7 @@ TEST_CASE("tokenizer unigram: Viterbi finds the best-scoring segmentation (brute
         for (const char c : {'a', 'b', 'c'}) grow(prefix + c);
     };
     grow("");
-    const Tokenizer tokenizer(unigram_vocabulary(pieces));
+    const Pipeline tokenizer(unigram_vocabulary(pieces));
     std::map<std::string, float> scores(pieces.begin(), pieces.end());
     for (int text_trial = 0; text_trial < 20; ++text_trial) {
       std::string text;
@@ -159,7 +159,7 @@ TEST_CASE("tokenizer unigram: Viterbi finds the best-scoring segmentation (brute
 }
 
 TEST_CASE("tokenizer unigram: unknown characters, merged into one unknown token per run") {
-  const Tokenizer tokenizer(unigram_vocabulary({{"a", -1}, {"b", -2}}));
+  const Pipeline tokenizer(unigram_vocabulary({{"a", -1}, {"b", -2}}));
   CHECK(tokenizer.encode("xax", kRaw) == std::vector<int32_t>{2, id_of(tokenizer, "a"), 2});
   CHECK(tokenizer.encode("x\xE6\x97\xA5" "ab", kRaw) == std::vector<int32_t>{2, id_of(tokenizer, "a"), id_of(tokenizer, "b")});
   CHECK(tokenizer.decode(tokenizer.encode("xa", kRaw)) == "a");  // unknown tokens render as nothing
@@ -172,7 +172,7 @@ TEST_CASE("tokenizer unigram: whitespace normalisation (space prefix, extra spac
   vocabulary.add_space_prefix = true;
   vocabulary.remove_extra_whitespaces = true;
   vocabulary.add_eos = true;
-  const Tokenizer tokenizer(std::move(vocabulary));
+  const Pipeline tokenizer(std::move(vocabulary));
   const std::vector<int32_t> expected = {id_of(tokenizer, "\xE2\x96\x81" "a"), id_of(tokenizer, "\xE2\x96\x81" "b"), 1};
   for (const std::string text : {"a b", "  a   b  ", "a b "}) CHECK(tokenizer.encode(text) == expected);
   CHECK(tokenizer.decode(expected) == "a b");
@@ -189,7 +189,7 @@ TEST_CASE("tokenizer special tokens: longest first, user-defined always, control
   vocabulary.types[ab] = vocabulary.types[bcd] = vocabulary.types[l] = vocabulary.types[r] = TokenType::user_defined;
   vocabulary.lstrip = {l};
   vocabulary.rstrip = {r};
-  const Tokenizer tokenizer(std::move(vocabulary));
+  const Pipeline tokenizer(std::move(vocabulary));
   const auto byte = [&](char c) { return id_of(tokenizer, attendre::tokenizer::unicode::byte_level_alphabet()[static_cast<uint8_t>(c)]); };
   const EncodeOptions parse{.add_bos = false, .add_eos = false, .parse_special = true};
   CHECK(tokenizer.encode("x<a><b>y", parse) == std::vector<int32_t>{byte('x'), ab_control, byte('y')});

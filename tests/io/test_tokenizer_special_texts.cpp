@@ -8,7 +8,7 @@
 // llama.cpp's overrides by text.
 #include "test_tokenizer_support.hpp"
 
-#include "io/tokenizer_vocabulary.hpp"
+#include "text/tokenizer_vocabulary.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -25,7 +25,7 @@ namespace {
 
 const EncodeOptions kParsed{.add_bos = false, .add_eos = false, .parse_special = true};
 
-Tokenizer load_vocabulary(const std::filesystem::path& path) { return Tokenizer::from_gguf(gguf::File::open(path)); }
+Pipeline load_vocabulary(const std::filesystem::path& path) { return Pipeline::from_gguf(gguf::File::open(path)); }
 
 bool contains(const std::vector<int32_t>& ids, int32_t id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); }
 
@@ -40,7 +40,7 @@ bool is_ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == 
 // prefix every fragment gets). A special token not split out is part of its
 // run: its text tokenizes exactly as if it were no special token.
 struct Expectation {
-  const Tokenizer& tokenizer;
+  const Pipeline& tokenizer;
   const std::vector<TokenType>& types;  // llama.cpp's, derived by the test
   bool parse_special;
   std::string text;
@@ -96,7 +96,7 @@ std::vector<TokenType> llama_cpp_types(const gguf::File& file) {
 
 // The special tokens whose text no other special token's text overlaps when
 // glued to the words "word" and spaces (so each is claimed where it is put).
-std::vector<int32_t> separable_specials(const Tokenizer& tokenizer, const std::vector<TokenType>& types) {
+std::vector<int32_t> separable_specials(const Pipeline& tokenizer, const std::vector<TokenType>& types) {
   std::vector<int32_t> specials;
   for (int32_t id = 0; id < tokenizer.size(); ++id)
     if (is_special(types[static_cast<size_t>(id)]) && !tokenizer.vocabulary().tokens[static_cast<size_t>(id)].empty())
@@ -119,7 +119,7 @@ std::vector<int32_t> separable_specials(const Tokenizer& tokenizer, const std::v
 TEST_CASE("tokenizer special texts: Phi-3's </s> ends generation, so unparsed it is plain text as llama.cpp gives it") {
   const auto models = shared_models();
   if (!models) return;
-  const Tokenizer phi3 = load_vocabulary(*models / "vocab" / "ggml-vocab-phi-3.gguf");
+  const Pipeline phi3 = load_vocabulary(*models / "vocab" / "ggml-vocab-phi-3.gguf");
   const std::string text = "<s> </s> <unk> [CLS] <|endoftext|> <|im_start|>";
   // </s> (id 2) is user-defined in the GGUF; llama.cpp makes it control, as
   // it does every token that ends generation.
@@ -158,7 +158,7 @@ TEST_CASE("tokenizer special texts: every shared vocabulary, its special tokens'
     if (entry.path().extension() != ".gguf") continue;
     CAPTURE(entry.path().filename().string());
     const gguf::File file = gguf::File::open(entry.path());
-    const Tokenizer tokenizer = Tokenizer::from_gguf(file);
+    const Pipeline tokenizer = Pipeline::from_gguf(file);
     const std::vector<TokenType> types = llama_cpp_types(file);
     REQUIRE(types.size() == static_cast<size_t>(tokenizer.size()));
     std::vector<int32_t> typed_otherwise;  // tokens the loader types otherwise than llama.cpp
@@ -196,11 +196,11 @@ TEST_CASE("tokenizer special texts: llama.cpp's types by token text override the
         .add("tokenizer.ggml.model", MetadataValue::string("llama"))
         .add("tokenizer.ggml.tokens", MetadataValue::strings(tokens));
     if (!types.empty()) writer.add("tokenizer.ggml.token_type", MetadataValue::i32s(types));
-    return Tokenizer::from_gguf(attendre::test::parse(writer.bytes()));
+    return Pipeline::from_gguf(attendre::test::parse(writer.bytes()));
   };
   // Ending generation makes a token control, from normal or user-defined;
   // gpt-oss's channel markers become user-defined.
-  const Tokenizer plain = tokenizer_of("test", {"<unk>", "<s>", "</s>", "<|im_end|>", "<|end|>", "<|channel|>", "a"},
+  const Pipeline plain = tokenizer_of("test", {"<unk>", "<s>", "</s>", "<|im_end|>", "<|end|>", "<|channel|>", "a"},
                                        {control, control, user_defined, normal, normal, control, normal});
   CHECK(plain.type(2) == TokenType::control);
   CHECK(plain.type(3) == TokenType::control);
@@ -212,7 +212,7 @@ TEST_CASE("tokenizer special texts: llama.cpp's types by token text override the
   CHECK(plain.encode("a</s>", kParsed) == parsed_plain);
   // Where <|return|> and <|call|> exist (the harmony format), <|end|> is
   // user-defined; where <|tool_response> exists (Gemma 4), </s> is normal.
-  const Tokenizer harmony =
+  const Pipeline harmony =
       tokenizer_of("test", {"<unk>", "<s>", "</s>", "<|end|>", "<|return|>", "<|call|>", "<|tool_response>"},
                    {control, control, control, control, normal, normal, normal});
   const std::vector<TokenType> harmony_types{TokenType::control, TokenType::control, TokenType::normal,
@@ -220,7 +220,7 @@ TEST_CASE("tokenizer special texts: llama.cpp's types by token text override the
                                              TokenType::control};
   for (int32_t id = 0; id < harmony.size(); ++id) CHECK(harmony.type(id) == harmony_types[static_cast<size_t>(id)]);
   // Without a type array every token is normal but those the text names.
-  const Tokenizer bare = tokenizer_of("test", {"<unk>", "<s>", "</s>", "a"}, {});
+  const Pipeline bare = tokenizer_of("test", {"<unk>", "<s>", "</s>", "a"}, {});
   CHECK(bare.type(1) == TokenType::normal);
   CHECK(bare.type(2) == TokenType::control);
   // A type array of the wrong length is refused in one line, also where
@@ -233,7 +233,7 @@ TEST_CASE("tokenizer special texts: llama.cpp's types by token text override the
   // special token, its id, where unparsed its text is pieces (</ s >).
   const auto models = shared_models();
   if (!models) return;
-  const Tokenizer qwen2 = load_vocabulary(*models / "vocab" / "ggml-vocab-qwen2.gguf");
+  const Pipeline qwen2 = load_vocabulary(*models / "vocab" / "ggml-vocab-qwen2.gguf");
   const int32_t end_of_sequence = id_of(qwen2, "</s>");
   CHECK(qwen2.type(end_of_sequence) == TokenType::control);
   std::vector<int32_t> parsed = qwen2.encode("Hi", kRaw);

@@ -4,8 +4,8 @@
 // in odd spacing and scripts). The reader tokenizes documents of any length so.
 #include "gguf_test_support.hpp"
 
-#include "io/gguf.hpp"
-#include "io/tokenizer.hpp"
+#include "gguf/gguf.hpp"
+#include "text/tokenizer.hpp"
 
 #include <doctest/doctest.h>
 
@@ -39,7 +39,7 @@ std::vector<std::string> cut(const std::string& text, size_t step) {
     const std::string_view rest = std::string_view(text).substr(start);
     size_t point = 0;
     for (size_t limit = step; point == 0 && limit < rest.size(); limit *= 2)
-      point = tokenizer::Tokenizer::continuation_point(rest, limit);
+      point = tokenizer::Pipeline::continuation_point(rest, limit);
     if (point == 0) break;
     pieces.push_back(text.substr(start, point));
     start += point;
@@ -48,7 +48,7 @@ std::vector<std::string> cut(const std::string& text, size_t step) {
   return pieces;
 }
 
-std::vector<int32_t> encode_pieces(const tokenizer::Tokenizer& t, const std::vector<std::string>& pieces) {
+std::vector<int32_t> encode_pieces(const tokenizer::Pipeline& t, const std::vector<std::string>& pieces) {
   std::vector<int32_t> ids;
   for (size_t i = 0; i < pieces.size(); ++i) {
     tokenizer::EncodeOptions options;
@@ -61,16 +61,16 @@ std::vector<int32_t> encode_pieces(const tokenizer::Tokenizer& t, const std::vec
 }
 
 TEST_CASE("tokenizer: continuation points are spaces between a word and a letter, the last one before the limit") {
-  using tokenizer::Tokenizer;
-  CHECK(Tokenizer::continuation_point("one two three", 100) == 7);
-  CHECK(Tokenizer::continuation_point("one two three", 6) == 3);
-  CHECK(Tokenizer::continuation_point("one two three", 2) == 0);
-  CHECK(Tokenizer::continuation_point("a  b. c 'd 1 e", 100) == 12);  // "1 e": a digit before is fine
-  CHECK(Tokenizer::continuation_point("a  b. c 'd", 100) == 0);       // double space, punctuation, quote
-  CHECK(Tokenizer::continuation_point("东京 は", 100) == 0);
-  CHECK(Tokenizer::continuation_point("", 5) == 0);
-  CHECK(Tokenizer::continuation_point("a b", 0) == 0);
-  CHECK(Tokenizer::continuation_point("a b", 1) == 1);
+  using tokenizer::Pipeline;
+  CHECK(Pipeline::continuation_point("one two three", 100) == 7);
+  CHECK(Pipeline::continuation_point("one two three", 6) == 3);
+  CHECK(Pipeline::continuation_point("one two three", 2) == 0);
+  CHECK(Pipeline::continuation_point("a  b. c 'd 1 e", 100) == 12);  // "1 e": a digit before is fine
+  CHECK(Pipeline::continuation_point("a  b. c 'd", 100) == 0);       // double space, punctuation, quote
+  CHECK(Pipeline::continuation_point("东京 は", 100) == 0);
+  CHECK(Pipeline::continuation_point("", 5) == 0);
+  CHECK(Pipeline::continuation_point("a b", 0) == 0);
+  CHECK(Pipeline::continuation_point("a b", 1) == 1);
 }
 
 TEST_CASE("tokenizer: a document encoded piece by piece at continuation points gives the ids of the whole") {
@@ -89,7 +89,7 @@ TEST_CASE("tokenizer: a document encoded piece by piece at continuation points g
   size_t compared = 0;
   for (const auto& path : files) {
     INFO(path.filename().string());
-    tokenizer::Tokenizer t = tokenizer::Tokenizer::from_gguf(gguf::File::open(path));
+    tokenizer::Pipeline t = tokenizer::Pipeline::from_gguf(gguf::File::open(path));
     const std::vector<int32_t> whole = t.encode(document, tokenizer::EncodeOptions{});
     for (const size_t step : {7u, 60u, 1000u}) {
       const std::vector<std::string> pieces = cut(document, step);

@@ -4,8 +4,8 @@
 #pragma once
 
 #include "gguf_test_support.hpp"
-#include "io/tokenizer.hpp"
-#include "io/tokenizer_unicode.hpp"
+#include "text/tokenizer.hpp"
+#include "text/tokenizer_unicode.hpp"
 
 #include <doctest/doctest.h>
 
@@ -20,13 +20,13 @@ using namespace attendre::tokenizer;
 
 inline const EncodeOptions kRaw{.add_bos = false, .add_eos = false};
 
-inline int32_t id_of(const Tokenizer& tokenizer, std::string_view text) {
+inline int32_t id_of(const Pipeline& tokenizer, std::string_view text) {
   const auto id = tokenizer.find(text);
   REQUIRE_MESSAGE(id, "no token '" << std::string(text) << "'");
   return *id;
 }
 
-inline std::vector<int32_t> ids_of(const Tokenizer& tokenizer, std::initializer_list<std::string_view> texts) {
+inline std::vector<int32_t> ids_of(const Pipeline& tokenizer, std::initializer_list<std::string_view> texts) {
   std::vector<int32_t> ids;
   for (const std::string_view text : texts) ids.push_back(id_of(tokenizer, text));
   return ids;

@@ -3,9 +3,9 @@
 // against brute force, PCRE2 splitting with Unicode classes and
 // lookaheads, and the precompiled charsmap's trie walk on a hand-built map.
 #include "test_tokenizer_support.hpp"
-#include "io/tokenizer_charsmap.hpp"
-#include "io/tokenizer_regex.hpp"
-#include "io/tokenizer_trie.hpp"
+#include "text/tokenizer_charsmap.hpp"
+#include "text/tokenizer_regex.hpp"
+#include "text/tokenizer_trie.hpp"
 
 #include <map>
 #include <random>
@@ -171,7 +171,7 @@ TEST_CASE("tokenizer text: the charsmap trie walk on a hand-built map (\"a\" -> 
   // The same map normalises a unigram vocabulary's input.
   Vocabulary vocabulary = attendre::test::tokenizer::unigram_vocabulary({{"b", -1}, {"X", -1}, {"c", -1}});
   vocabulary.precompiled_charsmap = blob;
-  const Tokenizer tokenizer(std::move(vocabulary));
+  const Pipeline tokenizer(std::move(vocabulary));
   CHECK(tokenizer.encode("abc") == tokenizer.encode("Xc"));
   CHECK(tokenizer.encode("ac") == tokenizer.encode("bc"));
 

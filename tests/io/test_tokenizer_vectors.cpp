@@ -44,10 +44,10 @@ std::vector<std::vector<int32_t>> read_ids(const std::filesystem::path& path) {
   return all;
 }
 
-std::optional<Tokenizer> load(const std::string& file_name) {
+std::optional<Pipeline> load(const std::string& file_name) {
   const auto models = shared_models();
   if (!models) return std::nullopt;
-  return Tokenizer::from_gguf(gguf::File::open(*models / "vocab" / file_name));
+  return Pipeline::from_gguf(gguf::File::open(*models / "vocab" / file_name));
 }
 
 // Text that trips tokenizers: nothing, only spaces, controls, emoji with
@@ -62,7 +62,7 @@ const std::vector<std::string> kAwkwardTexts = {
     "a\xC2\xA0" "b\xE3\x80\x80" "c", "\xEF\xBF\xBD\xF4\x8F\xBF\xBF", "x = [1, 2];\n\tif (x) { return 'y'; }",
 };
 
-void check_round_trips(const Tokenizer& tokenizer) {
+void check_round_trips(const Pipeline& tokenizer) {
   for (const std::string& text : kAwkwardTexts) {
     CAPTURE(text);
     CHECK(tokenizer.decode(tokenizer.encode(text, kRaw)) == text);
@@ -72,7 +72,7 @@ void check_round_trips(const Tokenizer& tokenizer) {
 
 void check_vectors(const std::string& name) {
   const std::string file_name = "ggml-vocab-" + name + ".gguf";
-  const std::optional<Tokenizer> tokenizer = load(file_name);
+  const std::optional<Pipeline> tokenizer = load(file_name);
   if (!tokenizer) return;
   const std::filesystem::path base = *shared_models() / "vocab" / file_name;
   const std::vector<std::string> texts = read_texts(base.string() + ".inp");
@@ -107,7 +107,7 @@ TEST_CASE("tokenizer vectors: mpt") { check_vectors("mpt"); }
 TEST_CASE("tokenizer vectors: refact") { check_vectors("refact"); }
 
 TEST_CASE("tokenizer vectors: baichuan (no vectors) loads, adds BOS and round-trips") {
-  const std::optional<Tokenizer> tokenizer = load("ggml-vocab-baichuan.gguf");
+  const std::optional<Pipeline> tokenizer = load("ggml-vocab-baichuan.gguf");
   if (!tokenizer) return;
   CHECK(tokenizer->vocabulary().model == Model::sentencepiece_bpe);
   CHECK(tokenizer->size() == 64000);
@@ -120,10 +120,10 @@ TEST_CASE("tokenizer vectors: baichuan (no vectors) loads, adds BOS and round-tr
 TEST_CASE("tokenizer: the llama2.c models tokenize their prompt as llama.cpp does") {
   const auto models = shared_models();
   if (!models) return;
-  const Tokenizer aidreams = Tokenizer::from_gguf(gguf::File::open(*models / "aidreams260K.gguf"));
+  const Pipeline aidreams = Pipeline::from_gguf(gguf::File::open(*models / "aidreams260K.gguf"));
   CHECK(aidreams.encode("Once upon a time") == std::vector<int32_t>{1, 429, 491, 433, 295, 429, 444, 445, 265, 262, 263, 342, 430});
   CHECK(aidreams.decode(aidreams.encode("Once upon a time")) == "Once upon a time");
-  const Tokenizer stories = Tokenizer::from_gguf(gguf::File::open(*models / "stories260K.gguf"));
+  const Pipeline stories = Pipeline::from_gguf(gguf::File::open(*models / "stories260K.gguf"));
   const std::vector<int32_t> ids = stories.encode("Once upon a time");
   CHECK(ids.size() == 5);  // the README's "5 ids", BOS included
   CHECK(ids.front() == 1);
@@ -131,7 +131,7 @@ TEST_CASE("tokenizer: the llama2.c models tokenize their prompt as llama.cpp doe
 }
 
 TEST_CASE("tokenizer: special tokens of real vocabularies (parse_special, BOS from metadata, Phi-3's rstrip)") {
-  const std::optional<Tokenizer> llama3 = load("ggml-vocab-llama-bpe.gguf");
+  const std::optional<Pipeline> llama3 = load("ggml-vocab-llama-bpe.gguf");
   if (!llama3) return;
   CHECK(llama3->vocabulary().clean_spaces);  // as llama.cpp sets it per pre-tokenizer
   CHECK_FALSE(load("ggml-vocab-qwen2.gguf")->vocabulary().clean_spaces);
@@ -144,7 +144,7 @@ TEST_CASE("tokenizer: special tokens of real vocabularies (parse_special, BOS fr
   CHECK(unparsed.size() > 1);
   CHECK(llama3->decode(unparsed) == "<|begin_of_text|>");
 
-  const std::optional<Tokenizer> phi3 = load("ggml-vocab-phi-3.gguf");
+  const std::optional<Pipeline> phi3 = load("ggml-vocab-phi-3.gguf");
   REQUIRE(phi3);
   // <|user|> swallows the newline after it; "Hi" starts a fragment, so it gets the space prefix.
   std::vector<int32_t> expected{32010};
@@ -154,7 +154,7 @@ TEST_CASE("tokenizer: special tokens of real vocabularies (parse_special, BOS fr
 }
 
 TEST_CASE("tokenizer: nomic-bert-moe's unigram model") {
-  const std::optional<Tokenizer> tokenizer = load("ggml-vocab-nomic-bert-moe.gguf");
+  const std::optional<Pipeline> tokenizer = load("ggml-vocab-nomic-bert-moe.gguf");
   if (!tokenizer) return;
   CHECK(tokenizer->vocabulary().model == Model::unigram);
   CHECK_FALSE(tokenizer->vocabulary().precompiled_charsmap.empty());
@@ -214,7 +214,7 @@ TEST_CASE("tokenizer: a megabyte of text encodes, between one id per byte and on
   std::string text;
   while (text.size() < (1u << 20)) text += seed;
   for (const std::string name : {"llama-spm", "llama-bpe", "nomic-bert-moe"}) {
-    const Tokenizer tokenizer = Tokenizer::from_gguf(gguf::File::open(*models / "vocab" / ("ggml-vocab-" + name + ".gguf")));
+    const Pipeline tokenizer = Pipeline::from_gguf(gguf::File::open(*models / "vocab" / ("ggml-vocab-" + name + ".gguf")));
     const auto start = std::chrono::steady_clock::now();
     const std::vector<int32_t> ids = tokenizer.encode(text);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -19,10 +19,10 @@
 #include <attendre/tensor.hpp>
 #include <attendre/tokenizer.hpp>
 
-#include "io/gguf.hpp"
-#include "io/gguf_writer.hpp"
-#include "io/quant.hpp"
-#include "io/tokenizer.hpp"
+#include "gguf/gguf.hpp"
+#include "gguf/gguf_writer.hpp"
+#include "gguf/quant.hpp"
+#include "text/tokenizer.hpp"
 
 #if defined(__cpp_exceptions)
 #error "this file must be compiled with -fno-exceptions"
