@@ -1,5 +1,5 @@
-// The standalone device K/V memory (paper Table 1): the same KvMemory the
-// layer records into, with its own query rows and staging; its inserts and
+// The standalone device K/V memory (paper Table 1): the same KvRecorder the
+// layer records with, with its own query rows and staging; its inserts and
 // retrievals run on a one-slot gpu::StepExecutor (every retrieval waits for
 // its answer), which names them in errors ("retrieval 2").
 #include "gpu/kv_memory.hpp"
@@ -41,7 +41,7 @@ struct KeyValueMemory::Impl {
     const LayerConfig& c = config;
     ATTENDRE_TRY_ASSIGN(ring, QueryRing::create(context, c.shape, 0, max_queries, 0, 1, c.kv.storage));
     ATTENDRE_TRY_ASSIGN(checks, FiniteChecks::create(context, 2, StepExecutor::check_slots(1)));
-    ATTENDRE_TRY_ASSIGN(kv, KvMemory::create(context, c, max_queries, c.chunk, ring->buffer(), ring->layout(), *checks, ""));
+    ATTENDRE_TRY_ASSIGN(kv, KvRecorder::create(context, c, max_queries, c.chunk, ring->buffer(), ring->layout(), *checks, ""));
     chunk_words = kv->chunk_layout().init;
     q_at = align_words(chunk_words);
     meta_at = q_at + query_words;
@@ -81,7 +81,7 @@ struct KeyValueMemory::Impl {
   uint32_t max_queries;
   std::unique_ptr<QueryRing> ring;
   std::unique_ptr<FiniteChecks> checks;
-  std::unique_ptr<KvMemory> kv;
+  std::unique_ptr<KvRecorder> kv;
   uint64_t chunk_words = 0, q_at = 0, meta_at = 0;  // the upload image: chunk, queries, metadata
   // record_*'s image: device-local, written by the application's command
   // buffer itself, so nothing the host owns must outlive its submission.

@@ -62,7 +62,7 @@ struct Layer::Impl {
     const LayerConfig& cfg = config;
     ATTENDRE_TRY_ASSIGN(ring, QueryRing::create(context, cfg.shape, cfg.q_capacity, cfg.chunk, 0, 1, cfg.kv.storage));
     ATTENDRE_TRY_ASSIGN(checks, FiniteChecks::create(context, 2, StepExecutor::kCheckSlots));
-    ATTENDRE_TRY_ASSIGN(kv, KvMemory::create(context, cfg, cfg.max_queries_per_step(true), cfg.chunk, ring->buffer(),
+    ATTENDRE_TRY_ASSIGN(kv, KvRecorder::create(context, cfg, cfg.max_queries_per_step(true), cfg.chunk, ring->buffer(),
                                              ring->layout(), *checks, ""));
     ATTENDRE_TRY_ASSIGN(upload_layout, UploadLayout::make(cfg, kv->chunk_layout()));
     ATTENDRE_TRY_ASSIGN(staged, vk::Buffer::create(context, upload_layout.words * 4, vk::MemoryIntent::device,
@@ -94,7 +94,7 @@ struct Layer::Impl {
   uint64_t outputs_words;
   std::unique_ptr<QueryRing> ring;
   std::unique_ptr<FiniteChecks> checks;
-  std::unique_ptr<KvMemory> kv;
+  std::unique_ptr<KvRecorder> kv;
   UploadLayout upload_layout;
   std::unique_ptr<StepExecutor> executor;
   std::array<StepRead, StepExecutor::kSlots> reads;  // per submit slot
