@@ -1,10 +1,12 @@
 // When more than one step in flight computed a non-finite value, a device
 // object reports the first of them (in submission order) first: the layer
 // (gpu::StepExecutor; it once walked its two slots in index order and
-// reported a later step's NaN first) and the K/V memory, whose NaN values
-// come from an application's buffers. The stack's case is in
-// tests/test_numerics.cpp, the encoder-decoder's in
-// tests/test_activation_overflow.cpp (their NaN come from the weights).
+// reported a later step's NaN first, and its wait before a submit once
+// read the slot's step before an earlier recorded one) and the K/V memory
+// (the same executor, one slot), whose NaN values come from an
+// application's buffers. The stack's case is in tests/test_numerics.cpp,
+// the encoder-decoder's in tests/test_activation_overflow.cpp (their NaN
+// come from the weights).
 #include "app_device.hpp"
 #include "support.hpp"
 #include "vulkan/api.hpp"
@@ -94,6 +96,50 @@ TEST_CASE("first non-finite: a layer with two steps in flight reports the earlie
     CHECK(waited.code() == ErrorCode::numerical_error);
     INFO(waited.message());
     CHECK(starts_with(waited, "step 3: non-finite values (NaN or infinity) in the attention outputs"));
+  }
+  app.check_no_messages();
+}
+
+// Records step 0 of `layer` into the app's command buffer, its values NaN
+// from the application's buffers, and submits it.
+void record_nan_step(test::App& app, gpu::Layer& layer, const ChunkView& chunk) {
+  NanRows rows(app, layer.config().shape);
+  app.begin();
+  rows.fill(app.cb, chunk);
+  gpu::LayerInputs in;
+  in.chunk = chunk;
+  in.chunk.q = in.chunk.k = in.chunk.v = {};
+  in.q = rows.range(rows.q, chunk.q.size_bytes());
+  in.k = rows.range(rows.k, chunk.k.size_bytes());
+  in.v = rows.range(rows.v, chunk.v.size_bytes());
+  layer.record(app.cb, in);
+  app.submit_and_wait();
+}
+
+TEST_CASE("first non-finite: a layer's wait before a submit reports an earlier recorded step before the slot's step") {
+  const LayerConfig config = layer_config();
+  const test::Stream stream = test::random_stream(config.shape, 16, 123);
+  test::App app;
+  {
+    Context context(app.external());
+    gpu::Layer layer(context, config);
+    record_nan_step(app, layer, stream.chunk(0, 4));  // step 0, recorded: its checks read at the next wait
+    // Steps 1 (slot 1) and 2 (slot 0) attend to the NaN values, submitted
+    // without waiting; step 3 waits for slot 1's step 1 first, and the
+    // recorded step 0 comes before it.
+    const Ticket first = layer.submit(stream.chunk(4, 4));
+    const Ticket second = layer.submit(stream.chunk(8, 4));
+    CHECK(first.step() == 1);
+    CHECK(second.step() == 2);
+    const Result<Ticket> third = layer.try_submit(stream.chunk(12, 4));
+    REQUIRE(!third.ok());
+    CHECK(third.status().code() == ErrorCode::numerical_error);
+    INFO(third.status().message());
+    CHECK(starts_with(third.status(), "a recorded step before step 1: non-finite values"));
+    // Then step 1's own, and step 2's at the next wait.
+    const Status next = layer.try_wait();
+    INFO(next.message());
+    CHECK(starts_with(next, "step 1: non-finite values"));
   }
   app.check_no_messages();
 }

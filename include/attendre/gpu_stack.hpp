@@ -16,6 +16,7 @@
 namespace attendre::gpu {
 
 class StackEngine;
+struct StackAccess;
 
 // One stack step recorded into an application's command buffer. Positions
 // and valid flags always come from the host (every block plans its
@@ -211,6 +212,7 @@ class Stack final : public TransformerStack {
   void mark_finished() override;
 
  private:
+  friend struct StackAccess;  // the library's encoder-decoder
   explicit Stack(std::unique_ptr<StackEngine>&& engine);
   std::unique_ptr<StackEngine> engine_;
 };

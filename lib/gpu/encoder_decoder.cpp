@@ -29,10 +29,13 @@ struct EncoderDecoder::Impl {
     const EncoderDecoderConfig& c = config;
     ATTENDRE_TRY_ASSIGN(memory, vk::Buffer::create(ctx, uint64_t{c.encoder_memory} * c.encoder.hidden * 4,
                                                    vk::MemoryIntent::device, "encoder memory"));
-    ATTENDRE_TRY_ASSIGN(encoder, StackEngine::create(ctx, c.encoder, encoder_weights));
-    ATTENDRE_TRY_ASSIGN(decoder, StackEngine::create(ctx, c.decoder, decoder_weights, &memory));
+    ATTENDRE_TRY_ASSIGN(std::unique_ptr<StackEngine> encoding, StackEngine::create(ctx, c.encoder, encoder_weights));
+    ATTENDRE_TRY_ASSIGN(std::unique_ptr<StackEngine> decoding,
+                        StackEngine::create(ctx, c.decoder, decoder_weights, &memory));
+    encoder = StackAccess::wrap(std::move(encoding));
+    decoder = StackAccess::wrap(std::move(decoding));
     // The encoder's valid outputs enter the FIFO memory as its step records them.
-    encoder->on_output = [this](vk::CommandRecorder& rec, const vk::Buffer& rows,
+    StackAccess::engine(*encoder).on_output = [this](vk::CommandRecorder& rec, const vk::Buffer& rows,
                                 const std::vector<QueryMeta>& metas) {
       const uint64_t H = config.encoder.hidden, O = config.encoder_memory;
       std::vector<MemoryRow> entering;
@@ -50,7 +53,7 @@ struct EncoderDecoder::Impl {
   EncoderDecoderConfig config;
   PrefixedWeights encoder_weights, decoder_weights;
   vk::Buffer memory;
-  std::unique_ptr<StackEngine> encoder, decoder;
+  std::unique_ptr<Stack> encoder, decoder;
   DataOnlyMemory<MemoryRow> fifo;
   uint64_t next_sequence = 0;
   bool encoded = false;
@@ -84,7 +87,7 @@ Status EncoderDecoder::try_finish_encoding() {
   std::vector<int64_t> positions;
   for (const MemoryRow& r : m.fifo.entries()) positions.push_back(r.position);
   const uint32_t first = m.fifo.size() ? static_cast<uint32_t>(m.fifo.entries().front().sequence % m.config.encoder_memory) : 0;
-  ATTENDRE_TRY(m.decoder->load_encoder_memory(
+  ATTENDRE_TRY(StackAccess::engine(*m.decoder).load_encoder_memory(
       kernels::RowRef::ring(m.config.encoder.hidden, m.config.encoder_memory, first), positions));
   ATTENDRE_TRY(m.decoder->try_finish());  // nothing waits in the decoder: decoding may start
   m.encoded = true;

@@ -1,9 +1,12 @@
-// The standalone device K/V memory (paper Table 1): the same KvMemory the
-// layer records into, with its own query rows, staging and submission.
+// The standalone device K/V memory (paper Table 1): the same KvRecorder the
+// layer records with, with its own query rows and staging; its inserts and
+// retrievals run on a one-slot gpu::StepExecutor (every retrieval waits for
+// its answer), which names them in errors ("retrieval 2").
 #include "gpu/kv_memory.hpp"
 #include "gpu/query_ring.hpp"
 #include "gpu/recorded_steps.hpp"
 #include "gpu/staging.hpp"
+#include "gpu/step_executor.hpp"
 #include "vulkan/commands.hpp"
 #include "core/try.hpp"
 #include "core/stream_validator.hpp"
@@ -32,25 +35,21 @@ struct KeyValueMemory::Impl {
   Impl(Context& ctx, const LayerConfig& c, uint32_t queries)
       : context(ctx), config(c), query_words(align_words(uint64_t{queries} * c.shape.q_row())), max_queries(queries) {}
 
-  // Makes the memory, staging and submission in place (the K/V memory's
+  // Makes the memory, staging and executor in place (the K/V memory's
   // kernels bind the ring's buffer).
   Status build() {
     const LayerConfig& c = config;
     ATTENDRE_TRY_ASSIGN(ring, QueryRing::create(context, c.shape, 0, max_queries, 0, 1, c.kv.storage));
-    ATTENDRE_TRY_ASSIGN(checks, FiniteChecks::create(context, 2, kRecordedChecks + 1));
-    ATTENDRE_TRY_ASSIGN(kv, KvMemory::create(context, c, max_queries, c.chunk, ring->buffer(), ring->layout(), *checks, ""));
+    ATTENDRE_TRY_ASSIGN(checks, FiniteChecks::create(context, 2, StepExecutor::check_slots(1)));
+    ATTENDRE_TRY_ASSIGN(kv, KvRecorder::create(context, c, max_queries, c.chunk, ring->buffer(), ring->layout(), *checks, ""));
     chunk_words = kv->chunk_layout().init;
     q_at = align_words(chunk_words);
     meta_at = q_at + query_words;
-    ATTENDRE_TRY_ASSIGN(upload, vk::Buffer::create(context, (meta_at + 3ull * max_queries) * 4, vk::MemoryIntent::upload,
-                                                   "kv upload"));
-    ATTENDRE_TRY_ASSIGN(staged,
-                        vk::Buffer::create(context, upload.size(), vk::MemoryIntent::device, "recorded kv image"));
-    ATTENDRE_TRY_ASSIGN(readback, vk::Buffer::create(context,
-                                                     (query_words + align_words(kv->snapshot_words()) + kv->evicted_words()) * 4,
-                                                     vk::MemoryIntent::readback, "kv readback"));
-    ATTENDRE_TRY_ASSIGN(vk::Submission own, vk::Submission::create(context));
-    submission = std::make_unique<vk::Submission>(std::move(own));
+    const uint64_t upload_bytes = (meta_at + 3ull * max_queries) * 4;
+    ATTENDRE_TRY_ASSIGN(staged, vk::Buffer::create(context, upload_bytes, vk::MemoryIntent::device, "recorded kv image"));
+    const uint64_t readback_bytes = (query_words + align_words(kv->snapshot_words()) + kv->evicted_words()) * 4;
+    ATTENDRE_TRY_ASSIGN(executor, StepExecutor::create(context, *checks, upload_bytes, "kv upload", readback_bytes,
+                                                       "kv readback", 1, {"retrieval", "an insert", "a recorded call"}));
     return {};
   }
 
@@ -75,14 +74,6 @@ struct KeyValueMemory::Impl {
   // overwrites the image's zero queries.
   Status record_retrieve(vk::CommandRecorder& rec, const vk::Buffer& src, const Retrieval& r,
                          const std::optional<BufferRange>& q);
-  // Waits for recorded calls and reports their non-finite values.
-  Status finish_recorded() {
-    return recorded.wait(*submission, *checks, kRecordedChecks,
-                         "a recorded call before retrieval " + std::to_string(retrievals));
-  }
-  // The finite checks' slot of calls recorded into the application's command
-  // buffers (slot 0: the blocking calls').
-  static constexpr uint32_t kRecordedChecks = 1;
 
   Context& context;
   LayerConfig config;
@@ -90,17 +81,13 @@ struct KeyValueMemory::Impl {
   uint32_t max_queries;
   std::unique_ptr<QueryRing> ring;
   std::unique_ptr<FiniteChecks> checks;
-  std::unique_ptr<KvMemory> kv;
+  std::unique_ptr<KvRecorder> kv;
   uint64_t chunk_words = 0, q_at = 0, meta_at = 0;  // the upload image: chunk, queries, metadata
-  vk::Buffer upload;
   // record_*'s image: device-local, written by the application's command
   // buffer itself, so nothing the host owns must outlive its submission.
   vk::Buffer staged;
-  vk::Buffer readback;
-  std::unique_ptr<vk::Submission> submission;
+  std::unique_ptr<StepExecutor> executor;
   StreamValidator keys;
-  uint64_t retrievals = 0;
-  RecordedSteps recorded;
 };
 
 Result<std::unique_ptr<KeyValueMemory>> KeyValueMemory::create(Context& context, const AttentionShape& shape,
@@ -135,20 +122,21 @@ Status KeyValueMemory::Impl::record_insert(vk::CommandRecorder& rec, const vk::B
 
 Result<EvictedEntries> KeyValueMemory::try_insert(const ChunkView& rows) {
   Impl& m = *impl_;
-  ATTENDRE_TRY(m.finish_recorded());
-  // Checked before the command buffer is begun: a bad chunk changes nothing.
+  // Earlier calls' failures and a bad chunk change nothing: both come
+  // before the insert is committed.
+  ATTENDRE_TRY(m.executor->try_ready());
   ATTENDRE_TRY_ASSIGN(const InsertionRows in, m.plan_insert(rows));
-  m.checks->use_slot(0);
-  ATTENDRE_TRY_ASSIGN(vk::CommandRecorder* const began, m.submission->try_begin());
-  vk::CommandRecorder& rec = *began;
-  pack_kv_rows(rows, m.kv->chunk_layout(), static_cast<uint32_t*>(m.upload.mapped()));
-  ATTENDRE_TRY(m.record_insert(rec, m.upload, in, {}, std::nullopt, std::nullopt));
+  ATTENDRE_TRY_ASSIGN(SubmitSlot* const began, m.executor->try_begin());
+  SubmitSlot& slot = *began;
+  vk::CommandRecorder& rec = slot.submission.recorder();
+  pack_kv_rows(rows, m.kv->chunk_layout(), static_cast<uint32_t*>(slot.upload.mapped()));
+  ATTENDRE_TRY(m.record_insert(rec, slot.upload, in, {}, std::nullopt, std::nullopt));
   const uint64_t evicted_at = m.query_words + align_words(m.kv->snapshot_words());
-  if (m.config.kv.copy_out_evicted) ATTENDRE_TRY(m.kv->record_evicted(rec, m.readback, evicted_at * 4));
-  ATTENDRE_TRY(m.submission->try_submit());
+  if (m.config.kv.copy_out_evicted) ATTENDRE_TRY(m.kv->record_evicted(rec, slot.readback, evicted_at * 4));
+  ATTENDRE_TRY(m.executor->try_submit(slot, {}, StepKind::uncounted).status());
   if (!m.config.kv.copy_out_evicted) return EvictedEntries{};
-  ATTENDRE_TRY(m.submission->try_wait());
-  return m.kv->decode_evicted(static_cast<const uint32_t*>(m.readback.mapped()) + evicted_at);
+  ATTENDRE_TRY(m.executor->try_finish_all());
+  return m.kv->decode_evicted(static_cast<const uint32_t*>(slot.readback.mapped()) + evicted_at);
 }
 
 Result<KeyValueMemory::Impl::Retrieval> KeyValueMemory::Impl::plan_retrieve(const ChunkView& queries) {
@@ -184,29 +172,30 @@ Status KeyValueMemory::Impl::record_retrieve(vk::CommandRecorder& rec, const vk:
 
 Result<std::vector<float>> KeyValueMemory::try_retrieve(const ChunkView& queries) {
   Impl& m = *impl_;
-  ATTENDRE_TRY(m.finish_recorded());
   const uint32_t q_row = m.config.shape.q_row();
+  ATTENDRE_TRY(m.executor->try_ready());  // before the retrieval is committed, as try_insert
   ATTENDRE_TRY_ASSIGN(const Impl::Retrieval r, m.plan_retrieve(queries));
-  m.checks->use_slot(0);
-  ATTENDRE_TRY_ASSIGN(vk::CommandRecorder* const began, m.submission->try_begin());
-  vk::CommandRecorder& rec = *began;
-  m.pack_retrieve(queries, r, static_cast<uint32_t*>(m.upload.mapped()));
-  ATTENDRE_TRY(m.record_retrieve(rec, m.upload, r, std::nullopt));
+  ATTENDRE_TRY_ASSIGN(SubmitSlot* const began, m.executor->try_begin());
+  SubmitSlot& slot = *began;
+  vk::CommandRecorder& rec = slot.submission.recorder();
+  m.pack_retrieve(queries, r, static_cast<uint32_t*>(slot.upload.mapped()));
+  ATTENDRE_TRY(m.record_retrieve(rec, slot.upload, r, std::nullopt));
   const bool any = r.range.last_valid != kernels::kInvalid;
-  if (any) rec.copy(m.kv->attention_buffer(), 0, m.readback, 0, uint64_t{r.range.count} * q_row * 4);
-  ATTENDRE_TRY(m.submission->try_submit());
+  if (any) rec.copy(m.kv->attention_buffer(), 0, slot.readback, 0, uint64_t{r.range.count} * q_row * 4);
+  ATTENDRE_TRY(m.executor->try_submit(slot).status());
   std::vector<float> out;
-  const uint64_t retrieval = m.retrievals++;
   if (!any) return out;
-  ATTENDRE_TRY(m.submission->try_wait());
-  ATTENDRE_TRY(m.checks->verify("retrieval " + std::to_string(retrieval)));
-  append_valid_rows(static_cast<const float*>(m.readback.mapped()), r.evicted, q_row, out);
+  // Every call before it too, in submission order: the first non-finite
+  // one is named.
+  ATTENDRE_TRY(m.executor->try_finish_all());
+  append_valid_rows(static_cast<const float*>(slot.readback.mapped()), r.evicted, q_row, out);
   return out;
 }
 
 Result<MemorySnapshot> KeyValueMemory::try_snapshot() {
-  ATTENDRE_TRY(impl_->finish_recorded());
-  return impl_->kv->read_snapshot(*impl_->submission, impl_->readback, impl_->query_words);
+  ATTENDRE_TRY(impl_->executor->try_finish_all());
+  SubmitSlot& slot = impl_->executor->slot(0);
+  return impl_->kv->read_snapshot(slot.submission, slot.readback, impl_->query_words);
 }
 
 namespace {
@@ -238,10 +227,10 @@ Status KeyValueMemory::try_record_insert(VkCommandBuffer cb, const ChunkView& ro
   ATTENDRE_TRY_ASSIGN(const InsertionRows in, m.plan_insert(checked));  // committed from here
   std::vector<uint32_t> image(m.chunk_words);
   pack_kv_rows(checked, m.kv->chunk_layout(), image.data());
-  vk::CommandRecorder rec = RecordedSteps::begin(m.context, cb, *m.checks, Impl::kRecordedChecks);
+  vk::CommandRecorder rec = m.executor->begin_recorded(cb);
   ATTENDRE_TRY(rec.try_update(m.staged, 0, image.size() * 4, image.data()));
   ATTENDRE_TRY(m.record_insert(rec, m.staged, in, query_metas(rows, m.config.chunk), k, v));
-  m.recorded.end(rec, consumer, m.retrievals);
+  m.executor->end_recorded(rec, consumer, StepKind::uncounted);
   return {};
 }
 
@@ -258,16 +247,15 @@ Result<RecordedStep> KeyValueMemory::try_record_retrieve(VkCommandBuffer cb, con
   std::vector<float> zeros;
   const ChunkView checked = without_device_rows(queries, q.has_value(), q_row, kv_row, zeros);
   ATTENDRE_TRY_ASSIGN(const Impl::Retrieval r, m.plan_retrieve(checked));  // committed from here
-  std::vector<uint32_t> image(m.upload.size() / 4);
+  std::vector<uint32_t> image(m.staged.size() / 4);
   m.pack_retrieve(checked, r, image.data());
-  vk::CommandRecorder rec = RecordedSteps::begin(m.context, cb, *m.checks, Impl::kRecordedChecks);
+  vk::CommandRecorder rec = m.executor->begin_recorded(cb);
   ATTENDRE_TRY(rec.try_update(m.staged, m.q_at * 4, (image.size() - m.q_at) * 4, image.data() + m.q_at));
   ATTENDRE_TRY(m.record_retrieve(rec, m.staged, r, q));
   if (out.outputs)
     copy_valid_rows_packed(rec, m.kv->attention_buffer(), m.kv->outputs_offset() * 4, uint64_t{q_row} * 4, r.evicted,
                            borrow(*out.outputs, "application outputs"), out.outputs->offset);
-  m.recorded.end(rec, out.consumer, m.retrievals);
-  ++m.retrievals;
+  m.executor->end_recorded(rec, out.consumer);
   RecordedStep recorded;
   for (const QueryMeta& meta : r.evicted)
     if (meta.valid) recorded.emitted_positions.push_back(meta.position);

@@ -29,15 +29,15 @@ static_assert(kernels::kPolicyLfa == static_cast<uint32_t>(PolicyKind::lfa));
 
 }  // namespace
 
-Result<RetrievalPlan> KvMemory::plan(const Context& context, const LayerConfig& config, uint32_t max_queries) {
+Result<RetrievalPlan> KvRecorder::plan(const Context& context, const LayerConfig& config, uint32_t max_queries) {
   return plan_retrieval(config, kernels::plan_kernels(context.caps()), max_queries, context.caps());
 }
 
-uint32_t KvMemory::key_variants(const LmInfinite& lm_infinite) {
+uint32_t KvRecorder::key_variants(const LmInfinite& lm_infinite) {
   return lm_infinite.enabled ? kernels::kLmKeyVariants : 1u;
 }
 
-Result<std::unique_ptr<KvMemory>> KvMemory::create(Context& context, const LayerConfig& config, uint32_t max_queries,
+Result<std::unique_ptr<KvRecorder>> KvRecorder::create(Context& context, const LayerConfig& config, uint32_t max_queries,
                                                    uint32_t max_insert, const vk::Buffer& ring,
                                                    const RingLayout& ring_layout, FiniteChecks& checks,
                                                    const std::string& stage, RetrievalScratch* scratch,
@@ -48,8 +48,8 @@ Result<std::unique_ptr<KvMemory>> KvMemory::create(Context& context, const Layer
                    "the Q ring holds another number of query variants than the K/V memory scores with");
   ATTENDRE_REQUIRE(ring_layout.storage == config.kv.storage,
                    "the Q ring stores queries in another precision than the K/V memory");
-  std::unique_ptr<KvMemory> m(
-      new KvMemory(config, lm_infinite, kernels::plan_kernels(context.caps()), ring_layout, checks));
+  std::unique_ptr<KvRecorder> m(
+      new KvRecorder(config, lm_infinite, kernels::plan_kernels(context.caps()), ring_layout, checks));
   m->config_.chunk = max_insert;  // the insertion kernels size everything by the largest insertion
   ATTENDRE_TRY_ASSIGN(m->plan_, plan_retrieval(m->config_, m->kernels_, max_queries, context.caps(), lm_infinite));
   ATTENDRE_TRY_ASSIGN(m->kv_layout_, layout_of(KvLayout::try_make(config.kv.capacity, config.shape,
@@ -114,7 +114,7 @@ Result<std::unique_ptr<KvMemory>> KvMemory::create(Context& context, const Layer
   return m;
 }
 
-Status KvMemory::upload_t5_tables(Context& context) {
+Status KvRecorder::upload_t5_tables(Context& context) {
   const T5Buckets& t5 = config_.retrieval.t5;
   ATTENDRE_TRY_ASSIGN(const std::vector<uint32_t> buckets, positions::t5_bucket_table(t5));
   const uint64_t at = kv_layout_.t5_buckets, words = kv_layout_.t5_biases + t5.table.size() - at;
@@ -129,7 +129,7 @@ Status KvMemory::upload_t5_tables(Context& context) {
   return submission.try_wait();
 }
 
-kernels::InsertConstants KvMemory::insert_constants() const {
+kernels::InsertConstants KvRecorder::insert_constants() const {
   const KvMemoryConfig& kv = config_.kv;
   const InitialScore& init = kv.policy.initial;
   kernels::InsertConstants c{};
@@ -163,14 +163,14 @@ kernels::InsertConstants KvMemory::insert_constants() const {
   return c;
 }
 
-void KvMemory::reset() {
+void KvRecorder::reset() {
   held_ = pinned_ = last_evictions_ = 0;
   recent_.clear();
   seen_queries_ = false;
   max_query_position_ = 0;
 }
 
-uint64_t KvMemory::device_bytes() const {
+uint64_t KvRecorder::device_bytes() const {
   uint64_t total = kv_.size() + chunk_.size() + (evicted_ ? evicted_.size() : 0);
   return total + (own_scratch_ ? own_scratch_->device_bytes() : 0);
 }
@@ -183,7 +183,7 @@ bool is_pinned(int64_t position, uint32_t n_sink) {
 
 }  // namespace
 
-KvMemory::Fresh KvMemory::count_fresh(std::span<const uint8_t> valid, std::span<const int64_t> positions) const {
+KvRecorder::Fresh KvRecorder::count_fresh(std::span<const uint8_t> valid, std::span<const int64_t> positions) const {
   const KvMemoryConfig& kv = config_.kv;
   Fresh f;
   for (size_t r = 0; r < valid.size(); ++r) {
@@ -203,11 +203,11 @@ KvMemory::Fresh KvMemory::count_fresh(std::span<const uint8_t> valid, std::span<
   return f;
 }
 
-Result<uint32_t> KvMemory::plan_insert(std::span<const uint8_t> valid, std::span<const int64_t> positions) const {
+Result<uint32_t> KvRecorder::plan_insert(std::span<const uint8_t> valid, std::span<const int64_t> positions) const {
   return plan_insert(count_fresh(valid, positions));
 }
 
-Result<uint32_t> KvMemory::plan_insert(const Fresh& fresh) const {
+Result<uint32_t> KvRecorder::plan_insert(const Fresh& fresh) const {
   const KvMemoryConfig& kv = config_.kv;
   const uint32_t evictions = held_ + fresh.rows > kv.capacity ? held_ + fresh.rows - kv.capacity : 0;
   // Held entries that may go, then new ones (unpinned, outside the window).
@@ -217,7 +217,7 @@ Result<uint32_t> KvMemory::plan_insert(const Fresh& fresh) const {
   return evictions;
 }
 
-void KvMemory::note_inserted(std::span<const uint8_t> valid, std::span<const int64_t> positions, const Fresh& fresh) {
+void KvRecorder::note_inserted(std::span<const uint8_t> valid, std::span<const int64_t> positions, const Fresh& fresh) {
   const KvMemoryConfig& kv = config_.kv;
   if (kv.n_recent == 0 || fresh.rows == 0) return;
   // Entries inside the window are never evicted, so every position kept
@@ -228,7 +228,7 @@ void KvMemory::note_inserted(std::span<const uint8_t> valid, std::span<const int
       recent_.push_back(positions[r]);
 }
 
-Status KvMemory::record_insert(vk::CommandRecorder& rec, std::span<const uint8_t> valid,
+Status KvRecorder::record_insert(vk::CommandRecorder& rec, std::span<const uint8_t> valid,
                                std::span<const int64_t> positions) {
   const KvMemoryConfig& kv = config_.kv;
   const uint32_t S = config_.chunk;
@@ -270,7 +270,7 @@ Status KvMemory::record_insert(vk::CommandRecorder& rec, std::span<const uint8_t
   return {};
 }
 
-Status KvMemory::record_retrieve(vk::CommandRecorder& rec, const QueryRange& range, bool force_causal) {
+Status KvRecorder::record_retrieve(vk::CommandRecorder& rec, const QueryRange& range, bool force_causal) {
   if (range.last_valid == kInvalid || range.count == 0) return {};  // spec 2.4: no valid query, no change
   const int64_t step_max = range.last_valid_position;
   const int64_t i_max = seen_queries_ ? std::max(max_query_position_, step_max) : step_max;
@@ -289,7 +289,7 @@ Status KvMemory::record_retrieve(vk::CommandRecorder& rec, const QueryRange& ran
 // The fields ScoreParams and FlashParams share, named alike: which queries
 // and keys, how they are scaled, masked and biased.
 template <class Params>
-void KvMemory::scoring_fields(Params& p, uint32_t ring_first, uint32_t count, bool causal) const {
+void KvRecorder::scoring_fields(Params& p, uint32_t ring_first, uint32_t count, bool causal) const {
   const RetrievalConfig& retrieval = config_.retrieval;
   p.ring_first = ring_first;
   p.ring_capacity = ring_layout_.capacity;
@@ -317,7 +317,7 @@ void KvMemory::scoring_fields(Params& p, uint32_t ring_first, uint32_t count, bo
   p.soft_cap = static_cast<float>(retrieval.soft_cap);
 }
 
-Status KvMemory::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& range, uint32_t first, uint32_t count,
+Status KvRecorder::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& range, uint32_t first, uint32_t count,
                               int32_t i_max, int32_t i_prev, bool causal) {
   if (plan_.flash) return flash_batch(rec, range, first, count, causal);
   const AttentionShape& shape = config_.shape;
@@ -392,7 +392,7 @@ Status KvMemory::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& rang
   return {};
 }
 
-Status KvMemory::flash_batch(vk::CommandRecorder& rec, const QueryRange& range, uint32_t first, uint32_t count,
+Status KvRecorder::flash_batch(vk::CommandRecorder& rec, const QueryRange& range, uint32_t first, uint32_t count,
                              bool causal) {
   kernels::FlashParams p{};
   scoring_fields(p, range.ring_first + first, count, causal);
@@ -405,12 +405,12 @@ Status KvMemory::flash_batch(vk::CommandRecorder& rec, const QueryRange& range, 
   return flash_.try_record(rec, p);
 }
 
-void KvMemory::record_snapshot(vk::CommandRecorder& rec, const vk::Buffer& readback, VkDeviceSize offset) const {
+void KvRecorder::record_snapshot(vk::CommandRecorder& rec, const vk::Buffer& readback, VkDeviceSize offset) const {
   rec.copy(kv_, kv_layout_.positions * 4ull, readback, offset, held_ * 4ull);
   rec.copy(kv_, kv_layout_.scores * 4ull, readback, offset + held_ * 4ull, held_ * 4ull);
 }
 
-Result<MemorySnapshot> KvMemory::read_snapshot(vk::Submission& submission, const vk::Buffer& readback,
+Result<MemorySnapshot> KvRecorder::read_snapshot(vk::Submission& submission, const vk::Buffer& readback,
                                                uint64_t offset_words) const {
   ATTENDRE_TRY_ASSIGN(vk::CommandRecorder* rec, submission.try_begin());
   record_snapshot(*rec, readback, offset_words * 4);
@@ -419,7 +419,7 @@ Result<MemorySnapshot> KvMemory::read_snapshot(vk::Submission& submission, const
   return decode_snapshot(static_cast<const uint32_t*>(readback.mapped()) + offset_words);
 }
 
-MemorySnapshot KvMemory::decode_snapshot(const void* words) const {
+MemorySnapshot KvRecorder::decode_snapshot(const void* words) const {
   const auto* w = static_cast<const uint32_t*>(words);
   const bool ints = integer_scores(config_.kv.policy.kind);
   std::vector<uint32_t> order(held_);
@@ -436,13 +436,13 @@ MemorySnapshot KvMemory::decode_snapshot(const void* words) const {
   return snap;
 }
 
-Status KvMemory::record_evicted(vk::CommandRecorder& rec, const vk::Buffer& readback, VkDeviceSize offset) const {
+Status KvRecorder::record_evicted(vk::CommandRecorder& rec, const vk::Buffer& readback, VkDeviceSize offset) const {
   ATTENDRE_REQUIRE(static_cast<bool>(evicted_), "evicted entries requested but copy_out_evicted is off");
   rec.copy(evicted_, 0, readback, offset, evicted_layout_.words * 4ull);
   return {};
 }
 
-EvictedEntries KvMemory::decode_evicted(const void* words) const {
+EvictedEntries KvRecorder::decode_evicted(const void* words) const {
   const auto* w = static_cast<const uint32_t*>(words);
   const bool ints = integer_scores(config_.kv.policy.kind);
   const uint32_t n = last_evictions_, row = evicted_layout_.kv_row;

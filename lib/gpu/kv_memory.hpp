@@ -1,8 +1,10 @@
-// The K/V memory on the device (spec 2): keys, values, positions and scores
-// in one device-resident buffer, with the kernels that insert into it and
-// retrieve from it. It only records work: the owner submits. The host keeps
-// what it can know without reading back (how many slots are held, how many
-// are pinned), which is enough to size every dispatch.
+// gpu::KvRecorder: the K/V memory's device state (spec 2: keys, values,
+// positions and scores in one device-resident buffer) and the recording of
+// the kernels that insert into it and retrieve from it. It only records
+// work into its owner's command buffer: the owner (gpu::Layer, a stack
+// block, the public gpu::KeyValueMemory) submits. The host keeps what it
+// can know without reading back (how many slots are held, how many are
+// pinned), which is enough to size every dispatch.
 #pragma once
 
 #include "gpu/finite_checks.hpp"
@@ -33,7 +35,7 @@ struct QueryRange {
   int64_t last_valid_position = 0;
 };
 
-class KvMemory {
+class KvRecorder {
  public:
   // `ring` holds the queries that retrieve; `max_queries` bounds one step's;
   // `max_insert` bounds the rows of one insertion (S, or more for a stack's
@@ -47,7 +49,7 @@ class KvMemory {
   // uploaded here.
   // Fails for the config, sizes past the device's limits, or a buffer or
   // kernel the device refuses; nothing is left behind.
-  static Result<std::unique_ptr<KvMemory>> create(Context& context, const LayerConfig& config, uint32_t max_queries,
+  static Result<std::unique_ptr<KvRecorder>> create(Context& context, const LayerConfig& config, uint32_t max_queries,
                                                   uint32_t max_insert, const vk::Buffer& ring,
                                                   const RingLayout& ring_layout, FiniteChecks& checks,
                                                   const std::string& stage, RetrievalScratch* scratch = nullptr,
@@ -101,7 +103,7 @@ class KvMemory {
   uint64_t snapshot_words() const { return 2ull * config_.kv.capacity; }
 
  private:
-  KvMemory(const LayerConfig& config, const LmInfinite& lm_infinite, const kernels::KernelPlan& kernels,
+  KvRecorder(const LayerConfig& config, const LmInfinite& lm_infinite, const kernels::KernelPlan& kernels,
            const RingLayout& ring_layout, FiniteChecks& checks)
       : config_(config), lm_infinite_(lm_infinite), kernels_(kernels), ring_layout_(ring_layout), checks_(checks) {}
   // What an insertion's valid rows are: how many, pinned, in the recent

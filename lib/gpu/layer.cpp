@@ -62,7 +62,7 @@ struct Layer::Impl {
     const LayerConfig& cfg = config;
     ATTENDRE_TRY_ASSIGN(ring, QueryRing::create(context, cfg.shape, cfg.q_capacity, cfg.chunk, 0, 1, cfg.kv.storage));
     ATTENDRE_TRY_ASSIGN(checks, FiniteChecks::create(context, 2, StepExecutor::kCheckSlots));
-    ATTENDRE_TRY_ASSIGN(kv, KvMemory::create(context, cfg, cfg.max_queries_per_step(true), cfg.chunk, ring->buffer(),
+    ATTENDRE_TRY_ASSIGN(kv, KvRecorder::create(context, cfg, cfg.max_queries_per_step(true), cfg.chunk, ring->buffer(),
                                              ring->layout(), *checks, ""));
     ATTENDRE_TRY_ASSIGN(upload_layout, UploadLayout::make(cfg, kv->chunk_layout()));
     ATTENDRE_TRY_ASSIGN(staged, vk::Buffer::create(context, upload_layout.words * 4, vk::MemoryIntent::device,
@@ -94,7 +94,7 @@ struct Layer::Impl {
   uint64_t outputs_words;
   std::unique_ptr<QueryRing> ring;
   std::unique_ptr<FiniteChecks> checks;
-  std::unique_ptr<KvMemory> kv;
+  std::unique_ptr<KvRecorder> kv;
   UploadLayout upload_layout;
   std::unique_ptr<StepExecutor> executor;
   std::array<StepRead, StepExecutor::kSlots> reads;  // per submit slot
@@ -147,6 +147,7 @@ Result<Ticket> Layer::try_submit(const ChunkView& chunk, const StepRequest& requ
   const std::vector<QueryMeta> rows = query_metas(chunk, m.config.chunk);
   const InsertionRows in = insertion_rows(rows, m.config.chunk);
   ATTENDRE_TRY(m.kv->plan_insert(in.valid, in.positions));  // fails before anything changed
+  ATTENDRE_TRY(m.executor->try_ready());  // an earlier step's failure, too
   const uint64_t first = m.ring->next_sequence();
   std::vector<QueryMeta> evicted = m.ring->insert(rows);
   ATTENDRE_TRY_ASSIGN(Ticket ticket, m.submit(std::move(evicted), &chunk, &rows, first, request, options));
@@ -165,6 +166,7 @@ Result<StepResult> Layer::try_drain_step(const StepRequest& request) { return tr
 
 Result<StepResult> Layer::try_flush(const StepRequest& request) {
   ATTENDRE_REQUIRE(!request.evicted, "a flush step inserts nothing, so it evicts nothing");
+  ATTENDRE_TRY(impl_->executor->try_ready());  // before the ring gives its queries up
   ATTENDRE_TRY_ASSIGN(const Ticket ticket, impl_->submit(impl_->ring->take_all(), nullptr, nullptr, 0, request, {}));
   return try_result(ticket);
 }

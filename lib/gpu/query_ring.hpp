@@ -28,7 +28,7 @@ struct QueryMeta {
 };
 
 // Valid flags and positions of rows entering a K/V memory, padded with
-// invalid rows to the insertion's `count` rows (what KvMemory plans with).
+// invalid rows to the insertion's `count` rows (what KvRecorder plans with).
 struct InsertionRows {
   std::vector<uint8_t> valid;
   std::vector<int64_t> positions;

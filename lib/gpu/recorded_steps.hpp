@@ -97,7 +97,7 @@ inline void record_queries_from(vk::CommandRecorder& rec, const QueryRing& ring,
 // kv_row floats each) over the zeros the chunk image left for them in the
 // K/V memory's chunk buffer. The memory keeps one variant of each key (the
 // caller checked).
-inline void record_keys_values_from(vk::CommandRecorder& rec, const KvMemory& kv, const BufferRange& k,
+inline void record_keys_values_from(vk::CommandRecorder& rec, const KvRecorder& kv, const BufferRange& k,
                                     const BufferRange& v, const std::vector<QueryMeta>& rows) {
   const ChunkLayout& l = kv.chunk_layout();
   const uint64_t row_bytes = uint64_t{l.kv_row} * 4;

@@ -94,7 +94,7 @@ Result<BlockMemory> DeviceBlock::plan_memory(const StackConfig& config, size_t i
                                                      config.max_rows_in(index)),
                                 ring_buffer));
   add(m.q_memory, ring_buffer.name, ring.words * 4, false, ring_buffer.remedy);
-  const uint32_t keys = KvMemory::key_variants(b.lm_infinite);
+  const uint32_t keys = KvRecorder::key_variants(b.lm_infinite);
   const PlannedBuffer kv_buffer{block + "kv memory", 0, false, true, kKvMemoryRemedy};
   ATTENDRE_TRY_ASSIGN(const KvLayout kv, layout_of(KvLayout::try_make(b.attention.kv.capacity, s, keys,
                                                                       b.attention.retrieval, storage),
@@ -188,7 +188,7 @@ Result<std::unique_ptr<DeviceBlock>> DeviceBlock::create(Context& context, const
   const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   const std::string stage = " of block " + std::to_string(index);
   d.attention_.retrieval.t5.table = weights.t5_table;  // the stack's table, from the weights
-  ATTENDRE_TRY_ASSIGN(d.kv_, KvMemory::create(context, d.attention_, max_queries(config, index), d.insert_rows_,
+  ATTENDRE_TRY_ASSIGN(d.kv_, KvRecorder::create(context, d.attention_, max_queries(config, index), d.insert_rows_,
                                               d.ring_->buffer(), d.ring_->layout(), *shared.checks, stage,
                                               shared.scratch.get(), d.config_.lm_infinite));
   ATTENDRE_TRY_ASSIGN(d.output_site_, shared.checks->try_add("the output rows" + stage, {d.out_}));

@@ -117,7 +117,7 @@ class DeviceBlock {
   bool cross() const { return config_.cross_attention; }
 
   bool has_pending() const { return ring_->has_pending(); }
-  KvMemory& kv() { return *kv_; }
+  KvRecorder& kv() { return *kv_; }
   BlockMemory memory() const;
 
  private:
@@ -144,7 +144,7 @@ class DeviceBlock {
   const BlockWeights& w_;
   kernels::RowRef normed_;  // rows of SharedBuffers::h holding normed rows (fp32 or packed fp16)
   std::unique_ptr<QueryRing> ring_;
-  std::unique_ptr<KvMemory> kv_;
+  std::unique_ptr<KvRecorder> kv_;
   std::unique_ptr<vk::DescriptorArena> arena_;
   kernels::Norm attn_norm_kernel_, ffn_norm_kernel_;
   // post_norms: each sublayer's output is normed in place, then its residual added.

@@ -231,7 +231,7 @@ Result<Ticket> StackEngine::submit_step(const StackChunk* chunk, size_t first_bl
   return ticket;
 }
 
-Result<StackOutput> StackEngine::result(const Ticket& ticket) {
+Result<StackOutput> StackEngine::collect(const Ticket& ticket) {
   ATTENDRE_TRY_ASSIGN(SubmitSlot* const collected, executor_->try_collect(ticket));
   SubmitSlot& slot = *collected;
   const StackRequest& request = reads_[slot.index].request;
@@ -260,7 +260,7 @@ Result<StackOutput> StackEngine::run(const StackChunk* chunk, size_t first_block
   ATTENDRE_REQUIRE(!request.logits || config_.vocab > 0, "logits requested from a stack without a vocabulary");
   ATTENDRE_TRY(executor_->try_finish_all());  // blocking steps report an earlier step's non-finite values first
   ATTENDRE_TRY_ASSIGN(const Ticket ticket, submit_step(chunk, first_block, mode, request, {}));
-  return result(ticket);
+  return collect(ticket);
 }
 
 Status StackEngine::load_encoder_memory(RowRef rows, const std::vector<int64_t>& positions) {
@@ -278,8 +278,6 @@ Status StackEngine::load_encoder_memory(RowRef rows, const std::vector<int64_t>&
   return submission.try_wait();
 }
 
-namespace {
-
 Status check_gpu_positions(const StackChunk& chunk) {
   for (uint32_t r = 0; r < chunk.rows; ++r) {
     if (!chunk.valid.empty() && chunk.valid[r] == 0) continue;
@@ -287,63 +285,6 @@ Status check_gpu_positions(const StackChunk& chunk) {
                      "stack positions must lie in [0, 2^31), got " + std::to_string(chunk.positions[r]));
   }
   return {};
-}
-
-}  // namespace
-
-Result<StackOutput> StackEngine::try_step(const StackChunk& chunk, const StackRequest& request) {
-  ATTENDRE_TRY(executor_->try_finish_all());  // blocking steps report an earlier step's non-finite values first
-  ATTENDRE_TRY_ASSIGN(const Ticket ticket, submit(chunk, request, {}));
-  return result(ticket);
-}
-
-Result<Ticket> StackEngine::submit(const StackChunk& chunk, const StackRequest& request, const SubmitOptions& options) {
-  ATTENDRE_REQUIRE(!finished_, "step() after finish(): use decode()");
-  ATTENDRE_REQUIRE(!request.logits || config_.vocab > 0, "logits requested from a stack without a vocabulary");
-  ATTENDRE_TRY(executor_->try_check_waits(options.waits));
-  if (options.outputs)
-    ATTENDRE_TRY(gpu::check_range(*options.outputs, uint64_t{config_.chunk} * config_.hidden * 4, "outputs"));
-  ATTENDRE_TRY(validator_.check(chunk, config_, config_.chunk));
-  ATTENDRE_TRY(check_gpu_positions(chunk));
-  ATTENDRE_TRY_ASSIGN(Ticket ticket, submit_step(&chunk, 0, BlockMode::stream, request, options));
-  validator_.accept(chunk);
-  return ticket;
-}
-
-Result<StackOutput> StackEngine::try_drain_step(const StackRequest& request) {
-  return run(nullptr, 0, BlockMode::stream, request);
-}
-
-Result<StackOutput> StackEngine::try_flush_block(size_t block, const StackRequest& request) {
-  return run(nullptr, block, BlockMode::flush, request);
-}
-
-Result<StackOutput> StackEngine::try_decode(const StackChunk& one, const StackRequest& request) {
-  ATTENDRE_REQUIRE(finished_, "decode() before finish(): drain the stack first");
-  ATTENDRE_TRY(validator_.check(one, config_, 1));
-  ATTENDRE_REQUIRE(one.rows == 1, "decode() takes exactly one position");
-  ATTENDRE_TRY(check_gpu_positions(one));
-  ATTENDRE_TRY_ASSIGN(StackOutput out, run(&one, 0, BlockMode::decode, request));
-  validator_.accept(one);
-  return out;
-}
-
-Result<RecordedStep> StackEngine::record(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out) {
-  ATTENDRE_REQUIRE(!finished_, "record() after finish(): the stack decodes now (record_decode)");
-  return record_step_into(cb, in, out, 0, BlockMode::stream);
-}
-
-Result<RecordedStep> StackEngine::record_decode(VkCommandBuffer cb, const StackRecordInputs& in,
-                                                const StackRecordOutputs& out) {
-  ATTENDRE_REQUIRE(finished_, "record_decode() before finish(): drain or flush the stack first");
-  ATTENDRE_REQUIRE(in.chunk.rows == 1, "record_decode() takes exactly one position");
-  return record_step_into(cb, in, out, 0, BlockMode::decode);
-}
-
-Result<RecordedStep> StackEngine::record_flush(VkCommandBuffer cb, size_t block, const StackRecordOutputs& out) {
-  ATTENDRE_REQUIRE(!finished_, "record_flush() after finish(): the stack decodes now");
-  ATTENDRE_REQUIRE(block < blocks_.size(), "record_flush(): no block " + std::to_string(block));
-  return record_step_into(cb, {}, out, block, BlockMode::flush);
 }
 
 Result<RecordedStep> StackEngine::record_step_into(VkCommandBuffer cb, const StackRecordInputs& in,
@@ -411,22 +352,6 @@ Result<RecordedStep> StackEngine::record_step_into(VkCommandBuffer cb, const Sta
   return recorded;
 }
 
-bool StackEngine::has_pending() const {
-  for (const auto& b : blocks_)
-    if (b->has_pending()) return true;
-  return false;
-}
-
-Result<MemorySnapshot> StackEngine::try_snapshot(size_t block) {
-  ATTENDRE_REQUIRE(block < blocks_.size(), "no block " + std::to_string(block));
-  ATTENDRE_TRY(executor_->try_finish_all());
-  // Slot 0's readback serves the snapshot: a result still to collect there would be overwritten.
-  SubmitSlot& slot = executor_->slot(0);
-  ATTENDRE_REQUIRE(!(slot.uncollected && (reads_[0].request.hidden || reads_[0].request.logits)),
-                   "collect the submitted steps' results before a snapshot");
-  return blocks_[block]->kv().read_snapshot(slot.submission, slot.readback, 0);
-}
-
 StackMemory StackEngine::memory() const {
   StackMemory out;
   for (const auto& b : blocks_) out.blocks.push_back(b->memory());
@@ -444,7 +369,5 @@ StackMemory StackEngine::memory() const {
   return out;
 }
 
-Status StackEngine::set_profiling(bool enabled) { return executor_->try_set_profiling(enabled); }
-Result<std::vector<KernelTime>> StackEngine::last_profile() { return executor_->try_last_profile(); }
 
 }  // namespace attendre::gpu

@@ -1,8 +1,11 @@
 // The device stack's engine: plans every block's step on the host, then
 // records the whole stack (embedding, blocks, final norm, LM head, readback
-// copies) into one command buffer and submits it once. The public
-// gpu::Stack is a handle on one; the encoder-decoder runs two, hooking the
-// encoder's output rows and loading the decoder's cross-attention memories.
+// copies) into one command buffer and submits it once. It is the state and
+// machinery of the public gpu::Stack (its pimpl: gpu::Stack alone implements
+// TransformerStack, its methods checking the public contract and running
+// the step here); the encoder-decoder runs two gpu::Stacks, hooking the
+// encoder's output rows and loading the decoder's cross-attention memories
+// through StackAccess.
 #pragma once
 
 #include "core/stack_chunk.hpp"
@@ -72,7 +75,10 @@ struct ReadbackPlan {
   }
 };
 
-class StackEngine final : public TransformerStack {
+// Stack positions within the kernels' int32 range (valid rows only).
+Status check_gpu_positions(const StackChunk& chunk);
+
+class StackEngine {
  public:
   // Finite-check sites a stack registers: its blocks', then its final rows and logits.
   static uint32_t finite_sites(const StackConfig& config) {
@@ -86,25 +92,7 @@ class StackEngine final : public TransformerStack {
   static Result<std::unique_ptr<StackEngine>> create(Context& ctx, const StackConfig& c, WeightSource& weights,
                                                      const vk::Buffer* encoder_rows = nullptr);
 
-  const StackConfig& config() const override { return config_; }
-  Result<StackOutput> try_step(const StackChunk& chunk, const StackRequest& request = {}) override;
-  Result<StackOutput> try_decode(const StackChunk& one, const StackRequest& request = {}) override;
-  bool has_pending() const override;
-  Result<MemorySnapshot> try_snapshot(size_t block) override;
-  Result<StackOutput> try_drain_step(const StackRequest& request) override;
-  Result<StackOutput> try_flush_block(size_t block, const StackRequest& request) override;
-  void mark_finished() override { finished_ = true; }
-
   StackMemory memory() const;
-  Stack::Recorded last_recorded() const { return recorded_; }
-  Status set_profiling(bool enabled);
-  Result<std::vector<KernelTime>> last_profile();
-  Result<RecordedStep> record(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out);
-  Result<RecordedStep> record_decode(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out);
-  Result<RecordedStep> record_flush(VkCommandBuffer cb, size_t block, const StackRecordOutputs& out);
-  Result<Ticket> submit(const StackChunk& chunk, const StackRequest& request, const SubmitOptions& options);
-  Result<StackOutput> result(const Ticket& ticket);
-  Status wait() { return executor_->try_finish_all(); }
 
   // Loads every cross-attention block from `rows` rows of the encoder buffer.
   Status load_encoder_memory(kernels::RowRef rows, const std::vector<int64_t>& positions);
@@ -113,6 +101,8 @@ class StackEngine final : public TransformerStack {
   std::function<void(vk::CommandRecorder&, const vk::Buffer&, const std::vector<QueryMeta>&)> on_output;
 
  private:
+  friend class Stack;  // the public face: its methods are the stack's entry points
+
   // One step's host half: every block planned (committed) and the upload
   // image (input, then each block's metadata) written at `words`.
   struct Planned {
@@ -142,7 +132,10 @@ class StackEngine final : public TransformerStack {
                                 size_t first_block, BlockMode mode);
   void copy_rows(vk::CommandRecorder& rec, const vk::Buffer& src, uint32_t row_floats,
                  const std::vector<QueryMeta>& rows, Destination dst) const;
+  // A blocking step (drain, flush, decode): earlier steps waited for first.
   Result<StackOutput> run(const StackChunk* chunk, size_t first_block, BlockMode mode, const StackRequest& request);
+  // The ticket's step waited for when it reads something back, and decoded.
+  Result<StackOutput> collect(const Ticket& ticket);
   // What result() decodes of the step a submit slot holds.
   struct StepRead {
     std::vector<QueryMeta> emitted;
@@ -177,6 +170,15 @@ class StackEngine final : public TransformerStack {
   Stack::Recorded recorded_;
   uint32_t final_rows_site_ = 0, logits_site_ = 0;
   bool finished_ = false;
+};
+
+// How the library inside reaches a gpu::Stack's engine (the
+// encoder-decoder's hooks) and wraps an engine made with an encoder's rows.
+struct StackAccess {
+  static std::unique_ptr<Stack> wrap(std::unique_ptr<StackEngine> engine) {
+    return std::unique_ptr<Stack>(new Stack(std::move(engine)));
+  }
+  static StackEngine& engine(Stack& stack) { return *stack.engine_; }
 };
 
 }  // namespace attendre::gpu

@@ -3,6 +3,8 @@
 #include "gpu/ticket.hpp"
 #include "core/try.hpp"
 
+#include <algorithm>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -10,59 +12,75 @@ namespace attendre::gpu {
 
 Result<std::unique_ptr<StepExecutor>> StepExecutor::create(Context& context, FiniteChecks& checks,
                                                            uint64_t upload_bytes, const char* upload_label,
-                                                           uint64_t readback_bytes, const char* readback_label) {
-  std::unique_ptr<StepExecutor> executor(new StepExecutor(context, checks));
-  for (uint32_t i = 0; i < kSlots; ++i) {
+                                                           uint64_t readback_bytes, const char* readback_label,
+                                                           uint32_t slots, StepNames names) {
+  ATTENDRE_REQUIRE(slots >= 1 && slots <= kSlots, "a step executor has 1 to " + std::to_string(kSlots) + " slots");
+  std::unique_ptr<StepExecutor> executor(new StepExecutor(context, checks, names));
+  for (uint32_t i = 0; i < slots; ++i) {
     ATTENDRE_TRY_ASSIGN(SubmitSlot made,
                         SubmitSlot::create(context, i, upload_bytes, upload_label, readback_bytes, readback_label));
-    executor->slots_[i] = std::make_unique<SubmitSlot>(std::move(made));
+    executor->slots_.push_back(std::make_unique<SubmitSlot>(std::move(made)));
   }
   return executor;
+}
+
+std::string StepExecutor::next_name(StepKind kind) {
+  if (kind == StepKind::counted) return std::string(names_.counted) + " " + std::to_string(counted_++);
+  return std::string(names_.uncounted) + " before " + names_.counted + " " + std::to_string(counted_);
 }
 
 Status StepExecutor::try_finish(SubmitSlot& slot) {
   ATTENDRE_TRY(slot.submission.try_wait());
   if (!slot.unverified) return {};
   slot.unverified = false;
-  return checks_.verify("step " + std::to_string(slot.step), slot.index);
+  return checks_.verify(slot.name, slot.index);
 }
 
 Status StepExecutor::try_finish_recorded() {
-  return recorded_.wait(slots_[0]->submission, checks_, kRecordedChecks,
-                        "a recorded step before step " + std::to_string(steps_));
+  return recorded_.wait(slots_[0]->submission, checks_, recorded_checks(), recorded_name_);
 }
 
-Status StepExecutor::try_finish_all() {
+Status StepExecutor::try_finish_through(uint64_t last) {
   // In submission order, so that a non-finite value is reported for the
   // first step that had one; the recorded steps share one set of flags,
   // reported in the place of the first of them.
-  SubmitSlot* older = slots_[0].get();
-  SubmitSlot* newer = slots_[1].get();
-  if (older->step > newer->step) std::swap(older, newer);
-  bool recorded_read = !recorded_.unverified();
-  for (SubmitSlot* slot : {older, newer}) {
-    if (!recorded_read && slot->unverified && recorded_.first_step() < slot->step) {
-      ATTENDRE_TRY(try_finish_recorded());
-      recorded_read = true;
-    }
+  std::vector<SubmitSlot*> order;
+  for (const auto& slot : slots_) order.push_back(slot.get());
+  std::sort(order.begin(), order.end(), [](const SubmitSlot* a, const SubmitSlot* b) { return a->step < b->step; });
+  for (SubmitSlot* slot : order) {
+    if (!slot->unverified || slot->step > last) continue;
+    if (recorded_.unverified() && recorded_.first_step() < slot->step) ATTENDRE_TRY(try_finish_recorded());
     ATTENDRE_TRY(try_finish(*slot));
   }
-  if (!recorded_read) return try_finish_recorded();
+  if (recorded_.unverified() && recorded_.first_step() <= last) return try_finish_recorded();
   return {};
 }
 
+Status StepExecutor::try_finish_all() {
+  ATTENDRE_TRY(try_finish_through(std::numeric_limits<uint64_t>::max()));
+  for (const auto& slot : slots_) ATTENDRE_TRY(slot->submission.try_wait());
+  return {};
+}
+
+Status StepExecutor::try_ready() {
+  if (profiler_) return try_finish_all();  // profiles are per step: one in flight
+  SubmitSlot& slot = *slots_[steps_ % slots_.size()];
+  if (slot.unverified) ATTENDRE_TRY(try_finish_through(slot.step));
+  return slot.submission.try_wait();  // its previous step is done: its upload and readback are free
+}
+
 Result<SubmitSlot*> StepExecutor::try_begin() {
-  if (profiler_) ATTENDRE_TRY(try_finish_all());  // profiles are per step: one in flight
-  SubmitSlot& slot = *slots_[steps_ % kSlots];
-  ATTENDRE_TRY(try_finish(slot));  // its previous step is done: its upload and readback are free
+  ATTENDRE_TRY(try_ready());
+  SubmitSlot& slot = *slots_[steps_ % slots_.size()];
   checks_.use_slot(slot.index);
   ATTENDRE_TRY_ASSIGN(vk::CommandRecorder* const rec, slot.submission.try_begin());
   rec->attach(profiler_.get());
   return &slot;
 }
 
-Result<Ticket> StepExecutor::try_submit(SubmitSlot& slot, std::span<const SemaphoreWait> waits) {
+Result<Ticket> StepExecutor::try_submit(SubmitSlot& slot, std::span<const SemaphoreWait> waits, StepKind kind) {
   ATTENDRE_TRY(slot.submission.try_submit(waits));
+  slot.name = next_name(kind);
   slot.step = steps_++;
   slot.unverified = true;
   slot.uncollected = true;
@@ -70,18 +88,21 @@ Result<Ticket> StepExecutor::try_submit(SubmitSlot& slot, std::span<const Semaph
 }
 
 Result<SubmitSlot*> StepExecutor::try_collect(const Ticket& ticket) {
-  SubmitSlot& slot = *slots_[ticket.step() % kSlots];
+  SubmitSlot& slot = *slots_[ticket.step() % slots_.size()];
   ATTENDRE_TRY(TicketAccess::check_collectable(ticket, slot.submission, slot.step, slot.uncollected));
   slot.uncollected = false;
   return &slot;
 }
 
 vk::CommandRecorder StepExecutor::begin_recorded(VkCommandBuffer cb) {
-  return RecordedSteps::begin(context_, cb, checks_, kRecordedChecks);
+  return RecordedSteps::begin(context_, cb, checks_, recorded_checks());
 }
 
-void StepExecutor::end_recorded(vk::CommandRecorder& rec, const Consumer& consumer) {
+void StepExecutor::end_recorded(vk::CommandRecorder& rec, const Consumer& consumer, StepKind kind) {
   recorded_.end(rec, consumer, steps_++);
+  if (kind == StepKind::counted) ++counted_;
+  // Named by the counted step after the last of them.
+  recorded_name_ = std::string(names_.recorded) + " before " + names_.counted + " " + std::to_string(counted_);
 }
 
 Status StepExecutor::try_set_profiling(bool enabled) {

@@ -13,6 +13,7 @@
 #include <attendre/status.hpp>
 
 #include <cstdint>
+#include <string>
 
 namespace attendre::gpu {
 
@@ -26,10 +27,11 @@ struct SubmitSlot {
     return SubmitSlot(slot_index, std::move(upload), std::move(readback), std::move(submission));
   }
 
-  uint32_t index;  // in the executor's two slots, and the finite checks' slot its steps set
+  uint32_t index;  // in the executor's slots, and the finite checks' slot its steps set
   vk::Buffer upload, readback;  // the step's upload image, and what it reads back
   vk::Submission submission;
   uint64_t step = 0;         // the step submitted last from this slot
+  std::string name;          // its name in errors ("step 3", "retrieval 2": gpu::StepNames)
   bool uncollected = false;  // result() not called yet
   bool unverified = false;   // its finite checks are still to be read
 
