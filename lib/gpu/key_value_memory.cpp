@@ -133,7 +133,7 @@ Status KeyValueMemory::Impl::record_insert(vk::CommandRecorder& rec, const vk::B
   return kv->record_insert(rec, in.valid, in.positions);
 }
 
-Result<EvictedEntries> KeyValueMemory::try_insert(const ChunkView& rows) {
+Result<EvictedEntries> KeyValueMemory::insert(const ChunkView& rows) {
   Impl& m = *impl_;
   ATTENDRE_TRY(m.finish_recorded());
   // Checked before the command buffer is begun: a bad chunk changes nothing.
@@ -182,7 +182,7 @@ Status KeyValueMemory::Impl::record_retrieve(vk::CommandRecorder& rec, const vk:
   return kv->record_retrieve(rec, r.range);
 }
 
-Result<std::vector<float>> KeyValueMemory::try_retrieve(const ChunkView& queries) {
+Result<std::vector<float>> KeyValueMemory::retrieve(const ChunkView& queries) {
   Impl& m = *impl_;
   ATTENDRE_TRY(m.finish_recorded());
   const uint32_t q_row = m.config.shape.q_row();
@@ -204,7 +204,7 @@ Result<std::vector<float>> KeyValueMemory::try_retrieve(const ChunkView& queries
   return out;
 }
 
-Result<MemorySnapshot> KeyValueMemory::try_snapshot() {
+Result<MemorySnapshot> KeyValueMemory::snapshot() {
   ATTENDRE_TRY(impl_->finish_recorded());
   return impl_->kv->read_snapshot(*impl_->submission, impl_->readback, impl_->query_words);
 }
@@ -221,8 +221,8 @@ Result<bool> from_application(const std::optional<BufferRange>& a, const std::op
 
 }  // namespace
 
-Status KeyValueMemory::try_record_insert(VkCommandBuffer cb, const ChunkView& rows, const std::optional<BufferRange>& k,
-                                         const std::optional<BufferRange>& v, const Consumer& consumer) {
+Status KeyValueMemory::record_insert(VkCommandBuffer cb, const ChunkView& rows, const std::optional<BufferRange>& k,
+                                     const std::optional<BufferRange>& v, const Consumer& consumer) {
   Impl& m = *impl_;
   ATTENDRE_REQUIRE(cb != VK_NULL_HANDLE, "record: no command buffer");
   const uint32_t q_row = m.config.shape.q_row(), kv_row = m.config.shape.kv_row();
@@ -245,8 +245,8 @@ Status KeyValueMemory::try_record_insert(VkCommandBuffer cb, const ChunkView& ro
   return {};
 }
 
-Result<RecordedStep> KeyValueMemory::try_record_retrieve(VkCommandBuffer cb, const ChunkView& queries,
-                                                         const std::optional<BufferRange>& q, const LayerOutputs& out) {
+Result<RecordedStep> KeyValueMemory::record_retrieve(VkCommandBuffer cb, const ChunkView& queries,
+                                                     const std::optional<BufferRange>& q, const LayerOutputs& out) {
   Impl& m = *impl_;
   ATTENDRE_REQUIRE(cb != VK_NULL_HANDLE, "record: no command buffer");
   const uint32_t q_row = m.config.shape.q_row(), kv_row = m.config.shape.kv_row();

@@ -36,8 +36,8 @@ Status StackEngine::build(WeightSource& weights, const vk::Buffer* encoder_rows)
   // allocation size before anything is allocated or a weight read: a
   // K/V memory or a logits buffer too large fails in a moment, naming
   // itself, not after gigabytes of weights were loaded.
-  ATTENDRE_TRY_ASSIGN(const StackLayout layout, try_plan_stack_layout(c, caps, weights));
-  ATTENDRE_TRY(layout.try_check(caps));
+  ATTENDRE_TRY_ASSIGN(const StackLayout layout, plan_stack_layout(c, caps, weights));
+  ATTENDRE_TRY(layout.check(caps));
   // The weights go first, into one arena sized by the plan (exact unless a
   // device asks for alignments past 256 bytes), through a staging ring
   // freed when they are in place.
@@ -291,7 +291,7 @@ Status check_gpu_positions(const StackChunk& chunk) {
 
 }  // namespace
 
-Result<StackOutput> StackEngine::try_step(const StackChunk& chunk, const StackRequest& request) {
+Result<StackOutput> StackEngine::step(const StackChunk& chunk, const StackRequest& request) {
   ATTENDRE_TRY(executor_->try_finish_all());  // blocking steps report an earlier step's non-finite values first
   ATTENDRE_TRY_ASSIGN(const Ticket ticket, submit(chunk, request, {}));
   return result(ticket);
@@ -310,15 +310,15 @@ Result<Ticket> StackEngine::submit(const StackChunk& chunk, const StackRequest& 
   return ticket;
 }
 
-Result<StackOutput> StackEngine::try_drain_step(const StackRequest& request) {
+Result<StackOutput> StackEngine::drain_step(const StackRequest& request) {
   return run(nullptr, 0, BlockMode::stream, request);
 }
 
-Result<StackOutput> StackEngine::try_flush_block(size_t block, const StackRequest& request) {
+Result<StackOutput> StackEngine::flush_block(size_t block, const StackRequest& request) {
   return run(nullptr, block, BlockMode::flush, request);
 }
 
-Result<StackOutput> StackEngine::try_decode(const StackChunk& one, const StackRequest& request) {
+Result<StackOutput> StackEngine::decode(const StackChunk& one, const StackRequest& request) {
   ATTENDRE_REQUIRE(finished_, "decode() before finish(): drain the stack first");
   ATTENDRE_TRY(validator_.check(one, config_, 1));
   ATTENDRE_REQUIRE(one.rows == 1, "decode() takes exactly one position");
@@ -417,7 +417,7 @@ bool StackEngine::has_pending() const {
   return false;
 }
 
-Result<MemorySnapshot> StackEngine::try_snapshot(size_t block) {
+Result<MemorySnapshot> StackEngine::snapshot(size_t block) {
   ATTENDRE_REQUIRE(block < blocks_.size(), "no block " + std::to_string(block));
   ATTENDRE_TRY(executor_->try_finish_all());
   // Slot 0's readback serves the snapshot: a result still to collect there would be overwritten.

@@ -87,12 +87,12 @@ class StackEngine final : public TransformerStack {
                                                      const vk::Buffer* encoder_rows = nullptr);
 
   const StackConfig& config() const override { return config_; }
-  Result<StackOutput> try_step(const StackChunk& chunk, const StackRequest& request = {}) override;
-  Result<StackOutput> try_decode(const StackChunk& one, const StackRequest& request = {}) override;
+  Result<StackOutput> step(const StackChunk& chunk, const StackRequest& request = {}) override;
+  Result<StackOutput> decode(const StackChunk& one, const StackRequest& request = {}) override;
   bool has_pending() const override;
-  Result<MemorySnapshot> try_snapshot(size_t block) override;
-  Result<StackOutput> try_drain_step(const StackRequest& request) override;
-  Result<StackOutput> try_flush_block(size_t block, const StackRequest& request) override;
+  Result<MemorySnapshot> snapshot(size_t block) override;
+  Result<StackOutput> drain_step(const StackRequest& request) override;
+  Result<StackOutput> flush_block(size_t block, const StackRequest& request) override;
   void mark_finished() override { finished_ = true; }
 
   StackMemory memory() const;
