@@ -49,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const LayerConfig config = replay::make_config(options, AttentionShape{4, 2, 8});
   try {
-    config.validate();
+    config.check().or_throw();
   } catch (const Error& e) {
     fuzz::check(e.code() == ErrorCode::infeasible_config || e.code() == ErrorCode::invalid_argument,
                 "configuration errors are infeasible_config or invalid_argument", e.what());

@@ -20,10 +20,10 @@ class ScaledWeights final : public WeightSource {
  public:
   ScaledWeights(std::vector<std::string> parts, double factor, uint64_t seed)
       : parts_(std::move(parts)), factor_(factor), inner_(seed) {}
-  Result<std::optional<ElementType>> try_type_of(const std::string&, std::span<const uint64_t>) override {
+  Result<std::optional<ElementType>> type_of(const std::string&, std::span<const uint64_t>) override {
     return std::optional<ElementType>(ElementType::f32);
   }
-  Result<std::optional<TensorView>> try_tensor(const std::string& name, std::span<const uint64_t> shape) override {
+  Result<std::optional<TensorView>> tensor(const std::string& name, std::span<const uint64_t> shape) override {
     values_ = inner_.values(name, shape);
     const bool scaled = std::any_of(parts_.begin(), parts_.end(),
                                     [&](const std::string& part) { return name.find(part) != std::string::npos; });

@@ -95,8 +95,8 @@ inline std::map<int64_t, Emitted> run_stack(TransformerStack& stack, const Token
     }
   };
   for (uint32_t first = 0; first < s.rows(); first += c.chunk, ++step)
-    keep(stack.step(s.chunk(first, std::min(c.chunk, s.rows() - first)), request));
-  keep(stack.finish(request, flush));
+    keep(stack.step(s.chunk(first, std::min(c.chunk, s.rows() - first)), request).value_or_throw());
+  keep(stack.finish(request, flush).value_or_throw());
   return out;
 }
 

@@ -121,7 +121,7 @@ ContextOptions preferring_narrow_types() {
 }  // namespace
 
 Context& gpu() {
-  static std::unique_ptr<Context> context = std::make_unique<Context>(preferring_narrow_types());
+  static std::unique_ptr<Context> context = Context::create(preferring_narrow_types()).value_or_throw();
   return *context;
 }
 
@@ -129,7 +129,7 @@ Context& tiny_gpu() {
   static std::unique_ptr<Context> context = [] {
     ContextOptions options = preferring_narrow_types();
     options.limits = LimitOverrides{32u, 1536u, std::nullopt};  // 32 invocations, 64-entry select tiles
-    return std::make_unique<Context>(options);
+    return Context::create(options).value_or_throw();
   }();
   return *context;
 }
@@ -139,7 +139,7 @@ Context& tiny_words_gpu() {
     ContextOptions options;
     options.limits = LimitOverrides{32u, 1536u, std::nullopt};
     options.disabled_features = FeatureSet{}.add(Feature::storage_16bit);
-    return std::make_unique<Context>(options);
+    return Context::create(options).value_or_throw();
   }();
   return *context;
 }
@@ -149,7 +149,7 @@ Context& half_loads_fp32_math_gpu() {
     ContextOptions options;
     options.prefer_half_loads = true;
     options.disabled_features = FeatureSet{}.add(Feature::float16);
-    return std::make_unique<Context>(options);
+    return Context::create(options).value_or_throw();
   }();
   return *context;
 }
@@ -211,11 +211,11 @@ std::vector<StepRecord> run_stream(AttendreLayer& layer, const Stream& stream, b
     records.push_back({std::move(r.emitted_positions), std::move(r.outputs), std::move(r.snapshot)});
   };
   for (uint32_t first = 0; first < stream.rows; first += S)
-    keep(layer.step(stream.chunk(first, std::min(S, stream.rows - first)), request));
+    keep(layer.step(stream.chunk(first, std::min(S, stream.rows - first)), request).value_or_throw());
   if (flush) {
-    if (layer.has_pending_queries()) keep(layer.flush(request));
+    if (layer.has_pending_queries()) keep(layer.flush(request).value_or_throw());
   } else {
-    while (layer.has_pending_queries()) keep(layer.drain_step(request));
+    while (layer.has_pending_queries()) keep(layer.drain_step(request).value_or_throw());
   }
   return records;
 }

@@ -35,10 +35,10 @@ constexpr double kNearFloatMax = 8e38;
 Status run_status(TransformerStack& stack, const test::TokenStream& tokens, const StackRequest& request) {
   const uint32_t S = stack.config().chunk;
   for (uint32_t first = 0; first < tokens.rows(); first += S) {
-    const Result<StackOutput> out = stack.try_step(tokens.chunk(first, std::min(S, tokens.rows() - first)), request);
+    const Result<StackOutput> out = stack.step(tokens.chunk(first, std::min(S, tokens.rows() - first)), request);
     if (!out.ok()) return out.status();
   }
-  return stack.try_finish(request).status();
+  return stack.finish(request).status();
 }
 
 bool mentions(const Status& status, const std::string& part) {
@@ -64,7 +64,8 @@ TEST_CASE("activation overflow: a token embedding near the float32 maximum is a 
       INFO("activations " << to_string(activations) << ", memories " << to_string(memories));
       test::ScaledWeights weights({"token_embd"}, kNearFloatMax, 101);
       const test::TokenStream tokens = test::random_tokens(8, config.vocab, 102);
-      gpu::Stack stack(test::gpu(), config, weights);
+      auto stack_owner = gpu::Stack::create(test::gpu(), config, weights).value_or_throw();
+      gpu::Stack& stack = *stack_owner;
       const Status status = run_status(stack, tokens, logits_only());
       REQUIRE(!status.ok());
       CHECK(status.code() == ErrorCode::numerical_error);
@@ -96,12 +97,13 @@ TEST_CASE("activation overflow: hidden states whose final norm overflows float32
     config.vocab = vocab;
     INFO("vocab " << vocab);
     test::ScaledWeights weights({"ffn_down"}, 1e20, 103);
-    gpu::Stack stack(test::gpu(), config, weights);
+    auto stack_owner = gpu::Stack::create(test::gpu(), config, weights).value_or_throw();
+    gpu::Stack& stack = *stack_owner;
     const test::TokenStream tokens = test::random_tokens(4, 37, 104);
     std::vector<float> embeddings(4ull * config.hidden, 0.5f);
     StackChunk chunk = tokens.chunk(0, 4);
     if (vocab == 0) chunk.tokens = {}, chunk.embeddings = embeddings;
-    const Result<StackOutput> out = stack.try_step(chunk, {});
+    const Result<StackOutput> out = stack.step(chunk, {});
     REQUIRE(!out.ok());
     CHECK(out.status().code() == ErrorCode::numerical_error);
     CHECK(out.status().message() == "step 0: non-finite values (NaN or infinity) in the final rows");
@@ -117,8 +119,10 @@ TEST_CASE("activation overflow: a step recorded into an application's command bu
   const test::TokenStream tokens = test::random_tokens(4, config.vocab, 104);
   test::App app;
   {
-    Context context(app.external());
-    gpu::Stack stack(context, config, weights);
+    auto context_owner = Context::adopt(app.external()).value_or_throw();
+    Context& context = *context_owner;
+    auto stack_owner = gpu::Stack::create(context, config, weights).value_or_throw();
+    gpu::Stack& stack = *stack_owner;
     const VkDeviceSize bytes = uint64_t{config.chunk} * config.hidden * 4;
     test::AppBuffer hidden(app, bytes, false);
     gpu::StackRecordInputs in;
@@ -127,9 +131,9 @@ TEST_CASE("activation overflow: a step recorded into an application's command bu
     out.hidden = BufferRange{hidden.buffer, 0, bytes};
     out.consumer = {VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT};
     app.begin();
-    stack.record(app.cb, in, out);
+    stack.record(app.cb, in, out).value_or_throw();
     app.submit_and_wait();
-    const Status status = stack.try_wait();
+    const Status status = stack.wait();
     REQUIRE(!status.ok());
     CHECK(status.code() == ErrorCode::numerical_error);
     CHECK(mentions(status, "non-finite values (NaN or infinity) in the final rows"));
@@ -156,7 +160,8 @@ TEST_CASE("activation overflow: rows past fp16 in fp16 activations or memories a
       if (half && c.half_memories) config.blocks[0].attention.kv.storage = MemoryStorage::f16;
       test::ScaledWeights weights({c.scaled, "ffn_gate"}, c.factor, 105);
       const test::TokenStream tokens = test::random_tokens(8, config.vocab, 106);
-      gpu::Stack stack(test::gpu(), config, weights);
+      auto stack_owner = gpu::Stack::create(test::gpu(), config, weights).value_or_throw();
+      gpu::Stack& stack = *stack_owner;
       // The float64 reference rounds what it stores in fp16 as the device
       // does, and once handed out the NaN logits that followed.
       reference::Stack cpu(config, weights);
@@ -186,11 +191,12 @@ TEST_CASE("activation overflow: an encoder whose final norm overflows is a numer
   c.decoder.blocks[0].attention.kv.capacity = 8;
   c.decoder.blocks[0].attention.retrieval.top_k = 8;
   test::ScaledWeights weights({"enc.blk.0.ffn_down"}, 1e20, 107);
-  gpu::EncoderDecoder device(test::gpu(), c, weights);
+  auto device_owner = gpu::EncoderDecoder::create(test::gpu(), c, weights).value_or_throw();
+  gpu::EncoderDecoder& device = *device_owner;
   const test::TokenStream tokens = test::random_tokens(10, c.encoder.vocab, 108);
-  Status status = device.try_encode(tokens.chunk(0, 5));
-  if (status.ok()) status = device.try_encode(tokens.chunk(5, 5));
-  if (status.ok()) status = device.try_finish_encoding();
+  Status status = device.encode(tokens.chunk(0, 5));
+  if (status.ok()) status = device.encode(tokens.chunk(5, 5));
+  if (status.ok()) status = device.finish_encoding();
   REQUIRE(!status.ok());
   CHECK(status.code() == ErrorCode::numerical_error);
   CHECK(mentions(status, "non-finite values (NaN or infinity) in the final rows"));

@@ -139,7 +139,8 @@ TEST_CASE("block kernels: fp16 weights on a device without 16-bit storage read u
   // ATTENDRE_DISABLE (tests/CMakeLists.txt); here, that they are the ones chosen.
   Context& gpu = test::gpu();
   ExternalDevice external{gpu.instance(), gpu.physical_device(), gpu.device(), gpu.queue(), gpu.queue_family(), false};
-  Context context(external);
+  auto context_owner = Context::adopt(external).value_or_throw();
+  Context& context = *context_owner;
   REQUIRE_FALSE(context.caps().storage_16bit);
   CHECK(kernels::f16_as_words(context.caps()));
   using kernels::ShaderId;

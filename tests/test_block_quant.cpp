@@ -243,7 +243,8 @@ TEST_CASE("block kernels: Q8_0 as int8 loads (8-bit storage) and as 32-bit words
   ContextOptions options;
   options.disabled_features = FeatureSet{}.add(Feature::storage_8bit);
   options.limits = LimitOverrides{32u, 1536u, std::nullopt};  // tiny_gpu()'s: small sizes cross many tiles
-  Context words(options);
+  auto words_owner = Context::create(options).value_or_throw();
+  Context& words = *words_owner;
   using kernels::ShaderId;
   using kernels::WeightKernel;
   bool int8_ran = false;

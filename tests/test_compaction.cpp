@@ -504,9 +504,10 @@ TEST_CASE("compaction by subgroup ballots: arithmetic switched off, insertions a
   // Arithmetic off on top of ATTENDRE_DISABLE, so that ctest's features-off
   // run (ballot off too) checks the shared-memory scans here.
   const char* env_off = std::getenv("ATTENDRE_DISABLE");
-  options.disabled_features = parse_features(env_off ? env_off : "").add(Feature::subgroup_arithmetic);
+  options.disabled_features = parse_features(env_off ? env_off : "").value_or_throw().add(Feature::subgroup_arithmetic);
   options.limits = LimitOverrides{64u, 8192u, std::nullopt};  // W = 64, select lists of 256
-  Context context(options);
+  auto context_owner = Context::create(options).value_or_throw();
+  Context& context = *context_owner;
   const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   std::string reductions;
   for (const KernelVariant& v : kernel_variants(context))

@@ -70,7 +70,7 @@ TEST_CASE("config sizes: a stack whose heads_q * head_dim wraps is refused by it
     INFO(w.product);
     const StackConfig c = test::small_stack(2, w.shape, 4, 2, 8, 4, Policy::fifo());
     // Planning divided by the 0-byte rows of a wrapped width before.
-    const Result<gpu::StackLayout> planned = gpu::try_plan_stack_layout(c, DeviceCaps{});
+    const Result<gpu::StackLayout> planned = gpu::plan_stack_layout(c, DeviceCaps{});
     check_names_the_product(planned.status(), w);
     CHECK(planned.status().message().rfind("block 0: ", 0) == 0);
     RandomWeights weights(3);
@@ -93,7 +93,7 @@ TEST_CASE("config sizes: a memory layout past 2^32 words names its buffer and th
   // M = 2^31 slots of 8 heads of 128: keys alone take 2^41 words.
   StackConfig c = test::small_stack(2, {8, 8, 128}, 4, 2, 1u << 31, 4, Policy::fifo());
   c.hidden = 1024;
-  const Result<gpu::StackLayout> planned = gpu::try_plan_stack_layout(c, DeviceCaps{});
+  const Result<gpu::StackLayout> planned = gpu::plan_stack_layout(c, DeviceCaps{});
   REQUIRE_FALSE(planned.ok());
   CHECK(planned.status().code() == ErrorCode::out_of_device_memory);
   CHECK(planned.status().message() ==
@@ -102,7 +102,7 @@ TEST_CASE("config sizes: a memory layout past 2^32 words names its buffer and th
   // N likewise names the Q ring.
   c = test::small_stack(2, {8, 8, 128}, 4, (1u << 31) - 4, 8, 4, Policy::fifo());
   c.hidden = 1024;
-  const Status ring = gpu::try_plan_stack_layout(c, DeviceCaps{}).status();
+  const Status ring = gpu::plan_stack_layout(c, DeviceCaps{}).status();
   REQUIRE_FALSE(ring.ok());
   CHECK(ring.message() ==
         "'block 0 q ring' exceeds 2^32 words, past the kernels' 32-bit indices; lower N (q_capacity) or the chunk S, "

@@ -25,7 +25,8 @@ using test::ScopedEnv;
 
 std::string context_error() {
   try {
-    Context context;
+    auto context_owner = Context::create().value_or_throw();
+    [[maybe_unused]] Context& context = *context_owner;
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::invalid_argument);
     return e.what();
@@ -48,18 +49,21 @@ ContextOptions preferring(std::optional<bool> ContextOptions::*prefer, bool valu
 // an explicit choice wins over it and reads no environment, not even a typo.
 void check_load_quirk(std::optional<bool> ContextOptions::*prefer, bool DriverQuirks::*quirk, const char* env) {
   INFO(env);
-  const Context plain, preferred(preferring(prefer));
+  const auto plain_owner = Context::create().value_or_throw();
+  const auto preferred_owner = Context::create(preferring(prefer)).value_or_throw();
+  const Context& plain = *plain_owner;
+  const Context& preferred = *preferred_owner;
   const bool lavapipe = is_lavapipe(plain.caps());
   CHECK(plain.caps().quirks.*quirk == lavapipe);
   CHECK_FALSE(preferred.caps().quirks.*quirk);
   const DriverQuirks& q = preferred.caps().quirks;
   CHECK(q.half_loads_lane_by_lane + q.byte_loads_lane_by_lane == (lavapipe ? 1 : 0));
   ScopedEnv set(env, "1");
-  CHECK_FALSE(Context().caps().quirks.*quirk);
-  CHECK(Context(preferring(prefer, false)).caps().quirks.*quirk == lavapipe);
+  CHECK_FALSE(Context::create().value_or_throw()->caps().quirks.*quirk);
+  CHECK(Context::create(preferring(prefer, false)).value_or_throw()->caps().quirks.*quirk == lavapipe);
   ScopedEnv typo(env, "yes");
-  CHECK_THROWS_WITH_AS(Context(), (std::string(env) + " must be 0 or 1, got 'yes'").c_str(), Error);
-  CHECK(Context(preferring(prefer, false)).caps().quirks.*quirk == lavapipe);
+  CHECK_THROWS_WITH_AS(Context::create().value_or_throw(), (std::string(env) + " must be 0 or 1, got 'yes'").c_str(), Error);
+  CHECK(Context::create(preferring(prefer, false)).value_or_throw()->caps().quirks.*quirk == lavapipe);
 }
 
 TEST_CASE("context: environment switches reject values they do not understand") {
@@ -79,21 +83,22 @@ TEST_CASE("context: environment switches reject values they do not understand") 
   ScopedEnv off("ATTENDRE_VALIDATION", "0");
   ScopedEnv limits("ATTENDRE_PORTABLE_LIMITS", "0");
   ScopedEnv disable("ATTENDRE_DISABLE", "");
-  CHECK_NOTHROW(Context());
+  CHECK_NOTHROW(Context::create().value_or_throw());
 }
 
 TEST_CASE("context: feature switches mask the caps before planning, options first, then ATTENDRE_DISABLE") {
-  CHECK(parse_features("").bits == 0);
-  CHECK(parse_features("shuffle,16bit") == FeatureSet{}.add(Feature::subgroup_shuffle).add(Feature::storage_16bit));
+  CHECK(parse_features("").value_or_throw().bits == 0);
+  CHECK(parse_features("shuffle,16bit").value_or_throw() == FeatureSet{}.add(Feature::subgroup_shuffle).add(Feature::storage_16bit));
   for (uint32_t f = 0; f < kFeatureCount; ++f)
-    CHECK(parse_features(feature_name(static_cast<Feature>(f))).has(static_cast<Feature>(f)));
-  CHECK_THROWS_AS(parse_features("shuffle,"), Error);  // an empty name is a typo too
+    CHECK(parse_features(feature_name(static_cast<Feature>(f))).value_or_throw().has(static_cast<Feature>(f)));
+  CHECK_THROWS_AS(parse_features("shuffle,").value_or_throw(), Error);  // an empty name is a typo too
 
   FeatureSet all;
   for (uint32_t f = 0; f < kFeatureCount; ++f) all.add(static_cast<Feature>(f));
   ContextOptions options;
   options.disabled_features = all;
-  Context off(options);
+  auto off_owner = Context::create(options).value_or_throw();
+  Context& off = *off_owner;
   const DeviceCaps& c = off.caps();
   CHECK(c.disabled == all);
   const bool any = c.storage_16bit || c.float16 || c.storage_8bit || c.subgroup_arithmetic || c.subgroup_ballot ||
@@ -121,11 +126,13 @@ TEST_CASE("context: feature switches mask the caps before planning, options firs
   // Options that say nothing-off win over ATTENDRE_DISABLE.
   ScopedEnv env("ATTENDRE_DISABLE", "16bit,large_workgroups");
   options.disabled_features = FeatureSet{};
-  Context on(options);
+  auto on_owner = Context::create(options).value_or_throw();
+  Context& on = *on_owner;
   CHECK(on.caps().disabled.bits == 0);
   options.disabled_features.reset();
-  Context from_env(options);
-  CHECK(from_env.caps().disabled == parse_features("16bit,large_workgroups"));
+  auto from_env_owner = Context::create(options).value_or_throw();
+  Context& from_env = *from_env_owner;
+  CHECK(from_env.caps().disabled == parse_features("16bit,large_workgroups").value_or_throw());
   CHECK_FALSE(from_env.caps().storage_16bit);
 }
 
@@ -133,7 +140,8 @@ TEST_CASE("context: a submission the device does not finish within the fence tim
   ContextOptions options;
   options.validation = Validation::off;  // the abandoned fence is left to the device's destruction
   options.fence_timeout_ms = 0;          // any wait for unfinished work times out
-  Context context(options);
+  auto context_owner = Context::create(options).value_or_throw();
+  Context& context = *context_owner;
   const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   vk::DescriptorArena arena(context);
   const uint32_t groups = 256, W = plan.workgroup;
@@ -167,7 +175,8 @@ TEST_CASE("context: forced non-coherent host memory is synchronized only by flus
   LimitOverrides limits;
   limits.non_coherent_host = true;
   options.limits = limits;
-  Context context(options);
+  auto context_owner = Context::create(options).value_or_throw();
+  Context& context = *context_owner;
   vk::Buffer upload(context, 64, vk::MemoryIntent::upload, "test upload");
   vk::Buffer readback(context, 64, vk::MemoryIntent::readback, "test readback");
   auto* host = static_cast<uint32_t*>(upload.mapped());
@@ -190,7 +199,10 @@ TEST_CASE("context: the quirk half_loads_lane_by_lane reads fp16 as words by def
   // value as unpacked words; on any device without the quirk, 16-bit loads
   // follow the feature alone. prefer_half_loads always follows the feature.
   check_load_quirk(&ContextOptions::prefer_half_loads, &DriverQuirks::half_loads_lane_by_lane, "ATTENDRE_HALF_LOADS");
-  Context plain, preferred(preferring(&ContextOptions::prefer_half_loads));
+  const auto plain_owner = Context::create().value_or_throw();
+  const auto preferred_owner = Context::create(preferring(&ContextOptions::prefer_half_loads)).value_or_throw();
+  Context& plain = *plain_owner;
+  Context& preferred = *preferred_owner;
   const DeviceCaps& c = plain.caps();
   const bool lavapipe = is_lavapipe(c);
   CHECK(kernels::f16_as_words(c) == (!c.storage_16bit || lavapipe));
@@ -229,7 +241,10 @@ TEST_CASE("context: the quirk byte_loads_lane_by_lane reads Q8_0 as words by def
   // prefer_byte_loads always does.
   check_load_quirk(&ContextOptions::prefer_byte_loads, &DriverQuirks::byte_loads_lane_by_lane, "ATTENDRE_BYTE_LOADS");
   ContextOptions options = preferring(&ContextOptions::prefer_byte_loads);
-  Context plain, preferred(options);
+  const auto plain_owner = Context::create().value_or_throw();
+  const auto preferred_owner = Context::create(options).value_or_throw();
+  Context& plain = *plain_owner;
+  Context& preferred = *preferred_owner;
   const DeviceCaps& c = plain.caps();
   const bool lavapipe = is_lavapipe(c);
   CHECK(kernels::q8_0_as_int8(c) == (c.storage_8bit && !lavapipe));
@@ -272,7 +287,8 @@ TEST_CASE("context: the quirk byte_loads_lane_by_lane reads Q8_0 as words by def
   }
   // Switched off, words whatever the preference, and the line says why.
   options.disabled_features = FeatureSet{}.add(Feature::storage_8bit);
-  Context off(options);
+  auto off_owner = Context::create(options).value_or_throw();
+  Context& off = *off_owner;
   CHECK_FALSE(kernels::q8_0_as_int8(off.caps()));
   CHECK(q8_0_line(off).reason == "8bit switched off");
   CHECK(kernels::weight_variant(off, WeightKernel::matvec, ElementType::q8_0, "W") == ShaderId::matvec_q8_0);
@@ -288,10 +304,12 @@ TEST_CASE("context: the quirk half_math_emulated keeps fp32 math by default, pre
   // loads, so only the math preference differs.
   ContextOptions loads;
   loads.prefer_half_loads = true;
-  Context plain(loads);
+  auto plain_owner = Context::create(loads).value_or_throw();
+  Context& plain = *plain_owner;
   ContextOptions options = loads;
   options.prefer_half_math = true;
-  Context preferred(options);
+  auto preferred_owner = Context::create(options).value_or_throw();
+  Context& preferred = *preferred_owner;
   const DeviceCaps& c = plain.caps();
   const bool lavapipe = c.type == VK_PHYSICAL_DEVICE_TYPE_CPU && c.name.rfind("llvmpipe", 0) == 0;
   CHECK(c.quirks.half_math_emulated == lavapipe);
@@ -329,7 +347,8 @@ TEST_CASE("context: the quirk half_math_emulated keeps fp32 math by default, pre
     CHECK(kernels::weight_variant(preferred, WeightKernel::gemm, ElementType::f16, "W") == ShaderId::matmul_f16);
     ContextOptions words = options;
     words.prefer_half_loads = false;
-    const Context quirked_loads(words);
+    const auto quirked_loads_owner = Context::create(words).value_or_throw();
+    const Context& quirked_loads = *quirked_loads_owner;
     CHECK_FALSE(kernels::half_math(quirked_loads.caps()));
     CHECK(math_line(quirked_loads).reason == "16-bit loads not in use: fp16 read as unpacked words");
   }
@@ -338,11 +357,11 @@ TEST_CASE("context: the quirk half_math_emulated keeps fp32 math by default, pre
 
   // Unset, ATTENDRE_HALF_MATH decides; an explicit choice wins over it.
   ScopedEnv env("ATTENDRE_HALF_MATH", "1");
-  CHECK_FALSE(Context(loads).caps().quirks.half_math_emulated);
+  CHECK_FALSE(Context::create(loads).value_or_throw()->caps().quirks.half_math_emulated);
   options.prefer_half_math = false;
-  CHECK(Context(options).caps().quirks.half_math_emulated == lavapipe);
+  CHECK(Context::create(options).value_or_throw()->caps().quirks.half_math_emulated == lavapipe);
   ScopedEnv typo("ATTENDRE_HALF_MATH", "yes");
-  CHECK_THROWS_WITH_AS(Context(), "ATTENDRE_HALF_MATH must be 0 or 1, got 'yes'", Error);
+  CHECK_THROWS_WITH_AS(Context::create().value_or_throw(), "ATTENDRE_HALF_MATH must be 0 or 1, got 'yes'", Error);
 }
 
 }  // namespace

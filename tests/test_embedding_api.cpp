@@ -59,8 +59,10 @@ void check_recorded_stream(PolicyKind policy, uint64_t seed, MemoryStorage stora
   App app;
   std::vector<test::StepRecord> expected, actual;
   {
-    Context context(app.external());
-    gpu::Layer layer(context, config);
+    auto context_owner = Context::adopt(app.external()).value_or_throw();
+    Context& context = *context_owner;
+    auto layer_owner = gpu::Layer::create(context, config).value_or_throw();
+    gpu::Layer& layer = *layer_owner;
     reference::Layer cpu(config);
     // Ranges start off the buffers' beginnings, as an application's sub-allocations would.
     const VkDeviceSize q_at = 16, k_at = 4, v_at = 260, out_at = 12;
@@ -75,7 +77,7 @@ void check_recorded_stream(PolicyKind policy, uint64_t seed, MemoryStorage stora
       const ChunkView chunk = stream.chunk(at, rows);
       at += rows;
       expected.push_back({});
-      const StepResult want = cpu.step(chunk);
+      const StepResult want = cpu.step(chunk).value_or_throw();
       expected.back().emitted = want.emitted_positions;
       expected.back().outputs = want.outputs;
 
@@ -97,7 +99,7 @@ void check_recorded_stream(PolicyKind policy, uint64_t seed, MemoryStorage stora
       gpu::LayerOutputs outputs;
       outputs.outputs = BufferRange{out.buffer, out_at, q_bytes};
       outputs.consumer = {VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT};
-      const gpu::RecordedStep recorded = layer.record(app.cb, in, outputs);
+      const gpu::RecordedStep recorded = layer.record(app.cb, in, outputs).value_or_throw();
       const VkDeviceSize emitted_bytes = recorded.emitted_positions.size() * q_row * 4;
       read_back(app.cb, out, out_at, readback, emitted_bytes);
       app.submit_and_wait();
@@ -108,7 +110,7 @@ void check_recorded_stream(PolicyKind policy, uint64_t seed, MemoryStorage stora
       actual.back().outputs.assign(floats, floats + emitted_bytes / 4);
     }
     CHECK_FALSE(layer.has_pending_queries());
-    layer.wait();  // reads the recorded steps' finite checks
+    layer.wait().or_throw();  // reads the recorded steps' finite checks
   }
   test::check_runs_match(expected, actual, 2e-4, 2e-4,
                          "recorded " + std::string(to_string(policy)) + " " + std::string(to_string(storage)));
@@ -138,8 +140,10 @@ TEST_CASE("embedding: stack steps recorded into the application's command buffer
 
   App app;
   {
-    Context context(app.external());
-    gpu::Stack stack(context, c, weights);
+    auto context_owner = Context::adopt(app.external()).value_or_throw();
+    Context& context = *context_owner;
+    auto stack_owner = gpu::Stack::create(context, c, weights).value_or_throw();
+    gpu::Stack& stack = *stack_owner;
     // Ranges start off the buffers' beginnings, as an application's sub-allocations would.
     const VkDeviceSize ids_at = 8, logits_at = 20, logits_bytes = uint64_t{S} * V * 4;
     AppBuffer ids(app, ids_at + S * 4, false), logits(app, logits_at + logits_bytes, false),
@@ -158,7 +162,7 @@ TEST_CASE("embedding: stack steps recorded into the application's command buffer
       gpu::StackRecordOutputs out;
       out.logits = BufferRange{logits.buffer, logits_at, logits_bytes};
       out.consumer = {VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT};
-      const gpu::RecordedStep recorded = stack.record(app.cb, in, out);
+      const gpu::RecordedStep recorded = stack.record(app.cb, in, out).value_or_throw();
       const VkDeviceSize bytes = recorded.emitted_positions.size() * V * 4;
       read_back(app.cb, logits, logits_at, readback, bytes);
       app.submit_and_wait();
@@ -173,7 +177,7 @@ TEST_CASE("embedding: stack steps recorded into the application's command buffer
     uint32_t step = 0;
     for (uint32_t first = 0; first < s.rows(); first += S, ++step) {
       const StackChunk chunk = s.chunk(first, std::min(S, s.rows() - first));
-      const StackOutput want = cpu.step(chunk, request);
+      const StackOutput want = cpu.step(chunk, request).value_or_throw();
       const StackOutput got = record(chunk);
       CHECK(got.positions == want.positions);
       test::check_stack_rows(want.logits, got.logits, "step " + std::to_string(step));
@@ -181,16 +185,16 @@ TEST_CASE("embedding: stack steps recorded into the application's command buffer
     }
     CHECK(emitted < s.rows());  // emission lags: positions still wait in the Q rings
     // Drained by recorded steps of no rows, as finish() would.
-    const StackOutput want = cpu.finish(request);
+    const StackOutput want = cpu.finish(request).value_or_throw();
     StackOutput got;
     while (stack.has_pending()) got.append(record(StackChunk{}));
     CHECK(got.positions == want.positions);
     test::check_stack_rows(want.logits, got.logits, "drain");
     // The ordinary API goes on after recorded steps (it waits for them first).
-    CHECK(stack.finish(request).positions.empty());
+    CHECK(stack.finish(request).value_or_throw().positions.empty());
     const test::OnePosition one{5, s.rows()};
-    const StackOutput want_decode = cpu.decode(one.chunk(), request);
-    const StackOutput got_decode = stack.decode(one.chunk(), request);
+    const StackOutput want_decode = cpu.decode(one.chunk(), request).value_or_throw();
+    const StackOutput got_decode = stack.decode(one.chunk(), request).value_or_throw();
     CHECK(got_decode.positions == want_decode.positions);
     test::check_stack_rows(want_decode.logits, got_decode.logits, "decode");
   }
@@ -204,21 +208,24 @@ TEST_CASE("embedding: two steps in flight (tickets, double-buffered staging) equ
   options.invalid_fraction = 0.1;
   const test::Stream stream = test::random_stream(config.shape, 47, 21, options);
   const uint32_t S = config.chunk;
-  gpu::Layer blocking(context, config), pipelined(context, config);
+  auto blocking_owner = gpu::Layer::create(context, config).value_or_throw();
+  gpu::Layer& blocking = *blocking_owner;
+  auto pipelined_owner = gpu::Layer::create(context, config).value_or_throw();
+  gpu::Layer& pipelined = *pipelined_owner;
   std::vector<ChunkView> chunks;
   for (uint32_t at = 0; at < stream.rows; at += S) chunks.push_back(stream.chunk(at, std::min(S, stream.rows - at)));
 
   std::vector<StepResult> want, got;
-  for (const ChunkView& chunk : chunks) want.push_back(blocking.step(chunk));
+  for (const ChunkView& chunk : chunks) want.push_back(blocking.step(chunk).value_or_throw());
   // The host packs step t+1 while the device may still run step t.
   std::vector<Ticket> tickets;
-  tickets.push_back(pipelined.submit(chunks[0]));
+  tickets.push_back(pipelined.submit(chunks[0]).value_or_throw());
   for (size_t t = 0; t < chunks.size(); ++t) {
-    if (t + 1 < chunks.size()) tickets.push_back(pipelined.submit(chunks[t + 1]));
+    if (t + 1 < chunks.size()) tickets.push_back(pipelined.submit(chunks[t + 1]).value_or_throw());
     CHECK(tickets[t].step() == t);
-    CHECK(tickets[t].wait());
-    CHECK(tickets[t].ready());
-    got.push_back(pipelined.result(tickets[t]));
+    CHECK(tickets[t].wait().value_or_throw());
+    CHECK(tickets[t].ready().value_or_throw());
+    got.push_back(pipelined.result(tickets[t]).value_or_throw());
   }
   REQUIRE(got.size() == want.size());
   for (size_t t = 0; t < want.size(); ++t) {
@@ -226,13 +233,13 @@ TEST_CASE("embedding: two steps in flight (tickets, double-buffered staging) equ
     CHECK(got[t].outputs == want[t].outputs);  // same device, same kernels: bit for bit
   }
   // A ticket's result is collected once.
-  CHECK_THROWS_AS(pipelined.result(tickets.back()), Error);
+  CHECK_THROWS_AS(pipelined.result(tickets.back()).value_or_throw(), Error);
   // Two steps ahead overwrote the first's staging: its result is refused.
-  const Ticket first = pipelined.submit({});
-  pipelined.submit({});
-  pipelined.submit({});
-  CHECK_THROWS_AS(pipelined.result(first), Error);
-  pipelined.wait();
+  const Ticket first = pipelined.submit({}).value_or_throw();
+  pipelined.submit({}).value_or_throw();
+  pipelined.submit({}).value_or_throw();
+  CHECK_THROWS_AS(pipelined.result(first).value_or_throw(), Error);
+  pipelined.wait().or_throw();
   test::check_no_validation_messages(context);
 }
 
@@ -282,20 +289,26 @@ TEST_CASE("embedding: tickets chain on timeline semaphores, or fall back to fenc
     INFO("timeline switched off: " << switched_off);
     ExternalDevice external = app.external();
     if (switched_off) external.disabled_features = FeatureSet{}.add(Feature::timeline_semaphore);
-    Context context(external);
+    auto context_owner = Context::adopt(external).value_or_throw();
+    Context& context = *context_owner;
     const bool chains = context.caps().timeline_semaphore;
     if (switched_off || !app.timeline) CHECK_FALSE(chains);
-    gpu::Layer layer(context, config), blocking(context, config), other(context, config);
+    auto layer_owner = gpu::Layer::create(context, config).value_or_throw();
+    gpu::Layer& layer = *layer_owner;
+    auto blocking_owner = gpu::Layer::create(context, config).value_or_throw();
+    gpu::Layer& blocking = *blocking_owner;
+    auto other_owner = gpu::Layer::create(context, config).value_or_throw();
+    gpu::Layer& other = *other_owner;
     AppBuffer out(app, out_at + out_bytes, false), readback(app, out_bytes, true);
     if (chains && !gate) gate.emplace(app);
     for (uint32_t at = 0; at < stream.rows; at += S) {
       const ChunkView chunk = stream.chunk(at, std::min(S, stream.rows - at));
-      const StepResult want = blocking.step(chunk);
+      const StepResult want = blocking.step(chunk).value_or_throw();
       SubmitOptions submit;
       submit.outputs = BufferRange{out.buffer, out_at, out_bytes};
       // The step waits for the application's semaphore (its earlier work).
       if (chains) submit.waits.push_back({gate->semaphore, ++gate_value, VK_PIPELINE_STAGE_TRANSFER_BIT});
-      const Ticket ticket = layer.submit(chunk, {}, submit);
+      const Ticket ticket = layer.submit(chunk, {}, submit).value_or_throw();
       CHECK(ticket.chainable() == chains);
       const VkDeviceSize bytes = want.emitted_positions.size() * q_row * 4;
       app.begin();
@@ -305,8 +318,8 @@ TEST_CASE("embedding: tickets chain on timeline semaphores, or fall back to fenc
         // device, and its timeline is short of the ticket's value (a device
         // running submissions in order, as lavapipe does, would hide a
         // ticket naming an earlier value from the copy's result alone).
-        CHECK_FALSE(ticket.ready());
-        CHECK_FALSE(ticket.wait(0));
+        CHECK_FALSE(ticket.ready().value_or_throw());
+        CHECK_FALSE(ticket.wait(0).value_or_throw());
         CHECK(app.counter(ticket.semaphore()) < ticket.value());
         // The application's copy of the outputs waits for the ticket on the
         // device; the host only signals the gate and waits for the copy.
@@ -314,19 +327,19 @@ TEST_CASE("embedding: tickets chain on timeline semaphores, or fall back to fenc
         app.submit(ticket.semaphore(), ticket.value());
         gate->signal(gate_value);
         app.wait();
-        CHECK(ticket.ready());
+        CHECK(ticket.ready().value_or_throw());
         CHECK(app.counter(ticket.semaphore()) == ticket.value());
       } else {
         CHECK(ticket.semaphore() == VK_NULL_HANDLE);
-        CHECK(ticket.wait());
+        CHECK(ticket.wait().value_or_throw());
         after_host_wait(app.cb);
         read_back(app.cb, out, out_at, readback, bytes);
         app.submit_and_wait();
       }
       const auto* floats = static_cast<const float*>(readback.mapped);
       CHECK(std::vector<float>(floats, floats + bytes / 4) == want.outputs);  // same kernels: bit for bit
-      CHECK_THROWS_AS(other.result(ticket), Error);  // another layer's ticket
-      const StepResult got = layer.result(ticket);
+      CHECK_THROWS_AS(other.result(ticket).value_or_throw(), Error);  // another layer's ticket
+      const StepResult got = layer.result(ticket).value_or_throw();
       CHECK(got.emitted_positions == want.emitted_positions);
       CHECK(got.outputs == want.outputs);
     }
@@ -334,24 +347,25 @@ TEST_CASE("embedding: tickets chain on timeline semaphores, or fall back to fenc
     // timeline value on a context without timeline semaphores.
     SubmitOptions bad;
     bad.waits.push_back({VK_NULL_HANDLE, 0, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT});
-    CHECK(code_of([&] { layer.submit({}, {}, bad); }) == ErrorCode::invalid_argument);
+    CHECK(code_of([&] { layer.submit({}, {}, bad).value_or_throw(); }) == ErrorCode::invalid_argument);
     if (!chains) {
       VkSemaphoreCreateInfo binary_info{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
       VkSemaphore binary = VK_NULL_HANDLE;
       test::ok(vkCreateSemaphore(app.device, &binary_info, nullptr, &binary), "vkCreateSemaphore");
       bad.waits = {{binary, 5, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT}};
-      CHECK(code_of([&] { layer.submit({}, {}, bad); }) == ErrorCode::unsupported);
+      CHECK(code_of([&] { layer.submit({}, {}, bad).value_or_throw(); }) == ErrorCode::unsupported);
       vkDestroySemaphore(app.device, binary, nullptr);
     }
-    CHECK(layer.step({}).emitted_positions == blocking.step({}).emitted_positions);
-    layer.wait();
-    CHECK(layer.snapshot().positions == blocking.snapshot().positions);
+    CHECK(layer.step({}).value_or_throw().emitted_positions == blocking.step({}).value_or_throw().emitted_positions);
+    layer.wait().or_throw();
+    CHECK(layer.snapshot().value_or_throw().positions == blocking.snapshot().value_or_throw().positions);
 
     // A stack's submitted steps write their final hidden rows, packed, into
     // the application's buffer as well, chained the same way.
     const StackConfig sc = test::small_stack(2, {4, 2, 6}, 6, 2, 14, 5, Policy::lru());
     RandomWeights weights(23);
-    gpu::Stack stack(context, sc, weights);
+    auto stack_owner = gpu::Stack::create(context, sc, weights).value_or_throw();
+    gpu::Stack& stack = *stack_owner;
     const test::TokenStream tokens = test::random_tokens(18, sc.vocab, 29, 0.1);
     const VkDeviceSize hidden_bytes = uint64_t{sc.chunk} * sc.hidden * 4;
     AppBuffer hidden(app, hidden_bytes, false), hidden_back(app, hidden_bytes, true);
@@ -360,23 +374,23 @@ TEST_CASE("embedding: tickets chain on timeline semaphores, or fall back to fenc
     for (uint32_t first = 0; first < tokens.rows(); first += sc.chunk) {
       SubmitOptions submit;
       submit.outputs = BufferRange{hidden.buffer, 0, hidden_bytes};
-      const Ticket ticket = stack.submit(tokens.chunk(first, sc.chunk), request, submit);
+      const Ticket ticket = stack.submit(tokens.chunk(first, sc.chunk), request, submit).value_or_throw();
       app.begin();
       if (chains) {
         read_back(app.cb, hidden, 0, hidden_back, hidden_bytes);
         app.submit(ticket.semaphore(), ticket.value());
         app.wait();
       } else {
-        CHECK(ticket.wait());
+        CHECK(ticket.wait().value_or_throw());
         after_host_wait(app.cb);
         read_back(app.cb, hidden, 0, hidden_back, hidden_bytes);
         app.submit_and_wait();
       }
-      const StackOutput got = stack.result(ticket);
+      const StackOutput got = stack.result(ticket).value_or_throw();
       const auto* floats = static_cast<const float*>(hidden_back.mapped);
       CHECK(std::vector<float>(floats, floats + got.hidden.size()) == got.hidden);
     }
-    stack.wait();
+    stack.wait().or_throw();
   }
   app.check_no_messages();
 }
@@ -386,7 +400,10 @@ TEST_CASE("embedding: stack steps submitted two at a time (tickets, double-buffe
   StackConfig c = test::small_stack(2, {4, 2, 6}, 6, 7, 14, 5, Policy::lra_sum());
   const test::TokenStream s = test::random_tokens(40, c.vocab, 17, 0.1);
   RandomWeights weights(19);
-  gpu::Stack blocking(context, c, weights), pipelined(context, c, weights);
+  auto blocking_owner = gpu::Stack::create(context, c, weights).value_or_throw();
+  gpu::Stack& blocking = *blocking_owner;
+  auto pipelined_owner = gpu::Stack::create(context, c, weights).value_or_throw();
+  gpu::Stack& pipelined = *pipelined_owner;
   StackRequest request;
   request.hidden = true;
   request.logits = true;
@@ -394,24 +411,24 @@ TEST_CASE("embedding: stack steps submitted two at a time (tickets, double-buffe
   for (uint32_t first = 0; first < s.rows(); first += c.chunk)
     chunks.push_back(s.chunk(first, std::min(c.chunk, s.rows() - first)));
   std::vector<StackOutput> want;
-  for (const StackChunk& chunk : chunks) want.push_back(blocking.step(chunk, request));
+  for (const StackChunk& chunk : chunks) want.push_back(blocking.step(chunk, request).value_or_throw());
   // The host plans step t+1 while the device may still run step t.
   std::vector<Ticket> tickets;
-  tickets.push_back(pipelined.submit(chunks[0], request));
+  tickets.push_back(pipelined.submit(chunks[0], request).value_or_throw());
   for (size_t t = 0; t < chunks.size(); ++t) {
     INFO("step " << t);
-    if (t + 1 < chunks.size()) tickets.push_back(pipelined.submit(chunks[t + 1], request));
+    if (t + 1 < chunks.size()) tickets.push_back(pipelined.submit(chunks[t + 1], request).value_or_throw());
     CHECK(tickets[t].step() == t);
-    CHECK(tickets[t].wait());
-    CHECK_THROWS_AS(blocking.result(tickets[t]), Error);  // another stack's ticket
-    const StackOutput got = pipelined.result(tickets[t]);
+    CHECK(tickets[t].wait().value_or_throw());
+    CHECK_THROWS_AS(blocking.result(tickets[t]).value_or_throw(), Error);  // another stack's ticket
+    const StackOutput got = pipelined.result(tickets[t]).value_or_throw();
     CHECK(got.positions == want[t].positions);
     CHECK(got.hidden == want[t].hidden);  // same device, same kernels: bit for bit
     CHECK(got.logits == want[t].logits);
   }
-  CHECK_THROWS_AS(pipelined.result(tickets.back()), Error);  // collected once
-  CHECK(pipelined.snapshot(1).positions == blocking.snapshot(1).positions);
-  const StackOutput drained = pipelined.finish(request), want_drained = blocking.finish(request);
+  CHECK_THROWS_AS(pipelined.result(tickets.back()).value_or_throw(), Error);  // collected once
+  CHECK(pipelined.snapshot(1).value_or_throw().positions == blocking.snapshot(1).value_or_throw().positions);
+  const StackOutput drained = pipelined.finish(request).value_or_throw(), want_drained = blocking.finish(request).value_or_throw();
   CHECK(drained.positions == want_drained.positions);
   CHECK(drained.logits == want_drained.logits);
   test::check_no_validation_messages(context);
@@ -438,9 +455,11 @@ TEST_CASE("embedding: a context on an adopted device waits only on its own fence
   device_idles = 0;
   {
     Hook hook;
-    Context context(app.external());
-    gpu::Layer layer(context, config);
-    for (uint32_t at = 0; at < stream.rows; at += config.chunk) layer.submit(stream.chunk(at, config.chunk));
+    auto context_owner = Context::adopt(app.external()).value_or_throw();
+    Context& context = *context_owner;
+    auto layer_owner = gpu::Layer::create(context, config).value_or_throw();
+    gpu::Layer& layer = *layer_owner;
+    for (uint32_t at = 0; at < stream.rows; at += config.chunk) layer.submit(stream.chunk(at, config.chunk)).value_or_throw();
     // Destroyed with a step possibly in flight: the layer waits on its own fences.
   }
   CHECK(device_idles == 0);
@@ -456,13 +475,15 @@ void exercise(Context& context) {
   const LayerConfig config = embedding_config(PolicyKind::lra_sum);
   const test::Stream stream = test::random_stream(config.shape, 3 * config.chunk, 41);
   {
-    gpu::Layer layer(context, config);
+    auto layer_owner = gpu::Layer::create(context, config).value_or_throw();
+    gpu::Layer& layer = *layer_owner;
     for (uint32_t at = 0; at < stream.rows; at += config.chunk)
-      CHECK(layer.step(stream.chunk(at, config.chunk)).outputs.size() <= size_t{config.chunk} * config.shape.q_row());
+      CHECK(layer.step(stream.chunk(at, config.chunk)).value_or_throw().outputs.size() <= size_t{config.chunk} * config.shape.q_row());
   }
   const StackConfig c = test::small_stack(2, {4, 2, 8}, 4, 5, 9, 4, Policy::lru());
   RandomWeights weights(7);
-  gpu::Stack stack(context, c, weights);
+  auto stack_owner = gpu::Stack::create(context, c, weights).value_or_throw();
+  gpu::Stack& stack = *stack_owner;
   const test::TokenStream tokens = test::random_tokens(2 * c.chunk, c.vocab, 3);
   CHECK(!test::run_stack(stack, tokens).empty());
 }
@@ -474,7 +495,8 @@ TEST_CASE("embedding: the application's allocation callbacks serve the context i
   {
     ContextOptions options;
     options.allocator = allocator.callbacks();
-    Context context(options);
+    auto context_owner = Context::create(options).value_or_throw();
+    Context& context = *context_owner;
     CHECK(context.allocator() == allocator.callbacks());
     exercise(context);
     test::check_no_validation_messages(context);
@@ -501,7 +523,8 @@ TEST_CASE("embedding: an adopted device's context uses the application's callbac
     external.allocator = allocator.callbacks();
     external.kernels = DeviceCaps::KernelStyle::tiled;
     external.disabled_features = FeatureSet{}.add(Feature::subgroup_shuffle);
-    Context context(external);
+    auto context_owner = Context::adopt(external).value_or_throw();
+    Context& context = *context_owner;
     CHECK(context.caps().kernel_style == DeviceCaps::KernelStyle::tiled);
     CHECK(context.caps().disabled == FeatureSet{}.add(Feature::subgroup_shuffle));
     CHECK_FALSE(context.caps().subgroup_shuffle);
@@ -513,5 +536,5 @@ TEST_CASE("embedding: an adopted device's context uses the application's callbac
   CHECK(allocator.foreign() == 0);
   app.check_no_messages();
   // Without the options, the same environment is read (and rejected).
-  CHECK_THROWS_AS(Context(app.external()), Error);
+  CHECK_THROWS_AS(Context::adopt(app.external()).value_or_throw(), Error);
 }

@@ -52,9 +52,12 @@ TEST_CASE("embedding: K/V memory inserts and retrievals recorded with the applic
   for (const MemoryStorage storage : {MemoryStorage::f32, MemoryStorage::f16}) {
     INFO("storage " << to_string(storage));
     kv.storage = storage;
-    Context context(app.external());
-    gpu::KeyValueMemory blocking(context, shape, kv, retrieval, max_insert, max_queries);
-    gpu::KeyValueMemory recorded(context, shape, kv, retrieval, max_insert, max_queries);
+    auto context_owner = Context::adopt(app.external()).value_or_throw();
+    Context& context = *context_owner;
+    auto blocking_owner = gpu::KeyValueMemory::create(context, shape, kv, retrieval, max_insert, max_queries).value_or_throw();
+    gpu::KeyValueMemory& blocking = *blocking_owner;
+    auto recorded_owner = gpu::KeyValueMemory::create(context, shape, kv, retrieval, max_insert, max_queries).value_or_throw();
+    gpu::KeyValueMemory& recorded = *recorded_owner;
     const VkDeviceSize k_at = 8, v_at = 36, q_at = 4, out_at = 20;  // sub-allocations off the buffers' starts
     const VkDeviceSize kv_bytes = uint64_t{max_insert} * kv_row * 4, q_bytes = uint64_t{max_queries} * q_row * 4;
     AppBuffer k(app, k_at + kv_bytes, false), v(app, v_at + kv_bytes, false), q(app, q_at + q_bytes, false),
@@ -73,8 +76,8 @@ TEST_CASE("embedding: K/V memory inserts and retrievals recorded with the applic
       q_first += query_rows;
       const bool from_buffers = call % 2 == 0;  // else the host's spans travel inside the command buffer
 
-      blocking.insert(inserted);
-      const std::vector<float> want = blocking.retrieve(asked);
+      blocking.insert(inserted).value_or_throw();
+      const std::vector<float> want = blocking.retrieve(asked).value_or_throw();
 
       app.begin();
       ChunkView insert_in = inserted, query_in = asked;
@@ -90,11 +93,11 @@ TEST_CASE("embedding: K/V memory inserts and retrievals recorded with the applic
         v_range = BufferRange{v.buffer, v_at, inserted.v.size_bytes()};
         q_range = BufferRange{q.buffer, q_at, asked.q.size_bytes()};
       }
-      recorded.record_insert(app.cb, insert_in, k_range, v_range);
+      recorded.record_insert(app.cb, insert_in, k_range, v_range).or_throw();
       gpu::LayerOutputs outputs;
       outputs.outputs = BufferRange{out.buffer, out_at, q_bytes};
       outputs.consumer = {VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT};
-      const gpu::RecordedStep step = recorded.record_retrieve(app.cb, query_in, q_range, outputs);
+      const gpu::RecordedStep step = recorded.record_retrieve(app.cb, query_in, q_range, outputs).value_or_throw();
       const VkDeviceSize bytes = step.emitted_positions.size() * q_row * 4;
       read_back(app.cb, out, out_at, readback, bytes);
       app.submit_and_wait();
@@ -106,12 +109,12 @@ TEST_CASE("embedding: K/V memory inserts and retrievals recorded with the applic
       const auto* floats = static_cast<const float*>(readback.mapped);
       CHECK(std::vector<float>(floats, floats + bytes / 4) == want);
       if (call % 3 == 2) {  // the blocking calls wait for the recorded ones first
-        const MemorySnapshot a = recorded.snapshot(), b = blocking.snapshot();
+        const MemorySnapshot a = recorded.snapshot().value_or_throw(), b = blocking.snapshot().value_or_throw();
         CHECK(a.positions == b.positions);
         CHECK(a.scores == b.scores);
       }
     }
-    const MemorySnapshot a = recorded.snapshot(), b = blocking.snapshot();
+    const MemorySnapshot a = recorded.snapshot().value_or_throw(), b = blocking.snapshot().value_or_throw();
     CHECK(a.positions == b.positions);
     CHECK(a.scores == b.scores);
     CHECK(b.positions.size() == kv.capacity);  // it evicted
@@ -164,8 +167,10 @@ TEST_CASE("embedding: stack steps, flushes and decodes recorded with the applica
 
   App app;
   {
-    Context context(app.external());
-    gpu::Stack stack(context, c, weights);
+    auto context_owner = Context::adopt(app.external()).value_or_throw();
+    Context& context = *context_owner;
+    auto stack_owner = gpu::Stack::create(context, c, weights).value_or_throw();
+    gpu::Stack& stack = *stack_owner;
     uint32_t room = S;
     for (const BlockConfig& b : c.blocks) room = std::max(room, b.attention.q_capacity);
     const VkDeviceSize in_at = 12, hidden_at = 28, in_bytes = uint64_t{S} * H * 4, hidden_bytes = uint64_t{room} * H * 4;
@@ -203,17 +208,17 @@ TEST_CASE("embedding: stack steps, flushes and decodes recorded with the applica
 
     for (uint32_t first = 0, step = 0; first < rows; first += S, ++step) {
       const StackChunk chunk = chunk_at(first, std::min(S, rows - first));
-      const StackOutput want = cpu.step(chunk, request);
-      const StackOutput got = run([&] { return stack.record(app.cb, from_buffer(chunk), out); });
+      const StackOutput want = cpu.step(chunk, request).value_or_throw();
+      const StackOutput got = run([&] { return stack.record(app.cb, from_buffer(chunk), out).value_or_throw(); });
       CHECK(got.positions == want.positions);
       test::check_stack_rows(want.hidden, got.hidden, "step " + std::to_string(step));
     }
     // finish(flush): block by block, recorded.
-    const StackOutput want_flush = cpu.finish(request, true);
+    const StackOutput want_flush = cpu.finish(request, true).value_or_throw();
     StackOutput got_flush;
     size_t most = 0;
     for (size_t block = 0; block < c.blocks.size(); ++block) {
-      StackOutput part = run([&] { return stack.record_flush(app.cb, block, out); });
+      StackOutput part = run([&] { return stack.record_flush(app.cb, block, out).value_or_throw(); });
       most = std::max(most, part.positions.size());
       got_flush.append(std::move(part));
     }
@@ -221,14 +226,14 @@ TEST_CASE("embedding: stack steps, flushes and decodes recorded with the applica
     CHECK_FALSE(stack.has_pending());
     CHECK(got_flush.positions == want_flush.positions);
     test::check_stack_rows(want_flush.hidden, got_flush.hidden, "flush");
-    CHECK_THROWS_AS(stack.record_decode(app.cb, in_buffer(chunk_at(rows, 1)), out), Error);  // before finish()
-    CHECK(stack.finish(request).positions.empty());  // nothing left to run: marks the stack finished
+    CHECK_THROWS_AS(stack.record_decode(app.cb, in_buffer(chunk_at(rows, 1)), out).value_or_throw(), Error);  // before finish()
+    CHECK(stack.finish(request).value_or_throw().positions.empty());  // nothing left to run: marks the stack finished
     // Decode, recorded, with the embedding from the application's buffer.
-    const StackOutput want_decode = cpu.decode(chunk_at(rows, 1), request);
-    const StackOutput got_decode = run([&] { return stack.record_decode(app.cb, from_buffer(chunk_at(rows, 1)), out); });
+    const StackOutput want_decode = cpu.decode(chunk_at(rows, 1), request).value_or_throw();
+    const StackOutput got_decode = run([&] { return stack.record_decode(app.cb, from_buffer(chunk_at(rows, 1)), out).value_or_throw(); });
     CHECK(got_decode.positions == want_decode.positions);
     test::check_stack_rows(want_decode.hidden, got_decode.hidden, "decode");
-    CHECK_THROWS_AS(stack.record_flush(app.cb, 0, out), Error);  // after finish()
+    CHECK_THROWS_AS(stack.record_flush(app.cb, 0, out).value_or_throw(), Error);  // after finish()
   }
   app.check_no_messages();
 }
@@ -236,7 +241,8 @@ TEST_CASE("embedding: stack steps, flushes and decodes recorded with the applica
 TEST_CASE("embedding: record refuses bad ranges with one-line errors, and the object goes on unchanged") {
   App app;
   {
-    Context context(app.external());
+    auto context_owner = Context::adopt(app.external()).value_or_throw();
+    Context& context = *context_owner;
     const AttentionShape shape{2, 1, 8};
     LayerConfig config;
     config.shape = shape;
@@ -247,7 +253,10 @@ TEST_CASE("embedding: record refuses bad ranges with one-line errors, and the ob
     const test::Stream stream = test::random_stream(shape, 8, 3);
     const uint32_t q_row = shape.q_row(), kv_row = shape.kv_row(), S = config.chunk;
     AppBuffer buffer(app, 4096, false);
-    gpu::Layer layer(context, config), blocking(context, config);
+    auto layer_owner = gpu::Layer::create(context, config).value_or_throw();
+    gpu::Layer& layer = *layer_owner;
+    auto blocking_owner = gpu::Layer::create(context, config).value_or_throw();
+    gpu::Layer& blocking = *blocking_owner;
     const ChunkView chunk = stream.chunk(0, S);
     gpu::LayerInputs host;  // q, k, v from the chunk's spans
     host.chunk = chunk;
@@ -272,45 +281,47 @@ TEST_CASE("embedding: record refuses bad ranges with one-line errors, and the ob
       }
     };
     app.begin();
-    refused([&] { layer.record(app.cb, device_inputs(0, uint64_t{S} * q_row * 4 - 4)); }, "q range holds");
-    refused([&] { layer.record(app.cb, device_inputs(2, uint64_t{S} * q_row * 4)); }, "offset is not a multiple of 4");
-    refused([&] { layer.record(app.cb, device_inputs(0, 0)); }, "q range holds 0 bytes");
+    refused([&] { layer.record(app.cb, device_inputs(0, uint64_t{S} * q_row * 4 - 4)).value_or_throw(); }, "q range holds");
+    refused([&] { layer.record(app.cb, device_inputs(2, uint64_t{S} * q_row * 4)).value_or_throw(); }, "offset is not a multiple of 4");
+    refused([&] { layer.record(app.cb, device_inputs(0, 0)).value_or_throw(); }, "q range holds 0 bytes");
     gpu::LayerInputs no_buffer = device_inputs(0, uint64_t{S} * q_row * 4);
     no_buffer.v->buffer = VK_NULL_HANDLE;
-    refused([&] { layer.record(app.cb, no_buffer); }, "v range has no buffer");
+    refused([&] { layer.record(app.cb, no_buffer).value_or_throw(); }, "v range has no buffer");
     gpu::LayerInputs partial = device_inputs(0, uint64_t{S} * q_row * 4);
     partial.v.reset();
-    refused([&] { layer.record(app.cb, partial); }, "all from the chunk or all from buffer ranges");
+    refused([&] { layer.record(app.cb, partial).value_or_throw(); }, "all from the chunk or all from buffer ranges");
     gpu::LayerOutputs small;
     small.outputs = BufferRange{buffer.buffer, 0, uint64_t{S - 1} * q_row * 4};
-    refused([&] { layer.record(app.cb, host, small); }, "outputs range holds");
-    refused([&] { layer.record(VK_NULL_HANDLE, host); }, "no command buffer");
+    refused([&] { layer.record(app.cb, host, small).value_or_throw(); }, "outputs range holds");
+    refused([&] { layer.record(VK_NULL_HANDLE, host).value_or_throw(); }, "no command buffer");
     ChunkView wrong = chunk;
     wrong.q = wrong.q.subspan(1);  // a q span of the wrong size
     gpu::LayerInputs wrong_in;
     wrong_in.chunk = wrong;
-    CHECK_THROWS_AS(layer.record(app.cb, wrong_in), Error);
+    CHECK_THROWS_AS(layer.record(app.cb, wrong_in).value_or_throw(), Error);
     // The stack and the K/V memory check their ranges the same way.
-    gpu::KeyValueMemory memory(context, shape, config.kv, config.retrieval, S, S);
-    refused([&] { memory.record_insert(app.cb, chunk, BufferRange{buffer.buffer, 0, 8}, std::nullopt); },
+    auto memory_owner = gpu::KeyValueMemory::create(context, shape, config.kv, config.retrieval, S, S).value_or_throw();
+    gpu::KeyValueMemory& memory = *memory_owner;
+    refused([&] { memory.record_insert(app.cb, chunk, BufferRange{buffer.buffer, 0, 8}, std::nullopt).or_throw(); },
             "both from the chunk or both from buffer ranges");
     ChunkView keys_only = chunk;
     keys_only.k = keys_only.v = {};
-    refused([&] { memory.record_insert(app.cb, keys_only, BufferRange{buffer.buffer, 0, 8}, BufferRange{buffer.buffer, 0, 8}); },
+    refused([&] { memory.record_insert(app.cb, keys_only, BufferRange{buffer.buffer, 0, 8}, BufferRange{buffer.buffer, 0, 8}).or_throw(); },
             "k range holds");
     gpu::LayerOutputs memory_out;
     memory_out.outputs = BufferRange{buffer.buffer, 6, uint64_t{S} * q_row * 4};
-    refused([&] { memory.record_retrieve(app.cb, chunk, std::nullopt, memory_out); }, "offset is not a multiple of 4");
+    refused([&] { memory.record_retrieve(app.cb, chunk, std::nullopt, memory_out).value_or_throw(); }, "offset is not a multiple of 4");
     StackConfig sc = test::small_stack(1, {2, 1, 8}, 4, 2, 8, 4, Policy::fifo());
     RandomWeights weights(3);
-    gpu::Stack stack(context, sc, weights);
+    auto stack_owner = gpu::Stack::create(context, sc, weights).value_or_throw();
+    gpu::Stack& stack = *stack_owner;
     gpu::StackRecordInputs ids;
     const test::TokenStream tokens = test::random_tokens(4, sc.vocab, 1);
     ids.chunk = tokens.chunk(0, 4);
     ids.chunk.tokens = {};
     ids.tokens = BufferRange{buffer.buffer, 0, 12};
-    refused([&] { stack.record(app.cb, ids); }, "tokens range holds 12 bytes, needs 16");
-    refused([&] { stack.record_flush(app.cb, 1); }, "no block 1");
+    refused([&] { stack.record(app.cb, ids).value_or_throw(); }, "tokens range holds 12 bytes, needs 16");
+    refused([&] { stack.record_flush(app.cb, 1).value_or_throw(); }, "no block 1");
     // Nothing was recorded: the application's command buffer is empty and
     // every object goes on as if the refused calls never happened.
     app.submit_and_wait();
@@ -318,14 +329,14 @@ TEST_CASE("embedding: record refuses bad ranges with one-line errors, and the ob
       app.begin();
       gpu::LayerInputs in;
       in.chunk = stream.chunk(at, S);
-      const gpu::RecordedStep recorded = layer.record(app.cb, in);
+      const gpu::RecordedStep recorded = layer.record(app.cb, in).value_or_throw();
       app.submit_and_wait();
-      CHECK(recorded.emitted_positions == blocking.step(stream.chunk(at, S)).emitted_positions);
+      CHECK(recorded.emitted_positions == blocking.step(stream.chunk(at, S)).value_or_throw().emitted_positions);
     }
-    layer.wait();
-    CHECK(layer.snapshot().positions == blocking.snapshot().positions);
-    memory.insert(chunk);
-    CHECK(memory.snapshot().positions.size() == S);
+    layer.wait().or_throw();
+    CHECK(layer.snapshot().value_or_throw().positions == blocking.snapshot().value_or_throw().positions);
+    memory.insert(chunk).value_or_throw();
+    CHECK(memory.snapshot().value_or_throw().positions.size() == S);
   }
   app.check_no_messages();
 }

@@ -75,14 +75,15 @@ std::vector<float> check_encoder_decoder(const EncoderDecoderConfig& c, const te
                                          uint64_t weight_seed) {
   RandomWeights weights(weight_seed);
   reference::EncoderDecoder cpu(c, weights);
-  gpu::EncoderDecoder device(test::gpu(), c, weights);
+  auto device_owner = gpu::EncoderDecoder::create(test::gpu(), c, weights).value_or_throw();
+  gpu::EncoderDecoder& device = *device_owner;
   for (uint32_t first = 0; first < input.rows(); first += c.encoder.chunk) {
     const StackChunk chunk = input.chunk(first, std::min(c.encoder.chunk, input.rows() - first));
-    cpu.encode(chunk);
-    device.encode(chunk);
+    cpu.encode(chunk).or_throw();
+    device.encode(chunk).or_throw();
   }
-  cpu.finish_encoding();
-  device.finish_encoding();
+  cpu.finish_encoding().or_throw();
+  device.finish_encoding().or_throw();
   std::vector<int64_t> last;
   for (uint32_t r = 0; r < input.rows(); ++r)
     if (input.valid[r]) last.push_back(input.positions[r]);
@@ -96,8 +97,8 @@ std::vector<float> check_encoder_decoder(const EncoderDecoderConfig& c, const te
   for (uint32_t t = 0; t < 6; ++t) {
     const uint32_t token = (t * 5 + 1) % c.decoder.vocab;
     const int64_t position = t;
-    const StackOutput e = cpu.decode(one_token(token, position), request);
-    const StackOutput a = device.decode(one_token(token, position), request);
+    const StackOutput e = cpu.decode(one_token(token, position), request).value_or_throw();
+    const StackOutput a = device.decode(one_token(token, position), request).value_or_throw();
     INFO("decode " << t);
     REQUIRE(e.positions == a.positions);
     for (size_t i = 0; i < e.logits.size(); ++i) CHECK(a.logits[i] == doctest::Approx(e.logits[i]).epsilon(1e-3).scale(1.0));
@@ -165,14 +166,14 @@ TEST_CASE("encoder-decoder: with nothing evicted and N >= T it equals a dense en
 
   std::vector<std::unique_ptr<attendre::EncoderDecoder>> models;
   models.push_back(std::make_unique<reference::EncoderDecoder>(c, weights));
-  models.push_back(std::make_unique<gpu::EncoderDecoder>(test::gpu(), c, weights));
+  models.push_back(gpu::EncoderDecoder::create(test::gpu(), c, weights).value_or_throw());
   for (auto& m : models) {
     for (uint32_t first = 0; first < input.rows(); first += c.encoder.chunk)
-      m->encode(input.chunk(first, std::min(c.encoder.chunk, input.rows() - first)));
-    m->finish_encoding();
+      m->encode(input.chunk(first, std::min(c.encoder.chunk, input.rows() - first))).or_throw();
+    m->finish_encoding().or_throw();
     CHECK(m->encoder_memory_positions() == encoded.positions);
     for (size_t t = 0; t < tokens.size(); ++t) {
-      const StackOutput o = m->decode(one_token(tokens[t], positions[t]), request);
+      const StackOutput o = m->decode(one_token(tokens[t], positions[t]), request).value_or_throw();
       for (uint32_t v = 0; v < c.decoder.vocab; ++v)
         CHECK(o.logits[v] == doctest::Approx(dense.logits[t * c.decoder.vocab + v]).epsilon(2e-4).scale(1.0));
     }
@@ -188,5 +189,5 @@ TEST_CASE("encoder-decoder: configurations without cross-attention or with a sma
   RandomWeights weights(1);
   CHECK_THROWS_WITH_AS(reference::EncoderDecoder(c, weights), doctest::Contains("must hold the encoder memory"), Error);
   c.decoder = test::small_stack(1, {2, 2, 8}, 1, 0, 8, 8, Policy::fifo());
-  CHECK_THROWS_WITH_AS(gpu::EncoderDecoder(test::gpu(), c, weights), doctest::Contains("no cross-attention block"), Error);
+  CHECK_THROWS_WITH_AS(gpu::EncoderDecoder::create(test::gpu(), c, weights).value_or_throw(), doctest::Contains("no cross-attention block"), Error);
 }

@@ -43,7 +43,7 @@ void check_error(const std::function<void()>& body, ErrorCode code, const std::s
 
 void both_backends(const std::function<void(const std::function<std::unique_ptr<AttendreLayer>(const LayerConfig&)>&)>& body) {
   body([](const LayerConfig& c) { return std::make_unique<reference::Layer>(c); });
-  body([](const LayerConfig& c) { return std::make_unique<gpu::Layer>(test::gpu(), c); });
+  body([](const LayerConfig& c) { return gpu::Layer::create(test::gpu(), c).value_or_throw(); });
 }
 
 }  // namespace
@@ -76,7 +76,7 @@ TEST_CASE("device limits are reported, not clamped") {
   auto with = [](auto edit) {
     LayerConfig c = base_config();
     edit(c);
-    return [c] { gpu::Layer layer(test::tiny_gpu(), c); };
+    return [c] { (void)gpu::Layer::create(test::tiny_gpu(), c).value_or_throw(); };
   };
   // tiny_gpu() sorts 64-entry tiles, so K and S may not exceed 32.
   check_error(with([](LayerConfig& c) { c.kv.capacity = 200, c.retrieval.top_k = 33; }), ErrorCode::unsupported,
@@ -90,16 +90,18 @@ TEST_CASE("device limits are reported, not clamped") {
       LayerConfig c = base_config();
       c.kv.capacity = 40000;
       c.retrieval.top_k = 40000;
-      gpu::Layer layer(test::gpu(), c);
+      auto layer_owner = gpu::Layer::create(test::gpu(), c).value_or_throw();
+      [[maybe_unused]] gpu::Layer& layer = *layer_owner;
     }, ErrorCode::unsupported, "loop limit");
   }
   // K >= M is full attention and needs no selection, whatever the tile.
-  gpu::Layer full(test::tiny_gpu(), [] {
+  auto full_owner = gpu::Layer::create(test::tiny_gpu(), [] {
     LayerConfig c = base_config();
     c.kv.capacity = 200;
     c.retrieval.top_k = 200;
     return c;
-  }());
+  }()).value_or_throw();
+  [[maybe_unused]] gpu::Layer& full = *full_owner;
   test::check_no_validation_messages(test::tiny_gpu());
 }
 
@@ -107,37 +109,37 @@ TEST_CASE("bad chunks are rejected and leave the layer usable") {
   const test::Stream s = test::random_stream({4, 2, 8}, 12, 3);
   both_backends([&](auto make) {
     auto layer = make(base_config());
-    layer->step(s.chunk(0, 4));
+    layer->step(s.chunk(0, 4)).value_or_throw();
     ChunkView c = s.chunk(4, 4);
 
     std::vector<int64_t> backwards(c.positions.begin(), c.positions.end());
     backwards[2] = backwards[1];
     ChunkView bad = c;
     bad.positions = backwards;
-    check_error([&] { layer->step(bad); }, ErrorCode::invalid_argument, "positions must strictly increase");
+    check_error([&] { layer->step(bad).value_or_throw(); }, ErrorCode::invalid_argument, "positions must strictly increase");
 
     std::vector<float> poisoned(c.k.begin(), c.k.end());
     poisoned[5] = std::nanf("");
     bad = c;
     bad.k = poisoned;
-    check_error([&] { layer->step(bad); }, ErrorCode::invalid_argument, "chunk k row 0 holds a non-finite value");
+    check_error([&] { layer->step(bad).value_or_throw(); }, ErrorCode::invalid_argument, "chunk k row 0 holds a non-finite value");
 
     bad = c;
     bad.v = bad.v.subspan(1);
-    check_error([&] { layer->step(bad); }, ErrorCode::invalid_argument, "chunk v holds");
+    check_error([&] { layer->step(bad).value_or_throw(); }, ErrorCode::invalid_argument, "chunk v holds");
 
     bad = s.chunk(4, 8);
     bad.rows = 8;
-    check_error([&] { layer->step(bad); }, ErrorCode::invalid_argument, "more than the layer's S=4");
+    check_error([&] { layer->step(bad).value_or_throw(); }, ErrorCode::invalid_argument, "more than the layer's S=4");
 
     StepRequest evicted;
     evicted.evicted = true;
-    check_error([&] { layer->step(c, evicted); }, ErrorCode::invalid_argument, "copy_out_evicted is off");
+    check_error([&] { layer->step(c, evicted).value_or_throw(); }, ErrorCode::invalid_argument, "copy_out_evicted is off");
 
     // The rejected chunks changed nothing: the stream continues where it was.
-    const StepResult r = layer->step(c);
+    const StepResult r = layer->step(c).value_or_throw();
     CHECK(r.emitted_positions.size() == 4);
-    CHECK(layer->snapshot().positions.size() == 8);
+    CHECK(layer->snapshot().value_or_throw().positions.size() == 8);
   });
   test::check_no_validation_messages(test::gpu());
 }
@@ -155,10 +157,10 @@ TEST_CASE("an insertion that would evict a pinned entry fails at run time, chang
     c.kv.n_sink = 4;
     c.q_capacity = 0;
     auto layer = make(c);
-    layer->step(s.chunk(0, 4));
-    layer->step(s.chunk(4, 4));
-    check_error([&] { layer->step(s.chunk(8, 4)); }, ErrorCode::infeasible_config, "must evict 3 entries but only 0");
-    CHECK(layer->snapshot().positions.size() == 8);
+    layer->step(s.chunk(0, 4)).value_or_throw();
+    layer->step(s.chunk(4, 4)).value_or_throw();
+    check_error([&] { layer->step(s.chunk(8, 4)).value_or_throw(); }, ErrorCode::infeasible_config, "must evict 3 entries but only 0");
+    CHECK(layer->snapshot().value_or_throw().positions.size() == 8);
     CHECK_FALSE(layer->has_pending_queries());
   });
   test::check_no_validation_messages(test::gpu());

@@ -63,9 +63,11 @@ TEST_CASE("first non-finite: a layer with two steps in flight reports the earlie
   const test::Stream stream = test::random_stream(config.shape, 20, 120);
   test::App app;
   {
-    Context context(app.external());
-    gpu::Layer layer(context, config);
-    CHECK_NOTHROW(layer.result(layer.submit(stream.chunk(0, 4))));  // step 0: finite
+    auto context_owner = Context::adopt(app.external()).value_or_throw();
+    Context& context = *context_owner;
+    auto layer_owner = gpu::Layer::create(context, config).value_or_throw();
+    gpu::Layer& layer = *layer_owner;
+    CHECK_NOTHROW(layer.result(layer.submit(stream.chunk(0, 4)).value_or_throw()).value_or_throw());  // step 0: finite
     // Step 1, recorded, stores NaN values.
     NanRows rows(app, config.shape);
     const ChunkView chunk = stream.chunk(4, 4);
@@ -77,21 +79,21 @@ TEST_CASE("first non-finite: a layer with two steps in flight reports the earlie
     in.q = rows.range(rows.q, chunk.q.size_bytes());
     in.k = rows.range(rows.k, chunk.k.size_bytes());
     in.v = rows.range(rows.v, chunk.v.size_bytes());
-    layer.record(app.cb, in);
+    layer.record(app.cb, in).value_or_throw();
     app.submit_and_wait();
-    const Status recorded = layer.try_wait();
+    const Status recorded = layer.wait();
     INFO(recorded.message());
     CHECK(starts_with(recorded, "a recorded step before step 2: non-finite values"));
     // Steps 2, 3 and 4 attend to them: step 2 (slot 0) collected, then
     // steps 3 (slot 1) and 4 (slot 0) in flight at once.
-    const Result<StepResult> second = layer.try_result(layer.submit(stream.chunk(8, 4)));
+    const Result<StepResult> second = layer.result(layer.submit(stream.chunk(8, 4)).value_or_throw());
     REQUIRE(!second.ok());
     CHECK(starts_with(second.status(), "step 2: non-finite values"));
-    const Ticket third = layer.submit(stream.chunk(12, 4));
-    const Ticket fourth = layer.submit(stream.chunk(16, 4));
+    const Ticket third = layer.submit(stream.chunk(12, 4)).value_or_throw();
+    const Ticket fourth = layer.submit(stream.chunk(16, 4)).value_or_throw();
     CHECK(third.step() == 3);
     CHECK(fourth.step() == 4);
-    const Status waited = layer.try_wait();
+    const Status waited = layer.wait();
     REQUIRE(!waited.ok());
     CHECK(waited.code() == ErrorCode::numerical_error);
     INFO(waited.message());
@@ -112,7 +114,7 @@ void record_nan_step(test::App& app, gpu::Layer& layer, const ChunkView& chunk) 
   in.q = rows.range(rows.q, chunk.q.size_bytes());
   in.k = rows.range(rows.k, chunk.k.size_bytes());
   in.v = rows.range(rows.v, chunk.v.size_bytes());
-  layer.record(app.cb, in);
+  layer.record(app.cb, in).value_or_throw();
   app.submit_and_wait();
 }
 
@@ -121,23 +123,24 @@ TEST_CASE("first non-finite: a layer's wait before a submit reports an earlier r
   const test::Stream stream = test::random_stream(config.shape, 16, 123);
   test::App app;
   {
-    Context context(app.external());
-    gpu::Layer layer(context, config);
+    auto context_owner = Context::adopt(app.external()).value_or_throw();
+    auto layer_owner = gpu::Layer::create(*context_owner, config).value_or_throw();
+    gpu::Layer& layer = *layer_owner;
     record_nan_step(app, layer, stream.chunk(0, 4));  // step 0, recorded: its checks read at the next wait
     // Steps 1 (slot 1) and 2 (slot 0) attend to the NaN values, submitted
     // without waiting; step 3 waits for slot 1's step 1 first, and the
     // recorded step 0 comes before it.
-    const Ticket first = layer.submit(stream.chunk(4, 4));
-    const Ticket second = layer.submit(stream.chunk(8, 4));
+    const Ticket first = layer.submit(stream.chunk(4, 4)).value_or_throw();
+    const Ticket second = layer.submit(stream.chunk(8, 4)).value_or_throw();
     CHECK(first.step() == 1);
     CHECK(second.step() == 2);
-    const Result<Ticket> third = layer.try_submit(stream.chunk(12, 4));
+    const Result<Ticket> third = layer.submit(stream.chunk(12, 4));
     REQUIRE(!third.ok());
     CHECK(third.status().code() == ErrorCode::numerical_error);
     INFO(third.status().message());
     CHECK(starts_with(third.status(), "a recorded step before step 1: non-finite values"));
     // Then step 1's own, and step 2's at the next wait.
-    const Status next = layer.try_wait();
+    const Status next = layer.wait();
     INFO(next.message());
     CHECK(starts_with(next, "step 1: non-finite values"));
   }
@@ -151,8 +154,10 @@ TEST_CASE("first non-finite: a K/V memory reports a recorded call's non-finite v
   std::fill(queries.positions.begin(), queries.positions.end(), keys.positions.back());  // past every key
   test::App app;
   {
-    Context context(app.external());
-    gpu::KeyValueMemory memory(context, config.shape, config.kv, config.retrieval, 4, 4);
+    auto context_owner = Context::adopt(app.external()).value_or_throw();
+    Context& context = *context_owner;
+    auto memory_owner = gpu::KeyValueMemory::create(context, config.shape, config.kv, config.retrieval, 4, 4).value_or_throw();
+    gpu::KeyValueMemory& memory = *memory_owner;
     // Retrieval 0, recorded into the application's command buffer after an
     // insert of NaN values, and retrieval 1, blocking, both attend to them.
     NanRows rows(app, config.shape);
@@ -162,10 +167,10 @@ TEST_CASE("first non-finite: a K/V memory reports a recorded call's non-finite v
     app.begin();
     rows.fill(app.cb, chunk);
     memory.record_insert(app.cb, inserted, rows.range(rows.k, chunk.k.size_bytes()),
-                         rows.range(rows.v, chunk.v.size_bytes()));
-    memory.record_retrieve(app.cb, queries.chunk(0, 4), std::nullopt, gpu::LayerOutputs{});
+                         rows.range(rows.v, chunk.v.size_bytes())).or_throw();
+    memory.record_retrieve(app.cb, queries.chunk(0, 4), std::nullopt, gpu::LayerOutputs{}).value_or_throw();
     app.submit_and_wait();
-    const Result<std::vector<float>> later = memory.try_retrieve(queries.chunk(0, 4));
+    const Result<std::vector<float>> later = memory.retrieve(queries.chunk(0, 4));
     REQUIRE(!later.ok());
     CHECK(later.status().code() == ErrorCode::numerical_error);
     INFO(later.status().message());

@@ -238,7 +238,8 @@ TEST_CASE("fp16 activations: Q8_0 weights by int8 loads and as words, over A by 
       options.disabled_features = FeatureSet{};
       if (!int8) options.disabled_features->add(Feature::storage_8bit);
       if (!halves) options.disabled_features->add(Feature::storage_16bit);
-      Context context(options);
+      auto context_owner = Context::create(options).value_or_throw();
+      Context& context = *context_owner;
       const DeviceCaps& caps = context.caps();
       const bool int8_loads = kernels::q8_0_as_int8(caps), half_words = kernels::f16_as_words(caps);
       CHECK(int8_loads == (int8 && caps.storage_8bit));
@@ -276,7 +277,8 @@ TEST_CASE("fp16 activations: an adopted device uses the 16-bit and 8-bit storage
     ExternalDevice external = app.external();
     external.prefer_half_loads = external.prefer_byte_loads = external.prefer_half_math = true;
     external.disabled_features = FeatureSet{};  // none switched off, whatever ATTENDRE_DISABLE says
-    Context context(external);
+    auto context_owner = Context::adopt(external).value_or_throw();
+    Context& context = *context_owner;
     const DeviceCaps& caps = context.caps();
     CHECK(caps.storage_16bit == app.storage_16bit);
     CHECK(caps.storage_8bit == app.storage_8bit);

@@ -57,7 +57,8 @@ void check_layer(Context& context, const LayerConfig& config, uint32_t rows, uin
     reference::Layer cpu(config);
     const auto expected = test::run_stream(cpu, stream);
     if (cpu.kv_memory().min_decision_gap() < kHalfResolution && attempt < 11) continue;  // the rule above
-    gpu::Layer device(context, config);
+    auto device_owner = gpu::Layer::create(context, config).value_or_throw();
+    gpu::Layer& device = *device_owner;
     const auto actual = test::run_stream(device, stream);
     test::check_runs_match(expected, actual, 2e-4, 2e-4, label);
     test::check_no_validation_messages(context);
@@ -107,7 +108,10 @@ TEST_CASE("fp16 memory: outputs are the fp32 outputs within fp16 rounding, and d
   LayerConfig wide = config;
   wide.kv.storage = MemoryStorage::f32;
   const test::Stream stream = test::random_stream(config.shape, 80, 77);
-  gpu::Layer half_layer(test::gpu(), config), float_layer(test::gpu(), wide);
+  auto half_layer_owner = gpu::Layer::create(test::gpu(), config).value_or_throw();
+  gpu::Layer& half_layer = *half_layer_owner;
+  auto float_layer_owner = gpu::Layer::create(test::gpu(), wide).value_or_throw();
+  gpu::Layer& float_layer = *float_layer_owner;
   const auto h = test::run_stream(half_layer, stream), f = test::run_stream(float_layer, stream);
   REQUIRE(h.size() == f.size());
   double largest = 0.0;
@@ -131,12 +135,13 @@ TEST_CASE("fp16 memory: the K/V memory alone inserts, copies out and retrieves a
   RetrievalConfig retrieval;
   retrieval.top_k = 7;
   for (Context* context : {&test::gpu(), &test::tiny_words_gpu()}) {
-    gpu::KeyValueMemory device(*context, shape, kv, retrieval, 8, 8);
+    auto device_owner = gpu::KeyValueMemory::create(*context, shape, kv, retrieval, 8, 8).value_or_throw();
+    gpu::KeyValueMemory& device = *device_owner;
     reference::KeyValueMemory ref(shape, kv, 8);
     const test::Stream stream = test::random_stream(shape, 64, 5);
     for (uint32_t first = 0; first < 64; first += 8) {
       const EvictedEntries e = ref.insert(stream.chunk(first, 8));
-      const EvictedEntries a = device.insert(stream.chunk(first, 8));
+      const EvictedEntries a = device.insert(stream.chunk(first, 8)).value_or_throw();
       REQUIRE(e.positions == a.positions);
       REQUIRE(e.keys.size() == a.keys.size());
       // Copied out as stored: the rounded fp16 values, exactly.
@@ -155,7 +160,7 @@ TEST_CASE("fp16 memory: the K/V memory alone inserts, copies out and retrieves a
       const reference::Retrieval retrieved = ref.retrieve(batch, retrieval, 1.0 / std::sqrt(12.0));
       ref.update_scores(batch, retrieved);
       const std::vector<double>& expected = retrieved.outputs;
-      const std::vector<float> actual = device.retrieve(queries);
+      const std::vector<float> actual = device.retrieve(queries).value_or_throw();
       REQUIRE(expected.size() == actual.size());
       for (size_t i = 0; i < expected.size(); ++i) CHECK(actual[i] == doctest::Approx(expected[i]).epsilon(2e-4).scale(1.0));
     }
@@ -170,10 +175,11 @@ TEST_CASE("fp16 memory: inputs beyond fp16's range are refused naming row and co
   stream.k[1 * 4 + 2] = 70000.0f;  // row 1, column 2
   const std::string expected = "chunk k row 1 column 2 holds 70000, beyond the fp16 range (65504) of the memory's storage";
   reference::Layer cpu(config);
-  gpu::Layer device(test::gpu(), config);
+  auto device_owner = gpu::Layer::create(test::gpu(), config).value_or_throw();
+  gpu::Layer& device = *device_owner;
   for (AttendreLayer* layer : {static_cast<AttendreLayer*>(&cpu), static_cast<AttendreLayer*>(&device)}) {
     try {
-      layer->step(stream.chunk(0, 4));
+      layer->step(stream.chunk(0, 4)).value_or_throw();
       FAIL("accepted a key beyond fp16's range");
     } catch (const Error& e) {
       CHECK(e.code() == ErrorCode::invalid_argument);
@@ -181,11 +187,12 @@ TEST_CASE("fp16 memory: inputs beyond fp16's range are refused naming row and co
     }
   }
   stream.k[1 * 4 + 2] = 65504.0f;  // the largest fp16 is accepted
-  CHECK_NOTHROW(device.step(stream.chunk(0, 4)));
+  CHECK_NOTHROW(device.step(stream.chunk(0, 4)).value_or_throw());
   config.kv.storage = MemoryStorage::f32;  // fp32 memories take it
   stream.k[1 * 4 + 2] = 70000.0f;
-  gpu::Layer wide(test::gpu(), config);
-  CHECK_NOTHROW(wide.step(stream.chunk(0, 4)));
+  auto wide_owner = gpu::Layer::create(test::gpu(), config).value_or_throw();
+  gpu::Layer& wide = *wide_owner;
+  CHECK_NOTHROW(wide.step(stream.chunk(0, 4)).value_or_throw());
 }
 
 TEST_CASE("fp16 memory: keys, values and queries take half the bytes") {

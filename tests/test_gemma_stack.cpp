@@ -60,7 +60,7 @@ void check_stacks_match_dense(const StackConfig& config, const test::TokenStream
   for (const bool on_gpu : {false, true}) {
     INFO((on_gpu ? "gpu" : "reference"));
     std::unique_ptr<TransformerStack> stack;
-    if (on_gpu) stack = std::make_unique<gpu::Stack>(test::gpu(), config, weights);
+    if (on_gpu) stack = gpu::Stack::create(test::gpu(), config, weights).value_or_throw();
     else stack = std::make_unique<reference::Stack>(config, weights);
     StackRequest request;
     request.logits = true;
@@ -81,7 +81,7 @@ StackOutput dense_of(const StackConfig& config, const test::TokenStream& s) {
 TEST_CASE("gemma stack: post norms, the GELU gate, the embedding scale and both soft-caps match the reference and dense forward") {
   const test::TokenStream s = test::random_tokens(23, 300, 31, 0.1);
   StackConfig config = gemma_stack(5, 0);
-  try_apply_memory(config, test::unbounded(s.rows(), 5)).or_throw();
+  apply_memory(config, test::unbounded(s.rows(), 5)).or_throw();
   const StackOutput dense = dense_of(config, s);
   check_stacks_match_dense(config, s, dense);
   // Each piece moves the logits: a stack without it is another model.
@@ -107,7 +107,7 @@ TEST_CASE("gemma stack: a model's sliding windows are fifo memories of W + S - 1
   for (uint32_t S : {1u, 4u, 16u}) {
     INFO("S = " << S);
     StackConfig config = gemma_stack(S, W);
-    try_apply_memory(config, test::unbounded(s.rows(), S)).or_throw();
+    apply_memory(config, test::unbounded(s.rows(), S)).or_throw();
     for (uint32_t l : {0u, 2u}) {
       const LayerConfig& a = config.blocks[l].attention;
       CHECK(a.kv.capacity == W + S - 1);
@@ -148,7 +148,7 @@ TEST_CASE("gemma stack: a per-block override replaces the model's window, model_
   plan.blocks[1] = lfa;  // the global block under an ATTENDRE policy
   plan.blocks[2] = lfa;  // a local block too: its window is gone
   StackConfig windows = config;
-  try_apply_memory(windows, plan).or_throw();
+  apply_memory(windows, plan).or_throw();
   CHECK(windows.blocks[0].attention.retrieval.window == 6);
   CHECK(windows.blocks[0].attention.kv.capacity == 9);
   for (uint32_t l : {1u, 2u}) {
@@ -157,25 +157,25 @@ TEST_CASE("gemma stack: a per-block override replaces the model's window, model_
     CHECK(windows.blocks[l].attention.kv.policy.kind == PolicyKind::lfa);
   }
   plan.model_windows = false;
-  try_apply_memory(config, plan).or_throw();
+  apply_memory(config, plan).or_throw();
   CHECK(config.blocks[0].attention.retrieval.window == 0);
   CHECK(config.blocks[0].attention.kv.capacity == 50);
   // A window is at least one position; one past 2^31 is refused.
-  CHECK_FALSE(MemorySetting::try_sliding_window(0, 4).ok());
-  CHECK_FALSE(MemorySetting::try_sliding_window(0x7FFFFFFFu, 2).ok());
+  CHECK_FALSE(MemorySetting::sliding_window(0, 4).ok());
+  CHECK_FALSE(MemorySetting::sliding_window(0x7FFFFFFFu, 2).ok());
 }
 
 TEST_CASE("gemma2 fixture: llama.cpp's gemma2 graph from the file, the GPU equal to the dense forward at S = 1 and 4") {
   test::GgufTempDir dir;
   for (gguf::TensorType type : {gguf::TensorType::f32, gguf::TensorType::f16}) {
     const std::filesystem::path path = test::write_fixture(dir.path, test::FixtureShape::for_type("gemma2", type), 51);
-    Model model = Model::open(path);
+    Model model = Model::open(path).value_or_throw();
     CHECK(model.info().architecture == "gemma2");
-    const std::vector<uint32_t> prompt = model.tokenizer().encode("Once upon a time, the cat sat on the mat, the cat sat");
+    const std::vector<uint32_t> prompt = model.tokenizer().encode("Once upon a time, the cat sat on the mat, the cat sat").value_or_throw();
     REQUIRE(prompt.size() > 2 * test::kGemmaWindow);
     for (uint32_t S : {1u, 4u}) {
       INFO(gguf::to_string(type) << " S = " << S);
-      const StackConfig config = model.stack_config(test::unbounded(prompt.size(), S));
+      const StackConfig config = model.stack_config(test::unbounded(prompt.size(), S)).value_or_throw();
       CHECK(config.embedding_scale == 8.0);
       CHECK(config.logit_soft_cap == 30.0);
       CHECK(config.tied_embeddings);
@@ -188,7 +188,7 @@ TEST_CASE("gemma2 fixture: llama.cpp's gemma2 graph from the file, the GPU equal
         CHECK(b.attention.scale() == 0.25);  // 1 / sqrt(head_dim 16)
         CHECK(b.attention.retrieval.window == (l % 2 == 0 ? test::kGemmaWindow : 0u));
       }
-      const auto device = std::make_unique<gpu::Stack>(test::gpu(), config, model.weights());
+      const auto device = gpu::Stack::create(test::gpu(), config, model.weights()).value_or_throw();
       const std::vector<float> dense = test::dense_logits(model, config, prompt);
       CHECK(test::max_difference(test::stack_logits(*device, prompt), dense) <= 2e-4 * scale_of(dense));
     }

@@ -21,7 +21,7 @@ using Factory = std::function<std::unique_ptr<AttendreLayer>(const LayerConfig&)
 
 std::vector<std::pair<const char*, Factory>> backends() {
   return {{"reference", [](const LayerConfig& c) { return std::make_unique<reference::Layer>(c); }},
-          {"gpu", [](const LayerConfig& c) { return std::make_unique<gpu::Layer>(test::gpu(), c); }}};
+          {"gpu", [](const LayerConfig& c) { return gpu::Layer::create(test::gpu(), c).value_or_throw(); }}};
 }
 
 // Emitted outputs of every step, keyed by input row.

@@ -62,11 +62,12 @@ TEST_CASE("key-value memory: device insert and retrieve match the reference, evi
       }
       if (cpu.min_decision_gap() < 2e-5 && attempt < 6) continue;
 
-      gpu::KeyValueMemory device(test::gpu(), shape, kv, retrieval, max_insert, max_queries);
+      auto device_owner = gpu::KeyValueMemory::create(test::gpu(), shape, kv, retrieval, max_insert, max_queries).value_or_throw();
+      gpu::KeyValueMemory& device = *device_owner;
       reference::KeyValueMemory replay(shape, kv, max_insert);
       for (size_t i = 0; i < inserts.size(); ++i) {
         INFO("step " << i);
-        const EvictedEntries evicted = device.insert(keys.chunk(inserts[i].first, inserts[i].second));
+        const EvictedEntries evicted = device.insert(keys.chunk(inserts[i].first, inserts[i].second)).value_or_throw();
         CHECK(evicted.positions == expected_evicted[i].positions);
         CHECK(evicted.keys == expected_evicted[i].keys);
         CHECK(evicted.values == expected_evicted[i].values);
@@ -76,14 +77,14 @@ TEST_CASE("key-value memory: device insert and retrieve match the reference, evi
         for (uint32_t r = retrievals[i].first; r < retrievals[i].first + retrievals[i].second; ++r)
           at.push_back(keys.positions[std::min<uint32_t>(r, keys.rows - 1)]);
         q.positions = at;
-        const std::vector<float> out = device.retrieve(q);
+        const std::vector<float> out = device.retrieve(q).value_or_throw();
         const std::vector<double>& want = expected_out[i].outputs;
         REQUIRE(out.size() == want.size());
         for (size_t j = 0; j < out.size(); ++j) CHECK(out[j] == doctest::Approx(want[j]).epsilon(2e-4).scale(1.0));
         const reference::QueryBatch b = batch(retrievals[i].first, retrievals[i].second);
         replay.insert(keys.chunk(inserts[i].first, inserts[i].second));
         replay.update_scores(b, replay.retrieve(b, retrieval, 1.0 / std::sqrt(8.0)));
-        const MemorySnapshot e = replay.snapshot(), a = device.snapshot();
+        const MemorySnapshot e = replay.snapshot(), a = device.snapshot().value_or_throw();
         CHECK(a.positions == e.positions);
         for (size_t j = 0; j < e.scores.size() && j < a.scores.size(); ++j)
           CHECK(a.scores[j] == doctest::Approx(e.scores[j]).epsilon(2e-4).scale(1.0));
@@ -108,9 +109,10 @@ TEST_CASE("key-value memory: fifo full attention over 50000 entries matches dens
   retrieval.top_k = M;
   test::Stream s = test::random_stream(shape, M, 900);
   const test::Stream q = test::random_stream(shape, queries, 901);
-  gpu::KeyValueMemory device(test::gpu(), shape, kv, retrieval, max_insert, queries);
-  for (uint32_t first = 0; first < M; first += max_insert) device.insert(s.chunk(first, std::min(max_insert, M - first)));
-  const std::vector<float> out = device.retrieve(q.chunk(0, queries));
+  auto device_owner = gpu::KeyValueMemory::create(test::gpu(), shape, kv, retrieval, max_insert, queries).value_or_throw();
+  gpu::KeyValueMemory& device = *device_owner;
+  for (uint32_t first = 0; first < M; first += max_insert) device.insert(s.chunk(first, std::min(max_insert, M - first))).value_or_throw();
+  const std::vector<float> out = device.retrieve(q.chunk(0, queries)).value_or_throw();
   // dense_attention reads query rows from s.q: the queries replace its first rows.
   std::copy(q.q.begin(), q.q.end(), s.q.begin());
   std::vector<uint32_t> all(M);

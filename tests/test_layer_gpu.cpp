@@ -47,7 +47,8 @@ void check_case(Context& context, const Case& c, uint64_t seed) {
     reference::Layer cpu(c.config);
     const auto expected = test::run_stream(cpu, stream, c.flush);
     if (cpu.kv_memory().min_decision_gap() < kMinGap && attempt < 7) continue;
-    gpu::Layer device(context, c.config);
+    auto device_owner = gpu::Layer::create(context, c.config).value_or_throw();
+    gpu::Layer& device = *device_owner;
     const auto actual = test::run_stream(device, stream, c.flush);
     test::check_runs_match(expected, actual, 2e-4, 2e-4, describe(c));
     test::check_no_validation_messages(context);

@@ -163,9 +163,9 @@ TEST_CASE("attendre-generate: llama.cpp's continuation, the JSON and logits file
   CHECK(json["generate_tokens_per_s"].get<double>() > 0.0);
   CHECK(json["peak_gpu_bytes"].get<uint64_t>() > 0);
   CHECK(json["memory"]["blocks"][0]["M"] == 64);  // the full context: 5 + 32 positions, but M >= S = 64
-  Model model = Model::open(path);
+  Model model = Model::open(path).value_or_throw();
   const std::vector<uint32_t> prompt = {1, 403, 407, 261, 378};
-  const std::vector<float> dense = test::dense_logits(model, model.stack_config(test::unbounded(5, 4)), prompt);
+  const std::vector<float> dense = test::dense_logits(model, model.stack_config(test::unbounded(5, 4)).value_or_throw(), prompt);
   const npy::Array logits = npy::read_expect(dir / "logits.npy", npy::DType::f32, 2);
   CHECK(logits.shape == std::vector<int64_t>{5, 512});
   const auto values = logits.as<float>();
@@ -292,11 +292,11 @@ TEST_CASE("attendre-perplexity: one table for --compare, full context equals the
   CHECK(json["results"][2]["memory"]["blocks"][0]["sinks"] == 4);
   CHECK(json["results"][4]["memory"]["blocks"][0]["lambda"] == 0.001);
   CHECK(json["results"][1]["memory"]["blocks"][0]["M"] == 24);
-  Model model = Model::open(path);
-  const std::vector<uint32_t> tokens = model.tokenizer().encode(kStoriesText);
+  Model model = Model::open(path).value_or_throw();
+  const std::vector<uint32_t> tokens = model.tokenizer().encode(kStoriesText).value_or_throw();
   CHECK(json["tokens"] == tokens.size());
   const uint32_t vocab = 512;
-  const std::vector<float> logits = test::dense_logits(model, model.stack_config(test::unbounded(tokens.size(), 8)), tokens);
+  const std::vector<float> logits = test::dense_logits(model, model.stack_config(test::unbounded(tokens.size(), 8)).value_or_throw(), tokens);
   double nll = 0.0;
   for (size_t t = 0; t + 1 < tokens.size(); ++t) {
     double sum = 0.0;
@@ -334,8 +334,8 @@ TEST_CASE("attendre-perplexity --ctx N: llama-perplexity's windows, --kl-diverge
   const test::TempDir& dir = run->dir;
   const fs::path& path = run->path;
   const std::string& base = run->base;
-  Model model = Model::open(path);
-  const std::vector<uint32_t> tokens = model.tokenizer().encode(kStoriesText);
+  Model model = Model::open(path).value_or_throw();
+  const std::vector<uint32_t> tokens = model.tokenizer().encode(kStoriesText).value_or_throw();
   const auto [dense, scored] = test::dense_windowed_perplexity(model, tokens, 16, model.tokenizer().bos());
 
   // full is not named: it runs last, as the KL base.
@@ -393,10 +393,10 @@ TEST_CASE("attendre-perplexity --ctx N: llama-perplexity's windows, --kl-diverge
 TEST_CASE("attendre-generate: --lm-infinite [N] is the library's LM-Infinite, the window defaults to the context") {
   test::TempDir dir;
   const fs::path path = test::write_fixture(dir.path, test::FixtureShape::for_type("llama", TensorType::f32), 53);
-  Model model = Model::open(path);
+  Model model = Model::open(path).value_or_throw();
   const std::string base = "--model " + quote(path) + " --prompt " + quote(kText) + " --max-tokens 6";
   auto run = [&](const std::string& args) { return test::run_tool_streams(ATTENDRE_GENERATE_BINARY, args); };
-  const std::vector<uint32_t> prompt = model.tokenizer().encode(kText);
+  const std::vector<uint32_t> prompt = model.tokenizer().encode(kText).value_or_throw();
   REQUIRE(prompt.size() > 6);  // distances past the window of 3
 
   // The float64 reference through the tool and through the library agree exactly.
@@ -405,13 +405,13 @@ TEST_CASE("attendre-generate: --lm-infinite [N] is the library's LM-Infinite, th
   INFO(r.err);
   REQUIRE(r.code == 0);
   const nlohmann::json cpu = read_json(dir / "cpu.json");
-  const StackConfig config = model.stack_config(tool_default(model, 3));
+  const StackConfig config = model.stack_config(tool_default(model, 3)).value_or_throw();
   reference::Stack stack(config, model.weights());
   GenerateOptions options;
   options.max_tokens = 6;
   options.stop_tokens = model.tokenizer().stop_tokens();
   options.prompt_logits = true;
-  const GenerateResult library = generate(stack, prompt, options);
+  const GenerateResult library = generate(stack, prompt, options).value_or_throw();
   CHECK(cpu["generated_ids"] == library.tokens);
   CHECK(cpu["memory"]["blocks"][1]["lm_infinite"] == 3);
   const npy::Array logits = npy::read_expect(dir / "cpu.npy", npy::DType::f32, 2);
@@ -419,7 +419,7 @@ TEST_CASE("attendre-generate: --lm-infinite [N] is the library's LM-Infinite, th
   CHECK(test::max_difference({values.begin(), values.end()}, library.prompt_logits) < 1e-6);
   // The cap changes the logits: the comparison can fail.
   CHECK(test::max_difference(library.prompt_logits,
-                             test::dense_logits(model, model.stack_config(test::unbounded(prompt.size(), 4)), prompt)) > 1e-3);
+                             test::dense_logits(model, model.stack_config(test::unbounded(prompt.size(), 4)).value_or_throw(), prompt)) > 1e-3);
 
   // The GPU generates the same tokens; "--lm-infinite=3" is the same flag.
   r = run(base + " --lm-infinite=3 --json " + quote(dir / "gpu.json"));
@@ -442,16 +442,16 @@ TEST_CASE("attendre-generate: --lm-infinite [N] is the library's LM-Infinite, th
 TEST_CASE("attendre-perplexity: --lm-infinite N is the library's perplexity under LM-Infinite, with --compare too") {
   test::TempDir dir;
   const fs::path path = test::write_fixture(dir.path, test::FixtureShape::for_type("llama", TensorType::f32), 59);
-  Model model = Model::open(path);
+  Model model = Model::open(path).value_or_throw();
   write_text(dir / "text.txt", kText);
   const std::string base = "--model " + quote(path) + " --file " + quote(dir / "text.txt");
   auto run = [&](const std::string& args) { return test::run_tool_streams(ATTENDRE_PERPLEXITY_BINARY, args); };
   test::ToolStreams r = run(base + " --lm-infinite 4 --device cpu --json " + quote(dir / "p.json"));
   INFO(r.err);
   REQUIRE(r.code == 0);
-  const std::vector<uint32_t> tokens = model.tokenizer().encode(kText);
-  reference::Stack stack(model.stack_config(tool_default(model, 4)), model.weights());
-  const double expected = perplexity(stack, tokens).perplexity;
+  const std::vector<uint32_t> tokens = model.tokenizer().encode(kText).value_or_throw();
+  reference::Stack stack(model.stack_config(tool_default(model, 4)).value_or_throw(), model.weights());
+  const double expected = perplexity(stack, tokens).value_or_throw().perplexity;
   const nlohmann::json json = read_json(dir / "p.json");
   CHECK(json["perplexity"].get<double>() == doctest::Approx(expected).epsilon(1e-12));
   CHECK(json["results"][0]["memory"]["blocks"][0]["lm_infinite"] == 4);
@@ -477,19 +477,19 @@ TEST_CASE("attendre-perplexity: --lm-infinite N is the library's perplexity unde
 TEST_CASE("attendre-generate: a T5 model encodes the prompt, then decodes from its start token as the library does") {
   test::TempDir dir;
   const fs::path path = test::write_fixture(dir.path, test::FixtureShape::for_type("t5", TensorType::f32), 67);
-  Model model = Model::open(path);
+  Model model = Model::open(path).value_or_throw();
   const std::string base = "--model " + quote(path) + " --prompt " + quote(kText) + " --max-tokens 5";
   auto run = [&](const std::string& args) { return test::run_tool_streams(ATTENDRE_GENERATE_BINARY, args); };
 
-  const std::vector<uint32_t> input = model.tokenizer().encode(kText);
+  const std::vector<uint32_t> input = model.tokenizer().encode(kText).value_or_throw();
   // The tool's defaults: the whole input, bidirectional; every output kept.
   reference::EncoderDecoder library_model(
-      model.encoder_decoder_config(test::unbounded_encoder_decoder(static_cast<uint32_t>(input.size()), 64, 5)),
+      model.encoder_decoder_config(test::unbounded_encoder_decoder(static_cast<uint32_t>(input.size()), 64, 5)).value_or_throw(),
       model.weights());
   GenerateOptions options;
   options.max_tokens = 5;
   options.stop_tokens = model.tokenizer().stop_tokens();
-  const GenerateResult library = generate(library_model, input, *model.info().decoder_start_token, options);
+  const GenerateResult library = generate(library_model, input, *model.info().decoder_start_token, options).value_or_throw();
   REQUIRE_FALSE(library.tokens.empty());
   for (const char* device : {"cpu", "gpu"}) {
     INFO(device);
@@ -499,7 +499,7 @@ TEST_CASE("attendre-generate: a T5 model encodes the prompt, then decodes from i
     const nlohmann::json json = read_json(dir / "t5.json");
     CHECK(json["prompt_ids"] == input);
     CHECK(json["generated_ids"] == library.tokens);
-    CHECK(json["text"] == model.tokenizer().decode(library.tokens));
+    CHECK(json["text"] == model.tokenizer().decode(library.tokens).value_or_throw());
     CHECK(r.out.rfind(json["text"].get<std::string>() + "\n", 0) == 0);
     CHECK(json["memory"]["encoder"]["blocks"][0]["causal"] == false);
     CHECK(json["memory"]["encoder_memory"] == input.size());

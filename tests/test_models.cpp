@@ -83,9 +83,9 @@ TEST_CASE("models: the GPU stack equals the float64 reference stack on fixtures 
       shapes.push_back(FixtureShape::for_type(architecture, type));
   for (const test::FixtureShape& shape : shapes) {
     INFO(shape.name());
-    Model model = Model::open(test::write_fixture(dir.path, shape, 31));
-    const StackConfig config = model.stack_config(bounded_plan());
-    const auto device = std::make_unique<gpu::Stack>(test::gpu(), config, model.weights());
+    Model model = Model::open(test::write_fixture(dir.path, shape, 31)).value_or_throw();
+    const StackConfig config = model.stack_config(bounded_plan()).value_or_throw();
+    const auto device = gpu::Stack::create(test::gpu(), config, model.weights()).value_or_throw();
     reference::Stack cpu(config, model.weights());
     check_logits(test::stack_logits(*device, test::kFixturePrompt), test::stack_logits(cpu, test::kFixturePrompt), 2e-4);
     // Decoding after the read keeps inserting under the policy on both.
@@ -94,7 +94,7 @@ TEST_CASE("models: the GPU stack equals the float64 reference stack on fixtures 
     request.logits = true;
     for (uint32_t t = 0; t < 3; ++t) {
       const test::OnePosition one{10 + t, static_cast<int64_t>(test::kFixturePrompt.size() + t)};
-      check_logits(device->decode(one.chunk(), request).logits, cpu.decode(one.chunk(), request).logits, 2e-4);
+      check_logits(device->decode(one.chunk(), request).value_or_throw().logits, cpu.decode(one.chunk(), request).value_or_throw().logits, 2e-4);
     }
   }
   test::check_no_validation_messages(test::gpu());
@@ -104,10 +104,10 @@ TEST_CASE("models: with unbounded memories the GPU logits equal the dense forwar
   test::GgufTempDir dir;
   for (const auto& [name, path] : fixtures_and_real_files(dir.path, {"llama", "qwen2", "qwen3", "phi3"}, {TensorType::f32, TensorType::f16}, 41)) {
     INFO(name);
-    Model model = Model::open(path);
-    const std::vector<uint32_t> prompt = model.tokenizer().encode(kCatPrompt);
-    const StackConfig config = model.stack_config(test::unbounded(prompt.size(), 4));
-    const auto device = std::make_unique<gpu::Stack>(test::gpu(), config, model.weights());
+    Model model = Model::open(path).value_or_throw();
+    const std::vector<uint32_t> prompt = model.tokenizer().encode(kCatPrompt).value_or_throw();
+    const StackConfig config = model.stack_config(test::unbounded(prompt.size(), 4)).value_or_throw();
+    const auto device = gpu::Stack::create(test::gpu(), config, model.weights()).value_or_throw();
     check_logits(test::stack_logits(*device, prompt), test::dense_logits(model, config, prompt), 2e-4);
   }
   test::check_no_validation_messages(test::gpu());
@@ -127,12 +127,12 @@ TEST_CASE("models: with fp16 activations the GPU logits equal the dense forward 
   test::GgufTempDir dir;
   for (const auto& [name, path] : fixtures_and_real_files(dir.path, {"llama"}, {TensorType::f32, TensorType::q8_0}, 43)) {
     INFO(name);
-    Model model = Model::open(path);
-    const std::vector<uint32_t> prompt = model.tokenizer().encode(kCatPrompt);
-    StackConfig config = model.stack_config(test::unbounded(prompt.size(), 4));
-    const std::vector<float> fp32 = test::stack_logits(*std::make_unique<gpu::Stack>(test::gpu(), config, model.weights()), prompt);
+    Model model = Model::open(path).value_or_throw();
+    const std::vector<uint32_t> prompt = model.tokenizer().encode(kCatPrompt).value_or_throw();
+    StackConfig config = model.stack_config(test::unbounded(prompt.size(), 4)).value_or_throw();
+    const std::vector<float> fp32 = test::stack_logits(*gpu::Stack::create(test::gpu(), config, model.weights()).value_or_throw(), prompt);
     config.activations = MemoryStorage::f16;
-    const std::vector<float> logits = test::stack_logits(*std::make_unique<gpu::Stack>(test::gpu(), config, model.weights()), prompt);
+    const std::vector<float> logits = test::stack_logits(*gpu::Stack::create(test::gpu(), config, model.weights()).value_or_throw(), prompt);
     const std::vector<float> rounded = test::dense_logits(model, config, prompt);
     double scale = 1.0;
     for (float x : rounded) scale = std::max(scale, std::fabs(static_cast<double>(x)));
@@ -149,18 +149,18 @@ TEST_CASE("models: the real files' greedy continuations on the GPU equal the den
   if (!models) return;
   for (const test::RealModel& real : test::kRealModels) {
     INFO(real.file);
-    Model model = Model::open(*models / real.file);
-    const std::vector<uint32_t> prompt = model.tokenizer().encode("Once upon a time");
-    const StackConfig config = model.stack_config(test::unbounded(prompt.size() + test::kContinuationTokens, 4));
-    const auto device = std::make_unique<gpu::Stack>(test::gpu(), config, model.weights());
+    Model model = Model::open(*models / real.file).value_or_throw();
+    const std::vector<uint32_t> prompt = model.tokenizer().encode("Once upon a time").value_or_throw();
+    const StackConfig config = model.stack_config(test::unbounded(prompt.size() + test::kContinuationTokens, 4)).value_or_throw();
+    const auto device = gpu::Stack::create(test::gpu(), config, model.weights()).value_or_throw();
     GenerateOptions options;
     options.max_tokens = test::kContinuationTokens;
     options.stop_tokens = model.tokenizer().stop_tokens();
-    const GenerateResult result = generate(*device, prompt, options);
+    const GenerateResult result = generate(*device, prompt, options).value_or_throw();
     CHECK(result.tokens == test::dense_greedy(model, config, prompt, test::kContinuationTokens));
     std::vector<uint32_t> all = prompt;
     all.insert(all.end(), result.tokens.begin(), result.tokens.end());
-    const std::string text = model.tokenizer().decode(all).substr(std::string("Once upon a time").size());
+    const std::string text = model.tokenizer().decode(all).value_or_throw().substr(std::string("Once upon a time").size());
     if (real.continuation) CHECK(text == real.continuation);
   }
   test::check_no_validation_messages(test::gpu());
@@ -175,27 +175,30 @@ TEST_CASE("models: T5 fixtures on the GPU equal the float64 reference (bounded e
   const std::vector<uint32_t> decoded = {test::kT5DecoderStart, 40, 7, 103};
   for (const FixtureShape& shape : shapes) {
     INFO(shape.name());
-    Model model = Model::open(test::write_fixture(dir.path, shape, 43));
+    Model model = Model::open(test::write_fixture(dir.path, shape, 43)).value_or_throw();
     const std::span<const uint32_t> input = test::kFixturePrompt;
     // A bounded encoder: queries wait for 3 positions, 12 entries, top 6.
     EncoderDecoderPlan plan = test::unbounded_encoder_decoder(static_cast<uint32_t>(input.size()), 4, 6);
     plan.encoder = bounded_plan();
-    const EncoderDecoderConfig config = model.encoder_decoder_config(plan);
-    gpu::EncoderDecoder device(test::gpu(), config, model.weights());
+    const EncoderDecoderConfig config = model.encoder_decoder_config(plan).value_or_throw();
+    auto device_owner = gpu::EncoderDecoder::create(test::gpu(), config, model.weights()).value_or_throw();
+    gpu::EncoderDecoder& device = *device_owner;
     reference::EncoderDecoder cpu(config, model.weights());
     check_logits(test::encoder_decoder_logits(device, input, decoded), test::encoder_decoder_logits(cpu, input, decoded), 2e-4);
 
-    gpu::EncoderDecoder device_again(test::gpu(), config, model.weights());
+    auto device_again_owner = gpu::EncoderDecoder::create(test::gpu(), config, model.weights()).value_or_throw();
+    gpu::EncoderDecoder& device_again = *device_again_owner;
     reference::EncoderDecoder cpu_again(config, model.weights());
     GenerateOptions greedy;
     greedy.max_tokens = 6;
     const uint32_t start = *model.info().decoder_start_token;
-    CHECK(generate(device_again, input, start, greedy).tokens == generate(cpu_again, input, start, greedy).tokens);
+    CHECK(generate(device_again, input, start, greedy).value_or_throw().tokens == generate(cpu_again, input, start, greedy).value_or_throw().tokens);
   }
-  Model encoder = Model::open(test::write_fixture(dir.path, FixtureShape::for_type("t5encoder", TensorType::f32), 47));
+  Model encoder = Model::open(test::write_fixture(dir.path, FixtureShape::for_type("t5encoder", TensorType::f32), 47)).value_or_throw();
   MemoryPlan plan = bounded_plan();
-  const StackConfig config = encoder.stack_config(plan);
-  gpu::Stack device(test::gpu(), config, encoder.weights());
+  const StackConfig config = encoder.stack_config(plan).value_or_throw();
+  auto device_owner = gpu::Stack::create(test::gpu(), config, encoder.weights()).value_or_throw();
+  gpu::Stack& device = *device_owner;
   reference::Stack cpu(config, encoder.weights());
   check_logits(test::encoder_hidden(device, test::kFixturePrompt), test::encoder_hidden(cpu, test::kFixturePrompt), 2e-4);  // final hidden states: the encoder's product
   test::check_no_validation_messages(test::gpu());

@@ -53,19 +53,19 @@ bool has(const Error& e, const std::string& part) { return std::string(e.what())
 TEST_CASE("numerics: parameters that leave the float32 range are refused, naming the parameter and the range") {
   LayerConfig c = small_layer(PolicyKind::lfa);
   c.retrieval.scale = 1e300;  // was inf on the device: NaN logits
-  CHECK(has(error_of([&] { c.validate(); }), "scale is 1e+300"));
+  CHECK(has(error_of([&] { c.check().or_throw(); }), "scale is 1e+300"));
   c.retrieval.scale = 1e-45;  // a float32 subnormal: zero on many devices, not in the reference
-  CHECK(has(error_of([&] { c.validate(); }), "[1.18e-38, 3.4e38]"));
+  CHECK(has(error_of([&] { c.check().or_throw(); }), "[1.18e-38, 3.4e38]"));
   c.retrieval.scale = 0.125;
   c.kv.policy.lambda = 1e308;  // inf * 0 = NaN in the decay
-  CHECK(has(error_of([&] { c.validate(); }), "lfa lambda is 1e+308"));
+  CHECK(has(error_of([&] { c.check().or_throw(); }), "lfa lambda is 1e+308"));
   c.kv.policy.lambda = 1e-3;
   c.kv.policy.initial.k = 1e308;
-  CHECK(has(error_of([&] { c.validate(); }), "initial score k is 1e+308"));
+  CHECK(has(error_of([&] { c.check().or_throw(); }), "initial score k is 1e+308"));
   c.kv.policy.initial = InitialScore::constant(-1e39);
-  CHECK(has(error_of([&] { c.validate(); }), "constant initial score"));
+  CHECK(has(error_of([&] { c.check().or_throw(); }), "constant initial score"));
   c.kv.policy.initial = InitialScore::constant(-3e38);
-  CHECK_NOTHROW(c.validate());
+  CHECK_NOTHROW(c.check().or_throw());
 }
 
 TEST_CASE("numerics: inputs whose logits or outputs overflow float32 are refused by both backends alike") {
@@ -74,9 +74,10 @@ TEST_CASE("numerics: inputs whose logits or outputs overflow float32 are refused
   for (size_t i = 16; i < 32; ++i) stream.q[i] = 3e19f;  // query row 1: |q_h| ~ 8.5e19
   for (size_t i = 0; i < 8; ++i) stream.k[i] = 2e19f;    // key row 0: |k| ~ 5.7e19, scale |q| |k| ~ 1.7e39 > 2^126
   reference::Layer cpu(config);
-  gpu::Layer device(test::gpu(), config);
-  const Error on_cpu = error_of([&] { cpu.step(stream.chunk(0, 4)); });
-  const Error on_gpu = error_of([&] { device.step(stream.chunk(0, 4)); });
+  auto device_owner = gpu::Layer::create(test::gpu(), config).value_or_throw();
+  gpu::Layer& device = *device_owner;
+  const Error on_cpu = error_of([&] { cpu.step(stream.chunk(0, 4)).value_or_throw(); });
+  const Error on_gpu = error_of([&] { device.step(stream.chunk(0, 4)).value_or_throw(); });
   CHECK(std::string(on_cpu.what()) == on_gpu.what());
   CHECK(has(on_gpu, "chunk q row 1: scale * |q| * |k| reaches"));
   CHECK(has(on_gpu, "keeps float32 logits finite"));
@@ -85,7 +86,7 @@ TEST_CASE("numerics: inputs whose logits or outputs overflow float32 are refused
   test::Stream values = test::random_stream(config.shape, 4, 92);
   values.v[5] = 2e38f;
   reference::Layer cpu2(config);
-  CHECK(has(error_of([&] { cpu2.step(values.chunk(0, 4)); }), "chunk v row 0 holds |v| = 2e+38"));
+  CHECK(has(error_of([&] { cpu2.step(values.chunk(0, 4)).value_or_throw(); }), "chunk v row 0 holds |v| = 2e+38"));
   test::check_no_validation_messages(test::gpu());
 }
 
@@ -103,7 +104,8 @@ TEST_CASE("numerics: initial scores whose k * sigma leaves float32 are clamped a
     test::Stream stream = test::random_stream(config.shape, 32, 93);
     std::fill(stream.valid.begin() + 8, stream.valid.begin() + 16, uint8_t{0});
     reference::Layer cpu(config);
-    gpu::Layer device(test::gpu(), config);
+    auto device_owner = gpu::Layer::create(test::gpu(), config).value_or_throw();
+    gpu::Layer& device = *device_owner;
     const auto expected = test::run_stream(cpu, stream);
     const auto actual = test::run_stream(device, stream);
     test::check_runs_match(expected, actual, 2e-4, 2e-4, "init k " + std::to_string(k));
@@ -128,7 +130,8 @@ TEST_CASE("numerics: subnormal inputs read as zero on both backends, so retained
     for (float& q : stream.q) q *= 1e-39f;
     for (size_t i = 0; i < stream.k.size(); i += 3) stream.k[i] *= 1e-39f;
     reference::Layer cpu(config);
-    gpu::Layer device(test::gpu(), config);
+    auto device_owner = gpu::Layer::create(test::gpu(), config).value_or_throw();
+    gpu::Layer& device = *device_owner;
     test::check_runs_match(test::run_stream(cpu, stream), test::run_stream(device, stream), 2e-4, 2e-4,
                            std::string(to_string(kind)));
   }
@@ -143,18 +146,20 @@ test::ScaledWeights huge_ffn_weights() { return test::ScaledWeights({"ffn_gate",
 TEST_CASE("numerics: a non-finite value computed on the device is an error naming the step and the stage") {
   const StackConfig config = test::small_stack(2, {2, 1, 12}, 4, 0, 16, 16, Policy::lra_sum());
   test::ScaledWeights weights = huge_ffn_weights();
-  gpu::Stack stack(test::gpu(), config, weights);
+  auto stack_owner = gpu::Stack::create(test::gpu(), config, weights).value_or_throw();
+  gpu::Stack& stack = *stack_owner;
   const test::TokenStream tokens = test::random_tokens(8, config.vocab, 96);
   StackRequest want;
   want.hidden = true;
   const Error e = error_of([&] {
-    for (uint32_t first = 0; first < tokens.rows(); first += config.chunk) stack.step(tokens.chunk(first, 4), want);
+    for (uint32_t first = 0; first < tokens.rows(); first += config.chunk) stack.step(tokens.chunk(first, 4), want).value_or_throw();
   });
   CHECK(e.code() == ErrorCode::numerical_error);
   CHECK(has(e, "step 0: non-finite values (NaN or infinity) in the output rows of block 0"));
-  // As a value (errors as values, TransformerStack::try_step): the same code and message.
-  gpu::Stack again(test::gpu(), config, weights);
-  const Result<StackOutput> failed = again.try_step(tokens.chunk(0, 4), want);
+  // As a value (errors as values, TransformerStack::step): the same code and message.
+  auto again_owner = gpu::Stack::create(test::gpu(), config, weights).value_or_throw();
+  gpu::Stack& again = *again_owner;
+  const Result<StackOutput> failed = again.step(tokens.chunk(0, 4), want);
   REQUIRE(!failed.ok());
   CHECK(failed.status().code() == ErrorCode::numerical_error);
   CHECK(failed.status().message() == e.what());
@@ -192,27 +197,28 @@ TEST_CASE("numerics: with two steps in flight, a non-finite value is reported fo
   StackConfig config = test::small_stack(1, {2, 1, 12}, 4, 0, 16, 16, Policy::lra_sum());
   config.vocab = 0;
   test::ScaledWeights weights = huge_ffn_weights();
-  gpu::Stack stack(test::gpu(), config, weights);
+  auto stack_owner = gpu::Stack::create(test::gpu(), config, weights).value_or_throw();
+  gpu::Stack& stack = *stack_owner;
   const EmbeddingSteps steps(config.hidden, 5, 96);
-  const Ticket first = stack.submit(steps.chunk(0));
-  const Ticket second = stack.submit(steps.chunk(1));
-  CHECK(second.wait());
+  const Ticket first = stack.submit(steps.chunk(0)).value_or_throw();
+  const Ticket second = stack.submit(steps.chunk(1)).value_or_throw();
+  CHECK(second.wait().value_or_throw());
   StackOutput out;
-  CHECK_NOTHROW(out = stack.result(first));
+  CHECK_NOTHROW(out = stack.result(first).value_or_throw());
   CHECK(out.positions.size() == 4);
   CHECK(std::all_of(out.hidden.begin(), out.hidden.end(), [](float x) { return x == 0.0f; }));
-  const Error e = error_of([&] { stack.result(second); });
+  const Error e = error_of([&] { stack.result(second).value_or_throw(); });
   CHECK(e.code() == ErrorCode::numerical_error);
   CHECK(has(e, "step 1: non-finite values (NaN or infinity) in the output rows of block 0"));
   // Steps 3 and 4 (slots 1 and 0) both overflow: a wait reports step 3,
   // the first of them, whichever slot it ran in (gpu::StepExecutor; the
   // layer's case is in tests/test_first_non_finite.cpp).
-  CHECK(has(error_of([&] { stack.step(steps.chunk(2)); }), "step 2: non-finite values"));
-  const Ticket fourth = stack.submit(steps.chunk(3));
-  const Ticket fifth = stack.submit(steps.chunk(4));
+  CHECK(has(error_of([&] { stack.step(steps.chunk(2)).value_or_throw(); }), "step 2: non-finite values"));
+  const Ticket fourth = stack.submit(steps.chunk(3)).value_or_throw();
+  const Ticket fifth = stack.submit(steps.chunk(4)).value_or_throw();
   CHECK(fourth.step() == 3);
   CHECK(fifth.step() == 4);
-  const Error first_of_two = error_of([&] { stack.wait(); });
+  const Error first_of_two = error_of([&] { stack.wait().or_throw(); });
   CHECK(first_of_two.code() == ErrorCode::numerical_error);
   CHECK(std::string(first_of_two.what()).rfind("step 3: non-finite values (NaN or infinity) in the output rows", 0) == 0);
   test::check_no_validation_messages(test::gpu());
@@ -221,7 +227,8 @@ TEST_CASE("numerics: with two steps in flight, a non-finite value is reported fo
 TEST_CASE("numerics: finite device results pass the checks that report NaN and infinity") {
   const StackConfig config = test::small_stack(2, {2, 1, 12}, 4, 0, 16, 16, Policy::lra_sum());
   RandomWeights weights(97);
-  gpu::Stack stack(test::gpu(), config, weights);
+  auto stack_owner = gpu::Stack::create(test::gpu(), config, weights).value_or_throw();
+  gpu::Stack& stack = *stack_owner;
   const test::TokenStream tokens = test::random_tokens(8, config.vocab, 98);
   StackRequest want;
   want.logits = true;
@@ -237,7 +244,8 @@ TEST_CASE("numerics: with n_sink = 0 negative positions are not pinned, with sin
     const int64_t first = sinks > 0 ? -1 : -12;
     test::Stream stream = test::random_stream(config.shape, 24, 99, {.first_position = first});
     reference::Layer cpu(config);
-    gpu::Layer device(test::gpu(), config);
+    auto device_owner = gpu::Layer::create(test::gpu(), config).value_or_throw();
+    gpu::Layer& device = *device_owner;
     const auto expected = test::run_stream(cpu, stream);
     const auto actual = test::run_stream(device, stream);
     test::check_runs_match(expected, actual, 2e-4, 2e-4, "sinks " + std::to_string(sinks));

@@ -41,7 +41,7 @@ struct GpuStacks {
   StackMaker maker() {
     return [this](size_t s) -> Result<std::unique_ptr<TransformerStack>> {
       ++made;
-      return std::unique_ptr<TransformerStack>(std::make_unique<gpu::Stack>(test::gpu(), configs.at(s), model.weights()));
+      return std::unique_ptr<TransformerStack>(gpu::Stack::create(test::gpu(), configs.at(s), model.weights()).value_or_throw());
     };
   }
 };
@@ -57,7 +57,7 @@ std::vector<double> window_nlls(GpuStacks& stacks, size_t setting, std::span<con
                         const double total = r.mean_nll * static_cast<double>(r.predicted);
                         nlls.push_back(total - before);
                         before = total;
-                      });
+                      }).value_or_throw();
   return nlls;
 }
 
@@ -72,22 +72,22 @@ double percentile(const std::vector<double>& sorted, double fraction) {
 TEST_CASE("windowed perplexity: llama-perplexity's windows equal the dense forward of each window, tiny and odd ones too") {
   const auto models = test::shared_models();
   if (!models) return;
-  Model model = Model::open(*models / "stories260K.gguf");
-  const std::vector<uint32_t> tokens = model.tokenizer().encode(kStory);
+  Model model = Model::open(*models / "stories260K.gguf").value_or_throw();
+  const std::vector<uint32_t> tokens = model.tokenizer().encode(kStory).value_or_throw();
   REQUIRE(model.tokenizer().adds_bos());
   REQUIRE(tokens.size() >= 70);
   // adds_bos() says what encode() does: qwen2's vocabulary adds none.
   CHECK(tokens.front() == *model.tokenizer().bos());
-  const Tokenizer qwen2 = Tokenizer::open(*models / "vocab" / "ggml-vocab-qwen2.gguf");
+  const Tokenizer qwen2 = Tokenizer::open(*models / "vocab" / "ggml-vocab-qwen2.gguf").value_or_throw();
   CHECK_FALSE(qwen2.adds_bos());
-  CHECK(qwen2.encode("Once upon a time") == qwen2.encode("Once upon a time", {false}));
+  CHECK(qwen2.encode("Once upon a time").value_or_throw() == qwen2.encode("Once upon a time", {false}).value_or_throw());
   for (const uint32_t ctx : {3u, 16u, 17u, static_cast<uint32_t>(tokens.size() / 2)}) {
     CAPTURE(ctx);
     PerplexityWindows w;
     w.ctx = ctx;
     w.bos = model.tokenizer().bos();
-    GpuStacks stacks{model, {model.stack_config(test::unbounded(ctx, 4))}};
-    const std::vector<WindowedPerplexityResult> r = windowed_perplexity(1, stacks.maker(), tokens, w);
+    GpuStacks stacks{model, {model.stack_config(test::unbounded(ctx, 4)).value_or_throw()}};
+    const std::vector<WindowedPerplexityResult> r = windowed_perplexity(1, stacks.maker(), tokens, w).value_or_throw();
     const auto [expected, scored] = test::dense_windowed_perplexity(model, tokens, ctx, w.bos);
     const uint64_t windows = tokens.size() / ctx;
     CHECK(r[0].windows == windows);
@@ -102,8 +102,8 @@ TEST_CASE("windowed perplexity: llama-perplexity's windows equal the dense forwa
   // Without BOS in place of each window's first token the windows read other text.
   PerplexityWindows w;
   w.ctx = 16;
-  GpuStacks stacks{model, {model.stack_config(test::unbounded(16, 4))}};
-  const double plain = windowed_perplexity(1, stacks.maker(), tokens, w)[0].perplexity.perplexity;
+  GpuStacks stacks{model, {model.stack_config(test::unbounded(16, 4)).value_or_throw()}};
+  const double plain = windowed_perplexity(1, stacks.maker(), tokens, w).value_or_throw()[0].perplexity.perplexity;
   CHECK(plain == doctest::Approx(test::dense_windowed_perplexity(model, tokens, 16, std::nullopt).first).epsilon(1e-5));
   CHECK(plain != doctest::Approx(test::dense_windowed_perplexity(model, tokens, 16, model.tokenizer().bos()).first).epsilon(1e-4));
 }
@@ -111,16 +111,16 @@ TEST_CASE("windowed perplexity: llama-perplexity's windows equal the dense forwa
 TEST_CASE("windowed perplexity: KL divergence from the base, its median, 99th percentile and same top p as computed window by window") {
   const auto models = test::shared_models();
   if (!models) return;
-  Model model = Model::open(*models / "stories260K.gguf");
-  const std::vector<uint32_t> tokens = model.tokenizer().encode(std::string(kStory) + " " + kStory);
+  Model model = Model::open(*models / "stories260K.gguf").value_or_throw();
+  const std::vector<uint32_t> tokens = model.tokenizer().encode(std::string(kStory) + " " + kStory).value_or_throw();
   for (const uint32_t ctx : {24u, 25u}) {  // an odd count of scored tokens (9 * 11), an even one (9 * 12)
     CAPTURE(ctx);
     PerplexityWindows w;
     w.ctx = ctx;
     w.bos = model.tokenizer().bos();
     w.kl_base = 1;  // the full context, second: the base runs first whatever its index
-    GpuStacks stacks{model, {model.stack_config(bounded_fifo()), model.stack_config(test::unbounded(w.ctx, 4))}};
-    const std::vector<WindowedPerplexityResult> r = windowed_perplexity(2, stacks.maker(), tokens, w);
+    GpuStacks stacks{model, {model.stack_config(bounded_fifo()).value_or_throw(), model.stack_config(test::unbounded(w.ctx, 4)).value_or_throw()}};
+    const std::vector<WindowedPerplexityResult> r = windowed_perplexity(2, stacks.maker(), tokens, w).value_or_throw();
     REQUIRE(r[0].kl.has_value());
     REQUIRE(r[1].kl.has_value());
 
@@ -133,8 +133,10 @@ TEST_CASE("windowed perplexity: KL divergence from the base, its median, 99th pe
       std::vector<uint32_t> window(tokens.begin() + static_cast<ptrdiff_t>(start),
                                    tokens.begin() + static_cast<ptrdiff_t>(start + w.ctx));
       window[0] = *w.bos;
-      gpu::Stack fifo(test::gpu(), stacks.configs[0], model.weights());
-      gpu::Stack full(test::gpu(), stacks.configs[1], model.weights());
+      auto fifo_owner = gpu::Stack::create(test::gpu(), stacks.configs[0], model.weights()).value_or_throw();
+      gpu::Stack& fifo = *fifo_owner;
+      auto full_owner = gpu::Stack::create(test::gpu(), stacks.configs[1], model.weights()).value_or_throw();
+      gpu::Stack& full = *full_owner;
       const std::vector<float> q = test::stack_logits(fifo, window), p = test::stack_logits(full, window);
       for (uint32_t j = first; j + 1 < w.ctx; ++j) {
         const float* pj = p.data() + size_t{j} * vocab;
@@ -178,14 +180,14 @@ TEST_CASE("windowed perplexity: KL divergence from the base, its median, 99th pe
 TEST_CASE("windowed perplexity: each window reads from an empty memory, whatever the windows before it held") {
   const auto models = test::shared_models();
   if (!models) return;
-  Model model = Model::open(*models / "stories260K.gguf");
-  const std::vector<uint32_t> tokens = model.tokenizer().encode(kStory);
+  Model model = Model::open(*models / "stories260K.gguf").value_or_throw();
+  const std::vector<uint32_t> tokens = model.tokenizer().encode(kStory).value_or_throw();
   PerplexityWindows w;
   w.ctx = 20;
   w.bos = model.tokenizer().bos();
   std::vector<uint32_t> other = tokens;
   std::reverse(other.begin() + 1, other.begin() + w.ctx);  // another first window, the same later ones
-  GpuStacks stacks{model, {model.stack_config(test::unbounded(w.ctx, 4)), model.stack_config(bounded_fifo())}};
+  GpuStacks stacks{model, {model.stack_config(test::unbounded(w.ctx, 4)).value_or_throw(), model.stack_config(bounded_fifo()).value_or_throw()}};
   for (size_t setting = 0; setting < 2; ++setting) {
     CAPTURE(setting);
     const std::vector<double> a = window_nlls(stacks, setting, tokens, w), b = window_nlls(stacks, setting, other, w);
@@ -216,9 +218,9 @@ TEST_CASE("windowed perplexity: too short a text, a window scoring nothing, a KL
     return invalid_argument("not made");
   };
   w.kl_base = 2;
-  CHECK(try_windowed_perplexity(2, none, tokens, w).status().message() == "the KL base is setting 2 of 2");
-  CHECK(try_windowed_perplexity(0, none, tokens, PerplexityWindows{7}).status().message() ==
-        "windowed perplexity needs at least one setting");
-  CHECK(try_windowed_perplexity(1, none, tokens, PerplexityWindows{7}).status().message() == "not made");
+  CHECK(windowed_perplexity(2, none, tokens, w).status().message() == "the KL base is setting 2 of 2");
+  CHECK(windowed_perplexity(0, none, tokens, PerplexityWindows{7}).status().message() ==
+    "windowed perplexity needs at least one setting");
+  CHECK(windowed_perplexity(1, none, tokens, PerplexityWindows{7}).status().message() == "not made");
   CHECK(made == 1);
 }

@@ -72,13 +72,13 @@ TEST_CASE("positions: configurations are checked with one-line messages") {
   c.retrieval.bias = BiasKind::t5;
   c.retrieval.t5.num_buckets = 3;
   c.retrieval.t5.table.assign(6, 0.0f);
-  CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("t5 needs at least 4 buckets"), Error);
+  CHECK_THROWS_WITH_AS(c.check().or_throw(), doctest::Contains("t5 needs at least 4 buckets"), Error);
   c.retrieval.t5.num_buckets = 8;
-  CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("expected num_buckets * heads_q = 16"), Error);
+  CHECK_THROWS_WITH_AS(c.check().or_throw(), doctest::Contains("expected num_buckets * heads_q = 16"), Error);
   c.retrieval.t5.table.clear();
   CHECK_THROWS_WITH_AS(reference::Layer{c}, doctest::Contains("t5 bias table holds 0 values"), Error);
   c.retrieval.t5.max_distance = 2;
-  CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("t5 max_distance must exceed"), Error);
+  CHECK_THROWS_WITH_AS(c.check().or_throw(), doctest::Contains("t5 max_distance must exceed"), Error);
 
   StackConfig s;
   s.hidden = 8;
@@ -89,19 +89,19 @@ TEST_CASE("positions: configurations are checked with one-line messages") {
   b.attention.retrieval.top_k = 4;
   s.blocks = {b};
   s.blocks[0].lm_infinite.enabled = true;
-  CHECK_THROWS_WITH_AS(s.validate(), doctest::Contains("LM-Infinite n_local must be in [1, 2^31)"), Error);
+  CHECK_THROWS_WITH_AS(s.check().or_throw(), doctest::Contains("LM-Infinite n_local must be in [1, 2^31)"), Error);
   s.blocks[0].rope = false;
   s.blocks[0].lm_infinite.n_local = 16;
-  CHECK_THROWS_WITH_AS(s.validate(), doctest::Contains("LM-Infinite caps RoPE distances: it needs rope"), Error);
+  CHECK_THROWS_WITH_AS(s.check().or_throw(), doctest::Contains("LM-Infinite caps RoPE distances: it needs rope"), Error);
   s.blocks[0] = b;
   s.blocks[0].rope_scaling.kind = RopeScaling::Kind::llama3;
   s.blocks[0].rope_scaling.factor = 8.0;
   s.blocks[0].rope_scaling.high_freq_factor = 1.0;
-  CHECK_THROWS_WITH_AS(s.validate(), doctest::Contains("0 < low_freq_factor < high_freq_factor"), Error);
+  CHECK_THROWS_WITH_AS(s.check().or_throw(), doctest::Contains("0 < low_freq_factor < high_freq_factor"), Error);
   s.blocks[0] = b;
   s.blocks[0].attention.retrieval.bias = BiasKind::t5;
   s.blocks[0].t5_table_block = 1;
-  CHECK_THROWS_WITH_AS(s.validate(), doctest::Contains("t5_table_block must name a t5 block"), Error);
+  CHECK_THROWS_WITH_AS(s.check().or_throw(), doctest::Contains("t5_table_block must name a t5 block"), Error);
 }
 
 namespace {
@@ -143,7 +143,8 @@ TEST_CASE("gpu layer matches reference across T5 buckets: bidirectional and caus
       reference::Layer cpu(config);
       const auto expected = test::run_stream(cpu, stream);
       if (cpu.kv_memory().min_decision_gap() < 2e-5 && attempt < 7) continue;
-      gpu::Layer device(test::gpu(), config);
+      auto device_owner = gpu::Layer::create(test::gpu(), config).value_or_throw();
+      gpu::Layer& device = *device_owner;
       test::check_runs_match(expected, test::run_stream(device, stream), 2e-4, 2e-4, "t5");
       // Without the bias the outputs move far past the tolerance: the
       // comparison above would have seen a bias that went missing.

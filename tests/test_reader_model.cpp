@@ -46,7 +46,7 @@ std::vector<uint32_t> expected_ids(const attendre::Tokenizer& tokenizer, const s
     options.continuation = started;
     options.more_follows = true;
     started = true;
-    const std::vector<uint32_t> part = tokenizer.encode(text, options);
+    const std::vector<uint32_t> part = tokenizer.encode(text, options).value_or_throw();
     ids.insert(ids.end(), part.begin(), part.end());
   };
   for (const std::string& part : parts) {
@@ -85,7 +85,7 @@ Walked walk(const attendre::Tokenizer& tokenizer, const std::string& question, c
         // tokenizer puts in front of a word (in the gap, or prefixed at the
         // document's start); a token of spaces carried over from the end of
         // the part before has them counted there.
-        std::string_view piece = tokenizer.piece(static_cast<uint32_t>(t.token.id));
+        std::string_view piece = tokenizer.piece(static_cast<uint32_t>(t.token.id)).value_or_throw();
         const bool at_start = walked.rebuilt.size() == t.gap.size() + t.text.size();
         if (t.text != piece) {
           while (piece.starts_with(' ')) piece.remove_prefix(1);
@@ -139,17 +139,17 @@ ReferenceRun reference_run(attendre::Model& model, const std::vector<uint32_t>& 
   memory.kv_capacity = {64};
   memory.top_k = {16};
   const StackConfig config =
-      ::reader::configure_stack(model.stack_config(plan), memory, {policy});
+      ::reader::configure_stack(model.stack_config(plan).value_or_throw(), memory, {policy});
   reference::Stack stack(config, model.weights());
   const int64_t n = static_cast<int64_t>(ids.size());
   const std::vector<float> last_logits = read_and_finish(stack, ids);
   ReferenceRun run;
-  for (size_t b = 0; b < config.blocks.size(); ++b) run.blocks.push_back(stack.snapshot(b));
+  for (size_t b = 0; b < config.blocks.size(); ++b) run.blocks.push_back(stack.snapshot(b).value_or_throw());
   GenerateOptions options;
   options.max_tokens = 12;
   options.stop_tokens = model.tokenizer().stop_tokens();
-  const GenerateResult result = generate_after(stack, last_logits, n, options);
-  std::string text = model.tokenizer().decode(result.tokens);
+  const GenerateResult result = generate_after(stack, last_logits, n, options).value_or_throw();
+  std::string text = model.tokenizer().decode(result.tokens).value_or_throw();
   text.resize(::reader::utf8_prefix(text).valid);
   const size_t first = text.find_first_not_of(" \t\n");
   if (first != std::string::npos) {
@@ -186,7 +186,7 @@ TEST_CASE("attendre-reader/model tokenizer: every part gets the ids of its whole
   for (const std::string name : {"stories260K.gguf", "vocab/ggml-vocab-llama-spm.gguf", "vocab/ggml-vocab-llama-bpe.gguf",
                                  "vocab/ggml-vocab-qwen2.gguf", "vocab/ggml-vocab-gpt-2.gguf", "vocab/ggml-vocab-phi-3.gguf"}) {
     INFO(name);
-    const attendre::Tokenizer tokenizer = attendre::Tokenizer::open(*models / name);
+    const attendre::Tokenizer tokenizer = attendre::Tokenizer::open(*models / name).value_or_throw();
     const Walked walked = walk(tokenizer, question, context);
     const std::vector<uint32_t> expected = expected_ids(tokenizer, template_parts(question, context));
     CHECK(walked.ids.size() == expected.size());
@@ -203,10 +203,10 @@ TEST_CASE("attendre-reader/model tokenizer: the oracle tells a whole-document en
   // token of the whole text, two when the question ends a part.
   const auto models = shared_models();
   if (!models) return;
-  const attendre::Tokenizer tokenizer = attendre::Tokenizer::open(*models / "vocab/ggml-vocab-llama-bpe.gguf");
+  const attendre::Tokenizer tokenizer = attendre::Tokenizer::open(*models / "vocab/ggml-vocab-llama-bpe.gguf").value_or_throw();
   const std::vector<std::string> parts = template_parts("Why?", "Because.");
   CHECK(walk(tokenizer, "Why?", "Because.").ids == expected_ids(tokenizer, parts));
-  CHECK(tokenizer.encode("Question: Why?\n\nContext: Because.\n\nAnswer:") != expected_ids(tokenizer, parts));
+  CHECK(tokenizer.encode("Question: Why?\n\nContext: Because.\n\nAnswer:").value_or_throw() != expected_ids(tokenizer, parts));
 }
 
 TEST_CASE("attendre-reader --model: a real model reads, drains and answers as the library's reference stack does") {
@@ -227,7 +227,7 @@ TEST_CASE("attendre-reader --model: a real model reads, drains and answers as th
   const nlohmann::json& run = j.at("runs")[0];
   CHECK(run.at("retained_mass").is_null());
 
-  attendre::Model model = attendre::Model::open(path);
+  attendre::Model model = attendre::Model::open(path).value_or_throw();
   const std::vector<uint32_t> ids = expected_ids(model.tokenizer(), template_parts(kQuestion, kStory));
   CHECK(j.at("document").at("tokens") == ids.size());
   const ReferenceRun expected = reference_run(model, ids, "lra_sum");
@@ -276,7 +276,7 @@ TEST_CASE("attendre-reader --model --lm-infinite: RoPE distances capped as the l
   for (const nlohmann::json& b : j.at("configuration").at("blocks")) CHECK(b.at("lm_infinite") == 8);
   CHECK(r.out.find("LM-Infinite n_local=8") != std::string::npos);
 
-  attendre::Model model = attendre::Model::open(path);
+  attendre::Model model = attendre::Model::open(path).value_or_throw();
   const std::vector<uint32_t> ids = expected_ids(model.tokenizer(), template_parts(kQuestion, kStory));
   const ReferenceRun capped = reference_run(model, ids, "lra_sum", LmInfinite{true, 8});
   const ReferenceRun uncapped = reference_run(model, ids, "lra_sum");
@@ -333,7 +333,7 @@ TEST_CASE("attendre-reader --model --fp16-memory --fp16-activations: the stack r
 
   // The float64 reference under the same settings keeps the same entries
   // with the same scores; without the rounding, the scores move.
-  attendre::Model model = attendre::Model::open(path);
+  attendre::Model model = attendre::Model::open(path).value_or_throw();
   const std::vector<uint32_t> ids = expected_ids(model.tokenizer(), template_parts(kQuestion, kStory));
   const ReferenceRun rounded = reference_run(model, ids, "lra_sum", {}, true);
   const ReferenceRun unrounded = reference_run(model, ids, "lra_sum");

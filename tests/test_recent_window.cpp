@@ -78,7 +78,8 @@ void check_case(Context& context, const LayerConfig& c, uint32_t rows, const tes
   INFO(label);
   const Run run = reference_run(c, rows, options, seed);
   check_window_held(c, run.stream, run.records);
-  gpu::Layer device(context, c);
+  auto device_owner = gpu::Layer::create(context, c).value_or_throw();
+  gpu::Layer& device = *device_owner;
   test::check_runs_match(run.records, test::run_stream(device, run.stream), 2e-4, 2e-4, label);
   test::check_no_validation_messages(context);
 
@@ -175,14 +176,15 @@ TEST_CASE("recent window: the GPU stack equals the reference stack step by step"
     c.blocks[1].attention.kv.n_sink = 2;
     RandomWeights weights(77);
     reference::Stack cpu(c, weights);
-    gpu::Stack device(test::gpu(), c, weights);
+    auto device_owner = gpu::Stack::create(test::gpu(), c, weights).value_or_throw();
+    gpu::Stack& device = *device_owner;
     StackRequest request;
     for (uint32_t first = 0, step = 0; first < s.rows(); first += c.chunk, ++step) {
       const StackChunk chunk = s.chunk(first, std::min(c.chunk, s.rows() - first));
-      const StackOutput e = cpu.step(chunk, request), a = device.step(chunk, request);
+      const StackOutput e = cpu.step(chunk, request).value_or_throw(), a = device.step(chunk, request).value_or_throw();
       INFO("step " << step);
       REQUIRE(e.positions == a.positions);
-      for (uint32_t l = 0; l < c.blocks.size(); ++l) CHECK(cpu.snapshot(l).positions == device.snapshot(l).positions);
+      for (uint32_t l = 0; l < c.blocks.size(); ++l) CHECK(cpu.snapshot(l).value_or_throw().positions == device.snapshot(l).value_or_throw().positions);
       for (size_t i = 0; i < e.hidden.size(); ++i)
         CHECK(a.hidden[i] == doctest::Approx(e.hidden[i]).epsilon(1e-3).scale(1.0));
     }

@@ -182,7 +182,8 @@ TEST_CASE("kernel variants: reductions name subgroup arithmetic when present, th
   }
   ContextOptions options;
   options.disabled_features = FeatureSet{}.add(Feature::subgroup_arithmetic);
-  Context off(options);
+  auto off_owner = Context::create(options).value_or_throw();
+  Context& off = *off_owner;
   CHECK_FALSE(kernels::plan_kernels(off.caps()).subgroup_reductions);
   const KernelVariant fallback = reductions(off);
   CHECK(fallback.variant.find("shared-memory trees (score_stats") != std::string::npos);

@@ -413,7 +413,8 @@ TEST_CASE("select (tiled): subgroup shuffle stages and shared-memory stages both
       options.kernels = DeviceCaps::KernelStyle::tiled;
       if (tiny) options.limits = LimitOverrides{32u, 1536u, std::nullopt};  // 64-entry tiles, 32 invocations
       if (!shuffle) options.disabled_features = FeatureSet{}.add(Feature::subgroup_shuffle);
-      Context context(options);
+      auto context_owner = Context::create(options).value_or_throw();
+      Context& context = *context_owner;
       const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
       INFO((tiny ? "tiny limits" : "device limits") << ", shuffle " << (shuffle ? "on" : "switched off")
                                                     << ", subgroup size " << context.caps().subgroup_size);

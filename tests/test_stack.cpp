@@ -21,7 +21,7 @@ using StackFactory = std::function<std::unique_ptr<TransformerStack>(const Stack
 
 std::vector<std::pair<const char*, StackFactory>> stack_backends() {
   return {{"reference", [](const StackConfig& c, WeightSource& w) { return std::make_unique<reference::Stack>(c, w); }},
-          {"gpu", [](const StackConfig& c, WeightSource& w) { return std::make_unique<gpu::Stack>(test::gpu(), c, w); }}};
+          {"gpu", [](const StackConfig& c, WeightSource& w) { return gpu::Stack::create(test::gpu(), c, w).value_or_throw(); }}};
 }
 
 void check_matches_dense(const StackConfig& config, const test::TokenStream& s, bool causal) {
@@ -72,7 +72,8 @@ void check_gpu_matches_reference(const StackConfig& config, const test::TokenStr
                                  bool flush, Context& context = test::gpu()) {
   RandomWeights weights(weight_seed);
   reference::Stack cpu(config, weights);
-  gpu::Stack device(context, config, weights);
+  auto device_owner = gpu::Stack::create(context, config, weights).value_or_throw();
+  gpu::Stack& device = *device_owner;
   StackRequest request;
   request.logits = true;
   auto compare = [&](const StackOutput& e, const StackOutput& a, const std::string& when) {
@@ -83,15 +84,15 @@ void check_gpu_matches_reference(const StackConfig& config, const test::TokenStr
     for (size_t i = 0; i < e.logits.size(); ++i) CHECK(a.logits[i] == doctest::Approx(e.logits[i]).epsilon(1e-3).scale(1.0));
     for (size_t l = 0; l < config.blocks.size(); ++l) {
       INFO("block " << l);
-      CHECK(cpu.snapshot(l).positions == device.snapshot(l).positions);
+      CHECK(cpu.snapshot(l).value_or_throw().positions == device.snapshot(l).value_or_throw().positions);
     }
   };
   uint32_t step = 0;
   for (uint32_t first = 0; first < s.rows(); first += config.chunk, ++step) {
     const StackChunk c = s.chunk(first, std::min(config.chunk, s.rows() - first));
-    compare(cpu.step(c, request), device.step(c, request), "step " + std::to_string(step));
+    compare(cpu.step(c, request).value_or_throw(), device.step(c, request).value_or_throw(), "step " + std::to_string(step));
   }
-  compare(cpu.finish(request, flush), device.finish(request, flush), "finish");
+  compare(cpu.finish(request, flush).value_or_throw(), device.finish(request, flush).value_or_throw(), "finish");
   for (uint32_t t = 0; t < 3; ++t) {
     const uint32_t token = (t * 7 + 3) % config.vocab;
     const int64_t position = s.rows() + t;
@@ -101,7 +102,7 @@ void check_gpu_matches_reference(const StackConfig& config, const test::TokenStr
     one.tokens = {&token, 1};
     one.positions = {&position, 1};
     one.valid = {&valid, 1};
-    compare(cpu.decode(one, request), device.decode(one, request), "decode " + std::to_string(t));
+    compare(cpu.decode(one, request).value_or_throw(), device.decode(one, request).value_or_throw(), "decode " + std::to_string(t));
   }
   INFO("smallest decision gap " << cpu.min_decision_gap());
   test::check_no_validation_messages(context);
@@ -154,7 +155,8 @@ TEST_CASE("stack: fp16 memories under LM-Infinite agree with the reference withi
   }
   RandomWeights weights(45);
   reference::Stack cpu(c, weights);
-  gpu::Stack device(test::gpu(), c, weights);
+  auto device_owner = gpu::Stack::create(test::gpu(), c, weights).value_or_throw();
+  gpu::Stack& device = *device_owner;
   StackRequest request;
   request.logits = true;
   const auto expected = test::run_stack(cpu, s, false, request), actual = test::run_stack(device, s, false, request);
@@ -234,9 +236,11 @@ TEST_CASE("stack: fp16 activations move the outputs by fp16 rounding: more than 
   RandomWeights weights(48);
   StackRequest request;
   request.logits = true;
-  gpu::Stack f32(test::gpu(), c, weights);
+  auto f32_owner = gpu::Stack::create(test::gpu(), c, weights).value_or_throw();
+  gpu::Stack& f32 = *f32_owner;
   c.activations = MemoryStorage::f16;
-  gpu::Stack f16(test::gpu(), c, weights);
+  auto f16_owner = gpu::Stack::create(test::gpu(), c, weights).value_or_throw();
+  gpu::Stack& f16 = *f16_owner;
   const auto [largest, scale] = logit_difference(f32, f16, s, request);
   INFO("largest logit difference " << largest << " of logits up to " << scale);
   CHECK(largest > 1e-5 * scale);  // the option is in effect
@@ -263,8 +267,10 @@ TEST_CASE("stack: fp16 activations times fp16 weights in fp16 math move the logi
   RandomWeights weights(49);
   StackRequest request;
   request.logits = true;
-  gpu::Stack fp32_math(test::half_loads_fp32_math_gpu(), c, weights);
-  gpu::Stack fp16_math(math, c, weights);
+  auto fp32_math_owner = gpu::Stack::create(test::half_loads_fp32_math_gpu(), c, weights).value_or_throw();
+  gpu::Stack& fp32_math = *fp32_math_owner;
+  auto fp16_math_owner = gpu::Stack::create(math, c, weights).value_or_throw();
+  gpu::Stack& fp16_math = *fp16_math_owner;
   const auto [largest, scale] = logit_difference(fp32_math, fp16_math, s, request);
   INFO("largest logit difference " << largest << " of logits up to " << scale);
   CHECK(largest > 1e-5 * scale);  // the fp16 products are in effect
@@ -312,8 +318,8 @@ TEST_CASE("stack: drain emits every valid position once, in order, delayed by th
       ++step;
     };
     for (uint32_t first = 0; first < s.rows(); first += c.chunk)
-      keep(stack->step(s.chunk(first, std::min(c.chunk, s.rows() - first))));
-    while (stack->has_pending()) keep(stack->step(StackChunk{}));
+      keep(stack->step(s.chunk(first, std::min(c.chunk, s.rows() - first))).value_or_throw());
+    while (stack->has_pending()) keep(stack->step(StackChunk{}).value_or_throw());
     CHECK(step == (s.rows() + shift + c.chunk - 1) / c.chunk);
     std::vector<int64_t> expected;
     for (uint32_t r = 0; r < s.rows(); ++r) {
@@ -381,7 +387,7 @@ TEST_CASE("stack: decoding after reading equals causal attention over prompt and
     auto stack = make(c, weights);
     test::run_stack(*stack, prompt);
     for (uint32_t t = 0; t < next.size(); ++t) {
-      const StackOutput o = stack->decode(whole.chunk(prompt.rows() + t, 1), request);
+      const StackOutput o = stack->decode(whole.chunk(prompt.rows() + t, 1), request).value_or_throw();
       REQUIRE(o.positions.size() == 1);
       const size_t row = prompt.rows() + t;
       for (uint32_t v = 0; v < c.vocab; ++v)

@@ -43,16 +43,16 @@ StackConfig llama_3b(uint32_t kv_capacity = 4096) {
 // Every matrix in Q4_K (no data: planning reads types only).
 class Q4KTypes final : public WeightSource {
  public:
-  Result<std::optional<ElementType>> try_type_of(const std::string&, std::span<const uint64_t> shape) override {
+  Result<std::optional<ElementType>> type_of(const std::string&, std::span<const uint64_t> shape) override {
     return std::optional<ElementType>(shape.size() == 2 ? ElementType::q4_k : ElementType::f32);
   }
-  Result<std::optional<TensorView>> try_tensor(const std::string&, std::span<const uint64_t>) override {
+  Result<std::optional<TensorView>> tensor(const std::string&, std::span<const uint64_t>) override {
     return std::optional<TensorView>();
   }
 };
 
 void check_within(const gpu::StackLayout& layout, const DeviceCaps& caps, const StackConfig& config) {
-  CHECK_NOTHROW(layout.check(caps));
+  CHECK_NOTHROW(layout.check(caps).or_throw());
   uint64_t placed = 0, own = 0, parts = 0;
   for (const gpu::PlannedBuffer& b : layout.buffers) {
     INFO(b.name << ": " << b.bytes);
@@ -98,17 +98,17 @@ TEST_CASE("stack layout: a 3B-class model plans within 128 MiB ranges and 1 GiB 
   for (const DeviceCaps* caps : {&phone, &here}) {
     {
       INFO("F16");
-      const gpu::StackLayout layout = gpu::plan_stack_layout(f16, *caps);
+      const gpu::StackLayout layout = gpu::plan_stack_layout(f16, *caps).value_or_throw();
       check_within(layout, *caps, f16);
-      CHECK(layout.memory.total() == gpu::plan_stack_memory(f16, *caps).total());
+      CHECK(layout.memory.total() == gpu::plan_stack_memory(f16, *caps).value_or_throw().total());
       CHECK(layout.weight_allocations.size() >= 6);  // over 6 GiB of fp16 weights
     }
     {
       INFO("Q4_K");
       const StackConfig c = llama_3b();
-      const gpu::StackLayout layout = gpu::plan_stack_layout(c, *caps, q4k);
+      const gpu::StackLayout layout = gpu::plan_stack_layout(c, *caps, q4k).value_or_throw();
       check_within(layout, *caps, c);
-      CHECK(layout.memory.total() == gpu::plan_stack_memory(c, *caps, q4k).total());
+      CHECK(layout.memory.total() == gpu::plan_stack_memory(c, *caps, q4k).value_or_throw().total());
     }
   }
 }
@@ -118,9 +118,9 @@ TEST_CASE("stack layout: a K/V memory past one storage range is refused, naming 
   const StackConfig c = llama_3b(1u << 18);
   DeviceCaps phone;
   phone.max_storage_range = 128 * kMiB;
-  const gpu::StackLayout layout = gpu::plan_stack_layout(c, phone);
+  const gpu::StackLayout layout = gpu::plan_stack_layout(c, phone).value_or_throw();
   try {
-    layout.check(phone);
+    layout.check(phone).or_throw();
     FAIL("a 2 GiB K/V memory was accepted");
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::unsupported);
@@ -133,12 +133,12 @@ TEST_CASE("stack layout: a K/V memory past one storage range is refused, naming 
 // RandomWeights counting the tensors read (types are free).
 class CountedWeights final : public WeightSource {
  public:
-  Result<std::optional<ElementType>> try_type_of(const std::string& name, std::span<const uint64_t> shape) override {
-    return inner_.try_type_of(name, shape);
+  Result<std::optional<ElementType>> type_of(const std::string& name, std::span<const uint64_t> shape) override {
+    return inner_.type_of(name, shape);
   }
-  Result<std::optional<TensorView>> try_tensor(const std::string& name, std::span<const uint64_t> shape) override {
+  Result<std::optional<TensorView>> tensor(const std::string& name, std::span<const uint64_t> shape) override {
     ++reads;
-    return inner_.try_tensor(name, shape);
+    return inner_.tensor(name, shape);
   }
   uint32_t reads = 0;
 
@@ -154,7 +154,8 @@ TEST_CASE("stack layout: a stack past the device's limits is refused at creation
   c.blocks[1].attention.kv.capacity = 40000;
   ContextOptions options;
   options.limits = LimitOverrides{std::nullopt, std::nullopt, uint64_t{1} << 20};
-  Context narrow(options);
+  auto narrow_owner = Context::create(options).value_or_throw();
+  Context& narrow = *narrow_owner;
   CountedWeights weights;
   const Result<std::unique_ptr<gpu::Stack>> made = gpu::Stack::create(narrow, c, weights);
   REQUIRE_FALSE(made.ok());
@@ -188,9 +189,10 @@ TEST_CASE("stack layout: the planned buffers are the ones a small stack allocate
   SUBCASE("fp16 activations") { c.activations = MemoryStorage::f16; }
   RandomWeights weights(3);
   const uint64_t before = test::gpu().device_memory_bytes();
-  gpu::Stack device(test::gpu(), c, weights);
-  const gpu::StackLayout layout = gpu::plan_stack_layout(c, test::gpu().caps(), weights);
-  CHECK_NOTHROW(layout.check(test::gpu().caps()));
+  auto device_owner = gpu::Stack::create(test::gpu(), c, weights).value_or_throw();
+  gpu::Stack& device = *device_owner;
+  const gpu::StackLayout layout = gpu::plan_stack_layout(c, test::gpu().caps(), weights).value_or_throw();
+  CHECK_NOTHROW(layout.check(test::gpu().caps()).or_throw());
   uint64_t allocations = 0;
   for (const gpu::PlannedBuffer& b : layout.buffers)
     if (!b.weights) allocations += b.bytes;
@@ -206,9 +208,9 @@ TEST_CASE("stack layout: fp16 memories halve the keys, values and queries of a 3
   // (1024 + 128) x 24 x 128; positions, scores, tags, the fp32 chunk, the
   // residual rows and (fp16 only) the fp32 incoming queries stay.
   StackConfig c = llama_3b();
-  const gpu::StackMemory f32 = gpu::plan_stack_memory(c, DeviceCaps{});
+  const gpu::StackMemory f32 = gpu::plan_stack_memory(c, DeviceCaps{}).value_or_throw();
   for (BlockConfig& b : c.blocks) b.attention.kv.storage = MemoryStorage::f16;
-  const gpu::StackMemory f16 = gpu::plan_stack_memory(c, DeviceCaps{});
+  const gpu::StackMemory f16 = gpu::plan_stack_memory(c, DeviceCaps{}).value_or_throw();
   const gpu::BlockMemory& a = f32.blocks[0];
   const gpu::BlockMemory& h = f16.blocks[0];
   MESSAGE("block K/V memory " << a.kv_memory << " -> " << h.kv_memory << " bytes, Q memory " << a.q_memory << " -> "
@@ -227,9 +229,9 @@ TEST_CASE("stack layout: fp16 activations keep the normed and the FFN's activate
   // rest stay as they are.
   StackConfig c = llama_3b();
   Q4KTypes types;
-  const gpu::StackLayout f32 = gpu::plan_stack_layout(c, DeviceCaps{}, types);
+  const gpu::StackLayout f32 = gpu::plan_stack_layout(c, DeviceCaps{}, types).value_or_throw();
   c.activations = MemoryStorage::f16;
-  const gpu::StackLayout f16 = gpu::plan_stack_layout(c, DeviceCaps{}, types);
+  const gpu::StackLayout f16 = gpu::plan_stack_layout(c, DeviceCaps{}, types).value_or_throw();
   auto bytes = [](const gpu::StackLayout& layout, const std::string& name) {
     for (const gpu::PlannedBuffer& b : layout.buffers)
       if (b.name == name) return b.bytes;

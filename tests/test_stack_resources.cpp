@@ -33,8 +33,9 @@ uint64_t resident_kib() {
 
 void check_memory_equals_plan(const StackConfig& c) {
   RandomWeights weights(3);
-  gpu::Stack stack(test::gpu(), c, weights);
-  const gpu::StackMemory held = stack.memory(), planned = gpu::plan_stack_memory(c, test::gpu().caps());
+  auto stack_owner = gpu::Stack::create(test::gpu(), c, weights).value_or_throw();
+  gpu::Stack& stack = *stack_owner;
+  const gpu::StackMemory held = stack.memory(), planned = gpu::plan_stack_memory(c, test::gpu().caps()).value_or_throw();
   REQUIRE(held.blocks.size() == planned.blocks.size());
   for (size_t l = 0; l < held.blocks.size(); ++l) {
     INFO("block " << l);
@@ -77,7 +78,8 @@ TEST_CASE("stack soak: 100,000 positions keep host and device memory flat and ou
   c.hidden = 16;
   c.blocks[1].attention.kv.policy = Policy::lfa(1e-3);
   RandomWeights weights(9);
-  gpu::Stack stack(test::gpu(), c, weights);
+  auto stack_owner = gpu::Stack::create(test::gpu(), c, weights).value_or_throw();
+  gpu::Stack& stack = *stack_owner;
   const gpu::StackMemory before = stack.memory();
 
   const uint64_t total = 100000;
@@ -98,7 +100,7 @@ TEST_CASE("stack soak: 100,000 positions keep host and device memory flat and ou
     chunk.positions = {positions.data(), rows};
     // Read back one step in a hundred; the others stay on the device.
     const bool look = step % 100 == 0;
-    const StackOutput o = stack.step(chunk, look ? StackRequest{} : quiet);
+    const StackOutput o = stack.step(chunk, look ? StackRequest{} : quiet).value_or_throw();
     emitted += o.positions.size();
     if (look) {
       for (float x : o.hidden) {
@@ -108,7 +110,7 @@ TEST_CASE("stack soak: 100,000 positions keep host and device memory flat and ou
     }
     if (step == 150) warm_kib = resident_kib();
   }
-  emitted += stack.finish().positions.size();
+  emitted += stack.finish().value_or_throw().positions.size();
   CHECK(emitted == total);
   CHECK(checked > 0);
   const uint64_t end_kib = resident_kib();
@@ -126,10 +128,10 @@ class MixedWeights final : public WeightSource {
  public:
   MixedWeights(uint64_t seed, std::string f16_part, std::string other_part = "", ElementType other = ElementType::q4_0)
       : inner_(seed), f16_part_(std::move(f16_part)), other_part_(std::move(other_part)), other_(other) {}
-  Result<std::optional<ElementType>> try_type_of(const std::string& name, std::span<const uint64_t>) override {
+  Result<std::optional<ElementType>> type_of(const std::string& name, std::span<const uint64_t>) override {
     return std::optional<ElementType>(type(name));
   }
-  Result<std::optional<TensorView>> try_tensor(const std::string& name, std::span<const uint64_t> shape) override {
+  Result<std::optional<TensorView>> tensor(const std::string& name, std::span<const uint64_t> shape) override {
     const std::vector<float> values = inner_.values(name, shape);
     bytes_.clear();
     const ElementType t = type(name);
@@ -173,14 +175,16 @@ TEST_CASE("stack memory: what the stack holds is what the device allocator holds
     LimitOverrides limits;
     limits.discrete_memory = discrete;
     options.limits = limits;
-    Context context(options);
+    auto context_owner = Context::create(options).value_or_throw();
+    Context& context = *context_owner;
     INFO("discrete memory " << discrete << ", unified " << context.caps().unified_memory);
     const uint64_t before = context.device_memory_bytes();
     RandomWeights weights(4);
-    gpu::Stack stack(context, c, weights);
+    auto stack_owner = gpu::Stack::create(context, c, weights).value_or_throw();
+    gpu::Stack& stack = *stack_owner;
     const gpu::StackMemory held = stack.memory();
     CHECK(context.device_memory_bytes() - before == held.total());
-    CHECK(held.total() == gpu::plan_stack_memory(c, context.caps()).total());
+    CHECK(held.total() == gpu::plan_stack_memory(c, context.caps()).value_or_throw().total());
     CHECK(held.load_staging == (context.caps().unified_memory ? 0 : uint64_t{8} << 20));
     const test::TokenStream tokens = test::random_tokens(24, c.vocab, 5);
     StackRequest want;
@@ -202,12 +206,13 @@ TEST_CASE("stack: weights keep their own encoding per tensor, and the memory pla
   // the reference multiplies by), the rest in F32.
   MixedWeights mixed(6, "attn_q", "ffn_down", ElementType::q4_k);
   const uint64_t before = test::gpu().device_memory_bytes();
-  gpu::Stack device(test::gpu(), c, mixed);
+  auto device_owner = gpu::Stack::create(test::gpu(), c, mixed).value_or_throw();
+  gpu::Stack& device = *device_owner;
   // The arena holds each tensor at its encoded size (blocks of 144 bytes
   // per 256 values), as planned before loading.
   CHECK(test::gpu().device_memory_bytes() - before == device.memory().total());
-  CHECK(device.memory().total() == gpu::plan_stack_memory(c, test::gpu().caps(), mixed).total());
-  CHECK(device.memory().total() < gpu::plan_stack_memory(c, test::gpu().caps()).total());
+  CHECK(device.memory().total() == gpu::plan_stack_memory(c, test::gpu().caps(), mixed).value_or_throw().total());
+  CHECK(device.memory().total() < gpu::plan_stack_memory(c, test::gpu().caps()).value_or_throw().total());
   reference::Stack cpu(c, mixed);
   const test::TokenStream tokens = test::random_tokens(20, c.vocab, 7);
   const auto expected = test::run_stack(cpu, tokens);
@@ -228,7 +233,8 @@ TEST_CASE("stack: embedding tables and LM heads past one storage range are split
   LimitOverrides limits;
   limits.max_storage_range = 4096;
   options.limits = limits;
-  Context small(options);
+  auto small_owner = Context::create(options).value_or_throw();
+  Context& small = *small_owner;
   const test::TokenStream tokens = test::random_tokens(17, c.vocab, 9, 0.2);  // padding rows take id = vocab
   StackRequest want;
   want.logits = true;
@@ -236,8 +242,11 @@ TEST_CASE("stack: embedding tables and LM heads past one storage range are split
     INFO("tied " << tied);
     c.tied_embeddings = tied;
     RandomWeights weights(12);
-    gpu::Stack split(small, c, weights), whole(test::gpu(), c, weights);
-    CHECK(gpu::plan_stack_memory(c, small.caps()).model > gpu::plan_stack_memory(c, test::gpu().caps()).model);
+    auto split_owner = gpu::Stack::create(small, c, weights).value_or_throw();
+    gpu::Stack& split = *split_owner;
+    auto whole_owner = gpu::Stack::create(test::gpu(), c, weights).value_or_throw();
+    gpu::Stack& whole = *whole_owner;
+    CHECK(gpu::plan_stack_memory(c, small.caps()).value_or_throw().model > gpu::plan_stack_memory(c, test::gpu().caps()).value_or_throw().model);
     const auto expected = test::run_stack(whole, tokens, false, want);
     const auto actual = test::run_stack(split, tokens, false, want);
     REQUIRE(actual.size() == expected.size());
@@ -247,7 +256,7 @@ TEST_CASE("stack: embedding tables and LM heads past one storage range are split
     }
     // And after reading, one position at a time.
     const test::OnePosition one{299, 17};  // an id in the last part
-    const std::vector<float> a = split.decode(one.chunk(), want).logits, e = whole.decode(one.chunk(), want).logits;
+    const std::vector<float> a = split.decode(one.chunk(), want).value_or_throw().logits, e = whole.decode(one.chunk(), want).value_or_throw().logits;
     for (size_t i = 0; i < e.size(); ++i) CHECK(a[i] == doctest::Approx(e[i]).epsilon(1e-5));
   }
   test::check_no_validation_messages(small);

@@ -141,7 +141,7 @@ TEST_CASE("status: the macros return the first failure and assign values") {
 
 TEST_CASE("status: configuration checks fail as validate() throws") {
   CHECK(small_layer().check().ok());
-  CHECK(thrown_message([] { small_layer().validate(); }).empty());
+  CHECK(thrown_message([] { small_layer().check().or_throw(); }).empty());
 
   // One bad field at a time, each kind of check: shapes, counts, fp32
   // ranges, feasibility.
@@ -165,7 +165,7 @@ TEST_CASE("status: configuration checks fail as validate() throws") {
   for (const LayerConfig& c : cases) {
     const Status status = c.check();
     REQUIRE_FALSE(status.ok());
-    CHECK(status.message() == thrown_message([&] { c.validate(); }));
+    CHECK(status.message() == thrown_message([&] { c.check().or_throw(); }));
     CHECK(status.code() == (c.kv.n_sink > 0 ? ErrorCode::infeasible_config : ErrorCode::invalid_argument));
   }
 
@@ -183,13 +183,13 @@ TEST_CASE("status: configuration checks fail as validate() throws") {
   const Status block = stack.check();
   REQUIRE_FALSE(block.ok());
   CHECK(block.message() == "block 1: top-K must be at least 1");
-  CHECK(block.message() == thrown_message([&] { stack.validate(); }));
+  CHECK(block.message() == thrown_message([&] { stack.check().or_throw(); }));
 }
 
 TEST_CASE("status: memory plans refuse without changing the configuration") {
-  CHECK_FALSE(MemorySetting::try_full_context(uint64_t{1} << 33, 4).ok());
-  CHECK(MemorySetting::try_full_context(100, 4)->kv.capacity == 100);
-  CHECK(MemorySetting::try_full_bidirectional(100, 4)->q_capacity == 100);
+  CHECK_FALSE(MemorySetting::full_context(uint64_t{1} << 33, 4).ok());
+  CHECK(MemorySetting::full_context(100, 4)->kv.capacity == 100);
+  CHECK(MemorySetting::full_bidirectional(100, 4)->q_capacity == 100);
 
   StackConfig stack;
   stack.hidden = 8;
@@ -200,9 +200,9 @@ TEST_CASE("status: memory plans refuse without changing the configuration") {
   const StackConfig before = stack;
   MemoryPlan plan;
   plan.chunk = 8;
-  plan.all = MemorySetting::try_full_context(64, 8).value();
+  plan.all = MemorySetting::full_context(64, 8).value();
   plan.all.lm_infinite.enabled = true;  // no block has RoPE
-  const Status lm = try_apply_memory(stack, plan);
+  const Status lm = apply_memory(stack, plan);
   REQUIRE_FALSE(lm.ok());
   CHECK(lm.message() == "LM-Infinite caps RoPE distances, and no block of this stack uses RoPE");
   CHECK(stack.chunk == before.chunk);
@@ -210,14 +210,14 @@ TEST_CASE("status: memory plans refuse without changing the configuration") {
 
   plan.all.lm_infinite.enabled = false;
   plan.blocks[3] = plan.all;  // a block the stack does not have
-  CHECK(try_apply_memory(stack, plan).message() == "a memory override names block 3 of a stack of 1 blocks");
+  CHECK(apply_memory(stack, plan).message() == "a memory override names block 3 of a stack of 1 blocks");
   plan.blocks.clear();
-  REQUIRE(try_apply_memory(stack, plan).ok());
+  REQUIRE(apply_memory(stack, plan).ok());
   CHECK(stack.chunk == 8);
   CHECK(stack.blocks[0].attention.kv.capacity == 64);
 
-  CHECK(try_encoded_bytes(ElementType::q8_0, 64).value() == 2 * 34);
-  CHECK(try_encoded_bytes(ElementType::q8_0, 33).status().code() == ErrorCode::invalid_argument);
+  CHECK(encoded_bytes(ElementType::q8_0, 64).value() == 2 * 34);
+  CHECK(encoded_bytes(ElementType::q8_0, 33).status().code() == ErrorCode::invalid_argument);
 }
 
 namespace {
@@ -239,33 +239,33 @@ TEST_CASE("status: driving a stack fails as the throwing forms do, and the stack
   // Sampling, reading and perplexity refuse with the throwing forms' messages.
   SamplingOptions hot;
   hot.temperature = -1.0;
-  CHECK(Sampler::create(hot).status().message() == thrown_message([&] { Sampler sampler(hot); }));
+  CHECK(Sampler::create(hot).status().message() == thrown_message([&] { (void)Sampler::create(hot).value_or_throw(); }));
   Result<Sampler> sampler = Sampler::create({});
   REQUIRE(sampler.ok());
-  CHECK(sampler->try_sample({}).status().message() == "sampling from an empty row of logits");
+  CHECK(sampler->sample({}).status().message() == "sampling from an empty row of logits");
   const float row[3] = {0.5f, 2.0f, -1.0f};
-  CHECK(sampler->try_sample(row).value() == 1);
+  CHECK(sampler->sample(row).value() == 1);
   const std::vector<uint32_t> one_token{tokens.tokens[0]};
-  const Result<PerplexityResult> short_text = try_perplexity(stack, one_token);
+  const Result<PerplexityResult> short_text = perplexity(stack, one_token);
   CHECK(short_text.status().code() == ErrorCode::invalid_argument);
-  CHECK(short_text.status().message() == thrown_message([&] { perplexity(stack, one_token); }));
+  CHECK(short_text.status().message() == thrown_message([&] { perplexity(stack, one_token).value_or_throw(); }));
   GenerateOptions bad;
   bad.sampling = hot;
-  CHECK(try_generate(stack, tokens.tokens, bad).status().message() == thrown_message([&] { generate(stack, tokens.tokens, bad); }));
-  const Result<StackOutput> flushed = stack.try_finish({}, true);
+  CHECK(generate(stack, tokens.tokens, bad).status().message() == thrown_message([&] { generate(stack, tokens.tokens, bad).value_or_throw(); }));
+  const Result<StackOutput> flushed = stack.finish({}, true);
   CHECK(flushed.status().message() == "flush needs a stack built with flush_capable");
-  CHECK(stack.try_snapshot(9).status().message() == "no block 9");
+  CHECK(stack.snapshot(9).status().message() == "no block 9");
 
   // Nothing above changed the stack: perplexity as values equals the throwing form on a fresh one.
-  const Result<PerplexityResult> scored = try_perplexity(stack, tokens.tokens);
+  const Result<PerplexityResult> scored = perplexity(stack, tokens.tokens);
   REQUIRE_MESSAGE(scored.ok(), scored.status().message());
   reference::Stack fresh(reference_stack(), weights);
-  CHECK(scored->mean_nll == perplexity(fresh, tokens.tokens).mean_nll);
+  CHECK(scored->mean_nll == perplexity(fresh, tokens.tokens).value_or_throw().mean_nll);
   CHECK(scored->predicted == tokens.tokens.size() - 1);
   // Finished: step() is refused, decode() runs.
-  const Result<StackOutput> late = stack.try_step(tokens.chunk(0, 4));
+  const Result<StackOutput> late = stack.step(tokens.chunk(0, 4));
   CHECK(late.status().message() == "step() after finish(): use decode()");
-  CHECK(stack.try_decode(test::OnePosition{tokens.tokens[0], 12}.chunk()).ok());
+  CHECK(stack.decode(test::OnePosition{tokens.tokens[0], 12}.chunk()).ok());
 }
 
 TEST_CASE("status: an encoder-decoder refuses out-of-order calls as values") {
@@ -284,31 +284,31 @@ TEST_CASE("status: an encoder-decoder refuses out-of-order calls as values") {
   RandomWeights weights(9);
   reference::EncoderDecoder model(c, weights);
   const test::OnePosition start{0, 0};
-  CHECK(model.try_decode(start.chunk()).status().message() == "decode() before finish_encoding()");
+  CHECK(model.decode(start.chunk()).status().message() == "decode() before finish_encoding()");
   const std::vector<uint32_t> empty;
-  CHECK(try_generate(model, empty, 0, {}).status().message() == "nothing to encode: the input is empty");
-  CHECK(model.try_finish_encoding().ok());
-  CHECK(model.try_finish_encoding().message() == "finish_encoding() twice");
-  CHECK(model.try_decode(start.chunk()).ok());
+  CHECK(generate(model, empty, 0, {}).status().message() == "nothing to encode: the input is empty");
+  CHECK(model.finish_encoding().ok());
+  CHECK(model.finish_encoding().message() == "finish_encoding() twice");
+  CHECK(model.decode(start.chunk()).ok());
 }
 
 namespace {
 
 // RandomWeights, except tensor `broken`, whose reading fails as a file's
-// would (in try_type_of too, when `types` is set); `missing` it lacks.
+// would (in type_of too, when `types` is set); `missing` it lacks.
 class BrokenWeights final : public WeightSource {
  public:
   BrokenWeights(std::string broken, bool types, std::string missing = "")
       : broken_(std::move(broken)), missing_(std::move(missing)), types_(types) {}
-  Result<std::optional<ElementType>> try_type_of(const std::string& name, std::span<const uint64_t> shape) override {
+  Result<std::optional<ElementType>> type_of(const std::string& name, std::span<const uint64_t> shape) override {
     if (types_ && name == broken_) return failure(name);
     if (name == missing_) return std::optional<ElementType>();
-    return inner_.try_type_of(name, shape);
+    return inner_.type_of(name, shape);
   }
-  Result<std::optional<TensorView>> try_tensor(const std::string& name, std::span<const uint64_t> shape) override {
+  Result<std::optional<TensorView>> tensor(const std::string& name, std::span<const uint64_t> shape) override {
     if (name == broken_) return failure(name);
     if (name == missing_) return std::optional<TensorView>();
-    return inner_.try_tensor(name, shape);
+    return inner_.tensor(name, shape);
   }
   static Status failure(const std::string& name) {
     return {ErrorCode::malformed_input, "weights.gguf: tensor '" + name + "' ends past the end of the file"};
@@ -328,12 +328,13 @@ TEST_CASE("status: a device layer refuses as its throwing form does, and then ru
   const Result<std::unique_ptr<gpu::Layer>> refused = gpu::Layer::create(test::gpu(), bad);
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().code() == ErrorCode::invalid_argument);
-  CHECK(refused.status().message() == thrown_message([&] { gpu::Layer layer(test::gpu(), bad); }));
+  CHECK(refused.status().message() == thrown_message([&] { (void)gpu::Layer::create(test::gpu(), bad).value_or_throw(); }));
 
   // Past the device's limits: a 1 MiB storage range refuses a 5 MiB K/V memory.
   ContextOptions options;
   options.limits = LimitOverrides{std::nullopt, std::nullopt, uint64_t{1} << 20};
-  Context narrow(options);
+  auto narrow_owner = Context::create(options).value_or_throw();
+  Context& narrow = *narrow_owner;
   LayerConfig big = small_layer();
   big.kv.capacity = 40000;
   const Result<std::unique_ptr<gpu::Layer>> too_big = gpu::Layer::create(narrow, big);
@@ -341,7 +342,7 @@ TEST_CASE("status: a device layer refuses as its throwing form does, and then ru
   CHECK(too_big.status().code() == ErrorCode::unsupported);
   CHECK(too_big.status().message() ==
         "K/V memory needs 5 MiB, over the device's storage-buffer range of 1 MiB; lower M, heads_kv or head_dim");
-  CHECK(too_big.status().message() == thrown_message([&] { gpu::Layer layer(narrow, big); }));
+  CHECK(too_big.status().message() == thrown_message([&] { (void)gpu::Layer::create(narrow, big).value_or_throw(); }));
   test::check_no_validation_messages(narrow);
 
   // Refused calls change nothing: the stream then runs as on the reference.
@@ -351,15 +352,15 @@ TEST_CASE("status: a device layer refuses as its throwing form does, and then ru
   gpu::Layer& layer = **made;
   const test::Stream s = test::random_stream(c.shape, 23, 41, {0.2});
   const ChunkView too_long = s.chunk(0, c.chunk + 1);
-  const Result<StepResult> long_step = layer.try_step(too_long);
+  const Result<StepResult> long_step = layer.step(too_long);
   REQUIRE_FALSE(long_step.ok());
   CHECK(long_step.status().code() == ErrorCode::invalid_argument);
-  CHECK(long_step.status().message() == thrown_message([&] { layer.step(too_long); }));
+  CHECK(long_step.status().message() == thrown_message([&] { layer.step(too_long).value_or_throw(); }));
   StepRequest evicted;
   evicted.evicted = true;
-  CHECK(layer.try_flush(evicted).status().message() == "a flush step inserts nothing, so it evicts nothing");
-  CHECK(layer.try_step(s.chunk(0, c.chunk), evicted).status().message() ==
-        "evicted entries requested but copy_out_evicted is off");
+  CHECK(layer.flush(evicted).status().message() == "a flush step inserts nothing, so it evicts nothing");
+  CHECK(layer.step(s.chunk(0, c.chunk), evicted).status().message() ==
+    "evicted entries requested but copy_out_evicted is off");
   reference::Layer cpu(c);
   const std::vector<test::StepRecord> expected = test::run_stream(cpu, s);
   test::check_runs_match(expected, test::run_stream(layer, s), 2e-4, 2e-4, "after refused calls");
@@ -367,14 +368,14 @@ TEST_CASE("status: a device layer refuses as its throwing form does, and then ru
   // Tickets: one from another layer, then one collected already.
   Result<std::unique_ptr<gpu::Layer>> other = gpu::Layer::create(test::gpu(), c);
   REQUIRE(other.ok());
-  const Result<Ticket> ticket = layer.try_submit(s.chunk(0, 0));
+  const Result<Ticket> ticket = layer.submit(s.chunk(0, 0));
   REQUIRE(ticket.ok());
-  CHECK((*other)->try_result(*ticket).status().message() == "result: the ticket comes from another object's submit");
-  CHECK(layer.try_result(*ticket).ok());
-  const Result<StepResult> again = layer.try_result(*ticket);
+  CHECK((*other)->result(*ticket).status().message() == "result: the ticket comes from another object's submit");
+  CHECK(layer.result(*ticket).ok());
+  const Result<StepResult> again = layer.result(*ticket);
   CHECK(again.status().code() == ErrorCode::invalid_argument);
-  CHECK(again.status().message() == thrown_message([&] { layer.result(*ticket); }));
-  CHECK(layer.try_wait().ok());
+  CHECK(again.status().message() == thrown_message([&] { layer.result(*ticket).value_or_throw(); }));
+  CHECK(layer.wait().ok());
   test::check_no_validation_messages(test::gpu());
 }
 
@@ -391,23 +392,23 @@ TEST_CASE("status: a device K/V memory refuses a bad chunk as a value, then inse
   const auto no_room = gpu::KeyValueMemory::create(test::gpu(), shape, empty, retrieval, 4, 4);
   REQUIRE_FALSE(no_room.ok());
   CHECK(no_room.status().message() ==
-        thrown_message([&] { gpu::KeyValueMemory memory(test::gpu(), shape, empty, retrieval, 4, 4); }));
+        thrown_message([&] { (void)gpu::KeyValueMemory::create(test::gpu(), shape, empty, retrieval, 4, 4).value_or_throw(); }));
 
   auto made = gpu::KeyValueMemory::create(test::gpu(), shape, kv, retrieval, 4, 4);
   REQUIRE_MESSAGE(made.ok(), made.status().message());
   gpu::KeyValueMemory& memory = **made;
   const test::Stream s = test::random_stream(shape, 17, 43);
   const ChunkView too_long = s.chunk(0, 5);
-  const Result<EvictedEntries> refused = memory.try_insert(too_long);
+  const Result<EvictedEntries> refused = memory.insert(too_long);
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().code() == ErrorCode::invalid_argument);
-  CHECK(refused.status().message() == thrown_message([&] { memory.insert(too_long); }));
-  CHECK(memory.try_retrieve(s.chunk(0, 5)).status().message() == "retrieve() got 5 queries, more than 4");
+  CHECK(refused.status().message() == thrown_message([&] { memory.insert(too_long).value_or_throw(); }));
+  CHECK(memory.retrieve(s.chunk(0, 5)).status().message() == "retrieve() got 5 queries, more than 4");
 
   reference::KeyValueMemory cpu(shape, kv, 4);
   for (uint32_t first = 0; first < s.rows; first += 4) {
     const ChunkView rows = s.chunk(first, std::min(4u, s.rows - first));
-    const Result<EvictedEntries> got = memory.try_insert(rows);
+    const Result<EvictedEntries> got = memory.insert(rows);
     REQUIRE_MESSAGE(got.ok(), got.status().message());
     const EvictedEntries expected = cpu.insert(rows);
     CHECK(got->positions == expected.positions);
@@ -415,7 +416,7 @@ TEST_CASE("status: a device K/V memory refuses a bad chunk as a value, then inse
     CHECK(got->keys == expected.keys);
     CHECK(got->values == expected.values);
   }
-  const Result<MemorySnapshot> held = memory.try_snapshot();
+  const Result<MemorySnapshot> held = memory.snapshot();
   REQUIRE(held.ok());
   CHECK(held->positions == cpu.snapshot().positions);
   CHECK(held->scores == cpu.snapshot().scores);
@@ -433,9 +434,9 @@ TEST_CASE("status: a device stack reports the weight source's own failure, and i
   REQUIRE_FALSE(loaded.ok());
   CHECK(loaded.status().code() == ErrorCode::malformed_input);
   CHECK(loaded.status().message() == expected.message());
-  CHECK(loaded.status().message() == thrown_message([&] { gpu::Stack stack(test::gpu(), config, unreadable); }));
+  CHECK(loaded.status().message() == thrown_message([&] { (void)gpu::Stack::create(test::gpu(), config, unreadable).value_or_throw(); }));
   BrokenWeights untyped(broken, true);
-  const Result<gpu::StackLayout> planned = gpu::try_plan_stack_layout(config, test::gpu().caps(), untyped);
+  const Result<gpu::StackLayout> planned = gpu::plan_stack_layout(config, test::gpu().caps(), untyped);
   CHECK(planned.status().code() == ErrorCode::malformed_input);
   CHECK(planned.status().message() == expected.message());
   CHECK(gpu::Stack::create(test::gpu(), config, untyped).status().message() == expected.message());
@@ -452,31 +453,31 @@ TEST_CASE("status: a device stack reports the weight source's own failure, and i
   reference::Stack cpu(config, weights);
   const test::TokenStream tokens = test::random_tokens(8, config.vocab, 45);
   for (uint32_t first = 0; first < 8; first += config.chunk) {
-    const Result<StackOutput> got = (*made)->try_step(tokens.chunk(first, config.chunk));
+    const Result<StackOutput> got = (*made)->step(tokens.chunk(first, config.chunk));
     REQUIRE_MESSAGE(got.ok(), got.status().message());
-    const StackOutput want = cpu.step(tokens.chunk(first, config.chunk));
+    const StackOutput want = cpu.step(tokens.chunk(first, config.chunk)).value_or_throw();
     REQUIRE(got->positions == want.positions);
     REQUIRE(got->hidden.size() == want.hidden.size());
     for (size_t i = 0; i < want.hidden.size(); ++i) CHECK(got->hidden[i] == doctest::Approx(want.hidden[i]).epsilon(1e-3));
   }
-  CHECK((*made)->try_snapshot(5).status().message() == "no block 5");
-  CHECK((*made)->try_record(VK_NULL_HANDLE, {}).status().message() == "record: no command buffer");
+  CHECK((*made)->snapshot(5).status().message() == "no block 5");
+  CHECK((*made)->record(VK_NULL_HANDLE, {}).status().message() == "record: no command buffer");
 
   // The layout check: within this device, and past a storage range one
   // byte short of the largest buffer, which it names.
-  const Result<gpu::StackLayout> layout = gpu::try_plan_stack_layout(config, test::gpu().caps(), weights);
+  const Result<gpu::StackLayout> layout = gpu::plan_stack_layout(config, test::gpu().caps(), weights);
   REQUIRE(layout.ok());
-  CHECK(layout->try_check(test::gpu().caps()).ok());
+  CHECK(layout->check(test::gpu().caps()).ok());
   const gpu::PlannedBuffer* largest = &layout->buffers.front();
   for (const gpu::PlannedBuffer& b : layout->buffers)
     if (b.bytes > largest->bytes) largest = &b;
   DeviceCaps narrow = test::gpu().caps();
   narrow.max_storage_range = largest->bytes - 1;
-  const Status past = layout->try_check(narrow);
+  const Status past = layout->check(narrow);
   REQUIRE_FALSE(past.ok());
   CHECK(past.code() == ErrorCode::unsupported);
   CHECK(past.message().rfind("'" + largest->name + "' needs ", 0) == 0);
   CHECK(past.message().find("in one buffer, over the device's storage-buffer range of") != std::string::npos);
-  CHECK(past.message() == thrown_message([&] { layout->check(narrow); }));
+  CHECK(past.message() == thrown_message([&] { layout->check(narrow).or_throw(); }));
   test::check_no_validation_messages(test::gpu());
 }

@@ -120,7 +120,8 @@ void record_dependent_adds(Context& context, vk::CommandRecorder& rec, const vk:
 TEST_CASE("synchronization validation reports a planted missing barrier, and none with derived barriers") {
   ContextOptions options;
   options.validation = Validation::synchronization;  // whatever ATTENDRE_VALIDATION says
-  Context context(options);
+  auto context_owner = Context::create(options).value_or_throw();
+  Context& context = *context_owner;
   const vk::Buffer a = test::device_words(context, 256, 0u, "test a");
   const vk::Buffer b = test::device_words(context, 256, 0u, "test b");
   const vk::Buffer c = test::device_words(context, 256, 0u, "test c");

@@ -35,7 +35,7 @@ std::unique_ptr<Context> tiny_context(uint32_t groups) {
   ContextOptions options;
   options.limits = LimitOverrides{32u, 1536u, std::nullopt};
   options.limits->max_groups_per_dispatch = groups;
-  return std::make_unique<Context>(options);
+  return Context::create(options).value_or_throw();
 }
 
 // 32 invocations and 64-entry select tiles (as test::tiny_gpu()), so small
@@ -139,13 +139,15 @@ void check_layer_cut(const LayerConfig& config, uint32_t rows, uint64_t seed, st
   const test::Stream stream = test::random_stream(config.shape, rows, seed, options);
   reference::Layer cpu(config);
   const auto expected = test::run_stream(cpu, stream);
-  gpu::Layer uncut(tiny_gpu_cut(kUnlimited), config);
+  auto uncut_owner = gpu::Layer::create(tiny_gpu_cut(kUnlimited), config).value_or_throw();
+  gpu::Layer& uncut = *uncut_owner;
   const auto whole = test::run_stream(uncut, stream);
   for (uint32_t groups : bounds) {
     const std::string label = describe(config, groups);
     INFO(label);
     Context& context = tiny_gpu_cut(groups);
-    gpu::Layer device(context, config);
+    auto device_owner = gpu::Layer::create(context, config).value_or_throw();
+    gpu::Layer& device = *device_owner;
     const auto cut = test::run_stream(device, stream);
     test::check_runs_match(expected, cut, 2e-4, 2e-4, label);
     REQUIRE(cut.size() == whole.size());
@@ -196,16 +198,17 @@ TEST_CASE("watchdog: a stack step cut into 1 and 3 workgroups per dispatch match
   StackConfig config = test::small_stack(2, {4, 2, 8}, 6, 7, 14, 5, Policy::lra_sum());
   RandomWeights weights(43);
   reference::Stack cpu(config, weights);
-  gpu::Stack uncut(tiny_gpu_cut(kUnlimited), config, weights);
+  auto uncut_owner = gpu::Stack::create(tiny_gpu_cut(kUnlimited), config, weights).value_or_throw();
+  gpu::Stack& uncut = *uncut_owner;
   std::vector<std::unique_ptr<gpu::Stack>> cut;
-  for (uint32_t groups : {1u, 3u}) cut.push_back(std::make_unique<gpu::Stack>(tiny_gpu_cut(groups), config, weights));
+  for (uint32_t groups : {1u, 3u}) cut.push_back(gpu::Stack::create(tiny_gpu_cut(groups), config, weights).value_or_throw());
   StackRequest request;
   request.logits = true;
   for (uint32_t first = 0, step = 0; first < s.rows(); first += config.chunk, ++step) {
     INFO("step " << step);
     const StackChunk chunk = s.chunk(first, std::min(config.chunk, s.rows() - first));
-    const StackOutput expected = cpu.step(chunk, request);
-    const StackOutput whole = uncut.step(chunk, request);
+    const StackOutput expected = cpu.step(chunk, request).value_or_throw();
+    const StackOutput whole = uncut.step(chunk, request).value_or_throw();
     REQUIRE(expected.positions == whole.positions);
     for (size_t i = 0; i < expected.hidden.size(); ++i)
       CHECK(whole.hidden[i] == doctest::Approx(expected.hidden[i]).epsilon(1e-3).scale(1.0));
@@ -213,11 +216,11 @@ TEST_CASE("watchdog: a stack step cut into 1 and 3 workgroups per dispatch match
       CHECK(whole.logits[i] == doctest::Approx(expected.logits[i]).epsilon(1e-3).scale(1.0));
     for (size_t k = 0; k < cut.size(); ++k) {
       INFO((k == 0 ? 1 : 3) << " workgroups per dispatch");
-      const StackOutput a = cut[k]->step(chunk, request);
+      const StackOutput a = cut[k]->step(chunk, request).value_or_throw();
       CHECK(a.positions == whole.positions);
       CHECK(a.hidden == whole.hidden);
       CHECK(a.logits == whole.logits);
-      for (size_t l = 0; l < config.blocks.size(); ++l) CHECK(cut[k]->snapshot(l).positions == cpu.snapshot(l).positions);
+      for (size_t l = 0; l < config.blocks.size(); ++l) CHECK(cut[k]->snapshot(l).value_or_throw().positions == cpu.snapshot(l).value_or_throw().positions);
     }
   }
   for (uint32_t groups : {kUnlimited, 1u, 3u}) test::check_no_validation_messages(tiny_gpu_cut(groups));
@@ -228,7 +231,8 @@ TEST_CASE("watchdog: a bound of 0 workgroups per dispatch is refused, and the en
   options.limits = LimitOverrides{};
   options.limits->max_groups_per_dispatch = 0u;
   try {
-    Context context(options);
+    auto context_owner = Context::create(options).value_or_throw();
+    [[maybe_unused]] Context& context = *context_owner;
     FAIL("a bound of 0 was accepted");
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::invalid_argument);
@@ -241,12 +245,14 @@ TEST_CASE("watchdog: a bound of 0 workgroups per dispatch is refused, and the en
   const std::string previous = saved ? saved : "";
   ::setenv("ATTENDRE_MAX_GROUPS_PER_DISPATCH", "5", 1);
   {
-    Context context;
+    auto context_owner = Context::create().value_or_throw();
+    Context& context = *context_owner;
     CHECK(context.caps().max_groups_per_dispatch == 5);
   }
   ::setenv("ATTENDRE_MAX_GROUPS_PER_DISPATCH", "5x", 1);
   try {
-    Context context;
+    auto context_owner = Context::create().value_or_throw();
+    [[maybe_unused]] Context& context = *context_owner;
     FAIL("ATTENDRE_MAX_GROUPS_PER_DISPATCH=5x was accepted");
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::invalid_argument);

@@ -148,7 +148,7 @@ std::string to_json(const Results& r) {
   for (const Preset& p : r.presets) presets.push_back(preset(p));
   j["presets"] = presets;
   Json plans = Json::array();
-  for (const MemoryPlan& m : r.plans)
+  for (const PresetFootprint& m : r.footprints)
     plans.push_back({{"name", m.name}, {"layers", m.layers}, {"vocab", m.vocab}, {"precision", m.precision}, {"kv_storage", m.kv_storage}, {"activations", m.activations},
                      {"gpu_bytes", m.gpu_bytes}});
   j["memory_plans"] = plans;

@@ -88,21 +88,22 @@ struct Repeats {
 // then profiled steps: at least `r.min`, at most `r.max`, within `r.budget_s`.
 StepTimes time_layer(attendre::Context& context, const LayerShape& s, const Policy& policy, const Repeats& r,
                      bool print) {
-  attendre::gpu::Layer layer(context, layer_config(s, policy));
+  auto layer_owner = attendre::gpu::Layer::create(context, layer_config(s, policy)).value_or_throw();
+  attendre::gpu::Layer& layer = *layer_owner;
   LayerFeeder feeder(layer.config().shape, s.S, 0x5EED + s.M);
   attendre::StepRequest quiet;
   quiet.outputs = false;
   const uint32_t fill = (std::max(s.M, s.N) + s.S - 1) / s.S + 1;
-  for (uint32_t i = 0; i < fill; ++i) layer.step(feeder.next(), quiet);
-  layer.set_profiling(true);
-  layer.step(feeder.next(), quiet);  // warm-up
-  layer.wait();
+  for (uint32_t i = 0; i < fill; ++i) layer.step(feeder.next(), quiet).value_or_throw();
+  layer.set_profiling(true).or_throw();
+  layer.step(feeder.next(), quiet).value_or_throw();  // warm-up
+  layer.wait().or_throw();
   StepTimes times;
   const auto start = std::chrono::steady_clock::now();
   for (uint32_t i = 0; i < r.max; ++i) {
     if (i >= r.min && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > r.budget_s) break;
-    layer.step(feeder.next(), quiet);
-    const std::vector<attendre::KernelTime> profile = layer.last_profile();
+    layer.step(feeder.next(), quiet).value_or_throw();
+    const std::vector<attendre::KernelTime> profile = layer.last_profile().value_or_throw();
     const std::vector<Dispatch> dispatches = classify(profile, policy_name(policy));
     if (print && i == 0) print_dispatches(label(s) + ", " + policy_name(policy), profile, dispatches);
     for (const auto& [name, ms] : sum_by_name(dispatches)) times[name].push_back(ms);

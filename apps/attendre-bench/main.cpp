@@ -57,7 +57,8 @@ int run(const bench::Options& options) {
   }
   attendre::ContextOptions context_options;
   context_options.device = options.device;
-  attendre::Context context(context_options);
+  auto context_owner = attendre::Context::create(context_options).value_or_throw();
+  attendre::Context& context = *context_owner;
 
   bench::Results results;
   results.quick = options.quick;

@@ -1,17 +1,17 @@
 // attendre-bench's command line.
 #pragma once
 
+#include "../common/arguments.hpp"
+
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace bench {
 
-// A bad command line: main prints it on one line and exits 2.
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+// A bad command line (the tools' one, apps/common): main prints it on one
+// line and exits 2.
+using attendre::cli::UsageError;
 
 // --filter: comma-separated names. A name selects a kernel (score, topk,
 // attend, policy_lru, evict_select, compact, matmul, norm_rms, ...), a

@@ -140,7 +140,7 @@ void run_one(attendre::Context& context, const Options& options, const Spec& spe
   p.kv_storage = options.fp16_memory ? "f16" : "f32";
   p.activations = options.fp16_activations ? "f16" : "f32";
   p.precision = precision;
-  p.planned_full_bytes = attendre::gpu::plan_stack_memory(stack_config(spec, spec.layers, spec.vocab, weights, options), caps).total();
+  p.planned_full_bytes = attendre::gpu::plan_stack_memory(stack_config(spec, spec.layers, spec.vocab, weights, options), caps).value_or_throw().total();
 
   // A token table past one storage range cannot be bound: feed embeddings instead.
   const uint64_t table = uint64_t{spec.vocab} * spec.hidden * wbytes;
@@ -152,7 +152,7 @@ void run_one(attendre::Context& context, const Options& options, const Spec& spe
     p.notes.push_back(std::to_string(p.layers_run) + " of " + std::to_string(p.layers_model) +
                       " blocks run (--layers 0 runs all); ms_per_step_full_depth scales the step by the depth");
   const StackConfig config = stack_config(spec, p.layers_run, p.vocab_run, weights, options);
-  const uint64_t planned = attendre::gpu::plan_stack_memory(config, caps).total();
+  const uint64_t planned = attendre::gpu::plan_stack_memory(config, caps).value_or_throw().total();
   if (caps.device_local_bytes && planned > caps.device_local_bytes)
     attendre::fail(attendre::ErrorCode::out_of_device_memory,
                    "needs " + std::to_string(planned >> 20) + " MiB, over the device's " +
@@ -160,7 +160,8 @@ void run_one(attendre::Context& context, const Options& options, const Spec& spe
 
   std::fprintf(stderr, "attendre-bench: preset %s (%u of %u blocks)\n", name.c_str(), p.layers_run, p.layers_model);
   attendre::RandomWeights random(42);
-  attendre::gpu::Stack stack(context, config, random);
+  auto stack_owner = attendre::gpu::Stack::create(context, config, random).value_or_throw();
+  attendre::gpu::Stack& stack = *stack_owner;
   StackFeeder feeder(config, 7);
   attendre::StackRequest quiet;
   quiet.hidden = false;
@@ -170,10 +171,10 @@ void run_one(attendre::Context& context, const Options& options, const Spec& spe
   // block kernel then runs on S rows; none depends on the K/V memory).
   const uint64_t warm_positions = config.drain_positions() + (report_preset ? spec.M : 0);
   const uint64_t warm = (warm_positions + spec.S - 1) / spec.S + 1;
-  for (uint64_t i = 0; i + 1 < warm; ++i) stack.step(feeder.next(), quiet);
+  for (uint64_t i = 0; i + 1 < warm; ++i) stack.step(feeder.next(), quiet).value_or_throw();
   auto t_last = std::chrono::steady_clock::now();
-  stack.step(feeder.next(), quiet);
-  stack.last_profile();  // waits for the device
+  stack.step(feeder.next(), quiet).value_or_throw();
+  stack.last_profile().value_or_throw();  // waits for the device
   const double step_s = seconds_since(t_last);
 
   // Rounds of wall-clock steps (outputs not read back) alternate with
@@ -193,21 +194,21 @@ void run_one(attendre::Context& context, const Options& options, const Spec& spe
     if (round >= min_rounds && seconds_since(start) > budget_s) break;
     if (report_preset) {
       const auto t0 = std::chrono::steady_clock::now();
-      for (uint32_t i = 0; i < batch; ++i) stack.step(feeder.next(), quiet);
-      stack.last_profile();  // waits for the last step
+      for (uint32_t i = 0; i < batch; ++i) stack.step(feeder.next(), quiet).value_or_throw();
+      stack.last_profile().value_or_throw();  // waits for the last step
       wall.push_back(seconds_since(t0) * 1e3 / batch);
       p.steps_timed += batch;
       p.dispatches = stack.last_recorded().dispatches;
       p.barriers = stack.last_recorded().barriers;
     }
-    stack.set_profiling(true);
+    stack.set_profiling(true).or_throw();
     const auto t0 = std::chrono::steady_clock::now();
-    stack.step(feeder.next(), quiet);
-    const std::vector<attendre::KernelTime> profile = stack.last_profile();
+    stack.step(feeder.next(), quiet).value_or_throw();
+    const std::vector<attendre::KernelTime> profile = stack.last_profile().value_or_throw();
     const std::vector<Dispatch> dispatches = classify(profile, policy_kernel);
     if (options.dispatches && round == 0) print_dispatches("preset " + name, profile, dispatches);
     const double profiled_ms = seconds_since(t0) * 1e3;
-    stack.set_profiling(false);
+    stack.set_profiling(false).or_throw();
     double gpu_ms = 0.0;
     for (const Dispatch& d : dispatches) {
       gpu_ms += d.ms;
@@ -268,8 +269,8 @@ void run_presets(attendre::Context& context, const Options& options, Results& re
       for (WeightType type : {WeightType::f32, WeightType::f16}) {
         const uint32_t wbytes = type == WeightType::f16 ? 2 : 4;
         const StackConfig full = stack_config(spec, spec.layers, spec.vocab, type, options);
-        results.plans.push_back({spec.name, spec.layers, spec.vocab, wbytes == 2 ? "f16" : "f32",
-                                 attendre::gpu::plan_stack_memory(full, context.caps()).total(),
+        results.footprints.push_back({spec.name, spec.layers, spec.vocab, wbytes == 2 ? "f16" : "f32",
+                                 attendre::gpu::plan_stack_memory(full, context.caps()).value_or_throw().total(),
                                  options.fp16_memory ? "f16" : "f32", options.fp16_activations ? "f16" : "f32"});
       }
     }

@@ -95,8 +95,8 @@ struct Preset {
 };
 
 // What a preset's full-depth model holds on this device (plan_stack_memory),
-// printed for every preset, run or not.
-struct MemoryPlan {
+// printed for every preset, run or not (the JSON's "memory_plans").
+struct PresetFootprint {
   std::string name;
   uint32_t layers = 0, vocab = 0;
   std::string precision;
@@ -125,7 +125,7 @@ struct Results {
   std::vector<KernelResult> kernels;
   std::vector<Skipped> skipped;
   std::vector<Preset> presets;
-  std::vector<MemoryPlan> plans;
+  std::vector<PresetFootprint> footprints;
   std::optional<Scaling> scaling;
   bool quick = false;
   std::string filter;

@@ -37,11 +37,11 @@ Plan plan(bool quick) {
 double time_steps(attendre::gpu::Layer& layer, LayerFeeder& feeder, uint32_t repeats) {
   attendre::StepRequest quiet;
   quiet.outputs = false;
-  layer.step(feeder.next(), quiet);
-  layer.wait();
+  layer.step(feeder.next(), quiet).value_or_throw();
+  layer.wait().or_throw();
   const auto start = Clock::now();
-  for (uint32_t i = 0; i < repeats; ++i) layer.step(feeder.next(), quiet);
-  layer.wait();
+  for (uint32_t i = 0; i < repeats; ++i) layer.step(feeder.next(), quiet).value_or_throw();
+  layer.wait().or_throw();
   return seconds_since(start) * 1e3 / repeats;
 }
 
@@ -61,7 +61,8 @@ attendre::LayerConfig config(const Plan& p, uint32_t M, uint32_t N, uint32_t K, 
 // in the stream), which measures the same full memory at the larger
 // positions. Each point records how many positions were really streamed.
 void bounded_series(attendre::Context& context, const Plan& p, Scaling& out) {
-  attendre::gpu::Layer layer(context, config(p, p.M, p.N, p.K, attendre::Policy::lra_sum()));
+  auto layer_owner = attendre::gpu::Layer::create(context, config(p, p.M, p.N, p.K, attendre::Policy::lra_sum())).value_or_throw();
+  attendre::gpu::Layer& layer = *layer_owner;
   LayerFeeder feeder(p.shape, p.S, 11);
   attendre::StepRequest quiet;
   quiet.outputs = false;
@@ -73,8 +74,8 @@ void bounded_series(attendre::Context& context, const Plan& p, Scaling& out) {
     const uint64_t steps = todo / p.S;
     const auto t = Clock::now();
     if (streamed == 0 || static_cast<double>(steps) * step_s <= budget_s) {
-      for (uint64_t i = 0; i < steps; ++i) layer.step(feeder.next(), quiet);
-      layer.wait();
+      for (uint64_t i = 0; i < steps; ++i) layer.step(feeder.next(), quiet).value_or_throw();
+      layer.wait().or_throw();
       streamed += steps * p.S;
       if (steps) step_s = seconds_since(t) / static_cast<double>(steps);
       budget_s -= seconds_since(t);
@@ -113,11 +114,11 @@ void dense_series(attendre::Context& context, const Plan& p, Scaling& out) {
       const uint32_t m = static_cast<uint32_t>(M);
       // Dense attention proper (N = 0) must fit the device first, so that a
       // refusal names the dense memory's own limit, not the filling trick's.
-      { attendre::gpu::Layer probe(context, config(p, m, 0, m, attendre::Policy::fifo())); }
+      { (void)attendre::gpu::Layer::create(context, config(p, m, 0, m, attendre::Policy::fifo())).value_or_throw(); }
       std::unique_ptr<attendre::gpu::Layer> filled;
       try {
-        filled = std::make_unique<attendre::gpu::Layer>(
-            context, config(p, m, static_cast<uint32_t>(length), m, attendre::Policy::fifo()));
+        filled = attendre::gpu::Layer::create(
+            context, config(p, m, static_cast<uint32_t>(length), m, attendre::Policy::fifo())).value_or_throw();
       } catch (const attendre::Error& e) {
         if (e.code() != attendre::ErrorCode::unsupported && e.code() != attendre::ErrorCode::out_of_device_memory) throw;
         out.dense_stopped = "stopped at " + std::to_string(length) + " positions: dense attention fits, but the Q memory of N = " +
@@ -129,7 +130,7 @@ void dense_series(attendre::Context& context, const Plan& p, Scaling& out) {
       LayerFeeder feeder(p.shape, p.S, 13);
       attendre::StepRequest quiet;
       quiet.outputs = false;
-      for (uint64_t i = 0; i < length / p.S; ++i) layer.step(feeder.next(), quiet);
+      for (uint64_t i = 0; i < length / p.S; ++i) layer.step(feeder.next(), quiet).value_or_throw();
       last_ms = time_steps(layer, feeder, p.repeats);
       last_length = length;
       out.dense.push_back({length, last_ms, length + p.S});

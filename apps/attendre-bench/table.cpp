@@ -73,9 +73,9 @@ void print_kernels(std::FILE* out, const Results& r) {
 }
 
 void print_presets(std::FILE* out, const Results& r) {
-  if (!r.plans.empty()) {
+  if (!r.footprints.empty()) {
     std::fprintf(out, "\nMemory plans at full depth (plan_stack_memory, nothing allocated)\n");
-    for (const MemoryPlan& m : r.plans)
+    for (const PresetFootprint& m : r.footprints)
       std::fprintf(out, "  %-8s %2u blocks, vocab %6u, %s weights, %s memories, %s activations: %s\n", m.name.c_str(),
                    m.layers, m.vocab, m.precision.c_str(), m.kv_storage.c_str(), m.activations.c_str(),
                    mib(m.gpu_bytes).c_str());

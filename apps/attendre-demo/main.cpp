@@ -61,7 +61,7 @@ attendre::LayerConfig layer_config(const demo::Stream& stream, uint32_t memory, 
 }
 
 std::unique_ptr<attendre::AttendreLayer> make_layer(attendre::Context* context, const attendre::LayerConfig& config) {
-  if (context) return std::make_unique<attendre::gpu::Layer>(*context, config);
+  if (context) return attendre::gpu::Layer::create(*context, config).value_or_throw();
   return std::make_unique<attendre::reference::Layer>(config);
 }
 
@@ -69,7 +69,7 @@ std::unique_ptr<attendre::AttendreLayer> make_layer(attendre::Context* context, 
 std::unique_ptr<attendre::Context> open_device(bool want_gpu) {
   if (!want_gpu) return nullptr;
   try {
-    return std::make_unique<attendre::Context>();
+    return attendre::Context::create().value_or_throw();
   } catch (const attendre::Error& e) {
     std::cerr << "attendre-demo: note: no usable Vulkan device (" << e.what()
               << "); running the CPU reference instead\n";

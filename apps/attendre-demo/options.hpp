@@ -1,8 +1,9 @@
 // The demo's command line. Everything has a default: a newcomer runs it bare.
 #pragma once
 
+#include "../common/arguments.hpp"
+
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 
 namespace demo {
@@ -14,11 +15,9 @@ struct Options {
   bool help = false;
 };
 
-// A bad command line: main prints the message on one line and exits 2.
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+// A bad command line (the tools' one, apps/common): main prints the
+// message on one line and exits 2.
+using attendre::cli::UsageError;
 
 // Throws UsageError naming the first problem.
 Options parse_options(int argc, char** argv);

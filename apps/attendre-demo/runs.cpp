@@ -19,9 +19,9 @@ void feed(attendre::AttendreLayer& layer, const Stream& stream, const attendre::
   const uint32_t S = layer.config().chunk;
   for (uint32_t first = 0; first < stream.tokens; first += S) {
     const uint32_t count = std::min(S, stream.tokens - first);
-    each(layer.step(stream.chunk(first, count), request), int64_t{first} + count - 1);
+    each(layer.step(stream.chunk(first, count), request).value_or_throw(), int64_t{first} + count - 1);
   }
-  while (layer.has_pending_queries()) each(layer.drain_step(request), int64_t{stream.tokens} - 1);
+  while (layer.has_pending_queries()) each(layer.drain_step(request).value_or_throw(), int64_t{stream.tokens} - 1);
 }
 
 }  // namespace
@@ -52,7 +52,7 @@ Timing time_run(attendre::AttendreLayer& layer, const Stream& stream) {
   feed(layer, stream, request, [&](const attendre::StepResult&, int64_t) { ++timing.steps; });
   // Steps without readback return before the device finishes: reading the
   // memory back waits for the last one, so it belongs inside the clock.
-  (void)layer.snapshot();
+  (void)layer.snapshot().value_or_throw();
   timing.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return timing;
 }

@@ -47,7 +47,7 @@ generates token by token, each new key inserted under its block's policy; prints
                         --layer overrides them)
   --prompt STR          the prompt text (UTF-8)
   --prompt-file PATH    the prompt, read from a file
-  --max-tokens N        the most tokens to generate (default 128); EOS ends sooner
+  --max-tokens N        the most tokens to generate (default 128).value_or_throw(); EOS ends sooner
   --temperature T       0 (default): greedy; else sample from softmax(logits / T)
   --top-p P             sample among the most likely tokens holding probability P (default 1)
   --seed S              the sampler's seed (default 0): the same tokens on every platform
@@ -108,7 +108,7 @@ int run(std::span<const std::string> args) {
   const auto logits_file = o.logits.empty() ? std::filesystem::path() : outputs.stage("--logits", o.logits);
   if (!o.json.empty()) outputs.stage("--json", o.json);
 
-  Model model = Model::open(o.model);
+  Model model = Model::open(o.model).value_or_throw();
   const ModelInfo& info = model.info();
   if (info.kind == ModelKind::encoder)
     throw Error(ErrorCode::invalid_argument, o.model + ": " + info.architecture + " is an encoder alone: it generates no tokens");
@@ -118,7 +118,7 @@ int run(std::span<const std::string> args) {
     cli::usage("--logits: " + info.architecture + "'s encoder emits no logits for the input");
   if (encoder_decoder && o.memory.flush()) cli::usage("--flush: " + info.architecture + "'s encoder drains its input");
   const std::string prompt_text = o.prompt_file.empty() ? o.prompt : cli::read_text_file("--prompt-file", o.prompt_file);
-  const std::vector<uint32_t> prompt = model.tokenizer().encode(prompt_text);
+  const std::vector<uint32_t> prompt = model.tokenizer().encode(prompt_text).value_or_throw();
   if (prompt.empty()) throw Error(ErrorCode::invalid_argument, "the prompt has no tokens (and the vocabulary adds no BOS)");
 
   GenerateOptions g;
@@ -143,13 +143,13 @@ int run(std::span<const std::string> args) {
               {"decoder", cli::memory_json(config.decoder, false)}};
     // Destroyed before the validation check: teardown can raise messages too.
     const std::unique_ptr<EncoderDecoder> stacks = device.make_encoder_decoder(config, model.weights());
-    result = generate(*stacks, prompt, *info.decoder_start_token, g, stream);
+    result = generate(*stacks, prompt, *info.decoder_start_token, g, stream).value_or_throw();
   } else {
     const StackConfig config = o.memory.stack_config(model, prompt.size() + o.max_tokens);
     memory = cli::memory_json(config, g.flush);
     vocab = config.vocab;
     const std::unique_ptr<TransformerStack> stack = device.make_stack(config, model.weights());
-    result = generate(*stack, prompt, g, stream);
+    result = generate(*stack, prompt, g, stream).value_or_throw();
   }
   std::cout << std::endl;
   if (const int status = device.validation_status(kTool)) return status;

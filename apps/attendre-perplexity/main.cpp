@@ -182,7 +182,7 @@ std::vector<Row> whole_text(const Options& o, Model& model, std::span<const uint
     {
       const std::unique_ptr<TransformerStack> stack = device.make_stack(config, model.weights());
       row.result = perplexity(*stack, tokens, o.memory.flush(),
-                              [&](uint64_t scored, uint64_t total, double p) { progress.update(scored, total, p); });
+                              [&](uint64_t scored, uint64_t total, double p) { progress.update(scored, total, p); }).value_or_throw();
     }
     row.peak_bytes = device.peak_bytes();
     progress.done(row.result);
@@ -222,7 +222,7 @@ std::vector<Row> windowed(const Options& o, Model& model, std::span<const uint32
       windowed_perplexity(settings.size(), make, tokens, w, [&](size_t s, uint64_t, uint64_t windows, const PerplexityResult& r) {
         rows[s].peak_bytes = std::max(rows[s].peak_bytes, device.peak_bytes());
         progress[s].update(r.predicted, windows * w.scored_per_window(), r.perplexity);
-      });
+      }).value_or_throw();
   for (size_t s = 0; s < settings.size(); ++s) {
     rows[s].result = results[s].perplexity;
     rows[s].kl = results[s].kl;
@@ -239,11 +239,11 @@ int run(std::span<const std::string> args) {
   }
   cli::OutputFiles outputs;  // staged first: an unwritable path fails before any work
   if (!o.json.empty()) outputs.stage("--json", o.json);
-  Model model = Model::open(o.model);
+  Model model = Model::open(o.model).value_or_throw();
   if (model.info().kind != ModelKind::decoder)
     throw Error(ErrorCode::invalid_argument, o.model + ": " + model.info().architecture +
                                                  " is not a decoder: perplexity scores a causal stack's next tokens");
-  const std::vector<uint32_t> tokens = model.tokenizer().encode(cli::read_text_file("--file", o.file));
+  const std::vector<uint32_t> tokens = model.tokenizer().encode(cli::read_text_file("--file", o.file)).value_or_throw();
   if (tokens.size() < 2)
     throw Error(ErrorCode::invalid_argument, "--file " + o.file + ": " + std::to_string(tokens.size()) +
                                                  " tokens, perplexity needs at least 2");

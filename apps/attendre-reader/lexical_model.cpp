@@ -187,13 +187,13 @@ const LexicalModel::Weights::Tensor* LexicalModel::Weights::find(const std::stri
   return &it->second;
 }
 
-attendre::Result<std::optional<ElementType>> LexicalModel::Weights::try_type_of(const std::string& name,
-                                                                                std::span<const uint64_t> shape) {
+attendre::Result<std::optional<ElementType>> LexicalModel::Weights::type_of(const std::string& name,
+                                                                            std::span<const uint64_t> shape) {
   return find(name, shape) ? std::optional<ElementType>(ElementType::f32) : std::optional<ElementType>();
 }
 
-attendre::Result<std::optional<attendre::TensorView>> LexicalModel::Weights::try_tensor(const std::string& name,
-                                                                                       std::span<const uint64_t> shape) {
+attendre::Result<std::optional<attendre::TensorView>> LexicalModel::Weights::tensor(const std::string& name,
+                                                                                   std::span<const uint64_t> shape) {
   const Tensor* t = find(name, shape);
   if (!t) return std::optional<attendre::TensorView>();
   return std::optional<attendre::TensorView>(

@@ -63,10 +63,10 @@ class LexicalModel final : public Backend {
   // Fixed fp32 tensors by name, as a WeightSource hands them out.
   class Weights final : public attendre::WeightSource {
    public:
-    attendre::Result<std::optional<attendre::ElementType>> try_type_of(const std::string& name,
-                                                                       std::span<const uint64_t> shape) override;
-    attendre::Result<std::optional<attendre::TensorView>> try_tensor(const std::string& name,
-                                                                     std::span<const uint64_t> shape) override;
+    attendre::Result<std::optional<attendre::ElementType>> type_of(const std::string& name,
+                                                                   std::span<const uint64_t> shape) override;
+    attendre::Result<std::optional<attendre::TensorView>> tensor(const std::string& name,
+                                                                 std::span<const uint64_t> shape) override;
     void add(std::string name, std::vector<uint64_t> shape, std::vector<float> values);
     const std::vector<float>& values(const std::string& name) const { return tensors_.at(name).values; }
 

@@ -55,7 +55,7 @@ std::unique_ptr<attendre::Context> open_device(const std::string& device) {
   attendre::ContextOptions options;
   if (device != "gpu") options.device = device;
   try {
-    return std::make_unique<attendre::Context>(options);
+    return attendre::Context::create(options).value_or_throw();
   } catch (const attendre::Error& e) {
     attendre::fail(e.code(), std::string("no usable Vulkan device: ") + e.what() + " (--device cpu reads on the float64 reference)");
   }
@@ -73,7 +73,7 @@ bool computes_first_block(const Backend& backend) {
 // before anything is allocated.
 void check_device_memory(const attendre::Context& device, const attendre::StackConfig& config,
                          attendre::WeightSource& weights) {
-  const attendre::gpu::StackMemory plan = naming_flags([&] { return attendre::gpu::plan_stack_memory(config, device.caps(), weights); });
+  const attendre::gpu::StackMemory plan = naming_flags([&] { return attendre::gpu::plan_stack_memory(config, device.caps(), weights).value_or_throw(); });
   const uint64_t need = plan.total() + plan.load_staging, have = device.caps().device_local_bytes;
   if (have > 0 && need > have)
     attendre::fail(ErrorCode::out_of_device_memory,
@@ -126,7 +126,7 @@ int run(const Options& o) {
   std::vector<attendre::StackConfig> configs;
   for (const PolicyList& policies : o.runs) {
     configs.push_back(configure_stack(backend.stack_shape(), o.memory, policies));
-    naming_flags([&] { configs.back().validate(); });
+    naming_flags([&] { configs.back().check().or_throw(); });
     if (device) check_device_memory(*device, configs.back(), backend.weights());
   }
   s.config = configs.front();

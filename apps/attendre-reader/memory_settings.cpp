@@ -71,7 +71,7 @@ attendre::StackConfig configure_stack(attendre::StackConfig shape, const MemoryS
     plan.blocks[static_cast<uint32_t>(l)] = s;
   }
   shape.weights = memory.fp16 ? attendre::WeightType::f16 : attendre::WeightType::f32;
-  attendre::try_apply_memory(shape, plan).or_throw();
+  attendre::apply_memory(shape, plan).or_throw();
   return shape;
 }
 

@@ -39,11 +39,11 @@ void ModelTokenStream::begin_part(Part part) {
   encoder_.begin_part();
 }
 
-void ModelTokenStream::feed(std::string_view text, std::vector<Token>& out) { encoder_.feed(text, sink(out)); }
+void ModelTokenStream::feed(std::string_view text, std::vector<Token>& out) { encoder_.feed(text, sink(out)).or_throw(); }
 
-void ModelTokenStream::end_part(std::vector<Token>& out) { encoder_.end_part(sink(out)); }
+void ModelTokenStream::end_part(std::vector<Token>& out) { encoder_.end_part(sink(out)).or_throw(); }
 
-void ModelTokenStream::end_document(std::vector<Token>& out) { encoder_.end_document(sink(out)); }
+void ModelTokenStream::end_document(std::vector<Token>& out) { encoder_.end_document(sink(out)).or_throw(); }
 
 attendre::DocumentEncoder::Sink ModelTokenStream::sink(std::vector<Token>& out) {
   return [this, &out](const attendre::DocumentEncoder::Piece& piece) {
@@ -54,7 +54,7 @@ attendre::DocumentEncoder::Sink ModelTokenStream::sink(std::vector<Token>& out) 
     };
     size_t cursor = 0;
     for (const uint32_t id : piece.ids) {
-      const auto [begin, finish] = locate(piece.text, cursor, encoder_.tokenizer().piece(id));
+      const auto [begin, finish] = locate(piece.text, cursor, encoder_.tokenizer().piece(id).value_or_throw());
       Token token;
       token.id = id;
       token.part = part_;
@@ -68,7 +68,7 @@ attendre::DocumentEncoder::Sink ModelTokenStream::sink(std::vector<Token>& out) 
 }
 
 ModelBackend::ModelBackend(const std::filesystem::path& path, const ModelBackendOptions& options)
-    : model_(attendre::Model::open(path, options.model)), options_(options) {}
+    : model_(attendre::Model::open(path, options.model).value_or_throw()), options_(options) {}
 
 std::string ModelBackend::description() const {
   const attendre::ModelInfo& info = model_.info();
@@ -81,7 +81,7 @@ std::string ModelBackend::description() const {
 attendre::StackConfig ModelBackend::stack_shape() const {
   attendre::MemoryPlan plan = model_.default_memory();
   if (options_.lm_infinite.enabled) plan.all.lm_infinite = options_.lm_infinite.resolve(model_.info().context_length);
-  return model_.stack_config(plan);
+  return model_.stack_config(plan).value_or_throw();
 }
 
 std::unique_ptr<TokenStream> ModelBackend::make_token_stream() const {
@@ -97,7 +97,7 @@ std::optional<std::string> ModelBackend::answer(attendre::TransformerStack& stac
                                                 int64_t next_position) {
   // The answer is the first line of what the model generates (a model
   // that goes on past it writes a new question, or more story).
-  return attendre::answer_after(stack, model_.tokenizer(), last_logits, next_position, options_.answer_tokens).text;
+  return attendre::answer_after(stack, model_.tokenizer(), last_logits, next_position, options_.answer_tokens).value_or_throw().text;
 }
 
 }  // namespace reader

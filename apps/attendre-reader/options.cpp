@@ -199,7 +199,7 @@ model
                        model (hashed word embeddings, hand-written weights, no
                        learned ones; see apps/attendre-reader/README.md) reads.
   --answer-tokens T    tokens to generate (default 32; a stop token ends them
-                       sooner); the answer shown is their first line
+                       sooner).value_or_throw(); the answer shown is their first line
   --lm-infinite [N]    LM-Infinite (paper section 4): RoPE distances capped at
                        N (default: the model's trained context length)
 

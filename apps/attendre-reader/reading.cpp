@@ -12,7 +12,7 @@ namespace {
 
 std::unique_ptr<attendre::TransformerStack> make_stack(attendre::Context* device, const attendre::StackConfig& config,
                                                        attendre::WeightSource& weights) {
-  if (device) return std::make_unique<attendre::gpu::Stack>(*device, config, weights);
+  if (device) return attendre::gpu::Stack::create(*device, config, weights).value_or_throw();
   return std::make_unique<attendre::reference::Stack>(config, weights);
 }
 
@@ -42,9 +42,9 @@ class Read {
 
   void finish() {
     if (inputs_.rows() > 0) step(true);
-    keep_last_logits(stack_->finish(final_request(), stack_->config().flush_capable));
+    keep_last_logits(stack_->finish(final_request(), stack_->config().flush_capable).value_or_throw());
     for (size_t l = 0; l < capacity_.size(); ++l) {
-      attendre::MemorySnapshot held = stack_->snapshot(l);
+      attendre::MemorySnapshot held = stack_->snapshot(l).value_or_throw();
       if (l + 1 == capacity_.size()) result_.map.add_row(step_, setup_.schedule.tokens - 1, held, true);
       result_.blocks.push_back({capacity_[l], std::move(held.positions), std::move(held.scores)});
     }
@@ -71,7 +71,7 @@ class Read {
   }
 
   void step(bool last) {
-    keep_last_logits(stack_->step(inputs_.chunk(), last ? final_request() : kNoReadback));
+    keep_last_logits(stack_->step(inputs_.chunk(), last ? final_request() : kNoReadback).value_or_throw());
     inputs_.clear();
     const uint64_t step = step_++;
     const int64_t horizon = setup_.schedule.horizon(step);
@@ -81,7 +81,7 @@ class Read {
 
   void sample(uint64_t step, int64_t horizon) {
     for (size_t l = 0; l < capacity_.size(); ++l) {
-      const attendre::MemorySnapshot held = stack_->snapshot(l);
+      const attendre::MemorySnapshot held = stack_->snapshot(l).value_or_throw();
       held_[l] = static_cast<uint32_t>(held.positions.size());
       if (l == 0 && setup_.yardstick) measure(step, held.positions);
       if (l + 1 == capacity_.size()) result_.map.add_row(step, horizon, held, false);

@@ -35,7 +35,7 @@ int run(const Options& options) {
   apps::OutputSet out(options.out_dir, {ResultFiles::kNames.begin(), ResultFiles::kNames.end()}, "attendre-replay");
   const Inputs inputs = load_inputs(options);
   const LayerConfig config = make_config(options, inputs.shape);
-  naming_flags([&] { config.validate(); });  // before any device work, so a bad config never needs a GPU
+  naming_flags([&] { config.check().or_throw(); });  // before any device work, so a bad config never needs a GPU
   check_magnitudes(options, inputs, config);
   const uint64_t steps = expected_steps(inputs, config);
   check_host_memory(options, inputs, config, steps);
@@ -51,11 +51,13 @@ int run(const Options& options) {
     });
     device = "cpu (float64 reference)";
   } else {
-    Context context;
+    auto context_owner = Context::create().value_or_throw();
+    Context& context = *context_owner;
     if (options.verbose) cli::report_variants("attendre-replay", context);
     // Destroyed before the check: teardown can raise messages too.
     summary = naming_flags([&] {
-      gpu::Layer layer(context, config);
+      auto layer_owner = gpu::Layer::create(context, config).value_or_throw();
+      gpu::Layer& layer = *layer_owner;
       return run_layer(layer, inputs, files);
     });
     const std::vector<std::string> messages = validation_messages(context);

@@ -93,12 +93,12 @@ RunSummary run_layer(AttendreLayer& layer, const Inputs& in, ResultFiles& files)
 
   const StepRequest request{true, true, false};
   for (uint64_t first = 0; first < in.rows; first += S)
-    record(layer.step(in.chunk(first, static_cast<uint32_t>(std::min(S, in.rows - first))), request));
+    record(layer.step(in.chunk(first, static_cast<uint32_t>(std::min(S, in.rows - first))), request).value_or_throw());
   while (layer.has_pending_queries()) {
     // The drain length is known in advance; going past it would otherwise
     // loop for as long as the layer misbehaves.
     if (step >= bound) contract_broken("queries still pending after " + std::to_string(bound) + " steps");
-    record(layer.drain_step(request));
+    record(layer.drain_step(request).value_or_throw());
   }
   for (uint64_t row : valid_rows)
     if (!emitted[row])

@@ -64,15 +64,15 @@ int run(std::span<const std::string> args) {
   if (seen.count("--decode") && (o.no_bos || o.parse_special))
     cli::usage("--no-bos and --parse-special apply to tokenizing, not to --decode");
 
-  const Tokenizer tokenizer = Tokenizer::open(o.model);
+  const Tokenizer tokenizer = Tokenizer::open(o.model).value_or_throw();
   if (seen.count("--decode")) {
-    std::cout << tokenizer.decode(parse_ids(o.decode)) << std::endl;
+    std::cout << tokenizer.decode(parse_ids(o.decode)).value_or_throw() << std::endl;
     return 0;
   }
   Tokenizer::EncodeOptions options;
   if (o.no_bos) options.add_bos = false;
   options.parse_special = o.parse_special;
-  const std::vector<uint32_t> ids = tokenizer.encode(seen.count("--file") ? cli::read_text_file("--file", o.file) : o.text, options);
+  const std::vector<uint32_t> ids = tokenizer.encode(seen.count("--file") ? cli::read_text_file("--file", o.file) : o.text, options).value_or_throw();
   std::string line = "[";
   for (size_t i = 0; i < ids.size(); ++i) line += (i ? ", " : "") + std::to_string(ids[i]);
   std::cout << line << "]" << std::endl;

@@ -144,8 +144,8 @@ MemoryPlan MemoryOptions::make_plan(uint32_t blocks, uint32_t context_length, ui
   // Every block inherits it, overridden ones too (plan.for_block copies `all`).
   const LmInfinite lm_infinite = lm_infinite_.resolve(context_length);
   if (full_context_ || (named && named->full)) {
-    plan.all = encoder ? MemorySetting::full_bidirectional(positions, plan.chunk)
-                       : MemorySetting::full_context(positions, plan.chunk);
+    plan.all = encoder ? MemorySetting::full_bidirectional(positions, plan.chunk).value_or_throw()
+                       : MemorySetting::full_context(positions, plan.chunk).value_or_throw();
     plan.all.mode = retrieval_.value_or(RetrievalMode::per_head);
     plan.all.lm_infinite = lm_infinite;
     plan.all.kv.storage = kv_storage();
@@ -197,7 +197,7 @@ bool rounds_f16_rows_by_default(const std::string& architecture) {
 StackConfig MemoryOptions::stack_config(Model& model, uint64_t positions,
                                         const std::optional<NamedSetting>& named) const {
   const MemoryPlan memory = plan(model.info().blocks, model.info().context_length, positions, named);
-  StackConfig config = naming_flags([&] { return model.stack_config(memory); });
+  StackConfig config = naming_flags([&] { return model.stack_config(memory).value_or_throw(); });
   // llama.cpp's CPU backend multiplies F16 matrices with rows rounded to
   // fp16 (ggml's F16 dot products). qwen3 and phi3, added with llama.cpp's
   // outputs on F16 files (../shared/arch-models), follow it by default,
@@ -215,7 +215,7 @@ StackConfig MemoryOptions::stack_config(Model& model, uint64_t positions,
     const BlockConfig& b = config.blocks.front();
     const std::vector<uint64_t> wo = {config.hidden, b.attention.shape.q_row()};
     if (model.info().kind == ModelKind::decoder &&
-        model.weights().type_of("blk.0.attn_output.weight", wo) == ElementType::f16)
+        model.weights().type_of("blk.0.attn_output.weight", wo).value_or_throw() == ElementType::f16)
       config.activations = MemoryStorage::f16;
   }
   return config;
@@ -226,7 +226,7 @@ EncoderDecoderConfig MemoryOptions::encoder_decoder_config(const Model& model, u
   memory.encoder = encoder_plan(model.info().blocks, model.info().context_length, input);
   memory.encoder_memory = static_cast<uint32_t>(std::min<uint64_t>(input, UINT32_MAX));
   memory.decoder_positions = output;
-  return naming_flags([&] { return model.encoder_decoder_config(memory); });
+  return naming_flags([&] { return model.encoder_decoder_config(memory).value_or_throw(); });
 }
 
 std::string MemoryOptions::help() {

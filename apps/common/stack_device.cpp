@@ -25,7 +25,7 @@ void StackDevice::report_variants(const std::string& tool) const {
 }
 
 StackDevice::StackDevice(Device device) {
-  if (device == Device::gpu) context_ = std::make_unique<Context>();
+  if (device == Device::gpu) context_ = Context::create().value_or_throw();
 }
 
 StackDevice::~StackDevice() = default;
@@ -33,14 +33,14 @@ StackDevice::~StackDevice() = default;
 std::unique_ptr<TransformerStack> StackDevice::make_stack(const StackConfig& config, WeightSource& weights) {
   if (!context_) return std::make_unique<reference::Stack>(config, weights);
   context_->reset_peak_device_memory();
-  return std::make_unique<gpu::Stack>(*context_, config, weights);
+  return gpu::Stack::create(*context_, config, weights).value_or_throw();
 }
 
 std::unique_ptr<EncoderDecoder> StackDevice::make_encoder_decoder(const EncoderDecoderConfig& config,
                                                                  WeightSource& weights) {
   if (!context_) return std::make_unique<reference::EncoderDecoder>(config, weights);
   context_->reset_peak_device_memory();
-  return std::make_unique<gpu::EncoderDecoder>(*context_, config, weights);
+  return gpu::EncoderDecoder::create(*context_, config, weights).value_or_throw();
 }
 
 std::string StackDevice::name() const {

@@ -141,10 +141,6 @@ struct LayerConfig {
   // The first problem (invalid_argument or infeasible_config) named, or ok:
   // shapes, K, lambda and the eviction feasibility of spec 2.1.
   Status check() const;
-#if defined(__cpp_exceptions)
-  // Throws check()'s failure as Error.
-  void validate() const { check().or_throw(); }
-#endif
 
   double scale() const;
   // Whether retrieval reads every held entry (no top-K selection needed).

@@ -46,10 +46,7 @@ struct FeatureSet {
 const char* feature_name(Feature feature);
 // A comma-separated list of switch names ("shuffle,16bit"; empty: none);
 // an unknown name is an error (invalid_argument) listing the valid ones.
-Result<FeatureSet> try_parse_features(const std::string& list);
-#if defined(__cpp_exceptions)
-inline FeatureSet parse_features(const std::string& list) { return try_parse_features(list).value_or_throw(); }
-#endif
+Result<FeatureSet> parse_features(const std::string& list);
 
 // Known driver bugs and costs, each a named flag with its reason (after
 // ncnn's), decided in one place (lib/vulkan/device_caps.cpp) from the device's
@@ -270,20 +267,12 @@ struct ContextAccess;  // the library's way to a Context's state (lib/vulkan/con
 // at a time.
 class Context {
  public:
-  // A device of its own; fails with the code and message the throwing
-  // constructor throws (unsupported: no device matches or validation is
+  // A device of its own; fails with (unsupported: no device matches or validation is
   // missing; invalid_argument: a bad option or environment variable).
   // Nothing is leaked on failure.
   static Result<std::unique_ptr<Context>> create(const ContextOptions& options = {});
   // An application's device (ExternalDevice), as the adopting constructor.
   static Result<std::unique_ptr<Context>> adopt(const ExternalDevice& external, const LimitOverrides& limits = {});
-#if defined(__cpp_exceptions)
-  // The throwing forms of create() and adopt().
-  explicit Context(const ContextOptions& options = {}) { initialize(options).or_throw(); }
-  Context(const ExternalDevice& external, const LimitOverrides& limits = {}) {
-    initialize(external, limits).or_throw();
-  }
-#endif
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
@@ -307,7 +296,6 @@ class Context {
   uint64_t device_memory_bytes() const;
   uint64_t peak_device_memory_bytes() const;
   void reset_peak_device_memory();
-
 
  private:
   friend struct vk::ContextAccess;
@@ -355,9 +343,6 @@ struct KernelTime {
 };
 
 // One line per physical device: index, name, type, API version.
-Result<std::vector<std::string>> try_list_devices();
-#if defined(__cpp_exceptions)
-inline std::vector<std::string> list_devices() { return try_list_devices().value_or_throw(); }
-#endif
+Result<std::vector<std::string>> list_devices();
 
 }  // namespace attendre

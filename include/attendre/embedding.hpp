@@ -66,17 +66,10 @@ class Ticket {
   Ticket() = default;
   // Whether the step finished on the device; never blocks. Fails with
   // device_lost when the device was lost.
-  Result<bool> try_ready() const;
+  Result<bool> ready() const;
   // Blocks up to `timeout_ns` (default: forever); true once it finished,
   // false at the timeout. Fails with device_lost when the device was lost.
-  Result<bool> try_wait(uint64_t timeout_ns = std::numeric_limits<uint64_t>::max()) const;
-#if defined(__cpp_exceptions)
-  // The throwing forms.
-  bool ready() const { return try_ready().value_or_throw(); }
-  bool wait(uint64_t timeout_ns = std::numeric_limits<uint64_t>::max()) const {
-    return try_wait(timeout_ns).value_or_throw();
-  }
-#endif
+  Result<bool> wait(uint64_t timeout_ns = std::numeric_limits<uint64_t>::max()) const;
   // The step's number on the object that submitted it, from 0.
   uint64_t step() const { return step_; }
 

@@ -23,20 +23,17 @@ struct EncoderDecoderConfig {
 
   // The first problem named (both stacks, O, the cross-attention blocks), or ok.
   Status check() const;
-#if defined(__cpp_exceptions)
-  void validate() const { check().or_throw(); }  // throws check()'s failure
-#endif
 };
 
 // A WeightSource whose tensor names all start with `prefix`.
 class PrefixedWeights final : public WeightSource {
  public:
   PrefixedWeights(WeightSource& inner, std::string prefix) : inner_(inner), prefix_(std::move(prefix)) {}
-  Result<std::optional<ElementType>> try_type_of(const std::string& name, std::span<const uint64_t> shape) override {
-    return inner_.try_type_of(prefix_ + name, shape);
+  Result<std::optional<ElementType>> type_of(const std::string& name, std::span<const uint64_t> shape) override {
+    return inner_.type_of(prefix_ + name, shape);
   }
-  Result<std::optional<TensorView>> try_tensor(const std::string& name, std::span<const uint64_t> shape) override {
-    return inner_.try_tensor(prefix_ + name, shape);
+  Result<std::optional<TensorView>> tensor(const std::string& name, std::span<const uint64_t> shape) override {
+    return inner_.tensor(prefix_ + name, shape);
   }
 
  private:
@@ -44,28 +41,21 @@ class PrefixedWeights final : public WeightSource {
   std::string prefix_;
 };
 
-// Errors as values as TransformerStack: implementations override the try_
-// forms; encode(), finish_encoding() and decode() throw their failures.
+// Errors as values as TransformerStack: every call that can fail returns a
+// Status or Result (value_or_throw() and or_throw() throw it where wanted).
 class EncoderDecoder {
  public:
   virtual ~EncoderDecoder() = default;
   virtual const EncoderDecoderConfig& config() const = 0;
   // Streams a chunk through the encoder; its valid outputs enter the memory.
-  virtual Status try_encode(const StackChunk& chunk) = 0;
+  virtual Status encode(const StackChunk& chunk) = 0;
   // Drains the encoder, then loads every cross-attention block.
-  virtual Status try_finish_encoding() = 0;
+  virtual Status finish_encoding() = 0;
   // One decoder position after finish_encoding().
-  virtual Result<StackOutput> try_decode(const StackChunk& one, const StackRequest& request = {}) = 0;
+  virtual Result<StackOutput> decode(const StackChunk& one, const StackRequest& request = {}) = 0;
   // Positions the encoder output memory holds, oldest first.
   virtual std::vector<int64_t> encoder_memory_positions() const = 0;
 
-#if defined(__cpp_exceptions)
-  void encode(const StackChunk& chunk) { try_encode(chunk).or_throw(); }
-  void finish_encoding() { try_finish_encoding().or_throw(); }
-  StackOutput decode(const StackChunk& one, const StackRequest& request = {}) {
-    return try_decode(one, request).value_or_throw();
-  }
-#endif
 };
 
 }  // namespace attendre

@@ -21,9 +21,6 @@ struct SamplingOptions {
   uint64_t seed = 0;
   // invalid_argument naming the field, or ok: temperature finite and >= 0, top_p in (0, 1].
   Status check() const;
-#if defined(__cpp_exceptions)
-  void validate() const { check().or_throw(); }  // throws check()'s failure
-#endif
 };
 
 // Picks tokens from rows of logits. Draws come from a local generator
@@ -41,12 +38,7 @@ class Sampler {
   // empty row; numerical_error for a row holding NaN or +inf (as for
   // non-finite values the device computes), which no ordering or softmax of
   // the row could make sense of, or one whose every logit is -inf.
-  Result<uint32_t> try_sample(std::span<const float> logits);
-
-#if defined(__cpp_exceptions)
-  explicit Sampler(const SamplingOptions& options) : Sampler(create(options).value_or_throw()) {}
-  uint32_t sample(std::span<const float> logits) { return try_sample(logits).value_or_throw(); }
-#endif
+  Result<uint32_t> sample(std::span<const float> logits);
 
  private:
   struct Checked {};
@@ -66,16 +58,10 @@ enum class LogitsWanted { all, last };
 // Feeds `tokens` at positions 0, 1, ... in chunks of the stack's S, then
 // finish() (draining, or flushing with `flush`); hands every output to
 // `on_output` as it leaves the stack, positions in order, with logits as
-// `wanted` says (no hidden states). Throws invalid_argument on an empty
+// `wanted` says (no hidden states). Fails with invalid_argument on an empty
 // sequence or a stack without a vocabulary.
-Status try_read_tokens(TransformerStack& stack, std::span<const uint32_t> tokens, LogitsWanted wanted, bool flush,
-                       const std::function<void(StackOutput&&)>& on_output);
-#if defined(__cpp_exceptions)
-inline void read_tokens(TransformerStack& stack, std::span<const uint32_t> tokens, LogitsWanted wanted, bool flush,
-                        const std::function<void(StackOutput&&)>& on_output) {
-  try_read_tokens(stack, tokens, wanted, flush, on_output).or_throw();
-}
-#endif
+Status read_tokens(TransformerStack& stack, std::span<const uint32_t> tokens, LogitsWanted wanted, bool flush,
+                   const std::function<void(StackOutput&&)>& on_output);
 
 struct GenerateOptions {
   uint32_t max_tokens = 128;         // budget of generated tokens
@@ -99,8 +85,8 @@ struct GenerateResult {
 // Reads `prompt`, then samples up to max_tokens tokens at positions
 // prompt.size(), prompt.size() + 1, ...; `on_token` sees each one as it is
 // chosen (before the next decode step), for streaming output.
-Result<GenerateResult> try_generate(TransformerStack& stack, std::span<const uint32_t> prompt,
-                                    const GenerateOptions& options, const std::function<void(uint32_t)>& on_token = {});
+Result<GenerateResult> generate(TransformerStack& stack, std::span<const uint32_t> prompt,
+                                const GenerateOptions& options, const std::function<void(uint32_t)>& on_token = {});
 
 // Encoder-decoder generation (T5): `input` streams through the encoder at
 // positions 0, 1, ... in chunks of its S and finish_encoding() drains it;
@@ -109,34 +95,18 @@ Result<GenerateResult> try_generate(TransformerStack& stack, std::span<const uin
 // must hold max_tokens positions to keep them all). prompt_tokens counts
 // the input, read_seconds its encoding; prompt_logits and flush are refused
 // (invalid_argument): the encoder emits no logits and drains.
-Result<GenerateResult> try_generate(EncoderDecoder& model, std::span<const uint32_t> input, uint32_t decoder_start,
-                                    const GenerateOptions& options, const std::function<void(uint32_t)>& on_token = {});
+Result<GenerateResult> generate(EncoderDecoder& model, std::span<const uint32_t> input, uint32_t decoder_start,
+                                const GenerateOptions& options, const std::function<void(uint32_t)>& on_token = {});
 
 // Generation after a prompt the caller streamed and finished itself (the
 // reader feeds a document chunk by chunk): `last_logits` are the last
 // prompt position's, `next_position` the position of the first generated
 // token (the prompt's length). Samples and decodes as generate() does;
 // prompt_tokens and read_seconds stay 0, `flush` and `prompt_logits` are
-// not used. Throws invalid_argument when the logits are not one row of the
+// not used. Fails with invalid_argument when the logits are not one row of the
 // vocabulary; decode() refuses a stack that has not finished.
-Result<GenerateResult> try_generate_after(TransformerStack& stack, std::span<const float> last_logits,
-                                          int64_t next_position, const GenerateOptions& options,
-                                          const std::function<void(uint32_t)>& on_token = {});
-
-// The throwing forms of the three above.
-#if defined(__cpp_exceptions)
-inline GenerateResult generate(TransformerStack& stack, std::span<const uint32_t> prompt, const GenerateOptions& options,
-                               const std::function<void(uint32_t)>& on_token = {}) {
-  return try_generate(stack, prompt, options, on_token).value_or_throw();
-}
-inline GenerateResult generate(EncoderDecoder& model, std::span<const uint32_t> input, uint32_t decoder_start,
-                               const GenerateOptions& options, const std::function<void(uint32_t)>& on_token = {}) {
-  return try_generate(model, input, decoder_start, options, on_token).value_or_throw();
-}
-inline GenerateResult generate_after(TransformerStack& stack, std::span<const float> last_logits, int64_t next_position,
-                                     const GenerateOptions& options, const std::function<void(uint32_t)>& on_token = {}) {
-  return try_generate_after(stack, last_logits, next_position, options, on_token).value_or_throw();
-}
-#endif
+Result<GenerateResult> generate_after(TransformerStack& stack, std::span<const float> last_logits,
+                                      int64_t next_position, const GenerateOptions& options,
+                                      const std::function<void(uint32_t)>& on_token = {});
 
 }  // namespace attendre

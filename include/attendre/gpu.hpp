@@ -35,10 +35,9 @@ struct RecordedStep {
   std::vector<int64_t> emitted_positions;  // one row each in LayerOutputs::outputs
 };
 
-// Errors as values (attendre/status.hpp): every fallible call has a try_
-// form (create() for the constructor) returning a Status or Result; the
-// plain names are their throwing forms, where the application has
-// exceptions. After a failure the object stays usable (a call that fails
+// Errors as values (attendre/status.hpp): every fallible call (create() in
+// place of a constructor) returns a Status or Result; value_or_throw() and
+// or_throw() throw it where the application has exceptions. After a failure the object stays usable (a call that fails
 // its checks changes nothing) or, after a device failure, cleanly
 // destroyable.
 class Layer final : public AttendreLayer {
@@ -46,23 +45,20 @@ class Layer final : public AttendreLayer {
   // Fails: invalid_argument / infeasible_config for the config,
   // unsupported when a size exceeds this device's limits.
   static Result<std::unique_ptr<Layer>> create(Context& context, const LayerConfig& config);
-#if defined(__cpp_exceptions)
-  Layer(Context& context, const LayerConfig& config) : Layer(std::move(create(context, config).value_or_throw()->impl_)) {}
-#endif
   ~Layer() override;
   Layer(const Layer&) = delete;
   Layer& operator=(const Layer&) = delete;
 
   const LayerConfig& config() const override;
-  Result<StepResult> try_step(const ChunkView& chunk, const StepRequest& request = {}) override;
-  Result<StepResult> try_drain_step(const StepRequest& request = {}) override;
-  Result<StepResult> try_flush(const StepRequest& request = {}) override;
+  Result<StepResult> step(const ChunkView& chunk, const StepRequest& request = {}) override;
+  Result<StepResult> drain_step(const StepRequest& request = {}) override;
+  Result<StepResult> flush(const StepRequest& request = {}) override;
   bool has_pending_queries() const override;
-  Result<MemorySnapshot> try_snapshot() override;
+  Result<MemorySnapshot> snapshot() override;
 
   // Blocks until every submitted step finished on the device (steps that
   // read nothing back return as soon as they are submitted).
-  Status try_wait();
+  Status wait();
 
   // Embedding (docs/architecture.md, "Recording into an application's
   // command buffer"): appends one step to `cb`, which the application has
@@ -77,7 +73,7 @@ class Layer final : public AttendreLayer {
   // (vkCmdUpdateBuffer). Non-finite values of recorded steps are reported
   // (numerical_error) by the next call that waits for the device. A call
   // that fails its checks records nothing.
-  Result<RecordedStep> try_record(VkCommandBuffer cb, const LayerInputs& in, const LayerOutputs& out = {});
+  Result<RecordedStep> record(VkCommandBuffer cb, const LayerInputs& in, const LayerOutputs& out = {});
 
   // step() without blocking: uploads the chunk, submits, and returns. Two
   // steps may be in flight (double-buffered upload and readback), so the
@@ -87,30 +83,16 @@ class Layer final : public AttendreLayer {
   // collected before the next submit. `options`: semaphores to wait for
   // first, and an application range for the outputs (then chain on the
   // ticket's semaphore, attendre/embedding.hpp).
-  Result<Ticket> try_submit(const ChunkView& chunk, const StepRequest& request = {}, const SubmitOptions& options = {});
+  Result<Ticket> submit(const ChunkView& chunk, const StepRequest& request = {}, const SubmitOptions& options = {});
   // Waits for the ticket's step and returns what step() would have.
-  Result<StepResult> try_result(const Ticket& ticket);
+  Result<StepResult> result(const Ticket& ticket);
 
   // Timestamps around every dispatch of later steps (off by default: they
   // cost a little). last_profile() then lists the last step's kernels.
   // Switching waits for the steps in flight (a failure there changes
   // nothing); where the device has no timestamps, profiling stays off.
-  Status try_set_profiling(bool enabled);
-  Result<std::vector<KernelTime>> try_last_profile();
-
-#if defined(__cpp_exceptions)
-  // The throwing forms.
-  void wait() { try_wait().or_throw(); }
-  RecordedStep record(VkCommandBuffer cb, const LayerInputs& in, const LayerOutputs& out = {}) {
-    return try_record(cb, in, out).value_or_throw();
-  }
-  Ticket submit(const ChunkView& chunk, const StepRequest& request = {}, const SubmitOptions& options = {}) {
-    return try_submit(chunk, request, options).value_or_throw();
-  }
-  StepResult result(const Ticket& ticket) { return try_result(ticket).value_or_throw(); }
-  void set_profiling(bool enabled) { try_set_profiling(enabled).or_throw(); }
-  std::vector<KernelTime> last_profile() { return try_last_profile().value_or_throw(); }
-#endif
+  Status set_profiling(bool enabled);
+  Result<std::vector<KernelTime>> last_profile();
 
   // Device memory held by the layer (memories, scratch, staging); it does
   // not grow with the number of positions streamed.
@@ -134,12 +116,6 @@ class KeyValueMemory {
   static Result<std::unique_ptr<KeyValueMemory>> create(Context& context, const AttentionShape& shape,
                                                         const KvMemoryConfig& config, const RetrievalConfig& retrieval,
                                                         uint32_t max_insert, uint32_t max_queries);
-#if defined(__cpp_exceptions)
-  KeyValueMemory(Context& context, const AttentionShape& shape, const KvMemoryConfig& config,
-                 const RetrievalConfig& retrieval, uint32_t max_insert, uint32_t max_queries)
-      : KeyValueMemory(
-            std::move(create(context, shape, config, retrieval, max_insert, max_queries).value_or_throw()->impl_)) {}
-#endif
   ~KeyValueMemory();
   KeyValueMemory(const KeyValueMemory&) = delete;
   KeyValueMemory& operator=(const KeyValueMemory&) = delete;
@@ -147,12 +123,12 @@ class KeyValueMemory {
   // Spec 2.1 for the valid rows of `rows` (k, v, positions, valid, tags;
   // q unused). The evicted entries come back, sorted by position, when the
   // config copies them out.
-  Result<EvictedEntries> try_insert(const ChunkView& rows);
+  Result<EvictedEntries> insert(const ChunkView& rows);
   // Spec 2.2-2.4 for the valid rows of `queries` (q, positions, valid,
   // tags; k and v unused): o[query][head][dim] of each valid query, in
   // order, after which the policy scores are updated.
-  Result<std::vector<float>> try_retrieve(const ChunkView& queries);
-  Result<MemorySnapshot> try_snapshot();
+  Result<std::vector<float>> retrieve(const ChunkView& queries);
+  Result<MemorySnapshot> snapshot();
 
   // Embedding: insert() and retrieve() appended to the application's `cb`,
   // with Layer::record's contract (committed here; `cb` submitted once, in
@@ -165,25 +141,10 @@ class KeyValueMemory {
   // evicted entries out. A recorded retrieve writes o[query][head][dim] of
   // each valid query, packed, into `outputs` (room for max_queries rows;
   // none: only the policy scores advance) and returns their positions.
-  Status try_record_insert(VkCommandBuffer cb, const ChunkView& rows, const std::optional<BufferRange>& k,
-                           const std::optional<BufferRange>& v, const Consumer& consumer = {});
-  Result<RecordedStep> try_record_retrieve(VkCommandBuffer cb, const ChunkView& queries,
-                                           const std::optional<BufferRange>& q, const LayerOutputs& out = {});
-
-#if defined(__cpp_exceptions)
-  // The throwing forms.
-  EvictedEntries insert(const ChunkView& rows) { return try_insert(rows).value_or_throw(); }
-  std::vector<float> retrieve(const ChunkView& queries) { return try_retrieve(queries).value_or_throw(); }
-  MemorySnapshot snapshot() { return try_snapshot().value_or_throw(); }
-  void record_insert(VkCommandBuffer cb, const ChunkView& rows, const std::optional<BufferRange>& k,
-                     const std::optional<BufferRange>& v, const Consumer& consumer = {}) {
-    try_record_insert(cb, rows, k, v, consumer).or_throw();
-  }
-  RecordedStep record_retrieve(VkCommandBuffer cb, const ChunkView& queries, const std::optional<BufferRange>& q,
-                               const LayerOutputs& out = {}) {
-    return try_record_retrieve(cb, queries, q, out).value_or_throw();
-  }
-#endif
+  Status record_insert(VkCommandBuffer cb, const ChunkView& rows, const std::optional<BufferRange>& k,
+                       const std::optional<BufferRange>& v, const Consumer& consumer = {});
+  Result<RecordedStep> record_retrieve(VkCommandBuffer cb, const ChunkView& queries,
+                                       const std::optional<BufferRange>& q, const LayerOutputs& out = {});
 
  private:
   struct Impl;

@@ -18,15 +18,11 @@ class EncoderDecoder final : public attendre::EncoderDecoder {
   // Fails as gpu::Stack::create, for either stack, or for the config.
   static Result<std::unique_ptr<EncoderDecoder>> create(Context& context, const EncoderDecoderConfig& config,
                                                         WeightSource& weights);
-#if defined(__cpp_exceptions)
-  EncoderDecoder(Context& context, const EncoderDecoderConfig& config, WeightSource& weights)
-      : EncoderDecoder(std::move(create(context, config, weights).value_or_throw()->impl_)) {}
-#endif
   ~EncoderDecoder() override;
   const EncoderDecoderConfig& config() const override;
-  Status try_encode(const StackChunk& chunk) override;
-  Status try_finish_encoding() override;
-  Result<StackOutput> try_decode(const StackChunk& one, const StackRequest& request = {}) override;
+  Status encode(const StackChunk& chunk) override;
+  Status finish_encoding() override;
+  Result<StackOutput> decode(const StackChunk& one, const StackRequest& request = {}) override;
   std::vector<int64_t> encoder_memory_positions() const override;
 
  private:

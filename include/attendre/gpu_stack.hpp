@@ -63,11 +63,11 @@ struct StackMemory {
 
 // What a stack of this configuration holds on this device, without
 // creating it (for sizing a model before loading it): weights in the
-// encodings `weights` holds them in (try_type_of(), which reads no data), or
+// encodings `weights` holds them in (type_of(), which reads no data), or
 // in config.weights without a source. Fails for the config's own problems,
 // a tensor the source lacks or cannot describe, or a row past the storage range.
-Result<StackMemory> try_plan_stack_memory(const StackConfig& config, const DeviceCaps& caps);
-Result<StackMemory> try_plan_stack_memory(const StackConfig& config, const DeviceCaps& caps, WeightSource& weights);
+Result<StackMemory> plan_stack_memory(const StackConfig& config, const DeviceCaps& caps);
+Result<StackMemory> plan_stack_memory(const StackConfig& config, const DeviceCaps& caps, WeightSource& weights);
 
 // One buffer a stack creates: its bytes as allocated, or as placed in the
 // weight arena. Each is bound whole or in sections of it, so one within the
@@ -77,10 +77,10 @@ struct PlannedBuffer {
   uint64_t bytes = 0;
   bool weights = false;  // placed in the weight arena; else an allocation of its own
   bool bound = true;     // bound to shaders; false: host staging, copied to and from only
-  std::string remedy;    // what makes it smaller, for try_check's message ("" for weights: split)
+  std::string remedy;    // what makes it smaller, for check's message ("" for weights: split)
 
   // A failure with `code` naming this buffer and what makes it smaller:
-  // "'<name>' <problem>; <remedy>" (try_check's words, also a layout's
+  // "'<name>' <problem>; <remedy>" (check's words, also a layout's
   // that passes 2^32 words).
   Status refused(ErrorCode code, const std::string& problem) const;
 };
@@ -95,52 +95,29 @@ struct StackLayout {
   // Fails (unsupported) naming the first buffer bound to shaders whose
   // bytes pass caps.max_storage_range, or any whose allocation passes
   // caps.max_allocation. gpu::Stack::create checks this first.
-  Status try_check(const DeviceCaps& caps) const;
-#if defined(__cpp_exceptions)
-  void check(const DeviceCaps& caps) const { try_check(caps).or_throw(); }
-#endif
+  Status check(const DeviceCaps& caps) const;
 };
-// Fails as try_plan_stack_memory.
-Result<StackLayout> try_plan_stack_layout(const StackConfig& config, const DeviceCaps& caps);
-Result<StackLayout> try_plan_stack_layout(const StackConfig& config, const DeviceCaps& caps, WeightSource& weights);
+// Fails as plan_stack_memory.
+Result<StackLayout> plan_stack_layout(const StackConfig& config, const DeviceCaps& caps);
+Result<StackLayout> plan_stack_layout(const StackConfig& config, const DeviceCaps& caps, WeightSource& weights);
 
-#if defined(__cpp_exceptions)
-// The throwing forms.
-inline StackMemory plan_stack_memory(const StackConfig& config, const DeviceCaps& caps) {
-  return try_plan_stack_memory(config, caps).value_or_throw();
-}
-inline StackMemory plan_stack_memory(const StackConfig& config, const DeviceCaps& caps, WeightSource& weights) {
-  return try_plan_stack_memory(config, caps, weights).value_or_throw();
-}
-inline StackLayout plan_stack_layout(const StackConfig& config, const DeviceCaps& caps) {
-  return try_plan_stack_layout(config, caps).value_or_throw();
-}
-inline StackLayout plan_stack_layout(const StackConfig& config, const DeviceCaps& caps, WeightSource& weights) {
-  return try_plan_stack_layout(config, caps, weights).value_or_throw();
-}
-#endif
-
-// Errors as values as gpu::Layer (attendre/gpu.hpp): create() and try_
-// forms; the plain names throw, where the application has exceptions.
+// Errors as values as gpu::Layer (attendre/gpu.hpp): create() in place of
+// a constructor, a Status or Result from every call that can fail.
 class Stack final : public TransformerStack {
  public:
   // Fails: the config's own problems, unsupported for sizes past the
   // device's limits or fp16 weights without 16-bit storage, and whatever
   // the weight source reports (its own code and message).
   static Result<std::unique_ptr<Stack>> create(Context& context, const StackConfig& config, WeightSource& weights);
-#if defined(__cpp_exceptions)
-  Stack(Context& context, const StackConfig& config, WeightSource& weights)
-      : Stack(std::move(create(context, config, weights).value_or_throw()->engine_)) {}
-#endif
   ~Stack() override;
   Stack(const Stack&) = delete;
   Stack& operator=(const Stack&) = delete;
 
   const StackConfig& config() const override;
-  Result<StackOutput> try_step(const StackChunk& chunk, const StackRequest& request = {}) override;
-  Result<StackOutput> try_decode(const StackChunk& one, const StackRequest& request = {}) override;
+  Result<StackOutput> step(const StackChunk& chunk, const StackRequest& request = {}) override;
+  Result<StackOutput> decode(const StackChunk& one, const StackRequest& request = {}) override;
   bool has_pending() const override;
-  Result<MemorySnapshot> try_snapshot(size_t block) override;
+  Result<MemorySnapshot> snapshot(size_t block) override;
 
   // Device memory actually allocated, laid out as plan_stack_memory().
   StackMemory memory() const;
@@ -153,8 +130,8 @@ class Stack final : public TransformerStack {
   // lists the last one's kernels in order. Switching waits for the steps in
   // flight (a failure there changes nothing);
   // where the device has no timestamps, profiling stays off.
-  Status try_set_profiling(bool enabled);
-  Result<std::vector<KernelTime>> try_last_profile();
+  Status set_profiling(bool enabled);
+  Result<std::vector<KernelTime>> last_profile();
 
   // Embedding: appends one step (embedding, every block, final norm, LM
   // head) to `cb`, with the contract of Layer::record (attendre/gpu.hpp):
@@ -163,52 +140,32 @@ class Stack final : public TransformerStack {
   // stage's writes, last a release barrier to `out.consumer` and the host;
   // host inputs travel inside `cb`. Returns the positions the step emitted.
   // A call that fails its checks records nothing.
-  Result<RecordedStep> try_record(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out = {});
+  Result<RecordedStep> record(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out = {});
   // decode() recorded (after finish(): drain with record() of chunks of no
   // rows, or flush with record_flush(), until has_pending() is false, then
   // call finish(), which has nothing left to run): one position in `in`.
-  Result<RecordedStep> try_record_decode(VkCommandBuffer cb, const StackRecordInputs& in,
-                                         const StackRecordOutputs& out = {});
+  Result<RecordedStep> record_decode(VkCommandBuffer cb, const StackRecordInputs& in,
+                                     const StackRecordOutputs& out = {});
   // One of finish(flush)'s steps recorded: every query waiting in block
   // `block`'s Q memory retrieves at once and goes on through the blocks
   // after it. Its outputs may hold more rows than a chunk: room for the
   // most rows any block passes on (the largest of S and the blocks' N).
-  Result<RecordedStep> try_record_flush(VkCommandBuffer cb, size_t block, const StackRecordOutputs& out = {});
+  Result<RecordedStep> record_flush(VkCommandBuffer cb, size_t block, const StackRecordOutputs& out = {});
 
   // step() without blocking, as gpu::Layer::submit: two steps in flight
   // (double-buffered upload and readback), each collected once with
   // result() before the step after next; `options` as there (its outputs
   // receive the final hidden rows, packed). A snapshot needs every result
   // that reads something back collected first.
-  Result<Ticket> try_submit(const StackChunk& chunk, const StackRequest& request = {}, const SubmitOptions& options = {});
-  Result<StackOutput> try_result(const Ticket& ticket);
+  Result<Ticket> submit(const StackChunk& chunk, const StackRequest& request = {}, const SubmitOptions& options = {});
+  Result<StackOutput> result(const Ticket& ticket);
   // Blocks until every submitted or recorded step finished, and reports
   // their non-finite values.
-  Status try_wait();
-
-#if defined(__cpp_exceptions)
-  // The throwing forms.
-  void set_profiling(bool enabled) { try_set_profiling(enabled).or_throw(); }
-  std::vector<KernelTime> last_profile() { return try_last_profile().value_or_throw(); }
-  RecordedStep record(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out = {}) {
-    return try_record(cb, in, out).value_or_throw();
-  }
-  RecordedStep record_decode(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out = {}) {
-    return try_record_decode(cb, in, out).value_or_throw();
-  }
-  RecordedStep record_flush(VkCommandBuffer cb, size_t block, const StackRecordOutputs& out = {}) {
-    return try_record_flush(cb, block, out).value_or_throw();
-  }
-  Ticket submit(const StackChunk& chunk, const StackRequest& request = {}, const SubmitOptions& options = {}) {
-    return try_submit(chunk, request, options).value_or_throw();
-  }
-  StackOutput result(const Ticket& ticket) { return try_result(ticket).value_or_throw(); }
-  void wait() { try_wait().or_throw(); }
-#endif
+  Status wait();
 
  protected:
-  Result<StackOutput> try_drain_step(const StackRequest& request) override;
-  Result<StackOutput> try_flush_block(size_t block, const StackRequest& request) override;
+  Result<StackOutput> drain_step(const StackRequest& request) override;
+  Result<StackOutput> flush_block(size_t block, const StackRequest& request) override;
   void mark_finished() override;
 
  private:

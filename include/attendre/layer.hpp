@@ -57,33 +57,24 @@ struct StepResult {
   EvictedEntries evicted;   // filled when requested
 };
 
-// Errors as values (attendre/status.hpp): implementations override the try_
-// forms; step(), drain_step(), flush() and snapshot() are their throwing
-// forms, where the application has exceptions.
+// Errors as values (attendre/status.hpp): every call that can fail returns
+// a Result; Result::value_or_throw() throws it where wanted.
 class AttendreLayer {
  public:
   virtual ~AttendreLayer() = default;
   virtual const LayerConfig& config() const = 0;
 
   // Spec 3, steps 1-5, for one chunk (padded to S rows).
-  virtual Result<StepResult> try_step(const ChunkView& chunk, const StepRequest& request = {}) = 0;
+  virtual Result<StepResult> step(const ChunkView& chunk, const StepRequest& request = {}) = 0;
   // One padding chunk: S invalid rows, used to drain the Q memory.
-  virtual Result<StepResult> try_drain_step(const StepRequest& request = {}) = 0;
+  virtual Result<StepResult> drain_step(const StepRequest& request = {}) = 0;
   // Flush: getAll() of the Q memory retrieves instead of the evicted queries.
-  virtual Result<StepResult> try_flush(const StepRequest& request = {}) = 0;
+  virtual Result<StepResult> flush(const StepRequest& request = {}) = 0;
   // Whether the Q memory still holds a valid query that has not been emitted.
   virtual bool has_pending_queries() const = 0;
   // Entries held now, with their scores.
-  virtual Result<MemorySnapshot> try_snapshot() = 0;
+  virtual Result<MemorySnapshot> snapshot() = 0;
 
-#if defined(__cpp_exceptions)
-  StepResult step(const ChunkView& chunk, const StepRequest& request = {}) {
-    return try_step(chunk, request).value_or_throw();
-  }
-  StepResult drain_step(const StepRequest& request = {}) { return try_drain_step(request).value_or_throw(); }
-  StepResult flush(const StepRequest& request = {}) { return try_flush(request).value_or_throw(); }
-  MemorySnapshot snapshot() { return try_snapshot().value_or_throw(); }
-#endif
 };
 
 }  // namespace attendre

@@ -33,11 +33,11 @@ struct MemorySetting {
   // in chunks of `chunk`: N = 0, causal, fifo, M = max(positions, chunk), K = M.
   // Nothing is ever evicted, so the stack equals ordinary causal attention.
   // invalid_argument when M would pass 2^32.
-  static Result<MemorySetting> try_full_context(uint64_t positions, uint32_t chunk);
+  static Result<MemorySetting> full_context(uint64_t positions, uint32_t chunk);
   // The same for an encoder: every query waits for the whole stream (N =
   // positions) and sees all of it, not causal, so the stack equals ordinary
   // bidirectional attention.
-  static Result<MemorySetting> try_full_bidirectional(uint64_t positions, uint32_t chunk);
+  static Result<MemorySetting> full_bidirectional(uint64_t positions, uint32_t chunk);
   // A sliding window of W positions (what llama.cpp's SWA blocks see: the
   // query and the W - 1 positions before it) for a block receiving at most
   // `rows` rows per step: N = 0, causal, fifo, M = W + rows - 1, K = M and
@@ -45,16 +45,7 @@ struct MemorySetting {
   // before it when its last row is inserted, hence the rows - 1 more
   // (docs/spec-notes.md, "Sliding windows"). invalid_argument for W = 0 or
   // M past 2^31.
-  static Result<MemorySetting> try_sliding_window(uint32_t window, uint32_t rows);
-#if defined(__cpp_exceptions)
-  // The same, failures thrown as Error.
-  static MemorySetting full_context(uint64_t positions, uint32_t chunk) {
-    return try_full_context(positions, chunk).value_or_throw();
-  }
-  static MemorySetting full_bidirectional(uint64_t positions, uint32_t chunk) {
-    return try_full_bidirectional(positions, chunk).value_or_throw();
-  }
-#endif
+  static Result<MemorySetting> sliding_window(uint32_t window, uint32_t rows);
 };
 
 struct MemoryPlan {
@@ -65,7 +56,7 @@ struct MemoryPlan {
   // How the stack stores the activations its products read (StackConfig::activations).
   MemoryStorage activations = MemoryStorage::f32;
   // Blocks whose model reads a sliding window (BlockConfig::sliding_window)
-  // and that `blocks` does not override keep it: try_sliding_window() for
+  // and that `blocks` does not override keep it: sliding_window() for
   // the rows they receive, storing and retrieving as `all` says (storage,
   // retrieval mode). false: they take `all` as every other block.
   bool model_windows = true;
@@ -80,7 +71,7 @@ struct MemoryPlan {
 // invalid_argument for an override of a block the stack does not have, and
 // for LM-Infinite on a stack without RoPE blocks (config unchanged then);
 // feasibility is StackConfig::check()'s.
-Status try_apply_memory(StackConfig& config, const MemoryPlan& plan);
+Status apply_memory(StackConfig& config, const MemoryPlan& plan);
 // The same for one layer: N, M, K, policy, sinks, retrieval mode and causal
 // mask from `setting`, the shape, chunk, scale and bias left as they are.
 void apply_memory(LayerConfig& config, const MemorySetting& setting);
@@ -99,14 +90,6 @@ struct EncoderDecoderPlan {
 // Applies `plan`: the encoder plan to config.encoder, O, and the decoder's
 // self- and cross-attention memories as EncoderDecoderPlan describes them
 // (the decoder reads one position per decode(): S = 1).
-Status try_apply_encoder_decoder_memory(EncoderDecoderConfig& config, const EncoderDecoderPlan& plan);
-
-#if defined(__cpp_exceptions)
-// The same, failures thrown as Error.
-inline void apply_memory(StackConfig& config, const MemoryPlan& plan) { try_apply_memory(config, plan).or_throw(); }
-inline void apply_encoder_decoder_memory(EncoderDecoderConfig& config, const EncoderDecoderPlan& plan) {
-  try_apply_encoder_decoder_memory(config, plan).or_throw();
-}
-#endif
+Status apply_encoder_decoder_memory(EncoderDecoderConfig& config, const EncoderDecoderPlan& plan);
 
 }  // namespace attendre

@@ -13,9 +13,9 @@
 // (another architecture, YaRN or LongRoPE scaling, ...) is refused with a
 // one-line Error naming the key or tensor.
 //
-// Each fallible call has a try_ form returning Result (include/attendre/
-// status.hpp); the plain forms throw its failure as attendre::Error and
-// exist only where the application has exceptions.
+// Each fallible call returns a Result (include/attendre/status.hpp);
+// Result::value_or_throw() throws its failure as attendre::Error where the
+// application has exceptions.
 #pragma once
 
 #include <attendre/encoder_decoder.hpp>
@@ -73,7 +73,7 @@ class Model {
   // tensor): io_error, malformed_input for missing keys or inconsistent
   // shapes, unsupported for architectures, RoPE scaling types or tensor
   // encodings attendre does not run.
-  static Result<Model> try_open(const std::filesystem::path& path, const ModelOptions& options = {});
+  static Result<Model> open(const std::filesystem::path& path, const ModelOptions& options = {});
 
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;
@@ -83,11 +83,11 @@ class Model {
   const ModelInfo& info() const;
   // A decoder's or an encoder's stack with the memory plan's settings on
   // every block; invalid_argument for an encoder-decoder.
-  Result<StackConfig> try_stack_config(const MemoryPlan& memory) const;
+  Result<StackConfig> stack_config(const MemoryPlan& memory) const;
   // An encoder-decoder's configuration: `memory.encoder` on the encoder's
   // blocks, the decoder as apply_encoder_decoder_memory() sets it;
   // invalid_argument for the other kinds.
-  Result<EncoderDecoderConfig> try_encoder_decoder_config(const EncoderDecoderPlan& memory) const;
+  Result<EncoderDecoderConfig> encoder_decoder_config(const EncoderDecoderPlan& memory) const;
   // The default plan of stack_config(), or of the encoder: chunks of 64 and
   // the full trained context (MemorySetting::full_context(context_length),
   // for encoders full_bidirectional()).
@@ -97,16 +97,6 @@ class Model {
   // file calls them; their bytes stay valid while the Model lives.
   WeightSource& weights();
   const Tokenizer& tokenizer() const;
-
-#if defined(__cpp_exceptions)
-  static Model open(const std::filesystem::path& path, const ModelOptions& options = {}) {
-    return try_open(path, options).value_or_throw();
-  }
-  StackConfig stack_config(const MemoryPlan& memory) const { return try_stack_config(memory).value_or_throw(); }
-  EncoderDecoderConfig encoder_decoder_config(const EncoderDecoderPlan& memory) const {
-    return try_encoder_decoder_config(memory).value_or_throw();
-  }
-#endif
 
  private:
   struct Impl;

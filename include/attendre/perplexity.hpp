@@ -28,16 +28,10 @@ struct PerplexityResult {
 using PerplexityProgress = std::function<void(uint64_t scored, uint64_t total, double perplexity)>;
 
 // Streams `tokens` through `stack` (read_tokens, every position's logits)
-// and scores each next token in float64 (log-sum-exp over the row). Throws
+// and scores each next token in float64 (log-sum-exp over the row). Fails with
 // invalid_argument when a block is not causal or fewer than 2 tokens are given.
-Result<PerplexityResult> try_perplexity(TransformerStack& stack, std::span<const uint32_t> tokens, bool flush = false,
-                                        const PerplexityProgress& progress = {});
-#if defined(__cpp_exceptions)
-inline PerplexityResult perplexity(TransformerStack& stack, std::span<const uint32_t> tokens, bool flush = false,
-                                   const PerplexityProgress& progress = {}) {
-  return try_perplexity(stack, tokens, flush, progress).value_or_throw();
-}
-#endif
+Result<PerplexityResult> perplexity(TransformerStack& stack, std::span<const uint32_t> tokens, bool flush = false,
+                                    const PerplexityProgress& progress = {});
 
 // llama-perplexity's perplexity: the text (tokenized once) cut into
 // tokens / ctx consecutive windows of ctx tokens (a shorter rest is
@@ -97,17 +91,9 @@ using WindowProgress =
 // and scoring, not its stacks' creation. invalid_argument for check()'s
 // failures, a stack that is not causal or whose vocabulary differs from
 // the first's, kl_base out of range.
-Result<std::vector<WindowedPerplexityResult>> try_windowed_perplexity(size_t settings, const StackMaker& make_stack,
-                                                                      std::span<const uint32_t> tokens,
-                                                                      const PerplexityWindows& windows,
-                                                                      const WindowProgress& progress = {});
-#if defined(__cpp_exceptions)
-inline std::vector<WindowedPerplexityResult> windowed_perplexity(size_t settings, const StackMaker& make_stack,
-                                                                 std::span<const uint32_t> tokens,
-                                                                 const PerplexityWindows& windows,
-                                                                 const WindowProgress& progress = {}) {
-  return try_windowed_perplexity(settings, make_stack, tokens, windows, progress).value_or_throw();
-}
-#endif
+Result<std::vector<WindowedPerplexityResult>> windowed_perplexity(size_t settings, const StackMaker& make_stack,
+                                                                  std::span<const uint32_t> tokens,
+                                                                  const PerplexityWindows& windows,
+                                                                  const WindowProgress& progress = {});
 
 }  // namespace attendre

@@ -46,17 +46,12 @@ class DocumentEncoder {
   explicit DocumentEncoder(Tokenizer tokenizer) : tokenizer_(std::move(tokenizer)) {}
   void begin_part();
   // Buffers `text` and hands over the pieces it completes. Each of these
-  // fails as Tokenizer::try_encode does (invalid UTF-8 in a piece).
-  Status try_feed(std::string_view text, const Sink& sink);
+  // fails as Tokenizer::encode does (invalid UTF-8 in a piece).
+  Status feed(std::string_view text, const Sink& sink);
   // The part's text up to its trailing spaces (which the next part carries).
-  Status try_end_part(const Sink& sink);
+  Status end_part(const Sink& sink);
   // Whatever is still buffered (the last part's trailing spaces).
-  Status try_end_document(const Sink& sink);
-#if defined(__cpp_exceptions)
-  void feed(std::string_view text, const Sink& sink) { try_feed(text, sink).or_throw(); }
-  void end_part(const Sink& sink) { try_end_part(sink).or_throw(); }
-  void end_document(const Sink& sink) { try_end_document(sink).or_throw(); }
-#endif
+  Status end_document(const Sink& sink);
 
   const Tokenizer& tokenizer() const { return tokenizer_; }
 
@@ -90,14 +85,8 @@ std::string answer_line(std::string_view text);
 // Greedy generation of at most `max_tokens` after a finished read whose
 // last position's logits are `last_logits`, stopping at the tokenizer's stop
 // tokens, and its answer line.
-Result<Answer> try_answer_after(TransformerStack& stack, const Tokenizer& tokenizer,
-                                std::span<const float> last_logits, int64_t next_position, uint32_t max_tokens);
-#if defined(__cpp_exceptions)
-inline Answer answer_after(TransformerStack& stack, const Tokenizer& tokenizer, std::span<const float> last_logits,
-                           int64_t next_position, uint32_t max_tokens) {
-  return try_answer_after(stack, tokenizer, last_logits, next_position, max_tokens).value_or_throw();
-}
-#endif
+Result<Answer> answer_after(TransformerStack& stack, const Tokenizer& tokenizer,
+                            std::span<const float> last_logits, int64_t next_position, uint32_t max_tokens);
 
 struct ReadOptions {
   uint32_t answer_tokens = 32;  // the answer's budget
@@ -113,14 +102,8 @@ struct ReadResult {
 // kReadTemplate with `question` and `context`, streamed through `stack` (a
 // fresh stack with a vocabulary, `tokenizer`'s model's) in chunks of its S,
 // finished and answered. Fails invalid_argument for invalid UTF-8 or a
-// stack without a vocabulary, and as the stack's try_step or try_finish do.
-Result<ReadResult> try_read_document(TransformerStack& stack, const Tokenizer& tokenizer, std::string_view question,
-                                     std::string_view context, const ReadOptions& options = {});
-#if defined(__cpp_exceptions)
-inline ReadResult read_document(TransformerStack& stack, const Tokenizer& tokenizer, std::string_view question,
-                                std::string_view context, const ReadOptions& options = {}) {
-  return try_read_document(stack, tokenizer, question, context, options).value_or_throw();
-}
-#endif
+// stack without a vocabulary, and as the stack's step or finish do.
+Result<ReadResult> read_document(TransformerStack& stack, const Tokenizer& tokenizer, std::string_view question,
+                                 std::string_view context, const ReadOptions& options = {});
 
 }  // namespace attendre

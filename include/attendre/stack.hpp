@@ -107,9 +107,6 @@ struct StackConfig {
 
   // The first problem named (shapes, feasibility of every block), or ok.
   Status check() const;
-#if defined(__cpp_exceptions)
-  void validate() const { check().or_throw(); }  // throws check()'s failure
-#endif
   // The most rows block l receives in one step.
   uint32_t max_rows_in(size_t block) const;
   // The most rows one insertion into block l's K/V memory holds: its input
@@ -144,41 +141,27 @@ struct StackOutput {
   void append(StackOutput&& more);
 };
 
-// Errors as values (attendre/status.hpp): implementations override the
-// try_ forms; step(), finish(), decode() and snapshot() are their throwing
-// forms, where the application has exceptions.
+// Errors as values (attendre/status.hpp): every call that can fail returns
+// a Result; Result::value_or_throw() throws it where wanted.
 class TransformerStack {
  public:
   virtual ~TransformerStack() = default;
   virtual const StackConfig& config() const = 0;
-  virtual Result<StackOutput> try_step(const StackChunk& chunk, const StackRequest& request = {}) = 0;
+  virtual Result<StackOutput> step(const StackChunk& chunk, const StackRequest& request = {}) = 0;
   // Drains with padding chunks (default) or flushes one block per step, until
   // no valid position waits in any block.
-  Result<StackOutput> try_finish(const StackRequest& request = {}, bool flush = false);
+  Result<StackOutput> finish(const StackRequest& request = {}, bool flush = false);
   // After finish(): one position through every block, causal, without Q
   // memories; its key and value are inserted under each block's policy.
-  virtual Result<StackOutput> try_decode(const StackChunk& one, const StackRequest& request = {}) = 0;
+  virtual Result<StackOutput> decode(const StackChunk& one, const StackRequest& request = {}) = 0;
   virtual bool has_pending() const = 0;
-  virtual Result<MemorySnapshot> try_snapshot(size_t block) = 0;
-
-#if defined(__cpp_exceptions)
-  StackOutput step(const StackChunk& chunk, const StackRequest& request = {}) {
-    return try_step(chunk, request).value_or_throw();
-  }
-  StackOutput finish(const StackRequest& request = {}, bool flush = false) {
-    return try_finish(request, flush).value_or_throw();
-  }
-  StackOutput decode(const StackChunk& one, const StackRequest& request = {}) {
-    return try_decode(one, request).value_or_throw();
-  }
-  MemorySnapshot snapshot(size_t block) { return try_snapshot(block).value_or_throw(); }
-#endif
+  virtual Result<MemorySnapshot> snapshot(size_t block) = 0;
 
  protected:
   // finish()'s steps: a chunk of padding through every block; or block
   // `block`'s waiting rows retrieving at once and flowing on below it.
-  virtual Result<StackOutput> try_drain_step(const StackRequest& request) = 0;
-  virtual Result<StackOutput> try_flush_block(size_t block, const StackRequest& request) = 0;
+  virtual Result<StackOutput> drain_step(const StackRequest& request) = 0;
+  virtual Result<StackOutput> flush_block(size_t block, const StackRequest& request) = 0;
   // After finish(): decode() may run, step() may not.
   virtual void mark_finished() = 0;
 };

@@ -3,10 +3,11 @@
 //
 // A function that can fail returns a Status (ok, or an ErrorCode and the
 // one-line message naming the problem) or a Result<T> (a T, or the Status
-// saying why there is none). The throwing forms of the C++ API are inline
-// wrappers over these (value_or_throw, or_throw), compiled in the
-// application, so they exist exactly where the application has exceptions;
-// the library's own code never needs to throw. The C API reads the same
+// saying why there is none). Each call of the C++ API exists once, in this
+// form; the throwing form of any of them is generated here, in one place:
+// Result::value_or_throw() and Status::or_throw(), inline, so they exist
+// exactly where the application has exceptions; the library's own code
+// never needs to throw. The C API reads the same
 // statuses.
 #pragma once
 

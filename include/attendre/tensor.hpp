@@ -32,10 +32,7 @@ struct ElementBlock {
 };
 ElementBlock element_block(ElementType type);
 // Bytes of `values` values; invalid_argument unless `values` is a whole number of blocks.
-Result<uint64_t> try_encoded_bytes(ElementType type, uint64_t values);
-#if defined(__cpp_exceptions)
-inline uint64_t encoded_bytes(ElementType type, uint64_t values) { return try_encoded_bytes(type, values).value_or_throw(); }
-#endif
+Result<uint64_t> encoded_bytes(ElementType type, uint64_t values);
 
 // One tensor's bytes in their encoding, rows contiguous (cols * rows values).
 struct TensorView {
@@ -58,20 +55,11 @@ class WeightSource {
   // The encoding of tensor `name` of row-major `shape`, or nullopt when the
   // source has none; cheap (no data is read). Fails naming the tensor when
   // it exists with another shape, or when the source cannot read it.
-  virtual Result<std::optional<ElementType>> try_type_of(const std::string& name, std::span<const uint64_t> shape) = 0;
-  // The tensor itself, as try_type_of() describes it; its bytes stay valid
-  // until the next call of try_tensor() or the source's destruction.
-  virtual Result<std::optional<TensorView>> try_tensor(const std::string& name, std::span<const uint64_t> shape) = 0;
+  virtual Result<std::optional<ElementType>> type_of(const std::string& name, std::span<const uint64_t> shape) = 0;
+  // The tensor itself, as type_of() describes it; its bytes stay valid
+  // until the next call of tensor() or the source's destruction.
+  virtual Result<std::optional<TensorView>> tensor(const std::string& name, std::span<const uint64_t> shape) = 0;
 
-#if defined(__cpp_exceptions)
-  // The throwing forms.
-  std::optional<ElementType> type_of(const std::string& name, std::span<const uint64_t> shape) {
-    return try_type_of(name, shape).value_or_throw();
-  }
-  std::optional<TensorView> tensor(const std::string& name, std::span<const uint64_t> shape) {
-    return try_tensor(name, shape).value_or_throw();
-  }
-#endif
 };
 
 // Deterministic fp32 weights for tests and benchmarks: each tensor drawn
@@ -82,14 +70,14 @@ class WeightSource {
 class RandomWeights final : public WeightSource {
  public:
   explicit RandomWeights(uint64_t seed) : seed_(seed) {}
-  Result<std::optional<ElementType>> try_type_of(const std::string& name, std::span<const uint64_t> shape) override;
-  Result<std::optional<TensorView>> try_tensor(const std::string& name, std::span<const uint64_t> shape) override;
+  Result<std::optional<ElementType>> type_of(const std::string& name, std::span<const uint64_t> shape) override;
+  Result<std::optional<TensorView>> tensor(const std::string& name, std::span<const uint64_t> shape) override;
   // The values of tensor `name` of `shape`, as floats.
   std::vector<float> values(const std::string& name, std::span<const uint64_t> shape) const;
 
  private:
   uint64_t seed_;
-  std::vector<float> last_;  // the bytes try_tensor() returned last
+  std::vector<float> last_;  // the bytes tensor() returned last
 };
 
 }  // namespace attendre

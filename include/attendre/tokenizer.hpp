@@ -4,9 +4,9 @@
 // uint32 ids a stack takes. A handle: copies share one immutable tokenizer,
 // which several threads may use at once.
 //
-// Each fallible call has a try_ form returning Result (include/attendre/
-// status.hpp); the plain forms throw its failure as attendre::Error and
-// exist only where the application has exceptions.
+// Each fallible call returns a Result (include/attendre/status.hpp);
+// Result::value_or_throw() throws its failure as attendre::Error where the
+// application has exceptions.
 #pragma once
 
 #include <attendre/status.hpp>
@@ -27,7 +27,7 @@ class Tokenizer {
   // The vocabulary of the GGUF file at `path` (a model or a vocabulary-only
   // file). Fails io_error, malformed_input naming the key, or unsupported
   // for a tokenizer model or pre-tokenizer attendre lacks.
-  static Result<Tokenizer> try_open(const std::filesystem::path& path);
+  static Result<Tokenizer> open(const std::filesystem::path& path);
 
   struct EncodeOptions {
     std::optional<bool> add_bos;  // nullopt: as the vocabulary says (tokenizer.ggml.add_bos_token)
@@ -41,8 +41,8 @@ class Tokenizer {
   };
   // The ids of UTF-8 `text`. Fails invalid_argument naming the byte offset
   // of invalid UTF-8, or when BOS is asked for and the vocabulary has none.
-  Result<std::vector<uint32_t>> try_encode(std::string_view text, const EncodeOptions& options) const;
-  Result<std::vector<uint32_t>> try_encode(std::string_view text) const { return try_encode(text, EncodeOptions{}); }
+  Result<std::vector<uint32_t>> encode(std::string_view text, const EncodeOptions& options) const;
+  Result<std::vector<uint32_t>> encode(std::string_view text) const { return encode(text, EncodeOptions{}); }
   // Where `text` may be cut so that its pieces, encoded one after the other
   // (all but the first with `continuation`), give the ids of the whole: the
   // offset of the last space at or before `limit` that follows an ASCII
@@ -52,20 +52,10 @@ class Tokenizer {
   static size_t continuation_point(std::string_view text, size_t limit);
   // The text of `ids` (control tokens render as nothing, the space the
   // encoder prefixed is dropped); invalid_argument for an id out of range.
-  Result<std::string> try_decode(std::span<const uint32_t> ids) const;
+  Result<std::string> decode(std::span<const uint32_t> ids) const;
   // The bytes token `id` stands for on its own ("" for control tokens);
   // invalid_argument for an id out of range.
-  Result<std::string_view> try_piece(uint32_t id) const;
-
-#if defined(__cpp_exceptions)
-  static Tokenizer open(const std::filesystem::path& path) { return try_open(path).value_or_throw(); }
-  std::vector<uint32_t> encode(std::string_view text, const EncodeOptions& options) const {
-    return try_encode(text, options).value_or_throw();
-  }
-  std::vector<uint32_t> encode(std::string_view text) const { return encode(text, EncodeOptions{}); }
-  std::string decode(std::span<const uint32_t> ids) const { return try_decode(ids).value_or_throw(); }
-  std::string_view piece(uint32_t id) const { return try_piece(id).value_or_throw(); }
-#endif
+  Result<std::string_view> piece(uint32_t id) const;
 
   uint32_t size() const;  // number of tokens
   std::optional<uint32_t> bos() const;

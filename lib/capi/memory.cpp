@@ -126,7 +126,7 @@ attendre_status attendre_kv_memory_insert(attendre_kv_memory* memory, const atte
     attendre_kv_memory& m = *memory;
     ATTENDRE_TRY_ASSIGN(const ChunkView view, chunk_view(rows, "rows", m.config.shape, m.config.chunk,
                                                          "attendre_kv_memory_insert"));
-    ATTENDRE_TRY(m.memory->try_insert(view));
+    ATTENDRE_TRY(m.memory->insert(view));
     return ATTENDRE_OK;
   });
 }
@@ -142,7 +142,7 @@ attendre_status attendre_kv_memory_retrieve(attendre_kv_memory* memory, const at
     if (!view.valid.empty()) valid = static_cast<size_t>(std::count_if(view.valid.begin(), view.valid.end(), [](uint8_t v) { return v != 0; }));
     const size_t needed = valid * m.config.shape.q_row();
     ATTENDRE_C_TRY(room(outputs, count, needed, what));
-    ATTENDRE_TRY_ASSIGN(const std::vector<float> out, m.memory->try_retrieve(view));
+    ATTENDRE_TRY_ASSIGN(const std::vector<float> out, m.memory->retrieve(view));
     return copy_out(std::span<const float>(out), outputs, count, what);
   });
 }
@@ -151,7 +151,7 @@ attendre_status attendre_kv_memory_snapshot(attendre_kv_memory* memory, int64_t*
                                             size_t* count) {
   return guard([&]() -> Outcome {
     ATTENDRE_C_NEED(memory, "attendre_kv_memory_snapshot: memory");
-    ATTENDRE_TRY_ASSIGN(const MemorySnapshot held, memory->memory->try_snapshot());
+    ATTENDRE_TRY_ASSIGN(const MemorySnapshot held, memory->memory->snapshot());
     return snapshot_out(held, positions, scores, count, "attendre_kv_memory_snapshot");
   });
 }
@@ -165,7 +165,7 @@ attendre_status attendre_kv_memory_record_insert(attendre_kv_memory* memory, voi
     attendre_kv_memory& m = *memory;
     ATTENDRE_TRY_ASSIGN(const VkCommandBuffer cb, capi::command_buffer(command_buffer, what));
     ATTENDRE_TRY_ASSIGN(const ChunkView view, chunk_view(rows, "rows", m.config.shape, m.config.chunk, what));
-    ATTENDRE_TRY(m.memory->try_record_insert(cb, view, kv ? buffer_range(&kv[0]) : std::nullopt,
+    ATTENDRE_TRY(m.memory->record_insert(cb, view, kv ? buffer_range(&kv[0]) : std::nullopt,
                                              kv ? buffer_range(&kv[1]) : std::nullopt,
                                              consumer(consumer_stages, consumer_access)));
     return ATTENDRE_OK;
@@ -185,7 +185,7 @@ attendre_status attendre_kv_memory_record_retrieve(attendre_kv_memory* memory, v
     gpu::LayerOutputs out;
     out.outputs = buffer_range(outputs);
     out.consumer = consumer(consumer_stages, consumer_access);
-    ATTENDRE_TRY(m.memory->try_record_retrieve(cb, view, buffer_range(q), out));
+    ATTENDRE_TRY(m.memory->record_retrieve(cb, view, buffer_range(q), out));
     return ATTENDRE_OK;
   });
 }
@@ -215,7 +215,7 @@ attendre_status attendre_layer_step(attendre_layer* layer, const attendre_chunk*
     l.last = {};  // a failed step leaves no results (attendre.h)
     const LayerConfig& config = l.layer->config();
     ATTENDRE_TRY_ASSIGN(const ChunkView view, chunk_view(chunk, "chunk", config.shape, config.chunk, "attendre_layer_step"));
-    ATTENDRE_TRY_ASSIGN(l.last, l.layer->try_step(view));
+    ATTENDRE_TRY_ASSIGN(l.last, l.layer->step(view));
     return ATTENDRE_OK;
   });
 }
@@ -244,7 +244,7 @@ attendre_status attendre_layer_record(attendre_layer* layer, void* command_buffe
     gpu::LayerOutputs out;
     if (outputs) out.outputs = buffer_range(*outputs);
     out.consumer = consumer(consumer_stages, consumer_access);
-    ATTENDRE_TRY_ASSIGN(gpu::RecordedStep recorded, l.layer->try_record(cb, in, out));
+    ATTENDRE_TRY_ASSIGN(gpu::RecordedStep recorded, l.layer->record(cb, in, out));
     l.last.emitted_positions = std::move(recorded.emitted_positions);
     if (count) return copy_out(std::span<const int64_t>(l.last.emitted_positions), positions, count, what);
     return ATTENDRE_OK;
@@ -260,7 +260,7 @@ attendre_status attendre_layer_submit(attendre_layer* layer, const attendre_chun
     const LayerConfig& config = l.layer->config();
     ATTENDRE_TRY_ASSIGN(const ChunkView view, chunk_view(chunk, "chunk", config.shape, config.chunk, what));
     ATTENDRE_TRY_ASSIGN(const SubmitOptions o, submit_options(options, what));
-    return ticket_out(ticket, what, [&] { return l.layer->try_submit(view, {}, o); });
+    return ticket_out(ticket, what, [&] { return l.layer->submit(view, {}, o); });
   });
 }
 
@@ -270,7 +270,7 @@ attendre_status attendre_layer_result(attendre_layer* layer, const attendre_tick
     attendre_layer& l = *layer;
     l.last = {};
     ATTENDRE_C_NEED(ticket, "attendre_layer_result: ticket");
-    ATTENDRE_TRY_ASSIGN(l.last, l.layer->try_result(ticket->ticket));
+    ATTENDRE_TRY_ASSIGN(l.last, l.layer->result(ticket->ticket));
     return ATTENDRE_OK;
   });
 }
@@ -280,7 +280,7 @@ attendre_status attendre_layer_drain_step(attendre_layer* layer) {
     ATTENDRE_C_NEED(layer, "attendre_layer_drain_step: layer");
     attendre_layer& l = *layer;
     l.last = {};
-    ATTENDRE_TRY_ASSIGN(l.last, l.layer->try_drain_step());
+    ATTENDRE_TRY_ASSIGN(l.last, l.layer->drain_step());
     return ATTENDRE_OK;
   });
 }
@@ -290,7 +290,7 @@ attendre_status attendre_layer_flush(attendre_layer* layer) {
     ATTENDRE_C_NEED(layer, "attendre_layer_flush: layer");
     attendre_layer& l = *layer;
     l.last = {};
-    ATTENDRE_TRY_ASSIGN(l.last, l.layer->try_flush());
+    ATTENDRE_TRY_ASSIGN(l.last, l.layer->flush());
     return ATTENDRE_OK;
   });
 }
@@ -323,7 +323,7 @@ attendre_status attendre_layer_output(const attendre_layer* layer, int64_t* posi
 attendre_status attendre_layer_snapshot(attendre_layer* layer, int64_t* positions, double* scores, size_t* count) {
   return guard([&]() -> Outcome {
     ATTENDRE_C_NEED(layer, "attendre_layer_snapshot: layer");
-    ATTENDRE_TRY_ASSIGN(const MemorySnapshot held, layer->layer->try_snapshot());
+    ATTENDRE_TRY_ASSIGN(const MemorySnapshot held, layer->layer->snapshot());
     return snapshot_out(held, positions, scores, count, "attendre_layer_snapshot");
   });
 }

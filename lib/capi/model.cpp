@@ -23,7 +23,7 @@ attendre_status attendre_model_open(const char* path, const attendre_model_optio
     ModelOptions o;
     if (options && options->f16_weights) o.weights = WeightType::f16;
     ATTENDRE_C_NEED(path, "attendre_model_open: path");
-    ATTENDRE_TRY_ASSIGN(Model opened, Model::try_open(path, o));
+    ATTENDRE_TRY_ASSIGN(Model opened, Model::open(path, o));
     *model = new attendre_model(std::move(opened));
     return ATTENDRE_OK;
   });
@@ -38,7 +38,7 @@ attendre_status attendre_model_info_get(const attendre_model* model, attendre_mo
     ATTENDRE_C_NEED(info, "attendre_model_info_get: info");
     attendre_model_info& out = *info;
     const ModelInfo& i = m.info();
-    ATTENDRE_TRY_ASSIGN(const StackConfig config, m.try_stack_config(m.default_memory()));
+    ATTENDRE_TRY_ASSIGN(const StackConfig config, m.stack_config(m.default_memory()));
     out.architecture = i.architecture.c_str();
     out.name = i.name.c_str();
     out.context_length = i.context_length;
@@ -81,7 +81,7 @@ attendre_status attendre_tokenizer_open(const char* path, attendre_tokenizer** t
     ATTENDRE_C_NEED(tokenizer, "attendre_tokenizer_open: tokenizer");
     *tokenizer = nullptr;
     ATTENDRE_C_NEED(path, "attendre_tokenizer_open: path");
-    ATTENDRE_TRY_ASSIGN(Tokenizer opened, Tokenizer::try_open(path));
+    ATTENDRE_TRY_ASSIGN(Tokenizer opened, Tokenizer::open(path));
     *tokenizer = new attendre_tokenizer(std::move(opened));
     return ATTENDRE_OK;
   });
@@ -120,7 +120,7 @@ attendre_status attendre_tokenizer_encode(const attendre_tokenizer* tokenizer, c
       o.continuation = options->continuation != 0;
       o.more_follows = options->more_follows != 0;
     }
-    ATTENDRE_TRY_ASSIGN(const std::vector<uint32_t> out, t.try_encode(std::string_view(text ? text : "", length), o));
+    ATTENDRE_TRY_ASSIGN(const std::vector<uint32_t> out, t.encode(std::string_view(text ? text : "", length), o));
     return copy_out(std::span<const uint32_t>(out), ids, count, "attendre_tokenizer_encode");
   });
 }
@@ -131,7 +131,7 @@ attendre_status attendre_tokenizer_decode(const attendre_tokenizer* tokenizer, c
     ATTENDRE_C_NEED(tokenizer, "attendre_tokenizer_decode: tokenizer");
     const Tokenizer& t = tokenizer->tokenizer;
     if (id_count > 0) ATTENDRE_C_NEED(ids, "attendre_tokenizer_decode: ids");
-    ATTENDRE_TRY_ASSIGN(const std::string decoded, t.try_decode(std::span<const uint32_t>(ids, id_count)));
+    ATTENDRE_TRY_ASSIGN(const std::string decoded, t.decode(std::span<const uint32_t>(ids, id_count)));
     return copy_text(decoded, text, count, "attendre_tokenizer_decode");
   });
 }
@@ -142,7 +142,7 @@ attendre_status attendre_tokenizer_piece(const attendre_tokenizer* tokenizer, ui
     const Tokenizer& t = tokenizer->tokenizer;
     ATTENDRE_REQUIRE(id < t.size(), "attendre_tokenizer_piece: token " + std::to_string(id) +
                                         " is past the vocabulary's " + std::to_string(t.size()));
-    ATTENDRE_TRY_ASSIGN(const std::string_view piece, t.try_piece(id));
+    ATTENDRE_TRY_ASSIGN(const std::string_view piece, t.piece(id));
     return copy_text(piece, text, count, "attendre_tokenizer_piece");
   });
 }

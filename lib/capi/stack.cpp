@@ -22,7 +22,7 @@ Result<StackConfig> stack_config(const attendre_stack_config& c) {
   ATTENDRE_TRY_ASSIGN(plan.all, memory_setting(c.memory));
   plan.flush_capable = c.memory.flush_capable != 0;
   plan.activations = c.memory.fp16_activations ? MemoryStorage::f16 : MemoryStorage::f32;
-  ATTENDRE_TRY(try_apply_memory(config, plan));
+  ATTENDRE_TRY(apply_memory(config, plan));
   ATTENDRE_TRY(config.check());
   return config;
 }
@@ -38,7 +38,7 @@ Result<MemoryPlan> model_plan(const Model& model, const attendre_memory_setting*
   plan.activations = s->fp16_activations ? MemoryStorage::f16 : MemoryStorage::f32;
   std::optional<uint32_t> capacity;
   if (s->kv_capacity == 0) {
-    ATTENDRE_TRY_ASSIGN(const MemorySetting full, MemorySetting::try_full_context(model.info().context_length, s->chunk));
+    ATTENDRE_TRY_ASSIGN(const MemorySetting full, MemorySetting::full_context(model.info().context_length, s->chunk));
     capacity = full.kv.capacity;  // K = 0 then stays K = M
   }
   ATTENDRE_TRY_ASSIGN(plan.all, memory_setting(*s, capacity));
@@ -146,7 +146,7 @@ attendre_status attendre_stack_create_from_model(attendre_context* context, atte
     Model& m = model->model;
     auto handle = std::make_unique<attendre_stack>();
     ATTENDRE_TRY_ASSIGN(const MemoryPlan plan, model_plan(m, memory));
-    ATTENDRE_TRY_ASSIGN(const StackConfig checked, m.try_stack_config(plan));
+    ATTENDRE_TRY_ASSIGN(const StackConfig checked, m.stack_config(plan));
     ATTENDRE_TRY_ASSIGN(handle->stack, gpu::Stack::create(c, checked, m.weights()));
     *stack = handle.release();
     return ATTENDRE_OK;
@@ -181,7 +181,7 @@ attendre_status attendre_stack_step(attendre_stack* stack, const attendre_stack_
     const StackConfig& config = s.stack->config();
     ATTENDRE_TRY_ASSIGN(const StackChunk c, stack_chunk(chunk, "chunk", config, config.chunk, what));
     ATTENDRE_TRY_ASSIGN(const StackRequest r, request(want, what));
-    ATTENDRE_TRY_ASSIGN(s.output, s.stack->try_step(c, r));
+    ATTENDRE_TRY_ASSIGN(s.output, s.stack->step(c, r));
     return ATTENDRE_OK;
   });
 }
@@ -192,7 +192,7 @@ attendre_status attendre_stack_finish(attendre_stack* stack, int flush, uint32_t
     attendre_stack& s = *stack;
     s.output = {};
     ATTENDRE_TRY_ASSIGN(const StackRequest r, request(want, "attendre_stack_finish"));
-    ATTENDRE_TRY_ASSIGN(s.output, s.stack->try_finish(r, flush != 0));
+    ATTENDRE_TRY_ASSIGN(s.output, s.stack->finish(r, flush != 0));
     return ATTENDRE_OK;
   });
 }
@@ -205,7 +205,7 @@ attendre_status attendre_stack_decode(attendre_stack* stack, const attendre_stac
     s.output = {};
     ATTENDRE_TRY_ASSIGN(const StackChunk c, stack_chunk(one, "one", s.stack->config(), 1, what));
     ATTENDRE_TRY_ASSIGN(const StackRequest r, request(want, what));
-    ATTENDRE_TRY_ASSIGN(s.output, s.stack->try_decode(c, r));
+    ATTENDRE_TRY_ASSIGN(s.output, s.stack->decode(c, r));
     return ATTENDRE_OK;
   });
 }
@@ -251,7 +251,7 @@ attendre_status attendre_stack_submit(attendre_stack* stack, const attendre_stac
     ATTENDRE_TRY_ASSIGN(const StackChunk c, stack_chunk(chunk, "chunk", config, config.chunk, what));
     ATTENDRE_TRY_ASSIGN(const StackRequest r, request(want, what));
     ATTENDRE_TRY_ASSIGN(const SubmitOptions o, submit_options(options, what));
-    return ticket_out(ticket, what, [&] { return s.stack->try_submit(c, r, o); });
+    return ticket_out(ticket, what, [&] { return s.stack->submit(c, r, o); });
   });
 }
 
@@ -261,7 +261,7 @@ attendre_status attendre_stack_result(attendre_stack* stack, const attendre_tick
     attendre_stack& s = *stack;
     s.output = {};
     ATTENDRE_C_NEED(ticket, "attendre_stack_result: ticket");
-    ATTENDRE_TRY_ASSIGN(s.output, s.stack->try_result(ticket->ticket));
+    ATTENDRE_TRY_ASSIGN(s.output, s.stack->result(ticket->ticket));
     return ATTENDRE_OK;
   });
 }
@@ -287,7 +287,7 @@ attendre_status attendre_stack_record(attendre_stack* stack, void* command_buffe
       ATTENDRE_REQUIRE(block < config.blocks.size(), "attendre_stack_record: block " + std::to_string(block) +
                                                          " of a stack of " + std::to_string(config.blocks.size()) +
                                                          " blocks");
-      ATTENDRE_TRY_ASSIGN(recorded, s.stack->try_record_flush(cb, block, out));
+      ATTENDRE_TRY_ASSIGN(recorded, s.stack->record_flush(cb, block, out));
     } else {
       ATTENDRE_REQUIRE(kind == ATTENDRE_RECORD_STEP || kind == ATTENDRE_RECORD_DECODE,
                        "attendre_stack_record: kind " + std::to_string(kind) + " is none of ATTENDRE_RECORD_*");
@@ -295,7 +295,7 @@ attendre_status attendre_stack_record(attendre_stack* stack, void* command_buffe
       gpu::StackRecordInputs in;
       ATTENDRE_TRY_ASSIGN(in.chunk, stack_chunk(chunk, "chunk", config, decode ? 1 : config.chunk, what));
       (config.vocab > 0 ? in.tokens : in.embeddings) = buffer_range(input);
-      ATTENDRE_TRY_ASSIGN(recorded, decode ? s.stack->try_record_decode(cb, in, out) : s.stack->try_record(cb, in, out));
+      ATTENDRE_TRY_ASSIGN(recorded, decode ? s.stack->record_decode(cb, in, out) : s.stack->record(cb, in, out));
     }
     s.output.positions = std::move(recorded.emitted_positions);
     return ATTENDRE_OK;
@@ -310,7 +310,7 @@ attendre_status attendre_stack_snapshot(attendre_stack* stack, uint32_t block, i
     const size_t blocks = s.config().blocks.size();
     ATTENDRE_REQUIRE(block < blocks, "attendre_stack_snapshot: block " + std::to_string(block) + " of a stack of " +
                                          std::to_string(blocks) + " blocks");
-    ATTENDRE_TRY_ASSIGN(const MemorySnapshot held, s.try_snapshot(block));
+    ATTENDRE_TRY_ASSIGN(const MemorySnapshot held, s.snapshot(block));
     return snapshot_out(held, positions, scores, count, "attendre_stack_snapshot");
   });
 }
@@ -336,7 +336,7 @@ attendre_status attendre_generate(attendre_stack* stack, const uint32_t* prompt,
     ATTENDRE_TRY_ASSIGN(const GenerateOptions o, generate_options(options, what));
     return generated(o, tokens, count, stopped, what, [&] {
       s.output = {};
-      return try_generate(*s.stack, std::span<const uint32_t>(prompt, prompt_count), o);
+      return generate(*s.stack, std::span<const uint32_t>(prompt, prompt_count), o);
     });
   });
 }
@@ -352,7 +352,7 @@ attendre_status attendre_generate_after(attendre_stack* stack, const float* last
     ATTENDRE_TRY_ASSIGN(const GenerateOptions o, generate_options(options, what));
     return generated(o, tokens, count, stopped, what, [&] {
       s.output = {};
-      return try_generate_after(*s.stack, std::span<const float>(last_logits, vocab), next_position, o);
+      return generate_after(*s.stack, std::span<const float>(last_logits, vocab), next_position, o);
     });
   });
 }
@@ -374,7 +374,7 @@ attendre_status attendre_read_document(attendre_stack* stack, const attendre_mod
     options.flush = flush != 0;
     s.output = {};
     s.answer.clear();
-    ATTENDRE_TRY_ASSIGN(const ReadResult result, try_read_document(*s.stack, m.tokenizer(), question,
+    ATTENDRE_TRY_ASSIGN(const ReadResult result, read_document(*s.stack, m.tokenizer(), question,
                                                                    std::string_view(context ? context : "", context_length),
                                                                    options));
     s.answer = result.answer.text;

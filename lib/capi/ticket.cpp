@@ -34,7 +34,7 @@ attendre_status attendre_ticket_ready(const attendre_ticket* ticket, int* ready)
   return guard([&]() -> Outcome {
     ATTENDRE_C_NEED(ticket, "attendre_ticket_ready: ticket");
     ATTENDRE_C_NEED(ready, "attendre_ticket_ready: ready");
-    ATTENDRE_TRY_ASSIGN(const bool done, ticket->ticket.try_ready());
+    ATTENDRE_TRY_ASSIGN(const bool done, ticket->ticket.ready());
     *ready = done ? 1 : 0;
     return ATTENDRE_OK;
   });
@@ -44,7 +44,7 @@ attendre_status attendre_ticket_wait(const attendre_ticket* ticket, uint64_t tim
   return guard([&]() -> Outcome {
     ATTENDRE_C_NEED(ticket, "attendre_ticket_wait: ticket");
     ATTENDRE_C_NEED(finished, "attendre_ticket_wait: finished");
-    ATTENDRE_TRY_ASSIGN(const bool done, ticket->ticket.try_wait(timeout_ns));
+    ATTENDRE_TRY_ASSIGN(const bool done, ticket->ticket.wait(timeout_ns));
     *finished = done ? 1 : 0;
     return ATTENDRE_OK;
   });

@@ -53,7 +53,7 @@ ElementBlock element_block(ElementType type) {
   return {1, 4};
 }
 
-Result<uint64_t> try_encoded_bytes(ElementType type, uint64_t values) {
+Result<uint64_t> encoded_bytes(ElementType type, uint64_t values) {
   const ElementBlock b = element_block(type);
   ATTENDRE_REQUIRE(values % b.values == 0, std::string(to_string(type)) + " holds whole blocks of " + std::to_string(b.values) +
                                       " values, not " + std::to_string(values));

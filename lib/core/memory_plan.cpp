@@ -7,7 +7,7 @@
 
 namespace attendre {
 
-Result<MemorySetting> MemorySetting::try_full_context(uint64_t positions, uint32_t chunk) {
+Result<MemorySetting> MemorySetting::full_context(uint64_t positions, uint32_t chunk) {
   // M past 32 bits cannot be counted by the memories.
   const uint64_t capacity = std::max<uint64_t>(positions, chunk);
   ATTENDRE_REQUIRE(capacity <= std::numeric_limits<uint32_t>::max(),
@@ -21,14 +21,14 @@ Result<MemorySetting> MemorySetting::try_full_context(uint64_t positions, uint32
   return s;
 }
 
-Result<MemorySetting> MemorySetting::try_full_bidirectional(uint64_t positions, uint32_t chunk) {
-  ATTENDRE_TRY_ASSIGN(MemorySetting s, try_full_context(positions, chunk));
+Result<MemorySetting> MemorySetting::full_bidirectional(uint64_t positions, uint32_t chunk) {
+  ATTENDRE_TRY_ASSIGN(MemorySetting s, full_context(positions, chunk));
   s.q_capacity = s.kv.capacity;  // >= positions: every query waits until the last one is in
   s.causal = false;
   return s;
 }
 
-Result<MemorySetting> MemorySetting::try_sliding_window(uint32_t window, uint32_t rows) {
+Result<MemorySetting> MemorySetting::sliding_window(uint32_t window, uint32_t rows) {
   ATTENDRE_REQUIRE(window >= 1, "a sliding window must hold at least 1 position");
   const uint64_t capacity = uint64_t{window} + std::max<uint32_t>(rows, 1) - 1;
   ATTENDRE_REQUIRE(capacity <= 0x7FFFFFFFu, "a sliding window of " + std::to_string(window) + " positions read " +
@@ -47,7 +47,7 @@ const MemorySetting& MemoryPlan::for_block(uint32_t block) const {
   return it == blocks.end() ? all : it->second;
 }
 
-Status try_apply_memory(StackConfig& config, const MemoryPlan& plan) {
+Status apply_memory(StackConfig& config, const MemoryPlan& plan) {
   for (const auto& [block, setting] : plan.blocks)
     ATTENDRE_REQUIRE(block < config.blocks.size(), "a memory override names block " + std::to_string(block) + " of a stack of " +
                                               std::to_string(config.blocks.size()) + " blocks");
@@ -72,7 +72,7 @@ Status try_apply_memory(StackConfig& config, const MemoryPlan& plan) {
   for (uint32_t l = 0; l < next.blocks.size(); ++l) {
     BlockConfig& b = next.blocks[l];
     if (!plan.model_windows || b.sliding_window == 0 || b.cross_attention || plan.blocks.count(l)) continue;
-    ATTENDRE_TRY_ASSIGN(MemorySetting s, MemorySetting::try_sliding_window(b.sliding_window, next.max_rows_in(l)));
+    ATTENDRE_TRY_ASSIGN(MemorySetting s, MemorySetting::sliding_window(b.sliding_window, next.max_rows_in(l)));
     s.kv.storage = plan.all.kv.storage;
     s.mode = plan.all.mode;
     s.lm_infinite = plan.all.lm_infinite;
@@ -83,8 +83,8 @@ Status try_apply_memory(StackConfig& config, const MemoryPlan& plan) {
   return {};
 }
 
-Status try_apply_encoder_decoder_memory(EncoderDecoderConfig& config, const EncoderDecoderPlan& plan) {
-  ATTENDRE_TRY(try_apply_memory(config.encoder, plan.encoder));
+Status apply_encoder_decoder_memory(EncoderDecoderConfig& config, const EncoderDecoderPlan& plan) {
+  ATTENDRE_TRY(apply_memory(config.encoder, plan.encoder));
   config.encoder_memory = plan.encoder_memory;
   StackConfig& d = config.decoder;
   d.chunk = 1;

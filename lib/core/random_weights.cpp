@@ -50,11 +50,11 @@ std::vector<float> RandomWeights::values(const std::string& name, std::span<cons
   return out;
 }
 
-Result<std::optional<ElementType>> RandomWeights::try_type_of(const std::string&, std::span<const uint64_t>) {
+Result<std::optional<ElementType>> RandomWeights::type_of(const std::string&, std::span<const uint64_t>) {
   return std::optional<ElementType>(ElementType::f32);
 }
 
-Result<std::optional<TensorView>> RandomWeights::try_tensor(const std::string& name, std::span<const uint64_t> shape) {
+Result<std::optional<TensorView>> RandomWeights::tensor(const std::string& name, std::span<const uint64_t> shape) {
   last_ = values(name, shape);
   return std::optional<TensorView>(TensorView{ElementType::f32, std::as_bytes(std::span<const float>(last_))});
 }

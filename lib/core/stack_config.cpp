@@ -101,17 +101,17 @@ Status StackConfig::check() const {
   return {};
 }
 
-Result<StackOutput> TransformerStack::try_finish(const StackRequest& request, bool flush) {
+Result<StackOutput> TransformerStack::finish(const StackRequest& request, bool flush) {
   ATTENDRE_REQUIRE(!flush || config().flush_capable, "flush needs a stack built with flush_capable");
   StackOutput out;
   if (flush) {
     for (size_t l = 0; l < config().blocks.size(); ++l) {
-      ATTENDRE_TRY_ASSIGN(StackOutput more, try_flush_block(l, request));
+      ATTENDRE_TRY_ASSIGN(StackOutput more, flush_block(l, request));
       out.append(std::move(more));
     }
   } else {
     while (has_pending()) {
-      ATTENDRE_TRY_ASSIGN(StackOutput more, try_drain_step(request));
+      ATTENDRE_TRY_ASSIGN(StackOutput more, drain_step(request));
       out.append(std::move(more));
     }
   }

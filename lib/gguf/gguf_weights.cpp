@@ -59,15 +59,15 @@ Result<const TensorInfo*> FileWeights::find(const std::string& stack_name, std::
   return info;
 }
 
-Result<std::optional<ElementType>> FileWeights::try_type_of(const std::string& name,
-                                                            std::span<const uint64_t> shape) {
+Result<std::optional<ElementType>> FileWeights::type_of(const std::string& name,
+                                                        std::span<const uint64_t> shape) {
   ElementType type{};
   ATTENDRE_TRY_ASSIGN(const TensorInfo* info, find(name, shape, type));
   if (!info) return std::optional<ElementType>();
   return std::optional<ElementType>(scaled_.count(name) ? ElementType::f32 : type);
 }
 
-Result<std::optional<TensorView>> FileWeights::try_tensor(const std::string& name, std::span<const uint64_t> shape) {
+Result<std::optional<TensorView>> FileWeights::tensor(const std::string& name, std::span<const uint64_t> shape) {
   ElementType type{};
   ATTENDRE_TRY_ASSIGN(const TensorInfo* info, find(name, shape, type));
   if (!info) return std::optional<TensorView>();

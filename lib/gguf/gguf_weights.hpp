@@ -59,8 +59,8 @@ class FileWeights final : public WeightSource {
   // Fail malformed_input naming the file's tensor when the file holds it
   // with another shape, unsupported when its encoding is one attendre does
   // not decode; nullopt when the file has no such tensor.
-  Result<std::optional<ElementType>> try_type_of(const std::string& name, std::span<const uint64_t> shape) override;
-  Result<std::optional<TensorView>> try_tensor(const std::string& name, std::span<const uint64_t> shape) override;
+  Result<std::optional<ElementType>> type_of(const std::string& name, std::span<const uint64_t> shape) override;
+  Result<std::optional<TensorView>> tensor(const std::string& name, std::span<const uint64_t> shape) override;
 
  private:
   Result<const TensorInfo*> find(const std::string& name, std::span<const uint64_t> shape, ElementType& type) const;
@@ -68,7 +68,7 @@ class FileWeights final : public WeightSource {
   TensorNaming naming_;
   std::map<std::string, double> scaled_;
   RowSlices slices_;
-  std::vector<float> scaled_values_;  // the scaled tensor try_tensor() returned last
+  std::vector<float> scaled_values_;  // the scaled tensor tensor() returned last
 };
 
 }  // namespace attendre::gguf

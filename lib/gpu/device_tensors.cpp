@@ -86,7 +86,7 @@ WeightLoader::~WeightLoader() {
 }
 
 Result<TensorView> WeightLoader::fetch(const std::string& name, std::vector<uint64_t> shape) {
-  ATTENDRE_TRY_ASSIGN(const std::optional<TensorView> view, source_.try_tensor(name, shape));
+  ATTENDRE_TRY_ASSIGN(const std::optional<TensorView> view, source_.tensor(name, shape));
   if (!view) return invalid_argument("the weights have no tensor '" + name + "'");
   uint64_t values = 1;
   for (uint64_t d : shape) values *= d;

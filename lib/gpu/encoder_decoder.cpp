@@ -71,32 +71,32 @@ EncoderDecoder::~EncoderDecoder() = default;
 
 const EncoderDecoderConfig& EncoderDecoder::config() const { return impl_->config; }
 
-Status EncoderDecoder::try_encode(const StackChunk& chunk) {
+Status EncoderDecoder::encode(const StackChunk& chunk) {
   ATTENDRE_REQUIRE(!impl_->encoded, "encode() after finish_encoding()");
   StackRequest nothing;
   nothing.hidden = false;
-  return impl_->encoder->try_step(chunk, nothing).status();
+  return impl_->encoder->step(chunk, nothing).status();
 }
 
-Status EncoderDecoder::try_finish_encoding() {
+Status EncoderDecoder::finish_encoding() {
   Impl& m = *impl_;
   ATTENDRE_REQUIRE(!m.encoded, "finish_encoding() twice");
   StackRequest nothing;
   nothing.hidden = false;
-  ATTENDRE_TRY(m.encoder->try_finish(nothing));
+  ATTENDRE_TRY(m.encoder->finish(nothing));
   std::vector<int64_t> positions;
   for (const MemoryRow& r : m.fifo.entries()) positions.push_back(r.position);
   const uint32_t first = m.fifo.size() ? static_cast<uint32_t>(m.fifo.entries().front().sequence % m.config.encoder_memory) : 0;
   ATTENDRE_TRY(StackAccess::engine(*m.decoder).load_encoder_memory(
       kernels::RowRef::ring(m.config.encoder.hidden, m.config.encoder_memory, first), positions));
-  ATTENDRE_TRY(m.decoder->try_finish());  // nothing waits in the decoder: decoding may start
+  ATTENDRE_TRY(m.decoder->finish());  // nothing waits in the decoder: decoding may start
   m.encoded = true;
   return {};
 }
 
-Result<StackOutput> EncoderDecoder::try_decode(const StackChunk& one, const StackRequest& request) {
+Result<StackOutput> EncoderDecoder::decode(const StackChunk& one, const StackRequest& request) {
   ATTENDRE_REQUIRE(impl_->encoded, "decode() before finish_encoding()");
-  return impl_->decoder->try_decode(one, request);
+  return impl_->decoder->decode(one, request);
 }
 
 std::vector<int64_t> EncoderDecoder::encoder_memory_positions() const {

@@ -120,7 +120,7 @@ Status KeyValueMemory::Impl::record_insert(vk::CommandRecorder& rec, const vk::B
   return kv->record_insert(rec, in.valid, in.positions);
 }
 
-Result<EvictedEntries> KeyValueMemory::try_insert(const ChunkView& rows) {
+Result<EvictedEntries> KeyValueMemory::insert(const ChunkView& rows) {
   Impl& m = *impl_;
   // Earlier calls' failures and a bad chunk change nothing: both come
   // before the insert is committed.
@@ -170,7 +170,7 @@ Status KeyValueMemory::Impl::record_retrieve(vk::CommandRecorder& rec, const vk:
   return kv->record_retrieve(rec, r.range);
 }
 
-Result<std::vector<float>> KeyValueMemory::try_retrieve(const ChunkView& queries) {
+Result<std::vector<float>> KeyValueMemory::retrieve(const ChunkView& queries) {
   Impl& m = *impl_;
   const uint32_t q_row = m.config.shape.q_row();
   ATTENDRE_TRY(m.executor->try_ready());  // before the retrieval is committed, as try_insert
@@ -192,7 +192,7 @@ Result<std::vector<float>> KeyValueMemory::try_retrieve(const ChunkView& queries
   return out;
 }
 
-Result<MemorySnapshot> KeyValueMemory::try_snapshot() {
+Result<MemorySnapshot> KeyValueMemory::snapshot() {
   ATTENDRE_TRY(impl_->executor->try_finish_all());
   SubmitSlot& slot = impl_->executor->slot(0);
   return impl_->kv->read_snapshot(slot.submission, slot.readback, impl_->query_words);
@@ -210,8 +210,8 @@ Result<bool> from_application(const std::optional<BufferRange>& a, const std::op
 
 }  // namespace
 
-Status KeyValueMemory::try_record_insert(VkCommandBuffer cb, const ChunkView& rows, const std::optional<BufferRange>& k,
-                                         const std::optional<BufferRange>& v, const Consumer& consumer) {
+Status KeyValueMemory::record_insert(VkCommandBuffer cb, const ChunkView& rows, const std::optional<BufferRange>& k,
+                                     const std::optional<BufferRange>& v, const Consumer& consumer) {
   Impl& m = *impl_;
   ATTENDRE_REQUIRE(cb != VK_NULL_HANDLE, "record: no command buffer");
   const uint32_t q_row = m.config.shape.q_row(), kv_row = m.config.shape.kv_row();
@@ -234,8 +234,8 @@ Status KeyValueMemory::try_record_insert(VkCommandBuffer cb, const ChunkView& ro
   return {};
 }
 
-Result<RecordedStep> KeyValueMemory::try_record_retrieve(VkCommandBuffer cb, const ChunkView& queries,
-                                                         const std::optional<BufferRange>& q, const LayerOutputs& out) {
+Result<RecordedStep> KeyValueMemory::record_retrieve(VkCommandBuffer cb, const ChunkView& queries,
+                                                     const std::optional<BufferRange>& q, const LayerOutputs& out) {
   Impl& m = *impl_;
   ATTENDRE_REQUIRE(cb != VK_NULL_HANDLE, "record: no command buffer");
   const uint32_t q_row = m.config.shape.q_row(), kv_row = m.config.shape.kv_row();

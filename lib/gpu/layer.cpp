@@ -119,9 +119,9 @@ uint64_t Layer::device_bytes() const {
          impl_->executor->staging_bytes();
 }
 uint32_t Layer::queries_per_batch() const { return impl_->kv->queries_per_batch(); }
-Status Layer::try_wait() { return impl_->executor->try_finish_all(); }
-Status Layer::try_set_profiling(bool enabled) { return impl_->executor->try_set_profiling(enabled); }
-Result<std::vector<KernelTime>> Layer::try_last_profile() { return impl_->executor->try_last_profile(); }
+Status Layer::wait() { return impl_->executor->try_finish_all(); }
+Status Layer::set_profiling(bool enabled) { return impl_->executor->try_set_profiling(enabled); }
+Result<std::vector<KernelTime>> Layer::last_profile() { return impl_->executor->try_last_profile(); }
 
 bool Layer::has_pending_queries() const { return impl_->ring->has_pending(); }
 
@@ -131,7 +131,7 @@ Status Layer::Impl::check(const SubmitOptions& options) const {
   return {};
 }
 
-Result<Ticket> Layer::try_submit(const ChunkView& chunk, const StepRequest& request, const SubmitOptions& options) {
+Result<Ticket> Layer::submit(const ChunkView& chunk, const StepRequest& request, const SubmitOptions& options) {
   Impl& m = *impl_;
   ATTENDRE_TRY(m.check(options));
   ATTENDRE_REQUIRE(!request.evicted || m.config.kv.copy_out_evicted,
@@ -155,23 +155,23 @@ Result<Ticket> Layer::try_submit(const ChunkView& chunk, const StepRequest& requ
   return ticket;
 }
 
-Result<StepResult> Layer::try_result(const Ticket& ticket) { return impl_->result(ticket); }
+Result<StepResult> Layer::result(const Ticket& ticket) { return impl_->result(ticket); }
 
-Result<StepResult> Layer::try_step(const ChunkView& chunk, const StepRequest& request) {
-  ATTENDRE_TRY_ASSIGN(const Ticket ticket, try_submit(chunk, request));
-  return try_result(ticket);
+Result<StepResult> Layer::step(const ChunkView& chunk, const StepRequest& request) {
+  ATTENDRE_TRY_ASSIGN(const Ticket ticket, submit(chunk, request));
+  return result(ticket);
 }
 
-Result<StepResult> Layer::try_drain_step(const StepRequest& request) { return try_step(ChunkView{}, request); }
+Result<StepResult> Layer::drain_step(const StepRequest& request) { return step(ChunkView{}, request); }
 
-Result<StepResult> Layer::try_flush(const StepRequest& request) {
+Result<StepResult> Layer::flush(const StepRequest& request) {
   ATTENDRE_REQUIRE(!request.evicted, "a flush step inserts nothing, so it evicts nothing");
   ATTENDRE_TRY(impl_->executor->try_ready());  // before the ring gives its queries up
   ATTENDRE_TRY_ASSIGN(const Ticket ticket, impl_->submit(impl_->ring->take_all(), nullptr, nullptr, 0, request, {}));
-  return try_result(ticket);
+  return result(ticket);
 }
 
-Result<MemorySnapshot> Layer::try_snapshot() {
+Result<MemorySnapshot> Layer::snapshot() {
   ATTENDRE_TRY(impl_->executor->try_finish_all());
   SubmitSlot& slot = impl_->executor->slot(0);
   return impl_->kv->read_snapshot(slot.submission, slot.readback, impl_->outputs_words);
@@ -248,7 +248,7 @@ Result<StepResult> Layer::Impl::result(const Ticket& ticket) {
   return result;
 }
 
-Result<RecordedStep> Layer::try_record(VkCommandBuffer cb, const LayerInputs& in, const LayerOutputs& out) {
+Result<RecordedStep> Layer::record(VkCommandBuffer cb, const LayerInputs& in, const LayerOutputs& out) {
   Impl& m = *impl_;
   ATTENDRE_REQUIRE(cb != VK_NULL_HANDLE, "record: no command buffer");
   const bool device = in.q || in.k || in.v;

@@ -22,9 +22,9 @@ Stack::~Stack() = default;
 const StackConfig& Stack::config() const { return engine_->config_; }
 StackMemory Stack::memory() const { return engine_->memory(); }
 Stack::Recorded Stack::last_recorded() const { return engine_->recorded_; }
-Status Stack::try_set_profiling(bool enabled) { return engine_->executor_->try_set_profiling(enabled); }
-Result<std::vector<KernelTime>> Stack::try_last_profile() { return engine_->executor_->try_last_profile(); }
-Status Stack::try_wait() { return engine_->executor_->try_finish_all(); }
+Status Stack::set_profiling(bool enabled) { return engine_->executor_->try_set_profiling(enabled); }
+Result<std::vector<KernelTime>> Stack::last_profile() { return engine_->executor_->try_last_profile(); }
+Status Stack::wait() { return engine_->executor_->try_finish_all(); }
 void Stack::mark_finished() { engine_->finished_ = true; }
 
 bool Stack::has_pending() const {
@@ -33,13 +33,13 @@ bool Stack::has_pending() const {
   return false;
 }
 
-Result<StackOutput> Stack::try_step(const StackChunk& chunk, const StackRequest& request) {
+Result<StackOutput> Stack::step(const StackChunk& chunk, const StackRequest& request) {
   ATTENDRE_TRY(engine_->executor_->try_finish_all());  // blocking steps report an earlier step's non-finite values first
-  ATTENDRE_TRY_ASSIGN(const Ticket ticket, try_submit(chunk, request, {}));
-  return try_result(ticket);
+  ATTENDRE_TRY_ASSIGN(const Ticket ticket, submit(chunk, request, {}));
+  return result(ticket);
 }
 
-Result<Ticket> Stack::try_submit(const StackChunk& chunk, const StackRequest& request, const SubmitOptions& options) {
+Result<Ticket> Stack::submit(const StackChunk& chunk, const StackRequest& request, const SubmitOptions& options) {
   StackEngine& e = *engine_;
   const StackConfig& c = e.config_;
   ATTENDRE_REQUIRE(!e.finished_, "step() after finish(): use decode()");
@@ -53,17 +53,17 @@ Result<Ticket> Stack::try_submit(const StackChunk& chunk, const StackRequest& re
   return ticket;
 }
 
-Result<StackOutput> Stack::try_result(const Ticket& ticket) { return engine_->collect(ticket); }
+Result<StackOutput> Stack::result(const Ticket& ticket) { return engine_->collect(ticket); }
 
-Result<StackOutput> Stack::try_drain_step(const StackRequest& request) {
+Result<StackOutput> Stack::drain_step(const StackRequest& request) {
   return engine_->run(nullptr, 0, BlockMode::stream, request);
 }
 
-Result<StackOutput> Stack::try_flush_block(size_t block, const StackRequest& request) {
+Result<StackOutput> Stack::flush_block(size_t block, const StackRequest& request) {
   return engine_->run(nullptr, block, BlockMode::flush, request);
 }
 
-Result<StackOutput> Stack::try_decode(const StackChunk& one, const StackRequest& request) {
+Result<StackOutput> Stack::decode(const StackChunk& one, const StackRequest& request) {
   StackEngine& e = *engine_;
   ATTENDRE_REQUIRE(e.finished_, "decode() before finish(): drain the stack first");
   ATTENDRE_TRY(e.validator_.check(one, e.config_, 1));
@@ -74,7 +74,7 @@ Result<StackOutput> Stack::try_decode(const StackChunk& one, const StackRequest&
   return out;
 }
 
-Result<MemorySnapshot> Stack::try_snapshot(size_t block) {
+Result<MemorySnapshot> Stack::snapshot(size_t block) {
   StackEngine& e = *engine_;
   ATTENDRE_REQUIRE(block < e.blocks_.size(), "no block " + std::to_string(block));
   ATTENDRE_TRY(e.executor_->try_finish_all());
@@ -85,19 +85,19 @@ Result<MemorySnapshot> Stack::try_snapshot(size_t block) {
   return e.blocks_[block]->kv().read_snapshot(slot.submission, slot.readback, 0);
 }
 
-Result<RecordedStep> Stack::try_record(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out) {
+Result<RecordedStep> Stack::record(VkCommandBuffer cb, const StackRecordInputs& in, const StackRecordOutputs& out) {
   ATTENDRE_REQUIRE(!engine_->finished_, "record() after finish(): the stack decodes now (record_decode)");
   return engine_->record_step_into(cb, in, out, 0, BlockMode::stream);
 }
 
-Result<RecordedStep> Stack::try_record_decode(VkCommandBuffer cb, const StackRecordInputs& in,
+Result<RecordedStep> Stack::record_decode(VkCommandBuffer cb, const StackRecordInputs& in,
                                               const StackRecordOutputs& out) {
   ATTENDRE_REQUIRE(engine_->finished_, "record_decode() before finish(): drain or flush the stack first");
   ATTENDRE_REQUIRE(in.chunk.rows == 1, "record_decode() takes exactly one position");
   return engine_->record_step_into(cb, in, out, 0, BlockMode::decode);
 }
 
-Result<RecordedStep> Stack::try_record_flush(VkCommandBuffer cb, size_t block, const StackRecordOutputs& out) {
+Result<RecordedStep> Stack::record_flush(VkCommandBuffer cb, size_t block, const StackRecordOutputs& out) {
   ATTENDRE_REQUIRE(!engine_->finished_, "record_flush() after finish(): the stack decodes now");
   ATTENDRE_REQUIRE(block < engine_->blocks_.size(), "record_flush(): no block " + std::to_string(block));
   return engine_->record_step_into(cb, {}, out, block, BlockMode::flush);

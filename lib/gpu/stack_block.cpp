@@ -85,7 +85,7 @@ Result<BlockMemory> DeviceBlock::plan_memory(const StackConfig& config, size_t i
   const std::string block = "block " + std::to_string(index) + " ";
   add(m.weights, block + "rope frequencies", BlockWeights::rope_table_bytes(b), true);
   const MemoryStorage storage = b.attention.kv.storage;
-  // A layout past 2^32 words is refused as try_check refuses a buffer past
+  // A layout past 2^32 words is refused as check refuses a buffer past
   // the device's range: named, with what makes it smaller.
   const PlannedBuffer ring_buffer{block + "q ring", 0, false, true, kQueryRingRemedy};
   ATTENDRE_TRY_ASSIGN(const RingLayout ring,

@@ -36,8 +36,8 @@ Status StackEngine::build(WeightSource& weights, const vk::Buffer* encoder_rows)
   // allocation size before anything is allocated or a weight read: a
   // K/V memory or a logits buffer too large fails in a moment, naming
   // itself, not after gigabytes of weights were loaded.
-  ATTENDRE_TRY_ASSIGN(const StackLayout layout, try_plan_stack_layout(c, caps, weights));
-  ATTENDRE_TRY(layout.try_check(caps));
+  ATTENDRE_TRY_ASSIGN(const StackLayout layout, plan_stack_layout(c, caps, weights));
+  ATTENDRE_TRY(layout.check(caps));
   // The weights go first, into one arena sized by the plan (exact unless a
   // device asks for alignments past 256 bytes), through a staging ring
   // freed when they are in place.

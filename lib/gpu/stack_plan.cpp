@@ -1,5 +1,5 @@
 // Planning a device stack without creating it (gpu_stack.hpp:
-// try_plan_stack_layout, try_plan_stack_memory, StackLayout::try_check):
+// plan_stack_layout, plan_stack_memory, StackLayout::check):
 // every buffer StackEngine makes, in the order it makes them, from the
 // config, the device's caps and the weights' encodings.
 #include "gpu/stack_engine.hpp"
@@ -117,7 +117,7 @@ StoredTypes stored_types(const StackConfig& config, WeightSource* weights) {
   }
   return [&config, weights](const MatrixSpec& m) -> Result<ElementType> {
     const uint64_t shape[] = {m.rows, m.cols};
-    ATTENDRE_TRY_ASSIGN(const std::optional<ElementType> type, weights->try_type_of(m.name, shape));
+    ATTENDRE_TRY_ASSIGN(const std::optional<ElementType> type, weights->type_of(m.name, shape));
     if (!type) return invalid_argument("the weights have no tensor '" + m.name + "'");
     return DeviceMatrix::stored_type(*type, config.weights);
   };
@@ -132,23 +132,23 @@ std::string size_text(uint64_t bytes) {
 
 }  // namespace
 
-Result<StackLayout> try_plan_stack_layout(const StackConfig& config, const DeviceCaps& caps) {
+Result<StackLayout> plan_stack_layout(const StackConfig& config, const DeviceCaps& caps) {
   ATTENDRE_TRY(config.check());
   return plan(config, caps, stored_types(config, nullptr));
 }
 
-Result<StackLayout> try_plan_stack_layout(const StackConfig& config, const DeviceCaps& caps, WeightSource& weights) {
+Result<StackLayout> plan_stack_layout(const StackConfig& config, const DeviceCaps& caps, WeightSource& weights) {
   ATTENDRE_TRY(config.check());
   return plan(config, caps, stored_types(config, &weights));
 }
 
-Result<StackMemory> try_plan_stack_memory(const StackConfig& config, const DeviceCaps& caps) {
-  ATTENDRE_TRY_ASSIGN(const StackLayout layout, try_plan_stack_layout(config, caps));
+Result<StackMemory> plan_stack_memory(const StackConfig& config, const DeviceCaps& caps) {
+  ATTENDRE_TRY_ASSIGN(const StackLayout layout, plan_stack_layout(config, caps));
   return layout.memory;
 }
 
-Result<StackMemory> try_plan_stack_memory(const StackConfig& config, const DeviceCaps& caps, WeightSource& weights) {
-  ATTENDRE_TRY_ASSIGN(const StackLayout layout, try_plan_stack_layout(config, caps, weights));
+Result<StackMemory> plan_stack_memory(const StackConfig& config, const DeviceCaps& caps, WeightSource& weights) {
+  ATTENDRE_TRY_ASSIGN(const StackLayout layout, plan_stack_layout(config, caps, weights));
   return layout.memory;
 }
 
@@ -156,7 +156,7 @@ Status PlannedBuffer::refused(ErrorCode code, const std::string& problem) const 
   return {code, "'" + name + "' " + problem + (remedy.empty() ? "" : "; " + remedy)};
 }
 
-Status StackLayout::try_check(const DeviceCaps& caps) const {
+Status StackLayout::check(const DeviceCaps& caps) const {
   for (const PlannedBuffer& b : buffers) {
     if (b.bound && b.bytes > caps.max_storage_range)
       return b.refused(ErrorCode::unsupported, "needs " + size_text(b.bytes) +

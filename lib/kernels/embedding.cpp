@@ -27,7 +27,7 @@ Status Embedding::try_record(vk::CommandRecorder& recorder, const Args& args) co
   const ElementBlock block = element_block(type_);
   uint64_t extent = uint64_t{args.vocab} * args.dim;
   if (block.values != 1) {
-    ATTENDRE_TRY_ASSIGN(extent, try_encoded_bytes(type_, extent));
+    ATTENDRE_TRY_ASSIGN(extent, encoded_bytes(type_, extent));
   }
   ATTENDRE_REQUIRE(extent + args.table_offset <= 0xFFFFFFFFull, "embedding table larger than 2^32 elements or bytes");
   ATTENDRE_TRY(check_rows(args.ids, args.rows, 1, false, "embedding ids"));

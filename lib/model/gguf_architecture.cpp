@@ -146,8 +146,8 @@ Result<ModelDescription> describe_decoder(const File& file, const std::string& a
 
   d.default_memory.chunk = std::min<uint32_t>(64, d.info.context_length);
   ATTENDRE_TRY_ASSIGN(d.default_memory.all,
-                      MemorySetting::try_full_context(d.info.context_length, d.default_memory.chunk));
-  ATTENDRE_TRY(try_apply_memory(c, d.default_memory));
+                      MemorySetting::full_context(d.info.context_length, d.default_memory.chunk));
+  ATTENDRE_TRY(apply_memory(c, d.default_memory));
   ATTENDRE_TRY(validate_as_file(file, c));
   if (a.fused) {
     ATTENDRE_TRY(refuse_long_rope(file));

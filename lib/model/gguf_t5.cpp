@@ -159,8 +159,8 @@ Result<ModelDescription> describe_t5(const File& file, const std::string& archit
   d.stack.weights = storage;
   d.default_memory.chunk = std::min<uint32_t>(64, d.info.context_length);
   ATTENDRE_TRY_ASSIGN(d.default_memory.all,
-                      MemorySetting::try_full_bidirectional(d.info.context_length, d.default_memory.chunk));
-  ATTENDRE_TRY(try_apply_memory(d.stack, d.default_memory));
+                      MemorySetting::full_bidirectional(d.info.context_length, d.default_memory.chunk));
+  ATTENDRE_TRY(apply_memory(d.stack, d.default_memory));
   ATTENDRE_TRY(validate_as_file(file, d.stack));
 
   std::vector<CheckedStack> stacks = {{&d.stack, encoder_only ? "" : "enc."}};
@@ -194,7 +194,7 @@ Result<ModelDescription> describe_t5(const File& file, const std::string& archit
     d.decoder = decoder_stack(file, t, d.info.decoder_layers);
     d.decoder->weights = storage;
     EncoderDecoderConfig placeholder{d.stack, *d.decoder, 1};
-    ATTENDRE_TRY(try_apply_encoder_decoder_memory(placeholder, {d.default_memory, 1, 1}));
+    ATTENDRE_TRY(apply_encoder_decoder_memory(placeholder, {d.default_memory, 1, 1}));
     d.decoder = placeholder.decoder;
     ATTENDRE_TRY(validate_as_file(file, *d.decoder));
     stacks.push_back({&*d.decoder, "dec."});

@@ -13,7 +13,7 @@ Result<ModelInfo> check_tensors(const File& file, FileWeights& weights, std::spa
   std::string prefix;
   auto need = [&](const std::string& stack_name, std::vector<uint64_t> shape) -> Status {
     const std::string name = weights.file_name(prefix + stack_name);
-    ATTENDRE_TRY_ASSIGN(const std::optional<ElementType> type, weights.try_type_of(prefix + stack_name, shape));
+    ATTENDRE_TRY_ASSIGN(const std::optional<ElementType> type, weights.type_of(prefix + stack_name, shape));
     if (!type)
       return malformed_input(file.path().string() + ": tensor " + quote(name) + " of shape " +
                              shape_text(weights.file_shape(prefix + stack_name, shape)) + " is missing");

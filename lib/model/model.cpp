@@ -22,7 +22,7 @@ struct Model::Impl {
   Tokenizer tokenizer;
 };
 
-Result<Model> Model::try_open(const std::filesystem::path& path, const ModelOptions& options) {
+Result<Model> Model::open(const std::filesystem::path& path, const ModelOptions& options) {
   ATTENDRE_TRY_ASSIGN(gguf::File file, gguf::File::try_open(path));
   // The description refers to nothing in `file` (a File's bytes stay where
   // they are when it moves), so it is read before the Impl takes the file.
@@ -42,22 +42,22 @@ MemoryPlan Model::default_memory() const { return impl_->description.default_mem
 WeightSource& Model::weights() { return impl_->weights; }
 const Tokenizer& Model::tokenizer() const { return impl_->tokenizer; }
 
-Result<StackConfig> Model::try_stack_config(const MemoryPlan& memory) const {
+Result<StackConfig> Model::stack_config(const MemoryPlan& memory) const {
   const gguf::ModelDescription& d = impl_->description;
   ATTENDRE_REQUIRE(d.info.kind != ModelKind::encoder_decoder,
                    path().string() + ": " + d.info.architecture + " is an encoder-decoder: use encoder_decoder_config()");
   StackConfig config = d.stack;
-  ATTENDRE_TRY(try_apply_memory(config, memory));
+  ATTENDRE_TRY(apply_memory(config, memory));
   ATTENDRE_TRY(config.check());
   return config;
 }
 
-Result<EncoderDecoderConfig> Model::try_encoder_decoder_config(const EncoderDecoderPlan& memory) const {
+Result<EncoderDecoderConfig> Model::encoder_decoder_config(const EncoderDecoderPlan& memory) const {
   const gguf::ModelDescription& d = impl_->description;
   ATTENDRE_REQUIRE(d.info.kind == ModelKind::encoder_decoder,
                    path().string() + ": " + d.info.architecture + " is not an encoder-decoder: use stack_config()");
   EncoderDecoderConfig config{d.stack, *d.decoder, 0};
-  ATTENDRE_TRY(try_apply_encoder_decoder_memory(config, memory));
+  ATTENDRE_TRY(apply_encoder_decoder_memory(config, memory));
   ATTENDRE_TRY(config.check());
   return config;
 }

@@ -35,7 +35,7 @@ Result<Tokenizer> TokenizerAccess::from_file(const gguf::File& file) {
   return Tokenizer(std::move(impl));
 }
 
-Result<Tokenizer> Tokenizer::try_open(const std::filesystem::path& path) {
+Result<Tokenizer> Tokenizer::open(const std::filesystem::path& path) {
   ATTENDRE_TRY_ASSIGN(const gguf::File file, gguf::File::try_open(path));
   return TokenizerAccess::from_file(file);
 }
@@ -44,7 +44,7 @@ size_t Tokenizer::continuation_point(std::string_view text, size_t limit) {
   return tokenizer::Pipeline::continuation_point(text, limit);
 }
 
-Result<std::vector<uint32_t>> Tokenizer::try_encode(std::string_view text, const EncodeOptions& options) const {
+Result<std::vector<uint32_t>> Tokenizer::encode(std::string_view text, const EncodeOptions& options) const {
   tokenizer::EncodeOptions o;
   o.add_bos = options.add_bos;
   o.continuation = options.continuation;
@@ -54,7 +54,7 @@ Result<std::vector<uint32_t>> Tokenizer::try_encode(std::string_view text, const
   return std::vector<uint32_t>(ids.begin(), ids.end());
 }
 
-Result<std::string> Tokenizer::try_decode(std::span<const uint32_t> ids) const {
+Result<std::string> Tokenizer::decode(std::span<const uint32_t> ids) const {
   std::vector<int32_t> signed_ids;
   signed_ids.reserve(ids.size());
   for (uint32_t id : ids) {
@@ -64,7 +64,7 @@ Result<std::string> Tokenizer::try_decode(std::span<const uint32_t> ids) const {
   return impl_->tokenizer.try_decode(signed_ids);
 }
 
-Result<std::string_view> Tokenizer::try_piece(uint32_t id) const {
+Result<std::string_view> Tokenizer::piece(uint32_t id) const {
   ATTENDRE_TRY_ASSIGN(const int32_t checked, checked_id(impl_->tokenizer, id));
   return impl_->tokenizer.try_piece(checked);
 }

@@ -19,7 +19,7 @@ struct EncoderRow {
 
 struct EncoderDecoder::Impl {
   Impl(const EncoderDecoderConfig& c, WeightSource& weights)
-      : config((c.validate(), c)),
+      : config((c.check().or_throw(), c)),
         encoder_weights(weights, "enc."),
         decoder_weights(weights, "dec."),
         encoder(c.encoder, encoder_weights),
@@ -47,16 +47,16 @@ EncoderDecoder::~EncoderDecoder() = default;
 
 const EncoderDecoderConfig& EncoderDecoder::config() const { return impl_->config; }
 
-Status EncoderDecoder::try_encode(const StackChunk& chunk) {
+Status EncoderDecoder::encode(const StackChunk& chunk) {
   ATTENDRE_REQUIRE(!impl_->encoded, "encode() after finish_encoding()");
-  ATTENDRE_TRY_ASSIGN(StackOutput out, impl_->encoder.try_step(chunk));
+  ATTENDRE_TRY_ASSIGN(StackOutput out, impl_->encoder.step(chunk));
   return capture([&] { impl_->keep(out); });
 }
 
-Status EncoderDecoder::try_finish_encoding() {
+Status EncoderDecoder::finish_encoding() {
   Impl& m = *impl_;
   ATTENDRE_REQUIRE(!m.encoded, "finish_encoding() twice");
-  ATTENDRE_TRY_ASSIGN(StackOutput out, m.encoder.try_finish());
+  ATTENDRE_TRY_ASSIGN(StackOutput out, m.encoder.finish());
   ATTENDRE_TRY(capture([&] {
     m.keep(out);
     std::vector<int64_t> positions;
@@ -67,14 +67,14 @@ Status EncoderDecoder::try_finish_encoding() {
     }
     m.decoder.load_encoder_memory(positions, rows);
   }));
-  ATTENDRE_TRY(m.decoder.try_finish());  // nothing waits in the decoder: decoding may start
+  ATTENDRE_TRY(m.decoder.finish());  // nothing waits in the decoder: decoding may start
   m.encoded = true;
   return {};
 }
 
-Result<StackOutput> EncoderDecoder::try_decode(const StackChunk& one, const StackRequest& request) {
+Result<StackOutput> EncoderDecoder::decode(const StackChunk& one, const StackRequest& request) {
   ATTENDRE_REQUIRE(impl_->encoded, "decode() before finish_encoding()");
-  return impl_->decoder.try_decode(one, request);
+  return impl_->decoder.decode(one, request);
 }
 
 std::vector<int64_t> EncoderDecoder::encoder_memory_positions() const {

@@ -36,7 +36,7 @@ KeyValueMemory::KeyValueMemory(const AttentionShape& shape, const KvMemoryConfig
   check.chunk = max_insert;
   check.kv = config;
   check.retrieval.top_k = 1;
-  check.validate();
+  check.check().or_throw();
   // Entries grow with what is held: M may be far larger than any stream.
 }
 

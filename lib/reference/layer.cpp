@@ -13,7 +13,7 @@
 namespace attendre::reference {
 
 Layer::Layer(const LayerConfig& config)
-    : config_((config.validate(), config)),
+    : config_((config.check().or_throw(), config)),
       q_memory_(config.q_capacity),
       kv_(config.shape, config.kv, config.chunk),
       validator_(std::make_unique<StreamValidator>()) {
@@ -43,13 +43,13 @@ StepResult Layer::run_step(const ChunkView& chunk, const StepRequest& request) {
   return attend_evicted(std::move(evicted), std::move(evicted_kv), request);
 }
 
-Result<StepResult> Layer::try_step(const ChunkView& chunk, const StepRequest& request) {
+Result<StepResult> Layer::step(const ChunkView& chunk, const StepRequest& request) {
   return capture([&] { return run_step(chunk, request); });
 }
 
-Result<StepResult> Layer::try_drain_step(const StepRequest& request) { return try_step(ChunkView{}, request); }
+Result<StepResult> Layer::drain_step(const StepRequest& request) { return step(ChunkView{}, request); }
 
-Result<StepResult> Layer::try_flush(const StepRequest& request) {
+Result<StepResult> Layer::flush(const StepRequest& request) {
   return capture([&] { return run_flush(request); });
 }
 

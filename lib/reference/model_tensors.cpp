@@ -31,14 +31,15 @@ class Loader {
  private:
   // fp32 values stored as fp16 (config.weights) hold the rounded values.
   Tensor read(const std::string& name, std::vector<uint64_t> shape, bool round_f32) {
-    const std::optional<TensorView> view = source_.tensor(name, shape);
+    const std::optional<TensorView> view = source_.tensor(name, shape).value_or_throw();
     if (!view) fail(ErrorCode::invalid_argument, "the weights have no tensor '" + name + "'");
     Tensor t{name, std::move(shape), {}};
     uint64_t count = 1;
     for (uint64_t d : t.shape) count *= d;
-    require(view->bytes.size() == encoded_bytes(view->type, count),
-            "tensor '" + name + "' holds " + std::to_string(view->bytes.size()) + " bytes, its " +
-                std::string(to_string(view->type)) + " shape needs " + std::to_string(encoded_bytes(view->type, count)));
+    const uint64_t needed = encoded_bytes(view->type, count).value_or_throw();
+    require(view->bytes.size() == needed, "tensor '" + name + "' holds " + std::to_string(view->bytes.size()) +
+                                              " bytes, its " + std::string(to_string(view->type)) + " shape needs " +
+                                              std::to_string(needed));
     if (view->type == ElementType::f32) {
       std::vector<float> values(count);
       std::memcpy(values.data(), view->bytes.data(), count * 4);

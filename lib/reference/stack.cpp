@@ -50,7 +50,7 @@ struct Stack::Impl {
   };
 
   Impl(const StackConfig& c, WeightSource& weights)
-      : config((c.validate(), c)), tensors(load_model(c, weights)), head(c, tensors) {
+      : config((c.check().or_throw(), c)), tensors(load_model(c, weights)), head(c, tensors) {
     for (size_t l = 0; l < c.blocks.size(); ++l) {
       LayerConfig attention = c.attention(l);
       if (const std::optional<Tensor>& t5 = tensors.blocks[l].t5_table)
@@ -201,7 +201,7 @@ const StackConfig& Stack::config() const { return impl_->config; }
 
 // The reference throws inside (it serves tools and tests, built with
 // exceptions): its TransformerStack forms capture (core/fail.hpp).
-Result<StackOutput> Stack::try_step(const StackChunk& chunk, const StackRequest& request) {
+Result<StackOutput> Stack::step(const StackChunk& chunk, const StackRequest& request) {
   Impl& m = *impl_;
   ATTENDRE_REQUIRE(!m.finished, "step() after finish(): use decode()");
   ATTENDRE_TRY(m.validator.check(chunk, m.config, m.config.chunk));
@@ -210,19 +210,19 @@ Result<StackOutput> Stack::try_step(const StackChunk& chunk, const StackRequest&
   return out;
 }
 
-Result<StackOutput> Stack::try_drain_step(const StackRequest& request) {
+Result<StackOutput> Stack::drain_step(const StackRequest& request) {
   Impl& m = *impl_;
   return capture([&] { return m.run(m.input_rows(StackChunk{}, m.config.chunk), 0, Mode::stream, request); });
 }
 
-Result<StackOutput> Stack::try_flush_block(size_t block, const StackRequest& request) {
+Result<StackOutput> Stack::flush_block(size_t block, const StackRequest& request) {
   Impl& m = *impl_;
   return capture([&] { return m.run(Rows{}, block, Mode::flush, request); });
 }
 
 void Stack::mark_finished() { impl_->finished = true; }
 
-Result<StackOutput> Stack::try_decode(const StackChunk& one, const StackRequest& request) {
+Result<StackOutput> Stack::decode(const StackChunk& one, const StackRequest& request) {
   Impl& m = *impl_;
   ATTENDRE_REQUIRE(m.finished, "decode() before finish(): drain the stack first");
   ATTENDRE_TRY(m.validator.check(one, m.config, 1));
@@ -253,7 +253,7 @@ double Stack::min_decision_gap() const {
   return gap;
 }
 
-Result<MemorySnapshot> Stack::try_snapshot(size_t block) {
+Result<MemorySnapshot> Stack::snapshot(size_t block) {
   ATTENDRE_REQUIRE(block < impl_->blocks.size(), "no block " + std::to_string(block));
   return impl_->blocks[block].kv.snapshot();
 }

@@ -29,7 +29,7 @@ Status sample_tokens(std::vector<float> last, int64_t next, const GenerateOption
   ATTENDRE_TRY_ASSIGN(Sampler sampler, Sampler::create(options.sampling));
   const auto generate_start = std::chrono::steady_clock::now();
   for (uint32_t n = 0; n < options.max_tokens; ++n) {
-    ATTENDRE_TRY_ASSIGN(const uint32_t token, sampler.try_sample(last));
+    ATTENDRE_TRY_ASSIGN(const uint32_t token, sampler.sample(last));
     if (std::find(options.stop_tokens.begin(), options.stop_tokens.end(), token) != options.stop_tokens.end()) {
       result.stopped = true;
       break;
@@ -59,8 +59,8 @@ double GenerateResult::generate_tokens_per_s() const {
   return rate(tokens.size() + (stopped ? 1 : 0), generate_seconds);
 }
 
-Status try_read_tokens(TransformerStack& stack, std::span<const uint32_t> tokens, LogitsWanted wanted, bool flush,
-                       const std::function<void(StackOutput&&)>& on_output) {
+Status read_tokens(TransformerStack& stack, std::span<const uint32_t> tokens, LogitsWanted wanted, bool flush,
+                   const std::function<void(StackOutput&&)>& on_output) {
   const StackConfig& c = stack.config();
   ATTENDRE_REQUIRE(!tokens.empty(), "nothing to read: the token sequence is empty");
   ATTENDRE_REQUIRE(c.vocab > 0, "reading tokens needs a stack with a vocabulary");
@@ -81,16 +81,16 @@ Status try_read_tokens(TransformerStack& stack, std::span<const uint32_t> tokens
     // The last position leaves the stack in the last input step (N = 0) or
     // while finishing, never before.
     const bool last_step = first + rows == tokens.size();
-    ATTENDRE_TRY_ASSIGN(StackOutput out, stack.try_step(chunk, wanted == LogitsWanted::all || last_step ? logits : quiet));
+    ATTENDRE_TRY_ASSIGN(StackOutput out, stack.step(chunk, wanted == LogitsWanted::all || last_step ? logits : quiet));
     on_output(std::move(out));
   }
-  ATTENDRE_TRY_ASSIGN(StackOutput rest, stack.try_finish(logits, flush));
+  ATTENDRE_TRY_ASSIGN(StackOutput rest, stack.finish(logits, flush));
   on_output(std::move(rest));
   return {};
 }
 
-Result<GenerateResult> try_generate(TransformerStack& stack, std::span<const uint32_t> prompt,
-                                    const GenerateOptions& options, const std::function<void(uint32_t)>& on_token) {
+Result<GenerateResult> generate(TransformerStack& stack, std::span<const uint32_t> prompt,
+                                const GenerateOptions& options, const std::function<void(uint32_t)>& on_token) {
   ATTENDRE_TRY(options.sampling.check());  // before the read, not after it
   const uint32_t vocab = stack.config().vocab;
   ATTENDRE_REQUIRE(prompt.size() + options.max_tokens < kMaxPositions, "prompt and budget exceed 2^31 positions");
@@ -98,27 +98,27 @@ Result<GenerateResult> try_generate(TransformerStack& stack, std::span<const uin
   result.prompt_tokens = prompt.size();
   std::vector<float> last;  // the logits of the last prompt position
   const auto read_start = std::chrono::steady_clock::now();
-  ATTENDRE_TRY(try_read_tokens(
-      stack, prompt, options.prompt_logits ? LogitsWanted::all : LogitsWanted::last, options.flush,
-      [&](StackOutput&& out) {
-        if (out.logits.empty()) return;
-        if (options.prompt_logits) result.prompt_logits.insert(result.prompt_logits.end(), out.logits.begin(), out.logits.end());
-        if (out.positions.back() == static_cast<int64_t>(prompt.size() - 1))
-          last.assign(out.logits.end() - vocab, out.logits.end());
-      }));
+  ATTENDRE_TRY(read_tokens(
+  stack, prompt, options.prompt_logits ? LogitsWanted::all : LogitsWanted::last, options.flush,
+  [&](StackOutput&& out) {
+    if (out.logits.empty()) return;
+    if (options.prompt_logits) result.prompt_logits.insert(result.prompt_logits.end(), out.logits.begin(), out.logits.end());
+    if (out.positions.back() == static_cast<int64_t>(prompt.size() - 1))
+      last.assign(out.logits.end() - vocab, out.logits.end());
+  }));
   result.read_seconds = seconds_since(read_start);
   ATTENDRE_REQUIRE(last.size() == vocab, "the stack emitted no logits for the last prompt position");
   ATTENDRE_TRY_ASSIGN(GenerateResult generated,
-                      try_generate_after(stack, last, static_cast<int64_t>(prompt.size()), options, on_token));
+                      generate_after(stack, last, static_cast<int64_t>(prompt.size()), options, on_token));
   generated.prompt_tokens = result.prompt_tokens;
   generated.prompt_logits = std::move(result.prompt_logits);
   generated.read_seconds = result.read_seconds;
   return generated;
 }
 
-Result<GenerateResult> try_generate_after(TransformerStack& stack, std::span<const float> last_logits,
-                                          int64_t next_position, const GenerateOptions& options,
-                                          const std::function<void(uint32_t)>& on_token) {
+Result<GenerateResult> generate_after(TransformerStack& stack, std::span<const float> last_logits,
+                                      int64_t next_position, const GenerateOptions& options,
+                                      const std::function<void(uint32_t)>& on_token) {
   ATTENDRE_TRY(options.sampling.check());
   const uint32_t vocab = stack.config().vocab;
   ATTENDRE_REQUIRE(vocab > 0 && last_logits.size() == vocab, "generation needs one row of logits (" +
@@ -134,7 +134,7 @@ Result<GenerateResult> try_generate_after(TransformerStack& stack, std::span<con
   request.hidden = false;
   request.logits = true;
   const DecodeOne decode = [&](uint32_t token, int64_t position) -> Result<std::vector<float>> {
-    ATTENDRE_TRY_ASSIGN(StackOutput out, stack.try_decode(one_position(token, position), request));
+    ATTENDRE_TRY_ASSIGN(StackOutput out, stack.decode(one_position(token, position), request));
     return std::move(out.logits);
   };
   ATTENDRE_TRY(sample_tokens(std::vector<float>(last_logits.begin(), last_logits.end()), next_position, options, decode,
@@ -142,8 +142,8 @@ Result<GenerateResult> try_generate_after(TransformerStack& stack, std::span<con
   return result;
 }
 
-Result<GenerateResult> try_generate(EncoderDecoder& model, std::span<const uint32_t> input, uint32_t decoder_start,
-                                    const GenerateOptions& options, const std::function<void(uint32_t)>& on_token) {
+Result<GenerateResult> generate(EncoderDecoder& model, std::span<const uint32_t> input, uint32_t decoder_start,
+                                const GenerateOptions& options, const std::function<void(uint32_t)>& on_token) {
   ATTENDRE_TRY(options.sampling.check());
   const EncoderDecoderConfig& c = model.config();
   ATTENDRE_REQUIRE(!input.empty(), "nothing to encode: the input is empty");
@@ -163,16 +163,16 @@ Result<GenerateResult> try_generate(EncoderDecoder& model, std::span<const uint3
     for (uint32_t r = 0; r < chunk.rows; ++r) positions[r] = static_cast<int64_t>(first + r);
     chunk.tokens = input.subspan(first, chunk.rows);
     chunk.positions = std::span<const int64_t>(positions).first(chunk.rows);
-    ATTENDRE_TRY(model.try_encode(chunk));
+    ATTENDRE_TRY(model.encode(chunk));
   }
-  ATTENDRE_TRY(model.try_finish_encoding());
+  ATTENDRE_TRY(model.finish_encoding());
   result.read_seconds = seconds_since(read_start);
 
   StackRequest request;
   request.hidden = false;
   request.logits = true;
   const DecodeOne decode = [&](uint32_t token, int64_t position) -> Result<std::vector<float>> {
-    ATTENDRE_TRY_ASSIGN(StackOutput out, model.try_decode(one_position(token, position), request));
+    ATTENDRE_TRY_ASSIGN(StackOutput out, model.decode(one_position(token, position), request));
     return std::move(out.logits);
   };
   // The decoder starts from its start token at position 0; the first

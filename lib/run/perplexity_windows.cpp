@@ -47,14 +47,14 @@ Status score_window(TransformerStack& stack, std::span<const uint32_t> window, c
                     const std::function<void(uint32_t index, std::span<const float> row)>& on_row) {
   const uint32_t vocab = stack.config().vocab;
   uint32_t seen = 0;
-  ATTENDRE_TRY(try_read_tokens(stack, window, LogitsWanted::all, w.flush, [&](StackOutput&& out) {
-    for (size_t i = 0; i < out.positions.size(); ++i) {
-      const int64_t p = out.positions[i];
-      if (p < w.first_scored() || p + 1 >= static_cast<int64_t>(w.ctx)) continue;
-      on_row(static_cast<uint32_t>(p - w.first_scored()), std::span<const float>(out.logits).subspan(i * vocab, vocab));
-      ++seen;
-    }
-  }));
+  ATTENDRE_TRY(read_tokens(stack, window, LogitsWanted::all, w.flush, [&](StackOutput&& out) {
+for (size_t i = 0; i < out.positions.size(); ++i) {
+  const int64_t p = out.positions[i];
+  if (p < w.first_scored() || p + 1 >= static_cast<int64_t>(w.ctx)) continue;
+  on_row(static_cast<uint32_t>(p - w.first_scored()), std::span<const float>(out.logits).subspan(i * vocab, vocab));
+  ++seen;
+}
+}));
   ATTENDRE_REQUIRE(seen == w.scored_per_window(), "the stack emitted " + std::to_string(seen) + " of the window's " +
                                                        std::to_string(w.scored_per_window()) + " scored positions");
   return {};
@@ -71,10 +71,10 @@ Status PerplexityWindows::check(uint64_t tokens) const {
   return {};
 }
 
-Result<std::vector<WindowedPerplexityResult>> try_windowed_perplexity(size_t settings, const StackMaker& make_stack,
-                                                                      std::span<const uint32_t> tokens,
-                                                                      const PerplexityWindows& w,
-                                                                      const WindowProgress& progress) {
+Result<std::vector<WindowedPerplexityResult>> windowed_perplexity(size_t settings, const StackMaker& make_stack,
+                                                                  std::span<const uint32_t> tokens,
+                                                                  const PerplexityWindows& w,
+                                                                  const WindowProgress& progress) {
   ATTENDRE_TRY(w.check(tokens.size()));
   ATTENDRE_REQUIRE(settings > 0, "windowed perplexity needs at least one setting");
   ATTENDRE_REQUIRE(!w.kl_base || *w.kl_base < settings, "the KL base is setting " + std::to_string(w.kl_base.value_or(0)) +

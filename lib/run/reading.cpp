@@ -10,7 +10,7 @@ void DocumentEncoder::begin_part() {
   carried_ = pending_.size();  // the previous part's trailing spaces start this one's text
 }
 
-Status DocumentEncoder::try_feed(std::string_view text, const Sink& sink) {
+Status DocumentEncoder::feed(std::string_view text, const Sink& sink) {
   pending_.append(text);
   if (pending_.size() < kPiece + carried_) return {};
   size_t cut = Tokenizer::continuation_point(pending_, pending_.size());
@@ -23,14 +23,14 @@ Status DocumentEncoder::try_feed(std::string_view text, const Sink& sink) {
   return encode(cut, sink);
 }
 
-Status DocumentEncoder::try_end_part(const Sink& sink) {
+Status DocumentEncoder::end_part(const Sink& sink) {
   size_t end = pending_.size();
   while (end > 0 && pending_[end - 1] == ' ') --end;
   if (end > carried_) return encode(end, sink);
   return {};
 }
 
-Status DocumentEncoder::try_end_document(const Sink& sink) {
+Status DocumentEncoder::end_document(const Sink& sink) {
   if (!pending_.empty()) return encode(pending_.size(), sink);
   return {};
 }
@@ -41,7 +41,7 @@ Status DocumentEncoder::encode(size_t end, const Sink& sink) {
   options.more_follows = true;  // the answer follows the document: never an EOS before it
   started_ = true;
   const std::string_view text = std::string_view(pending_).substr(0, end);
-  ATTENDRE_TRY_ASSIGN(ids_, tokenizer_.try_encode(text, options));
+  ATTENDRE_TRY_ASSIGN(ids_, tokenizer_.encode(text, options));
   sink(Piece{text, std::min(carried_, end), ids_});
   pending_.erase(0, end);
   carried_ = 0;
@@ -58,14 +58,14 @@ std::string answer_line(std::string_view text) {
   return line;
 }
 
-Result<Answer> try_answer_after(TransformerStack& stack, const Tokenizer& tokenizer,
-                                std::span<const float> last_logits, int64_t next_position, uint32_t max_tokens) {
+Result<Answer> answer_after(TransformerStack& stack, const Tokenizer& tokenizer,
+                            std::span<const float> last_logits, int64_t next_position, uint32_t max_tokens) {
   GenerateOptions options;
   options.max_tokens = max_tokens;
   options.stop_tokens = tokenizer.stop_tokens();
-  ATTENDRE_TRY_ASSIGN(GenerateResult result, try_generate_after(stack, last_logits, next_position, options));
+  ATTENDRE_TRY_ASSIGN(GenerateResult result, generate_after(stack, last_logits, next_position, options));
   Answer answer;
-  ATTENDRE_TRY_ASSIGN(const std::string text, tokenizer.try_decode(result.tokens));
+  ATTENDRE_TRY_ASSIGN(const std::string text, tokenizer.decode(result.tokens));
   answer.text = answer_line(text);
   answer.tokens = std::move(result.tokens);
   answer.stopped = result.stopped;
@@ -93,7 +93,7 @@ class ChunkFeeder {
   Result<std::vector<float>> finish(bool flush) {
     ATTENDRE_REQUIRE(next_ > 0, "read_document: the document has no tokens");
     ATTENDRE_TRY(step(true));
-    ATTENDRE_TRY_ASSIGN(const StackOutput out, stack_.try_finish(final_request(), flush));
+    ATTENDRE_TRY_ASSIGN(const StackOutput out, stack_.finish(final_request(), flush));
     keep_last_logits(out);
     ATTENDRE_REQUIRE(last_logits_.size() == stack_.config().vocab,
                      "read_document: the stack gave no logits for the last position");
@@ -111,7 +111,7 @@ class ChunkFeeder {
     chunk.tokens = ids_;
     chunk.positions = positions_;
     const StackRequest request = last ? final_request() : StackRequest{false, false};
-    ATTENDRE_TRY_ASSIGN(const StackOutput out, stack_.try_step(chunk, request));
+    ATTENDRE_TRY_ASSIGN(const StackOutput out, stack_.step(chunk, request));
     keep_last_logits(out);
     ids_.clear();
     positions_.clear();
@@ -134,8 +134,8 @@ class ChunkFeeder {
 
 }  // namespace
 
-Result<ReadResult> try_read_document(TransformerStack& stack, const Tokenizer& tokenizer, std::string_view question,
-                                     std::string_view context, const ReadOptions& options) {
+Result<ReadResult> read_document(TransformerStack& stack, const Tokenizer& tokenizer, std::string_view question,
+                                 std::string_view context, const ReadOptions& options) {
   ATTENDRE_REQUIRE(stack.config().vocab > 0, "read_document: the stack has no vocabulary (it reads embeddings)");
   ATTENDRE_REQUIRE(stack.config().vocab == tokenizer.size(),
                    "read_document: the stack's vocabulary has " + std::to_string(stack.config().vocab) +
@@ -159,18 +159,18 @@ Result<ReadResult> try_read_document(TransformerStack& stack, const Tokenizer& t
   const std::string_view parts[] = {t.substr(0, q), question, t.substr(q + 10, c - q - 10), context, t.substr(c + 9)};
   for (const std::string_view part : parts) {
     encoder.begin_part();
-    ATTENDRE_TRY(encoder.try_feed(part, sink));
+    ATTENDRE_TRY(encoder.feed(part, sink));
     ATTENDRE_TRY(fed);
-    ATTENDRE_TRY(encoder.try_end_part(sink));
+    ATTENDRE_TRY(encoder.end_part(sink));
     ATTENDRE_TRY(fed);
   }
-  ATTENDRE_TRY(encoder.try_end_document(sink));
+  ATTENDRE_TRY(encoder.end_document(sink));
   ATTENDRE_TRY(fed);
   ATTENDRE_TRY_ASSIGN(const std::vector<float> last_logits, feeder.finish(options.flush));
   ReadResult result;
   result.document_tokens = static_cast<uint64_t>(feeder.positions());
   ATTENDRE_TRY_ASSIGN(result.answer,
-                      try_answer_after(stack, tokenizer, last_logits, feeder.positions(), options.answer_tokens));
+                      answer_after(stack, tokenizer, last_logits, feeder.positions(), options.answer_tokens));
   return result;
 }
 

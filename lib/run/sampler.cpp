@@ -35,7 +35,7 @@ double Sampler::uniform() {
   return static_cast<double>(z >> 11) * 0x1.0p-53;
 }
 
-Result<uint32_t> Sampler::try_sample(std::span<const float> logits) {
+Result<uint32_t> Sampler::sample(std::span<const float> logits) {
   ATTENDRE_REQUIRE(!logits.empty(), "sampling from an empty row of logits");
   // NaN and +inf are a computation gone wrong; -inf is a token masked out
   // (a logit bias, a grammar) and weighs nothing, as in llama.cpp's samplers,

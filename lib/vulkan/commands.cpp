@@ -405,12 +405,12 @@ Result<std::vector<double>> TimestampPool::try_read_ns(uint32_t count) const {
 
 namespace attendre {
 
-Result<bool> Ticket::try_ready() const {
+Result<bool> Ticket::ready() const {
   if (!submission_) return true;
   return submission_->try_finished(submitted_);
 }
 
-Result<bool> Ticket::try_wait(uint64_t timeout_ns) const {
+Result<bool> Ticket::wait(uint64_t timeout_ns) const {
   if (!submission_) return true;
   return submission_->try_wait_for(submitted_, timeout_ns);
 }

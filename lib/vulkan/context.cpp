@@ -316,7 +316,7 @@ void Context::release() {
   instance_ = VK_NULL_HANDLE;
 }
 
-Result<std::vector<std::string>> try_list_devices() {
+Result<std::vector<std::string>> list_devices() {
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.apiVersion = VK_API_VERSION_1_1;
   VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};

@@ -40,7 +40,7 @@ constexpr const char* kFeatureNames[kFeatureCount] = {"16bit",   "float16", "8bi
 // The switches in ATTENDRE_DISABLE; read only when the options leave them unset.
 Result<FeatureSet> disabled_features(const std::optional<FeatureSet>& requested) {
   if (requested) return *requested;
-  return try_parse_features(env_string("ATTENDRE_DISABLE"));
+  return parse_features(env_string("ATTENDRE_DISABLE"));
 }
 
 // A preference over a driver quirk: the option (prefer_half_loads,
@@ -253,7 +253,7 @@ Status vk::apply_switches(DeviceCaps& caps, const ExternalDevice& external) { re
 
 const char* feature_name(Feature feature) { return kFeatureNames[static_cast<uint32_t>(feature)]; }
 
-Result<FeatureSet> try_parse_features(const std::string& list) {
+Result<FeatureSet> parse_features(const std::string& list) {
   FeatureSet set;
   if (list.empty()) return set;
   for (size_t start = 0;;) {

@@ -96,22 +96,22 @@ void check_program(const std::filesystem::path& model_path, const std::string& p
   const auto lines = parse(text);
   const auto blocks = parse_blocks(text);
 
-  Model model = Model::open(model_path);
+  Model model = Model::open(model_path).value_or_throw();
   const Tokenizer& tokenizer = model.tokenizer();
-  const std::vector<uint32_t> ids = tokenizer.encode(kText);
+  const std::vector<uint32_t> ids = tokenizer.encode(kText).value_or_throw();
   CHECK(numbers<uint32_t>(lines.at("ids")) == ids);
-  CHECK(lines.at("decoded") == tokenizer.decode(ids));
+  CHECK(lines.at("decoded") == tokenizer.decode(ids).value_or_throw());
   CHECK(lines.at("architecture") == model.info().architecture);
 
   // The same ids, chunks, drain and generation on the float64 reference.
-  const StackConfig config = model.stack_config(program_memory(policy));
+  const StackConfig config = model.stack_config(program_memory(policy)).value_or_throw();
   reference::Stack stack(config, model.weights());
   const int64_t n = static_cast<int64_t>(ids.size());
   const std::vector<float> last_logits = test::read_and_finish(stack, ids);  // S = 8 as the program's
   check_close(numbers<double>(lines.at("last_logits")), std::vector<double>(last_logits.begin(), last_logits.end()),
               2e-3, "last logits");
   for (size_t b = 0; b < config.blocks.size(); ++b) {
-    const MemorySnapshot held = stack.snapshot(b);
+    const MemorySnapshot held = stack.snapshot(b).value_or_throw();
     CHECK(numbers<int64_t>(blocks.at("stack_positions " + std::to_string(b))) == held.positions);
     check_close(numbers<double>(blocks.at("stack_scores " + std::to_string(b))), held.scores, 1e-3,
                 "scores of block " + std::to_string(b));
@@ -119,7 +119,7 @@ void check_program(const std::filesystem::path& model_path, const std::string& p
   GenerateOptions options;
   options.max_tokens = 8;
   options.stop_tokens = tokenizer.stop_tokens();
-  const GenerateResult generated = generate_after(stack, last_logits, n, options);
+  const GenerateResult generated = generate_after(stack, last_logits, n, options).value_or_throw();
   CHECK(numbers<uint32_t>(lines.at("generated")) == generated.tokens);
   CHECK(lines.at("stopped") == (generated.stopped ? "1" : "0"));
 
@@ -127,11 +127,11 @@ void check_program(const std::filesystem::path& model_path, const std::string& p
   reference::Stack reader(config, model.weights());
   ReadOptions read;
   read.answer_tokens = 6;
-  const ReadResult expected = read_document(reader, tokenizer, "What color was the ball?", kText, read);
+  const ReadResult expected = read_document(reader, tokenizer, "What color was the ball?", kText, read).value_or_throw();
   CHECK(lines.at("answer") == expected.answer.text);
   CHECK(lines.at("document_tokens") == std::to_string(expected.document_tokens));
   for (size_t b = 0; b < config.blocks.size(); ++b)
-    CHECK(numbers<int64_t>(blocks.at("read_positions " + std::to_string(b))) == reader.snapshot(b).positions);
+    CHECK(numbers<int64_t>(blocks.at("read_positions " + std::to_string(b))) == reader.snapshot(b).value_or_throw().positions);
 }
 
 // The Android app's JNI binding (tests/jni/JniTest.java on a desktop JVM,
@@ -167,7 +167,7 @@ void check_jni(const std::filesystem::path& model_path, const std::string& polic
     CHECK(positions == c_blocks.at(key));
     ++blocks;
   }
-  CHECK(blocks == Model::open(model_path).info().blocks);
+  CHECK(blocks == Model::open(model_path).value_or_throw().info().blocks);
 #else
   (void)model_path;
   (void)policy;
@@ -201,19 +201,19 @@ TEST_CASE("C API: read_document gives the ids the reader's per-part encoding giv
   // tests check the parts' ids); here: the same positions, whatever the
   // chunking, and an answer of one line.
   TempDir dir;
-  Model model = Model::open(write_fixture(dir.path, FixtureShape{}, 5));
-  StackConfig config = model.stack_config(program_memory("fifo"));
+  Model model = Model::open(write_fixture(dir.path, FixtureShape{}, 5)).value_or_throw();
+  StackConfig config = model.stack_config(program_memory("fifo")).value_or_throw();
   reference::Stack a(config, model.weights());
-  const ReadResult first = read_document(a, model.tokenizer(), "Why?  ", "Because.  ", {});
+  const ReadResult first = read_document(a, model.tokenizer(), "Why?  ", "Because.  ", {}).value_or_throw();
   config.chunk = 3;
   for (BlockConfig& b : config.blocks) b.attention.chunk = 3;
   reference::Stack b(config, model.weights());
-  const ReadResult second = read_document(b, model.tokenizer(), "Why?  ", "Because.  ", {});
+  const ReadResult second = read_document(b, model.tokenizer(), "Why?  ", "Because.  ", {}).value_or_throw();
   CHECK(first.document_tokens == second.document_tokens);
   CHECK(first.answer.text.find('\n') == std::string::npos);
   CHECK(answer_line("  \n hello world  \r\nmore") == "hello world");
   CHECK(answer_line("ok \xe4\xb8") == "ok");
-  CHECK_THROWS_WITH_AS(read_document(b, model.tokenizer(), "\xff", "x", {}), doctest::Contains("UTF-8"), Error);
+  CHECK_THROWS_WITH_AS(read_document(b, model.tokenizer(), "\xff", "x", {}).value_or_throw(), doctest::Contains("UTF-8"), Error);
 }
 
 #endif

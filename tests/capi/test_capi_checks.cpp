@@ -253,12 +253,12 @@ TEST_CASE("C API checks: n_recent reaches the layer (the reference's retained se
     const ChunkView view = s.chunk(first, 3);
     attendre_chunk chunk{view.rows, view.q.data(), view.k.data(), view.v.data(), view.positions.data(), nullptr, nullptr};
     C_OK(attendre_layer_step(layer, &chunk));
-    cpu.step(view);
+    cpu.step(view).value_or_throw();
     std::vector<int64_t> held(9);
     size_t count = held.size();
     C_OK(attendre_layer_snapshot(layer, held.data(), nullptr, &count));
     held.resize(count);
-    CHECK(held == cpu.snapshot().positions);
+    CHECK(held == cpu.snapshot().value_or_throw().positions);
     for (int64_t p = std::max<int64_t>(0, s.positions[first + 2] - 5); p <= s.positions[first + 2]; ++p)
       CHECK(std::count(held.begin(), held.end(), p) == 1);  // the window is held
   }

@@ -10,7 +10,8 @@
 
 int main() {
   try {
-    attendre::Context context;
+    auto context_owner = attendre::Context::create().value_or_throw();
+    attendre::Context& context = *context_owner;
     attendre::LayerConfig config;
     config.shape = {2, 1, 8};
     config.chunk = 4;
@@ -18,7 +19,8 @@ int main() {
     config.kv.capacity = 8;
     config.kv.policy = attendre::Policy::lra_sum();
     config.retrieval.top_k = 4;
-    attendre::gpu::Layer layer(context, config);
+    auto layer_owner = attendre::gpu::Layer::create(context, config).value_or_throw();
+    attendre::gpu::Layer& layer = *layer_owner;
     std::vector<float> q(4 * 16), k(4 * 8), v(4 * 8);
     for (size_t i = 0; i < q.size(); ++i) q[i] = std::sin(0.1f * static_cast<float>(i));
     for (size_t i = 0; i < k.size(); ++i) k[i] = std::cos(0.2f * static_cast<float>(i)), v[i] = 0.01f * i;
@@ -31,7 +33,7 @@ int main() {
       chunk.k = k;
       chunk.v = v;
       chunk.positions = positions;
-      outputs += layer.step(chunk).emitted_positions.size();
+      outputs += layer.step(chunk).value_or_throw().emitted_positions.size();
     }
     std::printf("consumer: %zu positions emitted on %s\n", outputs, context.caps().name.c_str());
     return outputs == 8 ? 0 : 1;

@@ -183,26 +183,26 @@ TEST_CASE("io status: tokenizer try_ forms encode as the throwing forms and fail
   CHECK(Pipeline::try_build(unknown_pre).status().code() == ErrorCode::unsupported);
 }
 
-TEST_CASE("io status: Model::try_open and the public Tokenizer fail as their throwing forms and agree on a good file") {
+TEST_CASE("io status: Model::open and the public Tokenizer fail as their throwing forms and agree on a good file") {
   attendre::test::GgufTempDir dir;
   const std::filesystem::path good = attendre::test::write_fixture(dir.path, attendre::test::FixtureShape{}, 5);
-  Result<Model> opened = Model::try_open(good);
+  Result<Model> opened = Model::open(good);
   REQUIRE(opened.ok());
-  const Model thrown_model = Model::open(good);
+  const Model thrown_model = Model::open(good).value_or_throw();
   CHECK(opened->info().parameters == thrown_model.info().parameters);
   CHECK(opened->info().tensor_bytes == thrown_model.info().tensor_bytes);
   const MemoryPlan memory = opened->default_memory();
-  CHECK(opened->try_stack_config(memory).value().blocks.size() == thrown_model.stack_config(memory).blocks.size());
-  check_same_failure(opened->try_encoder_decoder_config({memory, 1, 1}),
-                     [&] { (void)thrown_model.encoder_decoder_config({memory, 1, 1}); });
+  CHECK(opened->stack_config(memory).value().blocks.size() == thrown_model.stack_config(memory).value_or_throw().blocks.size());
+  check_same_failure(opened->encoder_decoder_config({memory, 1, 1}),
+                 [&] { (void)thrown_model.encoder_decoder_config({memory, 1, 1}).value_or_throw(); });
   const attendre::Tokenizer& tokenizer = opened->tokenizer();
   const std::string text = "the tiny model reads this";
-  CHECK(tokenizer.try_encode(text).value() == thrown_model.tokenizer().encode(text));
-  CHECK(attendre::Tokenizer::try_open(good).value().try_encode(text).value() == tokenizer.encode(text));
+  CHECK(tokenizer.encode(text).value() == thrown_model.tokenizer().encode(text).value_or_throw());
+  CHECK(attendre::Tokenizer::open(good).value().encode(text).value() == tokenizer.encode(text).value_or_throw());
   const uint32_t outside[] = {tokenizer.size()};
-  check_same_failure(tokenizer.try_decode(outside), [&] { (void)tokenizer.decode(outside); });
-  check_same_failure(tokenizer.try_piece(tokenizer.size()), [&] { (void)tokenizer.piece(tokenizer.size()); });
-  check_same_failure(tokenizer.try_encode("\xC0\xAF"), [&] { (void)tokenizer.encode("\xC0\xAF"); });
+  check_same_failure(tokenizer.decode(outside), [&] { (void)tokenizer.decode(outside).value_or_throw(); });
+  check_same_failure(tokenizer.piece(tokenizer.size()), [&] { (void)tokenizer.piece(tokenizer.size()).value_or_throw(); });
+  check_same_failure(tokenizer.encode("\xC0\xAF"), [&] { (void)tokenizer.encode("\xC0\xAF").value_or_throw(); });
   // The document encoder hands over the same pieces, and fails the same way on a piece of bad UTF-8.
   std::vector<uint32_t> streamed, thrown_streamed;
   attendre::DocumentEncoder encoder(tokenizer), thrown_encoder(tokenizer);
@@ -212,38 +212,38 @@ TEST_CASE("io status: Model::try_open and the public Tokenizer fail as their thr
     };
   };
   encoder.begin_part();
-  REQUIRE(encoder.try_feed(text, keep(streamed)).ok());
-  REQUIRE(encoder.try_end_part(keep(streamed)).ok());
-  REQUIRE(encoder.try_end_document(keep(streamed)).ok());
+  REQUIRE(encoder.feed(text, keep(streamed)).ok());
+  REQUIRE(encoder.end_part(keep(streamed)).ok());
+  REQUIRE(encoder.end_document(keep(streamed)).ok());
   thrown_encoder.begin_part();
-  thrown_encoder.feed(text, keep(thrown_streamed));
-  thrown_encoder.end_part(keep(thrown_streamed));
-  thrown_encoder.end_document(keep(thrown_streamed));
+  thrown_encoder.feed(text, keep(thrown_streamed)).or_throw();
+  thrown_encoder.end_part(keep(thrown_streamed)).or_throw();
+  thrown_encoder.end_document(keep(thrown_streamed)).or_throw();
   CHECK(streamed == thrown_streamed);
-  CHECK(streamed == tokenizer.encode(text, {.more_follows = true}));
+  CHECK(streamed == tokenizer.encode(text, {.more_follows = true}).value_or_throw());
   encoder.begin_part();
-  REQUIRE(encoder.try_feed("bad \xFF", keep(streamed)).ok());  // buffered: nothing encoded yet
-  check_same_failure(encoder.try_end_part(keep(streamed)), [&] {
-    thrown_encoder.begin_part();
-    thrown_encoder.feed("bad \xFF", keep(thrown_streamed));
-    thrown_encoder.end_part(keep(thrown_streamed));
-  });
+  REQUIRE(encoder.feed("bad \xFF", keep(streamed)).ok());  // buffered: nothing encoded yet
+  check_same_failure(encoder.end_part(keep(streamed)), [&] {
+thrown_encoder.begin_part();
+thrown_encoder.feed("bad \xFF", keep(thrown_streamed)).or_throw();
+thrown_encoder.end_part(keep(thrown_streamed)).or_throw();
+});
 
   // A vocabulary missing its tokens, an architecture attendre does not run, a cut file.
   const std::filesystem::path no_tokens = dir.path / "no-tokens.gguf";
   attendre::test::rewrite_gguf(good, no_tokens, {{{"tokenizer.ggml.tokens", std::nullopt}}, {}, {}});
-  check_same_failure(Model::try_open(no_tokens), [&] { (void)Model::open(no_tokens); });
-  check_same_failure(attendre::Tokenizer::try_open(no_tokens), [&] { (void)attendre::Tokenizer::open(no_tokens); });
-  CHECK(attendre::Tokenizer::try_open(no_tokens).status().message() ==
+  check_same_failure(Model::open(no_tokens), [&] { (void)Model::open(no_tokens).value_or_throw(); });
+  check_same_failure(attendre::Tokenizer::open(no_tokens), [&] { (void)attendre::Tokenizer::open(no_tokens).value_or_throw(); });
+  CHECK(attendre::Tokenizer::open(no_tokens).status().message() ==
         no_tokens.string() + ": metadata key \"tokenizer.ggml.tokens\": is missing");
   const std::filesystem::path gpt2 = dir.path / "gpt2.gguf";
   attendre::test::rewrite_gguf(good, gpt2, {{{"general.architecture", gguf::MetadataValue::string("gpt2")}}, {}, {}});
-  check_same_failure(Model::try_open(gpt2), [&] { (void)Model::open(gpt2); });
-  CHECK(Model::try_open(gpt2).status().code() == ErrorCode::unsupported);
+  check_same_failure(Model::open(gpt2), [&] { (void)Model::open(gpt2).value_or_throw(); });
+  CHECK(Model::open(gpt2).status().code() == ErrorCode::unsupported);
   const std::string bytes = attendre::test::slurp(good);
   const std::filesystem::path cut = dir.path / "cut.gguf";
   attendre::test::write_file(cut, std::as_bytes(std::span(bytes.data(), bytes.size() / 2)));
-  check_same_failure(Model::try_open(cut), [&] { (void)Model::open(cut); });
+  check_same_failure(Model::open(cut), [&] { (void)Model::open(cut).value_or_throw(); });
 }
 
 TEST_CASE("io status: the GGUF writer's try_ forms refuse as the throwing forms do") {

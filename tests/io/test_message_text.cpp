@@ -87,7 +87,7 @@ TEST_CASE("message text: GGUF keys, tensor names and strings are escaped alike, 
                               ErrorCode::unsupported, expected);
   attendre::test::GgufTempDir dir;
   model.write(dir.path / "x.gguf");
-  attendre::test::check_error([&] { attendre::Model::open(dir.path / "x.gguf"); }, ErrorCode::unsupported,
+  attendre::test::check_error([&] { attendre::Model::open(dir.path / "x.gguf").value_or_throw(); }, ErrorCode::unsupported,
                               "architecture 'lla\\x00ma\\xFF' is not supported (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3, t5, t5encoder)");
 
   // The tokenizer's model name: valid UTF-8 kept as in every other message.

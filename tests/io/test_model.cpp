@@ -25,7 +25,7 @@ TEST_CASE("model: tiny llama and qwen2 fixtures of every weight type read back e
     const test::Fixture fixture = test::make_fixture(shape, 11);
     const std::filesystem::path path = dir.path / "model.gguf";
     fixture.writer.write(path);
-    Model model = Model::open(path);
+    Model model = Model::open(path).value_or_throw();
     const bool qwen2 = architecture == "qwen2";
 
     const ModelInfo& info = model.info();
@@ -33,7 +33,7 @@ TEST_CASE("model: tiny llama and qwen2 fixtures of every weight type read back e
     CHECK(info.name == "attendre tiny " + architecture);
     CHECK(info.context_length == shape.context);
     CHECK(info.blocks == shape.blocks);
-    const StackConfig c = model.stack_config(model.default_memory());
+    const StackConfig c = model.stack_config(model.default_memory()).value_or_throw();
     CHECK(c.hidden == shape.hidden);
     CHECK(c.vocab == fixture.vocab);
     CHECK(c.vocab == model.tokenizer().size());
@@ -71,8 +71,8 @@ TEST_CASE("model: tiny llama and qwen2 fixtures of every weight type read back e
     for (const test::FixtureTensor& t : fixture.tensors) {
       INFO(t.name);
       const auto expected = element_type(static_cast<uint32_t>(t.type));
-      CHECK(model.weights().type_of(t.name, t.shape) == expected);
-      const std::optional<TensorView> view = model.weights().tensor(t.name, t.shape);
+      CHECK(model.weights().type_of(t.name, t.shape).value_or_throw() == expected);
+      const std::optional<TensorView> view = model.weights().tensor(t.name, t.shape).value_or_throw();
       REQUIRE(view);
       CHECK(view->type == *expected);
       REQUIRE(view->bytes.size() == t.bytes.size());
@@ -85,7 +85,7 @@ TEST_CASE("model: tiny llama and qwen2 fixtures of every weight type read back e
       parameters += count;
     }
     CHECK(info.parameters == parameters);
-    CHECK_FALSE(model.weights().type_of("blk.9.attn_q.weight", std::vector<uint64_t>{1}));
+    CHECK_FALSE(model.weights().type_of("blk.9.attn_q.weight", std::vector<uint64_t>{1}).value_or_throw());
   }
 }
 
@@ -106,8 +106,8 @@ void check_bad_files(const std::filesystem::path& good, const std::filesystem::p
     INFO(bad.what);
     const std::filesystem::path path = folder / "bad.gguf";
     test::rewrite_gguf(good, path, bad.edits);
-    test::check_error([&] { Model::open(path); }, bad.code, bad.needle);
-    test::check_error([&] { Model::open(path); }, bad.code, path.string() + ": ");
+    test::check_error([&] { Model::open(path).value_or_throw(); }, bad.code, bad.needle);
+    test::check_error([&] { Model::open(path).value_or_throw(); }, bad.code, path.string() + ": ");
   }
 }
 
@@ -190,12 +190,12 @@ TEST_CASE("model: a file the stack cannot run is refused in one line naming the 
     INFO(type << " " << factor);
     const std::filesystem::path path = dir.path / "unscaled.gguf";
     test::rewrite_gguf(good, path, {{{"llama.rope.scaling.type", text(type)}, {"llama.rope.scaling.factor", MetadataValue::f32(factor)}}});
-    const Model model = Model::open(path);
-    const StackConfig c = model.stack_config(model.default_memory());
+    const Model model = Model::open(path).value_or_throw();
+    const StackConfig c = model.stack_config(model.default_memory()).value_or_throw();
     CHECK(c.blocks[0].rope_scaling.kind == RopeScaling::Kind::none);
     CHECK_FALSE(c.blocks[0].rope_scaling.freq_factors);
   }
-  test::check_error([&] { Model::open(dir.path / "absent.gguf"); }, ErrorCode::io_error, "absent.gguf: cannot open");
+  test::check_error([&] { Model::open(dir.path / "absent.gguf").value_or_throw(); }, ErrorCode::io_error, "absent.gguf: cannot open");
 }
 
 TEST_CASE("model: a gemma2 file without its post norms or with a bad window or soft-cap is refused in one line") {
@@ -223,8 +223,8 @@ TEST_CASE("model: a gemma2 file without its post norms or with a bad window or s
   const std::optional<MetadataValue> removed;
   test::rewrite_gguf(good, path, {{{"gemma2.attention.sliding_window", removed}, {"gemma2.attn_logit_softcapping", removed},
                                    {"gemma2.final_logit_softcapping", removed}}});
-  const Model model = Model::open(path);
-  const StackConfig c = model.stack_config(model.default_memory());
+  const Model model = Model::open(path).value_or_throw();
+  const StackConfig c = model.stack_config(model.default_memory()).value_or_throw();
   CHECK(c.blocks[0].sliding_window == 4096);
   CHECK(c.blocks[1].sliding_window == 0);
   CHECK(c.blocks[0].attention.retrieval.soft_cap == 50.0);
@@ -237,8 +237,8 @@ TEST_CASE("model: qwen3's q/k norms and phi3's fused tensors read as llama.cpp l
   {
     // qwen3: heads of 32 (key_length), wider than hidden / heads = 16.
     const std::filesystem::path good = test::write_fixture(dir.path, test::FixtureShape::for_type("qwen3", TensorType::f16), 7);
-    Model model = Model::open(good);
-    const StackConfig c = model.stack_config(model.default_memory());
+    Model model = Model::open(good).value_or_throw();
+    const StackConfig c = model.stack_config(model.default_memory()).value_or_throw();
     CHECK(c.tied_embeddings);
     for (const BlockConfig& b : c.blocks) {
       CHECK(b.qk_norm);
@@ -259,8 +259,8 @@ TEST_CASE("model: qwen3's q/k norms and phi3's fused tensors read as llama.cpp l
     check_bad_files(good, dir.path, cases);
   }
   const std::filesystem::path good = test::write_fixture(dir.path, test::FixtureShape::for_type("phi3", TensorType::q8_0), 7);
-  Model model = Model::open(good);
-  const StackConfig c = model.stack_config(model.default_memory());
+  Model model = Model::open(good).value_or_throw();
+  const StackConfig c = model.stack_config(model.default_memory()).value_or_throw();
   CHECK_FALSE(c.tied_embeddings);
   for (const BlockConfig& b : c.blocks) {
     CHECK_FALSE(b.qk_norm);
@@ -272,22 +272,22 @@ TEST_CASE("model: qwen3's q/k norms and phi3's fused tensors read as llama.cpp l
   // The stack's q, k, v, gate and up are row ranges of the fused tensors:
   // views into the same bytes of the file's mapping, nothing copied.
   const uint64_t KV = 32;  // 2 kv heads of 16
-  const auto fused = model.weights().tensor("blk.1.attn_qkv.weight", std::vector<uint64_t>{H + 2 * KV, H});
+  const auto fused = model.weights().tensor("blk.1.attn_qkv.weight", std::vector<uint64_t>{H + 2 * KV, H}).value_or_throw();
   REQUIRE(fused);
   const uint64_t row = fused->bytes.size() / (H + 2 * KV);  // 64 Q8_0 values: 2 blocks of 34 bytes
   CHECK(row == 68);
   const std::tuple<const char*, uint64_t, uint64_t> parts[] = {{"attn_q", 0, H}, {"attn_k", H, KV}, {"attn_v", H + KV, KV}};
   for (const auto& [name, first, rows] : parts) {
-    const auto view = model.weights().tensor("blk.1." + std::string(name) + ".weight", std::vector<uint64_t>{rows, H});
+    const auto view = model.weights().tensor("blk.1." + std::string(name) + ".weight", std::vector<uint64_t>{rows, H}).value_or_throw();
     REQUIRE(view);
     CHECK(view->bytes.data() == fused->bytes.data() + first * row);
     CHECK(view->bytes.size() == rows * row);
   }
   // The stack's ffn_up is the second half of the file's: asked for whole, it is refused.
-  test::check_error([&] { model.weights().tensor("blk.1.ffn_up.weight", std::vector<uint64_t>{2 * F, H}); },
+  test::check_error([&] { model.weights().tensor("blk.1.ffn_up.weight", std::vector<uint64_t>{2 * F, H}).value_or_throw(); },
                     ErrorCode::malformed_input, "rows [96, 192) of tensor \"blk.1.ffn_up.weight\"");
-  const auto gate = model.weights().tensor("blk.1.ffn_gate.weight", std::vector<uint64_t>{F, H});
-  const auto up = model.weights().tensor("blk.1.ffn_up.weight", std::vector<uint64_t>{F, H});
+  const auto gate = model.weights().tensor("blk.1.ffn_gate.weight", std::vector<uint64_t>{F, H}).value_or_throw();
+  const auto up = model.weights().tensor("blk.1.ffn_up.weight", std::vector<uint64_t>{F, H}).value_or_throw();
   REQUIRE(gate);
   REQUIRE(up);
   CHECK(up->bytes.data() == gate->bytes.data() + F * row);
@@ -361,7 +361,7 @@ TEST_CASE("model: an inf, NaN or out-of-range number in the metadata is refused 
 
 TEST_CASE("model: memory plans set every block, with per-block overrides and K = M by default") {
   test::GgufTempDir dir;
-  const Model model = Model::open(test::write_fixture(dir.path, test::FixtureShape{}, 5));
+  const Model model = Model::open(test::write_fixture(dir.path, test::FixtureShape{}, 5)).value_or_throw();
   MemoryPlan plan;
   plan.chunk = 8;
   plan.all.q_capacity = 16;
@@ -374,7 +374,7 @@ TEST_CASE("model: memory plans set every block, with per-block overrides and K =
   last.top_k = 8;
   last.kv.policy = Policy::fifo();
   plan.blocks[1] = last;
-  const StackConfig c = model.stack_config(plan);
+  const StackConfig c = model.stack_config(plan).value_or_throw();
   CHECK(c.chunk == 8);
   CHECK(c.blocks[0].attention.q_capacity == 16);
   CHECK(c.blocks[0].attention.kv.capacity == 32);
@@ -388,18 +388,18 @@ TEST_CASE("model: memory plans set every block, with per-block overrides and K =
   // The model's half stays: shapes and scale are not the plan's.
   CHECK(c.blocks[1].attention.shape.heads_q == 4);
   plan.blocks[2] = last;
-  test::check_error([&] { (void)model.stack_config(plan); }, ErrorCode::invalid_argument,
+  test::check_error([&] { (void)model.stack_config(plan).value_or_throw(); }, ErrorCode::invalid_argument,
                     "a memory override names block 2 of a stack of 2 blocks");
   plan.blocks.erase(2);
   plan.all.kv.capacity = 8;  // M < S + n_sink under protect_new
-  test::check_error([&] { (void)model.stack_config(plan); }, ErrorCode::infeasible_config, "block 0: infeasible");
-  const MemorySetting full = MemorySetting::full_context(100, 8);
+  test::check_error([&] { (void)model.stack_config(plan).value_or_throw(); }, ErrorCode::infeasible_config, "block 0: infeasible");
+  const MemorySetting full = MemorySetting::full_context(100, 8).value_or_throw();
   CHECK(full.kv.capacity == 100);
   CHECK(full.top_k == 100);
   CHECK(full.q_capacity == 0);
   CHECK(full.causal);
   CHECK(full.kv.policy.kind == PolicyKind::fifo);
-  CHECK(MemorySetting::full_context(3, 8).kv.capacity == 8);  // M >= S
+  CHECK(MemorySetting::full_context(3, 8).value_or_throw().kv.capacity == 8);  // M >= S
 }
 
 TEST_CASE("model: the real files load with their hyper-parameters, per-tensor types and llama.cpp's tokens") {
@@ -421,10 +421,10 @@ TEST_CASE("model: the real files load with their hyper-parameters, per-tensor ty
   };
   for (const Expected& e : expected) {
     INFO(e.file);
-    Model model = Model::open(*models / e.file);
+    Model model = Model::open(*models / e.file).value_or_throw();
     CHECK(model.info().architecture == "llama");
     CHECK(model.info().context_length == e.context);
-    const StackConfig c = model.stack_config(model.default_memory());
+    const StackConfig c = model.stack_config(model.default_memory()).value_or_throw();
     CHECK(c.hidden == 64);
     CHECK(c.vocab == 512);
     CHECK_FALSE(c.tied_embeddings);  // both converters wrote output.weight
@@ -440,19 +440,19 @@ TEST_CASE("model: the real files load with their hyper-parameters, per-tensor ty
     CHECK(b.rope_layout == RopeLayout::normal);
     CHECK(model.info().parameters > 200000);
     const std::vector<uint64_t> embedding = {512, 64};
-    CHECK(model.weights().type_of("token_embd.weight", embedding) == element_type(static_cast<uint32_t>(e.embedding)));
+    CHECK(model.weights().type_of("token_embd.weight", embedding).value_or_throw() == element_type(static_cast<uint32_t>(e.embedding)));
     // Rows of 172 fit no 32-block: llama-quantize kept ffn_down in F16.
     const std::vector<uint64_t> down = {64, 172};
     if (e.embedding != TensorType::f32)
-      CHECK(model.weights().type_of("blk.0.ffn_down.weight", down) == ElementType::f16);
+      CHECK(model.weights().type_of("blk.0.ffn_down.weight", down).value_or_throw() == ElementType::f16);
 
     const Tokenizer& tokenizer = model.tokenizer();
-    const std::vector<uint32_t> ids = tokenizer.encode("Once upon a time");
+    const std::vector<uint32_t> ids = tokenizer.encode("Once upon a time").value_or_throw();
     CHECK(ids == e.once_upon_a_time);
-    CHECK(tokenizer.decode(ids) == "Once upon a time");
+    CHECK(tokenizer.decode(ids).value_or_throw() == "Once upon a time");
     CHECK(tokenizer.bos() == 1u);
     CHECK(tokenizer.eos() == 2u);
     CHECK(tokenizer.stop_tokens() == std::vector<uint32_t>{2});
-    CHECK(tokenizer.encode("Once", {false, false}).front() != 1u);
+    CHECK(tokenizer.encode("Once", {false, false}).value_or_throw().front() != 1u);
   }
 }

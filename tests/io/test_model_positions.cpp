@@ -33,15 +33,15 @@ test::FixtureShape scaled(const std::string& scaling) {
 
 TEST_CASE("model positions: linear RoPE scaling by 4 turns position 4t as unscaled RoPE turns t") {
   test::GgufTempDir dir;
-  Model linear = Model::open(test::write_fixture(dir.path, scaled("linear"), 29));
-  Model plain = Model::open(test::write_fixture(dir.path, scaled(""), 29));  // the same tensors, no scaling keys
+  Model linear = Model::open(test::write_fixture(dir.path, scaled("linear"), 29)).value_or_throw();
+  Model plain = Model::open(test::write_fixture(dir.path, scaled(""), 29)).value_or_throw();  // the same tensors, no scaling keys
   const size_t T = test::kFixturePrompt.size();
-  const StackConfig config = linear.stack_config(test::unbounded(T, 4));
+  const StackConfig config = linear.stack_config(test::unbounded(T, 4)).value_or_throw();
   CHECK(config.blocks[1].rope_scaling.kind == RopeScaling::Kind::linear);
   CHECK(config.blocks[1].rope_scaling.factor == 4.0);
   std::vector<int64_t> spread(T), dense(T);
   for (size_t i = 0; i < T; ++i) spread[i] = 4 * static_cast<int64_t>(i), dense[i] = static_cast<int64_t>(i);
-  const std::vector<float> unscaled = dense_at(plain, plain.stack_config(test::unbounded(T, 4)), dense);
+  const std::vector<float> unscaled = dense_at(plain, plain.stack_config(test::unbounded(T, 4)).value_or_throw(), dense);
   CHECK(test::max_difference(dense_at(linear, config, spread), unscaled) < 1e-5);
   // The comparison can fail: the same positions under the scaled model differ.
   CHECK(test::max_difference(dense_at(linear, config, dense), unscaled) > 1e-3);
@@ -52,9 +52,9 @@ TEST_CASE("model positions: linear RoPE scaling by 4 turns position 4t as unscal
 
 TEST_CASE("model positions: rope_freqs.weight as convert_hf_to_gguf.py writes it for llama3 is Meta's apply_scaling") {
   test::GgufTempDir dir;
-  Model model = Model::open(test::write_fixture(dir.path, scaled("llama3"), 31));
+  Model model = Model::open(test::write_fixture(dir.path, scaled("llama3"), 31)).value_or_throw();
   const size_t T = test::kFixturePrompt.size();
-  const StackConfig config = model.stack_config(test::unbounded(T, 4));
+  const StackConfig config = model.stack_config(test::unbounded(T, 4)).value_or_throw();
   CHECK(config.blocks[0].rope_scaling.freq_factors);
   CHECK(config.blocks[0].rope_scaling.kind == RopeScaling::Kind::none);
   // The same weights under the formula itself (the tensor is then unread).
@@ -90,11 +90,11 @@ TEST_CASE("model positions: llama3 scaling from rope.scaling.* keys is the formu
                        {"llama.rope.scaling.high_freq_factor", f32(4.0)},
                        {"llama.rope.scaling.original_context_length",
                         gguf::MetadataValue::u32(static_cast<uint32_t>(test::kLlama3OriginalContext))}}});
-  Model from_keys = Model::open(keyed);
+  Model from_keys = Model::open(keyed).value_or_throw();
   // The same seed: the same weights, with the factors as a tensor instead.
-  Model from_tensor = Model::open(test::write_fixture(dir.path, scaled("llama3"), 31));
+  Model from_tensor = Model::open(test::write_fixture(dir.path, scaled("llama3"), 31)).value_or_throw();
   const size_t T = test::kFixturePrompt.size();
-  const StackConfig config = from_keys.stack_config(test::unbounded(T, 4));
+  const StackConfig config = from_keys.stack_config(test::unbounded(T, 4)).value_or_throw();
   const RopeScaling& s = config.blocks[1].rope_scaling;
   CHECK(s.kind == RopeScaling::Kind::llama3);
   CHECK_FALSE(s.freq_factors);
@@ -103,10 +103,10 @@ TEST_CASE("model positions: llama3 scaling from rope.scaling.* keys is the formu
   std::vector<int64_t> positions(T);
   for (size_t i = 0; i < T; ++i) positions[i] = 100 * static_cast<int64_t>(i);
   CHECK(test::max_difference(dense_at(from_keys, config, positions),
-                             dense_at(from_tensor, from_tensor.stack_config(test::unbounded(T, 4)), positions)) < 1e-5);
+                             dense_at(from_tensor, from_tensor.stack_config(test::unbounded(T, 4)).value_or_throw(), positions)) < 1e-5);
   // Without original_context_length and the frequency factors, Meta's defaults (8192, 1, 4).
   test::rewrite_gguf(plain, keyed, {{{"llama.rope.scaling.type", gguf::MetadataValue::string("llama3")}}});
-  const RopeScaling defaults = Model::open(keyed).stack_config(test::unbounded(T, 4)).blocks[0].rope_scaling;
+  const RopeScaling defaults = Model::open(keyed).value_or_throw().stack_config(test::unbounded(T, 4)).value_or_throw().blocks[0].rope_scaling;
   CHECK((defaults.kind == RopeScaling::Kind::llama3 && defaults.factor == 1.0 && defaults.original_context == 8192 &&
          defaults.low_freq_factor == 1.0 && defaults.high_freq_factor == 4.0));
 }
@@ -115,16 +115,16 @@ TEST_CASE("model positions: LM-Infinite from a memory plan caps every RoPE block
   test::GgufTempDir dir;
   for (const char* architecture : {"llama", "qwen2"}) {
     INFO(architecture);
-    Model model = Model::open(test::write_fixture(dir.path, test::FixtureShape::for_type(architecture, TensorType::q8_0), 37));
+    Model model = Model::open(test::write_fixture(dir.path, test::FixtureShape::for_type(architecture, TensorType::q8_0), 37)).value_or_throw();
     MemoryPlan plan = test::unbounded(test::kFixturePrompt.size(), 4);
     plan.all.lm_infinite = {true, 5};
-    const StackConfig capped = model.stack_config(plan);
+    const StackConfig capped = model.stack_config(plan).value_or_throw();
     for (const BlockConfig& b : capped.blocks) CHECK((b.lm_infinite.enabled && b.lm_infinite.n_local == 5));
     reference::Stack stack(capped, model.weights());
     const std::vector<float> dense = test::dense_logits(model, capped, test::kFixturePrompt);
     CHECK(test::max_difference(test::stack_logits(stack, test::kFixturePrompt), dense) < 1e-5);
     // Distances past 5 change: not the uncapped model.
-    const StackConfig plain = model.stack_config(test::unbounded(test::kFixturePrompt.size(), 4));
+    const StackConfig plain = model.stack_config(test::unbounded(test::kFixturePrompt.size(), 4)).value_or_throw();
     CHECK(test::max_difference(dense, test::dense_logits(model, plain, test::kFixturePrompt)) > 1e-3);
   }
 }

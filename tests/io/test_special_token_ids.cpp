@@ -111,17 +111,17 @@ TEST_CASE("special token ids: a present BOS or EOS key that is unusable is named
 TEST_CASE("special token ids: models refuse an end of turn past the vocabulary, and stop on one inside it") {
   attendre::test::GgufTempDir dir;
   const std::filesystem::path good = attendre::test::write_fixture(dir.path, attendre::test::FixtureShape{}, 5);
-  const uint32_t vocab = attendre::Model::open(good).tokenizer().size();
+  const uint32_t vocab = attendre::Model::open(good).value_or_throw().tokenizer().size();
   const std::filesystem::path path = dir.path / "eot.gguf";
   attendre::test::rewrite_gguf(good, path, {{{"tokenizer.ggml.eot_token_id", MetadataValue::u32(vocab + 400)}}});
   const std::string needle =
       "tokenizer.ggml.eot_token_id = " + std::to_string(vocab + 400) + " is outside the " + std::to_string(vocab) + " tokens";
-  check_refused([&] { attendre::Model::open(path); }, ErrorCode::malformed_input, path.string() + ": " + needle);
-  check_refused([&] { attendre::Tokenizer::open(path); }, ErrorCode::malformed_input, needle);
+  check_refused([&] { attendre::Model::open(path).value_or_throw(); }, ErrorCode::malformed_input, path.string() + ": " + needle);
+  check_refused([&] { attendre::Tokenizer::open(path).value_or_throw(); }, ErrorCode::malformed_input, needle);
   attendre::test::rewrite_gguf(good, path, {{{"tokenizer.ggml.eot_token_id", MetadataValue::u32(3)}}});
-  const auto stops = attendre::Model::open(path).tokenizer().stop_tokens();
+  const auto stops = attendre::Model::open(path).value_or_throw().tokenizer().stop_tokens();
   CHECK(std::find(stops.begin(), stops.end(), 3u) != stops.end());
   attendre::test::rewrite_gguf(good, path, {{{"tokenizer.ggml.eot_token_id", MetadataValue::u32(0xFFFFFFFFu)}}});
-  const auto eos_only = attendre::Model::open(path).tokenizer().stop_tokens();
-  CHECK(eos_only == std::vector<uint32_t>{*attendre::Model::open(path).tokenizer().eos()});
+  const auto eos_only = attendre::Model::open(path).value_or_throw().tokenizer().stop_tokens();
+  CHECK(eos_only == std::vector<uint32_t>{*attendre::Model::open(path).value_or_throw().tokenizer().eos()});
 }

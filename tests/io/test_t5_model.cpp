@@ -70,7 +70,7 @@ TEST_CASE("t5 model: fixtures of every weight type read back exactly under the s
     const test::Fixture fixture = test::make_fixture(shape, 13);
     const std::filesystem::path path = dir.path / "t5.gguf";
     fixture.writer.write(path);
-    Model model = Model::open(path);
+    Model model = Model::open(path).value_or_throw();
     const ModelInfo& info = model.info();
     CHECK(info.architecture == "t5");
     CHECK(info.kind == ModelKind::encoder_decoder);
@@ -78,7 +78,7 @@ TEST_CASE("t5 model: fixtures of every weight type read back exactly under the s
     CHECK(info.blocks == shape.blocks);
     CHECK(info.decoder_layers == shape.blocks);
     CHECK(info.decoder_start_token == test::kT5DecoderStart);
-    const EncoderDecoderConfig c = model.encoder_decoder_config(unbounded(12, 4));
+    const EncoderDecoderConfig c = model.encoder_decoder_config(unbounded(12, 4)).value_or_throw();
     CHECK(c.encoder_memory == 12);
     for (const StackConfig* stack : {&c.encoder, &c.decoder}) {
       CHECK(stack->hidden == shape.hidden);
@@ -132,7 +132,7 @@ TEST_CASE("t5 model: fixtures of every weight type read back exactly under the s
       uint64_t count = 1;
       for (uint64_t d : t.shape) count *= d;
       parameters += count;
-      const std::optional<TensorView> view = model.weights().tensor(name, t.shape);
+      const std::optional<TensorView> view = model.weights().tensor(name, t.shape).value_or_throw();
       REQUIRE(view);
       if (name == "dec.output_norm.weight" && shape.t5_original) {
         // The tied head's d_model^-0.5, folded into the final norm's gain.
@@ -149,7 +149,7 @@ TEST_CASE("t5 model: fixtures of every weight type read back exactly under the s
     }
     CHECK(info.parameters == parameters);
     // The tokenizer is T5's unigram one: no BOS, EOS appended.
-    const std::vector<uint32_t> ids = model.tokenizer().encode("once upon a time");
+    const std::vector<uint32_t> ids = model.tokenizer().encode("once upon a time").value_or_throw();
     CHECK(ids == std::vector<uint32_t>{9, 10, 11, 12, 1});
   }
 }
@@ -161,11 +161,11 @@ TEST_CASE("t5 model: with unbounded memories the encoder-decoder equals T5 writt
     const test::Fixture fixture = test::make_fixture(shape, 17);
     const std::filesystem::path path = dir.path / "t5.gguf";
     fixture.writer.write(path);
-    Model model = Model::open(path);
+    Model model = Model::open(path).value_or_throw();
     const std::span<const uint32_t> input = test::kFixturePrompt;
     const test::T5Direct direct(fixture);
     const std::vector<double> expected = direct.decode(kDecoded, direct.encode(input));
-    reference::EncoderDecoder streamed(model.encoder_decoder_config(unbounded(static_cast<uint32_t>(input.size()), 5)),
+    reference::EncoderDecoder streamed(model.encoder_decoder_config(unbounded(static_cast<uint32_t>(input.size()), 5)).value_or_throw(),
                                        model.weights());
     // Both in float64; the stack hands out float32 logits.
     CHECK(max_relative_difference(decoded_logits(streamed, input), expected) < 1e-6);
@@ -174,7 +174,7 @@ TEST_CASE("t5 model: with unbounded memories the encoder-decoder equals T5 writt
     EncoderDecoderPlan narrow = unbounded(static_cast<uint32_t>(input.size()), 5);
     narrow.encoder.all.q_capacity = 0;
     narrow.encoder.all.kv.capacity = narrow.encoder.all.top_k = 6;
-    reference::EncoderDecoder forgetful(model.encoder_decoder_config(narrow), model.weights());
+    reference::EncoderDecoder forgetful(model.encoder_decoder_config(narrow).value_or_throw(), model.weights());
     CHECK(max_relative_difference(decoded_logits(forgetful, input), expected) > 1e-3);
   }
 }
@@ -183,16 +183,16 @@ TEST_CASE("t5 model: generation encodes the input and decodes greedily from the 
   test::GgufTempDir dir;
   const test::Fixture fixture = test::make_fixture(test::FixtureShape::for_type("t5", TensorType::f32), 19);
   fixture.writer.write(dir.path / "t5.gguf");
-  Model model = Model::open(dir.path / "t5.gguf");
-  const std::vector<uint32_t> input = model.tokenizer().encode("the cat sat on the mat");
+  Model model = Model::open(dir.path / "t5.gguf").value_or_throw();
+  const std::vector<uint32_t> input = model.tokenizer().encode("the cat sat on the mat").value_or_throw();
   EncoderDecoderPlan plan = unbounded(static_cast<uint32_t>(input.size()), 4);
   plan.decoder_positions = 6;
-  reference::EncoderDecoder streamed(model.encoder_decoder_config(plan), model.weights());
+  reference::EncoderDecoder streamed(model.encoder_decoder_config(plan).value_or_throw(), model.weights());
   GenerateOptions options;
   options.max_tokens = 6;
   std::vector<uint32_t> seen;
   const GenerateResult result =
-      generate(streamed, input, *model.info().decoder_start_token, options, [&](uint32_t t) { seen.push_back(t); });
+      generate(streamed, input, *model.info().decoder_start_token, options, [&](uint32_t t) { seen.push_back(t); }).value_or_throw();
   // Greedy by repeated direct forwards of the growing decoder input.
   const test::T5Direct direct(fixture);
   const std::vector<double> encoded = direct.encode(input);
@@ -207,7 +207,7 @@ TEST_CASE("t5 model: generation encodes the input and decodes greedily from the 
   CHECK(result.prompt_tokens == input.size());
 
   options.prompt_logits = true;
-  test::check_error([&] { generate(streamed, input, 0, options); }, ErrorCode::invalid_argument,
+  test::check_error([&] { generate(streamed, input, 0, options).value_or_throw(); }, ErrorCode::invalid_argument,
                     "an encoder-decoder's input has no logits");
 }
 
@@ -218,18 +218,18 @@ TEST_CASE("t5encoder: the encoder alone is a bidirectional stack equal to T5's e
     INFO(shape.name());
     const test::Fixture fixture = test::make_fixture(shape, 23);
     fixture.writer.write(dir.path / "t5encoder.gguf");
-    Model model = Model::open(dir.path / "t5encoder.gguf");
+    Model model = Model::open(dir.path / "t5encoder.gguf").value_or_throw();
     CHECK(model.info().kind == ModelKind::encoder);
     CHECK(model.default_memory().all.q_capacity == shape.context);  // every query waits for the whole trained context
     CHECK_FALSE(model.default_memory().all.causal);
     const std::span<const uint32_t> input = test::kFixturePrompt;
     MemoryPlan plan;
     plan.chunk = 4;
-    plan.all = MemorySetting::full_bidirectional(input.size(), 4);
-    reference::Stack stack(model.stack_config(plan), model.weights());
+    plan.all = MemorySetting::full_bidirectional(input.size(), 4).value_or_throw();
+    reference::Stack stack(model.stack_config(plan).value_or_throw(), model.weights());
     const std::vector<float> hidden = test::encoder_hidden(stack, input);
     CHECK(max_relative_difference(hidden, test::T5Direct(fixture).encode(input)) < 1e-6);  // float32 outputs
-    test::check_error([&] { (void)model.encoder_decoder_config(unbounded(4, 4)); }, ErrorCode::invalid_argument,
+    test::check_error([&] { (void)model.encoder_decoder_config(unbounded(4, 4)).value_or_throw(); }, ErrorCode::invalid_argument,
                       "t5encoder is not an encoder-decoder: use stack_config()");
   }
 }
@@ -279,17 +279,17 @@ TEST_CASE("t5 model: a file T5 cannot run is refused in one line naming the key 
     INFO(bad.what);
     const std::filesystem::path path = dir.path / "bad.gguf";
     test::rewrite_gguf(good, path, bad.edits);
-    test::check_error([&] { Model::open(path); }, bad.code, bad.needle);
+    test::check_error([&] { Model::open(path).value_or_throw(); }, bad.code, bad.needle);
   }
   // Without decoder_start_token_id, T5 starts from its padding token.
   test::rewrite_gguf(good, dir.path / "pad.gguf", {{{"t5.decoder_start_token_id", removed}}});
-  CHECK(Model::open(dir.path / "pad.gguf").info().decoder_start_token == 0u);
+  CHECK(Model::open(dir.path / "pad.gguf").value_or_throw().info().decoder_start_token == 0u);
 
-  const Model model = Model::open(good);
-  test::check_error([&] { (void)model.stack_config(model.default_memory()); }, ErrorCode::invalid_argument,
+  const Model model = Model::open(good).value_or_throw();
+  test::check_error([&] { (void)model.stack_config(model.default_memory()).value_or_throw(); }, ErrorCode::invalid_argument,
                     "t5 is an encoder-decoder: use encoder_decoder_config()");
   EncoderDecoderPlan capped = unbounded(8, 4);
   capped.encoder.all.lm_infinite = {true, 4};
-  test::check_error([&] { (void)model.encoder_decoder_config(capped); }, ErrorCode::invalid_argument,
+  test::check_error([&] { (void)model.encoder_decoder_config(capped).value_or_throw(); }, ErrorCode::invalid_argument,
                     "LM-Infinite caps RoPE distances, and no block of this stack uses RoPE");
 }

@@ -31,7 +31,7 @@
 namespace {
 
 [[maybe_unused]] attendre::Status plan_layer(attendre::LayerConfig& config, uint64_t positions) {
-  attendre::Result<attendre::MemorySetting> setting = attendre::MemorySetting::try_full_context(positions, config.chunk);
+  attendre::Result<attendre::MemorySetting> setting = attendre::MemorySetting::full_context(positions, config.chunk);
   if (!setting.ok()) return std::move(setting).status();
   attendre::apply_memory(config, *setting);
   return config.check();
@@ -48,16 +48,16 @@ namespace {
 
 // A model's token count for a text, or why there is none.
 [[maybe_unused]] attendre::Result<size_t> tokens_of(const std::filesystem::path& path, std::string_view text) {
-  attendre::Result<attendre::Model> model = attendre::Model::try_open(path);
+  attendre::Result<attendre::Model> model = attendre::Model::open(path);
   if (!model.ok()) return std::move(model).status();
-  attendre::Result<std::vector<uint32_t>> ids = model->tokenizer().try_encode(text);
+  attendre::Result<std::vector<uint32_t>> ids = model->tokenizer().encode(text);
   if (!ids.ok()) return std::move(ids).status();
   return ids->size();
 }
 
 // Driving any stack: every step's failure comes back as a value.
 [[maybe_unused]] attendre::Result<double> score(attendre::TransformerStack& stack, std::span<const uint32_t> tokens) {
-  attendre::Result<attendre::PerplexityResult> scored = attendre::try_perplexity(stack, tokens);
+  attendre::Result<attendre::PerplexityResult> scored = attendre::perplexity(stack, tokens);
   if (!scored.ok()) return std::move(scored).status();
   return scored->perplexity;
 }
@@ -66,7 +66,7 @@ namespace {
                                                                        std::span<const uint32_t> prompt) {
   attendre::GenerateOptions options;
   options.max_tokens = 8;
-  attendre::Result<attendre::GenerateResult> generated = attendre::try_generate(stack, prompt, options);
+  attendre::Result<attendre::GenerateResult> generated = attendre::generate(stack, prompt, options);
   if (!generated.ok()) return std::move(generated).status();
   return std::move(generated->tokens);
 }
@@ -77,7 +77,7 @@ namespace {
   options.device = name;
   attendre::Result<std::unique_ptr<attendre::Context>> context = attendre::Context::create(options);
   if (!context.ok()) return std::move(context).status();
-  attendre::Result<std::vector<std::string>> devices = attendre::try_list_devices();
+  attendre::Result<std::vector<std::string>> devices = attendre::list_devices();
   return devices.ok() ? attendre::Status{} : std::move(devices).status();
 }
 
@@ -87,16 +87,16 @@ namespace {
                                                   const attendre::ChunkView& chunk) {
   attendre::Result<std::unique_ptr<attendre::gpu::Layer>> layer = attendre::gpu::Layer::create(context, config);
   if (!layer.ok()) return std::move(layer).status();
-  attendre::Result<attendre::StepResult> step = (*layer)->try_step(chunk);
+  attendre::Result<attendre::StepResult> step = (*layer)->step(chunk);
   if (!step.ok()) return std::move(step).status();
   return step->emitted_positions.size();
 }
 
 [[maybe_unused]] attendre::Result<uint64_t> stack_bytes(attendre::Context& context, const attendre::StackConfig& config,
                                                         attendre::WeightSource& weights) {
-  attendre::Result<attendre::gpu::StackLayout> layout = attendre::gpu::try_plan_stack_layout(config, context.caps(), weights);
+  attendre::Result<attendre::gpu::StackLayout> layout = attendre::gpu::plan_stack_layout(config, context.caps(), weights);
   if (!layout.ok()) return std::move(layout).status();
-  attendre::Status fits = layout->try_check(context.caps());
+  attendre::Status fits = layout->check(context.caps());
   if (!fits.ok()) return fits;
   attendre::Result<std::unique_ptr<attendre::gpu::Stack>> stack = attendre::gpu::Stack::create(context, config, weights);
   if (!stack.ok()) return std::move(stack).status();
@@ -108,7 +108,7 @@ namespace {
   attendre::Result<std::unique_ptr<attendre::gpu::EncoderDecoder>> model =
       attendre::gpu::EncoderDecoder::create(context, config, weights);
   if (!model.ok()) return std::move(model).status();
-  return (*model)->try_finish_encoding();
+  return (*model)->finish_encoding();
 }
 
 }  // namespace

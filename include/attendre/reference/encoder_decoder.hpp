@@ -16,9 +16,9 @@ class EncoderDecoder final : public attendre::EncoderDecoder {
   EncoderDecoder(const EncoderDecoderConfig& config, WeightSource& weights);
   ~EncoderDecoder() override;
   const EncoderDecoderConfig& config() const override;
-  Status try_encode(const StackChunk& chunk) override;
-  Status try_finish_encoding() override;
-  Result<StackOutput> try_decode(const StackChunk& one, const StackRequest& request = {}) override;
+  Status encode(const StackChunk& chunk) override;
+  Status finish_encoding() override;
+  Result<StackOutput> decode(const StackChunk& one, const StackRequest& request = {}) override;
   std::vector<int64_t> encoder_memory_positions() const override;
 
  private:

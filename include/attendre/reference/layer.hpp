@@ -111,11 +111,11 @@ class Layer final : public AttendreLayer {
   ~Layer() override;
 
   const LayerConfig& config() const override { return config_; }
-  Result<StepResult> try_step(const ChunkView& chunk, const StepRequest& request = {}) override;
-  Result<StepResult> try_drain_step(const StepRequest& request = {}) override;
-  Result<StepResult> try_flush(const StepRequest& request = {}) override;
+  Result<StepResult> step(const ChunkView& chunk, const StepRequest& request = {}) override;
+  Result<StepResult> drain_step(const StepRequest& request = {}) override;
+  Result<StepResult> flush(const StepRequest& request = {}) override;
   bool has_pending_queries() const override;
-  Result<MemorySnapshot> try_snapshot() override { return kv_.snapshot(); }
+  Result<MemorySnapshot> snapshot() override { return kv_.snapshot(); }
 
   const KeyValueMemory& kv_memory() const { return kv_; }
 
@@ -127,7 +127,7 @@ class Layer final : public AttendreLayer {
     std::vector<double> q;
   };
 
-  // The throwing code the try_ forms capture (the reference keeps exceptions).
+  // The throwing code step(), flush() and friends capture (the reference keeps exceptions).
   StepResult run_step(const ChunkView& chunk, const StepRequest& request);
   StepResult run_flush(const StepRequest& request);
   StepResult attend_evicted(std::vector<QueryRow> evicted, EvictedEntries evicted_kv, const StepRequest& request);

@@ -17,10 +17,10 @@ class Stack final : public TransformerStack {
   ~Stack() override;
 
   const StackConfig& config() const override;
-  Result<StackOutput> try_step(const StackChunk& chunk, const StackRequest& request = {}) override;
-  Result<StackOutput> try_decode(const StackChunk& one, const StackRequest& request = {}) override;
+  Result<StackOutput> step(const StackChunk& chunk, const StackRequest& request = {}) override;
+  Result<StackOutput> decode(const StackChunk& one, const StackRequest& request = {}) override;
   bool has_pending() const override;
-  Result<MemorySnapshot> try_snapshot(size_t block) override;
+  Result<MemorySnapshot> snapshot(size_t block) override;
 
   // The smallest decision gap of any block's K/V memory so far (see
   // KeyValueMemory::min_decision_gap).
@@ -31,8 +31,8 @@ class Stack final : public TransformerStack {
   void load_encoder_memory(std::span<const int64_t> positions, std::span<const double> rows);
 
  protected:
-  Result<StackOutput> try_drain_step(const StackRequest& request) override;
-  Result<StackOutput> try_flush_block(size_t block, const StackRequest& request) override;
+  Result<StackOutput> drain_step(const StackRequest& request) override;
+  Result<StackOutput> flush_block(size_t block, const StackRequest& request) override;
   void mark_finished() override;
 
  private:
