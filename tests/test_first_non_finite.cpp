@@ -58,29 +58,32 @@ struct NanRows {
   BufferRange range(const test::AppBuffer& b, uint64_t bytes) const { return BufferRange{b.buffer, 0, bytes}; }
 };
 
+// Records a step of `layer` into the app's command buffer, its values NaN
+// from the application's buffers, and submits it.
+void record_nan_step(test::App& app, gpu::Layer& layer, const ChunkView& chunk) {
+  NanRows rows(app, layer.config().shape);
+  app.begin();
+  rows.fill(app.cb, chunk);
+  gpu::LayerInputs in;
+  in.chunk = chunk;
+  in.chunk.q = in.chunk.k = in.chunk.v = {};
+  in.q = rows.range(rows.q, chunk.q.size_bytes());
+  in.k = rows.range(rows.k, chunk.k.size_bytes());
+  in.v = rows.range(rows.v, chunk.v.size_bytes());
+  layer.record(app.cb, in).value_or_throw();
+  app.submit_and_wait();
+}
+
 TEST_CASE("first non-finite: a layer with two steps in flight reports the earlier one's non-finite values first") {
   const LayerConfig config = layer_config();
   const test::Stream stream = test::random_stream(config.shape, 20, 120);
   test::App app;
   {
     auto context_owner = Context::adopt(app.external()).value_or_throw();
-    Context& context = *context_owner;
-    auto layer_owner = gpu::Layer::create(context, config).value_or_throw();
+    auto layer_owner = gpu::Layer::create(*context_owner, config).value_or_throw();
     gpu::Layer& layer = *layer_owner;
     CHECK_NOTHROW(layer.result(layer.submit(stream.chunk(0, 4)).value_or_throw()).value_or_throw());  // step 0: finite
-    // Step 1, recorded, stores NaN values.
-    NanRows rows(app, config.shape);
-    const ChunkView chunk = stream.chunk(4, 4);
-    app.begin();
-    rows.fill(app.cb, chunk);
-    gpu::LayerInputs in;
-    in.chunk = chunk;
-    in.chunk.q = in.chunk.k = in.chunk.v = {};
-    in.q = rows.range(rows.q, chunk.q.size_bytes());
-    in.k = rows.range(rows.k, chunk.k.size_bytes());
-    in.v = rows.range(rows.v, chunk.v.size_bytes());
-    layer.record(app.cb, in).value_or_throw();
-    app.submit_and_wait();
+    record_nan_step(app, layer, stream.chunk(4, 4));  // step 1, recorded, stores NaN values
     const Status recorded = layer.wait();
     INFO(recorded.message());
     CHECK(starts_with(recorded, "a recorded step before step 2: non-finite values"));
@@ -100,22 +103,6 @@ TEST_CASE("first non-finite: a layer with two steps in flight reports the earlie
     CHECK(starts_with(waited, "step 3: non-finite values (NaN or infinity) in the attention outputs"));
   }
   app.check_no_messages();
-}
-
-// Records step 0 of `layer` into the app's command buffer, its values NaN
-// from the application's buffers, and submits it.
-void record_nan_step(test::App& app, gpu::Layer& layer, const ChunkView& chunk) {
-  NanRows rows(app, layer.config().shape);
-  app.begin();
-  rows.fill(app.cb, chunk);
-  gpu::LayerInputs in;
-  in.chunk = chunk;
-  in.chunk.q = in.chunk.k = in.chunk.v = {};
-  in.q = rows.range(rows.q, chunk.q.size_bytes());
-  in.k = rows.range(rows.k, chunk.k.size_bytes());
-  in.v = rows.range(rows.v, chunk.v.size_bytes());
-  layer.record(app.cb, in).value_or_throw();
-  app.submit_and_wait();
 }
 
 TEST_CASE("first non-finite: a layer's wait before a submit reports an earlier recorded step before the slot's step") {

@@ -3,7 +3,7 @@
 // command buffer"): checks of the application's buffer ranges, runs of
 // valid rows (the only rows read from or written to its buffers), and the
 // recorded steps' barriers and finite checks, read at the object's next
-// wait (gpu::StepExecutor's, or the K/V memory's own).
+// wait (gpu::StepExecutor's: the layer's, the stack's and the K/V memory's).
 #pragma once
 
 #include "gpu/finite_checks.hpp"

@@ -26,27 +26,31 @@ Result<std::unique_ptr<StackEngine>> StackEngine::create(Context& ctx, const Sta
 }
 
 Status StackEngine::build(WeightSource& weights, const vk::Buffer* encoder_rows) {
-  Context& ctx = context_;
-  const StackConfig& c = config_;
   shared_.encoder = encoder_rows;
-  const DeviceCaps& caps = ctx.caps();
-  const uint32_t rows = max_rows(c), H = c.hidden, F = max_ffn(c);
-  ATTENDRE_TRY_ASSIGN(shared_.ffn, FfnLayout::make(rows, F));
+  ATTENDRE_TRY_ASSIGN(const StackLayout layout, check_layout(weights));
+  ATTENDRE_TRY_ASSIGN(const ModelSpec spec, model_spec(config_));
+  ATTENDRE_TRY(make_buffers());
+  ATTENDRE_TRY(load_weights(weights, spec, layout.memory));
+  ATTENDRE_TRY(make_blocks());
+  return make_head();
+}
+
+Result<StackLayout> StackEngine::check_layout(WeightSource& weights) {
+  const DeviceCaps& caps = context_.caps();
+  ATTENDRE_TRY_ASSIGN(shared_.ffn, FfnLayout::make(max_rows(config_), max_ffn(config_)));
   // Every buffer of the stack within the device's storage range and
   // allocation size before anything is allocated or a weight read: a
   // K/V memory or a logits buffer too large fails in a moment, naming
   // itself, not after gigabytes of weights were loaded.
-  ATTENDRE_TRY_ASSIGN(const StackLayout layout, plan_stack_layout(c, caps, weights));
+  ATTENDRE_TRY_ASSIGN(StackLayout layout, plan_stack_layout(config_, caps, weights));
   ATTENDRE_TRY(layout.check(caps));
-  // The weights go first, into one arena sized by the plan (exact unless a
-  // device asks for alignments past 256 bytes), through a staging ring
-  // freed when they are in place.
-  ATTENDRE_TRY_ASSIGN(const ModelSpec spec, model_spec(c));
-  arena_ = std::make_unique<vk::MemoryArena>(ctx, weight_bytes(layout.memory), "weights");
-  // Declared after the buffers it fills: a failure below waits for its
-  // copies in flight (its destructor) before they are freed.
-  WeightLoader loader(ctx, weights, *arena_, c.weights);
+  return layout;
+}
 
+Status StackEngine::make_buffers() {
+  Context& ctx = context_;
+  const StackConfig& c = config_;
+  const uint32_t rows = max_rows(c), H = c.hidden, F = max_ffn(c);
   auto device_buffer = [&](vk::Buffer& buffer, uint64_t bytes, const char* label) -> Status {
     ATTENDRE_TRY_ASSIGN(buffer, vk::Buffer::create(ctx, bytes, vk::MemoryIntent::device, label));
     return {};
@@ -58,7 +62,7 @@ Status StackEngine::build(WeightSource& weights, const vk::Buffer* encoder_rows)
   // Device-local: the slots' images (or an application's command buffer)
   // fill it, never the host, which must not flush over a step in flight.
   ATTENDRE_TRY(device_buffer(shared_.upload, upload_plan_.words * 4, "stack upload"));
-  ATTENDRE_TRY_ASSIGN(const ScratchWords scratch, stack_scratch_words(c, caps));
+  ATTENDRE_TRY_ASSIGN(const ScratchWords scratch, stack_scratch_words(c, ctx.caps()));
   ATTENDRE_TRY_ASSIGN(shared_.scratch, RetrievalScratch::create(ctx, scratch));
   ATTENDRE_TRY_ASSIGN(shared_.checks,
                       FiniteChecks::create(ctx, finite_sites(c), StepExecutor::kCheckSlots));
@@ -66,7 +70,17 @@ Status StackEngine::build(WeightSource& weights, const vk::Buffer* encoder_rows)
   ATTENDRE_TRY(device_buffer(logits_, uint64_t{rows} * c.vocab * 4, "logits"));
   ATTENDRE_TRY_ASSIGN(executor_, StepExecutor::create(ctx, *shared_.checks, upload_plan_.words * 4, "stack upload slot",
                                                       readback_plan_.words * 4, "stack readback"));
+  return {};
+}
 
+Status StackEngine::load_weights(WeightSource& weights, const ModelSpec& spec, const StackMemory& planned) {
+  // The weights go into one arena sized by the plan (exact unless a device
+  // asks for alignments past 256 bytes), through a staging ring freed when
+  // they are in place.
+  arena_ = std::make_unique<vk::MemoryArena>(context_, weight_bytes(planned), "weights");
+  // Made after the members it fills: a failure below waits for its copies
+  // in flight (its destructor) before they can be freed.
+  WeightLoader loader(context_, weights, *arena_, config_.weights);
   ATTENDRE_TRY_ASSIGN(output_norm_, loader.norm(spec.output_norm, spec.output_norm_bias));
   if (spec.token_embd) {
     // Split by rows like the LM head when it exceeds one storage range.
@@ -80,36 +94,44 @@ Status StackEngine::build(WeightSource& weights, const vk::Buffer* encoder_rows)
     ATTENDRE_TRY_ASSIGN(rope_factors, loader.values(spec.rope_freqs->name, {spec.rope_freqs->size}));
   }
   for (size_t l = 0; l < spec.blocks.size(); ++l) {
-    ATTENDRE_TRY_ASSIGN(BlockWeights w, BlockWeights::load(loader, spec.blocks[l], c.blocks[l], rope_factors));
+    ATTENDRE_TRY_ASSIGN(BlockWeights w, BlockWeights::load(loader, spec.blocks[l], config_.blocks[l], rope_factors));
     block_weights_.push_back(std::move(w));
   }
-  ATTENDRE_TRY(loader.finish());
-  for (size_t l = 0; l < c.blocks.size(); ++l) {
-    ATTENDRE_TRY_ASSIGN(std::unique_ptr<DeviceBlock> block, DeviceBlock::create(ctx, config_, l, block_weights_[l], shared_));
+  return loader.finish();
+}
+
+Status StackEngine::make_blocks() {
+  for (size_t l = 0; l < config_.blocks.size(); ++l) {
+    ATTENDRE_TRY_ASSIGN(std::unique_ptr<DeviceBlock> block,
+                        DeviceBlock::create(context_, config_, l, block_weights_[l], shared_));
     blocks_.push_back(std::move(block));
   }
+  return {};
+}
 
-  const kernels::KernelPlan plan = kernels::plan_kernels(caps);
+Status StackEngine::make_head() {
+  Context& ctx = context_;
+  const StackConfig& c = config_;
+  const kernels::KernelPlan plan = kernels::plan_kernels(ctx.caps());
   descriptors_ = std::make_unique<vk::DescriptorArena>(ctx);
   const vk::Buffer& last = shared_.x[c.blocks.size() % 2];  // the last block's output rows
   ATTENDRE_TRY_ASSIGN(final_norm_, kernels::Norm::create(ctx, *descriptors_, plan, c.final_norm, {&last},
                                                          {&output_norm_.buffer}, {&final_rows_}));
   ATTENDRE_TRY_ASSIGN(final_rows_site_, shared_.checks->try_add("the final rows", {&final_rows_}));
-  if (c.vocab > 0) {
-    for (const MatrixPart& part : embedding_table_.parts()) {
-      ATTENDRE_TRY_ASSIGN(kernels::Embedding embed,
-                          kernels::Embedding::create(ctx, *descriptors_, plan, embedding_table_.type(),
-                                                     vk::BufferBinding{&shared_.upload, upload_plan_.input * 4,
-                                                                       uint64_t{c.chunk} * 4},
-                                                     vk::BufferBinding{&part.buffer}, vk::BufferBinding{&shared_.x[0]}));
-      embed_.push_back(std::move(embed));
-    }
-    ATTENDRE_TRY_ASSIGN(head_, Projection::create(ctx, *descriptors_, plan, c.tied_embeddings ? embedding_table_ : output_,
-                                                  {&final_rows_}, {&logits_}));
-    ATTENDRE_TRY_ASSIGN(logits_site_, shared_.checks->try_add("the logits", {&logits_}));
-    if (c.logit_soft_cap > 0.0) {
-      ATTENDRE_TRY_ASSIGN(soft_cap_, kernels::SoftCap::create(ctx, *descriptors_, plan, {&logits_}));
-    }
+  if (c.vocab == 0) return {};
+  for (const MatrixPart& part : embedding_table_.parts()) {
+    ATTENDRE_TRY_ASSIGN(kernels::Embedding embed,
+                        kernels::Embedding::create(ctx, *descriptors_, plan, embedding_table_.type(),
+                                                   vk::BufferBinding{&shared_.upload, upload_plan_.input * 4,
+                                                                     uint64_t{c.chunk} * 4},
+                                                   vk::BufferBinding{&part.buffer}, vk::BufferBinding{&shared_.x[0]}));
+    embed_.push_back(std::move(embed));
+  }
+  ATTENDRE_TRY_ASSIGN(head_, Projection::create(ctx, *descriptors_, plan, c.tied_embeddings ? embedding_table_ : output_,
+                                                {&final_rows_}, {&logits_}));
+  ATTENDRE_TRY_ASSIGN(logits_site_, shared_.checks->try_add("the logits", {&logits_}));
+  if (c.logit_soft_cap > 0.0) {
+    ATTENDRE_TRY_ASSIGN(soft_cap_, kernels::SoftCap::create(ctx, *descriptors_, plan, {&logits_}));
   }
   return {};
 }

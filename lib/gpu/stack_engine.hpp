@@ -8,6 +8,7 @@
 // through StackAccess.
 #pragma once
 
+#include "core/model_spec.hpp"
 #include "core/stack_chunk.hpp"
 #include "gpu/recorded_steps.hpp"
 #include "gpu/stack_block.hpp"
@@ -145,8 +146,20 @@ class StackEngine {
 
   StackEngine(Context& ctx, const StackConfig& c, const UploadPlan& upload, const ReadbackPlan& readback)
       : context_(ctx), config_(c), upload_plan_(upload), readback_plan_(readback) {}
-  // create()'s work on the engine in place (its buffers' addresses are final).
+  // create()'s work on the engine in place (its buffers' addresses are
+  // final), in these steps:
   Status build(WeightSource& weights, const vk::Buffer* encoder_rows);
+  // The layout of every buffer, checked against the device's limits before
+  // anything is allocated or a weight read.
+  Result<StackLayout> check_layout(WeightSource& weights);
+  // The activations, upload, scratch, finite checks and the executor's slots.
+  Status make_buffers();
+  // The weight arena (`planned`'s size) and every weight of `spec` loaded into it.
+  Status load_weights(WeightSource& weights, const ModelSpec& spec, const StackMemory& planned);
+  // The blocks, on their loaded weights and the shared buffers.
+  Status make_blocks();
+  // The final norm, the embedding kernels, the LM head and the logits' soft-cap.
+  Status make_head();
 
   Context& context_;
   StackConfig config_;
