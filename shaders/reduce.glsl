@@ -52,6 +52,7 @@ uint reduce_add(uint a, uint b) { return a + b; }
 ATT_WORKGROUP_REDUCE(workgroup_sum, float, s_reduce_float, subgroupAdd, reduce_add)
 ATT_WORKGROUP_REDUCE(workgroup_max, float, s_reduce_float, subgroupMax, max)
 ATT_WORKGROUP_REDUCE(workgroup_count, uint, s_reduce_uint, subgroupAdd, reduce_add)
+ATT_WORKGROUP_REDUCE(workgroup_max_uint, uint, s_reduce_uint, subgroupMax, max)
 
 #undef ATT_WORKGROUP_REDUCE
 #endif

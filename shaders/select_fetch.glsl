@@ -21,10 +21,17 @@ layout(std430, binding = 1) readonly buffer Chunk { uint chunk[]; };
 #endif
 layout(std430, binding = 2) writeonly buffer Lists { uint lists[]; };
 
+#ifdef SOURCE_LOGITS
+// A logit's key and tie apart, for kernels that read the position only when
+// the key is good enough (select_direct.comp).
+uint logit_key(uint row, uint index) { return ~ordered_float(logits[pc.source_offset + row * pc.source_stride + index]); }
+uint logit_tie(uint index) { return ordered_int(int(kv[pc.kv_pos_offset + index])); }
+#endif
+
 void fetch(uint row, uint index, out uint key, out uint tie, out uint payload) {
 #ifdef SOURCE_LOGITS
-  key = ~ordered_float(logits[pc.source_offset + row * pc.source_stride + index]);
-  tie = ordered_int(int(kv[pc.kv_pos_offset + index]));
+  key = logit_key(row, index);
+  tie = logit_tie(index);
   payload = index;
 #else
   key = kInvalid;
