@@ -56,9 +56,10 @@ void candidate(uint row, uint index, out uint key, out uint tie, out uint payloa
 }
 
 // The key alone (kInvalid for a non-candidate): logits skip the position.
-uint candidate_key(uint row, uint index) {
+// logit_base: the row's first logit word (pc read outside the loops).
+uint candidate_key(uint row, uint index, uint logit_base) {
 #ifdef SOURCE_LOGITS
-  return logit_key(row, index);
+  return logit_key_at(logit_base + index);
 #else
   uint key, tie, payload;
   fetch(row, index, key, tie, payload);
@@ -90,20 +91,21 @@ void main() {
   const uint W = gl_WorkGroupSize.x, lane = gl_LocalInvocationID.x;
   const uint segment = gl_WorkGroupID.x, row = pc.row_offset + gl_WorkGroupID.y;
   const uint first = segment * pc.segment, last = min(first + pc.segment, pc.count);
+  const uint keep = pc.keep, logit_base = pc.source_offset + row * pc.source_stride, tie_base = pc.kv_pos_offset;
   if (lane == 0u) s_count = 0u;  // the reduction's barriers publish it
 
   // 1. Threshold: this invocation's R best keys, ascending.
   uint best[R];
   for (uint j = 0u; j < R; ++j) best[j] = kInvalid;
   for (uint i = first + lane; i < last; i += W) {
-    uint x = candidate_key(row, i);
+    uint x = candidate_key(row, i, logit_base);
     for (uint j = 0u; j < R; ++j) {
       const uint lo = min(best[j], x);
       x = max(best[j], x);
       best[j] = lo;
     }
   }
-  const uint q = (pc.keep + W - 1u) / W;
+  const uint q = (keep + W - 1u) / W;
   uint mine = kInvalid;  // q > R (a workgroup too small for keep): everything is a candidate
   for (uint j = 0u; j < R; ++j)
     if (j + 1u == q) mine = best[j];
@@ -112,8 +114,8 @@ void main() {
   // 2. Collect the entries at or below the threshold.
   for (uint i = first + lane; i < last; i += W) {
 #ifdef SOURCE_LOGITS
-    const uint key = logit_key(row, i);
-    if (key <= threshold) append(key, logit_tie(i), i);
+    const uint key = logit_key_at(logit_base + i);
+    if (key <= threshold) append(key, logit_tie_at(tie_base + i), i);
 #else
     uint key, tie, payload;
     candidate(row, i, key, tie, payload);
@@ -135,7 +137,7 @@ void main() {
         const uint n = level == 0u ? count_at_or_below(row, first, last, mid, kInvalid, kInvalid)
                        : level == 1u ? count_at_or_below(row, first, last, ck, mid, kInvalid)
                                      : count_at_or_below(row, first, last, ck, ct, mid);
-        if (n >= pc.keep) hi = mid;
+        if (n >= keep) hi = mid;
         else lo = mid + 1u;
       }
       if (level == 0u) ck = lo;
@@ -159,7 +161,7 @@ void main() {
   // ranks count smaller keys (one shared load per step); only invocations
   // holding an entry whose key another entry shares compare ties and
   // payloads too.
-  const uint base = ((row * pc.tiles) + segment) * pc.keep * 3u;
+  const uint base = ((row * pc.tiles) + segment) * keep * 3u;
   for (uint block = 0u; block < collected; block += W * E) {
     uint k[E], t[E], p[E], rank[E], same[E];
     for (uint e = 0u; e < E; ++e) {
@@ -186,7 +188,7 @@ void main() {
       }
     }
     for (uint e = 0u; e < E; ++e) {
-      if (block + e * W + lane < collected && rank[e] < pc.keep) {
+      if (block + e * W + lane < collected && rank[e] < keep) {
         lists[base + 3u * rank[e]] = k[e];
         lists[base + 3u * rank[e] + 1u] = t[e];
         lists[base + 3u * rank[e] + 2u] = p[e];
@@ -194,7 +196,7 @@ void main() {
     }
   }
   // Fewer candidates than keep: the rest of the list is empty.
-  for (uint r = collected + lane; r < pc.keep; r += W) {
+  for (uint r = collected + lane; r < keep; r += W) {
     lists[base + 3u * r] = kInvalid;
     lists[base + 3u * r + 1u] = kInvalid;
     lists[base + 3u * r + 2u] = kInvalid;

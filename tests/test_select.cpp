@@ -75,6 +75,8 @@ enum class Fill {
   coarse,        // {-inf, 0, 1}: long runs of ties across tiles
   continuous,    // normal, 10% masked
   few_unmasked,  // fewer unmasked entries than keep (possibly none)
+  descending,    // distinct logits falling with the slot: the best are the first slots, spread evenly
+                 // over the direct select's invocations (its threshold has no slack)
 };
 
 std::vector<float> fill_row(Fill fill, uint32_t count, uint32_t keep, std::mt19937_64& rng) {
@@ -96,6 +98,9 @@ std::vector<float> fill_row(Fill fill, uint32_t count, uint32_t keep, std::mt199
     }
     case Fill::continuous:
       for (float& x : row) x = unit(rng) < 0.1 ? kNegInf : normal(rng);
+      break;
+    case Fill::descending:
+      for (uint32_t i = 0; i < count; ++i) row[i] = 1000.0f - 0.25f * static_cast<float>(i);
       break;
     case Fill::few_unmasked: {
       const uint32_t unmasked = std::min<uint32_t>(count, static_cast<uint32_t>(rng() % keep));  // < keep
@@ -475,7 +480,7 @@ TEST_CASE("select (direct): subgroup reductions and shared-memory trees both mat
       vk::DescriptorArena arena(context);
       std::mt19937_64 rng(2048 + (tiny ? 1 : 0) + (arithmetic ? 2 : 0));
       Sensitivity sensitivity;
-      const std::vector<Fill> all = {Fill::ties, Fill::continuous, Fill::few_unmasked, Fill::coarse};
+      const std::vector<Fill> all = {Fill::ties, Fill::continuous, Fill::few_unmasked, Fill::coarse, Fill::descending};
       const uint32_t segment = plan.direct_segment;
       for (uint32_t count : {7u, 257u, segment - 1, 3 * segment + 5})
         for (uint32_t keep : keeps_for(plan, {1, 2, 8, 64, plan.max_keep()}))

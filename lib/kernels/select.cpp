@@ -10,10 +10,11 @@ namespace {
 
 // select_direct.comp's workgroup: enough invocations that their
 // kDirectSelectBestKeys best keys each cover keep_max (the threshold step),
-// at least 16 so that a segment is scanned in parallel.
+// at least 8 (one SIMD group of lavapipe: more cost barriers and context
+// switches, 2x slower at K = 64).
 uint32_t direct_select_workgroup(const KernelPlan& plan, uint32_t keep_max) {
   const uint32_t cover = next_pow2(ceil_div(keep_max, kDirectSelectBestKeys));
-  return std::min(plan.workgroup, std::max(16u, cover));
+  return std::min(plan.workgroup, std::max(8u, cover));
 }
 
 // Collected entries ranked per invocation at most: the ranking loop then
