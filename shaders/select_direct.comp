@@ -8,7 +8,9 @@
 //     no private array indexed at run time, which lavapipe turns into
 //     if-ladders). T = the worst of the invocations' q-th best keys
 //     (q = ceil(keep / W) <= R) has at least W * q >= keep entries at or
-//     below it, so every selected entry has key <= T.
+//     below it, so every selected entry has key <= T; so has the keep-th
+//     smallest of all W * R registers, found by bisection, which is tighter
+//     (repeated keys would otherwise put many more entries under T).
 //  2. Collect: the entries with key <= T (typically 1.5-2x keep) are
 //     appended to shared memory; logits' ties (positions) are read only for
 //     them.
@@ -109,7 +111,21 @@ void main() {
   uint mine = kInvalid;  // q > R (a workgroup too small for keep): everything is a candidate
   for (uint j = 0u; j < R; ++j)
     if (j + 1u == q) mine = best[j];
-  const uint threshold = workgroup_max_uint(mine);
+  uint threshold = workgroup_max_uint(mine);
+  // Tighter, where repeated keys would leave many at the bound above: the
+  // keep-th smallest of all invocations' R best keys also has keep entries
+  // at or below it, by bisection over those W * R keys (registers only).
+  if (q <= R) {
+    uint lo = 0u, hi = threshold;
+    while (lo < hi) {
+      const uint mid = lo + (hi - lo) / 2u;
+      uint n = 0u;
+      for (uint j = 0u; j < R; ++j) n += best[j] <= mid ? 1u : 0u;
+      if (workgroup_count(n) >= keep) hi = mid;
+      else lo = mid + 1u;
+    }
+    threshold = lo;
+  }
 
   // 2. Collect the entries at or below the threshold.
   for (uint i = first + lane; i < last; i += W) {
