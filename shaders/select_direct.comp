@@ -11,7 +11,7 @@
 //     below it, so every selected entry has key <= T; so has the keep-th
 //     smallest of all W * R registers, found by bisection, which is tighter
 //     (repeated keys would otherwise put many more entries under T).
-//  2. Collect: the entries with key <= T (typically 1.5-2x keep) are
+//  2. Collect: the entries with key <= T (usually keep plus ties) are
 //     appended to shared memory; logits' ties (positions) are read only for
 //     them.
 //  3. Overflow (exact ties, masked or empty rows: more than CAP entries at
