@@ -5,7 +5,8 @@
 //                        then one shared slot per subgroup, summed by every
 //                        invocation in subgroup order (any subgroup size,
 //                        full subgroups or not: only gl_SubgroupID and
-//                        gl_NumSubgroups are read)
+//                        gl_NumSubgroups are read; a workgroup of one
+//                        subgroup needs no shared slot and no barrier)
 //   (else)               a shared-memory tree (the Vulkan 1.1 baseline)
 // The workgroup size must be a power of two (the tree halves it).
 #ifndef ATTENDRE_REDUCE_GLSL
@@ -23,6 +24,7 @@ shared uint s_reduce_uint[gl_WorkGroupSize.x];
 #define ATT_WORKGROUP_REDUCE(NAME, T, SLOTS, SUBGROUP_OP, COMBINE)                  \
   T NAME(T value) {                                                                 \
     value = SUBGROUP_OP(value);                                                     \
+    if (gl_NumSubgroups == 1u) return value; /* uniform: no barrier needed */       \
     if (subgroupElect()) SLOTS[gl_SubgroupID] = value;                              \
     barrier(); /* every subgroup's partial is in place */                           \
     T result = SLOTS[0];                                                            \
@@ -52,6 +54,7 @@ uint reduce_add(uint a, uint b) { return a + b; }
 ATT_WORKGROUP_REDUCE(workgroup_sum, float, s_reduce_float, subgroupAdd, reduce_add)
 ATT_WORKGROUP_REDUCE(workgroup_max, float, s_reduce_float, subgroupMax, max)
 ATT_WORKGROUP_REDUCE(workgroup_count, uint, s_reduce_uint, subgroupAdd, reduce_add)
+ATT_WORKGROUP_REDUCE(workgroup_max_uint, uint, s_reduce_uint, subgroupMax, max)
 
 #undef ATT_WORKGROUP_REDUCE
 #endif

@@ -21,10 +21,20 @@ layout(std430, binding = 1) readonly buffer Chunk { uint chunk[]; };
 #endif
 layout(std430, binding = 2) writeonly buffer Lists { uint lists[]; };
 
+#ifdef SOURCE_LOGITS
+// A logit's key and tie apart, at word indices the caller computes: kernels
+// that read the position only where the key is good enough
+// (select_direct.comp) add the push constants to their indices once,
+// outside their loops (lavapipe reloads a push constant read in a loop lane
+// by lane).
+uint logit_key_at(uint word) { return ~ordered_float(logits[word]); }
+uint logit_tie_at(uint word) { return ordered_int(int(kv[word])); }
+#endif
+
 void fetch(uint row, uint index, out uint key, out uint tie, out uint payload) {
 #ifdef SOURCE_LOGITS
-  key = ~ordered_float(logits[pc.source_offset + row * pc.source_stride + index]);
-  tie = ordered_int(int(kv[pc.kv_pos_offset + index]));
+  key = logit_key_at(pc.source_offset + row * pc.source_stride + index);
+  tie = logit_tie_at(pc.kv_pos_offset + index);
   payload = index;
 #else
   key = kInvalid;

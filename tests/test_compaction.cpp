@@ -516,7 +516,7 @@ TEST_CASE("compaction by subgroup ballots: arithmetic switched off, insertions a
   if (context.caps().subgroup_ballot) {
     CHECK(plan.insert_scans == kernels::ScanBuild::subgroup_ballot);
     CHECK(reductions ==
-          "shared-memory trees (score_stats), subgroup ballot bit-sliced prefix sums (insert_plan) "
+          "shared-memory trees (score_stats, select_direct), subgroup ballot bit-sliced prefix sums (insert_plan) "
           "(arithmetic switched off; subgroup ballot, any subgroup size)");
   } else {
     MESSAGE("no subgroup ballot (absent or switched off): insert_plan scans in shared memory");

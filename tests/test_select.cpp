@@ -75,6 +75,8 @@ enum class Fill {
   coarse,        // {-inf, 0, 1}: long runs of ties across tiles
   continuous,    // normal, 10% masked
   few_unmasked,  // fewer unmasked entries than keep (possibly none)
+  descending,    // distinct logits falling with the slot: the best are the first slots, spread evenly
+                 // over the direct select's invocations (its threshold has no slack)
 };
 
 std::vector<float> fill_row(Fill fill, uint32_t count, uint32_t keep, std::mt19937_64& rng) {
@@ -97,6 +99,9 @@ std::vector<float> fill_row(Fill fill, uint32_t count, uint32_t keep, std::mt199
     case Fill::continuous:
       for (float& x : row) x = unit(rng) < 0.1 ? kNegInf : normal(rng);
       break;
+    case Fill::descending:
+      for (uint32_t i = 0; i < count; ++i) row[i] = 1000.0f - 0.25f * static_cast<float>(i);
+      break;
     case Fill::few_unmasked: {
       const uint32_t unmasked = std::min<uint32_t>(count, static_cast<uint32_t>(rng() % keep));  // < keep
       for (uint32_t i = 0; i < unmasked; ++i) row[rng() % count] = normal(rng);
@@ -114,7 +119,8 @@ std::vector<ListEntry> expected_top(const std::vector<float>& logits, const std:
   std::iota(slots.begin(), slots.end(), 0u);
   auto before = [&](uint32_t a, uint32_t b) {
     if (logits[a] != logits[b]) return logits[a] > logits[b];  // -inf == -inf, -0 == +0
-    return reversed_ties ? positions[a] > positions[b] : positions[a] < positions[b];
+    if (positions[a] != positions[b]) return reversed_ties ? positions[a] > positions[b] : positions[a] < positions[b];
+    return a < b;  // equal positions (only the direct select's test makes them): the smaller slot
   };
   const size_t n = std::min<size_t>(keep, slots.size());
   std::partial_sort(slots.begin(), slots.begin() + static_cast<std::ptrdiff_t>(n), slots.end(), before);
@@ -126,15 +132,18 @@ std::vector<ListEntry> expected_top(const std::vector<float>& logits, const std:
 
 // One dispatch of `fills.size()` rows of `count` logits each, keeping `keep`.
 void check_top_k(Context& context, vk::DescriptorArena& arena, uint32_t count, uint32_t keep,
-                 const std::vector<Fill>& fills, std::mt19937_64& rng, Sensitivity& sensitivity) {
+                 const std::vector<Fill>& fills, std::mt19937_64& rng, Sensitivity& sensitivity,
+                 bool equal_positions = false) {
   const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   const uint32_t rows = static_cast<uint32_t>(fills.size());
-  INFO("count " << count << ", keep " << keep << ", rows " << rows << ", tile " << plan.select_tile);
+  INFO("count " << count << ", keep " << keep << ", rows " << rows << ", tile " << plan.select_tile
+                 << (equal_positions ? ", equal positions" : ""));
 
   // Distinct positions (negative ones included), shuffled over the slots.
   std::vector<int32_t> positions(count);
   const int32_t first = -static_cast<int32_t>(count / 3);
-  for (uint32_t i = 0; i < count; ++i) positions[i] = first + 2 * static_cast<int32_t>(i);
+  // equal_positions: runs of three slots share a position.
+  for (uint32_t i = 0; i < count; ++i) positions[i] = first + 2 * static_cast<int32_t>(equal_positions ? i / 3 : i);
   std::shuffle(positions.begin(), positions.end(), rng);
 
   // Offsets and a row stride that differ from the naive layout; every word
@@ -444,6 +453,47 @@ TEST_CASE("select (tiled): subgroup shuffle stages and shared-memory stages both
       for (const EvictCase& c : {EvictCase{255, 1, 1, 4, {1, 3, 32}}, EvictCase{60, 70, 70, 100, {32, mk}},
                                  EvictCase{2 * plan.select_tile, 96, 96, 4, {4, mk}}})
         check_victims(context, arena, c, kernels::kPolicyLfu, Scores::small_ints, rng, sensitivity);
+      CHECK(sensitivity.tie_sensitive > 0);
+      test::check_no_validation_messages(context);
+    }
+}
+
+// The direct select (CPU devices, lavapipe's default) in both builds: the
+// threshold and the overflow counts reduced through subgroup arithmetic,
+// and through shared-memory trees with `arithmetic` switched off. Sizes
+// cross the workgroup and the segment (several segments: merge passes);
+// tie-heavy and few-unmasked rows put more entries at the threshold than
+// shared memory holds (the bisection over key and position), equal
+// positions reach its last level (the slot).
+TEST_CASE("select (direct): subgroup reductions and shared-memory trees both match std::partial_sort") {
+  for (bool tiny : {false, true})
+    for (bool arithmetic : {true, false}) {
+      ContextOptions options;
+      options.kernels = DeviceCaps::KernelStyle::direct;
+      if (tiny) options.limits = LimitOverrides{32u, 1536u, std::nullopt};  // 32 invocations, 64-entry tiles
+      if (!arithmetic) options.disabled_features = FeatureSet{}.add(Feature::subgroup_arithmetic);
+      Context context(options);
+      const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
+      REQUIRE(plan.direct);
+      CHECK(plan.subgroup_reductions == (arithmetic && context.caps().subgroup_arithmetic));
+      INFO((tiny ? "tiny limits" : "device limits") << ", arithmetic " << (arithmetic ? "on" : "switched off")
+                                                    << ", subgroup size " << context.caps().subgroup_size);
+      vk::DescriptorArena arena(context);
+      std::mt19937_64 rng(2048 + (tiny ? 1 : 0) + (arithmetic ? 2 : 0));
+      Sensitivity sensitivity;
+      const std::vector<Fill> all = {Fill::ties, Fill::continuous, Fill::few_unmasked, Fill::coarse, Fill::descending};
+      const uint32_t segment = plan.direct_segment;
+      for (uint32_t count : {7u, 257u, segment - 1, 3 * segment + 5})
+        for (uint32_t keep : keeps_for(plan, {1, 2, 8, 64, plan.max_keep()}))
+          check_top_k(context, arena, count, keep, all, rng, sensitivity);
+      for (uint32_t keep : keeps_for(plan, {4, plan.max_keep()}))
+        check_top_k(context, arena, segment + 5, keep, all, rng, sensitivity, true);
+      const uint32_t mk = plan.max_keep();
+      for (const EvictCase& c : {EvictCase{255, 1, 1, 4, {1, 3, 32}}, EvictCase{60, 70, 70, 100, {32, mk}},
+                                 EvictCase{segment, 96, 96, 4, {4, 64, mk}}})
+        for (uint32_t policy : {kernels::kPolicyLfu, kernels::kPolicyLraSum})
+          check_victims(context, arena, c, policy, policy == kernels::kPolicyLfu ? Scores::small_ints : Scores::float_normal,
+                        rng, sensitivity);
       CHECK(sensitivity.tie_sensitive > 0);
       test::check_no_validation_messages(context);
     }

@@ -70,7 +70,7 @@ struct KernelPlan {
   uint32_t direct_float_rows = 8, direct_float_outputs = 2;
   uint32_t direct_block_rows = 8, direct_block_outputs = 2;
   uint32_t direct_few_float_outputs = 2, direct_few_block_outputs = 2;
-  uint32_t direct_segment = 1024;  // candidates one select_direct invocation scans
+  uint32_t direct_segment = 2048;  // candidates one select_direct workgroup selects from
   // Tiled select: the bitonic stages whose partners share a subgroup run
   // in registers through subgroupShuffleXor (the *_shuffle builds), which
   // needs full subgroups: workgroups of a multiple of this (the device's

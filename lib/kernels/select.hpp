@@ -2,8 +2,9 @@
 // pass and, when a row spans several tiles, a tree of merge passes. Tiled
 // (GPUs): bitonic top-k per tile in shared memory (select_tile.comp) and
 // merges folding TILE / keep lists (select_merge.comp). Direct (CPU
-// devices): a private heap per segment and invocation (select_direct.comp)
-// and pairwise linear merges (select_merge_direct.comp). Serves top-K over
+// devices): per segment a threshold, the entries under it collected and
+// ranked (select_direct.comp), and pairwise linear merges
+// (select_merge_direct.comp). Serves top-K over
 // logits and eviction victims.
 #pragma once
 
@@ -59,7 +60,8 @@ class Select {
   Kernel tile_pass_, merge_;
   bool direct_ = false;
   bool shuffles_ = false;
-  uint32_t workgroup_ = 1;
+  uint32_t workgroup_ = 1;        // select_direct's
+  uint32_t merge_workgroup_ = 1;  // select_merge_direct's
   uint32_t tile_ = 0;
   uint32_t keep_max_ = 0;  // the largest list one record() may keep
   uint32_t max_rows_per_dispatch_ = 65535;

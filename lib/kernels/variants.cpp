@@ -112,8 +112,8 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
       math.reason += std::string(math.reason.empty() ? "" : "; ") + "quirk half_math_emulated";
   }
   v.push_back(math);
-  // score_stats reduces floats (arithmetic or trees); insert_plan sums
-  // counts, which ballots can also do.
+  // score_stats and the direct select reduce floats, maxima and counts
+  // (arithmetic or trees); insert_plan sums counts, which ballots can also do.
   const std::string stats_build = plan.subgroup_reductions ? "subgroup arithmetic" : "shared-memory trees";
   std::string scan_build, scan_reason;
   switch (plan.insert_scans) {
@@ -133,8 +133,8 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
       break;
   }
   v.push_back({"reductions, scans",
-               stats_build == scan_build ? stats_build + " (score_stats, insert_plan)"
-                                         : stats_build + " (score_stats), " + scan_build + " (insert_plan)",
+               stats_build == scan_build ? stats_build + " (score_stats, select_direct, insert_plan)"
+                                         : stats_build + " (score_stats, select_direct), " + scan_build + " (insert_plan)",
                scan_reason});
   KernelVariant select{"select (tiled)", "", ""};
   if (plan.select_shuffles(plan.select_workgroup)) {

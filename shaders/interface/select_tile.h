@@ -9,6 +9,10 @@ ATT_NAMESPACE_BEGIN
 // Words of shared memory per candidate of a select tile: key, tie and
 // payload (bitonic.glsl declares one shared uint array of TILE for each).
 ATT_CONST(kSelectWordsPerCandidate, 3u)
+// select_direct.comp: best keys each invocation keeps in registers while
+// it looks for the threshold, and collected entries it ranks at a time.
+ATT_CONST(kDirectSelectBestKeys, 8u)
+ATT_CONST(kDirectSelectRankBlock, 16u)
 // Output lists: [row][tile][keep] entries of 3 words (key, tie, payload),
 // sorted ascending; after the merge, tile 0 of each row holds the answer.
 ATT_PARAMS_BEGIN(SelectTileParams)
