@@ -22,6 +22,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -311,12 +312,18 @@ TEST_CASE("block kernels: the direct score and attend register tiles match the f
   Context& context = test::gpu();
   kernels::KernelPlan device = kernels::plan_kernels(context.caps());
   device.direct = true;
-  const uint32_t share = device.direct_share;  // 0 where shuffles are off: only unshared tiles run
+  const uint32_t share = device.direct_share;  // 0 where shuffles are off: every tile unshared
   struct Tile {
     uint32_t rows, slots, share, workgroup, quads, attend_workgroup;
   };
-  const Tile tiles[] = {{1, 1, 1, 32, 1, 5},       {3, 5, 1, 32, 3, 32},         {8, 2, share, device.workgroup, 16, 32},
-                        {5, 3, share, 32, 16, 7}, {16, 1, share, 64, 2, 32}};
+  // The plan's own tiles first.
+  const Tile tiles[] = {{device.direct_score_rows, device.direct_score_slots, share, device.direct_score_workgroup,
+                         device.direct_attend_quads, device.direct_attend_workgroup},
+                        {1, 1, 1, 32, 1, 5},
+                        {3, 5, 1, 32, 3, 32},
+                        {8, 2, share, 256, 16, 32},
+                        {5, 3, share, 32, 16, 7},
+                        {16, 1, 1, 64, 2, 32}};
   // Rows (queries x group) and slots off every tile above; head_dim 64 in
   // whole chunks, 40 in whole quads only, 13 scalar.
   const Case cases[] = {{8, 2, 64, 77, 5, false, false, 0},  {8, 1, 40, 65, 2, true, false, 1},
@@ -330,12 +337,11 @@ TEST_CASE("block kernels: the direct score and attend register tiles match the f
                   {MemoryStorage::f16, kernels::StoredPath::f16_words}};
   for (size_t t = 0; t < std::size(tiles); ++t) {
     const Tile& tile = tiles[t];
-    if (tile.share == 0) continue;
     kernels::KernelPlan plan = device;
     plan.direct_share = tile.share;
     plan.direct_score_rows = tile.rows;
     plan.direct_score_slots = tile.slots;
-    plan.workgroup = tile.workgroup;
+    plan.direct_score_workgroup = tile.workgroup;
     plan.direct_attend_quads = tile.quads;
     plan.direct_attend_workgroup = tile.attend_workgroup;
     for (size_t at = 0; at < std::size(memories); ++at) {
@@ -349,3 +355,4 @@ TEST_CASE("block kernels: the direct score and attend register tiles match the f
   }
   test::check_no_validation_messages(context);
 }
+

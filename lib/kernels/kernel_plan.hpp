@@ -72,9 +72,11 @@ struct KernelPlan {
   uint32_t direct_few_float_outputs = 2, direct_few_block_outputs = 2;
   uint32_t direct_segment = 1024;  // candidates one select_direct invocation scans
   // score_direct.comp's register tiles: (query, head-in-group) rows x slots
-  // per invocation; its lanes share the query quads through subgroup
-  // shuffles when direct_share > 0 (each loads them all otherwise).
-  uint32_t direct_score_rows = 8, direct_score_slots = 2;
+  // per invocation, in workgroups of direct_score_workgroup (a multiple of
+  // the subgroup size); its lanes share the query quads through subgroup
+  // shuffles when direct_share > 1 (each loads them all otherwise).
+  uint32_t direct_score_rows = 8, direct_score_slots = 8;
+  uint32_t direct_score_workgroup = 64;
   // attend_direct.comp: dim quads per invocation (one row's D = 64 at 16),
   // in workgroups of direct_attend_workgroup.
   uint32_t direct_attend_quads = 16;

@@ -29,7 +29,7 @@ Result<RetrieveKernels> RetrieveKernels::create(Context& context, vk::Descriptor
   if (plan.direct) {
     ATTENDRE_TRY_ASSIGN(
         k.score_, Kernel::try_make<ScoreParams>(context, arena, score_direct,
-                                                {plan.workgroup, plan.direct_score_rows, lm,
+                                                {plan.direct_score_workgroup, plan.direct_score_rows, lm,
                                                  share ? plan.direct_share : 1u, k.direct_score_slots()},
                                                 {b.ring, b.kv, b.logits}));
   } else {
@@ -64,7 +64,7 @@ Result<RetrieveKernels> RetrieveKernels::create(Context& context, vk::Descriptor
 
 void RetrieveKernels::score(vk::CommandRecorder& recorder, const ScoreParams& p) const {
   const uint32_t group = p.heads_q / p.heads_kv;
-  const uint32_t slots_per_group = plan_.direct ? plan_.workgroup * direct_score_slots() : plan_.score_tile_slots;
+  const uint32_t slots_per_group = plan_.direct ? plan_.direct_score_workgroup * direct_score_slots() : plan_.score_tile_slots;
   const uint32_t rows_per_group = plan_.direct ? plan_.direct_score_rows : plan_.score_tile_rows;
   score_.dispatch(recorder, p, ceil_div(p.held, slots_per_group), ceil_div(uint64_t{p.queries} * group, rows_per_group),
                   p.heads_kv);
