@@ -9,9 +9,8 @@
 // CPU device a barrier is a context switch and every load a scalar load per
 // lane, so there one invocation owns a (query, head) row and QUADS quads of
 // its dims (a register tile: D = 64 is one invocation per row at QUADS 16),
-// and walks its list twice: the maximum logit with the sum of exponentials
-// (online, rescaled as the maximum grows), then the weights and the weighted
-// sum of values, each entry's slot and logit read once per walk and each
+// and walks its list three times: the maximum logit, the sum of
+// exponentials, then the weights and the weighted sum of values, each entry's slot and logit read once per walk and each
 // value quad once (four values per load when head_dim is a multiple of 4,
 // scalar otherwise); the weights and products are attend.comp's. Lists of
 // one row differ per head (GQA shares keys, not lists), so rows share no
@@ -56,19 +55,17 @@ void main() {
   const uint g = head / (pc.heads_q / pc.heads_kv);
   const bool vec = (pc.head_dim & 3u) == 0u;  // every value row then starts on a vec4
 
-  // The maximum and the sum of exponentials in one walk: the sum so far is
-  // rescaled whenever the maximum grows.
-  float top = NEG_INF, total = 0.0;
-  for (uint r = 0u; r < pc.list_count; ++r) {
-    const float l = logit_of(row, retrieved_slot(query, head, r));
-    if (l == NEG_INF) continue;
-    if (l > top) {
-      total = top == NEG_INF ? 1.0 : total * exp(top - l) + 1.0;
-      top = l;
-    } else {
-      total += exp(l - top);
+  // The maximum, then the sum of exponentials (attend.comp's arithmetic:
+  // an online sum, rescaled as the maximum grows, rounds differently and
+  // moved the reader's block-0 lra_sum decisions off the float64 reference).
+  float top = NEG_INF;
+  for (uint r = 0u; r < pc.list_count; ++r) top = max(top, logit_of(row, retrieved_slot(query, head, r)));
+  float total = 0.0;
+  if (top != NEG_INF)
+    for (uint r = 0u; r < pc.list_count; ++r) {
+      const float l = logit_of(row, retrieved_slot(query, head, r));
+      if (l != NEG_INF) total += exp(l - top);
     }
-  }
 
   vec4 acc[QUADS];
   [[unroll]] for (uint k = 0u; k < QUADS; ++k) acc[k] = vec4(0.0);

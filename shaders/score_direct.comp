@@ -15,8 +15,11 @@
 // subgroupShuffle (slots past `held` and rows past the batch repeat the last
 // one's reads, keeping every invocation in the shuffles, and are not
 // written). Rows are read four values at a time when head_dim is a multiple
-// of 4 (scalar otherwise), each pair summed in one float (a vec4 per pair
-// measured 1.2x slower at 8 x 8: four times the accumulators to spill).
+// of 4 (scalar otherwise), each pair summed in a vec4 in the previous direct
+// kernel's order, so its logits keep their bits (the reader's block-0
+// agreement with the float64 reference depends on how near-ties round;
+// one float per pair measured up to 1.3x faster at 8 x 8 but rounds them
+// differently).
 //
 // LM_INFINITE: each pair picks its query and key variant by distance
 // (interface/score.h) and computes that one dot product, so pairs of a tile
@@ -99,9 +102,6 @@ float finish(Row r, int p_key, uint key_tag, float dot) {
 
 float sum4(vec4 acc) { return (acc.x + acc.y) + (acc.z + acc.w); }
 
-// acc += a . k, one fma per element (the four in order).
-float fma4(vec4 a, vec4 k, float acc) { return fma(a.w, k.w, fma(a.z, k.z, fma(a.y, k.y, fma(a.x, k.x, acc)))); }
-
 // LM-Infinite: one slot, one variant pair per (row, slot).
 void main_lm_infinite(uint group, uint g, uint rows, uint row0) {
   const uint slot = gl_GlobalInvocationID.x;
@@ -148,8 +148,8 @@ void main() {
     const uint row = min(row0 + r, rows - 1u), query = row / group, h = g * group + row % group;
     q_at[r] = ((pc.ring_first + query) % pc.ring_capacity) * pc.ring_q_stride + h * pc.head_dim;
   }
-  float acc[ROWS * SLOTS];
-  [[unroll]] for (uint t = 0u; t < ROWS * SLOTS; ++t) acc[t] = 0.0;
+  vec4 acc[ROWS * SLOTS];
+  [[unroll]] for (uint t = 0u; t < ROWS * SLOTS; ++t) acc[t] = vec4(0.0);
   if ((pc.head_dim & 3u) == 0u) {  // every row then starts on a vec4
     const uint quads = pc.head_dim / 4u;
 #ifdef SUBGROUP_SHUFFLE
@@ -167,7 +167,7 @@ void main() {
         [[unroll]] for (uint j = 0u; j < SLOTS; ++j) k[j] = STORED_LOAD4(kv, pc.kv_key_offset, k_at[j] + 4u * (c * SHARE + q));
         [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
           const vec4 a = shared_quad(own[r], q);
-          [[unroll]] for (uint j = 0u; j < SLOTS; ++j) ACC(r, j) = fma4(a, k[j], ACC(r, j));
+          [[unroll]] for (uint j = 0u; j < SLOTS; ++j) ACC(r, j) = fma(a, k[j], ACC(r, j));
         }
       }
     }
@@ -177,7 +177,7 @@ void main() {
       [[unroll]] for (uint j = 0u; j < SLOTS; ++j) k[j] = STORED_LOAD4(kv, pc.kv_key_offset, k_at[j] + 4u * i);
       [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
         const vec4 a = pc.scale * STORED_LOAD4(ring, 0u, q_at[r] + 4u * i);
-        [[unroll]] for (uint j = 0u; j < SLOTS; ++j) ACC(r, j) = fma4(a, k[j], ACC(r, j));
+        [[unroll]] for (uint j = 0u; j < SLOTS; ++j) ACC(r, j) = fma(a, k[j], ACC(r, j));
       }
     }
   } else {
@@ -186,7 +186,7 @@ void main() {
       [[unroll]] for (uint j = 0u; j < SLOTS; ++j) k[j] = STORED_LOAD(kv, pc.kv_key_offset, k_at[j] + d);
       [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
         const float a = pc.scale * STORED_LOAD(ring, 0u, q_at[r] + d);
-        [[unroll]] for (uint j = 0u; j < SLOTS; ++j) ACC(r, j) = fma(a, k[j], ACC(r, j));
+        [[unroll]] for (uint j = 0u; j < SLOTS; ++j) ACC(r, j).x = fma(a, k[j], ACC(r, j).x);
       }
     }
   }
@@ -203,6 +203,6 @@ void main() {
     [[unroll]] for (uint j = 0u; j < SLOTS; ++j)
       if (s0 + j * W < pc.held)
         logits[(row.query * pc.heads_q + row.h) * pc.logit_stride + s0 + j * W] =
-            finish(row, p_key[j], key_tag[j], ACC(r, j));
+            finish(row, p_key[j], key_tag[j], sum4(ACC(r, j)));
   }
 }

@@ -312,6 +312,7 @@ TEST_CASE("block kernels: the direct score and attend register tiles match the f
   Context& context = test::gpu();
   kernels::KernelPlan device = kernels::plan_kernels(context.caps());
   device.direct = true;
+  device.direct_attend = true;
   const uint32_t share = device.direct_share;  // 0 where shuffles are off: every tile unshared
   struct Tile {
     uint32_t rows, slots, share, workgroup, quads, attend_workgroup;

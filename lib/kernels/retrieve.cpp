@@ -41,7 +41,7 @@ Result<RetrieveKernels> RetrieveKernels::create(Context& context, vk::Descriptor
   }
   ATTENDRE_TRY_ASSIGN(k.sum_heads_, Kernel::try_make<RetrieveParams>(context, arena, ShaderId::sum_heads,
                                                                      {plan.workgroup}, {b.logits}));
-  if (plan.direct) {
+  if (plan.direct && plan.direct_attend) {
     const ShaderId attend =
         stored_variant(stored, ShaderId::attend_direct, ShaderId::attend_direct_f16, ShaderId::attend_direct_f16_words);
     ATTENDRE_TRY_ASSIGN(k.attend_, Kernel::try_make<RetrieveParams>(
@@ -75,7 +75,7 @@ void RetrieveKernels::sum_heads(vk::CommandRecorder& recorder, const RetrievePar
 }
 
 void RetrieveKernels::attend(vk::CommandRecorder& recorder, const RetrieveParams& p) const {
-  if (plan_.direct) {
+  if (plan_.direct && plan_.direct_attend) {
     const uint64_t dim_blocks = ceil_div(p.head_dim, 4 * plan_.direct_attend_quads);
     attend_.dispatch(recorder, p, ceil_div(uint64_t{p.queries} * p.heads_q * dim_blocks, plan_.direct_attend_workgroup));
   } else {

@@ -78,7 +78,7 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
                                            : absent(caps, Feature::subgroup_shuffle, "subgroup shuffle");
     }
     v.push_back(score);
-    v.push_back({"attend (direct)",
+    if (plan.direct_attend) v.push_back({"attend (direct)",
                  "one (query, head) row of " + std::to_string(4 * plan.direct_attend_quads) + " dims per invocation",
                  "no barriers, values read four at a time"});
   }
