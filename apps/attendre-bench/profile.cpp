@@ -41,7 +41,7 @@ std::string layer_kernel(const std::string& build, const std::string& policy_nam
   if (shader == "select_tile_logits" || shader == "select_direct_logits") return last_select = "topk";
   if (shader == "select_tile_evict" || shader == "select_direct_evict") return last_select = "evict_select";
   if (shader == "select_merge" || shader == "select_merge_direct") return last_select.empty() ? "topk" : last_select;
-  if (shader == "attend") return "attend";
+  if (shader == "attend" || shader == "attend_direct") return "attend";
   if (shader == "flash_attend" || shader == "flash_attend_direct" || shader == "flash_combine") return "flash_attend";
   if (shader == "usage" || shader == "policy_update") return policy_name;
   if (shader == "score_stats" || shader == "score_stats_combine" || shader == "insert_plan" ||

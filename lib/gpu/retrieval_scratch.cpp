@@ -53,10 +53,12 @@ Result<RetrievalPlan> plan_retrieval(const LayerConfig& config, const kernels::K
     ATTENDRE_TRY_ASSIGN(const kernels::FlashSplits splits, kernels::flash_splits(plan, shape.head_dim, M));
     flash_partials = splits.partial_words(1, Hq);
   } else if (caps.max_loop_iterations) {
-    // attend walks every retrieved entry for each of its head_dim slices;
-    // usage walks every head's list; score_stats walks the held slots.
+    // attend walks every retrieved entry for each of its head_dim slices
+    // (attend_direct: three walks, its dims unrolled); usage walks every
+    // head's list; score_stats walks the held slots.
     const uint64_t dims = (shape.head_dim + plan.attend_workgroup - 1) / plan.attend_workgroup;
-    const uint64_t attend = uint64_t{r.list_count} * (2 + dims) + 2ull * r.list_count / plan.attend_workgroup;
+    const uint64_t attend = plan.direct && plan.direct_attend ? 3ull * r.list_count
+                                        : uint64_t{r.list_count} * (2 + dims) + 2ull * r.list_count / plan.attend_workgroup;
     const uint64_t usage = uint64_t{Hq} * ((r.list_count + plan.workgroup - 1) / plan.workgroup + 1);
     if (std::max(attend, usage) > caps.max_loop_iterations)
       return Status(ErrorCode::unsupported, "retrieving " + std::to_string(r.list_count) + " entries per query with " +

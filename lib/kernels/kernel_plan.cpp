@@ -74,6 +74,7 @@ KernelPlan plan_kernels(const DeviceCaps& caps) {
   if (caps.subgroup_shuffle && caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU && caps.subgroup_size > 0)
     plan.direct_share = std::min(kMatmulDirectMaxShare, floor_pow2(caps.subgroup_size));
   plan.direct_matmul_workgroup = std::min<uint32_t>(plan.workgroup, 32);
+  plan.direct_score_workgroup = std::min<uint32_t>(plan.workgroup, 64);
   plan.insert_workgroup = plan.workgroup;
   // Any subgroup size and layout: the reductions read gl_SubgroupID and
   // gl_NumSubgroups, never assume a size (shaders/reduce.glsl, scan.glsl).

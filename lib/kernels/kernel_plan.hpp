@@ -71,6 +71,20 @@ struct KernelPlan {
   uint32_t direct_block_rows = 8, direct_block_outputs = 2;
   uint32_t direct_few_float_outputs = 2, direct_few_block_outputs = 2;
   uint32_t direct_segment = 2048;  // candidates one select_direct workgroup selects from
+  // score_direct.comp's register tiles: (query, head-in-group) rows x slots
+  // per invocation, in workgroups of direct_score_workgroup (a multiple of
+  // the subgroup size); its lanes share the query quads through subgroup
+  // shuffles when direct_share > 1 (each loads them all otherwise).
+  uint32_t direct_score_rows = 8, direct_score_slots = 4;
+  uint32_t direct_score_workgroup = 64;
+  // attend_direct.comp: dim quads per invocation (one row's D = 64 at 16),
+  // in workgroups of direct_attend_workgroup.
+  uint32_t direct_attend_quads = 16;
+  // Off by default: its softmax sums round differently from attend.comp's
+  // tree and moved the reader's block-0 lra_sum decisions off the float64
+  // reference (ctest attendre-reader: retention agrees*); on in the tile test.
+  bool direct_attend = false;
+  uint32_t direct_attend_workgroup = 32;
   // Tiled select: the bitonic stages whose partners share a subgroup run
   // in registers through subgroupShuffleXor (the *_shuffle builds), which
   // needs full subgroups: workgroups of a multiple of this (the device's

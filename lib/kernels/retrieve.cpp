@@ -16,14 +16,22 @@ Result<RetrieveKernels> RetrieveKernels::create(Context& context, vk::Descriptor
                                                 bool lm_infinite, StoredPath stored) {
   RetrieveKernels k;
   k.plan_ = plan;
+  k.lm_infinite_ = lm_infinite;
   const uint32_t lm = lm_infinite ? 1u : 0u;
+  // The direct tile shares its query quads through shuffles where the plan
+  // allows (the *_shuffle builds); each lane loads them all otherwise.
+  const bool share = plan.direct_share > 1 && !lm_infinite;
   const ShaderId score_direct =
-      stored_variant(stored, ShaderId::score_direct, ShaderId::score_direct_f16, ShaderId::score_direct_f16_words);
+      share ? stored_variant(stored, ShaderId::score_direct_shuffle, ShaderId::score_direct_f16_shuffle,
+                             ShaderId::score_direct_f16_words_shuffle)
+            : stored_variant(stored, ShaderId::score_direct, ShaderId::score_direct_f16, ShaderId::score_direct_f16_words);
   const ShaderId score_tiled = stored_variant(stored, ShaderId::score, ShaderId::score_f16, ShaderId::score_f16_words);
   if (plan.direct) {
     ATTENDRE_TRY_ASSIGN(
         k.score_, Kernel::try_make<ScoreParams>(context, arena, score_direct,
-                                                {plan.workgroup, plan.score_tile_rows, lm}, {b.ring, b.kv, b.logits}));
+                                                {plan.direct_score_workgroup, plan.direct_score_rows, lm,
+                                                 share ? plan.direct_share : 1u, k.direct_score_slots()},
+                                                {b.ring, b.kv, b.logits}));
   } else {
     ATTENDRE_TRY_ASSIGN(
         k.score_, Kernel::try_make<ScoreParams>(context, arena, score_tiled,
@@ -33,9 +41,17 @@ Result<RetrieveKernels> RetrieveKernels::create(Context& context, vk::Descriptor
   }
   ATTENDRE_TRY_ASSIGN(k.sum_heads_, Kernel::try_make<RetrieveParams>(context, arena, ShaderId::sum_heads,
                                                                      {plan.workgroup}, {b.logits}));
-  const ShaderId attend = stored_variant(stored, ShaderId::attend, ShaderId::attend_f16, ShaderId::attend_f16_words);
-  ATTENDRE_TRY_ASSIGN(k.attend_, Kernel::try_make<RetrieveParams>(context, arena, attend, {plan.attend_workgroup},
-                                                                  {b.logits, b.lists, b.kv, b.attention}));
+  if (plan.direct && plan.direct_attend) {
+    const ShaderId attend =
+        stored_variant(stored, ShaderId::attend_direct, ShaderId::attend_direct_f16, ShaderId::attend_direct_f16_words);
+    ATTENDRE_TRY_ASSIGN(k.attend_, Kernel::try_make<RetrieveParams>(
+                                       context, arena, attend, {plan.direct_attend_workgroup, plan.direct_attend_quads},
+                                       {b.logits, b.lists, b.kv, b.attention}));
+  } else {
+    const ShaderId attend = stored_variant(stored, ShaderId::attend, ShaderId::attend_f16, ShaderId::attend_f16_words);
+    ATTENDRE_TRY_ASSIGN(k.attend_, Kernel::try_make<RetrieveParams>(context, arena, attend, {plan.attend_workgroup},
+                                                                    {b.logits, b.lists, b.kv, b.attention}));
+  }
   ATTENDRE_TRY_ASSIGN(k.usage_, Kernel::try_make<RetrieveParams>(context, arena, ShaderId::usage, {plan.workgroup},
                                                                  {b.lists, b.attention, b.usage}));
   k.usage_rows_ = b.usage;
@@ -48,9 +64,10 @@ Result<RetrieveKernels> RetrieveKernels::create(Context& context, vk::Descriptor
 
 void RetrieveKernels::score(vk::CommandRecorder& recorder, const ScoreParams& p) const {
   const uint32_t group = p.heads_q / p.heads_kv;
-  const uint32_t slots_per_group = plan_.direct ? plan_.workgroup : plan_.score_tile_slots;
-  score_.dispatch(recorder, p, ceil_div(p.held, slots_per_group),
-                  ceil_div(uint64_t{p.queries} * group, plan_.score_tile_rows), p.heads_kv);
+  const uint32_t slots_per_group = plan_.direct ? plan_.direct_score_workgroup * direct_score_slots() : plan_.score_tile_slots;
+  const uint32_t rows_per_group = plan_.direct ? plan_.direct_score_rows : plan_.score_tile_rows;
+  score_.dispatch(recorder, p, ceil_div(p.held, slots_per_group), ceil_div(uint64_t{p.queries} * group, rows_per_group),
+                  p.heads_kv);
 }
 
 void RetrieveKernels::sum_heads(vk::CommandRecorder& recorder, const RetrieveParams& p) const {
@@ -58,7 +75,12 @@ void RetrieveKernels::sum_heads(vk::CommandRecorder& recorder, const RetrievePar
 }
 
 void RetrieveKernels::attend(vk::CommandRecorder& recorder, const RetrieveParams& p) const {
-  attend_.dispatch(recorder, p, p.heads_q, p.queries);
+  if (plan_.direct && plan_.direct_attend) {
+    const uint64_t dim_blocks = ceil_div(p.head_dim, 4 * plan_.direct_attend_quads);
+    attend_.dispatch(recorder, p, ceil_div(uint64_t{p.queries} * p.heads_q * dim_blocks, plan_.direct_attend_workgroup));
+  } else {
+    attend_.dispatch(recorder, p, p.heads_q, p.queries);
+  }
 }
 
 void RetrieveKernels::usage(vk::CommandRecorder& recorder, const RetrieveParams& p) const {

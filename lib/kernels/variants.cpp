@@ -62,6 +62,26 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
           : "forced (ATTENDRE_KERNELS or ContextOptions::kernels)";
   const char* style = plan.direct ? "direct" : "tiled";
   v.push_back({"score, select", style, style_reason});
+  if (plan.direct) {
+    // score_direct's register tiles; their query quads go through shuffles
+    // where the direct products' do (LM-Infinite scores pair by pair).
+    KernelVariant score{"score (direct)",
+                        std::to_string(plan.direct_score_rows) + " rows x " + std::to_string(plan.direct_score_slots) +
+                            " slots per invocation, ",
+                        ""};
+    if (plan.direct_share > 1) {
+      score.variant += std::to_string(plan.direct_share) + " lanes share q";
+      score.reason = "subgroup shuffle, subgroup size " + std::to_string(caps.subgroup_size);
+    } else {
+      score.variant += "each lane loads q";
+      score.reason = caps.subgroup_shuffle ? "subgroup size not fixed (GPU)"
+                                           : absent(caps, Feature::subgroup_shuffle, "subgroup shuffle");
+    }
+    v.push_back(score);
+    if (plan.direct_attend) v.push_back({"attend (direct)",
+                 "one (query, head) row of " + std::to_string(4 * plan.direct_attend_quads) + " dims per invocation",
+                 "no barriers, values read four at a time"});
+  }
   // The direct products need subgroup shuffles (A shared across lanes).
   auto matmul_family = [&](const char* family, ElementType type) {
     const kernels::DirectTile tile = kernels::direct_tile(plan, type, false);

@@ -1,0 +1,96 @@
+#version 450
+// Attend (spec 2.3) without shared memory or barriers, for CPU devices such
+// as lavapipe (DeviceCaps::KernelStyle::direct). Same output as attend.comp:
+// the output row and each entry's weight (-1 for list entries outside R:
+// masked or padding), which usage.comp reads.
+//
+// attend.comp spreads a row's dims over a workgroup and passes each entry's
+// weight through shared memory, one barrier per chunk and tree level; on a
+// CPU device a barrier is a context switch and every load a scalar load per
+// lane, so there one invocation owns a (query, head) row and QUADS quads of
+// its dims (a register tile: D = 64 is one invocation per row at QUADS 16),
+// and walks its list three times: the maximum logit, the sum of
+// exponentials, then the weights and the weighted sum of values, each entry's slot and logit read once per walk and each
+// value quad once (four values per load when head_dim is a multiple of 4,
+// scalar otherwise); the weights and products are attend.comp's. Lists of
+// one row differ per head (GQA shares keys, not lists), so rows share no
+// loads; heads of a shared-mode list could, not done here.
+//
+// Values as the memory stores them (stored.glsl); math in fp32.
+//
+// Bindings: as attend.comp (0 logits, 1 top-K lists, 2 K/V memory,
+//           3 attention buffer (outputs, weights))
+// Spec constants: 0 workgroup size W, 1 QUADS dim quads per invocation
+// Dispatch: ceil(queries * heads_q * ceil(head_dim / (4 QUADS)) / W);
+//           invocation i: row i / blocks, dims from 4 QUADS (i % blocks)
+#extension GL_GOOGLE_include_directive : require
+#include "stored.glsl"
+#extension GL_EXT_control_flow_attributes : enable  // [[unroll]]: acc stays in registers
+#include "common.glsl"
+#include "interface/retrieve.h"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint QUADS = 16;
+
+layout(std430, binding = 0) readonly buffer Logits { float logits[]; };
+layout(std430, binding = 1) readonly buffer Lists { uint lists[]; };
+layout(std430, binding = 2) readonly buffer KvMemory { uint kv[]; };
+STORED_VIEWS(2, kv)
+layout(std430, binding = 3) writeonly buffer Attention { uint attention[]; };
+
+#include "retrieved.glsl"
+
+float logit_of(uint row, uint slot) {
+  return slot == kInvalid ? NEG_INF : logits[row * pc.logit_stride + slot];
+}
+
+void main() {
+  const uint span = 4u * QUADS;  // dims per invocation
+  const uint blocks = (pc.head_dim + span - 1u) / span;
+  const uint rows = pc.queries * pc.heads_q;
+  const uint at = gl_GlobalInvocationID.x;
+  if (at >= rows * blocks) return;
+  const uint row = at / blocks, d0 = (at % blocks) * span;
+  const uint query = row / pc.heads_q, head = row % pc.heads_q;
+  const uint g = head / (pc.heads_q / pc.heads_kv);
+  const bool vec = (pc.head_dim & 3u) == 0u;  // every value row then starts on a vec4
+
+  // The maximum, then the sum of exponentials (attend.comp's arithmetic:
+  // an online sum, rescaled as the maximum grows, rounds differently and
+  // moved the reader's block-0 lra_sum decisions off the float64 reference).
+  float top = NEG_INF;
+  for (uint r = 0u; r < pc.list_count; ++r) top = max(top, logit_of(row, retrieved_slot(query, head, r)));
+  float total = 0.0;
+  if (top != NEG_INF)
+    for (uint r = 0u; r < pc.list_count; ++r) {
+      const float l = logit_of(row, retrieved_slot(query, head, r));
+      if (l != NEG_INF) total += exp(l - top);
+    }
+
+  vec4 acc[QUADS];
+  [[unroll]] for (uint k = 0u; k < QUADS; ++k) acc[k] = vec4(0.0);
+  for (uint r = 0u; r < pc.list_count; ++r) {
+    const uint slot = retrieved_slot(query, head, r);
+    const float l = logit_of(row, slot);
+    const float weight = l != NEG_INF ? exp(l - top) / total : -1.0;
+    if (d0 == 0u) attention[pc.weight_offset + row * pc.weight_stride + r] = floatBitsToUint(weight);
+    if (weight < 0.0) continue;
+    const uint v_base = slot * pc.kv_value_stride + g * pc.head_dim + d0;  // elements into the values
+    [[unroll]] for (uint k = 0u; k < QUADS; ++k) {
+      const uint d = d0 + 4u * k;
+      if (d >= pc.head_dim) break;
+      vec4 v = vec4(0.0);
+      if (vec) {
+        v = STORED_LOAD4(kv, pc.kv_value_offset, v_base + 4u * k);
+      } else {
+        [[unroll]] for (uint i = 0u; i < 4u; ++i)
+          if (d + i < pc.head_dim) v[i] = STORED_LOAD(kv, pc.kv_value_offset, v_base + 4u * k + i);
+      }
+      acc[k] = fma(vec4(weight), v, acc[k]);
+    }
+  }
+  const uint out_row = pc.out_offset + ((pc.out_first_query + query) * pc.heads_q + head) * pc.head_dim;
+  [[unroll]] for (uint k = 0u; k < QUADS; ++k)
+    [[unroll]] for (uint i = 0u; i < 4u; ++i)
+      if (d0 + 4u * k + i < pc.head_dim) attention[out_row + d0 + 4u * k + i] = floatBitsToUint(acc[k][i]);
+}
