@@ -10,7 +10,8 @@
 // the out rows are rows of binding 0 (e.g. the gate rows themselves) and
 // there is no binding 1. With -DOUTPUT_F16 (fp16 activations, not in place)
 // the out rows hold fp16 pairs packed in words (half_bits.glsl) and each
-// invocation computes elements 2i and 2i + 1 into word i.
+// invocation computes elements 2i and 2i + 1 into word i, and GELU comes
+// from ggml's fp16 table (activate() below).
 //
 // Bindings:  0 input rows: x, or gate and up (two row references)   read (IN_PLACE: read/write)
 //            1 out rows (cols floats, or OUTPUT_F16
@@ -49,9 +50,24 @@ float act(float x) {
   return max(x, 0.0);
 }
 
+#ifdef OUTPUT_F16
+// fp16 activations take GELU as llama.cpp's CPU backend does, from ggml's
+// table of fp16 values: 0 for x <= -10, x for x >= 10, else gelu at the fp16
+// rounding of x, rounded to fp16 (reference::ops::gelu_fp16_table).
+float as_half(float x) { return unpackHalf2x16(half_bits(x)).x; }
+float activate(float x) {
+  if (pc.kind != kActGeluTanh) return act(x);
+  if (x <= -10.0) return 0.0;
+  if (x >= 10.0) return x;
+  return as_half(act(as_half(x)));
+}
+#else
+float activate(float x) { return act(x); }
+#endif
+
 // Element i of row `row`.
 float activated(uint row, uint i) {
-  float v = act(input_rows[ROW_WORD(x, row) + i]);
+  float v = activate(input_rows[ROW_WORD(x, row) + i]);
   if (pc.gated != 0u) v *= input_rows[ROW_WORD(up, row) + i];
   return v;
 }

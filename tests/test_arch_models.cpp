@@ -5,19 +5,25 @@
 // greedy ids must be llama.cpp's, the logits at its listed positions within
 // `bound` of max|logit| (the difference reached is printed).
 //
-// The files' matrices are F16, which llama.cpp's CPU products multiply with
-// rows rounded to fp16 (the tools do so too for these F16 files). Where a row's
-// value sits at an fp16 rounding boundary, fp32 or float64 rounds it to the
-// other neighbour than llama.cpp's float arithmetic, and the random weights
-// amplify each such step through the blocks: the first positions agree to
-// 1e-6, later ones part by ~1e-3 of max|logit|, and the GPU and the
-// reference part from each other by as much (phi3, four kv heads, more
-// than qwen3). qwen3 stays within the issue's 2e-3; phi3 reaches 5.6e-3 on
-// the reference, 6.6e-3 on the GPU, and is held to 1e-2. A wrong graph is
-// far outside both: qwen3 without its k norm moves the logits by 0.99 of
-// max|logit| and the greedy ids from the first one; gemma2 with a sliding
-// window of 15 or 17 instead of 16 by 0.24-0.28, without its attention
-// soft-cap by 0.03.
+// The files' matrices are F16, which llama.cpp's CPU backend multiplies with
+// rows rounded to fp16 (normed, attention, activated and final rows) and
+// whose GELU it reads from an fp16 table; the tools do all of it for these
+// files (fp16 activations, docs/spec-notes.md). Position 0 then agrees to
+// 1e-7 on the reference. Where a row's value sits within fp32 noise of an
+// fp16 rounding boundary, fp32 or float64 rounds it to the other neighbour
+// than llama.cpp's float arithmetic, and the random weights carry each such
+// step on through the blocks and the K/V memories: later positions part by
+// ~1e-3 of max|logit|, GPU and reference by as much from each other. On
+// phi3 the spread is widest: a relative noise of 2e-7 on the reference's
+// products alone moves its difference between 1.5e-3 and 2.8e-3, so phi3
+// (2.7e-3 reference, 3.4e-3 GPU) is held to 5e-3, the others to the
+// issue's 2e-3 (measured: qwen3 3.6e-4 / 6.1e-4, gemma2 5.4e-4 / 6.2e-4,
+// gemma3 3.2e-4 / 3.3e-4, reference / GPU). A wrong graph is far outside
+// them: qwen3 without its k norm moves the logits by 0.99 of max|logit|
+// and the greedy ids from the first one; gemma2 with a sliding window of
+// 15 or 17 instead of 16 by 0.24-0.28, without its attention soft-cap by
+// 0.03; phi3 without its attention and final rows rounded by 5.6e-3 and
+// 6.5e-3 (reference, GPU).
 #if defined(ATTENDRE_GENERATE_BINARY)
 
 #include "io/gguf_test_support.hpp"
@@ -97,9 +103,9 @@ std::vector<float> prompt_logits(const fs::path& model, const std::string& flags
 TEST_CASE("attendre-generate: F16 rows round to fp16 by default for the new architectures only") {
   const auto models = test::shared_models();
   if (!models) return;
-  const fs::path arch = models->parent_path() / "arch-models" / "qwen3-tiny.gguf";
+  const fs::path arch = models->parent_path() / "arch-models";
   const fs::path llama = *models / "aidreams260K-F16.gguf";
-  if (!fs::exists(arch) || !fs::exists(llama)) {
+  if (!fs::is_directory(arch) || !fs::exists(llama)) {
     MESSAGE("skipped: " << arch.string() << " or " << llama.string() << " is absent");
     return;
   }
@@ -107,11 +113,15 @@ TEST_CASE("attendre-generate: F16 rows round to fp16 by default for the new arch
   const std::vector<float> llama_default = prompt_logits(llama, "");
   CHECK(llama_default == prompt_logits(llama, "--fp32-activations"));
   CHECK(llama_default != prompt_logits(llama, "--fp16-activations"));
-  // ... qwen3 rounds them as llama.cpp's CPU backend did for its outputs,
-  // and --fp32-activations turns that off.
-  const std::vector<float> qwen3_default = prompt_logits(arch, "");
-  CHECK(qwen3_default == prompt_logits(arch, "--fp16-activations"));
-  CHECK(qwen3_default != prompt_logits(arch, "--fp32-activations"));
+  // ... qwen3, phi3, gemma2 and gemma3 round them as llama.cpp's CPU
+  // backend did for their outputs, and --fp32-activations turns that off.
+  for (const char* name : {"qwen3-tiny", "phi3-tiny", "gemma2-tiny", "gemma3-tiny"}) {
+    INFO(name);
+    const fs::path file = arch / (std::string(name) + ".gguf");
+    const std::vector<float> rounded = prompt_logits(file, "");
+    CHECK(rounded == prompt_logits(file, "--fp16-activations"));
+    CHECK(rounded != prompt_logits(file, "--fp32-activations"));
+  }
 }
 
 TEST_CASE("attendre-generate: qwen3, phi3, gemma2 and gemma3 tiny files match llama.cpp's prompt ids, logits and greedy ids") {
@@ -123,7 +133,7 @@ TEST_CASE("attendre-generate: qwen3, phi3, gemma2 and gemma3 tiny files match ll
     return;
   }
   const std::pair<const char*, double> files[] = {
-      {"qwen3-tiny", 2e-3}, {"phi3-tiny", 1e-2}, {"gemma2-tiny", 2e-3}, {"gemma3-tiny", 2e-3}};
+      {"qwen3-tiny", 2e-3}, {"phi3-tiny", 5e-3}, {"gemma2-tiny", 2e-3}, {"gemma3-tiny", 2e-3}};
   for (const auto& [name, bound] : files)
     for (const char* device : {"gpu", "cpu"}) check_against_llama_cpp(folder, name, device, bound);
 }

@@ -69,10 +69,10 @@ void use_t5_buckets(EncoderDecoderConfig& c) {
   buckets(c.decoder, false);
 }
 
-// Streams `input` through both backends; decodes six tokens and compares.
-// Returns the device's logits of the six tokens.
+// Streams `input` through both backends; decodes six tokens and compares
+// (relative `epsilon`). Returns the device's logits of the six tokens.
 std::vector<float> check_encoder_decoder(const EncoderDecoderConfig& c, const test::TokenStream& input,
-                                         uint64_t weight_seed) {
+                                         uint64_t weight_seed, double epsilon = 1e-3) {
   RandomWeights weights(weight_seed);
   reference::EncoderDecoder cpu(c, weights);
   auto device_owner = gpu::EncoderDecoder::create(test::gpu(), c, weights).value_or_throw();
@@ -101,7 +101,7 @@ std::vector<float> check_encoder_decoder(const EncoderDecoderConfig& c, const te
     const StackOutput a = device.decode(one_token(token, position), request).value_or_throw();
     INFO("decode " << t);
     REQUIRE(e.positions == a.positions);
-    for (size_t i = 0; i < e.logits.size(); ++i) CHECK(a.logits[i] == doctest::Approx(e.logits[i]).epsilon(1e-3).scale(1.0));
+    for (size_t i = 0; i < e.logits.size(); ++i) CHECK(a.logits[i] == doctest::Approx(e.logits[i]).epsilon(epsilon).scale(1.0));
     decoded.insert(decoded.end(), a.logits.begin(), a.logits.end());
   }
   test::check_no_validation_messages(test::gpu());
@@ -137,9 +137,12 @@ TEST_CASE("encoder-decoder: fp16 activations in both stacks equal the reference 
   EncoderDecoderConfig c = bounded_config();
   const test::TokenStream input = test::random_tokens(47, 37, 57, 0.1);
   const std::vector<float> fp32 = check_encoder_decoder(c, input, 58);
+  // Within 4e-3: a final row's element that fp32 and float64 round to
+  // different fp16 neighbours moves the logits read from it by one fp16
+  // step of that element (measured 1.24e-3 on one of 368 logits).
   c.encoder.activations = c.decoder.activations = MemoryStorage::f16;
-  const std::vector<float> fp16 = check_encoder_decoder(c, input, 58);
-  // Measured 0.23, far past the comparison's 1e-3: a side that did not
+  const std::vector<float> fp16 = check_encoder_decoder(c, input, 58, 4e-3);
+  // Measured 0.23, far past the comparison's 4e-3: a side that did not
   // round would fail it.
   CHECK(test::max_difference(fp16, fp32) > 1e-2);
 }

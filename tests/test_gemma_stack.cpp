@@ -195,3 +195,68 @@ TEST_CASE("gemma2 fixture: llama.cpp's gemma2 graph from the file, the GPU equal
   }
   test::check_no_validation_messages(test::gpu());
 }
+
+TEST_CASE("gemma3 fixture: llama.cpp's gemma3 graph from the file, the GPU equal to the dense forward at S = 1 and 4") {
+  test::GgufTempDir dir;
+  for (gguf::TensorType type : {gguf::TensorType::f32, gguf::TensorType::f16}) {
+    test::FixtureShape shape = test::FixtureShape::for_type("gemma3", type);
+    shape.blocks = 7;  // five local blocks, a global one, then local again
+    const std::filesystem::path path = test::write_fixture(dir.path, shape, 53);
+    Model model = Model::open(path);
+    CHECK(model.info().architecture == "gemma3");
+    const std::vector<uint32_t> prompt = model.tokenizer().encode("Once upon a time, the cat sat on the mat, the cat sat");
+    REQUIRE(prompt.size() > 2 * test::kGemmaWindow);
+    for (uint32_t S : {1u, 4u}) {
+      INFO(gguf::to_string(type) << " S = " << S);
+      const StackConfig config = model.stack_config(test::unbounded(prompt.size(), S));
+      CHECK(config.embedding_scale == 8.0);
+      CHECK(config.logit_soft_cap == 0.0);  // no soft-caps in Gemma 3
+      CHECK(config.tied_embeddings);
+      for (uint32_t l = 0; l < config.blocks.size(); ++l) {
+        INFO("block " << l);
+        const BlockConfig& b = config.blocks[l];
+        const bool global = l == 5;
+        CHECK(b.post_norms);
+        CHECK(b.qk_norm);
+        CHECK(b.activation == ActivationKind::gelu_tanh);
+        CHECK(b.rope_layout == RopeLayout::neox);
+        CHECK(b.attention.shape.head_dim == 32);  // key_length, wider than hidden / heads
+        CHECK(b.attention.retrieval.soft_cap == 0.0);
+        CHECK(b.attention.scale() == 1.0f / std::sqrt(32.0f));  // 1 / sqrt(head_dim) below the 27B's 62 blocks
+        CHECK(b.attention.retrieval.window == (global ? 0u : test::kGemmaWindow));
+        CHECK(b.rope_theta == (global ? test::kGemma3RopeBase : test::kGemma3LocalRopeBase));
+      }
+      const auto device = std::make_unique<gpu::Stack>(test::gpu(), config, model.weights());
+      const std::vector<float> dense = test::dense_logits(model, config, prompt);
+      CHECK(test::max_difference(test::stack_logits(*device, prompt), dense) <= 2e-4 * scale_of(dense));
+      // The local blocks' own base matters: with the global one they are another model.
+      StackConfig one_base = config;
+      for (BlockConfig& b : one_base.blocks) b.rope_theta = test::kGemma3RopeBase;
+      CHECK(test::max_difference(test::dense_logits(model, one_base, prompt), dense) > 1e-3 * scale_of(dense));
+    }
+  }
+  test::check_no_validation_messages(test::gpu());
+}
+
+TEST_CASE("gemma query scale: the 27B's block counts scale queries by 1/sqrt(hidden / heads), other files by 1/sqrt(head_dim)") {
+  // llama.cpp's rule (query_pre_attn_scalar = hidden / heads in Gemma 2 and
+  // 3 27B, the head dim elsewhere), chosen by the block count: 46 blocks for
+  // gemma2, 62 for gemma3. The fixture's heads of 32 make the two differ
+  // (hidden / heads = 16).
+  test::GgufTempDir dir;
+  for (const uint32_t blocks : {61u, 62u}) {
+    test::FixtureShape shape = test::FixtureShape::for_type("gemma3", gguf::TensorType::f16);
+    shape.blocks = blocks;
+    shape.hidden = 64;
+    shape.ffn = 32;
+    const Model model = Model::open(test::write_fixture(dir.path, shape, 7));
+    const StackConfig config = model.stack_config(model.default_memory());
+    const float expected = blocks == 62 ? 0.25f : 1.0f / std::sqrt(32.0f);
+    INFO(blocks << " blocks");
+    for (const BlockConfig& b : config.blocks) {
+      REQUIRE(b.attention.shape.head_dim == 32);
+      CHECK(b.attention.retrieval.scale == expected);
+      CHECK(b.attention.scale() == expected);
+    }
+  }
+}

@@ -187,7 +187,7 @@ MemoryPlan MemoryOptions::make_plan(uint32_t blocks, uint32_t context_length, ui
 namespace {
 
 bool rounds_f16_rows_by_default(const std::string& architecture) {
-  for (const char* a : {"qwen3", "phi3"})
+  for (const char* a : {"qwen3", "phi3", "gemma2", "gemma3"})
     if (architecture == a) return true;
   return false;
 }
@@ -199,18 +199,17 @@ StackConfig MemoryOptions::stack_config(Model& model, uint64_t positions,
   const MemoryPlan memory = plan(model.info().blocks, model.info().context_length, positions, named);
   StackConfig config = naming_flags([&] { return model.stack_config(memory).value_or_throw(); });
   // llama.cpp's CPU backend multiplies F16 matrices with rows rounded to
-  // fp16 (ggml's F16 dot products). qwen3 and phi3, added with llama.cpp's
-  // outputs on F16 files (../shared/arch-models), follow it by default,
-  // which their logits and greedy continuations need (on random weights,
-  // fp32 rows part from them within tokens). Not Gemma: llama.cpp also
-  // rounds its attention outputs and LM-head rows and reads its GELU from
-  // an fp16 table, which fp16 activations do not reproduce, and on
-  // gemma2-tiny they move the GPU's logits further from llama.cpp's
-  // (2.04e-3 of max|logit|) than fp32 rows (1.99e-3). llama and qwen2 keep
-  // fp32 rows, the results they have always given (llama.cpp's to 1e-5 on
-  // F32 copies of the same weights; fp16 rows move aidreams260K-F16's
-  // logits by 4.5e-4 of max|logit|). Either flag chooses for every
-  // architecture.
+  // fp16 (ggml's F16 dot products): the normed rows, the attention rows
+  // into attn_output, the FFN's activated rows and the LM head's rows, and
+  // takes GELU from an fp16 table; fp16 activations do all of it. The
+  // architectures added with llama.cpp's outputs on F16 files
+  // (../shared/arch-models: qwen3, phi3, gemma2, gemma3) follow it by
+  // default, which their logits and greedy continuations need (on random
+  // weights, fp32 rows part from them within tokens; docs/spec-notes.md).
+  // llama and qwen2 keep fp32 rows, the results they have always given
+  // (llama.cpp's to 1e-5 on F32 copies of the same weights; fp16 rows move
+  // aidreams260K-F16's logits by 4.5e-4 of max|logit|). Either flag chooses
+  // for every architecture.
   if (!fp16_activations_ && rounds_f16_rows_by_default(model.info().architecture)) {
     const BlockConfig& b = config.blocks.front();
     const std::vector<uint64_t> wo = {config.hidden, b.attention.shape.q_row()};
@@ -246,9 +245,10 @@ memory (the same for every block unless --layer overrides it):
                         needs M >= sinks + max(S, W))
   --no-protect-new      new entries may be evicted in the step that inserts them
   --fp16-memory         keys, values and waiting queries stored in fp16 (half the bytes; math stays fp32)
-  --fp16-activations    the rows the matrix products read (normed and FFN-activated rows) stored in fp16
-                        (half the bytes read; math and accumulation stay fp32); the default for qwen3
-                        and phi3 files whose matrices are F16, as llama.cpp's CPU backend rounds them
+  --fp16-activations    the rows the matrix products read (normed, attention, FFN-activated and final
+                        rows) stored in fp16, GELU from an fp16 table (math and accumulation stay fp32);
+                        the default for qwen3, phi3, gemma2 and gemma3 files whose matrices are F16, as
+                        llama.cpp's CPU backend computes them
   --fp32-activations    fp32 rows everywhere (the default for other architectures)
   --retrieval MODE      per_head (default) or shared top-K selection
   --causal              queries attend only to positions <= their own (the default, except in an encoder)

@@ -308,8 +308,9 @@ typedef struct attendre_memory_setting {
   int flush_capable;     /* stacks: finish may flush (see attendre_stack_finish) */
   int fp16_memory;       /* keys, values and waiting queries stored in fp16 (math stays fp32);
                             inputs beyond 65504 are then refused */
-  int fp16_activations;  /* stacks: the rows the matrix products read (normed and FFN-activated
-                            rows) stored in fp16; math and accumulation stay fp32 */
+  int fp16_activations;  /* stacks: the rows the matrix products read (normed, attention,
+                            FFN-activated and final rows) stored in fp16, GELU from an fp16
+                            table (as llama.cpp's CPU backend); math and accumulation stay fp32 */
   uint32_t n_recent;     /* W: positions among the W most recent (p > newest - W) are never
                             evicted; needs M >= n_sink + max(S, W) (n_sink + W without
                             protect_new); 0: none */

@@ -93,13 +93,15 @@ struct StackConfig {
   // them on upload. Tensors a source holds in another encoding keep it.
   WeightType weights = WeightType::f32;
   // Storage of the activations the matrix products read: the normed rows
-  // (inputs of the q, k, v, gate and up projections) and the FFN's
-  // activated rows (input of the down projection). f16 halves their bytes
+  // (inputs of the q, k, v, gate and up projections), the attention rows
+  // (input of Wo), the FFN's activated rows (input of the down projection)
+  // and the final rows (input of the LM head). f16 halves their bytes
   // and the products' reads of them (rounded to nearest even, fp16
-  // subnormals flushed to zero, as fp16 memories store); math and
-  // accumulation stay fp32. The residual stream, the projections' outputs,
-  // the attention outputs and the final rows stay fp32. A value past fp16's
-  // range becomes an infinity, which the finite checks report.
+  // subnormals flushed to zero, as fp16 memories store) and takes GELU
+  // from ggml's fp16 table, as llama.cpp's CPU backend computes F16 models;
+  // math and accumulation stay fp32. The residual stream, the projections'
+  // outputs and the hidden states handed out stay fp32. A value past
+  // fp16's range becomes an infinity, which the finite checks report.
   MemoryStorage activations = MemoryStorage::f32;
   // Size insertions for flush: block l+1 then receives block l's N rows at
   // once, so it needs M >= N_l + n_sink under protect_new (a higher peak).

@@ -32,7 +32,11 @@ Result<FfnLayout> FfnLayout::make(uint32_t rows, uint32_t ffn) {
 }
 
 uint64_t normed_words(const StackConfig& config, uint32_t rows, uint32_t ffn) {
-  const uint32_t widest = config.activations == MemoryStorage::f16 ? std::max(config.hidden, ffn) : config.hidden;
+  uint32_t widest = config.hidden;
+  if (config.activations == MemoryStorage::f16) {  // also the FFN's activated rows and the attention rows
+    widest = std::max(widest, ffn);
+    for (const BlockConfig& b : config.blocks) widest = std::max(widest, b.attention.shape.q_row());
+  }
   return uint64_t{rows} * activation_row_words(widest, config.activations);
 }
 
@@ -225,8 +229,16 @@ Result<std::unique_ptr<DeviceBlock>> DeviceBlock::create(Context& context, const
   const Section residuals = Section::words(ring, rl.residuals, uint64_t{rl.capacity} * rl.residual_width);
   // Post norms: the projection writes the sublayer output alone, normed in
   // place before the residual is added.
-  ATTENDRE_TRY_ASSIGN(d.o_, Projection::create(context, a, plan, weights.wo, {&d.kv_->attention_buffer()},
-                                               {attention_out}, c.post_norms ? Section{} : residuals));
+  // fp16 activations: Wo reads the attention rows rounded into h, which
+  // the q/k/v projections have read.
+  const bool half_attention = acts == MemoryStorage::f16;
+  if (half_attention) {
+    ATTENDRE_TRY_ASSIGN(d.attention_half_, kernels::StoreHalfRows::create(context, a, plan, {&d.kv_->attention_buffer()},
+                                                                        {&shared.h}));
+  }
+  ATTENDRE_TRY_ASSIGN(d.o_, Projection::create(context, a, plan, weights.wo,
+                                               half_attention ? Section{&shared.h} : Section{&d.kv_->attention_buffer()},
+                                               {attention_out}, c.post_norms ? Section{} : residuals, acts));
   if (c.post_norms) {
     ATTENDRE_TRY_ASSIGN(d.attn_post_norm_kernel_, kernels::Norm::create(context, a, plan, c.norm, {attention_out},
                                                                         {&weights.attn_post_norm.buffer}, {attention_out}));
@@ -429,8 +441,20 @@ Status DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint
   // Decoding is causal, except across to the encoder, which is all past.
   ATTENDRE_TRY(kv_->record_retrieve(rec, range, step.mode == BlockMode::decode && !config_.cross_attention));
   const RowRef residual_rows = RowRef::ring(H, ring.capacity, range.ring_first);
-  ATTENDRE_TRY(o_.record(rec, range.count, RowRef::contiguous(s.q_row(), static_cast<uint32_t>(kv_->outputs_offset())),
-                         RowRef::contiguous(H), config_.post_norms ? std::nullopt : std::optional(residual_rows)));
+  RowRef attention_rows = RowRef::contiguous(s.q_row(), static_cast<uint32_t>(kv_->outputs_offset()));
+  if (stack_.activations == MemoryStorage::f16) {
+    const uint32_t words = activation_row_words(s.q_row(), MemoryStorage::f16);
+    kernels::StoreHalfParams p{};
+    p.rows = range.count;
+    p.row_floats = s.q_row();
+    p.stored_stride = 2 * words;
+    p.capacity = range.count;  // rows 0.. of h, no wrap
+    ATTENDRE_REQUIRE(kv_->outputs_offset() == 0, "fp16 attention rows are read from the start of the attention buffer");
+    attention_half_.record(rec, p);
+    attention_rows = RowRef::contiguous(words);
+  }
+  ATTENDRE_TRY(o_.record(rec, range.count, attention_rows, RowRef::contiguous(H),
+                         config_.post_norms ? std::nullopt : std::optional(residual_rows)));
   if (config_.post_norms) ATTENDRE_TRY(record_post_norm(rec, range.count, attn_post_norm_kernel_, attn_residual_, residual_rows));
   if (config_.ffn == 0) {
     shared_.checks->record(rec, output_site_, 0, range.count * H);

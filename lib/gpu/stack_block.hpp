@@ -12,6 +12,7 @@
 #include "kernels/add.hpp"
 #include "kernels/norm.hpp"
 #include "kernels/rope.hpp"
+#include "kernels/store_half.hpp"
 
 #include <attendre/gpu_stack.hpp>
 
@@ -152,6 +153,8 @@ class DeviceBlock {
   kernels::Add attn_residual_, ffn_residual_;
   kernels::Norm q_norm_kernel_, k_norm_kernel_;  // in place on the projected q and k rows (qk_norm)
   Projection q_, k_, v_, o_, gate_proj_, up_proj_, down_proj_;
+  // fp16 activations: the attention rows rounded into h for o_ to read.
+  kernels::StoreHalfRows attention_half_;
   kernels::Rope rope_q_, rope_k_;
   uint32_t rope_dims_ = 0;
   kernels::Activation activation_;

@@ -127,8 +127,15 @@ Status StackEngine::make_head() {
                                                    vk::BufferBinding{&part.buffer}, vk::BufferBinding{&shared_.x[0]}));
     embed_.push_back(std::move(embed));
   }
+  // fp16 activations: the LM head reads the final rows rounded into h
+  // (free once the last block has run); hidden states stay fp32.
+  const bool half = c.activations == MemoryStorage::f16;
+  if (half) {
+    ATTENDRE_TRY_ASSIGN(final_half_, kernels::StoreHalfRows::create(ctx, *descriptors_, plan, {&final_rows_}, {&shared_.h}));
+  }
   ATTENDRE_TRY_ASSIGN(head_, Projection::create(ctx, *descriptors_, plan, c.tied_embeddings ? embedding_table_ : output_,
-                                                {&final_rows_}, {&logits_}));
+                                                half ? vk::BufferBinding{&shared_.h} : vk::BufferBinding{&final_rows_},
+                                                {&logits_}, {}, c.activations));
   ATTENDRE_TRY_ASSIGN(logits_site_, shared_.checks->try_add("the logits", {&logits_}));
   if (c.logit_soft_cap > 0.0) {
     ATTENDRE_TRY_ASSIGN(soft_cap_, kernels::SoftCap::create(ctx, *descriptors_, plan, {&logits_}));
@@ -218,7 +225,13 @@ Status StackEngine::record_step(vk::CommandRecorder& rec, const Planned& step, s
   if (!read) return {};
   for (const Destination& d : hidden) copy_rows(rec, final_rows_, H, rows, d);
   if (logits.buffer) {
-    ATTENDRE_TRY(head_.record(rec, count, RowRef::contiguous(H), RowRef::contiguous(config_.vocab)));
+    RowRef head_rows = RowRef::contiguous(H);
+    if (config_.activations == MemoryStorage::f16) {
+      const uint32_t words = activation_row_words(H, MemoryStorage::f16);
+      final_half_.record(rec, {count, H, 2 * words, 0, count});
+      head_rows = RowRef::contiguous(words);
+    }
+    ATTENDRE_TRY(head_.record(rec, count, head_rows, RowRef::contiguous(config_.vocab)));
     if (config_.logit_soft_cap > 0.0)
       ATTENDRE_TRY(soft_cap_.try_record(rec, {count, config_.vocab, static_cast<float>(config_.logit_soft_cap),
                                               RowRef::contiguous(config_.vocab)}));

@@ -177,6 +177,7 @@ class StackEngine {
   kernels::SoftCap soft_cap_;              // of the logits (StackConfig::logit_soft_cap > 0)
   kernels::Norm final_norm_;
   Projection head_;
+  kernels::StoreHalfRows final_half_;  // fp16 activations: the final rows rounded into h for head_
   std::unique_ptr<StepExecutor> executor_;
   std::array<StepRead, StepExecutor::kSlots> reads_;  // per submit slot
   StackStreamValidator validator_;

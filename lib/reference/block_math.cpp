@@ -106,17 +106,23 @@ BlockMath::Projected BlockMath::project_memory(std::span<const double> encoder_r
 std::vector<double> BlockMath::finish(std::span<const double> attention, std::span<const double> residual) const {
   const AttentionShape& s = config_.attention.shape;
   const auto rows = static_cast<uint32_t>(residual.size() / hidden_);
+  // The output projection reads the attention rows as the device stores them.
+  const std::vector<double> read = stored(std::vector<double>(attention.begin(), attention.end()));
   // Post norms (Gemma): the residual adds the normed sublayer output.
   const std::vector<double> y =
       config_.post_norms
-          ? ops::add(residual, norm(ops::matmul(attention, wo_, rows, s.q_row(), hidden_, bo_), attn_post_g_, {}))
-          : ops::matmul(attention, wo_, rows, s.q_row(), hidden_, bo_, residual);
+          ? ops::add(residual, norm(ops::matmul(read, wo_, rows, s.q_row(), hidden_, bo_), attn_post_g_, {}))
+          : ops::matmul(read, wo_, rows, s.q_row(), hidden_, bo_, residual);
   if (config_.ffn == 0) return y;
   const std::vector<double> h = stored(norm(y, ffn_g_, ffn_b_));
   const std::vector<double> up = ops::matmul(h, up_, rows, hidden_, config_.ffn, bup_);
+  const std::vector<double> gate = config_.gated ? ops::matmul(h, gate_, rows, hidden_, config_.ffn, bgate_) : up;
+  // fp16 activations take GELU from ggml's fp16 table, as llama.cpp's CPU
+  // backend evaluates it.
   const std::vector<double> act = stored(
-      config_.gated ? ops::gated_activation(config_.activation, ops::matmul(h, gate_, rows, hidden_, config_.ffn, bgate_), up)
-                    : ops::activation(config_.activation, up));
+      activations_ == MemoryStorage::f16 ? ops::fp16_activation(config_.activation, config_.gated, gate, up)
+      : config_.gated                    ? ops::gated_activation(config_.activation, gate, up)
+                                         : ops::activation(config_.activation, gate));
   if (config_.post_norms) return ops::add(y, norm(ops::matmul(act, down_, rows, config_.ffn, hidden_, bdown_), ffn_post_g_, {}));
   return ops::matmul(act, down_, rows, config_.ffn, hidden_, bdown_, y);
 }
@@ -135,7 +141,11 @@ std::vector<double> HeadMath::norm(std::span<const double> x) const {
 
 std::vector<double> HeadMath::logits(std::span<const double> normed) const {
   const auto rows = static_cast<uint32_t>(normed.size() / config_.hidden);
-  std::vector<double> logits = ops::matmul(normed, output_, rows, config_.hidden, config_.vocab);
+  // The LM head reads the final rows as the device stores activations.
+  std::vector<double> rows_read(normed.begin(), normed.end());
+  if (config_.activations == MemoryStorage::f16)
+    for (double& v : rows_read) v = half::stored_value(v, MemoryStorage::f16);
+  std::vector<double> logits = ops::matmul(rows_read, output_, rows, config_.hidden, config_.vocab);
   for (double& x : logits) x = ops::soft_cap(x, config_.logit_soft_cap);
   return logits;
 }

@@ -16,8 +16,10 @@ namespace attendre::reference {
 class BlockMath {
  public:
   // `activations`: how the device stores the rows its products read
-  // (StackConfig::activations); f16 rounds the normed rows and the FFN's
-  // activated rows as the device stores them (fp32, then fp16 to nearest even).
+  // (StackConfig::activations); f16 rounds every row a product reads (the
+  // normed rows, the attention rows into Wo, the FFN's activated rows) as
+  // the device stores them (fp32, then fp16 to nearest even), and takes
+  // GELU from ggml's fp16 table (ops::gelu_fp16_table).
   BlockMath(uint32_t hidden, const BlockConfig& config, const BlockTensors& tensors,
             MemoryStorage activations = MemoryStorage::f32);
 

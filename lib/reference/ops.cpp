@@ -122,6 +122,24 @@ std::vector<double> gated_activation(ActivationKind kind, std::span<const double
   return y;
 }
 
+double gelu_fp16_table(double x) {
+  if (x <= -10.0) return 0.0;
+  if (x >= 10.0) return x;
+  const auto f16 = [](double v) { return half::stored_value(v, MemoryStorage::f16); };
+  return f16(activate(ActivationKind::gelu_tanh, f16(x)));
+}
+
+std::vector<double> fp16_activation(ActivationKind kind, bool gated, std::span<const double> gate,
+                                    std::span<const double> up) {
+  require(!gated || gate.size() == up.size(), "fp16_activation: size mismatch");
+  std::vector<double> y(gate.size());
+  for (size_t i = 0; i < gate.size(); ++i) {
+    y[i] = kind == ActivationKind::gelu_tanh ? gelu_fp16_table(gate[i]) : activate(kind, gate[i]);
+    if (gated) y[i] *= up[i];
+  }
+  return y;
+}
+
 std::vector<double> embedding(std::span<const double> table, uint32_t dim, std::span<const uint32_t> ids) {
   require(dim > 0 && table.size() % dim == 0, "embedding: table size is not a multiple of dim");
   const size_t vocab = table.size() / dim;

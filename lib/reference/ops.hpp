@@ -42,6 +42,15 @@ double soft_cap(double x, double cap);
 std::vector<double> activation(ActivationKind kind, std::span<const double> x);
 // act(gate) * up elementwise.
 std::vector<double> gated_activation(ActivationKind kind, std::span<const double> gate, std::span<const double> up);
+// GELU as ggml's CPU backend evaluates it, from a table of fp16 values: 0 for
+// x <= -10, x for x >= 10, else the fp16 rounding of gelu_tanh at the fp16
+// rounding of x.
+double gelu_fp16_table(double x);
+// The FFN's activated rows as a stack with fp16 activations computes them,
+// before they are stored: act(gate) * up (gated) or act(gate), GELU from
+// ggml's table (gelu_fp16_table).
+std::vector<double> fp16_activation(ActivationKind kind, bool gated, std::span<const double> gate,
+                                    std::span<const double> up);
 
 // a + b elementwise (equal sizes).
 std::vector<double> add(std::span<const double> a, std::span<const double> b);

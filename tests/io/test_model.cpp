@@ -231,6 +231,38 @@ TEST_CASE("model: a gemma2 file without its post norms or with a bad window or s
   CHECK(c.logit_soft_cap == 30.0);
 }
 
+TEST_CASE("model: a gemma3 file with a bad q/k norm or local RoPE base is refused in one line, an absent base is 10000") {
+  test::GgufTempDir dir;
+  test::FixtureShape shape = test::FixtureShape::for_type("gemma3", TensorType::f32);
+  shape.blocks = 6;  // five local blocks, then a global one
+  const std::filesystem::path good = test::write_fixture(dir.path, shape, 5);
+  const auto f32 = [](float v) { return std::optional<MetadataValue>(MetadataValue::f32(v)); };
+  const BadFile cases[] = {
+      {"a q norm of hidden / heads, not the head dim", {{}, {}, {random_tensor("blk.0.attn_q_norm.weight", {16}, TensorType::f32)}},
+       ErrorCode::malformed_input, "tensor \"blk.0.attn_q_norm.weight\" has shape [16], the model's hyper-parameters make it [32]"},
+      {"a missing k norm", {{}, {"blk.5.attn_k_norm.weight"}, {}}, ErrorCode::malformed_input,
+       "tensor \"blk.5.attn_k_norm.weight\" of shape [32] is missing"},
+      {"a zero local RoPE base", {{{"gemma3.rope.freq_base_swa", f32(0)}}}, ErrorCode::malformed_input,
+       "\"gemma3.rope.freq_base_swa\": is 0, expected a positive number"},
+      {"a negative global RoPE base", {{{"gemma3.rope.freq_base", f32(-1)}}}, ErrorCode::malformed_input,
+       "\"gemma3.rope.freq_base\": is -1, expected a positive number"},
+      {"a missing post-attention norm", {{}, {"blk.3.post_attention_norm.weight"}, {}}, ErrorCode::malformed_input,
+       "tensor \"blk.3.post_attention_norm.weight\" of shape [64] is missing"},
+  };
+  check_bad_files(good, dir.path, cases);
+  // Without rope.freq_base_swa the local blocks turn with llama.cpp's 10000,
+  // the global one with rope.freq_base.
+  const std::filesystem::path path = dir.path / "defaults.gguf";
+  test::rewrite_gguf(good, path, {{{"gemma3.rope.freq_base_swa", std::nullopt}, {"gemma3.rope.freq_base", f32(5e5f)}}});
+  const Model model = Model::open(path);
+  const StackConfig c = model.stack_config(model.default_memory());
+  for (uint32_t l = 0; l < 6; ++l) {
+    INFO("block " << l);
+    CHECK(c.blocks[l].rope_theta == (l == 5 ? 5e5 : 10000.0));
+    CHECK(c.blocks[l].sliding_window == (l == 5 ? 0u : test::kGemmaWindow));
+  }
+}
+
 TEST_CASE("model: qwen3's q/k norms and phi3's fused tensors read as llama.cpp lays them out, bad ones refused in one line") {
   test::GgufTempDir dir;
   const uint32_t H = 64, F = 96;
