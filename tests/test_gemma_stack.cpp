@@ -202,13 +202,13 @@ TEST_CASE("gemma3 fixture: llama.cpp's gemma3 graph from the file, the GPU equal
     test::FixtureShape shape = test::FixtureShape::for_type("gemma3", type);
     shape.blocks = 7;  // five local blocks, a global one, then local again
     const std::filesystem::path path = test::write_fixture(dir.path, shape, 53);
-    Model model = Model::open(path);
+    Model model = Model::open(path).value_or_throw();
     CHECK(model.info().architecture == "gemma3");
-    const std::vector<uint32_t> prompt = model.tokenizer().encode("Once upon a time, the cat sat on the mat, the cat sat");
+    const std::vector<uint32_t> prompt = model.tokenizer().encode("Once upon a time, the cat sat on the mat, the cat sat").value_or_throw();
     REQUIRE(prompt.size() > 2 * test::kGemmaWindow);
     for (uint32_t S : {1u, 4u}) {
       INFO(gguf::to_string(type) << " S = " << S);
-      const StackConfig config = model.stack_config(test::unbounded(prompt.size(), S));
+      const StackConfig config = model.stack_config(test::unbounded(prompt.size(), S)).value_or_throw();
       CHECK(config.embedding_scale == 8.0);
       CHECK(config.logit_soft_cap == 0.0);  // no soft-caps in Gemma 3
       CHECK(config.tied_embeddings);
@@ -226,7 +226,7 @@ TEST_CASE("gemma3 fixture: llama.cpp's gemma3 graph from the file, the GPU equal
         CHECK(b.attention.retrieval.window == (global ? 0u : test::kGemmaWindow));
         CHECK(b.rope_theta == (global ? test::kGemma3RopeBase : test::kGemma3LocalRopeBase));
       }
-      const auto device = std::make_unique<gpu::Stack>(test::gpu(), config, model.weights());
+      const auto device = gpu::Stack::create(test::gpu(), config, model.weights()).value_or_throw();
       const std::vector<float> dense = test::dense_logits(model, config, prompt);
       CHECK(test::max_difference(test::stack_logits(*device, prompt), dense) <= 2e-4 * scale_of(dense));
       // The local blocks' own base matters: with the global one they are another model.
@@ -249,8 +249,8 @@ TEST_CASE("gemma query scale: the 27B's block counts scale queries by 1/sqrt(hid
     shape.blocks = blocks;
     shape.hidden = 64;
     shape.ffn = 32;
-    const Model model = Model::open(test::write_fixture(dir.path, shape, 7));
-    const StackConfig config = model.stack_config(model.default_memory());
+    const Model model = Model::open(test::write_fixture(dir.path, shape, 7)).value_or_throw();
+    const StackConfig config = model.stack_config(model.default_memory()).value_or_throw();
     const float expected = blocks == 62 ? 0.25f : 1.0f / std::sqrt(32.0f);
     INFO(blocks << " blocks");
     for (const BlockConfig& b : config.blocks) {

@@ -472,7 +472,8 @@ TEST_CASE("select (direct): subgroup reductions and shared-memory trees both mat
       options.kernels = DeviceCaps::KernelStyle::direct;
       if (tiny) options.limits = LimitOverrides{32u, 1536u, std::nullopt};  // 32 invocations, 64-entry tiles
       if (!arithmetic) options.disabled_features = FeatureSet{}.add(Feature::subgroup_arithmetic);
-      Context context(options);
+      const auto context_owner = Context::create(options).value_or_throw();
+      Context& context = *context_owner;
       const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
       REQUIRE(plan.direct);
       CHECK(plan.subgroup_reductions == (arithmetic && context.caps().subgroup_arithmetic));

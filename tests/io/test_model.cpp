@@ -254,8 +254,8 @@ TEST_CASE("model: a gemma3 file with a bad q/k norm or local RoPE base is refuse
   // the global one with rope.freq_base.
   const std::filesystem::path path = dir.path / "defaults.gguf";
   test::rewrite_gguf(good, path, {{{"gemma3.rope.freq_base_swa", std::nullopt}, {"gemma3.rope.freq_base", f32(5e5f)}}});
-  const Model model = Model::open(path);
-  const StackConfig c = model.stack_config(model.default_memory());
+  const Model model = Model::open(path).value_or_throw();
+  const StackConfig c = model.stack_config(model.default_memory()).value_or_throw();
   for (uint32_t l = 0; l < 6; ++l) {
     INFO("block " << l);
     CHECK(c.blocks[l].rope_theta == (l == 5 ? 5e5 : 10000.0));
