@@ -2,7 +2,7 @@
 // layer records with, with its own query rows and staging; its inserts and
 // retrievals run on a one-slot gpu::StepExecutor (every retrieval waits for
 // its answer), which names them in errors ("retrieval 2").
-#include "gpu/kv_memory.hpp"
+#include "gpu/kv_recorder.hpp"
 #include "gpu/query_ring.hpp"
 #include "gpu/recorded_steps.hpp"
 #include "gpu/staging.hpp"

@@ -3,7 +3,7 @@
 // retrieval with the evicted queries, attend and the policy update are
 // recorded into one command buffer: the layer's own, submitted once
 // (step, submit), or an application's (record).
-#include "gpu/kv_memory.hpp"
+#include "gpu/kv_recorder.hpp"
 #include "gpu/layouts.hpp"
 #include "gpu/query_ring.hpp"
 #include "gpu/recorded_steps.hpp"

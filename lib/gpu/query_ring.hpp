@@ -5,7 +5,7 @@
 // the GPU never has to report it.
 #pragma once
 
-#include "gpu/kv_memory.hpp"
+#include "gpu/kv_recorder.hpp"
 #include "gpu/layouts.hpp"
 #include "kernels/rows.hpp"
 #include "kernels/store_half.hpp"

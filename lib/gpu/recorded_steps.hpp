@@ -7,7 +7,7 @@
 #pragma once
 
 #include "gpu/finite_checks.hpp"
-#include "gpu/kv_memory.hpp"
+#include "gpu/kv_recorder.hpp"
 #include "gpu/query_ring.hpp"
 #include "vulkan/buffer.hpp"
 #include "vulkan/commands.hpp"

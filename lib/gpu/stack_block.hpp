@@ -5,7 +5,7 @@
 #pragma once
 
 #include "gpu/device_tensors.hpp"
-#include "gpu/kv_memory.hpp"
+#include "gpu/kv_recorder.hpp"
 #include "gpu/query_ring.hpp"
 #include "gpu/retrieval_scratch.hpp"
 #include "kernels/activation.hpp"

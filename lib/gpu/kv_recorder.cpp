@@ -1,4 +1,4 @@
-#include "gpu/kv_memory.hpp"
+#include "gpu/kv_recorder.hpp"
 
 #include "interface/constants.h"
 #include "core/try.hpp"
