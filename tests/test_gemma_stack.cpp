@@ -76,6 +76,32 @@ StackOutput dense_of(const StackConfig& config, const test::TokenStream& s) {
   return reference::dense_forward(config, weights, s.chunk(0, s.rows()), true, request);
 }
 
+
+// A generated gemma file, opened, and a prompt long enough to cross its
+// sliding windows twice.
+struct OpenedFixture {
+  Model model;
+  std::vector<uint32_t> prompt;
+};
+
+OpenedFixture open_fixture(const std::filesystem::path& path, const std::string& architecture) {
+  Model model = Model::open(path).value_or_throw();
+  CHECK(model.info().architecture == architecture);
+  std::vector<uint32_t> prompt =
+      model.tokenizer().encode("Once upon a time, the cat sat on the mat, the cat sat").value_or_throw();
+  REQUIRE(prompt.size() > 2 * test::kGemmaWindow);
+  return {std::move(model), std::move(prompt)};
+}
+
+// The GPU stack's logits against the dense forward's (returned).
+std::vector<float> check_gpu_equals_dense(Model& model, const StackConfig& config,
+                                          const std::vector<uint32_t>& prompt) {
+  const auto device = gpu::Stack::create(test::gpu(), config, model.weights()).value_or_throw();
+  std::vector<float> dense = test::dense_logits(model, config, prompt);
+  CHECK(test::max_difference(test::stack_logits(*device, prompt), dense) <= 2e-4 * scale_of(dense));
+  return dense;
+}
+
 }  // namespace
 
 TEST_CASE("gemma stack: post norms, the GELU gate, the embedding scale and both soft-caps match the reference and dense forward") {
@@ -168,11 +194,8 @@ TEST_CASE("gemma stack: a per-block override replaces the model's window, model_
 TEST_CASE("gemma2 fixture: llama.cpp's gemma2 graph from the file, the GPU equal to the dense forward at S = 1 and 4") {
   test::GgufTempDir dir;
   for (gguf::TensorType type : {gguf::TensorType::f32, gguf::TensorType::f16}) {
-    const std::filesystem::path path = test::write_fixture(dir.path, test::FixtureShape::for_type("gemma2", type), 51);
-    Model model = Model::open(path).value_or_throw();
-    CHECK(model.info().architecture == "gemma2");
-    const std::vector<uint32_t> prompt = model.tokenizer().encode("Once upon a time, the cat sat on the mat, the cat sat").value_or_throw();
-    REQUIRE(prompt.size() > 2 * test::kGemmaWindow);
+    auto [model, prompt] =
+        open_fixture(test::write_fixture(dir.path, test::FixtureShape::for_type("gemma2", type), 51), "gemma2");
     for (uint32_t S : {1u, 4u}) {
       INFO(gguf::to_string(type) << " S = " << S);
       const StackConfig config = model.stack_config(test::unbounded(prompt.size(), S)).value_or_throw();
@@ -188,9 +211,7 @@ TEST_CASE("gemma2 fixture: llama.cpp's gemma2 graph from the file, the GPU equal
         CHECK(b.attention.scale() == 0.25);  // 1 / sqrt(head_dim 16)
         CHECK(b.attention.retrieval.window == (l % 2 == 0 ? test::kGemmaWindow : 0u));
       }
-      const auto device = gpu::Stack::create(test::gpu(), config, model.weights()).value_or_throw();
-      const std::vector<float> dense = test::dense_logits(model, config, prompt);
-      CHECK(test::max_difference(test::stack_logits(*device, prompt), dense) <= 2e-4 * scale_of(dense));
+      check_gpu_equals_dense(model, config, prompt);
     }
   }
   test::check_no_validation_messages(test::gpu());
@@ -201,11 +222,7 @@ TEST_CASE("gemma3 fixture: llama.cpp's gemma3 graph from the file, the GPU equal
   for (gguf::TensorType type : {gguf::TensorType::f32, gguf::TensorType::f16}) {
     test::FixtureShape shape = test::FixtureShape::for_type("gemma3", type);
     shape.blocks = 7;  // five local blocks, a global one, then local again
-    const std::filesystem::path path = test::write_fixture(dir.path, shape, 53);
-    Model model = Model::open(path).value_or_throw();
-    CHECK(model.info().architecture == "gemma3");
-    const std::vector<uint32_t> prompt = model.tokenizer().encode("Once upon a time, the cat sat on the mat, the cat sat").value_or_throw();
-    REQUIRE(prompt.size() > 2 * test::kGemmaWindow);
+    auto [model, prompt] = open_fixture(test::write_fixture(dir.path, shape, 53), "gemma3");
     for (uint32_t S : {1u, 4u}) {
       INFO(gguf::to_string(type) << " S = " << S);
       const StackConfig config = model.stack_config(test::unbounded(prompt.size(), S)).value_or_throw();
@@ -226,9 +243,7 @@ TEST_CASE("gemma3 fixture: llama.cpp's gemma3 graph from the file, the GPU equal
         CHECK(b.attention.retrieval.window == (global ? 0u : test::kGemmaWindow));
         CHECK(b.rope_theta == (global ? test::kGemma3RopeBase : test::kGemma3LocalRopeBase));
       }
-      const auto device = gpu::Stack::create(test::gpu(), config, model.weights()).value_or_throw();
-      const std::vector<float> dense = test::dense_logits(model, config, prompt);
-      CHECK(test::max_difference(test::stack_logits(*device, prompt), dense) <= 2e-4 * scale_of(dense));
+      const std::vector<float> dense = check_gpu_equals_dense(model, config, prompt);
       // The local blocks' own base matters: with the global one they are another model.
       StackConfig one_base = config;
       for (BlockConfig& b : one_base.blocks) b.rope_theta = test::kGemma3RopeBase;
