@@ -261,6 +261,39 @@ TEST_CASE("model: a gemma3 file with a bad q/k norm or local RoPE base is refuse
     CHECK(c.blocks[l].rope_theta == (l == 5 ? 5e5 : 10000.0));
     CHECK(c.blocks[l].sliding_window == (l == 5 ? 0u : test::kGemmaWindow));
   }
+  CHECK(c.logit_soft_cap == 0.0);  // no final_logit_softcapping: no cap
+}
+
+TEST_CASE("model: a gemma3 file without a sliding window has only global blocks, and caps its logits where it says so") {
+  test::GgufTempDir dir;
+  test::FixtureShape shape = test::FixtureShape::for_type("gemma3", TensorType::f32);
+  shape.blocks = 6;
+  const std::filesystem::path good = test::write_fixture(dir.path, shape, 5);
+  const auto u32 = [](uint32_t v) { return std::optional<MetadataValue>(MetadataValue::u32(v)); };
+  const auto f32 = [](float v) { return std::optional<MetadataValue>(MetadataValue::f32(v)); };
+  // llama.cpp: no attention.sliding_window, or 0, is no window; every block
+  // then turns with the global base.
+  for (const std::optional<MetadataValue>& window : {std::optional<MetadataValue>(), u32(0)}) {
+    INFO("window " << (window ? "0" : "absent"));
+    const std::filesystem::path path = dir.path / "global.gguf";
+    test::rewrite_gguf(good, path, {{{"gemma3.attention.sliding_window", window}, {"gemma3.rope.freq_base", f32(5e5f)},
+                                     {"gemma3.final_logit_softcapping", f32(20.0f)}}});
+    const Model model = Model::open(path).value_or_throw();
+    const StackConfig c = model.stack_config(model.default_memory()).value_or_throw();
+    for (uint32_t l = 0; l < 6; ++l) {
+      INFO("block " << l);
+      CHECK(c.blocks[l].sliding_window == 0u);
+      CHECK(c.blocks[l].rope_theta == 5e5);
+    }
+    CHECK(c.logit_soft_cap == 20.0);
+  }
+  const BadFile cases[] = {
+      {"a negative final soft-cap", {{{"gemma3.final_logit_softcapping", f32(-30)}}}, ErrorCode::malformed_input,
+       "\"gemma3.final_logit_softcapping\": is -30, expected a positive number"},
+      {"a window of another type", {{{"gemma3.attention.sliding_window", f32(2.5f)}}}, ErrorCode::malformed_input,
+       "\"gemma3.attention.sliding_window\": has type float32, expected an unsigned integer"},
+  };
+  check_bad_files(good, dir.path, cases);
 }
 
 TEST_CASE("model: qwen3's q/k norms and phi3's fused tensors read as llama.cpp lays them out, bad ones refused in one line") {
