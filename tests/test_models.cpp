@@ -100,6 +100,30 @@ TEST_CASE("models: the GPU stack equals the float64 reference stack on fixtures 
   test::check_no_validation_messages(test::gpu());
 }
 
+TEST_CASE("models: LongRoPE on the GPU reads the table the memory picks, as the float64 reference does") {
+  test::GgufTempDir dir;
+  FixtureShape shape;
+  shape.rope_scaling = "longrope";
+  Model model = Model::open(test::write_fixture(dir.path, shape, 31)).value_or_throw();
+  // bounded_plan's 12 entries are within the original context (short
+  // table); 64 are past it (long table).
+  MemoryPlan past = bounded_plan();
+  past.all.kv.capacity = 2 * static_cast<uint32_t>(test::kLlama3OriginalContext);
+  std::vector<std::vector<float>> logits;
+  const MemoryPlan plans[] = {bounded_plan(), past};
+  for (size_t p = 0; p < 2; ++p) {
+    const StackConfig config = model.stack_config(plans[p]).value_or_throw();
+    INFO("plan " << p);
+    CHECK(config.blocks[0].rope_scaling.long_factors == (p == 1));
+    const auto device = gpu::Stack::create(test::gpu(), config, model.weights()).value_or_throw();
+    reference::Stack cpu(config, model.weights());
+    logits.push_back(test::stack_logits(cpu, test::kFixturePrompt));
+    check_logits(test::stack_logits(*device, test::kFixturePrompt), logits.back(), 2e-4);
+  }
+  CHECK(test::max_difference(logits[0], logits[1]) > 1e-3);  // the tables differ, and the comparison can fail
+  test::check_no_validation_messages(test::gpu());
+}
+
 TEST_CASE("models: with unbounded memories the GPU logits equal the dense forward (fixtures and real files)") {
   test::GgufTempDir dir;
   for (const auto& [name, path] : fixtures_and_real_files(dir.path, {"llama", "qwen2", "qwen3", "phi3"}, {TensorType::f32, TensorType::f16}, 41)) {

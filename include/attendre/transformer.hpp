@@ -34,11 +34,18 @@ struct RopeScaling {
   double factor = 1.0;              // linear and llama3 (rope.scaling.factor)
   double low_freq_factor = 1.0;     // llama3
   double high_freq_factor = 4.0;    // llama3, > low_freq_factor
-  double original_context = 8192;  // llama3: rope.scaling.original_context_length
+  double original_context = 8192;  // llama3 and LongRoPE: rope.scaling.original_context_length
   // llama.cpp's form of llama3 scaling: per-pair divisors from the tensor
   // rope_freqs.weight [rope_dims / 2], multiplied into s_i (with none or
   // linear; the tensor already holds what llama3 would compute).
   bool freq_factors = false;
+  // phi3's LongRoPE: the divisors (freq_factors) come from one of two
+  // tensors, rope_factors_short.weight or rope_factors_long.weight. The
+  // memory decides which (apply_memory): the long factors where a block's
+  // K/V memory holds more than original_context entries, as llama.cpp
+  // picks them where its context (its K/V cache) is longer.
+  bool long_rope = false;
+  bool long_factors = false;  // long_rope: rope_factors_long.weight, else rope_factors_short.weight
 };
 
 // silu(x) = x * sigmoid(x); gelu_tanh = GELU's tanh approximation ("gelu_pytorch_tanh"); relu.

@@ -79,6 +79,15 @@ Status apply_memory(StackConfig& config, const MemoryPlan& plan) {
     apply_memory(b.attention, s);
     if (b.rope) b.lm_infinite = s.lm_infinite;
   }
+  // LongRoPE: llama.cpp turns with the long factors where its context (its
+  // K/V cache) exceeds the original context, so the long table here where
+  // some block's K/V memory holds more entries than that (one table for
+  // the whole model, as llama.cpp's).
+  uint32_t longest_memory = 0;
+  for (const BlockConfig& b : next.blocks)
+    if (b.rope && b.rope_scaling.long_rope) longest_memory = std::max(longest_memory, b.attention.kv.capacity);
+  for (BlockConfig& b : next.blocks)
+    if (b.rope_scaling.long_rope) b.rope_scaling.long_factors = longest_memory > b.rope_scaling.original_context;
   config = std::move(next);
   return {};
 }

@@ -15,6 +15,11 @@ MatrixSpec matrix(const std::string& name, uint64_t rows, uint64_t cols, bool bi
 
 }  // namespace
 
+std::string rope_factor_tensor(const RopeScaling& scaling) {
+  if (!scaling.long_rope) return "rope_freqs.weight";
+  return scaling.long_factors ? "rope_factors_long.weight" : "rope_factors_short.weight";
+}
+
 Result<ModelSpec> model_spec(const StackConfig& config) {
   ATTENDRE_TRY(config.check());
   const uint64_t H = config.hidden;
@@ -52,7 +57,7 @@ Result<ModelSpec> model_spec(const StackConfig& config) {
                           s.heads_q, false);
     }
     if (b.rope && b.rope_scaling.freq_factors)
-      m.rope_freqs = VectorSpec{"rope_freqs.weight", (b.rope_dims ? b.rope_dims : s.head_dim) / 2};
+      m.rope_freqs = VectorSpec{rope_factor_tensor(b.rope_scaling), (b.rope_dims ? b.rope_dims : s.head_dim) / 2};
     m.blocks.push_back(std::move(t));
   }
   return m;

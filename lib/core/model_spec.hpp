@@ -43,10 +43,14 @@ struct ModelSpec {
   VectorSpec output_norm;
   std::optional<VectorSpec> output_norm_bias;
   std::optional<MatrixSpec> output;  // vocab > 0 and not tied
-  // Per-pair RoPE divisors [rope_dims / 2] (RopeScaling::freq_factors).
+  // Per-pair RoPE divisors [rope_dims / 2] (RopeScaling::freq_factors):
+  // rope_freqs.weight, or LongRoPE's short or long table.
   std::optional<VectorSpec> rope_freqs;
   std::vector<BlockSpec> blocks;
 };
+
+// The tensor holding the per-pair RoPE divisors of `scaling` (freq_factors).
+std::string rope_factor_tensor(const RopeScaling& scaling);
 
 // The tensors `config` needs; StackConfig::check()'s failure when it is invalid.
 Result<ModelSpec> model_spec(const StackConfig& config);

@@ -37,7 +37,9 @@ std::vector<float> RandomWeights::values(const std::string& name, std::span<cons
   auto uniform = [&] { return 2.0 * static_cast<double>(next(state) >> 11) * 0x1.0p-53 - 1.0; };  // [-1, 1)
   const bool norm_gain = ends_with(name, "norm.weight");
   const bool shift = ends_with(name, ".bias");
-  const bool rope_factor = name == "rope_freqs.weight";  // divisors, as llama3's: in [1, 8]
+  // Divisors, as llama3's and LongRoPE's: in [1, 8].
+  const bool rope_factor =
+      name == "rope_freqs.weight" || name == "rope_factors_short.weight" || name == "rope_factors_long.weight";
   const double bound = shape.size() >= 2 ? std::sqrt(3.0 / static_cast<double>(shape.back())) : std::sqrt(3.0);
   for (float& x : out) {
     double v = uniform();

@@ -1,4 +1,5 @@
 #include "core/fail.hpp"
+#include "core/model_spec.hpp"
 #include "core/try.hpp"
 #include "core/numerics.hpp"
 #include "core/positions.hpp"
@@ -90,13 +91,20 @@ Status StackConfig::check() const {
     }
     ATTENDRE_TRY(attention(l).check().within("block " + std::to_string(l)));
   }
-  // rope_freqs.weight is one tensor for the whole model.
+  // rope_freqs.weight (or LongRoPE's table) is one tensor for the whole model.
   std::optional<uint32_t> factor_pairs;
+  std::optional<std::string> factor_tensor;
   for (const BlockConfig& b : blocks) {
+    ATTENDRE_REQUIRE(!b.rope_scaling.long_rope || b.rope_scaling.freq_factors,
+                     "LongRoPE's factor tables are per-pair divisors: long_rope needs freq_factors");
     if (!b.rope || !b.rope_scaling.freq_factors) continue;
     const uint32_t pairs = (b.rope_dims ? b.rope_dims : b.attention.shape.head_dim) / 2;
     ATTENDRE_REQUIRE(!factor_pairs || *factor_pairs == pairs, "blocks reading rope_freqs.weight rotate different rope_dims");
     factor_pairs = pairs;
+    const std::string tensor = rope_factor_tensor(b.rope_scaling);
+    ATTENDRE_REQUIRE(!factor_tensor || *factor_tensor == tensor,
+                     "blocks read their RoPE factors from different tensors (" + *factor_tensor + ", " + tensor + ")");
+    factor_tensor = tensor;
   }
   return {};
 }

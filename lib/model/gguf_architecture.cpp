@@ -3,6 +3,8 @@
 // rope.dimension_count = head dim, head_count_kv = head_count).
 #include "model/gguf_architecture.hpp"
 
+#include "core/model_spec.hpp"
+#include "core/number_text.hpp"
 #include "core/printable.hpp"
 #include "core/try.hpp"
 #include "gguf/gguf_metadata.hpp"
@@ -11,6 +13,7 @@
 
 #include <algorithm>
 #include <array>
+#include <set>
 
 namespace attendre::gguf {
 namespace {
@@ -61,15 +64,35 @@ RowSlices fused_slices(const File& file, const StackConfig& c) {
   return slices;
 }
 
-// phi3's LongRoPE factor tables switch with the context length llama.cpp is
-// given (long past rope.scaling.original_context_length, short within it)
-// and come with an attention factor: not run, and refused rather than read
-// as plain RoPE.
-Status refuse_long_rope(const File& file) {
-  for (const TensorInfo& t : file.tensors())
-    if (t.name.starts_with("rope_factors_long") || t.name.starts_with("rope_factors_short"))
-      return Status(ErrorCode::unsupported, file.path().string() + ": tensor " + quote(t.name) +
-                                                ": phi3 LongRoPE factors (rope_factors_long/short) are not supported");
+// llama.cpp multiplies the rotated dims of q and k by rope.scaling.attn_factor
+// (ggml's mscale; LongRoPE's sqrt(1 + ln(s) / ln(original context))) on
+// every architecture. With every dim rotated that is the factor squared on
+// the attention logits, which is where attendre applies it; with partial
+// rotary dims the unrotated ones keep their size, which no logit scale
+// expresses, and such a file is refused.
+Status apply_attention_factor(const Metadata& m, StackConfig& c) {
+  ATTENDRE_TRY_ASSIGN(const double factor, m.positive("rope.scaling.attn_factor", 1.0));
+  if (factor == 1.0) return {};
+  for (BlockConfig& b : c.blocks) {
+    if (b.rope_dims != b.attention.shape.head_dim)
+      return m.key_error(ErrorCode::unsupported, "rope.scaling.attn_factor",
+                         shortest_text(factor) + " with " + std::to_string(b.rope_dims) + " rotary dims of heads of " +
+                             std::to_string(b.attention.shape.head_dim) + " is not supported (whole heads only)");
+    b.attention.retrieval.scale = b.attention.scale() * factor * factor;
+  }
+  return {};
+}
+
+// LongRoPE's table the memory does not pick, checked as the one it picks.
+Status check_other_long_rope_table(FileWeights& weights, const File& file, const StackConfig& c) {
+  StackConfig other = c;
+  for (BlockConfig& b : other.blocks) b.rope_scaling.long_factors = !b.rope_scaling.long_factors;
+  ATTENDRE_TRY_ASSIGN(const ModelSpec spec, model_spec(other));
+  if (!spec.rope_freqs) return {};  // no block turns by RoPE
+  const VectorSpec& v = *spec.rope_freqs;
+  const uint64_t shape[] = {v.size};
+  ATTENDRE_TRY_ASSIGN(const std::optional<ElementType> type, weights.type_of(v.name, shape));
+  if (!type) return Status(ErrorCode::malformed_input, file.path().string() + ": tensor " + quote(v.name) + " is missing");
   return {};
 }
 
@@ -143,19 +166,22 @@ Result<ModelDescription> describe_decoder(const File& file, const std::string& a
   ATTENDRE_TRY_ASSIGN(d.info.blocks, m.block_count("block_count"));
   c.blocks.assign(d.info.blocks, block);
   if (a.gemma) ATTENDRE_TRY(describe_gemma(m, architecture, c));
+  ATTENDRE_TRY(apply_attention_factor(m, c));
 
   d.default_memory.chunk = std::min<uint32_t>(64, d.info.context_length);
   ATTENDRE_TRY_ASSIGN(d.default_memory.all,
                       MemorySetting::full_context(d.info.context_length, d.default_memory.chunk));
   ATTENDRE_TRY(apply_memory(c, d.default_memory));
   ATTENDRE_TRY(validate_as_file(file, c));
-  if (a.fused) {
-    ATTENDRE_TRY(refuse_long_rope(file));
-    d.slices = fused_slices(file, c);
-  }
+  if (a.fused) d.slices = fused_slices(file, c);
   FileWeights weights(file, {}, {}, d.slices);
   const CheckedStack stacks[] = {{&c, ""}};
-  ATTENDRE_TRY_ASSIGN(d.info, check_tensors(file, weights, stacks, {}, d.info));
+  std::set<std::string> other_table;
+  if (c.blocks[0].rope_scaling.long_rope) {
+    ATTENDRE_TRY(check_other_long_rope_table(weights, file, c));
+    other_table.insert(c.blocks[0].rope_scaling.long_factors ? "rope_factors_short.weight" : "rope_factors_long.weight");
+  }
+  ATTENDRE_TRY_ASSIGN(d.info, check_tensors(file, weights, stacks, other_table, d.info));
   return d;
 }
 

@@ -47,6 +47,28 @@ Result<RopeScaling> read_rope_scaling(const Metadata& m) {
                            "rope_freqs.weight)");
   }
   s.freq_factors = freq_factors;
+  // phi3's LongRoPE: convert_hf_to_gguf.py writes Hugging Face's
+  // short_factor and long_factor as the tensors rope_factors_short.weight
+  // and rope_factors_long.weight, divisors like rope_freqs.weight.
+  const bool short_table = m.file().find_tensor("rope_factors_short.weight") != nullptr;
+  const bool long_table = m.file().find_tensor("rope_factors_long.weight") != nullptr;
+  if (short_table || long_table) {
+    if (!short_table || !long_table)
+      return Status(ErrorCode::malformed_input,
+                    m.file().path().string() + ": LongRoPE needs both rope_factors_short.weight and "
+                                               "rope_factors_long.weight, the file has only " +
+                        (short_table ? "rope_factors_short.weight" : "rope_factors_long.weight"));
+    if (freq_factors || s.kind == RopeScaling::Kind::llama3)
+      return Status(ErrorCode::malformed_input, m.file().path().string() +
+                                                    ": LongRoPE's factor tables beside rope_freqs.weight or llama3 "
+                                                    "scaling would scale the frequencies twice");
+    s.freq_factors = true;
+    s.long_rope = true;
+    // llama.cpp's n_ctx_orig_yarn: the training context where the key is absent.
+    ATTENDRE_TRY_ASSIGN(const uint32_t trained, m.count("context_length"));
+    ATTENDRE_TRY_ASSIGN(const uint32_t original, m.count("rope.scaling.original_context_length", trained));
+    s.original_context = original;
+  }
   return s;
 }
 

@@ -1,5 +1,6 @@
 // Positions of models read from GGUF files, on the float64 reference: RoPE
-// scaling from metadata (linear, llama3 from keys or as rope_freqs.weight) runs the
+// scaling from metadata (linear, llama3 from keys or as rope_freqs.weight,
+// phi3's LongRoPE tables) runs the
 // published formulas, and LM-Infinite set by a memory plan reaches every
 // RoPE block; with unbounded memories the stack equals the dense forward.
 #include "model_checks.hpp"
@@ -109,6 +110,51 @@ TEST_CASE("model positions: llama3 scaling from rope.scaling.* keys is the formu
   const RopeScaling defaults = Model::open(keyed).value_or_throw().stack_config(test::unbounded(T, 4)).value_or_throw().blocks[0].rope_scaling;
   CHECK((defaults.kind == RopeScaling::Kind::llama3 && defaults.factor == 1.0 && defaults.original_context == 8192 &&
          defaults.low_freq_factor == 1.0 && defaults.high_freq_factor == 4.0));
+}
+
+TEST_CASE("model positions: LongRoPE turns with the short table for memories within the original context, the long one past it") {
+  test::GgufTempDir dir;
+  // The same seed: the same weights. llama3's file holds the short table as
+  // rope_freqs.weight; the long table is twice it, which linear scaling by
+  // 2 on top of the same divisors gives.
+  Model long_rope = Model::open(test::write_fixture(dir.path, scaled("longrope"), 31)).value_or_throw();
+  Model tabulated = Model::open(test::write_fixture(dir.path, scaled("llama3"), 31)).value_or_throw();
+  const size_t T = test::kFixturePrompt.size();
+  REQUIRE(T <= test::kLlama3OriginalContext);
+  const uint32_t beyond = 2 * static_cast<uint32_t>(test::kLlama3OriginalContext);
+  const StackConfig within = long_rope.stack_config(test::unbounded(T, 4)).value_or_throw();
+  const StackConfig past = long_rope.stack_config(test::unbounded(beyond, 4)).value_or_throw();
+  for (const StackConfig* c : {&within, &past}) {
+    const RopeScaling& s = c->blocks[1].rope_scaling;
+    CHECK((s.long_rope && s.freq_factors && s.original_context == test::kLlama3OriginalContext));
+  }
+  CHECK_FALSE(within.blocks[0].rope_scaling.long_factors);
+  CHECK(past.blocks[0].rope_scaling.long_factors);
+  // The model's own memory (its whole context of 96) is past the original 32.
+  CHECK(long_rope.stack_config(long_rope.default_memory()).value_or_throw().blocks[0].rope_scaling.long_factors);
+  // rope.scaling.attn_factor multiplies the rotated q and k (every dim here):
+  // the logits by its square.
+  const double f = test::kLongRopeAttentionFactor;
+  auto expected = [&](uint64_t capacity, bool doubled) {
+    StackConfig c = tabulated.stack_config(test::unbounded(capacity, 4)).value_or_throw();
+    for (BlockConfig& b : c.blocks) {
+      b.attention.retrieval.scale = b.attention.scale() * f * f;
+      if (doubled) b.rope_scaling.kind = RopeScaling::Kind::linear, b.rope_scaling.factor = 2.0;
+    }
+    return c;
+  };
+  std::vector<int64_t> positions(T);
+  for (size_t i = 0; i < T; ++i) positions[i] = 100 * static_cast<int64_t>(i);  // far enough for the slow pairs to matter
+  const std::vector<float> short_logits = dense_at(long_rope, within, positions);
+  const std::vector<float> long_logits = dense_at(long_rope, past, positions);
+  CHECK(test::max_difference(short_logits, dense_at(tabulated, expected(T, false), positions)) < 1e-5);
+  CHECK(test::max_difference(long_logits, dense_at(tabulated, expected(beyond, true), positions)) < 1e-5);
+  // The comparisons can fail: the tables, and the factor, change the logits.
+  CHECK(test::max_difference(short_logits, long_logits) > 1e-3);
+  CHECK(test::max_difference(short_logits, dense_at(tabulated, tabulated.stack_config(test::unbounded(T, 4)).value_or_throw(),
+                                                    positions)) > 1e-3);
+  reference::Stack stack(past, long_rope.weights());
+  CHECK(test::max_difference(test::stack_logits(stack, test::kFixturePrompt), test::dense_logits(long_rope, past, test::kFixturePrompt)) < 1e-5);
 }
 
 TEST_CASE("model positions: LM-Infinite from a memory plan caps every RoPE block, the dense forward agrees") {
