@@ -31,25 +31,26 @@ inline uint32_t ordered_int(int32_t i) { return static_cast<uint32_t>(i) ^ 0x800
 // Records `record(recorder)` into a fresh command buffer, submits it and waits.
 template <class Record>
 void run_once(Context& context, Record&& record) {
-  vk::Submission submission(context);
-  vk::CommandRecorder& recorder = submission.begin();
+  vk::Submission submission = vk::Submission::create(context).value_or_throw();
+  vk::CommandRecorder& recorder = *submission.begin().value_or_throw();
   record(recorder);
-  submission.submit();
-  submission.wait();
+  submission.submit().or_throw();
+  submission.wait().or_throw();
 }
 
 // A device-local buffer of `words` words, filled with `fill` (a vkCmdFillBuffer).
 inline vk::Buffer device_words(Context& context, uint64_t words, uint32_t fill, const char* label) {
-  vk::Buffer buffer(context, words * 4, vk::MemoryIntent::device, label);
+  vk::Buffer buffer = vk::Buffer::create(context, words * 4, vk::MemoryIntent::device, label).value_or_throw();
   run_once(context, [&](vk::CommandRecorder& rec) { rec.fill(buffer, 0, buffer.size(), fill); });
   return buffer;
 }
 
 // A device-local buffer holding `words`, uploaded through a staging buffer.
 inline vk::Buffer upload_words(Context& context, std::span<const uint32_t> words, const char* label) {
-  vk::Buffer staging(context, words.size_bytes(), vk::MemoryIntent::upload, "test staging");
+  vk::Buffer staging =
+      vk::Buffer::create(context, words.size_bytes(), vk::MemoryIntent::upload, "test staging").value_or_throw();
   if (!words.empty()) std::memcpy(staging.mapped(), words.data(), words.size_bytes());
-  vk::Buffer buffer(context, words.size_bytes(), vk::MemoryIntent::device, label);
+  vk::Buffer buffer = vk::Buffer::create(context, words.size_bytes(), vk::MemoryIntent::device, label).value_or_throw();
   run_once(context, [&](vk::CommandRecorder& rec) { rec.copy(staging, 0, buffer, 0, words.size_bytes()); });
   return buffer;
 }
@@ -59,7 +60,8 @@ inline std::vector<uint32_t> download_words(Context& context, const vk::Buffer& 
                                             uint64_t count) {
   std::vector<uint32_t> words(count);
   if (count == 0) return words;
-  vk::Buffer readback(context, count * 4, vk::MemoryIntent::readback, "test readback");
+  vk::Buffer readback =
+      vk::Buffer::create(context, count * 4, vk::MemoryIntent::readback, "test readback").value_or_throw();
   run_once(context, [&](vk::CommandRecorder& rec) { rec.copy(buffer, first * 4, readback, 0, count * 4); });
   std::memcpy(words.data(), readback.mapped(), count * 4);
   return words;

@@ -4,7 +4,6 @@
 // efficiency in (0, 1.5], kernel names from the documented set). No timing
 // thresholds: the numbers depend on the machine.
 #include "support.hpp"
-#include "core/fail.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>

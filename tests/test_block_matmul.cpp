@@ -153,8 +153,9 @@ TEST_CASE("block kernels: fp16 weights on a device without 16-bit storage read u
         ShaderId::embedding_f16_words);
   const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   vk::DescriptorArena arena(context);
-  const vk::Buffer in(context, 64, vk::MemoryIntent::device, "test in"), w(context, 64, vk::MemoryIntent::device, "test W"),
-      out(context, 64, vk::MemoryIntent::device, "test out");
+  const vk::Buffer in = vk::Buffer::create(context, 64, vk::MemoryIntent::device, "test in").value_or_throw();
+  const vk::Buffer w = vk::Buffer::create(context, 64, vk::MemoryIntent::device, "test W").value_or_throw();
+  const vk::Buffer out = vk::Buffer::create(context, 64, vk::MemoryIntent::device, "test out").value_or_throw();
   CHECK_NOTHROW(kernels::Matmul(context, arena, plan, ElementType::f16, {&in}, {&w}, {&out}));
   CHECK_NOTHROW(kernels::Embedding(context, arena, plan, ElementType::f16, {&in}, {&w}, {&out}));
   test::check_no_validation_messages(gpu);

@@ -81,12 +81,12 @@ TEST_CASE("config sizes: a stack whose heads_q * head_dim wraps is refused by it
 TEST_CASE("config sizes: a row stride past 32 bits fails its layout instead of wrapping") {
   // Two key variants (LM-Infinite) of a 2^31-float key row: 2^32 elements.
   const AttentionShape wide_keys{1, 1, 1u << 31};
-  CHECK_FALSE(gpu::KvLayout::try_make(1, wide_keys, 2).ok());
-  CHECK_FALSE(gpu::ChunkLayout::try_make(1, wide_keys, 2).ok());
+  CHECK_FALSE(gpu::KvLayout::make(1, wide_keys, 2).ok());
+  CHECK_FALSE(gpu::ChunkLayout::make(1, wide_keys, 2).ok());
   // An fp16 row is padded to an even count: 2^32 - 1 floats become 2^32.
   const AttentionShape widest_queries{0xFFFFFFFFu, 1, 1};
-  CHECK_FALSE(gpu::RingLayout::try_make(1, widest_queries, 0, 1, MemoryStorage::f16).ok());
-  CHECK_FALSE(gpu::KvLayout::try_make(1, {1, 0xFFFFFFFFu, 1}, 1, {}, MemoryStorage::f16).ok());
+  CHECK_FALSE(gpu::RingLayout::make(1, widest_queries, 0, 1, MemoryStorage::f16).ok());
+  CHECK_FALSE(gpu::KvLayout::make(1, {1, 0xFFFFFFFFu, 1}, 1, {}, MemoryStorage::f16).ok());
 }
 
 TEST_CASE("config sizes: a memory layout past 2^32 words names its buffer and the option that shrinks it") {

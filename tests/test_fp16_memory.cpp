@@ -197,13 +197,15 @@ TEST_CASE("fp16 memory: inputs beyond fp16's range are refused naming row and co
 
 TEST_CASE("fp16 memory: keys, values and queries take half the bytes") {
   const AttentionShape shape{8, 2, 64};
-  const gpu::KvLayout f32 = gpu::KvLayout::make(512, shape), f16 = gpu::KvLayout::make(512, shape, 1, {}, MemoryStorage::f16);
+  const gpu::KvLayout f32 = gpu::KvLayout::make(512, shape).value_or_throw();
+  const gpu::KvLayout f16 = gpu::KvLayout::make(512, shape, 1, {}, MemoryStorage::f16).value_or_throw();
   CHECK(f32.values - f32.keys == 512ull * 128);  // words
   CHECK(f16.values - f16.keys == 512ull * 64);
-  const gpu::RingLayout r32 = gpu::RingLayout::make(256, shape), r16 = gpu::RingLayout::make(256, shape, 0, 1, MemoryStorage::f16, 64);
+  const gpu::RingLayout r32 = gpu::RingLayout::make(256, shape).value_or_throw();
+  const gpu::RingLayout r16 = gpu::RingLayout::make(256, shape, 0, 1, MemoryStorage::f16, 64).value_or_throw();
   CHECK(r32.positions - r32.queries == 256ull * 512);
   CHECK(r16.positions - r16.queries == 256ull * 256);
   CHECK(r16.words - r16.incoming == 64ull * 512);  // the fp32 rows of one chunk, before they are stored
-  const gpu::KvLayout odd = gpu::KvLayout::make(3, {3, 1, 15}, 1, {}, MemoryStorage::f16);
+  const gpu::KvLayout odd = gpu::KvLayout::make(3, {3, 1, 15}, 1, {}, MemoryStorage::f16).value_or_throw();
   CHECK(odd.key_stride == 16);  // rows padded to whole words
 }

@@ -187,7 +187,8 @@ struct Buffers {
 };
 
 void upload_into(Context& context, vk::Buffer& buffer, std::span<const uint32_t> words) {
-  vk::Buffer staging(context, std::max<uint64_t>(4, words.size_bytes()), vk::MemoryIntent::upload, "tile staging");
+  vk::Buffer staging = vk::Buffer::create(
+      context, std::max<uint64_t>(4, words.size_bytes()), vk::MemoryIntent::upload, "tile staging").value_or_throw();
   std::memcpy(staging.mapped(), words.data(), words.size_bytes());
   test::run_once(context, [&](vk::CommandRecorder& rec) { rec.copy(staging, 0, buffer, 0, words.size_bytes()); });
 }

@@ -399,8 +399,8 @@ TEST_CASE("select rejects a keep that is not a power of two or exceeds half a ti
   const vk::Buffer kv = test::device_words(context, 1024, 0u, "test kv");
   const vk::Buffer lists = test::device_words(context, 1024, 0u, "test lists");
   const kernels::Select select(context, arena, plan, kernels::Select::Source::logits, {&logits}, {&kv}, {&lists});
-  vk::Submission submission(context);
-  vk::CommandRecorder& rec = submission.begin();
+  vk::Submission submission = vk::Submission::create(context).value_or_throw();
+  vk::CommandRecorder& rec = *submission.begin().value_or_throw();
   kernels::SelectTileParams p{};
   p.count = 10;
   for (uint32_t keep : {0u, 3u, plan.max_keep() * 2}) {

@@ -61,22 +61,27 @@ TEST_CASE("hazards: two wrappers of one VkBuffer are one buffer") {
 
 TEST_CASE("spirv reflection: each binding's reads and writes come from the shader's qualifiers") {
   // norm.comp: X readonly, weights readonly, Y writeonly; in place, X is read and written.
-  const std::vector<vk::BindingAccess> norm = vk::reflect_storage_bindings(shaders::spirv(shaders::ShaderId::norm_rms));
+  const std::vector<vk::BindingAccess> norm =
+      vk::reflect_storage_bindings(shaders::spirv(shaders::ShaderId::norm_rms)).value_or_throw();
   REQUIRE(norm.size() == 3);
   CHECK((norm[0].reads && !norm[0].writes));
   CHECK((norm[1].reads && !norm[1].writes));
   CHECK((!norm[2].reads && norm[2].writes));
   const std::vector<vk::BindingAccess> in_place =
-      vk::reflect_storage_bindings(shaders::spirv(shaders::ShaderId::norm_rms_in_place));
+      vk::reflect_storage_bindings(shaders::spirv(shaders::ShaderId::norm_rms_in_place)).value_or_throw();
   REQUIRE(in_place.size() == 2);
   CHECK((in_place[0].reads && in_place[0].writes));
   // matmul: aliasing views of the weight binding merge into one read.
   const std::vector<vk::BindingAccess> matmul =
-      vk::reflect_storage_bindings(shaders::spirv(shaders::ShaderId::matmul_direct_f32));
+      vk::reflect_storage_bindings(shaders::spirv(shaders::ShaderId::matmul_direct_f32)).value_or_throw();
   REQUIRE(matmul.size() == 4);
   CHECK((matmul[1].reads && !matmul[1].writes));
   CHECK(matmul[2].writes);
-  CHECK_THROWS_AS(vk::reflect_storage_bindings(std::vector<uint32_t>{1, 2, 3}), Error);
+  const Result<std::vector<vk::BindingAccess>> malformed =
+      vk::reflect_storage_bindings(std::vector<uint32_t>{1, 2, 3});
+  REQUIRE_FALSE(malformed.ok());
+  CHECK(malformed.status().code() == ErrorCode::invalid_argument);
+  CHECK(malformed.status().message() == "reflect_storage_bindings: not a SPIR-V module");
 }
 
 TEST_CASE("recorder: a barrier goes exactly before the first command that depends on a pending access") {
@@ -84,8 +89,8 @@ TEST_CASE("recorder: a barrier goes exactly before the first command that depend
   const vk::Buffer a = test::device_words(context, 256, 1u, "test a");
   const vk::Buffer b = test::device_words(context, 256, 2u, "test b");
   const vk::Buffer c = test::device_words(context, 256, 3u, "test c");
-  vk::Submission submission(context);
-  vk::CommandRecorder& rec = submission.begin();
+  vk::Submission submission = vk::Submission::create(context).value_or_throw();
+  vk::CommandRecorder& rec = *submission.begin().value_or_throw();
   const uint32_t start = rec.counts().barriers;  // the barrier ordering earlier submissions
   rec.copy(a, 0, b, 0, 256);      // reads a[0,256), writes b[0,256)
   rec.copy(a, 0, c, 0, 256);      // reads a again, writes c: independent
@@ -99,8 +104,8 @@ TEST_CASE("recorder: a barrier goes exactly before the first command that depend
   CHECK(rec.counts().barriers == start + 1);
   rec.copy(a, 0, c, 0, 4);        // reads a[0,4): written by the fill since the barrier
   CHECK(rec.counts().barriers == start + 2);
-  submission.submit();
-  submission.wait();
+  submission.submit().or_throw();
+  submission.wait().or_throw();
   CHECK(test::download_words(context, c, 0, 1)[0] == 7u);
   CHECK(test::download_words(context, c, 192, 1)[0] == 1u);  // b held a copy of a
   test::check_no_validation_messages(context);
@@ -130,13 +135,13 @@ TEST_CASE("synchronization validation reports a planted missing barrier, and non
   clear_validation_messages(context);
 
   auto run = [&](bool derive) {
-    vk::Submission submission(context);
-    vk::CommandRecorder& rec = submission.begin();
+    vk::Submission submission = vk::Submission::create(context).value_or_throw();
+    vk::CommandRecorder& rec = *submission.begin().value_or_throw();
     if (!derive) rec.disable_derived_barriers_for_test();
     record_dependent_adds(context, rec, a, b, c, d, arena);
     rec.copy(d, 0, a, 0, 64);  // a transfer write over what the first add read
-    submission.submit();
-    submission.wait();
+    submission.submit().or_throw();
+    submission.wait().or_throw();
   };
   run(false);
   const std::vector<std::string> planted = validation_messages(context);

@@ -102,8 +102,8 @@ TEST_CASE("watchdog: the recorder puts no barrier between the pieces of a dispat
     const uint32_t pieces_each = kernels::ceil_div(uint64_t{grid.x} * grid.y, 3);
     REQUIRE(pieces_each > 1);
 
-    vk::Submission submission(context);
-    vk::CommandRecorder& rec = submission.begin();
+    vk::Submission submission = vk::Submission::create(context).value_or_throw();
+    vk::CommandRecorder& rec = *submission.begin().value_or_throw();
     const vk::CommandRecorder::Counts start = rec.counts();
     first.record(rec, {rows, cols, ref, ref, ref});
     CHECK(rec.counts().dispatches == start.dispatches + 1);
@@ -112,8 +112,8 @@ TEST_CASE("watchdog: the recorder puts no barrier between the pieces of a dispat
     second.record(rec, {rows, cols, ref, ref, ref});
     CHECK(rec.counts().pieces == start.pieces + 2 * pieces_each);
     CHECK(rec.counts().barriers == start.barriers + 1);  // the second reads what the first wrote
-    submission.submit();
-    submission.wait();
+    submission.submit().or_throw();
+    submission.wait().or_throw();
     const std::vector<uint32_t> d_bits = test::download_words(context, D, 0, n);
     for (uint32_t i = 0; i < n; ++i) {
       const float d = test::bits_float(d_bits[i]), expected = (a[i] + b[i]) + b[i];

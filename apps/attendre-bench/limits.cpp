@@ -126,14 +126,16 @@ Limits measure_limits(attendre::Context& context, bool quick) {
   for (uint64_t bytes = uint64_t{4} << 20; bytes <= cap; bytes *= quick ? 16 : 4) sizes.push_back(bytes);
   if (sizes.empty()) sizes.push_back(cap / 16 * 16);
   const uint64_t largest = sizes.back();
-  vk::Buffer src(context, largest, vk::MemoryIntent::device, "bench copy source");
-  vk::Buffer dst(context, largest, vk::MemoryIntent::device, "bench copy destination");
+  vk::Buffer src = vk::Buffer::create(context, largest, vk::MemoryIntent::device, "bench copy source").value_or_throw();
+  vk::Buffer dst =
+      vk::Buffer::create(context, largest, vk::MemoryIntent::device, "bench copy destination").value_or_throw();
   {
-    vk::Submission init(context);  // defined contents, so every run copies the same bits
-    vk::CommandRecorder& rec = init.begin();
+    // Defined contents, so every run copies the same bits.
+    vk::Submission init = vk::Submission::create(context).value_or_throw();
+    vk::CommandRecorder& rec = *init.begin().value_or_throw();
     rec.fill(src, 0, largest, 0x3F800000u);
-    init.submit();
-    init.wait();
+    init.submit().or_throw();
+    init.wait().or_throw();
   }
   struct Variant {
     const char* name;
@@ -162,7 +164,8 @@ Limits measure_limits(attendre::Context& context, bool quick) {
   const std::vector<uint32_t> grid_groups = quick ? std::vector<uint32_t>{64, 256}
                                                   : std::vector<uint32_t>{64, 256, 1024};
   const uint32_t max_groups = std::min(grid_groups.back(), plan.max_groups_x);
-  vk::Buffer out(context, uint64_t{max_groups} * W * 16, vk::MemoryIntent::device, "bench fma results");
+  vk::Buffer out = vk::Buffer::create(
+      context, uint64_t{max_groups} * W * 16, vk::MemoryIntent::device, "bench fma results").value_or_throw();
   const Kernel fma = Kernel::make<BenchParams>(context, arena, ShaderId::bench_fma, {W}, {{&out}});
   for (uint32_t groups : grid_groups) {
     groups = std::min(groups, max_groups);

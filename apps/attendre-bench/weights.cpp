@@ -75,12 +75,14 @@ void sweep_weight_kernels(attendre::Context& context, const Options& options, Re
   const uint32_t repeats = options.quick ? 3 : 5;
   for (const MatrixShape& m : matrix_shapes(options.quick)) {
     std::fprintf(stderr, "attendre-bench: weight decoding at in=%u out=%u\n", m.in, m.out);
-    vk::Buffer a(context, uint64_t{m.chunk} * m.in * 4, vk::MemoryIntent::device, "bench A");
-    vk::Buffer c(context, uint64_t{m.chunk} * m.out * 4, vk::MemoryIntent::device, "bench C");
-    attendre::vk::Submission init(context);
-    init.begin().fill(a, 0, a.size(), 0x3C000000u);  // 2^-7: finite sums whatever the weights
-    init.submit();
-    init.wait();
+    vk::Buffer a =
+        vk::Buffer::create(context, uint64_t{m.chunk} * m.in * 4, vk::MemoryIntent::device, "bench A").value_or_throw();
+    vk::Buffer c = vk::Buffer::create(
+        context, uint64_t{m.chunk} * m.out * 4, vk::MemoryIntent::device, "bench C").value_or_throw();
+    attendre::vk::Submission init = attendre::vk::Submission::create(context).value_or_throw();
+    init.begin().value_or_throw()->fill(a, 0, a.size(), 0x3C000000u);  // 2^-7: finite sums whatever the weights
+    init.submit().or_throw();
+    init.wait().or_throw();
     for (ElementType type : kEncodings) {
       const std::string precision = lower(attendre::to_string(type));
       const attendre::ElementBlock block = attendre::element_block(type);
@@ -91,9 +93,10 @@ void sweep_weight_kernels(attendre::Context& context, const Options& options, Re
       }
       try {
         const std::vector<std::byte> bytes = encoded_weights(type, m.out, m.in);
-        vk::Buffer w(context, (bytes.size() + 3) / 4 * 4, vk::MemoryIntent::upload, "bench W");
+        vk::Buffer w = vk::Buffer::create(
+            context, (bytes.size() + 3) / 4 * 4, vk::MemoryIntent::upload, "bench W").value_or_throw();
         std::memcpy(w.mapped(), bytes.data(), bytes.size());
-        w.flush_host_writes();
+        w.flush_host_writes().or_throw();
         vk::DescriptorArena arena(context);
         // --fp16-activations: A as packed fp16 (its bytes hold 1.0 and 0
         // halves), the products over fp16 rows (*_a16, *_f16_a16_math).

@@ -1,4 +1,3 @@
-#include "core/fail.hpp"
 #include "core/model_spec.hpp"
 #include "core/try.hpp"
 #include "core/numerics.hpp"

@@ -200,7 +200,7 @@ Status WeightLoader::write(const vk::Buffer& dst, uint64_t offset, std::span<con
   if (data.empty()) return {};
   if (void* host = dst.host_write_pointer()) {
     std::memcpy(static_cast<std::byte*>(host) + offset, data.data(), data.size());
-    return dst.try_flush_host_writes();  // nothing to do on coherent memory
+    return dst.flush_host_writes();  // nothing to do on coherent memory
   }
   if (!staging_) {
     ATTENDRE_TRY_ASSIGN(vk::Buffer staging,
@@ -215,7 +215,7 @@ Status WeightLoader::write(const vk::Buffer& dst, uint64_t offset, std::span<con
   while (!data.empty()) {
     if (filled_ == half_bytes) ATTENDRE_TRY(submit_half());
     if (!recording_) {
-      ATTENDRE_TRY(submissions_[half_]->try_begin());  // waits until the copies out of this half are done
+      ATTENDRE_TRY(submissions_[half_]->begin());  // waits until the copies out of this half are done
       recording_ = true;
     }
     const uint64_t n = std::min<uint64_t>(data.size(), half_bytes - filled_);
@@ -235,13 +235,13 @@ Status WeightLoader::submit_half() {
   filled_ = 0;
   const int half = half_;
   half_ ^= 1;
-  return recorded ? submissions_[half]->try_submit() : Status{};
+  return recorded ? submissions_[half]->submit() : Status{};
 }
 
 Status WeightLoader::finish() {
   if (recording_) ATTENDRE_TRY(submit_half());
   for (auto& s : submissions_)
-    if (s) ATTENDRE_TRY(s->try_wait());
+    if (s) ATTENDRE_TRY(s->wait());
   return {};
 }
 

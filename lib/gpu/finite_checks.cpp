@@ -27,7 +27,7 @@ Result<std::unique_ptr<FiniteChecks>> FiniteChecks::create(Context& context, uin
     ATTENDRE_TRY_ASSIGN(vk::Buffer flags, vk::Buffer::create(context, uint64_t{max_sites} * kSectionWords * 4,
                                                              vk::MemoryIntent::readback, "finite flags"));
     std::memset(flags.mapped(), 0, flags.size());
-    ATTENDRE_TRY(flags.try_flush());
+    ATTENDRE_TRY(flags.flush());
     checks->flags_.push_back(std::move(flags));
   }
   return checks;
@@ -58,7 +58,7 @@ Status FiniteChecks::verify(const std::string& step, uint32_t slot) const {
   for (size_t site = 0; site < stages_.size(); ++site) {
     if (words[site * kSectionWords] == 0) continue;
     std::memset(words, 0, flags.size());
-    ATTENDRE_TRY(flags.try_flush());  // the slot is idle: its next submission starts from zeros
+    ATTENDRE_TRY(flags.flush());  // the slot is idle: its next submission starts from zeros
     return numerics::non_finite(step, stages_[site]);
   }
   return {};

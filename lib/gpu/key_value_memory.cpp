@@ -228,7 +228,7 @@ Status KeyValueMemory::record_insert(VkCommandBuffer cb, const ChunkView& rows, 
   std::vector<uint32_t> image(m.chunk_words);
   pack_kv_rows(checked, m.kv->chunk_layout(), image.data());
   vk::CommandRecorder rec = m.executor->begin_recorded(cb);
-  ATTENDRE_TRY(rec.try_update(m.staged, 0, image.size() * 4, image.data()));
+  ATTENDRE_TRY(rec.update(m.staged, 0, image.size() * 4, image.data()));
   ATTENDRE_TRY(m.record_insert(rec, m.staged, in, query_metas(rows, m.config.chunk), k, v));
   m.executor->end_recorded(rec, consumer, StepKind::uncounted);
   return {};
@@ -250,7 +250,7 @@ Result<RecordedStep> KeyValueMemory::record_retrieve(VkCommandBuffer cb, const C
   std::vector<uint32_t> image(m.staged.size() / 4);
   m.pack_retrieve(checked, r, image.data());
   vk::CommandRecorder rec = m.executor->begin_recorded(cb);
-  ATTENDRE_TRY(rec.try_update(m.staged, m.q_at * 4, (image.size() - m.q_at) * 4, image.data() + m.q_at));
+  ATTENDRE_TRY(rec.update(m.staged, m.q_at * 4, (image.size() - m.q_at) * 4, image.data() + m.q_at));
   ATTENDRE_TRY(m.record_retrieve(rec, m.staged, r, q));
   if (out.outputs)
     copy_valid_rows_packed(rec, m.kv->attention_buffer(), m.kv->outputs_offset() * 4, uint64_t{q_row} * 4, r.evicted,

@@ -52,14 +52,14 @@ Result<std::unique_ptr<KvRecorder>> KvRecorder::create(Context& context, const L
       new KvRecorder(config, lm_infinite, kernels::plan_kernels(context.caps()), ring_layout, checks));
   m->config_.chunk = max_insert;  // the insertion kernels size everything by the largest insertion
   ATTENDRE_TRY_ASSIGN(m->plan_, plan_retrieval(m->config_, m->kernels_, max_queries, context.caps(), lm_infinite));
-  ATTENDRE_TRY_ASSIGN(m->kv_layout_, layout_of(KvLayout::try_make(config.kv.capacity, config.shape,
+  ATTENDRE_TRY_ASSIGN(m->kv_layout_, layout_of(KvLayout::make(config.kv.capacity, config.shape,
                                                                   key_variants(lm_infinite), config.retrieval,
                                                                   config.kv.storage),
                                                {"kv memory" + stage, 0, false, true, kKvMemoryRemedy}));
-  ATTENDRE_TRY_ASSIGN(m->chunk_layout_, layout_of(ChunkLayout::try_make(max_insert, config.shape, key_variants(lm_infinite)),
+  ATTENDRE_TRY_ASSIGN(m->chunk_layout_, layout_of(ChunkLayout::make(max_insert, config.shape, key_variants(lm_infinite)),
                                                   {"kv chunk" + stage, 0, false, true, kKvChunkRemedy}));
   ATTENDRE_TRY_ASSIGN(m->evicted_layout_,
-                      layout_of(EvictedLayout::try_make(config.kv.copy_out_evicted ? max_insert : 0, config.shape),
+                      layout_of(EvictedLayout::make(config.kv.copy_out_evicted ? max_insert : 0, config.shape),
                                 {"evicted entries" + stage, 0, false, true, kKvChunkRemedy}));
   if (m->kv_layout_.words * 4 > context.caps().max_storage_range)
     return Status(ErrorCode::unsupported, "K/V memory needs " + std::to_string(m->kv_layout_.words * 4 >> 20) +
@@ -123,10 +123,10 @@ Status KvRecorder::upload_t5_tables(Context& context) {
   std::memcpy(w, buckets.data(), buckets.size() * 4);
   std::memcpy(w + (kv_layout_.t5_biases - at), t5.table.data(), t5.table.size() * 4);
   ATTENDRE_TRY_ASSIGN(vk::Submission submission, vk::Submission::create(context));
-  ATTENDRE_TRY_ASSIGN(vk::CommandRecorder* rec, submission.try_begin());
+  ATTENDRE_TRY_ASSIGN(vk::CommandRecorder* rec, submission.begin());
   rec->copy(staging, 0, kv_, at * 4, words * 4);
-  ATTENDRE_TRY(submission.try_submit());
-  return submission.try_wait();
+  ATTENDRE_TRY(submission.submit());
+  return submission.wait();
 }
 
 kernels::InsertConstants KvRecorder::insert_constants() const {
@@ -412,10 +412,10 @@ void KvRecorder::record_snapshot(vk::CommandRecorder& rec, const vk::Buffer& rea
 
 Result<MemorySnapshot> KvRecorder::read_snapshot(vk::Submission& submission, const vk::Buffer& readback,
                                                uint64_t offset_words) const {
-  ATTENDRE_TRY_ASSIGN(vk::CommandRecorder* rec, submission.try_begin());
+  ATTENDRE_TRY_ASSIGN(vk::CommandRecorder* rec, submission.begin());
   record_snapshot(*rec, readback, offset_words * 4);
-  ATTENDRE_TRY(submission.try_submit());
-  ATTENDRE_TRY(submission.try_wait());
+  ATTENDRE_TRY(submission.submit());
+  ATTENDRE_TRY(submission.wait());
   return decode_snapshot(static_cast<const uint32_t*>(readback.mapped()) + offset_words);
 }
 

@@ -280,7 +280,7 @@ Result<RecordedStep> Layer::record(VkCommandBuffer cb, const LayerInputs& in, co
   std::vector<uint32_t> image(m.upload_layout.words);
   std::vector<float> zeros;
   m.pack_chunk(without_device_rows(chunk, device, q_row, kv_row, zeros), rows, image.data());
-  ATTENDRE_TRY(rec.try_update(m.staged, 0, image.size() * 4, image.data()));
+  ATTENDRE_TRY(rec.update(m.staged, 0, image.size() * 4, image.data()));
   m.record_chunk(rec, m.staged, first);
   if (device) {
     record_queries_from(rec, *m.ring, *in.q, rows, first);

@@ -34,7 +34,7 @@ uint64_t stored_words(uint64_t elements, MemoryStorage storage) {
   return storage == MemoryStorage::f16 ? (elements + 1) / 2 : elements;
 }
 
-Result<KvLayout> KvLayout::try_make(uint32_t capacity, const AttentionShape& shape, uint32_t key_variants,
+Result<KvLayout> KvLayout::make(uint32_t capacity, const AttentionShape& shape, uint32_t key_variants,
                         const RetrievalConfig& retrieval, MemoryStorage storage) {
   KvLayout l;
   l.capacity = capacity;
@@ -57,7 +57,7 @@ Result<KvLayout> KvLayout::try_make(uint32_t capacity, const AttentionShape& sha
   return l;
 }
 
-Result<RingLayout> RingLayout::try_make(uint32_t capacity, const AttentionShape& shape, uint32_t residual_width,
+Result<RingLayout> RingLayout::make(uint32_t capacity, const AttentionShape& shape, uint32_t residual_width,
                             uint32_t q_variants, MemoryStorage storage, uint32_t incoming_rows) {
   RingLayout l;
   l.capacity = capacity;
@@ -81,7 +81,7 @@ Result<RingLayout> RingLayout::try_make(uint32_t capacity, const AttentionShape&
   return l;
 }
 
-Result<ChunkLayout> ChunkLayout::try_make(uint32_t rows, const AttentionShape& shape, uint32_t key_variants) {
+Result<ChunkLayout> ChunkLayout::make(uint32_t rows, const AttentionShape& shape, uint32_t key_variants) {
   ChunkLayout l;
   l.rows = rows;
   l.kv_row = shape.kv_row();
@@ -99,7 +99,7 @@ Result<ChunkLayout> ChunkLayout::try_make(uint32_t rows, const AttentionShape& s
   return l;
 }
 
-Result<EvictedLayout> EvictedLayout::try_make(uint32_t rows, const AttentionShape& shape) {
+Result<EvictedLayout> EvictedLayout::make(uint32_t rows, const AttentionShape& shape) {
   EvictedLayout l;
   l.rows = rows;
   l.kv_row = shape.kv_row();

@@ -73,14 +73,8 @@ struct KvLayout {
   uint32_t t5_buckets = 0, t5_biases = 0;
   uint64_t words = 0;
   // Fails (out_of_device_memory) past 2^32 words.
-  static Result<KvLayout> try_make(uint32_t capacity, const AttentionShape& shape, uint32_t key_variants = 1,
+  static Result<KvLayout> make(uint32_t capacity, const AttentionShape& shape, uint32_t key_variants = 1,
                        const RetrievalConfig& retrieval = {}, MemoryStorage storage = MemoryStorage::f32);
-#if defined(__cpp_exceptions)
-  static KvLayout make(uint32_t capacity, const AttentionShape& shape, uint32_t key_variants = 1,
-                       const RetrievalConfig& retrieval = {}, MemoryStorage storage = MemoryStorage::f32) {
-    return try_make(capacity, shape, key_variants, retrieval, storage).value_or_throw();
-  }
-#endif
 };
 
 // Q memory ring of `capacity` rows: q [row][q_variants][heads_q][head_dim]
@@ -97,16 +91,9 @@ struct RingLayout {
   uint32_t incoming = 0, incoming_rows = 0;  // fp16 only: rows of q_variants * q_row floats
   uint64_t words = 0;
   // Fails (out_of_device_memory) past 2^32 words.
-  static Result<RingLayout> try_make(uint32_t capacity, const AttentionShape& shape, uint32_t residual_width = 0,
+  static Result<RingLayout> make(uint32_t capacity, const AttentionShape& shape, uint32_t residual_width = 0,
                          uint32_t q_variants = 1, MemoryStorage storage = MemoryStorage::f32,
                          uint32_t incoming_rows = 0);
-#if defined(__cpp_exceptions)
-  static RingLayout make(uint32_t capacity, const AttentionShape& shape, uint32_t residual_width = 0,
-                         uint32_t q_variants = 1, MemoryStorage storage = MemoryStorage::f32,
-                         uint32_t incoming_rows = 0) {
-    return try_make(capacity, shape, residual_width, q_variants, storage, incoming_rows).value_or_throw();
-  }
-#endif
   bool half() const { return storage == MemoryStorage::f16; }
   uint32_t incoming_stride() const { return q_variants * q_row; }
 };
@@ -119,12 +106,7 @@ struct ChunkLayout {
   uint32_t keys = 0, values = 0, positions = 0, valid = 0, tags = 0, init = 0, placement = 0;
   uint64_t words = 0;
   // Fails (out_of_device_memory) past 2^32 words.
-  static Result<ChunkLayout> try_make(uint32_t rows, const AttentionShape& shape, uint32_t key_variants = 1);
-#if defined(__cpp_exceptions)
-  static ChunkLayout make(uint32_t rows, const AttentionShape& shape, uint32_t key_variants = 1) {
-    return try_make(rows, shape, key_variants).value_or_throw();
-  }
-#endif
+  static Result<ChunkLayout> make(uint32_t rows, const AttentionShape& shape, uint32_t key_variants = 1);
 };
 
 // Evicted entries copied out: keys, values [E][kv_row], positions, scores.
@@ -133,12 +115,7 @@ struct EvictedLayout {
   uint32_t keys = 0, values = 0, positions = 0, scores = 0;
   uint64_t words = 0;
   // Fails (out_of_device_memory) past 2^32 words.
-  static Result<EvictedLayout> try_make(uint32_t rows, const AttentionShape& shape);
-#if defined(__cpp_exceptions)
-  static EvictedLayout make(uint32_t rows, const AttentionShape& shape) {
-    return try_make(rows, shape).value_or_throw();
-  }
-#endif
+  static Result<EvictedLayout> make(uint32_t rows, const AttentionShape& shape);
 };
 
 }  // namespace attendre::gpu

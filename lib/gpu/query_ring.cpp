@@ -20,7 +20,7 @@ Result<std::unique_ptr<QueryRing>> QueryRing::create(Context& context, const Att
                                                      uint32_t max_insert, uint32_t residual_width, uint32_t q_variants,
                                                      MemoryStorage storage) {
   ATTENDRE_TRY_ASSIGN(const RingLayout layout,
-                      layout_of(RingLayout::try_make(capacity + max_insert, shape, residual_width, q_variants, storage,
+                      layout_of(RingLayout::make(capacity + max_insert, shape, residual_width, q_variants, storage,
                                                      max_insert),
                                 {"q ring", 0, false, true, kQueryRingRemedy}));
   std::unique_ptr<QueryRing> ring(new QueryRing(layout, capacity));

@@ -152,10 +152,10 @@ class RecordedSteps {
   // unverified, for the next wait.
   Status wait(vk::Submission& own, const FiniteChecks& checks, uint32_t slot, const std::string& what) {
     if (!unverified_) return {};
-    ATTENDRE_TRY(own.try_begin());
-    ATTENDRE_TRY(own.try_submit());
-    ATTENDRE_TRY(own.try_wait());
-    for (const vk::Buffer* b : host_writes_) ATTENDRE_TRY(b->try_invalidate());
+    ATTENDRE_TRY(own.begin());
+    ATTENDRE_TRY(own.submit());
+    ATTENDRE_TRY(own.wait());
+    for (const vk::Buffer* b : host_writes_) ATTENDRE_TRY(b->invalidate());
     unverified_ = false;
     return checks.verify(what, slot);
   }

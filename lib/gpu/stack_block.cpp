@@ -93,20 +93,20 @@ Result<BlockMemory> DeviceBlock::plan_memory(const StackConfig& config, size_t i
   // the device's range: named, with what makes it smaller.
   const PlannedBuffer ring_buffer{block + "q ring", 0, false, true, kQueryRingRemedy};
   ATTENDRE_TRY_ASSIGN(const RingLayout ring,
-                      layout_of(RingLayout::try_make(b.attention.q_capacity + config.max_rows_in(index), s,
+                      layout_of(RingLayout::make(b.attention.q_capacity + config.max_rows_in(index), s,
                                                      config.hidden, query_variants(b), storage,
                                                      config.max_rows_in(index)),
                                 ring_buffer));
   add(m.q_memory, ring_buffer.name, ring.words * 4, false, ring_buffer.remedy);
   const uint32_t keys = KvRecorder::key_variants(b.lm_infinite);
   const PlannedBuffer kv_buffer{block + "kv memory", 0, false, true, kKvMemoryRemedy};
-  ATTENDRE_TRY_ASSIGN(const KvLayout kv, layout_of(KvLayout::try_make(b.attention.kv.capacity, s, keys,
+  ATTENDRE_TRY_ASSIGN(const KvLayout kv, layout_of(KvLayout::make(b.attention.kv.capacity, s, keys,
                                                                       b.attention.retrieval, storage),
                                                    kv_buffer));
   add(m.kv_memory, kv_buffer.name, kv.words * 4, false, kv_buffer.remedy);
   const PlannedBuffer chunk_buffer{block + "kv chunk", 0, false, true, kKvChunkRemedy};
   ATTENDRE_TRY_ASSIGN(const ChunkLayout chunk,
-                      layout_of(ChunkLayout::try_make(config.max_insert(index), s, keys), chunk_buffer));
+                      layout_of(ChunkLayout::make(config.max_insert(index), s, keys), chunk_buffer));
   add(m.kv_memory, chunk_buffer.name, chunk.words * 4, false, chunk_buffer.remedy);
   return m;
 }

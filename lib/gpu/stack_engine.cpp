@@ -302,15 +302,15 @@ Status StackEngine::load_encoder_memory(RowRef rows, const std::vector<int64_t>&
   ATTENDRE_TRY(executor_->try_finish_all());
   SubmitSlot& slot = executor_->slot(0);
   vk::Submission& submission = slot.submission;
-  ATTENDRE_TRY_ASSIGN(vk::CommandRecorder* const began, submission.try_begin());
+  ATTENDRE_TRY_ASSIGN(vk::CommandRecorder* const began, submission.begin());
   vk::CommandRecorder& rec = *began;
   // The loads' metadata, written below, reaches the upload buffer first.
   rec.copy(slot.upload, 0, shared_.upload, 0, upload_plan_.words * 4);
   auto* words = static_cast<uint32_t*>(slot.upload.mapped());
   for (size_t l = 0; l < blocks_.size(); ++l)
     if (blocks_[l]->cross()) ATTENDRE_TRY(blocks_[l]->record_load(rec, rows, positions, words, upload_plan_.blocks[l]));
-  ATTENDRE_TRY(submission.try_submit());
-  return submission.try_wait();
+  ATTENDRE_TRY(submission.submit());
+  return submission.wait();
 }
 
 Status check_gpu_positions(const StackChunk& chunk) {
@@ -364,7 +364,7 @@ Result<RecordedStep> StackEngine::record_step_into(VkCommandBuffer cb, const Sta
   std::vector<uint32_t> image(upload_plan_.words);
   ATTENDRE_TRY_ASSIGN(const Planned step, plan(flush ? nullptr : &chunk, first_block, mode, image.data()));
   vk::CommandRecorder rec = executor_->begin_recorded(cb);
-  ATTENDRE_TRY(rec.try_update(shared_.upload, 0, image.size() * 4, image.data()));
+  ATTENDRE_TRY(rec.update(shared_.upload, 0, image.size() * 4, image.data()));
   if (device) {
     const uint64_t row_bytes = uint64_t{row_words} * 4;
     copy_valid_rows(rec, borrow(*device, "application input"), device->offset, shared_.upload,

@@ -30,7 +30,7 @@ std::string StepExecutor::next_name(StepKind kind) {
 }
 
 Status StepExecutor::try_finish(SubmitSlot& slot) {
-  ATTENDRE_TRY(slot.submission.try_wait());
+  ATTENDRE_TRY(slot.submission.wait());
   if (!slot.unverified) return {};
   slot.unverified = false;
   return checks_.verify(slot.name, slot.index);
@@ -58,7 +58,7 @@ Status StepExecutor::try_finish_through(uint64_t last) {
 
 Status StepExecutor::try_finish_all() {
   ATTENDRE_TRY(try_finish_through(std::numeric_limits<uint64_t>::max()));
-  for (const auto& slot : slots_) ATTENDRE_TRY(slot->submission.try_wait());
+  for (const auto& slot : slots_) ATTENDRE_TRY(slot->submission.wait());
   return {};
 }
 
@@ -66,20 +66,20 @@ Status StepExecutor::try_ready() {
   if (profiler_) return try_finish_all();  // profiles are per step: one in flight
   SubmitSlot& slot = *slots_[steps_ % slots_.size()];
   if (slot.unverified) ATTENDRE_TRY(try_finish_through(slot.step));
-  return slot.submission.try_wait();  // its previous step is done: its upload and readback are free
+  return slot.submission.wait();  // its previous step is done: its upload and readback are free
 }
 
 Result<SubmitSlot*> StepExecutor::try_begin() {
   ATTENDRE_TRY(try_ready());
   SubmitSlot& slot = *slots_[steps_ % slots_.size()];
   checks_.use_slot(slot.index);
-  ATTENDRE_TRY_ASSIGN(vk::CommandRecorder* const rec, slot.submission.try_begin());
+  ATTENDRE_TRY_ASSIGN(vk::CommandRecorder* const rec, slot.submission.begin());
   rec->attach(profiler_.get());
   return &slot;
 }
 
 Result<Ticket> StepExecutor::try_submit(SubmitSlot& slot, std::span<const SemaphoreWait> waits, StepKind kind) {
-  ATTENDRE_TRY(slot.submission.try_submit(waits));
+  ATTENDRE_TRY(slot.submission.submit(waits));
   slot.name = next_name(kind);
   slot.step = steps_++;
   slot.unverified = true;
@@ -118,7 +118,7 @@ Result<std::vector<KernelTime>> StepExecutor::try_last_profile() {
   ATTENDRE_TRY(try_finish_all());
   std::vector<KernelTime> out;
   if (!profiler_) return out;
-  ATTENDRE_TRY_ASSIGN(const std::vector<vk::Profiler::Sample> samples, profiler_->try_read());
+  ATTENDRE_TRY_ASSIGN(const std::vector<vk::Profiler::Sample> samples, profiler_->read());
   for (const auto& s : samples) out.push_back({s.label, s.ns, s.pieces, s.longest_piece_ns});
   return out;
 }

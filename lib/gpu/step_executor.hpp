@@ -105,7 +105,7 @@ class StepExecutor {
 
   // Fails (invalid_argument, unsupported) for waits no submission can make.
   Status try_check_waits(std::span<const SemaphoreWait> waits) const {
-    return slots_[0]->submission.try_check_waits(waits);
+    return slots_[0]->submission.check_waits(waits);
   }
   Status try_set_profiling(bool enabled);
   // The last profiled step's kernel times (none while profiling is off).

@@ -16,8 +16,8 @@ Result<Kernel> Kernel::build(Context& context, vk::DescriptorArena& arena, Shade
   vk::PipelineKey key{shader, static_cast<uint32_t>(bindings.size()), push_bytes, std::move(specialization),
                       full_subgroups};
   Kernel kernel;
-  ATTENDRE_TRY_ASSIGN(kernel.pipeline_, vk::state_of(context).pipelines.try_get(key));
-  ATTENDRE_TRY_ASSIGN(kernel.set_, arena.try_bind(*kernel.pipeline_, {bindings.begin(), bindings.size()}));
+  ATTENDRE_TRY_ASSIGN(kernel.pipeline_, vk::state_of(context).pipelines.get(key));
+  ATTENDRE_TRY_ASSIGN(kernel.set_, arena.bind(*kernel.pipeline_, {bindings.begin(), bindings.size()}));
   std::vector<vk::BufferUse>& uses_ = kernel.uses_;
   uint32_t i = 0;
   for (const vk::BufferBinding& b : bindings) {

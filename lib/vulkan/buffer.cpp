@@ -120,7 +120,7 @@ Buffer Buffer::borrow(VkBuffer handle, VkDeviceSize bytes, const char* label) {
   return b;
 }
 
-Status Buffer::try_flush_host_writes() const {
+Status Buffer::flush_host_writes() const {
   if (!arena_host_ || coherent_) return {};
   const VkDeviceSize atom = context_->caps().non_coherent_atom;
   VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE};
@@ -130,7 +130,7 @@ Status Buffer::try_flush_host_writes() const {
   return checked(vkFlushMappedMemoryRanges(device_, 1, &range), "vkFlushMappedMemoryRanges");
 }
 
-Status Buffer::try_flush() const {
+Status Buffer::flush() const {
   if (shadow_) std::memcpy(mapped_, shadow_.get(), size_);
   if (!mapped_ || coherent_) return {};
   VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE};
@@ -139,7 +139,7 @@ Status Buffer::try_flush() const {
   return checked(vkFlushMappedMemoryRanges(device_, 1, &range), "vkFlushMappedMemoryRanges");
 }
 
-Status Buffer::try_invalidate() const {
+Status Buffer::invalidate() const {
   if (mapped_ && !coherent_) {
     VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE};
     range.memory = memory_;

@@ -44,13 +44,6 @@ class Buffer {
   static Result<Buffer> create(Context& context, VkDeviceSize bytes, MemoryIntent intent, const char* label);
   // A buffer in `arena`'s memory, which must outlive it.
   static Result<Buffer> create(MemoryArena& arena, VkDeviceSize bytes, const char* label);
-#if defined(__cpp_exceptions)
-  // The throwing forms of create().
-  Buffer(Context& context, VkDeviceSize bytes, MemoryIntent intent, const char* label)
-      : Buffer(create(context, bytes, intent, label).value_or_throw()) {}
-  Buffer(MemoryArena& arena, VkDeviceSize bytes, const char* label)
-      : Buffer(create(arena, bytes, label).value_or_throw()) {}
-#endif
   // An application's buffer, borrowed for recording (embedding): never
   // destroyed here, never mapped; `bytes` is how far commands may reach.
   static Buffer borrow(VkBuffer handle, VkDeviceSize bytes, const char* label);
@@ -67,21 +60,14 @@ class Buffer {
   // device writes reach the host at invalidate(); Submission calls both for
   // the buffers its commands read and write.
   void* mapped() const { return shadow_ ? shadow_.get() : mapped_; }
-  Status try_flush() const;
-  Status try_invalidate() const;
-#if defined(__cpp_exceptions)
-  void flush() const { try_flush().or_throw(); }
-  void invalidate() const { try_invalidate().or_throw(); }
-#endif
+  Status flush() const;
+  Status invalidate() const;
   // Arena buffers in host-visible device memory (unified memory): where the
   // host may write their content once, before the device uses it, then
   // flush_host_writes(); nullptr otherwise. Not mapped(): the device's
   // commands treat them as device memory.
   void* host_write_pointer() const { return arena_host_; }
-  Status try_flush_host_writes() const;
-#if defined(__cpp_exceptions)
-  void flush_host_writes() const { try_flush_host_writes().or_throw(); }
-#endif
+  Status flush_host_writes() const;
   // What the buffer holds, as given at creation (names it in messages and barrier labels).
   const std::string& label() const { return label_; }
   explicit operator bool() const { return buffer_ != VK_NULL_HANDLE; }

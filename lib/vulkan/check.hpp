@@ -14,9 +14,4 @@ const char* result_name(VkResult result);
 // ("vkCreateBuffer failed: VK_ERROR_OUT_OF_DEVICE_MEMORY (-2)").
 Status checked(VkResult result, const char* what);
 
-#if defined(__cpp_exceptions)
-// Throws checked()'s failure as attendre::Error.
-inline void check(VkResult result, const char* what) { checked(result, what).or_throw(); }
-#endif
-
 }  // namespace attendre::vk

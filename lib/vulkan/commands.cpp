@@ -121,7 +121,7 @@ void CommandRecorder::fill(const Buffer& dst, VkDeviceSize offset, VkDeviceSize 
   ++counts_.copies;
 }
 
-Status CommandRecorder::try_update(const Buffer& dst, VkDeviceSize offset, VkDeviceSize bytes, const void* data) {
+Status CommandRecorder::update(const Buffer& dst, VkDeviceSize offset, VkDeviceSize bytes, const void* data) {
   if (bytes == 0) return {};
   ATTENDRE_REQUIRE(offset % 4 == 0 && bytes % 4 == 0,
                    "CommandRecorder::update: offset and size must be multiples of 4");
@@ -224,8 +224,8 @@ Submission::~Submission() {
   if (cmd_) vkFreeCommandBuffers(context_->device(), vk::state_of(*context_).command_pool, 1, &cmd_);
 }
 
-Result<CommandRecorder*> Submission::try_begin() {
-  ATTENDRE_TRY(try_wait());
+Result<CommandRecorder*> Submission::begin() {
+  ATTENDRE_TRY(wait());
   ATTENDRE_TRY(checked(vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer"));
   VkCommandBufferBeginInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   info.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
@@ -239,7 +239,7 @@ Result<CommandRecorder*> Submission::try_begin() {
   return &*recorder_;
 }
 
-Status Submission::try_check_waits(std::span<const SemaphoreWait> waits) const {
+Status Submission::check_waits(std::span<const SemaphoreWait> waits) const {
   for (const SemaphoreWait& w : waits) {
     ATTENDRE_REQUIRE(w.semaphore != VK_NULL_HANDLE, "submit: a semaphore wait has no semaphore");
     ATTENDRE_REQUIRE(w.stages != 0, "submit: a semaphore wait has no stages");
@@ -250,12 +250,12 @@ Status Submission::try_check_waits(std::span<const SemaphoreWait> waits) const {
   return {};
 }
 
-Status Submission::try_submit(std::span<const SemaphoreWait> waits) {
+Status Submission::submit(std::span<const SemaphoreWait> waits) {
   ATTENDRE_REQUIRE(recording_, "Submission::submit without begin");
   recording_ = false;
   if (!recorder_->host_writes().empty()) recorder_->host_barrier();
   ATTENDRE_TRY(checked(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer"));
-  for (const Buffer* b : recorder_->host_reads()) ATTENDRE_TRY(b->try_flush());
+  for (const Buffer* b : recorder_->host_reads()) ATTENDRE_TRY(b->flush());
   to_invalidate_ = recorder_->host_writes();
   ATTENDRE_TRY(checked(vkResetFences(context_->device(), 1, &fence_), "vkResetFences"));
   VkSubmitInfo info{VK_STRUCTURE_TYPE_SUBMIT_INFO};
@@ -290,7 +290,7 @@ Status Submission::try_submit(std::span<const SemaphoreWait> waits) {
   return {};
 }
 
-Result<bool> Submission::try_finished(uint64_t n) const {
+Result<bool> Submission::finished(uint64_t n) const {
   if (n < submitted_ || !pending_) return true;
   const VkResult r = vkGetFenceStatus(context_->device(), fence_);
   if (r == VK_NOT_READY) return false;
@@ -298,16 +298,16 @@ Result<bool> Submission::try_finished(uint64_t n) const {
   return true;
 }
 
-Result<bool> Submission::try_wait_for(uint64_t n, uint64_t timeout_ns) {
+Result<bool> Submission::wait_for(uint64_t n, uint64_t timeout_ns) {
   if (n < submitted_ || !pending_) return true;
   const VkResult r = vkWaitForFences(context_->device(), 1, &fence_, VK_TRUE, timeout_ns);
   if (r == VK_TIMEOUT) return false;
   ATTENDRE_TRY(checked(r, "vkWaitForFences"));
-  ATTENDRE_TRY(try_wait());  // signalled: returns at once, invalidating what the host reads
+  ATTENDRE_TRY(wait());  // signalled: returns at once, invalidating what the host reads
   return true;
 }
 
-Status Submission::try_wait() {
+Status Submission::wait() {
   if (!pending_) return {};
   // The submission stays pending when the wait fails: its objects must not
   // be reused or destroyed while the device may still run it.
@@ -320,7 +320,7 @@ Status Submission::try_wait() {
   pending_ = false;
   std::vector<const Buffer*> written = std::move(to_invalidate_);
   to_invalidate_.clear();
-  for (const Buffer* b : written) ATTENDRE_TRY(b->try_invalidate());
+  for (const Buffer* b : written) ATTENDRE_TRY(b->invalidate());
   return {};
 }
 
@@ -347,10 +347,10 @@ void Profiler::mark(VkCommandBuffer cmd, const char* label, bool first) {
   vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool_.handle(), written_);
 }
 
-Result<std::vector<Profiler::Sample>> Profiler::try_read() const {
+Result<std::vector<Profiler::Sample>> Profiler::read() const {
   std::vector<Sample> samples;
   if (!started_ || marks_.empty()) return samples;
-  ATTENDRE_TRY_ASSIGN(const std::vector<double> ns, pool_.try_read_ns(written_ + 1));
+  ATTENDRE_TRY_ASSIGN(const std::vector<double> ns, pool_.read_ns(written_ + 1));
   for (const Mark& m : marks_) {
     Sample s{m.label, ns[m.last] - ns[m.first - 1], m.last - m.first + 1, 0.0};
     for (uint32_t t = m.first; t <= m.last; ++t) s.longest_piece_ns = std::max(s.longest_piece_ns, ns[t] - ns[t - 1]);
@@ -389,7 +389,7 @@ TimestampPool::~TimestampPool() {
   if (pool_) vkDestroyQueryPool(device_, pool_, allocator_);
 }
 
-Result<std::vector<double>> TimestampPool::try_read_ns(uint32_t count) const {
+Result<std::vector<double>> TimestampPool::read_ns(uint32_t count) const {
   if (count == 0 || count > count_) count = count_;
   std::vector<uint64_t> ticks(count);
   ATTENDRE_TRY(checked(vkGetQueryPoolResults(device_, pool_, 0, count, ticks.size() * sizeof(uint64_t), ticks.data(),
@@ -407,12 +407,12 @@ namespace attendre {
 
 Result<bool> Ticket::ready() const {
   if (!submission_) return true;
-  return submission_->try_finished(submitted_);
+  return submission_->finished(submitted_);
 }
 
 Result<bool> Ticket::wait(uint64_t timeout_ns) const {
   if (!submission_) return true;
-  return submission_->try_wait_for(submitted_, timeout_ns);
+  return submission_->wait_for(submitted_, timeout_ns);
 }
 
 }  // namespace attendre

@@ -98,12 +98,7 @@ class CommandRecorder {
   // (vkCmdUpdateBuffer, in pieces of at most 64 KiB): the data is copied at
   // record time, so nothing host-visible must outlive the recording.
   // Fails (invalid_argument) unless offset and size are multiples of 4.
-  Status try_update(const Buffer& dst, VkDeviceSize offset, VkDeviceSize bytes, const void* data);
-#if defined(__cpp_exceptions)
-  void update(const Buffer& dst, VkDeviceSize offset, VkDeviceSize bytes, const void* data) {
-    try_update(dst, offset, bytes, data).or_throw();
-  }
-#endif
+  Status update(const Buffer& dst, VkDeviceSize offset, VkDeviceSize bytes, const void* data);
   void timestamp(const TimestampPool& pool, uint32_t index);
   void reset(const TimestampPool& pool);
 
@@ -161,8 +156,7 @@ class CommandRecorder {
 // number n signals to timeline_value(n), for the application's submissions
 // to wait on (Ticket::semaphore).
 //
-// Every fallible call has a try_ form returning a Status or Result (the
-// plain name throws it, where exceptions exist). After a failed wait the
+// Every fallible call returns a Status or Result. After a failed wait the
 // submission stays pending, so that nothing the device may still run is
 // reused or destroyed.
 class Submission {
@@ -170,9 +164,6 @@ class Submission {
   // Fails when the driver refuses the command buffer, fence or semaphore;
   // what was created is freed.
   static Result<Submission> create(Context& context);
-#if defined(__cpp_exceptions)
-  explicit Submission(Context& context) : Submission(create(context).value_or_throw()) {}
-#endif
   ~Submission();
   Submission(Submission&& other) noexcept;  // not while a Ticket names it
   Submission(const Submission&) = delete;
@@ -181,17 +172,17 @@ class Submission {
 
   // Waits for the previous submission, then starts recording anew; the
   // recorder stays valid until submit().
-  Result<CommandRecorder*> try_begin();
+  Result<CommandRecorder*> begin();
   // The recorder of the submission being recorded (between begin and submit).
   CommandRecorder& recorder() { return *recorder_; }
   // Ends recording (with a host barrier when mapped memory was written),
   // flushes the mapped memory the commands read, and submits, waiting for
   // `waits` first (checked beforehand with check_waits).
-  Status try_submit(std::span<const SemaphoreWait> waits = {});
+  Status submit(std::span<const SemaphoreWait> waits = {});
   // Fails with invalid_argument for a wait without a semaphore, unsupported
   // for a timeline value on a context without timeline semaphores. Callers
   // check before changing any state.
-  Status try_check_waits(std::span<const SemaphoreWait> waits) const;
+  Status check_waits(std::span<const SemaphoreWait> waits) const;
   // The timeline semaphore (null without timeline semaphores).
   VkSemaphore timeline() const { return timeline_; }
   // The value submission number `n` (its submitted() right after) signals.
@@ -199,27 +190,18 @@ class Submission {
   // Blocks until the submitted work finished and invalidates the mapped
   // memory it wrote; device loss surfaces here (device_lost, also when the
   // fence timeout of ContextOptions passes).
-  Status try_wait();
+  Status wait();
   bool pending() const { return pending_; }
 
   // Submissions so far; a ticket names the one it waits for by this count.
   uint64_t submitted() const { return submitted_; }
   // Whether submission number `n` (its submitted() right after) finished,
   // without blocking; later ones reuse the fence, so an older `n` is done.
-  Result<bool> try_finished(uint64_t n) const;
+  Result<bool> finished(uint64_t n) const;
   // Waits up to `timeout_ns` for submission `n`; true once it finished
   // (then as wait(), mapped memory invalidated), false at the timeout.
-  Result<bool> try_wait_for(uint64_t n, uint64_t timeout_ns);
+  Result<bool> wait_for(uint64_t n, uint64_t timeout_ns);
 
-#if defined(__cpp_exceptions)
-  // The throwing forms.
-  CommandRecorder& begin() { return *try_begin().value_or_throw(); }
-  void submit(std::span<const SemaphoreWait> waits = {}) { try_submit(waits).or_throw(); }
-  void check_waits(std::span<const SemaphoreWait> waits) const { try_check_waits(waits).or_throw(); }
-  void wait() { try_wait().or_throw(); }
-  bool finished(uint64_t n) const { return try_finished(n).value_or_throw(); }
-  bool wait_for(uint64_t n, uint64_t timeout_ns) { return try_wait_for(n, timeout_ns).value_or_throw(); }
-#endif
 
  private:
   explicit Submission(Context* context) : context_(context) {}
@@ -242,9 +224,6 @@ class TimestampPool {
  public:
   // Fails (unsupported) where the compute queue has no timestamps.
   static Result<TimestampPool> create(Context& context, uint32_t count);
-#if defined(__cpp_exceptions)
-  TimestampPool(Context& context, uint32_t count) : TimestampPool(create(context, count).value_or_throw()) {}
-#endif
   ~TimestampPool();
   TimestampPool(TimestampPool&& other) noexcept;
   TimestampPool(const TimestampPool&) = delete;
@@ -254,10 +233,7 @@ class TimestampPool {
   VkQueryPool handle() const { return pool_; }
   uint32_t count() const { return count_; }
   // Nanoseconds of the first `count` timestamps (0: all) since the first one.
-  Result<std::vector<double>> try_read_ns(uint32_t count = 0) const;
-#if defined(__cpp_exceptions)
-  std::vector<double> read_ns(uint32_t count = 0) const { return try_read_ns(count).value_or_throw(); }
-#endif
+  Result<std::vector<double>> read_ns(uint32_t count = 0) const;
 
  private:
   TimestampPool(Context& context, uint32_t count, uint64_t mask);
@@ -280,9 +256,6 @@ class Profiler {
   // Fails as TimestampPool::create. `max_dispatches`: timestamps after the
   // first, one per piece; later pieces go unmeasured.
   static Result<Profiler> create(Context& context, uint32_t max_dispatches);
-#if defined(__cpp_exceptions)
-  Profiler(Context& context, uint32_t max_dispatches) : Profiler(create(context, max_dispatches).value_or_throw()) {}
-#endif
 
   struct Sample {
     std::string label;
@@ -291,10 +264,7 @@ class Profiler {
     double longest_piece_ns = 0.0;  // what a watchdog sees
   };
   // The samples of the last recorded submission; call after it completed.
-  Result<std::vector<Sample>> try_read() const;
-#if defined(__cpp_exceptions)
-  std::vector<Sample> read() const { return try_read().value_or_throw(); }
-#endif
+  Result<std::vector<Sample>> read() const;
 
  private:
   explicit Profiler(TimestampPool pool) : pool_(std::move(pool)) {}

@@ -40,7 +40,7 @@ Result<std::unique_ptr<ComputePipeline>> ComputePipeline::create(Context& contex
                       "multiple of the largest subgroup size"};
   const std::span<const uint32_t> code = shaders::spirv(key.shader);
   std::unique_ptr<ComputePipeline> p(new ComputePipeline(context, key));
-  ATTENDRE_TRY_ASSIGN(p->access_, try_reflect_storage_bindings(code));
+  ATTENDRE_TRY_ASSIGN(p->access_, reflect_storage_bindings(code));
   if (p->access_.size() != key.bindings)
     return Status{ErrorCode::invalid_argument,
                   std::string(shaders::name(key.shader)) + " declares " + std::to_string(p->access_.size()) +
@@ -109,7 +109,7 @@ bool BufferBinding::overlaps(const BufferBinding& other) const {
   return offset < other_end && other.offset < end;
 }
 
-Result<const ComputePipeline*> PipelineCache::try_get(const PipelineKey& key) {
+Result<const ComputePipeline*> PipelineCache::get(const PipelineKey& key) {
   auto it = pipelines_.find(key);
   if (it == pipelines_.end()) {
     ATTENDRE_TRY_ASSIGN(std::unique_ptr<ComputePipeline> pipeline, ComputePipeline::create(context_, key));
@@ -147,7 +147,7 @@ Result<VkDescriptorSet> DescriptorArena::allocate(VkDescriptorSetLayout layout) 
   return set;
 }
 
-Result<VkDescriptorSet> DescriptorArena::try_bind(const ComputePipeline& pipeline,
+Result<VkDescriptorSet> DescriptorArena::bind(const ComputePipeline& pipeline,
                                                   std::span<const BufferBinding> bindings) {
   ATTENDRE_REQUIRE(bindings.size() == pipeline.key().bindings,
                    std::string(shaders::name(pipeline.key().shader)) + ": wrong number of buffer bindings");

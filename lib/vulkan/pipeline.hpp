@@ -73,10 +73,7 @@ class PipelineCache {
  public:
   explicit PipelineCache(Context& context) : context_(context) {}
   // The pipeline of `key`, built on first use (a failed build is not cached).
-  Result<const ComputePipeline*> try_get(const PipelineKey& key);
-#if defined(__cpp_exceptions)
-  const ComputePipeline& get(const PipelineKey& key) { return *try_get(key).value_or_throw(); }
-#endif
+  Result<const ComputePipeline*> get(const PipelineKey& key);
   size_t size() const { return pipelines_.size(); }
   void clear() { pipelines_.clear(); }
 
@@ -111,12 +108,7 @@ class DescriptorArena {
   DescriptorArena& operator=(const DescriptorArena&) = delete;
 
   // A set for `pipeline` with bindings[i] at binding i.
-  Result<VkDescriptorSet> try_bind(const ComputePipeline& pipeline, std::span<const BufferBinding> bindings);
-#if defined(__cpp_exceptions)
-  VkDescriptorSet bind(const ComputePipeline& pipeline, std::span<const BufferBinding> bindings) {
-    return try_bind(pipeline, bindings).value_or_throw();
-  }
-#endif
+  Result<VkDescriptorSet> bind(const ComputePipeline& pipeline, std::span<const BufferBinding> bindings);
 
  private:
   Result<VkDescriptorSet> allocate(VkDescriptorSetLayout layout);

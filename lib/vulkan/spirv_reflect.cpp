@@ -24,7 +24,7 @@ struct Decorations {
 
 }  // namespace
 
-Result<std::vector<BindingAccess>> try_reflect_storage_bindings(std::span<const uint32_t> spirv) {
+Result<std::vector<BindingAccess>> reflect_storage_bindings(std::span<const uint32_t> spirv) {
   ATTENDRE_REQUIRE(spirv.size() >= 5 && spirv[0] == kMagic, "reflect_storage_bindings: not a SPIR-V module");
   std::map<uint32_t, Decorations> decorations;                     // by id
   std::map<uint32_t, std::map<uint32_t, Decorations>> members;     // struct id -> member -> decorations

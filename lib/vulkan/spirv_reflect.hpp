@@ -22,11 +22,6 @@ struct BindingAccess {
 // declared + 1). Several variables may alias one binding (typed views of the
 // same buffer): their accesses are merged. Fails (invalid_argument) on a
 // malformed module (the embedded shaders are generated, so that is a build bug).
-Result<std::vector<BindingAccess>> try_reflect_storage_bindings(std::span<const uint32_t> spirv);
-#if defined(__cpp_exceptions)
-inline std::vector<BindingAccess> reflect_storage_bindings(std::span<const uint32_t> spirv) {
-  return try_reflect_storage_bindings(spirv).value_or_throw();
-}
-#endif
+Result<std::vector<BindingAccess>> reflect_storage_bindings(std::span<const uint32_t> spirv);
 
 }  // namespace attendre::vk
