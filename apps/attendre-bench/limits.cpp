@@ -141,7 +141,7 @@ Limits measure_limits(attendre::Context& context, bool quick) {
     uint32_t element_bytes;
   };
   for (const Variant& v : {Variant{"vec4", ShaderId::bench_copy, 16}, Variant{"float", ShaderId::bench_copy_scalar, 4}}) {
-    const Kernel copy = Kernel::make<BenchParams>(context, arena, v.shader, {W}, {{&src}, {&dst}});
+    const Kernel copy = Kernel::make<BenchParams>(context, arena, v.shader, {W}, {{&src}, {&dst}}).value_or_throw();
     for (uint64_t bytes : sizes) {
       BenchParams p{};
       p.count = static_cast<uint32_t>(bytes / v.element_bytes);
@@ -163,7 +163,7 @@ Limits measure_limits(attendre::Context& context, bool quick) {
                                                   : std::vector<uint32_t>{64, 256, 1024};
   const uint32_t max_groups = std::min(grid_groups.back(), plan.max_groups_x);
   vk::Buffer out(context, uint64_t{max_groups} * W * 16, vk::MemoryIntent::device, "bench fma results");
-  const Kernel fma = Kernel::make<BenchParams>(context, arena, ShaderId::bench_fma, {W}, {{&out}});
+  const Kernel fma = Kernel::make<BenchParams>(context, arena, ShaderId::bench_fma, {W}, {{&out}}).value_or_throw();
   for (uint32_t groups : grid_groups) {
     groups = std::min(groups, max_groups);
     BenchParams p{};
