@@ -43,8 +43,9 @@ void check_norm(Context& context, const kernels::KernelPlan& plan, NormKind kind
   const vk::Buffer y_buffer = test::upload_words(context, y_words, "test Y");
   const vk::Buffer& out = in_place ? x_buffer : y_buffer;
   vk::DescriptorArena arena(context);
-  const kernels::Norm norm(context, arena, plan, kind, {&x_buffer}, {&w_buffer}, {&out});
-  test::run_once(context, [&](vk::CommandRecorder& rec) { norm.record(rec, args); });
+  const kernels::Norm norm =
+      kernels::Norm::create(context, arena, plan, kind, {&x_buffer}, {&w_buffer}, {&out}).value_or_throw();
+  test::run_once(context, [&](vk::CommandRecorder& rec) { norm.record(rec, args).or_throw(); });
   const std::vector<uint32_t>& before = in_place ? x_words : y_words;
   const std::vector<uint32_t> after = test::download_words(context, out, 0, before.size());
 
@@ -95,8 +96,10 @@ void check_head_norm(Context& context, const kernels::KernelPlan& plan, uint32_t
   const vk::Buffer x_buffer = test::upload_words(context, x_words, "test q rows");
   const vk::Buffer w_buffer = test::upload_words(context, w_words, "test q norm weights");
   vk::DescriptorArena arena(context);
-  const kernels::Norm norm(context, arena, plan, NormKind::rms, {&x_buffer}, {&w_buffer}, {&x_buffer});
-  test::run_once(context, [&](vk::CommandRecorder& rec) { norm.record(rec, args); });
+  const kernels::Norm norm =
+      kernels::Norm::create(context, arena, plan, NormKind::rms, {&x_buffer}, {&w_buffer}, {&x_buffer})
+          .value_or_throw();
+  test::run_once(context, [&](vk::CommandRecorder& rec) { norm.record(rec, args).or_throw(); });
   const std::vector<uint32_t> after = test::download_words(context, x_buffer, 0, x_words.size());
   // Rows of heads x head_dim: rms_norm over head_dim normalizes each head.
   const std::vector<double> expected = ops::rms_norm(ops::widen(x), head_dim, ops::widen(g), args.eps);
@@ -129,7 +132,7 @@ TEST_CASE("block kernels: per-head q/k norms (norm segments) match the float64 r
     args.x = RowRef::contiguous(16);
     args.y = RowRef::contiguous(8);
     test::run_once(context, [&](vk::CommandRecorder& rec) {
-      const Status status = half.try_record(rec, args);
+      const Status status = half.record(rec, args);
       CHECK(status.message().find("fp16 output rows are not normalized in segments") != std::string::npos);
     });
   });
@@ -160,8 +163,9 @@ TEST_CASE("block kernels: a norm whose row statistic overflows float32 writes th
       const vk::Buffer x_buffer = test::upload_words(context, x_words, "test X");
       const vk::Buffer w_buffer = test::upload_words(context, w_words, "test norm weights");
       vk::DescriptorArena arena(context);
-      const kernels::Norm norm(context, arena, plan, kind, {&x_buffer}, {&w_buffer}, {&x_buffer});
-      test::run_once(context, [&](vk::CommandRecorder& rec) { norm.record(rec, args); });
+      const kernels::Norm norm =
+          kernels::Norm::create(context, arena, plan, kind, {&x_buffer}, {&w_buffer}, {&x_buffer}).value_or_throw();
+      test::run_once(context, [&](vk::CommandRecorder& rec) { norm.record(rec, args).or_throw(); });
       const std::vector<float> y = get_rows(test::download_words(context, x_buffer, 0, x_words.size()), args.y, rows, dim);
       const std::vector<double> expected = kind == NormKind::rms
                                                ? ops::rms_norm(ops::widen(x), dim, ops::widen(g), args.eps)
@@ -227,8 +231,9 @@ void check_rope(Context& context, const kernels::KernelPlan& plan, RopeLayout la
   const vk::Buffer p_buffer = test::upload_words(context, p_words, "test positions");
   const vk::Buffer t_buffer = test::upload_words(context, t_words, "test rope table");
   vk::DescriptorArena arena(context);
-  const kernels::Rope rope(context, arena, plan, layout, {&x_buffer}, {&p_buffer}, {&t_buffer});
-  test::run_once(context, [&](vk::CommandRecorder& rec) { rope.record(rec, args); });
+  const kernels::Rope rope =
+      kernels::Rope::create(context, arena, plan, layout, {&x_buffer}, {&p_buffer}, {&t_buffer}).value_or_throw();
+  test::run_once(context, [&](vk::CommandRecorder& rec) { rope.record(rec, args).or_throw(); });
   const std::vector<uint32_t> after = test::download_words(context, x_buffer, 0, x_words.size());
 
   const std::vector<int64_t> positions64(positions.begin(), positions.end());
@@ -420,8 +425,9 @@ void check_activation(Context& context, const kernels::KernelPlan& plan, Activat
                                                    "test activation output");
   const vk::Buffer& out = gated ? in_buffer : out_buffer;
   vk::DescriptorArena arena(context);
-  const kernels::Activation activation(context, arena, plan, kind, gated, {&in_buffer}, {&out});
-  test::run_once(context, [&](vk::CommandRecorder& rec) { activation.record(rec, args); });
+  const kernels::Activation activation =
+      kernels::Activation::create(context, arena, plan, kind, gated, {&in_buffer}, {&out}).value_or_throw();
+  test::run_once(context, [&](vk::CommandRecorder& rec) { activation.record(rec, args).or_throw(); });
   const std::vector<uint32_t>& before = gated ? in_words : out_words;
   const std::vector<uint32_t> after = test::download_words(context, out, 0, before.size());
 
@@ -478,8 +484,10 @@ void check_embedding(Context& context, const kernels::KernelPlan& plan, WeightTy
   const vk::Buffer t_buffer = test::upload_words(context, t_words, "test table");
   const vk::Buffer out_buffer = test::upload_words(context, out_words, "test embeddings");
   vk::DescriptorArena arena(context);
-  const kernels::Embedding embedding(context, arena, plan, element_type(type), {&id_buffer}, {&t_buffer}, {&out_buffer});
-  test::run_once(context, [&](vk::CommandRecorder& rec) { embedding.record(rec, args); });
+  const kernels::Embedding embedding =
+      kernels::Embedding::create(context, arena, plan, element_type(type), {&id_buffer}, {&t_buffer}, {&out_buffer})
+          .value_or_throw();
+  test::run_once(context, [&](vk::CommandRecorder& rec) { embedding.record(rec, args).or_throw(); });
   const std::vector<uint32_t> after = test::download_words(context, out_buffer, 0, out_words.size());
 
   const std::vector<double> expected = ops::embedding(weights.values, dim, ids);
@@ -523,8 +531,9 @@ void check_add(Context& context, const kernels::KernelPlan& plan, uint32_t rows,
   const vk::Buffer c_buffer = test::upload_words(context, c_words, "test add C");
   const vk::Buffer& out = in_place ? a_buffer : c_buffer;
   vk::DescriptorArena arena(context);
-  const kernels::Add add(context, arena, plan, {&a_buffer}, {&b_buffer}, {&out});
-  test::run_once(context, [&](vk::CommandRecorder& rec) { add.record(rec, args); });
+  const kernels::Add add =
+      kernels::Add::create(context, arena, plan, {&a_buffer}, {&b_buffer}, {&out}).value_or_throw();
+  test::run_once(context, [&](vk::CommandRecorder& rec) { add.record(rec, args).or_throw(); });
   const std::vector<uint32_t>& before = in_place ? a_words : c_words;
   const std::vector<uint32_t> after = test::download_words(context, out, 0, before.size());
 

@@ -64,9 +64,11 @@ void check_matmul(Context& context, const kernels::KernelPlan& plan, WeightType 
   const vk::Buffer c_buffer = test::upload_words(context, c_words, "test C");
   const vk::Buffer r_buffer = test::upload_words(context, r_words, "test R");
   vk::DescriptorArena arena(context);
-  const kernels::Matmul matmul(context, arena, plan, element_type(type), {&a_buffer}, {&w_buffer}, {&c_buffer},
-                               c.residual == Residual::separate ? vk::BufferBinding{&r_buffer} : vk::BufferBinding{});
-  test::run_once(context, [&](vk::CommandRecorder& rec) { matmul.record(rec, args); });
+  const kernels::Matmul matmul =
+      kernels::Matmul::create(context, arena, plan, element_type(type), {&a_buffer}, {&w_buffer}, {&c_buffer},
+                              c.residual == Residual::separate ? vk::BufferBinding{&r_buffer} : vk::BufferBinding{})
+          .value_or_throw();
+  test::run_once(context, [&](vk::CommandRecorder& rec) { matmul.record(rec, args).or_throw(); });
   const std::vector<uint32_t> after = test::download_words(context, c_buffer, 0, c_words.size());
 
   const std::vector<double> expected =
@@ -111,7 +113,8 @@ TEST_CASE("block kernels: matmul picks matvec for few rows and folds wide grids 
   vk::DescriptorArena arena(context);
   const vk::Buffer a = test::device_words(context, 16, 0, "test A"), w = test::device_words(context, 16, 0, "test W"),
                    c = test::device_words(context, 16, 0, "test C");
-  const kernels::Matmul matmul(context, arena, plan, ElementType::f32, {&a}, {&w}, {&c});
+  const kernels::Matmul matmul =
+      kernels::Matmul::create(context, arena, plan, ElementType::f32, {&a}, {&w}, {&c}).value_or_throw();
   CHECK(matmul.uses_matvec(kernels::kMatvecMaxRows));
   CHECK_FALSE(matmul.uses_matvec(kernels::kMatvecMaxRows + 1));
   kernels::Matmul::Args args;
@@ -125,12 +128,12 @@ TEST_CASE("block kernels: matmul picks matvec for few rows and folds wide grids 
   CHECK(g.y <= plan.max_groups_y);
   CHECK(uint64_t{g.x} * g.y >= uint64_t{kernels::ceil_div(args.out, plan.matmul_tile_outputs)} *
                                    kernels::ceil_div(args.rows, plan.matmul_tile_rows));
-  const kernels::MatmulParams p = matmul.params({1, 4096, 200000, args.a, args.c});
+  const kernels::MatmulParams p = matmul.params({1, 4096, 200000, args.a, args.c}).value_or_throw();
   CHECK(p.lanes >= 1);
   CHECK(plan.matvec_workgroup % p.lanes == 0);
   // Output rows that would overlap are rejected.
   args.c = RowRef::ring(args.out, 3, 0);
-  CHECK_THROWS_AS(matmul.params(args), Error);
+  CHECK(matmul.params(args).status().code() == ErrorCode::invalid_argument);
   test::check_no_validation_messages(context);
 }
 
@@ -145,19 +148,21 @@ TEST_CASE("block kernels: fp16 weights on a device without 16-bit storage read u
   CHECK(kernels::f16_as_words(context.caps()));
   using kernels::ShaderId;
   using kernels::WeightKernel;
-  CHECK(kernels::weight_variant(context, WeightKernel::gemm, ElementType::f16, "W") == ShaderId::matmul_f16_words);
-  CHECK(kernels::weight_variant(context, WeightKernel::matvec, ElementType::f16, "W") == ShaderId::matvec_f16_words);
-  CHECK(kernels::weight_variant(context, WeightKernel::direct, ElementType::f16, "W") ==
+  CHECK(kernels::weight_variant(context, WeightKernel::gemm, ElementType::f16, "W").value_or_throw() ==
+        ShaderId::matmul_f16_words);
+  CHECK(kernels::weight_variant(context, WeightKernel::matvec, ElementType::f16, "W").value_or_throw() ==
+        ShaderId::matvec_f16_words);
+  CHECK(kernels::weight_variant(context, WeightKernel::direct, ElementType::f16, "W").value_or_throw() ==
         ShaderId::matmul_direct_f16_words);
-  CHECK(kernels::weight_variant(context, WeightKernel::embedding, ElementType::f16, "W") ==
+  CHECK(kernels::weight_variant(context, WeightKernel::embedding, ElementType::f16, "W").value_or_throw() ==
         ShaderId::embedding_f16_words);
   const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   vk::DescriptorArena arena(context);
   const vk::Buffer in = vk::Buffer::create(context, 64, vk::MemoryIntent::device, "test in").value_or_throw();
   const vk::Buffer w = vk::Buffer::create(context, 64, vk::MemoryIntent::device, "test W").value_or_throw();
   const vk::Buffer out = vk::Buffer::create(context, 64, vk::MemoryIntent::device, "test out").value_or_throw();
-  CHECK_NOTHROW(kernels::Matmul(context, arena, plan, ElementType::f16, {&in}, {&w}, {&out}));
-  CHECK_NOTHROW(kernels::Embedding(context, arena, plan, ElementType::f16, {&in}, {&w}, {&out}));
+  CHECK(kernels::Matmul::create(context, arena, plan, ElementType::f16, {&in}, {&w}, {&out}).ok());
+  CHECK(kernels::Embedding::create(context, arena, plan, ElementType::f16, {&in}, {&w}, {&out}).ok());
   test::check_no_validation_messages(gpu);
 }
 

@@ -59,8 +59,9 @@ uint32_t mismatches(Context& context, const kernels::KernelPlan& plan, ElementTy
   const vk::Buffer w_buffer = test::upload_words(context, w_words, "test W");
   const vk::Buffer c_buffer = test::upload_words(context, c_words, "test C");
   vk::DescriptorArena arena(context);
-  const kernels::Matmul matmul(context, arena, plan, type, {&a_buffer}, {&w_buffer}, {&c_buffer});
-  test::run_once(context, [&](vk::CommandRecorder& rec) { matmul.record(rec, args); });
+  const kernels::Matmul matmul =
+      kernels::Matmul::create(context, arena, plan, type, {&a_buffer}, {&w_buffer}, {&c_buffer}).value_or_throw();
+  test::run_once(context, [&](vk::CommandRecorder& rec) { matmul.record(rec, args).or_throw(); });
   const std::vector<uint32_t> after = test::download_words(context, c_buffer, 0, c_words.size());
   check_untouched(c_words, after, args.c, c.rows, c.out);
 
@@ -202,7 +203,8 @@ void check_embedding(Context& context, const kernels::KernelPlan& plan, ElementT
   const vk::Buffer t_buffer = test::upload_words(context, table.words, "test table");
   const vk::Buffer out_buffer = test::upload_words(context, out_words, "test embeddings");
   vk::DescriptorArena arena(context);
-  const kernels::Embedding embedding(context, arena, plan, type, {&id_buffer}, {&t_buffer}, {&out_buffer});
+  const kernels::Embedding embedding =
+      kernels::Embedding::create(context, arena, plan, type, {&id_buffer}, {&t_buffer}, {&out_buffer}).value_or_throw();
   // Where row `first` starts: elements of the float types, bytes of the block types.
   const ElementBlock block = element_block(type);
   auto row_start = [&](uint32_t first) {
@@ -211,8 +213,9 @@ void check_embedding(Context& context, const kernels::KernelPlan& plan, ElementT
   test::run_once(context, [&](vk::CommandRecorder& rec) {
     // The part at first_id 0 first: it zeros the rows of ids outside it.
     const uint32_t part_rows = split > 0 ? split : vocab;
-    embedding.record(rec, {rows, dim, part_rows, row_start(0), RowRef::contiguous(1), out, 0});
-    if (split > 0) embedding.record(rec, {rows, dim, vocab - split, row_start(split), RowRef::contiguous(1), out, split});
+    embedding.record(rec, {rows, dim, part_rows, row_start(0), RowRef::contiguous(1), out, 0}).or_throw();
+    if (split > 0)
+      embedding.record(rec, {rows, dim, vocab - split, row_start(split), RowRef::contiguous(1), out, split}).or_throw();
   });
   const std::vector<uint32_t> after = test::download_words(context, out_buffer, 0, out_words.size());
 
@@ -253,13 +256,13 @@ TEST_CASE("block kernels: Q8_0 as int8 loads (8-bit storage) and as 32-bit words
     const std::string reads = std::string(int8 ? "int8 loads" : "32-bit words") + (context == &words ? " (8bit off)" : "");
     INFO("Q8_0 read as " << reads);
     CHECK(int8 == (context != &words && context->caps().storage_8bit));
-    CHECK(kernels::weight_variant(*context, WeightKernel::gemm, ElementType::q8_0, "W") ==
+    CHECK(kernels::weight_variant(*context, WeightKernel::gemm, ElementType::q8_0, "W").value_or_throw() ==
           (int8 ? ShaderId::matmul_q8_0_int8 : ShaderId::matmul_q8_0));
-    CHECK(kernels::weight_variant(*context, WeightKernel::matvec, ElementType::q8_0, "W") ==
+    CHECK(kernels::weight_variant(*context, WeightKernel::matvec, ElementType::q8_0, "W").value_or_throw() ==
           (int8 ? ShaderId::matvec_q8_0_int8 : ShaderId::matvec_q8_0));
-    CHECK(kernels::weight_variant(*context, WeightKernel::direct, ElementType::q8_0, "W") ==
+    CHECK(kernels::weight_variant(*context, WeightKernel::direct, ElementType::q8_0, "W").value_or_throw() ==
           (int8 ? ShaderId::matmul_direct_q8_0_int8 : ShaderId::matmul_direct_q8_0));
-    CHECK(kernels::weight_variant(*context, WeightKernel::embedding, ElementType::q8_0, "W") ==
+    CHECK(kernels::weight_variant(*context, WeightKernel::embedding, ElementType::q8_0, "W").value_or_throw() ==
           (int8 ? ShaderId::embedding_q8_0_int8 : ShaderId::embedding_q8_0));
     int8_ran = int8_ran || int8;
     const kernels::KernelPlan plan = kernels::plan_kernels(context->caps());

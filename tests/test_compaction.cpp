@@ -200,7 +200,9 @@ void check_plan(Context& context, vk::DescriptorArena& arena, uint32_t workgroup
   constants.rows = in.rows;
   constants.chunk_valid_offset = valid_off;
   constants.chunk_place_offset = place_off;
-  const kernels::InsertKernels insert(context, arena, plan, {{&kv}, {&chunk_buffer}, {&list_buffer}, {}}, constants);
+  const kernels::InsertKernels insert =
+      kernels::InsertKernels::create(context, arena, plan, {{&kv}, {&chunk_buffer}, {&list_buffer}, {}}, constants)
+          .value_or_throw();
   const kernels::InsertParams p{in.held, static_cast<uint32_t>(in.victims.size())};
   test::run_once(context, [&](vk::CommandRecorder& rec) { insert.plan(rec, p); });
   const std::vector<uint32_t> after = test::download_words(context, chunk_buffer, 0, chunk.size());
@@ -365,7 +367,9 @@ void check_insertion(Context& context, vk::DescriptorArena& arena, const InsertC
   k.out_value_offset = out_values;
   k.out_pos_offset = out_pos;
   k.out_score_offset = out_scores;
-  const kernels::InsertKernels insert(context, arena, plan, {{&kv_buffer}, {&chunk_buffer}, {&lists}, {&evicted}}, k);
+  const kernels::InsertKernels insert =
+      kernels::InsertKernels::create(context, arena, plan, {{&kv_buffer}, {&chunk_buffer}, {&lists}, {&evicted}}, k)
+          .value_or_throw();
   const kernels::InsertParams p{H, E};
   kernels::SelectTileParams s{};
   s.count = count;
@@ -382,7 +386,7 @@ void check_insertion(Context& context, vk::DescriptorArena& arena, const InsertC
   s.chunk_init_offset = ch_init;
   test::run_once(context, [&](vk::CommandRecorder& rec) {
     if (E > 0) {
-      insert.select_victims(rec, s);
+      insert.select_victims(rec, s).or_throw();
     }
     insert.plan(rec, p);
     if (E > 0) {

@@ -148,7 +148,8 @@ TEST_CASE("context: a submission the device does not finish within the fence tim
   vk::Buffer out = vk::Buffer::create(
       context, uint64_t{groups} * W * 16, vk::MemoryIntent::device, "test fma results").value_or_throw();
   const kernels::Kernel fma =
-      kernels::Kernel::make<kernels::BenchParams>(context, arena, shaders::ShaderId::bench_fma, {W}, {{&out}});
+      kernels::Kernel::make<kernels::BenchParams>(context, arena, shaders::ShaderId::bench_fma, {W}, {{&out}})
+          .value_or_throw();
   vk::Submission submission = vk::Submission::create(context).value_or_throw();
   vk::CommandRecorder& rec = *submission.begin().value_or_throw();
   // About 0.2 s of FMA on a 2-core CPU device; far longer than submit-to-wait.
@@ -222,12 +223,15 @@ TEST_CASE("context: the quirk half_loads_lane_by_lane reads fp16 as words by def
                    "words -> fp16 weights, memories and activations read as unpacked words") != lines.end()) ==
         lavapipe);
   if (lavapipe && c.storage_16bit) {
-    CHECK(kernels::weight_variant(plain, WeightKernel::gemm, ElementType::f16, "W") == ShaderId::matmul_f16_words);
-    CHECK(kernels::weight_variant(preferred, WeightKernel::gemm, ElementType::f16, "W") == ShaderId::matmul_f16);
-    CHECK(kernels::try_weight_variant(plain, WeightKernel::matvec, ElementType::q4_0, "W", MemoryStorage::f16).value() ==
+    CHECK(kernels::weight_variant(plain, WeightKernel::gemm, ElementType::f16, "W").value_or_throw() ==
+          ShaderId::matmul_f16_words);
+    CHECK(kernels::weight_variant(preferred, WeightKernel::gemm, ElementType::f16, "W").value_or_throw() ==
+          ShaderId::matmul_f16);
+    CHECK(kernels::weight_variant(plain, WeightKernel::matvec, ElementType::q4_0, "W", MemoryStorage::f16).value() ==
           ShaderId::matvec_q4_0_a16_words);
-    CHECK(kernels::try_weight_variant(preferred, WeightKernel::matvec, ElementType::q4_0, "W", MemoryStorage::f16)
-              .value() == ShaderId::matvec_q4_0_a16);
+    CHECK(
+        kernels::weight_variant(preferred, WeightKernel::matvec, ElementType::q4_0, "W", MemoryStorage::f16).value() ==
+        ShaderId::matvec_q4_0_a16);
   }
   test::check_no_validation_messages(plain);
   test::check_no_validation_messages(preferred);
@@ -274,14 +278,17 @@ TEST_CASE("context: the quirk byte_loads_lane_by_lane reads Q8_0 as words by def
   using kernels::ShaderId;
   using kernels::WeightKernel;
   if (lavapipe && c.storage_8bit) {
-    CHECK(kernels::weight_variant(plain, WeightKernel::gemm, ElementType::q8_0, "W") == ShaderId::matmul_q8_0);
-    CHECK(kernels::weight_variant(preferred, WeightKernel::gemm, ElementType::q8_0, "W") == ShaderId::matmul_q8_0_int8);
-    CHECK(kernels::weight_variant(preferred, WeightKernel::embedding, ElementType::q8_0, "W") ==
+    CHECK(kernels::weight_variant(plain, WeightKernel::gemm, ElementType::q8_0, "W").value_or_throw() ==
+          ShaderId::matmul_q8_0);
+    CHECK(kernels::weight_variant(preferred, WeightKernel::gemm, ElementType::q8_0, "W").value_or_throw() ==
+          ShaderId::matmul_q8_0_int8);
+    CHECK(kernels::weight_variant(preferred, WeightKernel::embedding, ElementType::q8_0, "W").value_or_throw() ==
           ShaderId::embedding_q8_0_int8);
-    CHECK(kernels::try_weight_variant(plain, WeightKernel::direct, ElementType::q8_0, "W", MemoryStorage::f16)
-              .value() == ShaderId::matmul_direct_q8_0_a16_words);
-    CHECK(kernels::try_weight_variant(preferred, WeightKernel::direct, ElementType::q8_0, "W", MemoryStorage::f16)
-              .value() == ShaderId::matmul_direct_q8_0_int8_a16_words);
+    CHECK(kernels::weight_variant(plain, WeightKernel::direct, ElementType::q8_0, "W", MemoryStorage::f16).value() ==
+          ShaderId::matmul_direct_q8_0_a16_words);
+    CHECK(
+        kernels::weight_variant(preferred, WeightKernel::direct, ElementType::q8_0, "W", MemoryStorage::f16).value() ==
+        ShaderId::matmul_direct_q8_0_int8_a16_words);
   }
   // Switched off, words whatever the preference, and the line says why.
   options.disabled_features = FeatureSet{}.add(Feature::storage_8bit);
@@ -289,7 +296,8 @@ TEST_CASE("context: the quirk byte_loads_lane_by_lane reads Q8_0 as words by def
   Context& off = *off_owner;
   CHECK_FALSE(kernels::q8_0_as_int8(off.caps()));
   CHECK(q8_0_line(off).reason == "8bit switched off");
-  CHECK(kernels::weight_variant(off, WeightKernel::matvec, ElementType::q8_0, "W") == ShaderId::matvec_q8_0);
+  CHECK(kernels::weight_variant(off, WeightKernel::matvec, ElementType::q8_0, "W").value_or_throw() ==
+        ShaderId::matvec_q8_0);
   test::check_no_validation_messages(plain);
   test::check_no_validation_messages(preferred);
   test::check_no_validation_messages(off);
@@ -331,18 +339,19 @@ TEST_CASE("context: the quirk half_math_emulated keeps fp32 math by default, pre
   if (lavapipe && c.float16 && c.storage_16bit) {
     CHECK(math_line(plain).reason == "quirk half_math_emulated");
     CHECK(math_line(preferred).reason == "shaderFloat16, 16-bit loads");
-    CHECK(kernels::try_weight_variant(plain, WeightKernel::gemm, ElementType::f16, "W", MemoryStorage::f16).value() ==
+    CHECK(kernels::weight_variant(plain, WeightKernel::gemm, ElementType::f16, "W", MemoryStorage::f16).value() ==
           ShaderId::matmul_f16_a16);
-    CHECK(kernels::try_weight_variant(preferred, WeightKernel::gemm, ElementType::f16, "W", MemoryStorage::f16)
-              .value() == ShaderId::matmul_f16_a16_math);
-    CHECK(kernels::try_weight_variant(preferred, WeightKernel::matvec, ElementType::f16, "W", MemoryStorage::f16)
-              .value() == ShaderId::matvec_f16_a16_math);
-    CHECK(kernels::try_weight_variant(preferred, WeightKernel::direct, ElementType::f16, "W", MemoryStorage::f16)
-              .value() == ShaderId::matmul_direct_f16_a16_math);
+    CHECK(kernels::weight_variant(preferred, WeightKernel::gemm, ElementType::f16, "W", MemoryStorage::f16).value() ==
+          ShaderId::matmul_f16_a16_math);
+    CHECK(kernels::weight_variant(preferred, WeightKernel::matvec, ElementType::f16, "W", MemoryStorage::f16).value() ==
+          ShaderId::matvec_f16_a16_math);
+    CHECK(kernels::weight_variant(preferred, WeightKernel::direct, ElementType::f16, "W", MemoryStorage::f16).value() ==
+          ShaderId::matmul_direct_f16_a16_math);
     // Never for other weights or fp32 activations, and never over words.
-    CHECK(kernels::try_weight_variant(preferred, WeightKernel::gemm, ElementType::q8_0, "W", MemoryStorage::f16)
-              .value() == ShaderId::matmul_q8_0_a16);
-    CHECK(kernels::weight_variant(preferred, WeightKernel::gemm, ElementType::f16, "W") == ShaderId::matmul_f16);
+    CHECK(kernels::weight_variant(preferred, WeightKernel::gemm, ElementType::q8_0, "W", MemoryStorage::f16).value() ==
+          ShaderId::matmul_q8_0_a16);
+    CHECK(kernels::weight_variant(preferred, WeightKernel::gemm, ElementType::f16, "W").value_or_throw() ==
+          ShaderId::matmul_f16);
     ContextOptions words = options;
     words.prefer_half_loads = false;
     const auto quirked_loads_owner = Context::create(words).value_or_throw();

@@ -220,7 +220,7 @@ uint32_t check_case(Context& context, const kernels::KernelPlan& plan, const Fla
                                           context, arena, plan, {{&ring}, {&kv}, {&out}, {&partials}}, c.head_dim,
                                           kernels::stored_path(context.caps(), c.storage))
                                           .value_or_throw());
-  test::run_once(context, [&](vk::CommandRecorder& rec) { flash.record(rec, p); });
+  test::run_once(context, [&](vk::CommandRecorder& rec) { flash.record(rec, p).or_throw(); });
   const std::vector<uint32_t> got = test::download_words(context, out, 0, out_words);
 
   double v_scale = 0.0;

@@ -131,7 +131,7 @@ uint32_t product_misses(Context& context, const kernels::KernelPlan& plan, Eleme
   const auto matmul = kernels::Matmul::create(context, arena, plan, type, {&a_buffer}, {&w_buffer}, {&c_buffer}, {},
                                               MemoryStorage::f16);
   REQUIRE(matmul.ok());
-  test::run_once(context, [&](vk::CommandRecorder& rec) { matmul->record(rec, args); });
+  test::run_once(context, [&](vk::CommandRecorder& rec) { matmul->record(rec, args).or_throw(); });
   const std::vector<uint32_t> after = test::download_words(context, c_buffer, 0, c_words.size());
   check_untouched(c_words, after, args.c, c.rows, c.out);
 
@@ -187,8 +187,7 @@ bool check_a16_build(const Context& context, ElementType type) {
   const std::string suffix = words ? "_a16_words" : math ? "_a16_math" : "_a16";
   for (kernels::WeightKernel kernel :
        {kernels::WeightKernel::gemm, kernels::WeightKernel::matvec, kernels::WeightKernel::direct}) {
-    const Result<kernels::ShaderId> shader =
-        kernels::try_weight_variant(context, kernel, type, "W", MemoryStorage::f16);
+    const Result<kernels::ShaderId> shader = kernels::weight_variant(context, kernel, type, "W", MemoryStorage::f16);
     REQUIRE(shader.ok());
     CHECK(std::string(shaders::name(*shader)).ends_with(suffix));
   }
@@ -251,7 +250,7 @@ TEST_CASE("fp16 activations: Q8_0 weights by int8 loads and as words, over A by 
                                          std::pair{kernels::WeightKernel::matvec, "matvec"},
                                          std::pair{kernels::WeightKernel::direct, "matmul_direct"}}) {
         const Result<kernels::ShaderId> shader =
-            kernels::try_weight_variant(context, kernel, ElementType::q8_0, "W", MemoryStorage::f16);
+            kernels::weight_variant(context, kernel, ElementType::q8_0, "W", MemoryStorage::f16);
         REQUIRE(shader.ok());
         CHECK(std::string(shaders::name(*shader)) == name + suffix);
       }
@@ -294,11 +293,11 @@ TEST_CASE("fp16 activations: an adopted device uses the 16-bit and 8-bit storage
     }
     using kernels::WeightKernel;
     const std::string q8_0(shaders::name(
-        kernels::try_weight_variant(context, WeightKernel::matvec, ElementType::q8_0, "W", MemoryStorage::f16).value()));
+        kernels::weight_variant(context, WeightKernel::matvec, ElementType::q8_0, "W", MemoryStorage::f16).value()));
     CHECK(q8_0 == std::string("matvec_q8_0") + (caps.storage_8bit ? "_int8" : "") +
                       (caps.storage_16bit ? "_a16" : "_a16_words"));
     const std::string f16(shaders::name(
-        kernels::try_weight_variant(context, WeightKernel::gemm, ElementType::f16, "W", MemoryStorage::f16).value()));
+        kernels::weight_variant(context, WeightKernel::gemm, ElementType::f16, "W", MemoryStorage::f16).value()));
     CHECK(f16 == (!caps.storage_16bit ? "matmul_f16_words_a16_words"
                   : caps.float16      ? "matmul_f16_a16_math"
                                       : "matmul_f16_a16"));
@@ -429,7 +428,7 @@ TEST_CASE("fp16 activations: norm and activation write fp16 pairs rounded as the
       const auto norm = kernels::Norm::create(context, arena, plan, kind, {&x_buffer}, {&w_buffer}, {&y_buffer},
                                               MemoryStorage::f16);
       REQUIRE(norm.ok());
-      test::run_once(context, [&](vk::CommandRecorder& rec) { norm->record(rec, args); });
+      test::run_once(context, [&](vk::CommandRecorder& rec) { norm->record(rec, args).or_throw(); });
       const std::vector<uint32_t> after = test::download_words(context, y_buffer, 0, y_words.size());
       check_untouched(y_words, after, args.y, rows, (dim + 1) / 2);
       const std::vector<double> expected =
@@ -460,7 +459,7 @@ TEST_CASE("fp16 activations: norm and activation write fp16 pairs rounded as the
           const auto activation = kernels::Activation::create(context, arena, folded(plan), kind, gated, {&in_buffer},
                                                               {&out_buffer}, MemoryStorage::f16);
           REQUIRE(activation.ok());
-          test::run_once(context, [&](vk::CommandRecorder& rec) { activation->record(rec, args); });
+          test::run_once(context, [&](vk::CommandRecorder& rec) { activation->record(rec, args).or_throw(); });
           const std::vector<uint32_t> after = test::download_words(context, out_buffer, 0, out_words.size());
           check_untouched(out_words, after, args.out, rows, (cols + 1) / 2);
           // GELU from ggml's fp16 table: where fp32 and float64 round gelu
@@ -484,8 +483,8 @@ TEST_CASE("fp16 activations: fp16 rows are never written in place, and embedding
                                                       MemoryStorage::f16);
   REQUIRE_FALSE(activation.ok());
   CHECK(activation.status().message() == "activation: fp16 output rows cannot be written in place");
-  const auto embedding = kernels::try_weight_variant(context, kernels::WeightKernel::embedding, ElementType::f32,
-                                                     "table", MemoryStorage::f16);
+  const auto embedding =
+      kernels::weight_variant(context, kernels::WeightKernel::embedding, ElementType::f32, "table", MemoryStorage::f16);
   CHECK_FALSE(embedding.ok());
   test::check_no_validation_messages(context);
 }

@@ -108,7 +108,9 @@ void check_stats(Context& context, const kernels::KernelPlan& plan, uint32_t cap
   constants.kv_score_offset = kv_scores;
   constants.chunk_init_offset = chunk_init;
   vk::DescriptorArena arena(context);
-  const kernels::InsertKernels insert(context, arena, plan, {{&kv_buffer}, {&chunk_buffer}, {&lists}, {}}, constants);
+  const kernels::InsertKernels insert =
+      kernels::InsertKernels::create(context, arena, plan, {{&kv_buffer}, {&chunk_buffer}, {&lists}, {}}, constants)
+          .value_or_throw();
   test::run_once(context, [&](vk::CommandRecorder& rec) { insert.score_stats(rec, {held, 0}); });
   const std::vector<uint32_t> after = test::download_words(context, chunk_buffer, 0, chunk.size());
 

@@ -165,8 +165,9 @@ void check_top_k(Context& context, vk::DescriptorArena& arena, uint32_t count, u
   const uint32_t tiles = kernels::ceil_div(count, plan.select_span());
   const uint64_t list_words = uint64_t{rows} * tiles * keep * 3;
   const vk::Buffer lists = test::device_words(context, list_words, 0xDEADBEEFu, "test lists");
-  const kernels::Select select(context, arena, plan, kernels::Select::Source::logits, {&logit_buffer}, {&kv_buffer},
-                               {&lists});
+  const kernels::Select select = kernels::Select::create(context, arena, plan, kernels::Select::Source::logits,
+                                                         {&logit_buffer}, {&kv_buffer}, {&lists})
+                                     .value_or_throw();
 
   kernels::SelectTileParams p{};
   p.count = count;
@@ -174,7 +175,7 @@ void check_top_k(Context& context, vk::DescriptorArena& arena, uint32_t count, u
   p.source_offset = source_offset;
   p.source_stride = source_stride;
   p.kv_pos_offset = kv_pos_offset;
-  test::run_once(context, [&](vk::CommandRecorder& rec) { select.record(rec, p, rows); });
+  test::run_once(context, [&](vk::CommandRecorder& rec) { select.record(rec, p, rows).or_throw(); });
   REQUIRE(select.list_words(rows, count, keep) == list_words);
   const std::vector<uint32_t> words = test::download_words(context, lists, 0, list_words);
 
@@ -280,8 +281,9 @@ void check_victims(Context& context, vk::DescriptorArena& arena, const EvictCase
                  << plan.select_tile);
     const uint64_t list_words = uint64_t{std::max(1u, (count + plan.select_span() - 1) / plan.select_span())} * keep * 3;
     const vk::Buffer lists = test::device_words(context, list_words, 0xDEADBEEFu, "test lists");
-    const kernels::Select select(context, arena, plan, kernels::Select::Source::evict, {&kv_buffer}, {&chunk_buffer},
-                                 {&lists});
+    const kernels::Select select = kernels::Select::create(context, arena, plan, kernels::Select::Source::evict,
+                                                           {&kv_buffer}, {&chunk_buffer}, {&lists})
+                                       .value_or_throw();
     kernels::SelectTileParams p{};
     p.count = count;
     p.keep = keep;
@@ -295,7 +297,7 @@ void check_victims(Context& context, vk::DescriptorArena& arena, const EvictCase
     p.chunk_pos_offset = cpos_off;
     p.chunk_valid_offset = cvalid_off;
     p.chunk_init_offset = cinit_off;
-    test::run_once(context, [&](vk::CommandRecorder& rec) { select.record(rec, p, 1); });
+    test::run_once(context, [&](vk::CommandRecorder& rec) { select.record(rec, p, 1).or_throw(); });
     const std::vector<uint32_t> words = test::download_words(context, lists, 0, uint64_t{keep} * 3);
     const std::vector<ListEntry> actual = test::list_row(words, 0, 1, keep);
     const std::vector<ListEntry> expected = test::expected_victims(in, keep);
@@ -398,14 +400,17 @@ TEST_CASE("select rejects a keep that is not a power of two or exceeds half a ti
   const vk::Buffer logits = test::device_words(context, 1024, 0u, "test logits");
   const vk::Buffer kv = test::device_words(context, 1024, 0u, "test kv");
   const vk::Buffer lists = test::device_words(context, 1024, 0u, "test lists");
-  const kernels::Select select(context, arena, plan, kernels::Select::Source::logits, {&logits}, {&kv}, {&lists});
+  const kernels::Select select =
+      kernels::Select::create(context, arena, plan, kernels::Select::Source::logits, {&logits}, {&kv}, {&lists})
+          .value_or_throw();
   vk::Submission submission = vk::Submission::create(context).value_or_throw();
   vk::CommandRecorder& rec = *submission.begin().value_or_throw();
   kernels::SelectTileParams p{};
   p.count = 10;
   for (uint32_t keep : {0u, 3u, plan.max_keep() * 2}) {
     p.keep = keep;
-    CHECK_THROWS_AS(select.record(rec, p, 1), Error);
+    const Status refused = select.record(rec, p, 1);
+    CHECK(refused.code() == ErrorCode::invalid_argument);
   }
   test::check_no_validation_messages(context);
 }
@@ -431,7 +436,9 @@ TEST_CASE("select (tiled): subgroup shuffle stages and shared-memory stages both
       const vk::Buffer logits = test::device_words(context, 64, 0u, "probe logits");
       const vk::Buffer kv = test::device_words(context, 64, 0u, "probe kv");
       const vk::Buffer lists = test::device_words(context, 64, 0u, "probe lists");
-      const kernels::Select probe(context, arena, plan, kernels::Select::Source::logits, {&logits}, {&kv}, {&lists});
+      const kernels::Select probe =
+          kernels::Select::create(context, arena, plan, kernels::Select::Source::logits, {&logits}, {&kv}, {&lists})
+              .value_or_throw();
       if (!shuffle) CHECK_FALSE(probe.shuffles());
       if (shuffle && context.caps().subgroup_shuffle && context.caps().subgroup_size_control &&
           plan.select_workgroup % context.caps().max_subgroup_size == 0)

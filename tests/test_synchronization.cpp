@@ -115,11 +115,11 @@ TEST_CASE("recorder: a barrier goes exactly before the first command that depend
 void record_dependent_adds(Context& context, vk::CommandRecorder& rec, const vk::Buffer& a, const vk::Buffer& b,
                            const vk::Buffer& c, const vk::Buffer& d, vk::DescriptorArena& arena) {
   const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
-  const kernels::Add first(context, arena, plan, {&a}, {&b}, {&c});
-  const kernels::Add second(context, arena, plan, {&c}, {&b}, {&d});
+  const kernels::Add first = kernels::Add::create(context, arena, plan, {&a}, {&b}, {&c}).value_or_throw();
+  const kernels::Add second = kernels::Add::create(context, arena, plan, {&c}, {&b}, {&d}).value_or_throw();
   const RowRef rows = RowRef::contiguous(64);
-  first.record(rec, {4, 64, rows, rows, rows});
-  second.record(rec, {4, 64, rows, rows, rows});
+  first.record(rec, {4, 64, rows, rows, rows}).or_throw();
+  second.record(rec, {4, 64, rows, rows, rows}).or_throw();
 }
 
 TEST_CASE("synchronization validation reports a planted missing barrier, and none with derived barriers") {
@@ -164,15 +164,14 @@ TEST_CASE("kernels refuse bindings that overlap when one of them is written") {
   const vk::Buffer x = test::device_words(context, 512, 0u, "test x");
   const vk::Buffer w = test::device_words(context, 64, 0u, "test weights");
   // Y over part of X without being X: no shader variant can do that safely.
-  try {
-    kernels::Norm(context, arena, plan, NormKind::rms, {&x, 0, 1024}, {&w}, {&x, 512, 1024});
-    FAIL("overlapping bindings were accepted");
-  } catch (const Error& e) {
-    CHECK(std::string(e.what()).find("overlap") != std::string::npos);
-  }
+  const Result<kernels::Norm> overlapping =
+      kernels::Norm::create(context, arena, plan, NormKind::rms, {&x, 0, 1024}, {&w}, {&x, 512, 1024});
+  REQUIRE_FALSE(overlapping.ok());
+  CHECK(overlapping.status().code() == ErrorCode::invalid_argument);
+  CHECK(overlapping.status().message().find("overlap") != std::string::npos);
   // The same binding selects the in-place variant; disjoint sections of one buffer are fine.
-  CHECK_NOTHROW(kernels::Norm(context, arena, plan, NormKind::rms, {&x}, {&w}, {&x}));
-  CHECK_NOTHROW(kernels::Norm(context, arena, plan, NormKind::rms, {&x, 0, 1024}, {&w}, {&x, 1024, 1024}));
+  CHECK(kernels::Norm::create(context, arena, plan, NormKind::rms, {&x}, {&w}, {&x}).ok());
+  CHECK(kernels::Norm::create(context, arena, plan, NormKind::rms, {&x, 0, 1024}, {&w}, {&x, 1024, 1024}).ok());
   test::check_no_validation_messages(context);
 }
 

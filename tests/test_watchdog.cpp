@@ -95,8 +95,8 @@ TEST_CASE("watchdog: the recorder puts no barrier between the pieces of a dispat
     const vk::Buffer A = test::upload_words(context, a_bits, "test a"), B = test::upload_words(context, b_bits, "test b");
     const vk::Buffer C = test::device_words(context, n, 0u, "test c"), D = test::device_words(context, n, 0u, "test d");
     vk::DescriptorArena arena(context);
-    const kernels::Add first(context, arena, plan, {&A}, {&B}, {&C});
-    const kernels::Add second(context, arena, plan, {&C}, {&B}, {&D});
+    const kernels::Add first = kernels::Add::create(context, arena, plan, {&A}, {&B}, {&C}).value_or_throw();
+    const kernels::Add second = kernels::Add::create(context, arena, plan, {&C}, {&B}, {&D}).value_or_throw();
     const kernels::RowRef ref = kernels::RowRef::contiguous(cols);
     const kernels::Grid grid = kernels::fold_groups(uint64_t{rows} * kernels::ceil_div(cols, plan.workgroup), plan);
     const uint32_t pieces_each = kernels::ceil_div(uint64_t{grid.x} * grid.y, 3);
@@ -105,11 +105,11 @@ TEST_CASE("watchdog: the recorder puts no barrier between the pieces of a dispat
     vk::Submission submission = vk::Submission::create(context).value_or_throw();
     vk::CommandRecorder& rec = *submission.begin().value_or_throw();
     const vk::CommandRecorder::Counts start = rec.counts();
-    first.record(rec, {rows, cols, ref, ref, ref});
+    first.record(rec, {rows, cols, ref, ref, ref}).or_throw();
     CHECK(rec.counts().dispatches == start.dispatches + 1);
     CHECK(rec.counts().pieces == start.pieces + pieces_each);
     CHECK(rec.counts().barriers == start.barriers);  // none between its pieces
-    second.record(rec, {rows, cols, ref, ref, ref});
+    second.record(rec, {rows, cols, ref, ref, ref}).or_throw();
     CHECK(rec.counts().pieces == start.pieces + 2 * pieces_each);
     CHECK(rec.counts().barriers == start.barriers + 1);  // the second reads what the first wrote
     submission.submit().or_throw();

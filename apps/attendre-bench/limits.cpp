@@ -143,7 +143,7 @@ Limits measure_limits(attendre::Context& context, bool quick) {
     uint32_t element_bytes;
   };
   for (const Variant& v : {Variant{"vec4", ShaderId::bench_copy, 16}, Variant{"float", ShaderId::bench_copy_scalar, 4}}) {
-    const Kernel copy = Kernel::make<BenchParams>(context, arena, v.shader, {W}, {{&src}, {&dst}});
+    const Kernel copy = Kernel::make<BenchParams>(context, arena, v.shader, {W}, {{&src}, {&dst}}).value_or_throw();
     for (uint64_t bytes : sizes) {
       BenchParams p{};
       p.count = static_cast<uint32_t>(bytes / v.element_bytes);
@@ -166,7 +166,7 @@ Limits measure_limits(attendre::Context& context, bool quick) {
   const uint32_t max_groups = std::min(grid_groups.back(), plan.max_groups_x);
   vk::Buffer out = vk::Buffer::create(
       context, uint64_t{max_groups} * W * 16, vk::MemoryIntent::device, "bench fma results").value_or_throw();
-  const Kernel fma = Kernel::make<BenchParams>(context, arena, ShaderId::bench_fma, {W}, {{&out}});
+  const Kernel fma = Kernel::make<BenchParams>(context, arena, ShaderId::bench_fma, {W}, {{&out}}).value_or_throw();
   for (uint32_t groups : grid_groups) {
     groups = std::min(groups, max_groups);
     BenchParams p{};

@@ -118,7 +118,8 @@ void sweep_weight_kernels(attendre::Context& context, const Options& options, Re
           k.role = m.role;
           k.precision = precision;
           k.shape = {{"hidden", m.hidden}, {"rows", rows}, {"in", m.in}, {"out", m.out}};
-          k.median_ms = time_dispatch(context, repeats, [&](vk::CommandRecorder& rec) { matmul.record(rec, args); });
+          k.median_ms =
+              time_dispatch(context, repeats, [&](vk::CommandRecorder& rec) { matmul.record(rec, args).or_throw(); });
           k.samples = repeats;
           const Cost cost = matmul_cost(rows, m.in, m.out, double(block.bytes) / block.values, false);
           k.bytes = cost.bytes;

@@ -276,7 +276,7 @@ Status Projection::record(vk::CommandRecorder& rec, uint32_t rows, kernels::RowR
       args.r = *residual;
       args.r.offset += part.first_row;
     }
-    ATTENDRE_TRY(parts_[i].try_record(rec, args));
+    ATTENDRE_TRY(parts_[i].record(rec, args));
   }
   return {};
 }

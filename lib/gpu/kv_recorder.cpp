@@ -259,7 +259,7 @@ Status KvRecorder::record_insert(vk::CommandRecorder& rec, std::span<const uint8
     s.chunk_pos_offset = chunk_layout_.positions;
     s.chunk_valid_offset = chunk_layout_.valid;
     s.chunk_init_offset = chunk_layout_.init;
-    ATTENDRE_TRY(insert_.try_select_victims(rec, s));
+    ATTENDRE_TRY(insert_.select_victims(rec, s));
   }
   insert_.plan(rec, p);
   if (evicted_ && evictions > 0) insert_.evict_copy(rec, p);
@@ -365,7 +365,7 @@ Status KvRecorder::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& ra
     s.source_offset = shared ? rp.summed_offset : 0;
     s.source_stride = M;
     s.kv_pos_offset = kv_layout_.positions;
-    ATTENDRE_TRY(retrieve_.try_top_k(rec, s, shared ? count : count * shape.heads_q));
+    ATTENDRE_TRY(retrieve_.top_k(rec, s, shared ? count : count * shape.heads_q));
   }
   retrieve_.attend(rec, rp);
   if (config_.kv.policy.kind == PolicyKind::fifo) return {};
@@ -402,7 +402,7 @@ Status KvRecorder::flash_batch(vk::CommandRecorder& rec, const QueryRange& range
   p.out_first_query = first;
   p.lse_offset = static_cast<uint32_t>(plan_.weights_offset);
   p.partial_offset = 0;
-  return flash_.try_record(rec, p);
+  return flash_.record(rec, p);
 }
 
 void KvRecorder::record_snapshot(vk::CommandRecorder& rec, const vk::Buffer& readback, VkDeviceSize offset) const {

@@ -382,32 +382,32 @@ Status DeviceBlock::record_qk(vk::CommandRecorder& rec, uint32_t n, uint32_t fir
   if (config_.qk_norm) {
     // Each head of the rows just projected, in place, before any rotation.
     const RowRef q_rows = ring_rows(lm ? kernels::kLmPast : kernels::kLmLocal);
-    ATTENDRE_TRY(q_norm_kernel_.try_record(rec, {n, s.head_dim, config_.norm_eps, 0, 0, q_rows, q_rows, s.heads_q}));
+    ATTENDRE_TRY(q_norm_kernel_.record(rec, {n, s.head_dim, config_.norm_eps, 0, 0, q_rows, q_rows, s.heads_q}));
     if (own_keys) {
       const RowRef k_rows = key_rows(lm ? 1 : 0);
-      ATTENDRE_TRY(k_norm_kernel_.try_record(rec, {n, s.head_dim, config_.norm_eps, 0, 0, k_rows, k_rows, s.heads_kv}));
+      ATTENDRE_TRY(k_norm_kernel_.record(rec, {n, s.head_dim, config_.norm_eps, 0, 0, k_rows, k_rows, s.heads_kv}));
     }
   }
   if (!config_.rope) return {};
   if (!lm) {
-    ATTENDRE_TRY(rope_q_.try_record(rec, {n, s.heads_q, s.head_dim, rope_dims_, ring_rows(0), {}, ring_positions, {}, 0}));
-    if (own_keys) ATTENDRE_TRY(rope_k_.try_record(rec, {n, s.heads_kv, s.head_dim, rope_dims_, key_rows(0), {}, chunk_positions, {}, 0}));
+    ATTENDRE_TRY(rope_q_.record(rec, {n, s.heads_q, s.head_dim, rope_dims_, ring_rows(0), {}, ring_positions, {}, 0}));
+    if (own_keys) ATTENDRE_TRY(rope_k_.record(rec, {n, s.heads_kv, s.head_dim, rope_dims_, key_rows(0), {}, chunk_positions, {}, 0}));
     return {};
   }
   const auto cap = static_cast<int32_t>(config_.lm_infinite.n_local);
   const RowRef unrotated = ring_rows(kernels::kLmPast);
-  ATTENDRE_TRY(rope_q_.try_record(rec, {n, s.heads_q, s.head_dim, rope_dims_, unrotated, ring_rows(kernels::kLmLocal), ring_positions, {}, 0}));
-  ATTENDRE_TRY(rope_q_.try_record(rec, {n, s.heads_q, s.head_dim, rope_dims_, unrotated, ring_rows(kernels::kLmFuture), ring_positions, -cap, 0}));
-  ATTENDRE_TRY(rope_q_.try_record(rec, {n, s.heads_q, s.head_dim, rope_dims_, unrotated, {}, ring_positions, cap, 0}));
-  if (own_keys) ATTENDRE_TRY(rope_k_.try_record(rec, {n, s.heads_kv, s.head_dim, rope_dims_, key_rows(1), key_rows(0), chunk_positions, {}, 0}));
+  ATTENDRE_TRY(rope_q_.record(rec, {n, s.heads_q, s.head_dim, rope_dims_, unrotated, ring_rows(kernels::kLmLocal), ring_positions, {}, 0}));
+  ATTENDRE_TRY(rope_q_.record(rec, {n, s.heads_q, s.head_dim, rope_dims_, unrotated, ring_rows(kernels::kLmFuture), ring_positions, -cap, 0}));
+  ATTENDRE_TRY(rope_q_.record(rec, {n, s.heads_q, s.head_dim, rope_dims_, unrotated, {}, ring_positions, cap, 0}));
+  if (own_keys) ATTENDRE_TRY(rope_k_.record(rec, {n, s.heads_kv, s.head_dim, rope_dims_, key_rows(1), key_rows(0), chunk_positions, {}, 0}));
   return {};
 }
 
 Status DeviceBlock::record_post_norm(vk::CommandRecorder& rec, uint32_t rows, const kernels::Norm& norm,
                                      const kernels::Add& residual, RowRef residual_rows) const {
   const uint32_t H = stack_.hidden;
-  ATTENDRE_TRY(norm.try_record(rec, {rows, H, config_.norm_eps, 0, 0, RowRef::contiguous(H), RowRef::contiguous(H)}));
-  return residual.try_record(rec, {rows, H, RowRef::contiguous(H), residual_rows, RowRef::contiguous(H)});
+  ATTENDRE_TRY(norm.record(rec, {rows, H, config_.norm_eps, 0, 0, RowRef::contiguous(H), RowRef::contiguous(H)}));
+  return residual.record(rec, {rows, H, RowRef::contiguous(H), residual_rows, RowRef::contiguous(H)});
 }
 
 Status DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint64_t upload_at) const {
@@ -417,8 +417,8 @@ Status DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint
   const uint32_t first_row = ring_->ring_row(step.first);
 
   if (n > 0) {
-    ATTENDRE_TRY(attn_norm_kernel_.try_record(rec, {n, H, config_.norm_eps, 0, w_.attn_norm.bias_offset,
-                                                    RowRef::contiguous(H), normed_}));
+    ATTENDRE_TRY(attn_norm_kernel_.record(rec, {n, H, config_.norm_eps, 0, w_.attn_norm.bias_offset,
+                                                RowRef::contiguous(H), normed_}));
     const bool own_keys = !config_.cross_attention;  // cross-attention keys were loaded from the encoder
     ring_->record_rows(rec, *in_, 0, ring.residuals, H, step.first, n);  // the residual waits with its query
     ring_->record_meta(rec, shared_.upload, upload_at, step.first, n);
@@ -460,8 +460,8 @@ Status DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint
     shared_.checks->record(rec, output_site_, 0, range.count * H);
     return {};
   }
-  ATTENDRE_TRY(ffn_norm_kernel_.try_record(rec, {range.count, H, config_.norm_eps, 0, w_.ffn_norm.bias_offset,
-                                                 RowRef::contiguous(H), normed_}));
+  ATTENDRE_TRY(ffn_norm_kernel_.record(rec, {range.count, H, config_.norm_eps, 0, w_.ffn_norm.bias_offset,
+                                             RowRef::contiguous(H), normed_}));
   const uint32_t F = config_.ffn;
   const FfnLayout& fl = shared_.ffn;
   // The projections bind their own section; the activation binds both and
@@ -473,8 +473,8 @@ Status DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint
   const RowRef half_rows = RowRef::contiguous(activation_row_words(F, MemoryStorage::f16));
   if (config_.gated) ATTENDRE_TRY(gate_proj_.record(rec, range.count, normed_, section));
   ATTENDRE_TRY(up_proj_.record(rec, range.count, normed_, section));
-  ATTENDRE_TRY(activation_.try_record(rec, {range.count, F, RowRef::contiguous(F, fl.gate), RowRef::contiguous(F, fl.up),
-                                            half ? half_rows : RowRef::contiguous(F, fl.gate)}));
+  ATTENDRE_TRY(activation_.record(rec, {range.count, F, RowRef::contiguous(F, fl.gate), RowRef::contiguous(F, fl.up),
+                                        half ? half_rows : RowRef::contiguous(F, fl.gate)}));
   ATTENDRE_TRY(down_proj_.record(rec, range.count, half ? half_rows : section, RowRef::contiguous(H),
                                  config_.post_norms ? std::nullopt : std::optional(RowRef::contiguous(H))));
   if (config_.post_norms) ATTENDRE_TRY(record_post_norm(rec, range.count, ffn_post_norm_kernel_, ffn_residual_, RowRef::contiguous(H)));

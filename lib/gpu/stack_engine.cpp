@@ -197,9 +197,8 @@ Status StackEngine::record_step(vk::CommandRecorder& rec, const Planned& step, s
       // rows over them: in order (parts() starts at id 0).
       for (size_t i = 0; i < embed_.size(); ++i) {
         const MatrixPart& part = embedding_table_.parts()[i];
-        ATTENDRE_TRY(embed_[i].try_record(
-            rec, {n, H, part.rows, 0, RowRef::contiguous(1), RowRef::contiguous(H), part.first_row,
-                  static_cast<float>(config_.embedding_scale)}));
+        ATTENDRE_TRY(embed_[i].record(rec, {n, H, part.rows, 0, RowRef::contiguous(1), RowRef::contiguous(H),
+                                            part.first_row, static_cast<float>(config_.embedding_scale)}));
       }
     } else {
       rec.copy(shared_.upload, upload_plan_.input * 4, shared_.x[0], 0, uint64_t{n} * H * 4);
@@ -213,8 +212,8 @@ Status StackEngine::record_step(vk::CommandRecorder& rec, const Planned& step, s
   const bool emits = std::any_of(rows.begin(), rows.end(), [](const QueryMeta& m) { return m.valid; });
   const bool read = emits && (!hidden.empty() || logits.buffer);
   if (emits && (read || on_output)) {
-    ATTENDRE_TRY(final_norm_.try_record(rec, {count, H, config_.final_norm_eps, 0, output_norm_.bias_offset,
-                                              RowRef::contiguous(H), RowRef::contiguous(H)}));
+    ATTENDRE_TRY(final_norm_.record(rec, {count, H, config_.final_norm_eps, 0, output_norm_.bias_offset,
+                                          RowRef::contiguous(H), RowRef::contiguous(H)}));
     // Rows leaving as hidden states (or into an encoder output memory) are
     // checked: a final norm whose statistic left fp32 writes NaN rows
     // (norm.comp). Logits alone need no check of their own rows: a NaN
@@ -233,8 +232,8 @@ Status StackEngine::record_step(vk::CommandRecorder& rec, const Planned& step, s
     }
     ATTENDRE_TRY(head_.record(rec, count, head_rows, RowRef::contiguous(config_.vocab)));
     if (config_.logit_soft_cap > 0.0)
-      ATTENDRE_TRY(soft_cap_.try_record(rec, {count, config_.vocab, static_cast<float>(config_.logit_soft_cap),
-                                              RowRef::contiguous(config_.vocab)}));
+      ATTENDRE_TRY(soft_cap_.record(
+          rec, {count, config_.vocab, static_cast<float>(config_.logit_soft_cap), RowRef::contiguous(config_.vocab)}));
     shared_.checks->record(rec, logits_site_, 0, count * config_.vocab);
     copy_rows(rec, logits_, config_.vocab, rows, logits);
   }

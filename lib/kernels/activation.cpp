@@ -21,17 +21,17 @@ Result<Activation> Activation::create(Context& context, vk::DescriptorArena& are
   ATTENDRE_TRY_ASSIGN(const bool same, in_place(input, out, "activation"));
   ATTENDRE_REQUIRE(!(same && a.half_out_), "activation: fp16 output rows cannot be written in place");
   if (same) {
-    ATTENDRE_TRY_ASSIGN(a.kernel_, Kernel::try_make<ActivationParams>(context, arena, ShaderId::activation_in_place,
-                                                                      with_fold({plan.workgroup}, plan), {input}));
+    ATTENDRE_TRY_ASSIGN(a.kernel_, Kernel::make<ActivationParams>(context, arena, ShaderId::activation_in_place,
+                                                                  with_fold({plan.workgroup}, plan), {input}));
   } else {
-    ATTENDRE_TRY_ASSIGN(a.kernel_, Kernel::try_make<ActivationParams>(
+    ATTENDRE_TRY_ASSIGN(a.kernel_, Kernel::make<ActivationParams>(
                                        context, arena, a.half_out_ ? ShaderId::activation_f16 : ShaderId::activation,
                                        with_fold({plan.workgroup}, plan), {input, out}));
   }
   return a;
 }
 
-Status Activation::try_record(vk::CommandRecorder& recorder, const Args& args) const {
+Status Activation::record(vk::CommandRecorder& recorder, const Args& args) const {
   if (args.rows == 0 || args.cols == 0) return {};
   ATTENDRE_TRY(check_rows(args.x, args.rows, args.cols, false, "activation input"));
   if (gated_) ATTENDRE_TRY(check_rows(args.up, args.rows, args.cols, false, "activation up"));

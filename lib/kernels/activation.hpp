@@ -31,17 +31,9 @@ class Activation {
   static Result<Activation> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
                                    ActivationKind kind, bool gated, vk::BufferBinding input, vk::BufferBinding out,
                                    MemoryStorage output = MemoryStorage::f32);
-#if defined(__cpp_exceptions)
-  Activation(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ActivationKind kind, bool gated,
-             vk::BufferBinding input, vk::BufferBinding out)
-      : Activation(create(context, arena, plan, kind, gated, input, out).value_or_throw()) {}
-#endif
 
   // Records the activation; no barrier (the caller orders it).
-  Status try_record(vk::CommandRecorder& recorder, const Args& args) const;
-#if defined(__cpp_exceptions)
-  void record(vk::CommandRecorder& recorder, const Args& args) const { try_record(recorder, args).or_throw(); }
-#endif
+  Status record(vk::CommandRecorder& recorder, const Args& args) const;
 
  private:
   KernelPlan plan_;

@@ -13,16 +13,16 @@ Result<Add> Add::create(Context& context, vk::DescriptorArena& arena, const Kern
   if (!b.buffer) b = a;
   ATTENDRE_TRY_ASSIGN(const bool same, in_place(a, c, "add"));
   if (same) {
-    ATTENDRE_TRY_ASSIGN(add.kernel_,
-                        Kernel::try_make<AddParams>(context, arena, ShaderId::add_in_place, with_fold({plan.workgroup}, plan), {a, b}));
+    ATTENDRE_TRY_ASSIGN(add.kernel_, Kernel::make<AddParams>(context, arena, ShaderId::add_in_place,
+                                                             with_fold({plan.workgroup}, plan), {a, b}));
   } else {
-    ATTENDRE_TRY_ASSIGN(add.kernel_,
-                        Kernel::try_make<AddParams>(context, arena, ShaderId::add, with_fold({plan.workgroup}, plan), {a, b, c}));
+    ATTENDRE_TRY_ASSIGN(add.kernel_, Kernel::make<AddParams>(context, arena, ShaderId::add,
+                                                             with_fold({plan.workgroup}, plan), {a, b, c}));
   }
   return add;
 }
 
-Status Add::try_record(vk::CommandRecorder& recorder, const Args& args) const {
+Status Add::record(vk::CommandRecorder& recorder, const Args& args) const {
   if (args.rows == 0 || args.cols == 0) return {};
   ATTENDRE_TRY(check_rows(args.a, args.rows, args.cols, false, "add A"));
   ATTENDRE_TRY(check_rows(args.b, args.rows, args.cols, false, "add B"));

@@ -23,17 +23,9 @@ class Add {
   // place, or disjoint from a and b).
   static Result<Add> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, vk::BufferBinding a,
                             vk::BufferBinding b, vk::BufferBinding c);
-#if defined(__cpp_exceptions)
-  Add(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, vk::BufferBinding a, vk::BufferBinding b,
-      vk::BufferBinding c)
-      : Add(create(context, arena, plan, a, b, c).value_or_throw()) {}
-#endif
 
   // Records the sum; no barrier (the caller orders it).
-  Status try_record(vk::CommandRecorder& recorder, const Args& args) const;
-#if defined(__cpp_exceptions)
-  void record(vk::CommandRecorder& recorder, const Args& args) const { try_record(recorder, args).or_throw(); }
-#endif
+  Status record(vk::CommandRecorder& recorder, const Args& args) const;
 
  private:
   KernelPlan plan_;

@@ -9,8 +9,8 @@ Result<CheckFinite> CheckFinite::create(Context& context, vk::DescriptorArena& a
                                         vk::BufferBinding values, vk::BufferBinding flag) {
   CheckFinite check;
   check.plan_ = plan;
-  ATTENDRE_TRY_ASSIGN(check.kernel_, Kernel::try_make<FiniteParams>(context, arena, ShaderId::check_finite,
-                                                                    with_fold({plan.workgroup}, plan), {values, flag}));
+  ATTENDRE_TRY_ASSIGN(check.kernel_, Kernel::make<FiniteParams>(context, arena, ShaderId::check_finite,
+                                                                with_fold({plan.workgroup}, plan), {values, flag}));
   return check;
 }
 

@@ -15,11 +15,6 @@ class CheckFinite {
   // Bindings: values (floats, read), flag (one word, set when a value is not finite).
   static Result<CheckFinite> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
                                     vk::BufferBinding values, vk::BufferBinding flag);
-#if defined(__cpp_exceptions)
-  CheckFinite(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, vk::BufferBinding values,
-              vk::BufferBinding flag)
-      : CheckFinite(create(context, arena, plan, values, flag).value_or_throw()) {}
-#endif
 
   // Records the check of `count` floats from word `first` of the values binding.
   void record(vk::CommandRecorder& recorder, uint32_t first, uint32_t count) const;

@@ -14,13 +14,13 @@ Result<Embedding> Embedding::create(Context& context, vk::DescriptorArena& arena
   e.plan_ = plan;
   e.type_ = table_type;
   ATTENDRE_TRY_ASSIGN(const ShaderId shader,
-                      try_weight_variant(context, WeightKernel::embedding, table_type, "the embedding table"));
-  ATTENDRE_TRY_ASSIGN(e.kernel_,
-                      Kernel::try_make<EmbeddingParams>(context, arena, shader, with_fold({plan.workgroup}, plan), {ids, table, out}));
+                      weight_variant(context, WeightKernel::embedding, table_type, "the embedding table"));
+  ATTENDRE_TRY_ASSIGN(e.kernel_, Kernel::make<EmbeddingParams>(context, arena, shader,
+                                                               with_fold({plan.workgroup}, plan), {ids, table, out}));
   return e;
 }
 
-Status Embedding::try_record(vk::CommandRecorder& recorder, const Args& args) const {
+Status Embedding::record(vk::CommandRecorder& recorder, const Args& args) const {
   if (args.rows == 0 || args.dim == 0) return {};
   ATTENDRE_TRY(check_weight_layout(type_, args.dim, args.table_offset, "embedding table"));
   // The kernel addresses the table in 32-bit elements (float types) or bytes (block types).

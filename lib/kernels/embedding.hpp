@@ -33,17 +33,9 @@ class Embedding {
   static Result<Embedding> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
                                   ElementType table_type, vk::BufferBinding ids, vk::BufferBinding table,
                                   vk::BufferBinding out);
-#if defined(__cpp_exceptions)
-  Embedding(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ElementType table_type,
-            vk::BufferBinding ids, vk::BufferBinding table, vk::BufferBinding out)
-      : Embedding(create(context, arena, plan, table_type, ids, table, out).value_or_throw()) {}
-#endif
 
   // Records the lookup; no barrier (the caller orders it).
-  Status try_record(vk::CommandRecorder& recorder, const Args& args) const;
-#if defined(__cpp_exceptions)
-  void record(vk::CommandRecorder& recorder, const Args& args) const { try_record(recorder, args).or_throw(); }
-#endif
+  Status record(vk::CommandRecorder& recorder, const Args& args) const;
 
  private:
   KernelPlan plan_;

@@ -59,15 +59,16 @@ Result<FlashAttention> FlashAttention::create(Context& context, vk::DescriptorAr
                               ? ShaderId::flash_attend_direct
                               : stored_variant(stored, ShaderId::flash_attend, ShaderId::flash_attend_f16,
                                                ShaderId::flash_attend_f16_words);
-  ATTENDRE_TRY_ASSIGN(f.attend_, Kernel::try_make<FlashParams>(
-                                     context, arena, shader, {plan.flash_workgroup, head_dim, plan.flash_block_for(head_dim)},
-                                     {b.ring, b.kv, b.outputs, b.partials}));
-  ATTENDRE_TRY_ASSIGN(f.combine_, Kernel::try_make<FlashParams>(context, arena, ShaderId::flash_combine,
-                                                                {plan.workgroup, head_dim}, {b.partials, b.outputs}));
+  ATTENDRE_TRY_ASSIGN(f.attend_,
+                      Kernel::make<FlashParams>(context, arena, shader,
+                                                {plan.flash_workgroup, head_dim, plan.flash_block_for(head_dim)},
+                                                {b.ring, b.kv, b.outputs, b.partials}));
+  ATTENDRE_TRY_ASSIGN(f.combine_, Kernel::make<FlashParams>(context, arena, ShaderId::flash_combine,
+                                                            {plan.workgroup, head_dim}, {b.partials, b.outputs}));
   return f;
 }
 
-Status FlashAttention::try_record(vk::CommandRecorder& recorder, FlashParams p) const {
+Status FlashAttention::record(vk::CommandRecorder& recorder, FlashParams p) const {
   if (p.queries == 0) return {};
   ATTENDRE_TRY_ASSIGN(const FlashSplits s, flash_splits(plan_, head_dim_, p.held));
   p.chunk = s.chunk;

@@ -48,12 +48,7 @@ class FlashAttention {
   // Records the attention of params.queries queries over params.held slots;
   // fills params.chunk and params.splits (flash_splits) itself. Fails when
   // the grid passes the device's workgroup counts.
-  Status try_record(vk::CommandRecorder& recorder, FlashParams params) const;
-#if defined(__cpp_exceptions)
-  void record(vk::CommandRecorder& recorder, const FlashParams& params) const {
-    try_record(recorder, params).or_throw();
-  }
-#endif
+  Status record(vk::CommandRecorder& recorder, FlashParams params) const;
 
  private:
   KernelPlan plan_;

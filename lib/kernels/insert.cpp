@@ -65,25 +65,24 @@ Result<InsertKernels> InsertKernels::create(Context& context, vk::DescriptorAren
   std::vector<uint32_t> stats_spec = spec;
   stats_spec.push_back(k.stats_span_);
   const vk::BufferBinding partials{b.lists.buffer, b.lists.offset, 4 * stats_partial_words(plan, constants.capacity)};
-  ATTENDRE_TRY_ASSIGN(k.stats_, Kernel::try_make<InsertParams>(
+  ATTENDRE_TRY_ASSIGN(k.stats_, Kernel::make<InsertParams>(
                                     context, arena, subgroups ? ShaderId::score_stats_subgroups : ShaderId::score_stats,
                                     stats_spec, {b.kv, b.chunk, partials}));
-  ATTENDRE_TRY_ASSIGN(
-      k.stats_combine_,
-      Kernel::try_make<InsertParams>(
-          context, arena, subgroups ? ShaderId::score_stats_combine_subgroups : ShaderId::score_stats_combine,
-          stats_spec, {partials, b.chunk}));
-  ATTENDRE_TRY_ASSIGN(k.plan_kernel_, Kernel::try_make<InsertParams>(context, arena, insert_plan_shader(plan.insert_scans),
-                                                                    specialization(plan.insert_workgroup, constants),
-                                                                    {b.lists, b.chunk}));
+  ATTENDRE_TRY_ASSIGN(k.stats_combine_, Kernel::make<InsertParams>(context, arena,
+                                                                   subgroups ? ShaderId::score_stats_combine_subgroups
+                                                                             : ShaderId::score_stats_combine,
+                                                                   stats_spec, {partials, b.chunk}));
+  ATTENDRE_TRY_ASSIGN(k.plan_kernel_,
+                      Kernel::make<InsertParams>(context, arena, insert_plan_shader(plan.insert_scans),
+                                                 specialization(plan.insert_workgroup, constants), {b.lists, b.chunk}));
   // fp16 rows are written as packed words on every device (stored.glsl).
   const ShaderId scatter = stored == StoredPath::f32 ? ShaderId::insert_scatter : ShaderId::insert_scatter_f16;
-  ATTENDRE_TRY_ASSIGN(k.scatter_, Kernel::try_make<InsertParams>(context, arena, scatter, spec, {b.kv, b.chunk}));
+  ATTENDRE_TRY_ASSIGN(k.scatter_, Kernel::make<InsertParams>(context, arena, scatter, spec, {b.kv, b.chunk}));
   const ShaderId copy =
       stored_variant(stored, ShaderId::evict_copy, ShaderId::evict_copy_f16, ShaderId::evict_copy_f16_words);
   if (b.evicted.buffer) {
-    ATTENDRE_TRY_ASSIGN(
-        k.copy_, Kernel::try_make<InsertParams>(context, arena, copy, spec, {b.lists, b.kv, b.chunk, b.evicted}));
+    ATTENDRE_TRY_ASSIGN(k.copy_,
+                        Kernel::make<InsertParams>(context, arena, copy, spec, {b.lists, b.kv, b.chunk, b.evicted}));
   }
   ATTENDRE_TRY_ASSIGN(k.select_, Select::create(context, arena, plan, Select::Source::evict, b.kv, b.chunk, b.lists,
                                                 constants.capacity + constants.rows, constants.rows));

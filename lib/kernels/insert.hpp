@@ -36,22 +36,12 @@ class InsertKernels {
   static Result<InsertKernels> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
                                       const InsertBuffers& buffers, const InsertConstants& constants,
                                       StoredPath stored = StoredPath::f32);
-#if defined(__cpp_exceptions)
-  InsertKernels(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, const InsertBuffers& buffers,
-                const InsertConstants& constants, StoredPath stored = StoredPath::f32)
-      : InsertKernels(create(context, arena, plan, buffers, constants, stored).value_or_throw()) {}
-#endif
 
   // ceil(held / stats_span) workgroups, then one combining them when there are several.
   void score_stats(vk::CommandRecorder& recorder, const InsertParams& params) const;
-  Status try_select_victims(vk::CommandRecorder& recorder, const SelectTileParams& params) const {
-    return select_.try_record(recorder, params, 1);
+  Status select_victims(vk::CommandRecorder& recorder, const SelectTileParams& params) const {
+    return select_.record(recorder, params, 1);
   }
-#if defined(__cpp_exceptions)
-  void select_victims(vk::CommandRecorder& recorder, const SelectTileParams& params) const {
-    try_select_victims(recorder, params).or_throw();
-  }
-#endif
   void plan(vk::CommandRecorder& recorder, const InsertParams& params) const { plan_kernel_.dispatch(recorder, params, 1); }
   void evict_copy(vk::CommandRecorder& recorder, const InsertParams& params) const;
   void scatter(vk::CommandRecorder& recorder, const InsertParams& params) const;

@@ -89,8 +89,8 @@ bool half_math(const DeviceCaps& caps) {
   return caps.float16 && !f16_as_words(caps) && !caps.quirks.half_math_emulated;
 }
 
-Result<ShaderId> try_weight_variant(const Context& context, WeightKernel kernel, ElementType type,
-                                    const std::string& what, MemoryStorage input) {
+Result<ShaderId> weight_variant(const Context& context, WeightKernel kernel, ElementType type, const std::string& what,
+                                MemoryStorage input) {
   const bool a16 = input == MemoryStorage::f16;
   if (a16 && kernel == WeightKernel::embedding) return invalid_argument(what + ": an embedding reads no activations");
   // fp16 weights and fp16 activations take the same path: 16-bit loads, or

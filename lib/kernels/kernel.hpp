@@ -29,20 +29,11 @@ class Kernel {
   // Fails when the pipeline cannot be built on the device, or when two
   // bindings overlap and one of them is written (invalid_argument).
   template <class Params>
-  static Result<Kernel> try_make(Context& context, vk::DescriptorArena& arena, ShaderId shader,
-                                 std::vector<uint32_t> specialization,
-                                 std::initializer_list<vk::BufferBinding> bindings, bool full_subgroups = false) {
+  static Result<Kernel> make(Context& context, vk::DescriptorArena& arena, ShaderId shader,
+                             std::vector<uint32_t> specialization, std::initializer_list<vk::BufferBinding> bindings,
+                             bool full_subgroups = false) {
     return build(context, arena, shader, sizeof(Params), std::move(specialization), bindings, full_subgroups);
   }
-#if defined(__cpp_exceptions)
-  template <class Params>
-  static Kernel make(Context& context, vk::DescriptorArena& arena, ShaderId shader,
-                     std::vector<uint32_t> specialization, std::initializer_list<vk::BufferBinding> bindings,
-                     bool full_subgroups = false) {
-    return try_make<Params>(context, arena, shader, std::move(specialization), bindings, full_subgroups)
-        .value_or_throw();
-  }
-#endif
 
   template <class Params>
   void dispatch(vk::CommandRecorder& recorder, const Params& params, uint32_t x, uint32_t y = 1,
@@ -90,13 +81,8 @@ bool half_math(const DeviceCaps& caps);
 // unless q8_0_as_int8(); fp16 A rows by 16-bit loads (*_a16) or, where
 // f16_as_words(), as words (*_a16_words); fp16 rows times F16 weights where
 // half_math() in fp16 (*_f16_a16_math).
-Result<ShaderId> try_weight_variant(const Context& context, WeightKernel kernel, ElementType type,
-                                    const std::string& what, MemoryStorage input = MemoryStorage::f32);
-#if defined(__cpp_exceptions)
-inline ShaderId weight_variant(const Context& context, WeightKernel kernel, ElementType type, const std::string& what) {
-  return try_weight_variant(context, kernel, type, what).value_or_throw();
-}
-#endif
+Result<ShaderId> weight_variant(const Context& context, WeightKernel kernel, ElementType type, const std::string& what,
+                                MemoryStorage input = MemoryStorage::f32);
 
 // Values of `type` the matvec and direct kernels decode per step (a block
 // or part of one, interface/quant.h; 1 for the float types).

@@ -51,32 +51,32 @@ Result<Matmul> Matmul::create(Context& context, vk::DescriptorArena& arena, cons
   if (!r.buffer) r = a;
   m.plan_.direct = direct_matmul(plan, weights);
   if (m.plan_.direct) {
-    ATTENDRE_TRY_ASSIGN(const ShaderId direct, try_weight_variant(context, WeightKernel::direct, weights, what, input));
+    ATTENDRE_TRY_ASSIGN(const ShaderId direct, weight_variant(context, WeightKernel::direct, weights, what, input));
     const DirectTile many = direct_tile(plan, weights, false), few = direct_tile(plan, weights, true);
-    ATTENDRE_TRY_ASSIGN(m.direct_,
-                        Kernel::try_make<MatmulParams>(context, arena, direct,
-                                                       with_fold({many.workgroup, many.rows, plan.direct_share, many.outputs}, plan), {a, w, c, r}));
+    ATTENDRE_TRY_ASSIGN(
+        m.direct_, Kernel::make<MatmulParams>(
+                       context, arena, direct,
+                       with_fold({many.workgroup, many.rows, plan.direct_share, many.outputs}, plan), {a, w, c, r}));
     ATTENDRE_TRY_ASSIGN(m.direct_few_,
-                        Kernel::try_make<MatmulParams>(context, arena, direct,
-                                                       with_fold({few.workgroup, few.rows, plan.direct_share, few.outputs}, plan),
-                                                       {a, w, c, r}));
+                        Kernel::make<MatmulParams>(
+                            context, arena, direct,
+                            with_fold({few.workgroup, few.rows, plan.direct_share, few.outputs}, plan), {a, w, c, r}));
     return m;
   }
-  ATTENDRE_TRY_ASSIGN(const ShaderId gemm, try_weight_variant(context, WeightKernel::gemm, weights, what, input));
-  ATTENDRE_TRY_ASSIGN(
-      m.gemm_, Kernel::try_make<MatmulParams>(context, arena, gemm,
-                                              with_fold({plan.matmul_workgroup, plan.matmul_tile_rows,
-                                                         plan.matmul_tile_outputs, plan.matmul_tile_in,
-                                                         plan.matmul_micro_rows, plan.matmul_micro_outputs},
-                                                        plan),
-                                              {a, w, c, r}));
-  ATTENDRE_TRY_ASSIGN(const ShaderId matvec, try_weight_variant(context, WeightKernel::matvec, weights, what, input));
-  ATTENDRE_TRY_ASSIGN(m.matvec_,
-                      Kernel::try_make<MatmulParams>(context, arena, matvec, with_fold({plan.matvec_workgroup}, plan), {a, w, c, r}));
+  ATTENDRE_TRY_ASSIGN(const ShaderId gemm, weight_variant(context, WeightKernel::gemm, weights, what, input));
+  ATTENDRE_TRY_ASSIGN(m.gemm_, Kernel::make<MatmulParams>(
+                                   context, arena, gemm,
+                                   with_fold({plan.matmul_workgroup, plan.matmul_tile_rows, plan.matmul_tile_outputs,
+                                              plan.matmul_tile_in, plan.matmul_micro_rows, plan.matmul_micro_outputs},
+                                             plan),
+                                   {a, w, c, r}));
+  ATTENDRE_TRY_ASSIGN(const ShaderId matvec, weight_variant(context, WeightKernel::matvec, weights, what, input));
+  ATTENDRE_TRY_ASSIGN(m.matvec_, Kernel::make<MatmulParams>(context, arena, matvec,
+                                                            with_fold({plan.matvec_workgroup}, plan), {a, w, c, r}));
   return m;
 }
 
-Result<MatmulParams> Matmul::try_params(const Args& args) const {
+Result<MatmulParams> Matmul::params(const Args& args) const {
   ATTENDRE_TRY(check_rows(args.a, args.rows, args.in, false, "matmul A"));
   ATTENDRE_TRY(check_rows(args.c, args.rows, args.out, true, "matmul C"));
   if (args.residual) ATTENDRE_TRY(check_rows(args.r, args.rows, args.out, false, "matmul R"));
@@ -124,9 +124,9 @@ Grid Matmul::grid(const Args& args) const {
                      plan_);
 }
 
-Status Matmul::try_record(vk::CommandRecorder& recorder, const Args& args) const {
+Status Matmul::record(vk::CommandRecorder& recorder, const Args& args) const {
   if (args.rows == 0 || args.out == 0) return {};
-  ATTENDRE_TRY_ASSIGN(const MatmulParams p, try_params(args));
+  ATTENDRE_TRY_ASSIGN(const MatmulParams p, params(args));
   const Grid g = grid(args);
   (plan_.direct ? direct_for(args.rows) : uses_matvec(args.rows) ? matvec_ : gemm_).dispatch(recorder, p, g.x, g.y);
   return {};

@@ -50,27 +50,16 @@ class Matmul {
   static Result<Matmul> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
                                ElementType weights, vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c,
                                vk::BufferBinding r = {}, MemoryStorage input = MemoryStorage::f32);
-#if defined(__cpp_exceptions)
-  Matmul(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ElementType weights, vk::BufferBinding a,
-         vk::BufferBinding w, vk::BufferBinding c, vk::BufferBinding r = {})
-      : Matmul(create(context, arena, plan, weights, a, w, c, r).value_or_throw()) {}
-#endif
 
   // Records the product: on direct-style devices matmul_direct.comp, else
   // the matrix-vector kernel for rows <= kMatvecMaxRows and the tiled GEMM
   // otherwise. No barrier is recorded: the caller orders it
   // against the writes it reads and the reads of what it writes.
-  Status try_record(vk::CommandRecorder& recorder, const Args& args) const;
-#if defined(__cpp_exceptions)
-  void record(vk::CommandRecorder& recorder, const Args& args) const { try_record(recorder, args).or_throw(); }
-#endif
+  Status record(vk::CommandRecorder& recorder, const Args& args) const;
 
   // The parameters and workgroup counts record() uses (exposed for tests);
-  // the parameters fail as try_record() does for malformed rows or weights.
-  Result<MatmulParams> try_params(const Args& args) const;
-#if defined(__cpp_exceptions)
-  MatmulParams params(const Args& args) const { return try_params(args).value_or_throw(); }
-#endif
+  // the parameters fail as record() does for malformed rows or weights.
+  Result<MatmulParams> params(const Args& args) const;
   Grid grid(const Args& args) const;
   bool uses_matvec(uint32_t rows) const { return rows <= kMatvecMaxRows; }
 

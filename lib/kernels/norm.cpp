@@ -17,20 +17,20 @@ Result<Norm> Norm::create(Context& context, vk::DescriptorArena& arena, const Ke
   ATTENDRE_REQUIRE(!(same && norm.half_out_), "norm: fp16 output rows cannot be written in place");
   if (same) {
     ATTENDRE_TRY_ASSIGN(
-        norm.kernel_, Kernel::try_make<NormParams>(context, arena,
-                                                   layer ? ShaderId::norm_layer_in_place : ShaderId::norm_rms_in_place,
-                                                   with_fold({plan.norm_workgroup}, plan), {x, weights}));
+        norm.kernel_,
+        Kernel::make<NormParams>(context, arena, layer ? ShaderId::norm_layer_in_place : ShaderId::norm_rms_in_place,
+                                 with_fold({plan.norm_workgroup}, plan), {x, weights}));
   } else {
-    ATTENDRE_TRY_ASSIGN(norm.kernel_,
-                        Kernel::try_make<NormParams>(context, arena,
-                                                     norm.half_out_ ? (layer ? ShaderId::norm_layer_f16 : ShaderId::norm_rms_f16)
-                                                                    : (layer ? ShaderId::norm_layer : ShaderId::norm_rms),
-                                                     with_fold({plan.norm_workgroup}, plan), {x, weights, y}));
+    ATTENDRE_TRY_ASSIGN(norm.kernel_, Kernel::make<NormParams>(
+                                          context, arena,
+                                          norm.half_out_ ? (layer ? ShaderId::norm_layer_f16 : ShaderId::norm_rms_f16)
+                                                         : (layer ? ShaderId::norm_layer : ShaderId::norm_rms),
+                                          with_fold({plan.norm_workgroup}, plan), {x, weights, y}));
   }
   return norm;
 }
 
-Status Norm::try_record(vk::CommandRecorder& recorder, const Args& args) const {
+Status Norm::record(vk::CommandRecorder& recorder, const Args& args) const {
   if (args.rows == 0 || args.dim == 0) return {};
   ATTENDRE_REQUIRE(args.eps >= 0.0f, "norm eps must not be negative");
   ATTENDRE_REQUIRE(args.segments >= 1, "norm segments must be at least 1");

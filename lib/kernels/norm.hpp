@@ -34,17 +34,9 @@ class Norm {
   static Result<Norm> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, NormKind kind,
                              vk::BufferBinding x, vk::BufferBinding weights, vk::BufferBinding y,
                              MemoryStorage output = MemoryStorage::f32);
-#if defined(__cpp_exceptions)
-  Norm(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, NormKind kind, vk::BufferBinding x,
-       vk::BufferBinding weights, vk::BufferBinding y)
-      : Norm(create(context, arena, plan, kind, x, weights, y).value_or_throw()) {}
-#endif
 
   // Records the normalization; no barrier (the caller orders it).
-  Status try_record(vk::CommandRecorder& recorder, const Args& args) const;
-#if defined(__cpp_exceptions)
-  void record(vk::CommandRecorder& recorder, const Args& args) const { try_record(recorder, args).or_throw(); }
-#endif
+  Status record(vk::CommandRecorder& recorder, const Args& args) const;
 
  private:
   KernelPlan plan_;

@@ -27,36 +27,35 @@ Result<RetrieveKernels> RetrieveKernels::create(Context& context, vk::Descriptor
             : stored_variant(stored, ShaderId::score_direct, ShaderId::score_direct_f16, ShaderId::score_direct_f16_words);
   const ShaderId score_tiled = stored_variant(stored, ShaderId::score, ShaderId::score_f16, ShaderId::score_f16_words);
   if (plan.direct) {
-    ATTENDRE_TRY_ASSIGN(
-        k.score_, Kernel::try_make<ScoreParams>(context, arena, score_direct,
-                                                {plan.direct_score_workgroup, plan.direct_score_rows, lm,
-                                                 share ? plan.direct_share : 1u, k.direct_score_slots()},
-                                                {b.ring, b.kv, b.logits}));
+    ATTENDRE_TRY_ASSIGN(k.score_, Kernel::make<ScoreParams>(context, arena, score_direct,
+                                                            {plan.direct_score_workgroup, plan.direct_score_rows, lm,
+                                                             share ? plan.direct_share : 1u, k.direct_score_slots()},
+                                                            {b.ring, b.kv, b.logits}));
   } else {
-    ATTENDRE_TRY_ASSIGN(
-        k.score_, Kernel::try_make<ScoreParams>(context, arena, score_tiled,
-                                                {plan.score_workgroup, plan.score_tile_rows, plan.score_tile_slots,
-                                                 lm_infinite ? plan.score_lm_tile_dims : plan.score_tile_dims, lm},
-                                                {b.ring, b.kv, b.logits}));
+    ATTENDRE_TRY_ASSIGN(k.score_,
+                        Kernel::make<ScoreParams>(context, arena, score_tiled,
+                                                  {plan.score_workgroup, plan.score_tile_rows, plan.score_tile_slots,
+                                                   lm_infinite ? plan.score_lm_tile_dims : plan.score_tile_dims, lm},
+                                                  {b.ring, b.kv, b.logits}));
   }
-  ATTENDRE_TRY_ASSIGN(k.sum_heads_, Kernel::try_make<RetrieveParams>(context, arena, ShaderId::sum_heads,
-                                                                     {plan.workgroup}, {b.logits}));
+  ATTENDRE_TRY_ASSIGN(k.sum_heads_,
+                      Kernel::make<RetrieveParams>(context, arena, ShaderId::sum_heads, {plan.workgroup}, {b.logits}));
   if (plan.direct && plan.direct_attend) {
     const ShaderId attend =
         stored_variant(stored, ShaderId::attend_direct, ShaderId::attend_direct_f16, ShaderId::attend_direct_f16_words);
-    ATTENDRE_TRY_ASSIGN(k.attend_, Kernel::try_make<RetrieveParams>(
+    ATTENDRE_TRY_ASSIGN(k.attend_, Kernel::make<RetrieveParams>(
                                        context, arena, attend, {plan.direct_attend_workgroup, plan.direct_attend_quads},
                                        {b.logits, b.lists, b.kv, b.attention}));
   } else {
     const ShaderId attend = stored_variant(stored, ShaderId::attend, ShaderId::attend_f16, ShaderId::attend_f16_words);
-    ATTENDRE_TRY_ASSIGN(k.attend_, Kernel::try_make<RetrieveParams>(context, arena, attend, {plan.attend_workgroup},
-                                                                    {b.logits, b.lists, b.kv, b.attention}));
+    ATTENDRE_TRY_ASSIGN(k.attend_, Kernel::make<RetrieveParams>(context, arena, attend, {plan.attend_workgroup},
+                                                                {b.logits, b.lists, b.kv, b.attention}));
   }
-  ATTENDRE_TRY_ASSIGN(k.usage_, Kernel::try_make<RetrieveParams>(context, arena, ShaderId::usage, {plan.workgroup},
-                                                                 {b.lists, b.attention, b.usage}));
+  ATTENDRE_TRY_ASSIGN(k.usage_, Kernel::make<RetrieveParams>(context, arena, ShaderId::usage, {plan.workgroup},
+                                                             {b.lists, b.attention, b.usage}));
   k.usage_rows_ = b.usage;
-  ATTENDRE_TRY_ASSIGN(k.policy_update_, Kernel::try_make<PolicyParams>(context, arena, ShaderId::policy_update,
-                                                                       {plan.workgroup}, {b.kv, b.usage, b.ring}));
+  ATTENDRE_TRY_ASSIGN(k.policy_update_, Kernel::make<PolicyParams>(context, arena, ShaderId::policy_update,
+                                                                   {plan.workgroup}, {b.kv, b.usage, b.ring}));
   ATTENDRE_TRY_ASSIGN(
       k.select_, Select::create(context, arena, plan, Select::Source::logits, b.logits, b.kv, b.lists, capacity, keep));
   return k;

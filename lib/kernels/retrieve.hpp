@@ -27,22 +27,12 @@ class RetrieveKernels {
   static Result<RetrieveKernels> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
                                         const RetrieveBuffers& buffers, uint32_t capacity, uint32_t keep,
                                         bool lm_infinite = false, StoredPath stored = StoredPath::f32);
-#if defined(__cpp_exceptions)
-  RetrieveKernels(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, const RetrieveBuffers& buffers,
-                  uint32_t capacity, uint32_t keep, bool lm_infinite = false, StoredPath stored = StoredPath::f32)
-      : RetrieveKernels(create(context, arena, plan, buffers, capacity, keep, lm_infinite, stored).value_or_throw()) {}
-#endif
 
   void score(vk::CommandRecorder& recorder, const ScoreParams& params) const;
   void sum_heads(vk::CommandRecorder& recorder, const RetrieveParams& params) const;
-  Status try_top_k(vk::CommandRecorder& recorder, const SelectTileParams& params, uint32_t rows) const {
-    return select_.try_record(recorder, params, rows);
+  Status top_k(vk::CommandRecorder& recorder, const SelectTileParams& params, uint32_t rows) const {
+    return select_.record(recorder, params, rows);
   }
-#if defined(__cpp_exceptions)
-  void top_k(vk::CommandRecorder& recorder, const SelectTileParams& params, uint32_t rows) const {
-    try_top_k(recorder, params, rows).or_throw();
-  }
-#endif
   void attend(vk::CommandRecorder& recorder, const RetrieveParams& params) const;
   // Zeroes the usage and used rows of the batch (transfer fills), then
   // accumulates them, one workgroup per query over its lists only.

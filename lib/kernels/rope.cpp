@@ -25,12 +25,12 @@ Result<Rope> Rope::create(Context& context, vk::DescriptorArena& arena, const Ke
   Rope rope;
   rope.plan_ = plan;
   rope.layout_ = layout;
-  ATTENDRE_TRY_ASSIGN(rope.kernel_, Kernel::try_make<RopeParams>(context, arena, ShaderId::rope, with_fold({plan.workgroup}, plan),
-                                                                 {x, positions, table}));
+  ATTENDRE_TRY_ASSIGN(rope.kernel_, Kernel::make<RopeParams>(context, arena, ShaderId::rope,
+                                                             with_fold({plan.workgroup}, plan), {x, positions, table}));
   return rope;
 }
 
-Status Rope::try_record(vk::CommandRecorder& recorder, const Args& args) const {
+Status Rope::record(vk::CommandRecorder& recorder, const Args& args) const {
   ATTENDRE_REQUIRE(args.rope_dims % 2 == 0 && args.rope_dims <= args.head_dim,
                    "rope_dims must be even and <= head_dim");
   const RowRef y = args.y.value_or(args.x);

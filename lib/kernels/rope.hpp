@@ -41,17 +41,9 @@ class Rope {
   // Bindings: x (rows, read and written), positions (int32), the frequency table.
   static Result<Rope> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, RopeLayout layout,
                              vk::BufferBinding x, vk::BufferBinding positions, vk::BufferBinding table);
-#if defined(__cpp_exceptions)
-  Rope(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, RopeLayout layout, vk::BufferBinding x,
-       vk::BufferBinding positions, vk::BufferBinding table)
-      : Rope(create(context, arena, plan, layout, x, positions, table).value_or_throw()) {}
-#endif
 
   // Records the rotation; no barrier (the caller orders it).
-  Status try_record(vk::CommandRecorder& recorder, const Args& args) const;
-#if defined(__cpp_exceptions)
-  void record(vk::CommandRecorder& recorder, const Args& args) const { try_record(recorder, args).or_throw(); }
-#endif
+  Status record(vk::CommandRecorder& recorder, const Args& args) const;
 
  private:
   KernelPlan plan_;

@@ -44,10 +44,10 @@ Result<Select> Select::create(Context& context, vk::DescriptorArena& arena, cons
     const ShaderId shader = logits ? (subgroups ? ShaderId::select_direct_logits_subgroups : ShaderId::select_direct_logits)
                                    : (subgroups ? ShaderId::select_direct_evict_subgroups : ShaderId::select_direct_evict);
     ATTENDRE_TRY_ASSIGN(s.tile_pass_,
-                        Kernel::try_make<SelectTileParams>(context, arena, shader, spec, {first, second, lists}));
+                        Kernel::make<SelectTileParams>(context, arena, shader, spec, {first, second, lists}));
     const std::vector<uint32_t> merge_spec = {plan.workgroup, s.keep_max_};
-    ATTENDRE_TRY_ASSIGN(s.merge_, Kernel::try_make<SelectMergeParams>(context, arena, ShaderId::select_merge_direct,
-                                                                      merge_spec, {lists}));
+    ATTENDRE_TRY_ASSIGN(
+        s.merge_, Kernel::make<SelectMergeParams>(context, arena, ShaderId::select_merge_direct, merge_spec, {lists}));
     return s;
   }
   if (max_count > 0) s.tile_ = std::min(plan.select_tile, std::max(next_pow2(max_count), 2 * next_pow2(max_keep)));
@@ -57,12 +57,12 @@ Result<Select> Select::create(Context& context, vk::DescriptorArena& arena, cons
   const ShaderId shader = s.shuffles_
                               ? (logits ? ShaderId::select_tile_logits_shuffle : ShaderId::select_tile_evict_shuffle)
                               : (logits ? ShaderId::select_tile_logits : ShaderId::select_tile_evict);
-  ATTENDRE_TRY_ASSIGN(s.tile_pass_, Kernel::try_make<SelectTileParams>(context, arena, shader, spec,
-                                                                       {first, second, lists}, s.shuffles_));
-  ATTENDRE_TRY_ASSIGN(s.merge_,
-                      Kernel::try_make<SelectMergeParams>(
-                          context, arena, s.shuffles_ ? ShaderId::select_merge_shuffle : ShaderId::select_merge, spec,
-                          {lists}, s.shuffles_));
+  ATTENDRE_TRY_ASSIGN(
+      s.tile_pass_, Kernel::make<SelectTileParams>(context, arena, shader, spec, {first, second, lists}, s.shuffles_));
+  ATTENDRE_TRY_ASSIGN(
+      s.merge_, Kernel::make<SelectMergeParams>(context, arena,
+                                                s.shuffles_ ? ShaderId::select_merge_shuffle : ShaderId::select_merge,
+                                                spec, {lists}, s.shuffles_));
   return s;
 }
 
@@ -85,7 +85,7 @@ void Select::record_direct(vk::CommandRecorder& recorder, SelectTileParams param
   }
 }
 
-Status Select::try_record(vk::CommandRecorder& recorder, SelectTileParams params, uint32_t rows) const {
+Status Select::record(vk::CommandRecorder& recorder, SelectTileParams params, uint32_t rows) const {
   ATTENDRE_REQUIRE(params.keep >= 1 && params.keep <= keep_max_ && (params.keep & (params.keep - 1)) == 0,
                    "select: keep must be a power of two of at most half a tile");
   params.tiles = tiles(params.count);

@@ -29,11 +29,6 @@ class Select {
   static Result<Select> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, Source source,
                                vk::BufferBinding first, vk::BufferBinding second, vk::BufferBinding lists,
                                uint32_t max_count = 0, uint32_t max_keep = 1);
-#if defined(__cpp_exceptions)
-  Select(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, Source source, vk::BufferBinding first,
-         vk::BufferBinding second, vk::BufferBinding lists, uint32_t max_count = 0, uint32_t max_keep = 1)
-      : Select(create(context, arena, plan, source, first, second, lists, max_count, max_keep).value_or_throw()) {}
-#endif
 
   uint32_t tile() const { return tile_; }
   // Whether the tiled passes sort within subgroups (KernelPlan::select_shuffles).
@@ -47,12 +42,7 @@ class Select {
 
   // Records both passes for rows [0, rows); fills params.tiles. `keep` must be
   // a power of two <= max_keep.
-  Status try_record(vk::CommandRecorder& recorder, SelectTileParams params, uint32_t rows) const;
-#if defined(__cpp_exceptions)
-  void record(vk::CommandRecorder& recorder, SelectTileParams params, uint32_t rows) const {
-    try_record(recorder, params, rows).or_throw();
-  }
-#endif
+  Status record(vk::CommandRecorder& recorder, SelectTileParams params, uint32_t rows) const;
 
  private:
   void record_direct(vk::CommandRecorder& recorder, SelectTileParams params, uint32_t rows) const;

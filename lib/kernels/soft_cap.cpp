@@ -12,12 +12,12 @@ Result<SoftCap> SoftCap::create(Context& context, vk::DescriptorArena& arena, co
                                 vk::BufferBinding x) {
   SoftCap s;
   s.plan_ = plan;
-  ATTENDRE_TRY_ASSIGN(s.kernel_,
-                      Kernel::try_make<SoftCapParams>(context, arena, ShaderId::soft_cap, with_fold({plan.workgroup}, plan), {x}));
+  ATTENDRE_TRY_ASSIGN(s.kernel_, Kernel::make<SoftCapParams>(context, arena, ShaderId::soft_cap,
+                                                             with_fold({plan.workgroup}, plan), {x}));
   return s;
 }
 
-Status SoftCap::try_record(vk::CommandRecorder& recorder, const Args& args) const {
+Status SoftCap::record(vk::CommandRecorder& recorder, const Args& args) const {
   if (args.rows == 0 || args.cols == 0) return {};
   ATTENDRE_REQUIRE(args.cap > 0.0f && std::isfinite(args.cap), "soft-cap must be a positive finite float");
   ATTENDRE_TRY(check_rows(args.x, args.rows, args.cols, true, "soft-cap rows"));

@@ -25,7 +25,7 @@ class SoftCap {
                                 vk::BufferBinding x);
 
   // Records the capping; no barrier (the caller orders it).
-  Status try_record(vk::CommandRecorder& recorder, const Args& args) const;
+  Status record(vk::CommandRecorder& recorder, const Args& args) const;
 
  private:
   KernelPlan plan_;

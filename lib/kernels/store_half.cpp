@@ -7,8 +7,8 @@ Result<StoreHalfRows> StoreHalfRows::create(Context& context, vk::DescriptorAren
                                             vk::BufferBinding source, vk::BufferBinding ring) {
   StoreHalfRows store;
   store.plan_ = plan;
-  ATTENDRE_TRY_ASSIGN(store.kernel_, Kernel::try_make<StoreHalfParams>(context, arena, ShaderId::store_half_rows,
-                                                                       {plan.workgroup}, {source, ring}));
+  ATTENDRE_TRY_ASSIGN(store.kernel_, Kernel::make<StoreHalfParams>(context, arena, ShaderId::store_half_rows,
+                                                                   {plan.workgroup}, {source, ring}));
   return store;
 }
 

@@ -16,11 +16,6 @@ class StoreHalfRows {
   // Bindings: the fp32 source rows (read), the ring's fp16 rows (written).
   static Result<StoreHalfRows> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
                                       vk::BufferBinding source, vk::BufferBinding ring);
-#if defined(__cpp_exceptions)
-  StoreHalfRows(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, vk::BufferBinding source,
-                vk::BufferBinding ring)
-      : StoreHalfRows(create(context, arena, plan, source, ring).value_or_throw()) {}
-#endif
 
   // Rows 0..rows-1 of the source into ring rows first, first + 1, ... (mod capacity).
   void record(vk::CommandRecorder& recorder, const StoreHalfParams& params) const;
