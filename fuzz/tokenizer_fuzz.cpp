@@ -111,42 +111,41 @@ std::filesystem::path models_folder() {
 
 std::vector<Pipeline> load_tokenizers() {
   std::vector<Pipeline> tokenizers;
-  tokenizers.emplace_back(tiny_byte_level());
-  tokenizers.emplace_back(tiny_sentencepiece());
-  tokenizers.emplace_back(tiny_unigram());
+  tokenizers.push_back(Pipeline::build(tiny_byte_level()).value_or_throw());
+  tokenizers.push_back(Pipeline::build(tiny_sentencepiece()).value_or_throw());
+  tokenizers.push_back(Pipeline::build(tiny_unigram()).value_or_throw());
   const std::filesystem::path vocab = models_folder() / "vocab";
   for (const char* name : {"ggml-vocab-llama-bpe.gguf", "ggml-vocab-llama-spm.gguf", "ggml-vocab-nomic-bert-moe.gguf"}) {
     std::error_code error;
     if (std::filesystem::is_regular_file(vocab / name, error))
-      tokenizers.push_back(Pipeline::from_gguf(attendre::gguf::File::open(vocab / name)));
+      tokenizers.push_back(Pipeline::from_gguf(attendre::gguf::File::open(vocab / name).value_or_throw()).value_or_throw());
   }
   return tokenizers;
 }
 
 void check_invalid(const Pipeline& tokenizer, const std::string& text, size_t offset) {
-  try {
-    (void)tokenizer.encode(text);
-    attendre::fuzz::check(false, "invalid UTF-8 is refused");
-  } catch (const attendre::Error& e) {
-    const std::string message = e.what();
-    attendre::fuzz::check(e.code() == attendre::ErrorCode::invalid_argument, "invalid UTF-8 is invalid_argument", message);
-    attendre::fuzz::check(message.find("byte offset " + std::to_string(offset)) != std::string::npos,
-                          "the message names the first bad byte", message);
-    attendre::fuzz::check_one_line(message);
-  }
-  (void)tokenizer.encode(text.substr(0, offset));  // the valid prefix encodes
+  const attendre::Result<std::vector<int32_t>> refused = tokenizer.encode(text);
+  attendre::fuzz::check(!refused.ok(), "invalid UTF-8 is refused");
+  const std::string& message = refused.status().message();
+  attendre::fuzz::check(refused.status().code() == attendre::ErrorCode::invalid_argument, "invalid UTF-8 is invalid_argument",
+                        message);
+  attendre::fuzz::check(message.find("byte offset " + std::to_string(offset)) != std::string::npos,
+                        "the message names the first bad byte", message);
+  attendre::fuzz::check_one_line(message);
+  (void)tokenizer.encode(text.substr(0, offset)).value_or_throw();  // the valid prefix encodes
 }
 
 void check_valid(const Pipeline& tokenizer, const std::string& text, bool parse_special, bool add_special) {
   const bool bos = add_special && tokenizer.bos(), eos = add_special && tokenizer.eos();
-  const std::vector<int32_t> with_special = tokenizer.encode(text, {.add_bos = bos, .add_eos = eos, .parse_special = parse_special});
+  const std::vector<int32_t> with_special =
+      tokenizer.encode(text, {.add_bos = bos, .add_eos = eos, .parse_special = parse_special}).value_or_throw();
   for (const int32_t id : with_special) attendre::fuzz::check(id >= 0 && id < tokenizer.size(), "ids are in range");
   attendre::fuzz::check(!bos || with_special.front() == *tokenizer.bos(), "BOS comes first");
   attendre::fuzz::check(!eos || with_special.back() == *tokenizer.eos(), "EOS comes last");
   // Round trips without BOS/EOS, which would come back as text.
   const EncodeOptions plain{.add_bos = false, .add_eos = false, .parse_special = parse_special};
-  const std::vector<int32_t> ids = tokenizer.encode(text, plain);
-  const std::string decoded = tokenizer.decode(ids, {.render_special = parse_special});
+  const std::vector<int32_t> ids = tokenizer.encode(text, plain).value_or_throw();
+  const std::string decoded = tokenizer.decode(ids, {.render_special = parse_special}).value_or_throw();
   // SentencePiece and unigram write spaces as U+2581, so a U+2581 in the text comes back as a space.
   if (tokenizer.vocabulary().model != Model::byte_level_bpe && text.find(unicode::kEscapedSpace) != std::string::npos)
     return;
@@ -159,8 +158,8 @@ void check_valid(const Pipeline& tokenizer, const std::string& text, bool parse_
     // uncomposed until a second pass), as in SentencePiece itself.
     if (parse_special || !tokenizer.vocabulary().precompiled_charsmap.empty()) return;
     for (const int32_t id : ids)
-      if (tokenizer.type(id) == TokenType::unknown) return;
-    attendre::fuzz::check(tokenizer.encode(decoded, plain) == ids, "unigram: decoded text encodes to the same ids",
+      if (tokenizer.type(id).value_or_throw() == TokenType::unknown) return;
+    attendre::fuzz::check(tokenizer.encode(decoded, plain).value_or_throw() == ids, "unigram: decoded text encodes to the same ids",
                           unicode::printable(text, 200) + " -> " + unicode::printable(decoded, 200));
     return;
   }
@@ -184,7 +183,7 @@ void check_vocabulary(const uint8_t* data, size_t size) {
   const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);
   std::optional<Pipeline> tokenizer;
   try {
-    tokenizer.emplace(Pipeline::from_gguf(attendre::gguf::File::parse(bytes, "fuzz.gguf")));
+    tokenizer.emplace(Pipeline::from_gguf(attendre::gguf::File::parse(bytes, "fuzz.gguf").value_or_throw()).value_or_throw());
   } catch (const attendre::Error& e) {
     refused(e, true);
     return;
@@ -192,9 +191,10 @@ void check_vocabulary(const uint8_t* data, size_t size) {
   for (const bool parse_special : {false, true}) {
     try {
       const std::vector<int32_t> ids =
-          tokenizer->encode("Hello world! \xC3\xA9t\xC3\xA9 <s>\xE6\x97\xA5\xF0\x9F\xA6\x99 123", {.parse_special = parse_special});
+          tokenizer->encode("Hello world! \xC3\xA9t\xC3\xA9 <s>\xE6\x97\xA5\xF0\x9F\xA6\x99 123", {.parse_special = parse_special})
+              .value_or_throw();
       for (const int32_t id : ids) attendre::fuzz::check(id >= 0 && id < tokenizer->size(), "ids are in range");
-      (void)tokenizer->decode(ids, {.render_special = parse_special, .clean_up_spaces = true});
+      (void)tokenizer->decode(ids, {.render_special = parse_special, .clean_up_spaces = true}).value_or_throw();
     } catch (const attendre::Error& e) {
       refused(e, false);
     }

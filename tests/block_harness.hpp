@@ -179,8 +179,8 @@ struct Encoded {
 inline Encoded encode(ElementType type, std::span<const float> w, uint32_t start_byte = kStartByte) {
   const auto codec = static_cast<gguf::TensorType>(type);
   Encoded e;
-  e.bytes = gguf::quantize(codec, w);
-  e.values = gguf::dequantize(codec, e.bytes);
+  e.bytes = gguf::quantize(codec, w).value_or_throw();
+  e.values = gguf::dequantize(codec, e.bytes).value_or_throw();
   e.end_word = static_cast<uint32_t>((start_byte + e.bytes.size() + 3) / 4);
   e.offset = element_block(type).values == 1 ? start_byte / element_block(type).bytes : start_byte;
   e.words.assign(e.end_word, kSentinel);

@@ -28,9 +28,9 @@ TEST_CASE("attendre-reader: errors are one line and a non-zero exit, and leave n
   std::ofstream(dir / "model.gguf", std::ios::binary) << "GGUF";
   {
     // A well-formed file of an architecture the stack does not run.
-    attendre::gguf::Writer writer;
-    writer.add("general.architecture", attendre::gguf::MetadataValue::string("gpt2"));
-    writer.write(dir / "arch.gguf");
+    attendre::gguf::Writer writer = attendre::gguf::Writer::create().value_or_throw();
+    writer.add("general.architecture", attendre::gguf::MetadataValue::string("gpt2")).or_throw();
+    writer.write(dir / "arch.gguf").or_throw();
   }
   std::string bad(70000, 'a');
   bad += "\xff tail";  // an invalid byte past the first 64 KiB block

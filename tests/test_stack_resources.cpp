@@ -142,7 +142,7 @@ class MixedWeights final : public WeightSource {
         bytes_.push_back(static_cast<std::byte>(h >> 8));
       }
     } else if (t != ElementType::f32) {
-      bytes_ = gguf::quantize(static_cast<gguf::TensorType>(t), values);
+      bytes_ = gguf::quantize(static_cast<gguf::TensorType>(t), values).value_or_throw();
     } else {
       const auto raw = std::as_bytes(std::span<const float>(values));
       bytes_.assign(raw.begin(), raw.end());

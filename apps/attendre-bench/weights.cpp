@@ -60,7 +60,7 @@ std::vector<std::byte> encoded_weights(ElementType type, uint32_t rows, uint32_t
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> values(size_t{distinct} * cols);
   for (float& x : values) x = normal(rng);
-  const std::vector<std::byte> some = attendre::gguf::quantize(static_cast<attendre::gguf::TensorType>(type), values);
+  const std::vector<std::byte> some = attendre::gguf::quantize(static_cast<attendre::gguf::TensorType>(type), values).value_or_throw();
   std::vector<std::byte> all(some.size() / distinct * rows);
   for (size_t at = 0; at < all.size(); at += some.size()) std::memcpy(all.data() + at, some.data(), std::min(some.size(), all.size() - at));
   return all;

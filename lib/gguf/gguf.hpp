@@ -13,9 +13,8 @@
 // Tensor data must be laid out as llama.cpp's reader requires: back to back
 // in the order of the tensor infos, each padded to the alignment.
 //
-// Each fallible call has a try_ form returning Result or Status; the plain
-// names throw the same failure as attendre::Error and exist only where
-// exceptions do (include/attendre/status.hpp).
+// Each fallible call returns a Result or a Status (include/attendre/status.hpp);
+// a caller with exceptions that wants them appends value_or_throw() / or_throw().
 //
 // The host must be little-endian (every phone and desktop target is): tensor
 // bytes are handed out as they lie in the file.
@@ -79,37 +78,26 @@ std::optional<BlockSize> block_size(TensorType type);
 class Value {
  public:
   // invalid_argument on a default-constructed Value.
-  Result<ValueType> try_type() const;
+  Result<ValueType> type() const;
   // Scalars: the value converted to the requested width when exact (an
   // unsigned value that fits, an integer type for an integer request, any
   // float type for a float request; an integer for a float request when the
   // double holds it exactly). Fails malformed_input naming `key` when the
   // value has another type or does not fit.
-  Result<uint64_t> try_as_u64(std::string_view key) const;
-  Result<int64_t> try_as_i64(std::string_view key) const;
-  Result<double> try_as_f64(std::string_view key) const;
-  Result<bool> try_as_bool(std::string_view key) const;
-  Result<std::string_view> try_as_string(std::string_view key) const;
+  Result<uint64_t> as_u64(std::string_view key) const;
+  Result<int64_t> as_i64(std::string_view key) const;
+  Result<double> as_f64(std::string_view key) const;
+  Result<bool> as_bool(std::string_view key) const;
+  Result<std::string_view> as_string(std::string_view key) const;
   // Arrays; on another type they fail malformed_input naming the value.
-  Result<ValueType> try_element_type() const;  // of an array
-  Result<uint64_t> try_size() const;           // elements of an array
+  Result<ValueType> element_type() const;  // of an array
+  Result<uint64_t> size() const;           // elements of an array
   // Element `index` of an array (arrays may nest); invalid_argument when
   // `index` >= size(). Elements of fixed size are found in O(1); strings and
   // arrays through an offset index built on the first call (8 bytes per
   // element, fewer than the elements' own bytes).
-  Result<Value> try_at(uint64_t index) const;
+  Result<Value> at(uint64_t index) const;
 
-#if defined(__cpp_exceptions)
-  ValueType type() const { return try_type().value_or_throw(); }
-  uint64_t as_u64(std::string_view key) const { return try_as_u64(key).value_or_throw(); }
-  int64_t as_i64(std::string_view key) const { return try_as_i64(key).value_or_throw(); }
-  double as_f64(std::string_view key) const { return try_as_f64(key).value_or_throw(); }
-  bool as_bool(std::string_view key) const { return try_as_bool(key).value_or_throw(); }
-  std::string_view as_string(std::string_view key) const { return try_as_string(key).value_or_throw(); }
-  ValueType element_type() const { return try_element_type().value_or_throw(); }
-  uint64_t size() const { return try_size().value_or_throw(); }
-  Value at(uint64_t index) const { return try_at(index).value_or_throw(); }
-#endif
 
  private:
   friend struct detail::ValueAccess;
@@ -131,11 +119,11 @@ class File {
   // Opens and maps `path`, parses the header, metadata and tensor infos, and
   // checks every tensor's place in the data section and its extent against
   // the file. Fails as described above.
-  static Result<File> try_open(const std::filesystem::path& path);
+  static Result<File> open(const std::filesystem::path& path);
   // The same over bytes already in memory (a fuzzer's input, a download),
   // which must outlive the File and every Value taken from it; `name` stands
   // for the file in messages.
-  static Result<File> try_parse(std::span<const std::byte> bytes, const std::filesystem::path& name);
+  static Result<File> parse(std::span<const std::byte> bytes, const std::filesystem::path& name);
 
   File(File&&) noexcept;
   File& operator=(File&&) noexcept;
@@ -152,53 +140,27 @@ class File {
   // The value of `key`, or nullopt when absent.
   std::optional<Value> find(std::string_view key) const;
   // The value of `key`; fails malformed_input naming the key when absent.
-  Result<Value> try_get(std::string_view key) const;
-  // Typed shortcuts: the value converted as by Value::try_as_*, or `fallback`
+  Result<Value> get(std::string_view key) const;
+  // Typed shortcuts: the value converted as by Value::as_*, or `fallback`
   // when absent (malformed_input when present with an unusable type).
-  Result<uint64_t> try_get_u64(std::string_view key, std::optional<uint64_t> fallback = std::nullopt) const;
-  Result<int64_t> try_get_i64(std::string_view key, std::optional<int64_t> fallback = std::nullopt) const;
-  Result<double> try_get_f64(std::string_view key, std::optional<double> fallback = std::nullopt) const;
-  Result<bool> try_get_bool(std::string_view key, std::optional<bool> fallback = std::nullopt) const;
-  Result<std::string> try_get_string(std::string_view key, std::optional<std::string> fallback = std::nullopt) const;
+  Result<uint64_t> get_u64(std::string_view key, std::optional<uint64_t> fallback = std::nullopt) const;
+  Result<int64_t> get_i64(std::string_view key, std::optional<int64_t> fallback = std::nullopt) const;
+  Result<double> get_f64(std::string_view key, std::optional<double> fallback = std::nullopt) const;
+  Result<bool> get_bool(std::string_view key, std::optional<bool> fallback = std::nullopt) const;
+  Result<std::string> get_string(std::string_view key, std::optional<std::string> fallback = std::nullopt) const;
   // Whole arrays decoded at once (vocabularies: tokens, scores, types, merges).
   // Fails malformed_input naming the key on a missing key or another element type.
-  Result<std::vector<std::string>> try_get_strings(std::string_view key) const;
-  Result<std::vector<float>> try_get_f32s(std::string_view key) const;
-  Result<std::vector<int32_t>> try_get_i32s(std::string_view key) const;
+  Result<std::vector<std::string>> get_strings(std::string_view key) const;
+  Result<std::vector<float>> get_f32s(std::string_view key) const;
+  Result<std::vector<int32_t>> get_i32s(std::string_view key) const;
 
   std::span<const TensorInfo> tensors() const;
   const TensorInfo* find_tensor(std::string_view name) const;
   // The tensor's bytes inside the mapping (valid while the File lives);
   // invalid_argument for a TensorInfo, edited or built by the caller, whose
   // extent leaves the data section.
-  Result<std::span<const std::byte>> try_data(const TensorInfo& tensor) const;
+  Result<std::span<const std::byte>> data(const TensorInfo& tensor) const;
 
-#if defined(__cpp_exceptions)
-  static File open(const std::filesystem::path& path) { return try_open(path).value_or_throw(); }
-  static File parse(std::span<const std::byte> bytes, const std::filesystem::path& name) {
-    return try_parse(bytes, name).value_or_throw();
-  }
-  Value get(std::string_view key) const { return try_get(key).value_or_throw(); }
-  uint64_t get_u64(std::string_view key, std::optional<uint64_t> fallback = std::nullopt) const {
-    return try_get_u64(key, fallback).value_or_throw();
-  }
-  int64_t get_i64(std::string_view key, std::optional<int64_t> fallback = std::nullopt) const {
-    return try_get_i64(key, fallback).value_or_throw();
-  }
-  double get_f64(std::string_view key, std::optional<double> fallback = std::nullopt) const {
-    return try_get_f64(key, fallback).value_or_throw();
-  }
-  bool get_bool(std::string_view key, std::optional<bool> fallback = std::nullopt) const {
-    return try_get_bool(key, fallback).value_or_throw();
-  }
-  std::string get_string(std::string_view key, std::optional<std::string> fallback = std::nullopt) const {
-    return try_get_string(key, std::move(fallback)).value_or_throw();
-  }
-  std::vector<std::string> get_strings(std::string_view key) const { return try_get_strings(key).value_or_throw(); }
-  std::vector<float> get_f32s(std::string_view key) const { return try_get_f32s(key).value_or_throw(); }
-  std::vector<int32_t> get_i32s(std::string_view key) const { return try_get_i32s(key).value_or_throw(); }
-  std::span<const std::byte> data(const TensorInfo& tensor) const { return try_data(tensor).value_or_throw(); }
-#endif
 
  private:
   friend struct FileAccess;

@@ -166,7 +166,7 @@ struct File::Impl {
   Status read_alignment() {
     const auto it = key_index.find("general.alignment");
     if (it == key_index.end()) return {};
-    ATTENDRE_TRY_ASSIGN(alignment, values[it->second].try_as_u64("general.alignment"));
+    ATTENDRE_TRY_ASSIGN(alignment, values[it->second].as_u64("general.alignment"));
     if (alignment == 0 || (alignment & (alignment - 1)) != 0)
       return malformed(source->name() + ": metadata key \"general.alignment\": " + std::to_string(alignment) +
                        " is not a nonzero power of two");
@@ -292,12 +292,12 @@ struct FileAccess {
   }
 };
 
-Result<File> File::try_open(const std::filesystem::path& path) {
+Result<File> File::open(const std::filesystem::path& path) {
   ATTENDRE_TRY_ASSIGN(auto source, detail::Source::map(path));
   return FileAccess::read(std::move(source));
 }
 
-Result<File> File::try_parse(std::span<const std::byte> bytes, const std::filesystem::path& name) {
+Result<File> File::parse(std::span<const std::byte> bytes, const std::filesystem::path& name) {
   return FileAccess::read(detail::Source::borrow(bytes, name));
 }
 
@@ -314,7 +314,7 @@ std::optional<Value> File::find(std::string_view key) const {
   return impl_->values[it->second];
 }
 
-Result<Value> File::try_get(std::string_view key) const {
+Result<Value> File::get(std::string_view key) const {
   auto value = find(key);
   if (!value) return impl_->key_error(key, "is missing");
   return *value;
@@ -326,36 +326,36 @@ namespace {
 template <class T, class Read>
 Result<T> value_or(const File& file, std::string_view key, const std::optional<T>& fallback, Read read) {
   if (fallback && !file.find(key)) return *fallback;
-  ATTENDRE_TRY_ASSIGN(const Value value, file.try_get(key));
+  ATTENDRE_TRY_ASSIGN(const Value value, file.get(key));
   return read(value);
 }
 
 }  // namespace
 
-Result<uint64_t> File::try_get_u64(std::string_view key, std::optional<uint64_t> fallback) const {
-  return value_or(*this, key, fallback, [&](const Value& v) { return v.try_as_u64(key); });
+Result<uint64_t> File::get_u64(std::string_view key, std::optional<uint64_t> fallback) const {
+  return value_or(*this, key, fallback, [&](const Value& v) { return v.as_u64(key); });
 }
 
-Result<int64_t> File::try_get_i64(std::string_view key, std::optional<int64_t> fallback) const {
-  return value_or(*this, key, fallback, [&](const Value& v) { return v.try_as_i64(key); });
+Result<int64_t> File::get_i64(std::string_view key, std::optional<int64_t> fallback) const {
+  return value_or(*this, key, fallback, [&](const Value& v) { return v.as_i64(key); });
 }
 
-Result<double> File::try_get_f64(std::string_view key, std::optional<double> fallback) const {
-  return value_or(*this, key, fallback, [&](const Value& v) { return v.try_as_f64(key); });
+Result<double> File::get_f64(std::string_view key, std::optional<double> fallback) const {
+  return value_or(*this, key, fallback, [&](const Value& v) { return v.as_f64(key); });
 }
 
-Result<bool> File::try_get_bool(std::string_view key, std::optional<bool> fallback) const {
-  return value_or(*this, key, fallback, [&](const Value& v) { return v.try_as_bool(key); });
+Result<bool> File::get_bool(std::string_view key, std::optional<bool> fallback) const {
+  return value_or(*this, key, fallback, [&](const Value& v) { return v.as_bool(key); });
 }
 
-Result<std::string> File::try_get_string(std::string_view key, std::optional<std::string> fallback) const {
+Result<std::string> File::get_string(std::string_view key, std::optional<std::string> fallback) const {
   return value_or(*this, key, fallback, [&](const Value& v) -> Result<std::string> {
-    ATTENDRE_TRY_ASSIGN(const std::string_view text, v.try_as_string(key));
+    ATTENDRE_TRY_ASSIGN(const std::string_view text, v.as_string(key));
     return std::string(text);
   });
 }
 
-Result<std::vector<std::string>> File::try_get_strings(std::string_view key) const {
+Result<std::vector<std::string>> File::get_strings(std::string_view key) const {
   ATTENDRE_TRY_ASSIGN(const ValueImpl* value, impl_->array_of(key, ValueType::string));
   std::vector<std::string> out;
   out.reserve(value->count);  // checked at open: at least 8 bytes of file per string
@@ -364,11 +364,11 @@ Result<std::vector<std::string>> File::try_get_strings(std::string_view key) con
   return out;
 }
 
-Result<std::vector<float>> File::try_get_f32s(std::string_view key) const {
+Result<std::vector<float>> File::get_f32s(std::string_view key) const {
   return impl_->scalars<float>(key, ValueType::f32);
 }
 
-Result<std::vector<int32_t>> File::try_get_i32s(std::string_view key) const {
+Result<std::vector<int32_t>> File::get_i32s(std::string_view key) const {
   return impl_->scalars<int32_t>(key, ValueType::i32);
 }
 
@@ -379,7 +379,7 @@ const TensorInfo* File::find_tensor(std::string_view name) const {
   return it == impl_->tensor_index.end() ? nullptr : &impl_->tensors[it->second];
 }
 
-Result<std::span<const std::byte>> File::try_data(const TensorInfo& tensor) const {
+Result<std::span<const std::byte>> File::data(const TensorInfo& tensor) const {
   // A TensorInfo the caller built or edited is checked like one from the file.
   const uint64_t section = size() - std::min(size(), impl_->data_offset);
   if (tensor.offset > section || tensor.bytes > section - tensor.offset)

@@ -26,7 +26,7 @@ Result<std::optional<Value>> Metadata::required(std::string_view suffix, bool ha
 Result<uint32_t> Metadata::count(std::string_view suffix, std::optional<uint32_t> fallback) const {
   ATTENDRE_TRY_ASSIGN(const std::optional<Value> value, required(suffix, fallback.has_value()));
   if (!value) return *fallback;
-  ATTENDRE_TRY_ASSIGN(const uint64_t n, value->try_as_u64(key(suffix)));
+  ATTENDRE_TRY_ASSIGN(const uint64_t n, value->as_u64(key(suffix)));
   if (n == 0 || n > std::numeric_limits<uint32_t>::max())
     return key_error(ErrorCode::malformed_input, suffix, "is " + std::to_string(n) + ", expected a count in [1, 2^32)");
   return static_cast<uint32_t>(n);
@@ -35,7 +35,7 @@ Result<uint32_t> Metadata::count(std::string_view suffix, std::optional<uint32_t
 Result<double> Metadata::number(std::string_view suffix, std::optional<double> fallback) const {
   ATTENDRE_TRY_ASSIGN(const std::optional<Value> value, required(suffix, fallback.has_value()));
   if (!value) return *fallback;
-  ATTENDRE_TRY_ASSIGN(const double number, value->try_as_f64(key(suffix)));
+  ATTENDRE_TRY_ASSIGN(const double number, value->as_f64(key(suffix)));
   if (!std::isfinite(number))
     return key_error(ErrorCode::malformed_input, suffix, "is " + shortest_text(number) + ", expected a finite number");
   return number;
@@ -62,7 +62,7 @@ Result<float> Metadata::epsilon(std::string_view suffix) const {
 Result<std::string> Metadata::text(std::string_view suffix, std::optional<std::string> fallback) const {
   ATTENDRE_TRY_ASSIGN(const std::optional<Value> value, required(suffix, fallback.has_value()));
   if (!value) return std::move(*fallback);
-  ATTENDRE_TRY_ASSIGN(const std::string_view text, value->try_as_string(key(suffix)));
+  ATTENDRE_TRY_ASSIGN(const std::string_view text, value->as_string(key(suffix)));
   return std::string(text);
 }
 
@@ -92,8 +92,8 @@ Result<uint32_t> Metadata::kv_heads(uint32_t heads) const {
 }
 
 Result<uint32_t> Metadata::vocabulary_size() const {
-  ATTENDRE_TRY_ASSIGN(const Value token_array, file_.try_get("tokenizer.ggml.tokens"));
-  ATTENDRE_TRY_ASSIGN(const uint64_t tokens, token_array.try_size());
+  ATTENDRE_TRY_ASSIGN(const Value token_array, file_.get("tokenizer.ggml.tokens"));
+  ATTENDRE_TRY_ASSIGN(const uint64_t tokens, token_array.size());
   if (tokens == 0 || tokens > std::numeric_limits<uint32_t>::max())
     return malformed_input(file_.path().string() + ": metadata key \"tokenizer.ggml.tokens\": " +
                            std::to_string(tokens) + " tokens, expected [1, 2^32)");

@@ -161,12 +161,12 @@ Result<const ValueImpl*> Value::impl() const {
   return impl_.get();
 }
 
-Result<ValueType> Value::try_type() const {
+Result<ValueType> Value::type() const {
   ATTENDRE_TRY_ASSIGN(const ValueImpl* self, impl());
   return self->type;
 }
 
-Result<uint64_t> Value::try_as_u64(std::string_view key) const {
+Result<uint64_t> Value::as_u64(std::string_view key) const {
   ATTENDRE_TRY_ASSIGN(const ValueImpl* checked, impl());
   const ValueImpl& self = *checked;
   const auto value = integer(self);
@@ -176,7 +176,7 @@ Result<uint64_t> Value::try_as_u64(std::string_view key) const {
   return value->magnitude;
 }
 
-Result<int64_t> Value::try_as_i64(std::string_view key) const {
+Result<int64_t> Value::as_i64(std::string_view key) const {
   ATTENDRE_TRY_ASSIGN(const ValueImpl* checked, impl());
   const ValueImpl& self = *checked;
   const auto value = integer(self);
@@ -187,7 +187,7 @@ Result<int64_t> Value::try_as_i64(std::string_view key) const {
   return static_cast<int64_t>(value->magnitude);
 }
 
-Result<double> Value::try_as_f64(std::string_view key) const {
+Result<double> Value::as_f64(std::string_view key) const {
   ATTENDRE_TRY_ASSIGN(const ValueImpl* checked, impl());
   const ValueImpl& self = *checked;
   if (self.type == ValueType::f32) return load<float>(self.source->bytes(), self.offset);
@@ -203,7 +203,7 @@ Result<double> Value::try_as_f64(std::string_view key) const {
   return value->negative ? static_cast<double>(value->signed_value) : static_cast<double>(value->magnitude);
 }
 
-Result<bool> Value::try_as_bool(std::string_view key) const {
+Result<bool> Value::as_bool(std::string_view key) const {
   ATTENDRE_TRY_ASSIGN(const ValueImpl* checked, impl());
   const ValueImpl& self = *checked;
   if (self.type != ValueType::boolean)
@@ -211,7 +211,7 @@ Result<bool> Value::try_as_bool(std::string_view key) const {
   return load<uint8_t>(self.source->bytes(), self.offset) != 0;
 }
 
-Result<std::string_view> Value::try_as_string(std::string_view key) const {
+Result<std::string_view> Value::as_string(std::string_view key) const {
   ATTENDRE_TRY_ASSIGN(const ValueImpl* checked, impl());
   const ValueImpl& self = *checked;
   if (self.type != ValueType::string)
@@ -219,19 +219,19 @@ Result<std::string_view> Value::try_as_string(std::string_view key) const {
   return detail::Cursor(self.source->bytes(), self.offset).read_checked_string();
 }
 
-Result<ValueType> Value::try_element_type() const {
+Result<ValueType> Value::element_type() const {
   ATTENDRE_TRY_ASSIGN(const ValueImpl* self, impl());
   ATTENDRE_TRY(require_array(*self));
   return self->element_type;
 }
 
-Result<uint64_t> Value::try_size() const {
+Result<uint64_t> Value::size() const {
   ATTENDRE_TRY_ASSIGN(const ValueImpl* self, impl());
   ATTENDRE_TRY(require_array(*self));
   return self->count;
 }
 
-Result<Value> Value::try_at(uint64_t index) const {
+Result<Value> Value::at(uint64_t index) const {
   ATTENDRE_TRY_ASSIGN(const ValueImpl* checked, impl());
   const ValueImpl& self = *checked;
   ATTENDRE_TRY(require_array(self));

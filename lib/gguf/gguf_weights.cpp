@@ -71,7 +71,7 @@ Result<std::optional<TensorView>> FileWeights::tensor(const std::string& name, s
   ElementType type{};
   ATTENDRE_TRY_ASSIGN(const TensorInfo* info, find(name, shape, type));
   if (!info) return std::optional<TensorView>();
-  ATTENDRE_TRY_ASSIGN(std::span<const std::byte> data, file_.try_data(*info));
+  ATTENDRE_TRY_ASSIGN(std::span<const std::byte> data, file_.data(*info));
   if (const auto slice = slices_.find(name); slice != slices_.end()) {
     // find() checked the fused shape: each of its rows holds the same bytes.
     const uint64_t row_bytes = data.size() / slice->second.fused_rows;
@@ -79,7 +79,7 @@ Result<std::optional<TensorView>> FileWeights::tensor(const std::string& name, s
   }
   const auto scale = scaled_.find(name);
   if (scale == scaled_.end()) return std::optional<TensorView>(TensorView{type, data});
-  ATTENDRE_TRY_ASSIGN(const std::vector<double> values, try_dequantize(info->type, data));
+  ATTENDRE_TRY_ASSIGN(const std::vector<double> values, dequantize(info->type, data));
   scaled_values_.assign(values.size(), 0.0f);
   for (size_t i = 0; i < values.size(); ++i) scaled_values_[i] = static_cast<float>(values[i] * scale->second);
   return std::optional<TensorView>(TensorView{ElementType::f32, std::as_bytes(std::span<const float>(scaled_values_))});

@@ -77,7 +77,7 @@ MetadataValue MetadataValue::boolean(bool value) {
 }
 MetadataValue MetadataValue::string(std::string_view value) { return {ValueType::string, Encoder().string(value).take()}; }
 
-Result<MetadataValue> MetadataValue::try_array(ValueType element_type, std::span<const MetadataValue> elements) {
+Result<MetadataValue> MetadataValue::array(ValueType element_type, std::span<const MetadataValue> elements) {
   Encoder out;
   out.u32(static_cast<uint32_t>(element_type)).u64(elements.size());
   for (size_t i = 0; i < elements.size(); ++i) {
@@ -127,7 +127,7 @@ Result<Writer> Writer::create(WriterOptions options) {
   return Writer(options, Checked{});
 }
 
-Status Writer::try_add(std::string key, MetadataValue value) {
+Status Writer::add(std::string key, MetadataValue value) {
   if (options_.checks) {
     for (const auto& [existing, unused] : metadata_)
       if (existing == key) return invalid("duplicate metadata key " + quote(key));
@@ -140,7 +140,7 @@ Status Writer::try_add(std::string key, MetadataValue value) {
   return {};
 }
 
-Status Writer::try_add_tensor(TensorToWrite tensor) {
+Status Writer::add_tensor(TensorToWrite tensor) {
   if (options_.checks) {
     ATTENDRE_TRY(check_tensor(tensor));
     // Every tensor before this one is at its place in the layout (checked
@@ -159,14 +159,14 @@ Status Writer::try_add_tensor(TensorToWrite tensor) {
   return {};
 }
 
-Result<std::vector<std::byte>> Writer::try_bytes() const {
+Result<std::vector<std::byte>> Writer::bytes() const {
   const uint64_t alignment = options_.alignment;
   const bool has_alignment_key = std::any_of(metadata_.begin(), metadata_.end(),
                                              [](const auto& entry) { return entry.first == "general.alignment"; });
   const bool add_alignment_key = !has_alignment_key && alignment != kDefaultAlignment;
 
   // Offsets first: a tensor without one goes after the end of the one before
-  // (with checks on, every tensor is there: try_add_tensor saw to it).
+  // (with checks on, every tensor is there: add_tensor saw to it).
   std::vector<uint64_t> offsets;
   uint64_t next = 0, section = 0;
   for (const TensorToWrite& t : tensors_) {
@@ -197,8 +197,8 @@ Result<std::vector<std::byte>> Writer::try_bytes() const {
   return file;
 }
 
-Status Writer::try_write(const std::filesystem::path& path) const {
-  ATTENDRE_TRY_ASSIGN(const std::vector<std::byte> file, try_bytes());
+Status Writer::write(const std::filesystem::path& path) const {
+  ATTENDRE_TRY_ASSIGN(const std::vector<std::byte> file, bytes());
   // Same folder as the target, so that the rename stays on one filesystem and is atomic.
   std::filesystem::path temporary = path;
   temporary += ".tmp-" + std::to_string(::getpid());

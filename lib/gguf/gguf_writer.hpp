@@ -61,12 +61,7 @@ class MetadataValue {
   static MetadataValue i64(int64_t value);
   static MetadataValue f64(double value);
   // An array of `elements`, each of `element_type` (invalid_argument otherwise).
-  static Result<MetadataValue> try_array(ValueType element_type, std::span<const MetadataValue> elements);
-#if defined(__cpp_exceptions)
-  static MetadataValue array(ValueType element_type, std::span<const MetadataValue> elements) {
-    return try_array(element_type, elements).value_or_throw();
-  }
-#endif
+  static Result<MetadataValue> array(ValueType element_type, std::span<const MetadataValue> elements);
   // Shorthands for the arrays of vocabularies.
   static MetadataValue strings(std::span<const std::string> values);
   static MetadataValue f32s(std::span<const float> values);
@@ -104,8 +99,7 @@ struct WriterOptions {
   bool checks = true;
 };
 
-// Each fallible call has a try_ form returning Status or Result; the plain
-// forms throw its failure and exist only where exceptions do.
+// Each fallible call returns a Status or a Result.
 class Writer {
  public:
   // invalid_argument for options it cannot write (see WriterOptions).
@@ -113,33 +107,19 @@ class Writer {
 
   // Metadata in the order added. With checks on, a duplicate key or a
   // general.alignment that disagrees with the options is invalid_argument.
-  Status try_add(std::string key, MetadataValue value);
+  Status add(std::string key, MetadataValue value);
   // With checks on: a unique name, at most kMaxDims nonzero dims, a known
   // type whose block divides dims[0], exactly the bytes that shape takes, and
   // no offset but the one the layout gives it.
-  Status try_add_tensor(TensorToWrite tensor);
-
-  // The whole file in memory.
-  Result<std::vector<std::byte>> try_bytes() const;
-  // Writes bytes() to `path` atomically (temporary file, fsync, rename); io_error on failure.
-  Status try_write(const std::filesystem::path& path) const;
-
-#if defined(__cpp_exceptions)
-  explicit Writer(WriterOptions options = {}) : Writer(create(options).value_or_throw()) {}
-  Writer& add(std::string key, MetadataValue value) {
-    try_add(std::move(key), std::move(value)).or_throw();
-    return *this;
-  }
-  Writer& add_tensor(TensorToWrite tensor) {
-    try_add_tensor(std::move(tensor)).or_throw();
-    return *this;
-  }
-  Writer& add_tensor(std::string name, std::vector<uint64_t> dims, TensorType type, std::span<const std::byte> data) {
+  Status add_tensor(TensorToWrite tensor);
+  Status add_tensor(std::string name, std::vector<uint64_t> dims, TensorType type, std::span<const std::byte> data) {
     return add_tensor(TensorToWrite{std::move(name), std::move(dims), type, {data.begin(), data.end()}, std::nullopt});
   }
-  std::vector<std::byte> bytes() const { return try_bytes().value_or_throw(); }
-  void write(const std::filesystem::path& path) const { try_write(path).or_throw(); }
-#endif
+
+  // The whole file in memory.
+  Result<std::vector<std::byte>> bytes() const;
+  // Writes bytes() to `path` atomically (temporary file, fsync, rename); io_error on failure.
+  Status write(const std::filesystem::path& path) const;
 
  private:
   struct Checked {};  // the options have passed create()'s checks

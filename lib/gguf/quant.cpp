@@ -68,7 +68,7 @@ Status refuse(ErrorCode code, const char* operation, TensorType type, const std:
 
 bool has_reference_codec(TensorType type) { return find_codec(type) != nullptr; }
 
-Status try_dequantize(TensorType type, std::span<const std::byte> blocks, std::span<double> out) {
+Status dequantize(TensorType type, std::span<const std::byte> blocks, std::span<double> out) {
   ATTENDRE_TRY_ASSIGN(const BlockCodec* checked, codec_for(type, "dequantize"));
   const BlockCodec& codec = *checked;
   if (blocks.size() % codec.bytes != 0)
@@ -85,14 +85,14 @@ Status try_dequantize(TensorType type, std::span<const std::byte> blocks, std::s
   return {};
 }
 
-Result<std::vector<double>> try_dequantize(TensorType type, std::span<const std::byte> blocks) {
+Result<std::vector<double>> dequantize(TensorType type, std::span<const std::byte> blocks) {
   ATTENDRE_TRY_ASSIGN(const BlockCodec* codec, codec_for(type, "dequantize"));
   std::vector<double> out(blocks.size() / codec->bytes * codec->elements);
-  ATTENDRE_TRY(try_dequantize(type, blocks, out));
+  ATTENDRE_TRY(dequantize(type, blocks, out));
   return out;
 }
 
-Status try_quantize(TensorType type, std::span<const float> in, std::vector<std::byte>& out) {
+Status quantize(TensorType type, std::span<const float> in, std::vector<std::byte>& out) {
   ATTENDRE_TRY_ASSIGN(const BlockCodec* checked, codec_for(type, "quantize"));
   const BlockCodec& codec = *checked;
   if (in.size() % codec.elements != 0)
@@ -109,9 +109,9 @@ Status try_quantize(TensorType type, std::span<const float> in, std::vector<std:
   return {};
 }
 
-Result<std::vector<std::byte>> try_quantize(TensorType type, std::span<const float> in) {
+Result<std::vector<std::byte>> quantize(TensorType type, std::span<const float> in) {
   std::vector<std::byte> out;
-  ATTENDRE_TRY(try_quantize(type, in, out));
+  ATTENDRE_TRY(quantize(type, in, out));
   return out;
 }
 

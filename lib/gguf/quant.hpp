@@ -21,31 +21,16 @@ bool has_reference_codec(TensorType type);
 // when `blocks` is not a whole number of blocks, invalid_argument when `out`
 // has the wrong size.
 // Checks once, then decodes every block unchecked.
-Status try_dequantize(TensorType type, std::span<const std::byte> blocks, std::span<double> out);
-Result<std::vector<double>> try_dequantize(TensorType type, std::span<const std::byte> blocks);
+Status dequantize(TensorType type, std::span<const std::byte> blocks, std::span<double> out);
+Result<std::vector<double>> dequantize(TensorType type, std::span<const std::byte> blocks);
 
 // Encodes `in` into blocks of `type`, replacing `out`. `in` holds whole rows,
 // each a multiple of the type's block (32 or 256 values), so its size must be
 // one too (invalid_argument otherwise, as for a value that is not finite in a
 // block type; F32, F16 and BF16 carry infinities and NaNs through).
-Status try_quantize(TensorType type, std::span<const float> in, std::vector<std::byte>& out);
-Result<std::vector<std::byte>> try_quantize(TensorType type, std::span<const float> in);
+Status quantize(TensorType type, std::span<const float> in, std::vector<std::byte>& out);
+Result<std::vector<std::byte>> quantize(TensorType type, std::span<const float> in);
 
-#if defined(__cpp_exceptions)
-// The same, throwing the failure as attendre::Error.
-inline void dequantize(TensorType type, std::span<const std::byte> blocks, std::span<double> out) {
-  try_dequantize(type, blocks, out).or_throw();
-}
-inline std::vector<double> dequantize(TensorType type, std::span<const std::byte> blocks) {
-  return try_dequantize(type, blocks).value_or_throw();
-}
-inline void quantize(TensorType type, std::span<const float> in, std::vector<std::byte>& out) {
-  try_quantize(type, in, out).or_throw();
-}
-inline std::vector<std::byte> quantize(TensorType type, std::span<const float> in) {
-  return try_quantize(type, in).value_or_throw();
-}
-#endif
 
 // bfloat16: the top half of a binary32; rounding to nearest, ties to even,
 // NaN kept a (quiet) NaN. For fp16 see core/half.hpp.

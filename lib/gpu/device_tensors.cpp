@@ -135,7 +135,7 @@ Result<DeviceMatrix> WeightLoader::matrix(const MatrixSpec& spec) {
     ATTENDRE_TRY_ASSIGN(const TensorView bias, fetch(spec.bias->name, {spec.bias->size}));
     std::vector<double> values;
     if (bias.type != ElementType::f32) {
-      ATTENDRE_TRY_ASSIGN(values, gguf::try_dequantize(static_cast<gguf::TensorType>(bias.type), bias.bytes));
+      ATTENDRE_TRY_ASSIGN(values, gguf::dequantize(static_cast<gguf::TensorType>(bias.type), bias.bytes));
     }
     for (MatrixPart& part : m.parts_) {
       std::vector<float> slice(part.rows);
@@ -161,7 +161,7 @@ Result<DeviceNorm> WeightLoader::norm(const VectorSpec& gain, const std::optiona
     if (view.type == ElementType::f32) return write(n.buffer, offset, view.bytes);
     // Norm vectors are small: decoded to fp32 on the host, whatever they were stored as.
     ATTENDRE_TRY_ASSIGN(const std::vector<double> values,
-                        gguf::try_dequantize(static_cast<gguf::TensorType>(view.type), view.bytes));
+                        gguf::dequantize(static_cast<gguf::TensorType>(view.type), view.bytes));
     const std::vector<float> floats(values.begin(), values.end());
     return write(n.buffer, offset, std::as_bytes(std::span<const float>(floats)));
   };
@@ -175,7 +175,7 @@ Result<std::vector<double>> WeightLoader::values(const std::string& name, std::v
   FinishOnFailure guard(*this);
   ATTENDRE_TRY_ASSIGN(const TensorView view, fetch(name, shape));
   guard.succeeded();
-  if (view.type != ElementType::f32) return gguf::try_dequantize(static_cast<gguf::TensorType>(view.type), view.bytes);
+  if (view.type != ElementType::f32) return gguf::dequantize(static_cast<gguf::TensorType>(view.type), view.bytes);
   std::vector<float> floats(view.bytes.size() / 4);
   std::memcpy(floats.data(), view.bytes.data(), floats.size() * 4);
   return std::vector<double>(floats.begin(), floats.end());

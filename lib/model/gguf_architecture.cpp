@@ -152,7 +152,7 @@ Result<ModelDescription> describe_decoder(const File& file, const std::string& a
 
   ModelDescription d;
   d.info.architecture = a.name;
-  ATTENDRE_TRY_ASSIGN(d.info.name, file.try_get_string("general.name", ""));
+  ATTENDRE_TRY_ASSIGN(d.info.name, file.get_string("general.name", ""));
   ATTENDRE_TRY_ASSIGN(d.info.context_length, m.count("context_length"));
   StackConfig& c = d.stack;
   ATTENDRE_TRY_ASSIGN(c.hidden, m.count("embedding_length"));
@@ -185,8 +185,8 @@ Result<ModelDescription> describe_decoder(const File& file, const std::string& a
   return d;
 }
 
-Result<ModelDescription> try_describe_model(const File& file, WeightType storage) {
-  ATTENDRE_TRY_ASSIGN(const std::string name, file.try_get_string("general.architecture"));
+Result<ModelDescription> describe_model(const File& file, WeightType storage) {
+  ATTENDRE_TRY_ASSIGN(const std::string name, file.get_string("general.architecture"));
   if (name == "t5" || name == "t5encoder") return describe_t5(file, name, storage);
   for (const Architecture& a : kDecoders)
     if (a.name == name) return describe_decoder(file, name, storage);

@@ -38,12 +38,7 @@ struct ModelDescription {
 // Fails with a one-line message naming the file and the key or tensor:
 // malformed_input (missing or inconsistent), unsupported (an architecture,
 // RoPE scaling type, mixture of experts or encoding not run).
-Result<ModelDescription> try_describe_model(const File& file, WeightType storage);
-#if defined(__cpp_exceptions)
-inline ModelDescription describe_model(const File& file, WeightType storage) {
-  return try_describe_model(file, storage).value_or_throw();
-}
-#endif
+Result<ModelDescription> describe_model(const File& file, WeightType storage);
 
 // The architecture-specific halves (gguf_architecture.cpp: llama, qwen2, qwen3, phi3;
 // gguf_gemma.cpp: what gemma2 and gemma3 change in the decoder's blocks;

@@ -137,7 +137,7 @@ Result<ModelDescription> describe_t5(const File& file, const std::string& archit
   const Metadata m(file, architecture);
   ModelDescription d;
   d.info.architecture = architecture;
-  ATTENDRE_TRY_ASSIGN(d.info.name, file.try_get_string("general.name", ""));
+  ATTENDRE_TRY_ASSIGN(d.info.name, file.get_string("general.name", ""));
   d.info.kind = encoder_only ? ModelKind::encoder : ModelKind::encoder_decoder;
   // convert_hf_to_gguf.py writes n_positions, 512 when the config has none.
   ATTENDRE_TRY_ASSIGN(d.info.context_length, m.count("context_length"));
@@ -173,7 +173,7 @@ Result<ModelDescription> describe_t5(const File& file, const std::string& archit
   } else {
     ATTENDRE_TRY_ASSIGN(d.info.decoder_layers, m.block_count("decoder_block_count", d.info.blocks));
     if (const auto start = m.find("decoder_start_token_id")) {
-      ATTENDRE_TRY_ASSIGN(const uint64_t id, start->try_as_u64(m.key("decoder_start_token_id")));
+      ATTENDRE_TRY_ASSIGN(const uint64_t id, start->as_u64(m.key("decoder_start_token_id")));
       if (id >= t.vocab)
         return m.key_error(ErrorCode::malformed_input, "decoder_start_token_id",
                            std::to_string(id) + " is not a token of the " + std::to_string(t.vocab) +
@@ -182,7 +182,7 @@ Result<ModelDescription> describe_t5(const File& file, const std::string& archit
     } else {
       // The padding id, read (and range-checked) as the vocabulary reads it.
       constexpr std::string_view kPadding = "tokenizer.ggml.padding_token_id";
-      ATTENDRE_TRY_ASSIGN(const std::optional<int32_t> pad, tokenizer::try_special_token_id(file, kPadding, t.vocab));
+      ATTENDRE_TRY_ASSIGN(const std::optional<int32_t> pad, tokenizer::special_token_id(file, kPadding, t.vocab));
       if (!pad)
         return m.key_error(ErrorCode::malformed_input, "decoder_start_token_id",
                            file.find(kPadding) ? "is missing, and tokenizer.ggml.padding_token_id that T5 starts "

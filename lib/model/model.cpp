@@ -23,10 +23,10 @@ struct Model::Impl {
 };
 
 Result<Model> Model::open(const std::filesystem::path& path, const ModelOptions& options) {
-  ATTENDRE_TRY_ASSIGN(gguf::File file, gguf::File::try_open(path));
+  ATTENDRE_TRY_ASSIGN(gguf::File file, gguf::File::open(path));
   // The description refers to nothing in `file` (a File's bytes stay where
   // they are when it moves), so it is read before the Impl takes the file.
-  ATTENDRE_TRY_ASSIGN(gguf::ModelDescription description, gguf::try_describe_model(file, options.weights));
+  ATTENDRE_TRY_ASSIGN(gguf::ModelDescription description, gguf::describe_model(file, options.weights));
   ATTENDRE_TRY_ASSIGN(Tokenizer tokenizer, TokenizerAccess::from_file(file));
   return Model(std::make_unique<Impl>(std::move(file), std::move(description), std::move(tokenizer)));
 }

@@ -21,14 +21,14 @@ std::optional<uint32_t> unsigned_id(std::optional<int32_t> id) {
 }  // namespace
 
 Result<Tokenizer> TokenizerAccess::from_file(const gguf::File& file) {
-  ATTENDRE_TRY_ASSIGN(tokenizer::Pipeline built, tokenizer::Pipeline::try_from_gguf(file));
+  ATTENDRE_TRY_ASSIGN(tokenizer::Pipeline built, tokenizer::Pipeline::from_gguf(file));
   auto impl = std::make_shared<Tokenizer::Impl>(Tokenizer::Impl{std::move(built), {}});
   const int32_t size = impl->tokenizer.size();
   if (const auto eos = impl->tokenizer.eos()) impl->stop_tokens.push_back(static_cast<uint32_t>(*eos));
   // Chat models end a turn with their own token (Llama 3's <|eot_id|>,
   // Qwen2's <|im_end|>), read as the vocabulary reads every special id.
   ATTENDRE_TRY_ASSIGN(const std::optional<int32_t> eot,
-                      tokenizer::try_special_token_id(file, "tokenizer.ggml.eot_token_id", static_cast<size_t>(size)));
+                      tokenizer::special_token_id(file, "tokenizer.ggml.eot_token_id", static_cast<size_t>(size)));
   if (eot && std::find(impl->stop_tokens.begin(), impl->stop_tokens.end(), static_cast<uint32_t>(*eot)) ==
                  impl->stop_tokens.end())
     impl->stop_tokens.push_back(static_cast<uint32_t>(*eot));
@@ -36,7 +36,7 @@ Result<Tokenizer> TokenizerAccess::from_file(const gguf::File& file) {
 }
 
 Result<Tokenizer> Tokenizer::open(const std::filesystem::path& path) {
-  ATTENDRE_TRY_ASSIGN(const gguf::File file, gguf::File::try_open(path));
+  ATTENDRE_TRY_ASSIGN(const gguf::File file, gguf::File::open(path));
   return TokenizerAccess::from_file(file);
 }
 
@@ -50,7 +50,7 @@ Result<std::vector<uint32_t>> Tokenizer::encode(std::string_view text, const Enc
   o.continuation = options.continuation;
   o.more_follows = options.more_follows;
   o.parse_special = options.parse_special;
-  ATTENDRE_TRY_ASSIGN(const std::vector<int32_t> ids, impl_->tokenizer.try_encode(text, o));
+  ATTENDRE_TRY_ASSIGN(const std::vector<int32_t> ids, impl_->tokenizer.encode(text, o));
   return std::vector<uint32_t>(ids.begin(), ids.end());
 }
 
@@ -61,12 +61,12 @@ Result<std::string> Tokenizer::decode(std::span<const uint32_t> ids) const {
     ATTENDRE_TRY_ASSIGN(const int32_t checked, checked_id(impl_->tokenizer, id));
     signed_ids.push_back(checked);
   }
-  return impl_->tokenizer.try_decode(signed_ids);
+  return impl_->tokenizer.decode(signed_ids);
 }
 
 Result<std::string_view> Tokenizer::piece(uint32_t id) const {
   ATTENDRE_TRY_ASSIGN(const int32_t checked, checked_id(impl_->tokenizer, id));
-  return impl_->tokenizer.try_piece(checked);
+  return impl_->tokenizer.piece(checked);
 }
 
 uint32_t Tokenizer::size() const { return static_cast<uint32_t>(impl_->tokenizer.size()); }

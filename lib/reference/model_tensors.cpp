@@ -45,7 +45,7 @@ class Loader {
       std::memcpy(values.data(), view->bytes.data(), count * 4);
       for (float x : values) t.data.push_back(round_f32 ? half::half_to_float(half::float_to_half(x)) : x);
     } else {
-      t.data = gguf::dequantize(static_cast<gguf::TensorType>(view->type), view->bytes);
+      t.data = gguf::dequantize(static_cast<gguf::TensorType>(view->type), view->bytes).value_or_throw();
     }
     return t;
   }

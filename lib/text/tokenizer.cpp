@@ -82,7 +82,7 @@ void clean_up_spaces(std::string& text) {
 
 }  // namespace
 
-// Built in place by try_build and never moved: the index and the model
+// Built in place by build and never moved: the index and the model
 // refer to the vocabulary, the model to the index.
 struct Pipeline::Impl {
   // `source` has passed validate().
@@ -126,7 +126,7 @@ struct Pipeline::Impl {
 
 Pipeline::Pipeline(std::unique_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 
-Result<Pipeline> Pipeline::try_build(Vocabulary vocabulary) {
+Result<Pipeline> Pipeline::build(Vocabulary vocabulary) {
   ATTENDRE_TRY(validate(vocabulary));
   auto impl = std::make_unique<Impl>(std::move(vocabulary));
   ATTENDRE_TRY_ASSIGN(impl->index, TokenIndex::build(impl->vocabulary));
@@ -135,9 +135,9 @@ Result<Pipeline> Pipeline::try_build(Vocabulary vocabulary) {
   return Pipeline(std::unique_ptr<const Impl>(std::move(impl)));
 }
 
-Result<Pipeline> Pipeline::try_from_gguf(const gguf::File& file) {
-  ATTENDRE_TRY_ASSIGN(Vocabulary vocabulary, try_vocabulary_from_gguf(file));
-  Result<Pipeline> built = try_build(std::move(vocabulary));
+Result<Pipeline> Pipeline::from_gguf(const gguf::File& file) {
+  ATTENDRE_TRY_ASSIGN(Vocabulary vocabulary, vocabulary_from_gguf(file));
+  Result<Pipeline> built = build(std::move(vocabulary));
   if (built.ok()) return built;
   return std::move(built).status().within(file.path().string());
 }
@@ -154,7 +154,7 @@ size_t Pipeline::continuation_point(std::string_view text, size_t limit) {
   return 0;
 }
 
-Result<std::vector<int32_t>> Pipeline::try_encode(std::string_view utf8, const EncodeOptions& options) const {
+Result<std::vector<int32_t>> Pipeline::encode(std::string_view utf8, const EncodeOptions& options) const {
   const Vocabulary& vocabulary = impl_->vocabulary;
   if (utf8.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
     return invalid_argument("tokenizer: text of " + std::to_string(utf8.size()) + " bytes exceeds 2 GiB");
@@ -178,7 +178,7 @@ Result<std::vector<int32_t>> Pipeline::try_encode(std::string_view utf8, const E
   return ids;
 }
 
-Result<std::string> Pipeline::try_decode(std::span<const int32_t> ids, const DecodeOptions& options) const {
+Result<std::string> Pipeline::decode(std::span<const int32_t> ids, const DecodeOptions& options) const {
   const Vocabulary& vocabulary = impl_->vocabulary;
   // Byte-level BPE never adds a prefix space (llama.cpp ignores the flag
   // there when encoding), so it never strips one either.
@@ -201,7 +201,7 @@ Result<std::string> Pipeline::try_decode(std::span<const int32_t> ids, const Dec
   return text;
 }
 
-Result<std::string_view> Pipeline::try_piece(int32_t id, bool render_special) const {
+Result<std::string_view> Pipeline::piece(int32_t id, bool render_special) const {
   if (!impl_->known(id)) return impl_->unknown_id(id);
   if (impl_->hidden(id) && !render_special) return std::string_view();
   return std::string_view(impl_->pieces[static_cast<size_t>(id)]);
@@ -213,7 +213,7 @@ std::optional<int32_t> Pipeline::bos() const { return impl_->vocabulary.bos; }
 std::optional<int32_t> Pipeline::eos() const { return impl_->vocabulary.eos; }
 std::optional<int32_t> Pipeline::unknown() const { return impl_->vocabulary.unknown; }
 
-Result<TokenType> Pipeline::try_type(int32_t id) const {
+Result<TokenType> Pipeline::type(int32_t id) const {
   if (!impl_->known(id)) return impl_->unknown_id(id);
   return token_type(impl_->vocabulary, id);
 }

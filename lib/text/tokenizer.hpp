@@ -81,16 +81,13 @@ struct Vocabulary {
 // 0xFFFFFFFF (or -1) means "none". Token types and strip attributes get
 // llama.cpp's fix-ups by token text and model name. Fails malformed_input naming the key on
 // a missing or ill-typed key, unsupported on an unknown model.
-Result<Vocabulary> try_vocabulary_from_gguf(const gguf::File& file);
-#if defined(__cpp_exceptions)
-inline Vocabulary vocabulary_from_gguf(const gguf::File& file) { return try_vocabulary_from_gguf(file).value_or_throw(); }
-#endif
+Result<Vocabulary> vocabulary_from_gguf(const gguf::File& file);
 
 // The special token id at `key` (tokenizer.ggml.eot_token_id, ...) as the
 // vocabulary reads it: nullopt when absent or "none" (0xFFFFFFFF, -1),
 // malformed_input naming the key and its value when it is not a token of
 // the `token_count`.
-Result<std::optional<int32_t>> try_special_token_id(const gguf::File& file, std::string_view key, size_t token_count);
+Result<std::optional<int32_t>> special_token_id(const gguf::File& file, std::string_view key, size_t token_count);
 
 struct EncodeOptions {
   std::optional<bool> add_bos;  // nullopt: as the vocabulary's add_bos says
@@ -127,18 +124,17 @@ struct DecodeOptions {
 // public attendre::Tokenizer handle over it (model/model_tokenizer.hpp):
 // special tokens, then the vocabulary's model on each fragment.
 // Immutable once built: encode, decode and the lookups may run on one
-// Pipeline from several threads at once. Move-only. Each fallible call has
-// a try_ form returning Result; the plain forms throw its failure as
-// attendre::Error and exist only where exceptions do.
+// Pipeline from several threads at once. Move-only. Each fallible call
+// returns a Result.
 class Pipeline {
  public:
   // Checks `vocabulary` (array lengths, ids in range, merges naming known
   // tokens, duplicate texts, a supported pre-tokenizer) and builds the
   // lookup structures. Fails malformed_input naming the GGUF key, or
   // unsupported for a pre-tokenizer this library does not know.
-  static Result<Pipeline> try_build(Vocabulary vocabulary);
-  // try_vocabulary_from_gguf, then try_build; messages name the file.
-  static Result<Pipeline> try_from_gguf(const gguf::File& file);
+  static Result<Pipeline> build(Vocabulary vocabulary);
+  // vocabulary_from_gguf, then build; messages name the file.
+  static Result<Pipeline> from_gguf(const gguf::File& file);
 
   Pipeline(Pipeline&&) noexcept;
   Pipeline& operator=(Pipeline&&) noexcept;
@@ -147,30 +143,16 @@ class Pipeline {
   // The ids of `utf8`. Fails invalid_argument naming the byte offset of the
   // first invalid UTF-8 sequence, and when BOS or EOS is asked for but the
   // vocabulary has none. Empty text gives no ids (besides BOS/EOS).
-  Result<std::vector<int32_t>> try_encode(std::string_view utf8, const EncodeOptions& options = {}) const;
+  Result<std::vector<int32_t>> encode(std::string_view utf8, const EncodeOptions& options = {}) const;
   // The bytes `ids` stand for (not necessarily valid UTF-8 when the ids end
   // inside a character). Fails invalid_argument on an id out of range.
-  Result<std::string> try_decode(std::span<const int32_t> ids, const DecodeOptions& options = {}) const;
+  Result<std::string> decode(std::span<const int32_t> ids, const DecodeOptions& options = {}) const;
   // The bytes one token stands for on its own (no prefix-space stripping;
   // for streaming output, valid while the Pipeline lives); control and
   // unknown tokens give "" unless `render_special`.
-  Result<std::string_view> try_piece(int32_t id, bool render_special = false) const;
-  Result<TokenType> try_type(int32_t id) const;  // invalid_argument when out of range
+  Result<std::string_view> piece(int32_t id, bool render_special = false) const;
+  Result<TokenType> type(int32_t id) const;  // invalid_argument when out of range
 
-#if defined(__cpp_exceptions)
-  explicit Pipeline(Vocabulary vocabulary) : Pipeline(try_build(std::move(vocabulary)).value_or_throw()) {}
-  static Pipeline from_gguf(const gguf::File& file) { return try_from_gguf(file).value_or_throw(); }
-  std::vector<int32_t> encode(std::string_view utf8, const EncodeOptions& options = {}) const {
-    return try_encode(utf8, options).value_or_throw();
-  }
-  std::string decode(std::span<const int32_t> ids, const DecodeOptions& options = {}) const {
-    return try_decode(ids, options).value_or_throw();
-  }
-  std::string_view piece(int32_t id, bool render_special = false) const {
-    return try_piece(id, render_special).value_or_throw();
-  }
-  TokenType type(int32_t id) const { return try_type(id).value_or_throw(); }
-#endif
 
   const Vocabulary& vocabulary() const;
   // See attendre::Tokenizer::continuation_point: the last space at or before

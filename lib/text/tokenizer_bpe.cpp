@@ -72,7 +72,7 @@ class ByteLevelBpe final : public TextModel {
 
   // Byte-level BPE never prefixes a space (llama.cpp ignores the flag here).
   Status encode(std::string_view fragment, bool /*space_prefix*/, std::vector<int32_t>& ids) const override {
-    ATTENDRE_TRY_ASSIGN(const std::vector<std::string_view> words, try_split_in_sequence(fragment, regexes_));
+    ATTENDRE_TRY_ASSIGN(const std::vector<std::string_view> words, split_in_sequence(fragment, regexes_));
     for (const std::string_view word : words) ATTENDRE_TRY(encode_word(word, ids));
     return {};
   }

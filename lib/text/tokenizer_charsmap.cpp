@@ -88,7 +88,7 @@ std::optional<PrecompiledCharsmap::Match> PrecompiledCharsmap::find(std::string_
   return found.match;
 }
 
-Result<std::optional<PrecompiledCharsmap::Match>> PrecompiledCharsmap::try_longest_prefix(std::string_view text) const {
+Result<std::optional<PrecompiledCharsmap::Match>> PrecompiledCharsmap::longest_prefix(std::string_view text) const {
   const Walk found = walk(text);
   switch (found.fault) {
     case Walk::Fault::none: return found.match;

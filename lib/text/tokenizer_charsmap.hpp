@@ -24,9 +24,6 @@ class PrecompiledCharsmap {
   // Fails malformed_input naming tokenizer.ggml.precompiled_charsmap when
   // the header does not fit the blob.
   static Result<PrecompiledCharsmap> parse(std::string_view blob);
-#if defined(__cpp_exceptions)
-  explicit PrecompiledCharsmap(std::string_view blob) : PrecompiledCharsmap(parse(blob).value_or_throw()) {}
-#endif
 
   struct Match {
     std::string_view replacement;
@@ -35,16 +32,11 @@ class PrecompiledCharsmap {
   // The rule for the longest prefix of `text` the map knows, or nullopt.
   // Fails malformed_input when the walk leaves the trie or a replacement
   // runs past the blob (a corrupt map is found when used, not before).
-  Result<std::optional<Match>> try_longest_prefix(std::string_view text) const;
+  Result<std::optional<Match>> longest_prefix(std::string_view text) const;
   // The same for a caller that walks character by character (the unigram
   // normaliser): no Result per call; a corrupt map there gives nullopt with
-  // `corrupt` set, and try_longest_prefix on the same text says why.
+  // `corrupt` set, and longest_prefix on the same text says why.
   std::optional<Match> find(std::string_view text, bool& corrupt) const;
-#if defined(__cpp_exceptions)
-  std::optional<Match> longest_prefix(std::string_view text) const {
-    return try_longest_prefix(text).value_or_throw();
-  }
-#endif
 
  private:
   PrecompiledCharsmap() = default;

@@ -28,8 +28,8 @@ bool is_signed(gguf::ValueType type) {
 // The value of a special token id key as its type writes it, for messages.
 std::string id_text(const gguf::Value& value) {
   // Values the reader made are never empty, and read_id read this one already.
-  return is_signed(value.try_type().value()) ? std::to_string(value.try_as_i64("id").value())
-                                             : std::to_string(value.try_as_u64("id").value());
+  return is_signed(value.type().value()) ? std::to_string(value.as_i64("id").value())
+                                             : std::to_string(value.as_u64("id").value());
 }
 
 // A special token id: absent keys give `fallback` (dropped when it does not
@@ -45,14 +45,14 @@ Result<std::optional<int32_t>> read_id(const gguf::File& file, std::string_view 
     return Id();
   }
   // Values the reader made are never empty: their type is there.
-  if (is_signed(value->try_type().value())) {
-    ATTENDRE_TRY_ASSIGN(const int64_t id, value->try_as_i64(key));
+  if (is_signed(value->type().value())) {
+    ATTENDRE_TRY_ASSIGN(const int64_t id, value->as_i64(key));
     if (id == -1) return Id();
     if (id < std::numeric_limits<int32_t>::min() || id > std::numeric_limits<int32_t>::max())
       return malformed(file, std::string(key) + " = " + std::to_string(id) + " is not a token id");
     return Id(static_cast<int32_t>(id));
   }
-  ATTENDRE_TRY_ASSIGN(const uint64_t id, value->try_as_u64(key));
+  ATTENDRE_TRY_ASSIGN(const uint64_t id, value->as_u64(key));
   if (id == std::numeric_limits<uint32_t>::max() || id == std::numeric_limits<uint64_t>::max()) return Id();
   if (id > static_cast<uint64_t>(std::numeric_limits<int32_t>::max()))
     return malformed(file, std::string(key) + " = " + std::to_string(id) + " is not a token id");
@@ -84,7 +84,7 @@ constexpr std::string_view kOtherSpecialIdKeys[] = {
 
 // Whether `value` is an array of `element` (false for a scalar).
 bool is_array_of(const gguf::Value& value, gguf::ValueType element) {
-  return value.try_type().value() == gguf::ValueType::array && value.try_element_type().value() == element;
+  return value.type().value() == gguf::ValueType::array && value.element_type().value() == element;
 }
 
 Result<std::vector<float>> read_scores(const gguf::File& file) {
@@ -93,17 +93,17 @@ Result<std::vector<float>> read_scores(const gguf::File& file) {
   if (!value) return std::vector<float>();
   // llama.cpp accepts integer scores too.
   if (is_array_of(*value, gguf::ValueType::i32)) {
-    ATTENDRE_TRY_ASSIGN(const std::vector<int32_t> integers, file.try_get_i32s(key));
+    ATTENDRE_TRY_ASSIGN(const std::vector<int32_t> integers, file.get_i32s(key));
     return std::vector<float>(integers.begin(), integers.end());
   }
-  return file.try_get_f32s(key);
+  return file.get_f32s(key);
 }
 
 Result<std::vector<TokenType>> read_types(const gguf::File& file) {
   constexpr std::string_view key = "tokenizer.ggml.token_type";
   std::vector<TokenType> types;
   if (!file.find(key)) return types;
-  ATTENDRE_TRY_ASSIGN(const std::vector<int32_t> values, file.try_get_i32s(key));
+  ATTENDRE_TRY_ASSIGN(const std::vector<int32_t> values, file.get_i32s(key));
   for (const int32_t type : values) types.push_back(static_cast<TokenType>(type));
   return types;
 }
@@ -115,12 +115,12 @@ Result<std::string> read_bytes(const gguf::File& file, std::string_view key) {
     return malformed(file, std::string(key) + " is not an array of bytes");
   const bool is_unsigned = is_array_of(*value, gguf::ValueType::u8);
   // An array of bytes: every element is an in-range u8 or i8 (checked at open).
-  const uint64_t size = value->try_size().value();
+  const uint64_t size = value->size().value();
   std::string bytes(size, '\0');
   for (uint64_t i = 0; i < size; ++i) {
-    const gguf::Value element = value->try_at(i).value();
-    bytes[i] = static_cast<char>(is_unsigned ? element.try_as_u64(key).value()
-                                             : static_cast<uint64_t>(element.try_as_i64(key).value()));
+    const gguf::Value element = value->at(i).value();
+    bytes[i] = static_cast<char>(is_unsigned ? element.as_u64(key).value()
+                                             : static_cast<uint64_t>(element.as_i64(key).value()));
   }
   return bytes;
 }
@@ -188,9 +188,9 @@ Status set_strip_tokens(const gguf::File& file, Vocabulary& vocabulary) {
     if (found == vocabulary.tokens.end()) return std::nullopt;
     return static_cast<int32_t>(found - vocabulary.tokens.begin());
   };
-  ATTENDRE_TRY_ASSIGN(const std::string general_name, file.try_get_string("general.name", ""));
+  ATTENDRE_TRY_ASSIGN(const std::string general_name, file.get_string("general.name", ""));
   const std::string name = lowercase(general_name);
-  ATTENDRE_TRY_ASSIGN(const std::string architecture, file.try_get_string("general.architecture", ""));
+  ATTENDRE_TRY_ASSIGN(const std::string architecture, file.get_string("general.architecture", ""));
   if (contains_any(vocabulary.pre, {"jina-v2-de", "jina-v2-es", "jina-v2-code"}) ||
       contains_any(architecture, {"nomic-bert-moe", "jina-bert-v3"})) {
     if (const auto mask = id_of("<mask>")) vocabulary.lstrip.push_back(*mask);
@@ -211,11 +211,11 @@ Status set_strip_tokens(const gguf::File& file, Vocabulary& vocabulary) {
 
 }  // namespace
 
-Result<Vocabulary> try_vocabulary_from_gguf(const gguf::File& file) {
+Result<Vocabulary> vocabulary_from_gguf(const gguf::File& file) {
   Vocabulary vocabulary;
-  ATTENDRE_TRY_ASSIGN(const std::string model, file.try_get_string("tokenizer.ggml.model"));
-  ATTENDRE_TRY_ASSIGN(vocabulary.pre, file.try_get_string("tokenizer.ggml.pre", ""));
-  ATTENDRE_TRY_ASSIGN(vocabulary.tokens, file.try_get_strings("tokenizer.ggml.tokens"));
+  ATTENDRE_TRY_ASSIGN(const std::string model, file.get_string("tokenizer.ggml.model"));
+  ATTENDRE_TRY_ASSIGN(vocabulary.pre, file.get_string("tokenizer.ggml.pre", ""));
+  ATTENDRE_TRY_ASSIGN(vocabulary.tokens, file.get_strings("tokenizer.ggml.tokens"));
   const size_t count = vocabulary.tokens.size();
   std::optional<int32_t> bos, eos, unknown, padding;
   bool add_bos = false, add_eos = false, add_space_prefix = false;
@@ -225,7 +225,7 @@ Result<Vocabulary> try_vocabulary_from_gguf(const gguf::File& file) {
     add_bos = true, add_space_prefix = true;
   } else if (model == "gpt2") {
     vocabulary.model = Model::byte_level_bpe;
-    ATTENDRE_TRY_ASSIGN(vocabulary.merges, file.try_get_strings("tokenizer.ggml.merges"));
+    ATTENDRE_TRY_ASSIGN(vocabulary.merges, file.get_strings("tokenizer.ggml.merges"));
     // An unknown pre-tokenizer is reported by the Pipeline, which names
     // the supported ones.
     if (const PreTokenizerSpec* spec = find_pre_tokenizer(vocabulary.pre)) {
@@ -247,23 +247,23 @@ Result<Vocabulary> try_vocabulary_from_gguf(const gguf::File& file) {
   ATTENDRE_TRY_ASSIGN(vocabulary.eos, read_id(file, "tokenizer.ggml.eos_token_id", eos, count));
   ATTENDRE_TRY_ASSIGN(vocabulary.unknown, read_id(file, "tokenizer.ggml.unknown_token_id", unknown, count));
   ATTENDRE_TRY_ASSIGN(vocabulary.padding, read_id(file, "tokenizer.ggml.padding_token_id", padding, count));
-  for (const std::string_view key : kOtherSpecialIdKeys) ATTENDRE_TRY(try_special_token_id(file, key, count));
-  ATTENDRE_TRY_ASSIGN(vocabulary.add_bos, file.try_get_bool("tokenizer.ggml.add_bos_token", add_bos));
-  ATTENDRE_TRY_ASSIGN(vocabulary.add_eos, file.try_get_bool("tokenizer.ggml.add_eos_token", add_eos));
+  for (const std::string_view key : kOtherSpecialIdKeys) ATTENDRE_TRY(special_token_id(file, key, count));
+  ATTENDRE_TRY_ASSIGN(vocabulary.add_bos, file.get_bool("tokenizer.ggml.add_bos_token", add_bos));
+  ATTENDRE_TRY_ASSIGN(vocabulary.add_eos, file.get_bool("tokenizer.ggml.add_eos_token", add_eos));
   ATTENDRE_TRY(check_required_id(file, "tokenizer.ggml.add_bos_token", vocabulary.add_bos, "tokenizer.ggml.bos_token_id",
                                  vocabulary.bos));
   ATTENDRE_TRY(check_required_id(file, "tokenizer.ggml.add_eos_token", vocabulary.add_eos, "tokenizer.ggml.eos_token_id",
                                  vocabulary.eos));
   ATTENDRE_TRY_ASSIGN(vocabulary.add_space_prefix,
-                      file.try_get_bool("tokenizer.ggml.add_space_prefix", add_space_prefix));
+                      file.get_bool("tokenizer.ggml.add_space_prefix", add_space_prefix));
   ATTENDRE_TRY_ASSIGN(vocabulary.remove_extra_whitespaces,
-                      file.try_get_bool("tokenizer.ggml.remove_extra_whitespaces", false));
+                      file.get_bool("tokenizer.ggml.remove_extra_whitespaces", false));
   set_types_by_text(vocabulary);
   ATTENDRE_TRY(set_strip_tokens(file, vocabulary));
   return vocabulary;
 }
 
-Result<std::optional<int32_t>> try_special_token_id(const gguf::File& file, std::string_view key, size_t token_count) {
+Result<std::optional<int32_t>> special_token_id(const gguf::File& file, std::string_view key, size_t token_count) {
   ATTENDRE_TRY_ASSIGN(const std::optional<int32_t> id, read_id(file, key, std::nullopt, token_count));
   if (!id) return id;
   Status in_range = check_token_id(*id, token_count, key);

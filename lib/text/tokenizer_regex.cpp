@@ -96,7 +96,7 @@ Status Regex::split(std::string_view subject, std::vector<std::string_view>& pie
   return {};
 }
 
-Result<std::vector<std::string_view>> try_split_in_sequence(std::string_view text, const std::vector<Regex>& regexes) {
+Result<std::vector<std::string_view>> split_in_sequence(std::string_view text, const std::vector<Regex>& regexes) {
   if (text.empty()) return std::vector<std::string_view>();
   std::vector<std::string_view> pieces{text};
   MatchData match;

@@ -30,9 +30,6 @@ class Regex {
  public:
   // Fails invalid_argument naming the pattern, the offset and PCRE2's reason.
   static Result<Regex> compile(std::string_view pattern);
-#if defined(__cpp_exceptions)
-  explicit Regex(std::string_view pattern) : Regex(compile(pattern).value_or_throw()) {}
-#endif
   Regex(Regex&& other) noexcept;
   Regex& operator=(Regex&& other) noexcept;
   Regex(const Regex&) = delete;
@@ -58,11 +55,6 @@ class Regex {
 };
 
 // Applies `regexes` in sequence, each to every piece the previous ones left.
-Result<std::vector<std::string_view>> try_split_in_sequence(std::string_view text, const std::vector<Regex>& regexes);
-#if defined(__cpp_exceptions)
-inline std::vector<std::string_view> split_in_sequence(std::string_view text, const std::vector<Regex>& regexes) {
-  return try_split_in_sequence(text, regexes).value_or_throw();
-}
-#endif
+Result<std::vector<std::string_view>> split_in_sequence(std::string_view text, const std::vector<Regex>& regexes);
 
 }  // namespace attendre::tokenizer

@@ -98,7 +98,7 @@ class Unigram final : public TextModel {
       size_t consumed = 0;
       bool corrupt = false;
       const auto rule = charsmap_ ? charsmap_->find(input.substr(offset), corrupt) : std::nullopt;
-      if (corrupt) return charsmap_->try_longest_prefix(input.substr(offset)).status();
+      if (corrupt) return charsmap_->longest_prefix(input.substr(offset)).status();
       if (rule) {
         replacement = rule->replacement;
         consumed = rule->consumed;

@@ -225,12 +225,12 @@ TEST_CASE("C API: attendre_last_error shows a message quoting a file's string wi
   const std::string architecture("lla\0ma\xFF", 7);
   const std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
   using attendre::gguf::MetadataValue;
-  attendre::gguf::Writer writer;
-  writer.add("general.architecture", MetadataValue::string(architecture))
-      .add("tokenizer.ggml.model", MetadataValue::string("llama"))
-      .add("tokenizer.ggml.tokens", MetadataValue::strings(tokens));
+  attendre::gguf::Writer writer = attendre::gguf::Writer::create().value_or_throw();
+  writer.add("general.architecture", MetadataValue::string(architecture)).or_throw();
+  writer.add("tokenizer.ggml.model", MetadataValue::string("llama")).or_throw();
+  writer.add("tokenizer.ggml.tokens", MetadataValue::strings(tokens)).or_throw();
   const std::string path = (dir.path / "nul.gguf").string();
-  writer.write(path);
+  writer.write(path).or_throw();
   attendre_model* model = nullptr;
   CHECK(attendre_model_open(path.c_str(), nullptr, &model) == ATTENDRE_ERROR_UNSUPPORTED);
   CHECK(model == nullptr);

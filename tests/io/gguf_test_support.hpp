@@ -66,11 +66,23 @@ void check_error(F&& f, ErrorCode code, const std::string& needle) {
   FAIL("no attendre::Error thrown, expected one containing: " << needle);
 }
 
+// `status` failed with `code` and a one-line message containing `needle`.
+inline void check_failure(const Status& status, ErrorCode code, const std::string& needle) {
+  REQUIRE_MESSAGE(!status.ok(), "no failure, expected one containing: " << needle);
+  CHECK_MESSAGE(status.code() == code, status.message());
+  CHECK_MESSAGE(status.message().find(needle) != std::string::npos, "expected \"" << needle << "\" in: " << status.message());
+  CHECK_MESSAGE(status.message().find('\n') == std::string::npos, status.message());
+}
+template <class T>
+void check_failure(const Result<T>& result, ErrorCode code, const std::string& needle) {
+  check_failure(result.status(), code, needle);
+}
+
 // Parses `bytes` in memory under the name "x.gguf".
-inline gguf::File parse(const std::vector<std::byte>& bytes) { return gguf::File::parse(bytes, "x.gguf"); }
+inline gguf::File parse(const std::vector<std::byte>& bytes) { return gguf::File::parse(bytes, "x.gguf").value_or_throw(); }
 
 inline void check_malformed(const std::vector<std::byte>& bytes, const std::string& needle) {
-  check_error([&] { parse(bytes); }, ErrorCode::malformed_input, needle);
+  check_failure(gguf::File::parse(bytes, "x.gguf"), ErrorCode::malformed_input, needle);
 }
 
 inline std::vector<float> random_floats(size_t count, uint64_t seed, float scale = 1.0f) {
@@ -103,20 +115,20 @@ inline void write_file(const std::filesystem::path& path, std::span<const std::b
 // tensors (F32, F16, Q8_0), 32-byte aligned.
 inline gguf::Writer tiny_model(gguf::WriterOptions options = {}) {
   using gguf::MetadataValue;
-  gguf::Writer writer(options);
+  gguf::Writer writer = gguf::Writer::create(options).value_or_throw();
   const std::vector<std::string> tokens = {"<unk>", "<s>", "</s>", "a", "b"};
   const std::vector<float> scores = {0, 0, 0, -1.5f, -2.5f};
   const std::vector<int32_t> types = {2, 3, 3, 1, 1};
-  writer.add("general.architecture", MetadataValue::string("llama"))
-      .add("llama.embedding_length", MetadataValue::u32(64))
-      .add("llama.rope.freq_base", MetadataValue::f32(10000.0f))
-      .add("tokenizer.ggml.tokens", MetadataValue::strings(tokens))
-      .add("tokenizer.ggml.scores", MetadataValue::f32s(scores))
-      .add("tokenizer.ggml.token_type", MetadataValue::i32s(types))
-      .add("tokenizer.ggml.add_bos_token", MetadataValue::boolean(true));
-  writer.add_tensor("norm", {8}, gguf::TensorType::f32, f32_bytes(random_floats(8, 1)));
-  writer.add_tensor("embed", {4, 3}, gguf::TensorType::f16, random_bytes(4 * 3 * 2, 2));
-  writer.add_tensor("proj", {32, 2}, gguf::TensorType::q8_0, random_bytes(2 * 34, 3));
+  writer.add("general.architecture", MetadataValue::string("llama")).or_throw();
+  writer.add("llama.embedding_length", MetadataValue::u32(64)).or_throw();
+  writer.add("llama.rope.freq_base", MetadataValue::f32(10000.0f)).or_throw();
+  writer.add("tokenizer.ggml.tokens", MetadataValue::strings(tokens)).or_throw();
+  writer.add("tokenizer.ggml.scores", MetadataValue::f32s(scores)).or_throw();
+  writer.add("tokenizer.ggml.token_type", MetadataValue::i32s(types)).or_throw();
+  writer.add("tokenizer.ggml.add_bos_token", MetadataValue::boolean(true)).or_throw();
+  writer.add_tensor("norm", {8}, gguf::TensorType::f32, f32_bytes(random_floats(8, 1))).or_throw();
+  writer.add_tensor("embed", {4, 3}, gguf::TensorType::f16, random_bytes(4 * 3 * 2, 2)).or_throw();
+  writer.add_tensor("proj", {32, 2}, gguf::TensorType::q8_0, random_bytes(2 * 34, 3)).or_throw();
   return writer;
 }
 

@@ -19,7 +19,7 @@ namespace attendre::test {
 class T5Direct {
  public:
   explicit T5Direct(const Fixture& f) : shape_(f.shape), vocab_(f.vocab) {
-    for (const FixtureTensor& t : f.tensors) tensors_[t.name] = gguf::dequantize(t.type, t.bytes);
+    for (const FixtureTensor& t : f.tensors) tensors_[t.name] = gguf::dequantize(t.type, t.bytes).value_or_throw();
   }
 
   // The encoder's final hidden states of `input`, [T][hidden].

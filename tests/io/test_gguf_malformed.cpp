@@ -9,6 +9,7 @@
 namespace gguf = attendre::gguf;
 using attendre::ErrorCode;
 using attendre::test::check_error;
+using attendre::test::check_failure;
 using attendre::test::check_malformed;
 using gguf::Encoder;
 using gguf::MetadataValue;
@@ -30,7 +31,7 @@ std::vector<std::byte> one_pair(const std::string& key, uint32_t type_id, const 
   return file_with(0, 1, [&](Encoder& out) { out.string(key).u32(type_id).bytes(payload); });
 }
 
-gguf::Writer unchecked() { return gguf::Writer({.checks = false}); }
+gguf::Writer unchecked() { return gguf::Writer::create({.checks = false}).value_or_throw(); }
 
 const std::vector<std::byte> k32Bytes(32);  // data of an F32 tensor of 8 values
 
@@ -40,7 +41,7 @@ void patch_u64(std::vector<std::byte>& bytes, size_t offset, uint64_t value) { s
 }  // namespace
 
 TEST_CASE("gguf malformed: a valid file truncated at every byte offset is refused, never crashes") {
-  const auto whole = attendre::test::tiny_model().bytes();
+  const auto whole = attendre::test::tiny_model().bytes().value_or_throw();
   const gguf::File file = attendre::test::parse(whole);
   uint64_t data_end = 0;  // the padding after the last tensor's data is optional
   for (const gguf::TensorInfo& t : file.tensors()) data_end = std::max(data_end, file.data_offset() + t.offset + t.bytes);
@@ -53,14 +54,11 @@ TEST_CASE("gguf malformed: a valid file truncated at every byte offset is refuse
       CHECK(attendre::test::parse(prefix).tensors().size() == 3);
       continue;
     }
-    try {
-      attendre::test::parse(prefix);
-      FAIL("a file cut at " << size << " of " << whole.size() << " bytes was accepted");
-    } catch (const attendre::Error& e) {
-      CHECK(e.code() == ErrorCode::malformed_input);
-      CHECK(std::string(e.what()).rfind("x.gguf: ", 0) == 0);
-      ++refused;
-    }
+    const attendre::Result<gguf::File> cut = gguf::File::parse(prefix, "x.gguf");
+    REQUIRE_MESSAGE(!cut.ok(), "a file cut at " << size << " of " << whole.size() << " bytes was accepted");
+    CHECK(cut.status().code() == ErrorCode::malformed_input);
+    CHECK(cut.status().message().rfind("x.gguf: ", 0) == 0);
+    ++refused;
   }
   CHECK(refused == static_cast<int>(data_end));
   // The same through a mapped file, at a few sizes, and an empty file.
@@ -68,21 +66,21 @@ TEST_CASE("gguf malformed: a valid file truncated at every byte offset is refuse
   for (const size_t size : {size_t{0}, size_t{3}, size_t{23}, size_t{100}, static_cast<size_t>(data_end - 1)}) {
     const auto path = dir.path / ("cut" + std::to_string(size) + ".gguf");
     attendre::test::write_file(path, std::span(whole).first(size));
-    check_error([&] { gguf::File::open(path); }, ErrorCode::malformed_input, path.string() + ": ");
+    check_failure(gguf::File::open(path), ErrorCode::malformed_input, path.string() + ": ");
   }
-  check_error([&] { gguf::File::open(dir.path / "cut0.gguf"); }, ErrorCode::malformed_input,
+  check_failure(gguf::File::open(dir.path / "cut0.gguf"), ErrorCode::malformed_input,
               "too short for a GGUF file (0 bytes)");
 }
 
 TEST_CASE("gguf malformed: files that cannot be opened are io errors") {
   attendre::test::GgufTempDir dir;
-  check_error([&] { gguf::File::open(dir.path / "absent.gguf"); }, ErrorCode::io_error,
+  check_failure(gguf::File::open(dir.path / "absent.gguf"), ErrorCode::io_error,
               "absent.gguf: cannot open: No such file or directory");
-  check_error([&] { gguf::File::open(dir.path); }, ErrorCode::io_error, "not a regular file");
+  check_failure(gguf::File::open(dir.path), ErrorCode::io_error, "not a regular file");
 }
 
 TEST_CASE("gguf malformed: header") {
-  const auto valid = attendre::test::tiny_model().bytes();
+  const auto valid = attendre::test::tiny_model().bytes().value_or_throw();
   auto bytes = valid;
   bytes[3] = std::byte{'X'};
   check_malformed(bytes, "x.gguf: not a GGUF file (starts with bytes 47 47 55 58, expected \"GGUF\")");
@@ -100,7 +98,7 @@ TEST_CASE("gguf malformed: header") {
 }
 
 TEST_CASE("gguf malformed: lying counts") {
-  const auto valid = attendre::test::tiny_model().bytes();  // 3 tensors, 7 pairs
+  const auto valid = attendre::test::tiny_model().bytes().value_or_throw();  // 3 tensors, 7 pairs
   auto bytes = valid;
   patch_u64(bytes, 16, ~uint64_t{0});
   check_malformed(bytes, "x.gguf: metadata count 18446744073709551615 exceeds what the ");
@@ -154,9 +152,9 @@ TEST_CASE("gguf malformed: nesting is bounded") {
   };
   const auto deepest = nested(gguf::kMaxArrayNesting);
   const gguf::File file = attendre::test::parse(deepest);
-  gguf::Value value = file.get("deep");
-  for (uint32_t level = 1; level < gguf::kMaxArrayNesting; ++level) value = value.at(0);
-  CHECK(value.at(0).as_u64("deep") == 7);
+  gguf::Value value = file.get("deep").value_or_throw();
+  for (uint32_t level = 1; level < gguf::kMaxArrayNesting; ++level) value = value.at(0).value_or_throw();
+  CHECK(value.at(0).value_or_throw().as_u64("deep").value_or_throw() == 7);
   check_malformed(nested(gguf::kMaxArrayNesting + 1), "arrays nested more than 16 levels deep");
   check_malformed(nested(1000), "arrays nested more than 16 levels deep");
 }
@@ -171,36 +169,39 @@ TEST_CASE("gguf malformed: unknown value types, bad bools, duplicate keys") {
   check_malformed(one_pair("k", 4, {std::byte{1}}), "metadata key 0 (\"k\"): needs 4 bytes at offset");
 
   auto writer = unchecked();
-  writer.add("a", MetadataValue::u8(1)).add("b", MetadataValue::u8(2)).add("a", MetadataValue::string("again"));
-  check_malformed(writer.bytes(), "x.gguf: metadata key 2 (\"a\"): duplicate of metadata key 0");
+  writer.add("a", MetadataValue::u8(1)).or_throw();
+  writer.add("b", MetadataValue::u8(2)).or_throw();
+  writer.add("a", MetadataValue::string("again")).or_throw();
+  check_malformed(writer.bytes().value_or_throw(), "x.gguf: metadata key 2 (\"a\"): duplicate of metadata key 0");
   // A hostile key cannot break the one-line message.
   writer = unchecked();
-  writer.add("bad\nkey\"", MetadataValue::u8(1)).add("bad\nkey\"", MetadataValue::u8(1));
-  check_malformed(writer.bytes(), "(\"bad\\x0Akey\\\"\"): duplicate");
+  writer.add("bad\nkey\"", MetadataValue::u8(1)).or_throw();
+  writer.add("bad\nkey\"", MetadataValue::u8(1)).or_throw();
+  check_malformed(writer.bytes().value_or_throw(), "(\"bad\\x0Akey\\\"\"): duplicate");
 }
 
 TEST_CASE("gguf malformed: general.alignment") {
   for (const uint32_t alignment : {0u, 48u, 3u}) {
     auto writer = unchecked();
-    writer.add("general.alignment", MetadataValue::u32(alignment));
-    check_malformed(writer.bytes(), "x.gguf: metadata key \"general.alignment\": " + std::to_string(alignment) +
+    writer.add("general.alignment", MetadataValue::u32(alignment)).or_throw();
+    check_malformed(writer.bytes().value_or_throw(), "x.gguf: metadata key \"general.alignment\": " + std::to_string(alignment) +
                                         " is not a nonzero power of two");
   }
   auto writer = unchecked();
-  writer.add("general.alignment", MetadataValue::string("32"));
-  check_malformed(writer.bytes(), "metadata key \"general.alignment\": has type string, expected an unsigned integer");
+  writer.add("general.alignment", MetadataValue::string("32")).or_throw();
+  check_malformed(writer.bytes().value_or_throw(), "metadata key \"general.alignment\": has type string, expected an unsigned integer");
   // 2^63 is a power of two: accepted, and the data section then lies past any file.
   writer = unchecked();
-  writer.add("general.alignment", MetadataValue::u64(uint64_t{1} << 63));
-  writer.add_tensor("t", {8}, TensorType::f32, k32Bytes);
-  check_malformed(writer.bytes(), "tensor 0 (\"t\"): 32 bytes of data at offset 0 extend past the end of the file");
+  writer.add("general.alignment", MetadataValue::u64(uint64_t{1} << 63)).or_throw();
+  writer.add_tensor("t", {8}, TensorType::f32, k32Bytes).or_throw();
+  check_malformed(writer.bytes().value_or_throw(), "tensor 0 (\"t\"): 32 bytes of data at offset 0 extend past the end of the file");
 }
 
 TEST_CASE("gguf malformed: tensor infos") {
   const auto tensor = [](gguf::TensorToWrite t) {
     auto writer = unchecked();
-    writer.add_tensor(std::move(t));
-    return writer.bytes();
+    writer.add_tensor(std::move(t)).or_throw();
+    return writer.bytes().value_or_throw();
   };
   check_malformed(tensor({"t", {8}, static_cast<TensorType>(31), k32Bytes}),
                   "x.gguf: tensor 0 (\"t\"): unknown tensor type 31");
@@ -233,9 +234,10 @@ TEST_CASE("gguf malformed: tensor infos") {
                   "tensor 0: string of 18446744073709551615 bytes exceeds the 40 bytes left in the file");
 
   auto writer = unchecked();
-  writer.add_tensor("t", {8}, TensorType::f32, k32Bytes).add_tensor("u", {8}, TensorType::f32, k32Bytes);
-  writer.add_tensor("t", {8}, TensorType::f32, k32Bytes);
-  check_malformed(writer.bytes(), "x.gguf: tensor 2 (\"t\"): duplicate tensor name (also tensor 0)");
+  writer.add_tensor("t", {8}, TensorType::f32, k32Bytes).or_throw();
+  writer.add_tensor("u", {8}, TensorType::f32, k32Bytes).or_throw();
+  writer.add_tensor("t", {8}, TensorType::f32, k32Bytes).or_throw();
+  check_malformed(writer.bytes().value_or_throw(), "x.gguf: tensor 2 (\"t\"): duplicate tensor name (also tensor 0)");
 
 }
 
@@ -244,44 +246,49 @@ TEST_CASE("gguf malformed: tensor data not laid out back to back in info order, 
   // bytes by its type and 128 in the file, and the next tensor starts after
   // the 128: a gap, which llama.cpp's reader refuses.
   auto writer = unchecked();
-  writer.add_tensor({"relabelled", {32}, TensorType::q8_0, std::vector<std::byte>(128), std::nullopt});
-  writer.add_tensor({"next", {8}, TensorType::f32, k32Bytes, std::nullopt});
-  check_malformed(writer.bytes(), "x.gguf: tensor 1 (\"next\"): data offset 128, expected 64 (tensors follow each "
+  writer.add_tensor({"relabelled", {32}, TensorType::q8_0, std::vector<std::byte>(128), std::nullopt}).or_throw();
+  writer.add_tensor({"next", {8}, TensorType::f32, k32Bytes, std::nullopt}).or_throw();
+  check_malformed(writer.bytes().value_or_throw(), "x.gguf: tensor 1 (\"next\"): data offset 128, expected 64 (tensors follow each "
                                   "other in the order of their infos, each padded to the alignment 32)");
   writer = unchecked();  // a gap after a tensor of the right size
-  writer.add_tensor({"a", {8}, TensorType::f32, k32Bytes, 0}).add_tensor({"b", {8}, TensorType::f32, k32Bytes, 64});
-  check_malformed(writer.bytes(), "x.gguf: tensor 1 (\"b\"): data offset 64, expected 32");
+  writer.add_tensor({"a", {8}, TensorType::f32, k32Bytes, 0}).or_throw();
+  writer.add_tensor({"b", {8}, TensorType::f32, k32Bytes, 64}).or_throw();
+  check_malformed(writer.bytes().value_or_throw(), "x.gguf: tensor 1 (\"b\"): data offset 64, expected 32");
   writer = unchecked();  // a gap before the first tensor
-  writer.add_tensor({"a", {8}, TensorType::f32, k32Bytes, 32});
-  check_malformed(writer.bytes(), "x.gguf: tensor 0 (\"a\"): data offset 32, expected 0");
+  writer.add_tensor({"a", {8}, TensorType::f32, k32Bytes, 32}).or_throw();
+  check_malformed(writer.bytes().value_or_throw(), "x.gguf: tensor 0 (\"a\"): data offset 32, expected 0");
   writer = unchecked();  // overlapping
-  writer.add_tensor({"a", {16}, TensorType::f32, std::vector<std::byte>(64), 0});
-  writer.add_tensor({"b", {8}, TensorType::f32, k32Bytes, 32});
-  check_malformed(writer.bytes(), "x.gguf: tensor 1 (\"b\"): data offset 32, expected 64");
+  writer.add_tensor({"a", {16}, TensorType::f32, std::vector<std::byte>(64), 0}).or_throw();
+  writer.add_tensor({"b", {8}, TensorType::f32, k32Bytes, 32}).or_throw();
+  check_malformed(writer.bytes().value_or_throw(), "x.gguf: tensor 1 (\"b\"): data offset 32, expected 64");
   writer = unchecked();  // two tensors at one offset
-  writer.add_tensor({"x", {8}, TensorType::f32, k32Bytes, 0}).add_tensor({"y", {8}, TensorType::f32, k32Bytes, 0});
-  check_malformed(writer.bytes(), "tensor 1 (\"y\"): data offset 0, expected 32");
+  writer.add_tensor({"x", {8}, TensorType::f32, k32Bytes, 0}).or_throw();
+  writer.add_tensor({"y", {8}, TensorType::f32, k32Bytes, 0}).or_throw();
+  check_malformed(writer.bytes().value_or_throw(), "tensor 1 (\"y\"): data offset 0, expected 32");
   writer = unchecked();  // apart and aligned, but listed out of order
-  writer.add_tensor({"late", {8}, TensorType::f32, k32Bytes, 32}).add_tensor({"early", {8}, TensorType::f32, k32Bytes, 0});
-  check_malformed(writer.bytes(), "tensor 0 (\"late\"): data offset 32, expected 0");
+  writer.add_tensor({"late", {8}, TensorType::f32, k32Bytes, 32}).or_throw();
+  writer.add_tensor({"early", {8}, TensorType::f32, k32Bytes, 0}).or_throw();
+  check_malformed(writer.bytes().value_or_throw(), "tensor 0 (\"late\"): data offset 32, expected 0");
   // Padding counts in the file's alignment: 8 values of F16 (16 bytes) take
   // 64 bytes under general.alignment 64, so the next tensor is at 64, not 16 or 32.
   for (const uint64_t offset : {uint64_t{16}, uint64_t{32}}) {
-    writer = gguf::Writer({.alignment = 64, .checks = false});
-    writer.add_tensor({"half", {8}, TensorType::f16, std::vector<std::byte>(16), 0});
-    writer.add_tensor({"next", {8}, TensorType::f32, k32Bytes, offset});
-    check_malformed(writer.bytes(), "tensor 1 (\"next\"): data offset " + std::to_string(offset) +
+    writer = gguf::Writer::create({.alignment = 64, .checks = false}).value_or_throw();
+    writer.add_tensor({"half", {8}, TensorType::f16, std::vector<std::byte>(16), 0}).or_throw();
+    writer.add_tensor({"next", {8}, TensorType::f32, k32Bytes, offset}).or_throw();
+    check_malformed(writer.bytes().value_or_throw(), "tensor 1 (\"next\"): data offset " + std::to_string(offset) +
                                         ", expected 64 (tensors follow each other in the order of their infos, each "
                                         "padded to the alignment 64)");
   }
-  writer = gguf::Writer({.alignment = 64});
-  writer.add_tensor("half", {8}, TensorType::f16, std::vector<std::byte>(16)).add_tensor("next", {8}, TensorType::f32, k32Bytes);
-  const gguf::File file = attendre::test::parse(writer.bytes());
+  writer = gguf::Writer::create({.alignment = 64}).value_or_throw();
+  writer.add_tensor("half", {8}, TensorType::f16, std::vector<std::byte>(16)).or_throw();
+  writer.add_tensor("next", {8}, TensorType::f32, k32Bytes).or_throw();
+  const std::vector<std::byte> bytes = writer.bytes().value_or_throw();  // outlives the File that views it
+  const gguf::File file = attendre::test::parse(bytes);
   CHECK(file.tensors()[1].offset == 64);
 }
 
 TEST_CASE("gguf malformed: out-of-file tensor data through a cut data section") {
-  auto bytes = attendre::test::tiny_model().bytes();
+  auto bytes = attendre::test::tiny_model().bytes().value_or_throw();
   const gguf::File file = attendre::test::parse(bytes);
   const gguf::TensorInfo last = file.tensors().back();
   bytes.resize(file.data_offset() + last.offset + last.bytes - 1);
@@ -290,5 +297,5 @@ TEST_CASE("gguf malformed: out-of-file tensor data through a cut data section") 
   // And a TensorInfo edited by the caller is refused by data().
   gguf::TensorInfo edited = file.tensors()[0];
   edited.bytes = 1u << 30;
-  check_error([&] { file.data(edited); }, ErrorCode::invalid_argument, "is outside the data section");
+  check_failure(file.data(edited), ErrorCode::invalid_argument, "is outside the data section");
 }

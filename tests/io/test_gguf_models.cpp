@@ -19,17 +19,17 @@ namespace {
 
 // Decodes every value, every array element included; returns how many.
 uint64_t touch(const gguf::Value& value) {
-  switch (value.type()) {
+  switch (value.type().value_or_throw()) {
     case ValueType::array: {
       uint64_t count = 1;
-      for (uint64_t i = 0; i < value.size(); ++i) count += touch(value.at(i));
+      for (uint64_t i = 0; i < value.size().value_or_throw(); ++i) count += touch(value.at(i).value_or_throw());
       return count;
     }
-    case ValueType::string: (void)value.as_string("string"); break;
-    case ValueType::boolean: (void)value.as_bool("bool"); break;
-    case ValueType::f32: case ValueType::f64: (void)value.as_f64("float"); break;
-    case ValueType::i8: case ValueType::i16: case ValueType::i32: case ValueType::i64: (void)value.as_i64("int"); break;
-    default: (void)value.as_u64("uint"); break;
+    case ValueType::string: (void)value.as_string("string").value_or_throw(); break;
+    case ValueType::boolean: (void)value.as_bool("bool").value_or_throw(); break;
+    case ValueType::f32: case ValueType::f64: (void)value.as_f64("float").value_or_throw(); break;
+    case ValueType::i8: case ValueType::i16: case ValueType::i32: case ValueType::i64: (void)value.as_i64("int").value_or_throw(); break;
+    default: (void)value.as_u64("uint").value_or_throw(); break;
   }
   return 1;
 }
@@ -38,7 +38,7 @@ std::vector<double> f32_tensor(const gguf::File& file, const std::string& name) 
   const gguf::TensorInfo* info = file.find_tensor(name);
   REQUIRE_MESSAGE(info, name);
   REQUIRE(info->type == TensorType::f32);
-  return gguf::dequantize(TensorType::f32, file.data(*info));
+  return gguf::dequantize(TensorType::f32, file.data(*info).value_or_throw()).value_or_throw();
 }
 
 // The type llama-quantize gave each tensor of the aidreams260K files: norms
@@ -79,20 +79,20 @@ TEST_CASE("gguf real files: every shared .gguf opens and reads whole") {
   for (const auto& entry : std::filesystem::recursive_directory_iterator(*models)) {
     if (entry.path().extension() != ".gguf") continue;
     CAPTURE(entry.path().string());
-    const gguf::File file = gguf::File::open(entry.path());
+    const gguf::File file = gguf::File::open(entry.path()).value_or_throw();
     ++files;
     CHECK(file.version() == 3);
     uint64_t values = 0;
-    for (const std::string& key : file.keys()) values += touch(file.get(key));
+    for (const std::string& key : file.keys()) values += touch(file.get(key).value_or_throw());
     CHECK(values >= file.keys().size());
     // The vocabulary decodes whole, as a tokenizer reads it, and agrees with at().
-    const auto tokens = file.get_strings("tokenizer.ggml.tokens");
-    CHECK(tokens.size() == file.get("tokenizer.ggml.tokens").size());
-    CHECK(tokens.back() == file.get("tokenizer.ggml.tokens").at(tokens.size() - 1).as_string("tokens"));
-    CHECK(file.get_i32s("tokenizer.ggml.token_type").size() == tokens.size());
-    if (file.find("tokenizer.ggml.scores")) CHECK(file.get_f32s("tokenizer.ggml.scores").size() == tokens.size());
+    const auto tokens = file.get_strings("tokenizer.ggml.tokens").value_or_throw();
+    CHECK(tokens.size() == file.get("tokenizer.ggml.tokens").value_or_throw().size().value_or_throw());
+    CHECK(tokens.back() == file.get("tokenizer.ggml.tokens").value_or_throw().at(tokens.size() - 1).value_or_throw().as_string("tokens").value_or_throw());
+    CHECK(file.get_i32s("tokenizer.ggml.token_type").value_or_throw().size() == tokens.size());
+    if (file.find("tokenizer.ggml.scores")) CHECK(file.get_f32s("tokenizer.ggml.scores").value_or_throw().size() == tokens.size());
     uint64_t bytes = 0;
-    for (const gguf::TensorInfo& tensor : file.tensors()) bytes += file.data(tensor).size();
+    for (const gguf::TensorInfo& tensor : file.tensors()) bytes += file.data(tensor).value_or_throw().size();
     CHECK(bytes <= file.size());
     if (!file.tensors().empty()) CHECK(file.data_offset() + bytes <= file.size());
   }
@@ -115,22 +115,22 @@ TEST_CASE("gguf real files: vocabulary files carry their tokenizer's keys") {
   };
   for (const Expected& e : expected) {
     CAPTURE(e.file);
-    const gguf::File file = gguf::File::open(*models / "vocab" / e.file);
-    CHECK(file.get_string("tokenizer.ggml.model") == e.model);
-    CHECK(file.get_string("tokenizer.ggml.pre", "") == e.pre);
-    CHECK(file.get("tokenizer.ggml.tokens").size() == e.tokens);
+    const gguf::File file = gguf::File::open(*models / "vocab" / e.file).value_or_throw();
+    CHECK(file.get_string("tokenizer.ggml.model").value_or_throw() == e.model);
+    CHECK(file.get_string("tokenizer.ggml.pre", "").value_or_throw() == e.pre);
+    CHECK(file.get("tokenizer.ggml.tokens").value_or_throw().size().value_or_throw() == e.tokens);
     CHECK(file.tensors().empty());
   }
-  const gguf::File bpe = gguf::File::open(*models / "vocab" / "ggml-vocab-llama-bpe.gguf");
-  CHECK(bpe.get_strings("tokenizer.ggml.merges").size() == 280147);
-  CHECK(bpe.get_f64("llama.rope.freq_base") == 500000.0);
-  CHECK(bpe.get_u64("llama.attention.head_count_kv") == 8);
-  const gguf::File nomic = gguf::File::open(*models / "vocab" / "ggml-vocab-nomic-bert-moe.gguf");
-  const gguf::Value charsmap = nomic.get("tokenizer.ggml.precompiled_charsmap");
-  CHECK(charsmap.element_type() == ValueType::u8);
-  CHECK(charsmap.size() == 237539);
-  CHECK_FALSE(nomic.get_bool("nomic-bert-moe.attention.causal"));
-  CHECK(nomic.get_u64("tokenizer.ggml.mask_token_id") == 250001);
+  const gguf::File bpe = gguf::File::open(*models / "vocab" / "ggml-vocab-llama-bpe.gguf").value_or_throw();
+  CHECK(bpe.get_strings("tokenizer.ggml.merges").value_or_throw().size() == 280147);
+  CHECK(bpe.get_f64("llama.rope.freq_base").value_or_throw() == 500000.0);
+  CHECK(bpe.get_u64("llama.attention.head_count_kv").value_or_throw() == 8);
+  const gguf::File nomic = gguf::File::open(*models / "vocab" / "ggml-vocab-nomic-bert-moe.gguf").value_or_throw();
+  const gguf::Value charsmap = nomic.get("tokenizer.ggml.precompiled_charsmap").value_or_throw();
+  CHECK(charsmap.element_type().value_or_throw() == ValueType::u8);
+  CHECK(charsmap.size().value_or_throw() == 237539);
+  CHECK_FALSE(nomic.get_bool("nomic-bert-moe.attention.causal").value_or_throw());
+  CHECK(nomic.get_u64("tokenizer.ggml.mask_token_id").value_or_throw() == 250001);
 }
 
 TEST_CASE("gguf real files: the llama models' hyperparameters and tensor infos") {
@@ -138,28 +138,28 @@ TEST_CASE("gguf real files: the llama models' hyperparameters and tensor infos")
   if (!models) return;
   for (const char* name : kModelFiles) {
     CAPTURE(name);
-    const gguf::File file = gguf::File::open(*models / name);
-    CHECK(file.get_string("general.architecture") == "llama");
-    CHECK(file.get_u64("llama.embedding_length") == 64);
-    CHECK(file.get_u64("llama.block_count") == 4);
-    CHECK(file.get_u64("llama.attention.head_count") == 4);
-    CHECK(file.get_u64("llama.attention.head_count_kv") == 4);
-    CHECK(file.get_u64("llama.feed_forward_length") == 172);
-    CHECK(file.get_u64("llama.context_length") == 128);
-    CHECK(file.get_u64("llama.rope.dimension_count") == 16);
+    const gguf::File file = gguf::File::open(*models / name).value_or_throw();
+    CHECK(file.get_string("general.architecture").value_or_throw() == "llama");
+    CHECK(file.get_u64("llama.embedding_length").value_or_throw() == 64);
+    CHECK(file.get_u64("llama.block_count").value_or_throw() == 4);
+    CHECK(file.get_u64("llama.attention.head_count").value_or_throw() == 4);
+    CHECK(file.get_u64("llama.attention.head_count_kv").value_or_throw() == 4);
+    CHECK(file.get_u64("llama.feed_forward_length").value_or_throw() == 172);
+    CHECK(file.get_u64("llama.context_length").value_or_throw() == 128);
+    CHECK(file.get_u64("llama.rope.dimension_count").value_or_throw() == 16);
     CHECK_FALSE(file.find("llama.rope.freq_base"));  // absent: loaders use 10000
-    CHECK(file.get_f64("llama.rope.freq_base", 10000.0) == 10000.0);
-    CHECK(file.get_f64("llama.attention.layer_norm_rms_epsilon") == doctest::Approx(1e-5).epsilon(1e-6));
-    CHECK(file.get_string("tokenizer.ggml.model") == "llama");
-    const auto tokens = file.get_strings("tokenizer.ggml.tokens");
+    CHECK(file.get_f64("llama.rope.freq_base", 10000.0).value_or_throw() == 10000.0);
+    CHECK(file.get_f64("llama.attention.layer_norm_rms_epsilon").value_or_throw() == doctest::Approx(1e-5).epsilon(1e-6));
+    CHECK(file.get_string("tokenizer.ggml.model").value_or_throw() == "llama");
+    const auto tokens = file.get_strings("tokenizer.ggml.tokens").value_or_throw();
     REQUIRE(tokens.size() == 512);
     CHECK(tokens[0] == "<unk>");
     CHECK(tokens[1] == "<s>");
     CHECK(tokens[2] == "</s>");
-    CHECK(file.get_u64("tokenizer.ggml.bos_token_id") == 1);
-    CHECK(file.get_u64("tokenizer.ggml.eos_token_id") == 2);
+    CHECK(file.get_u64("tokenizer.ggml.bos_token_id").value_or_throw() == 1);
+    CHECK(file.get_u64("tokenizer.ggml.eos_token_id").value_or_throw() == 2);
     // The converter's misspelling, as found in the file.
-    CHECK(file.get_u64("tokenizer.ggml.seperator_token_id") == 4294967295u);
+    CHECK(file.get_u64("tokenizer.ggml.seperator_token_id").value_or_throw() == 4294967295u);
 
     REQUIRE(file.tensors().size() == 39);
     std::map<std::string, std::vector<uint64_t>> dims;
@@ -184,12 +184,12 @@ TEST_CASE("gguf real files: the llama models' hyperparameters and tensor infos")
     }
   }
 
-  const gguf::File stories = gguf::File::open(*models / "stories260K.gguf");
-  CHECK(stories.get_u64("llama.block_count") == 5);
-  CHECK(stories.get_u64("llama.attention.head_count") == 8);
-  CHECK(stories.get_u64("llama.attention.head_count_kv") == 4);
-  CHECK(stories.get_u64("llama.context_length") == 2048);
-  CHECK(stories.get_u64("llama.rope.dimension_count") == 8);
+  const gguf::File stories = gguf::File::open(*models / "stories260K.gguf").value_or_throw();
+  CHECK(stories.get_u64("llama.block_count").value_or_throw() == 5);
+  CHECK(stories.get_u64("llama.attention.head_count").value_or_throw() == 8);
+  CHECK(stories.get_u64("llama.attention.head_count_kv").value_or_throw() == 4);
+  CHECK(stories.get_u64("llama.context_length").value_or_throw() == 2048);
+  CHECK(stories.get_u64("llama.rope.dimension_count").value_or_throw() == 8);
   CHECK(stories.tensors().size() == 48);
   REQUIRE(stories.find_tensor("blk.4.attn_k.weight"));
   CHECK(stories.find_tensor("blk.4.attn_k.weight")->dims == std::vector<uint64_t>{64, 32});  // GQA: 4 KV heads of 8
@@ -198,15 +198,15 @@ TEST_CASE("gguf real files: the llama models' hyperparameters and tensor infos")
 TEST_CASE("gguf real files: F16, Q8_0 and Q4_0 tensors dequantize to the F32 file's within their bounds") {
   const auto models = attendre::test::shared_models();
   if (!models) return;
-  const gguf::File reference = gguf::File::open(*models / "aidreams260K.gguf");
+  const gguf::File reference = gguf::File::open(*models / "aidreams260K.gguf").value_or_throw();
   std::map<TensorType, int> tensors_checked;
   for (const char* name : kModelFiles) {
-    const gguf::File file = gguf::File::open(*models / name);
+    const gguf::File file = gguf::File::open(*models / name).value_or_throw();
     for (const gguf::TensorInfo& t : file.tensors()) {
       CAPTURE(name);
       CAPTURE(t.name);
       const std::vector<double> exact = f32_tensor(reference, t.name);
-      const std::vector<double> decoded = gguf::dequantize(t.type, file.data(t));
+      const std::vector<double> decoded = gguf::dequantize(t.type, file.data(t).value_or_throw()).value_or_throw();
       REQUIRE(decoded.size() == exact.size());
       REQUIRE(exact.size() % 32 == 0);
       double worst = 0;  // the largest error as a fraction of its bound
@@ -235,21 +235,21 @@ TEST_CASE("gguf real files: F16, Q8_0 and Q4_0 tensors dequantize to the F32 fil
 TEST_CASE("gguf real files: our F16, Q8_0 and Q4_0 quantizers reproduce llama-quantize's blocks") {
   const auto models = attendre::test::shared_models();
   if (!models) return;
-  const gguf::File reference = gguf::File::open(*models / "aidreams260K.gguf");
+  const gguf::File reference = gguf::File::open(*models / "aidreams260K.gguf").value_or_throw();
   int compared = 0;
   for (const char* name : kModelFiles) {
-    const gguf::File file = gguf::File::open(*models / name);
+    const gguf::File file = gguf::File::open(*models / name).value_or_throw();
     for (const gguf::TensorInfo& t : file.tensors()) {
       if (t.type == TensorType::f32) continue;
       CAPTURE(name);
       CAPTURE(t.name);
       const gguf::TensorInfo* source = reference.find_tensor(t.name);
       REQUIRE(source);
-      const auto f32 = reference.data(*source);
+      const auto f32 = reference.data(*source).value_or_throw();
       std::vector<float> values(f32.size() / 4);
       std::memcpy(values.data(), f32.data(), f32.size());
-      const std::vector<std::byte> ours = gguf::quantize(t.type, values);
-      const auto theirs = file.data(t);
+      const std::vector<std::byte> ours = gguf::quantize(t.type, values).value_or_throw();
+      const auto theirs = file.data(t).value_or_throw();
       REQUIRE(ours.size() == theirs.size());
       size_t differing = 0;
       for (size_t i = 0; i < ours.size(); ++i) differing += ours[i] != theirs[i];

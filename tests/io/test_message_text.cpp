@@ -66,51 +66,52 @@ TEST_CASE("message text: valid UTF-8 is kept, controls and invalid UTF-8 become 
 TEST_CASE("message text: GGUF keys, tensor names and strings are escaped alike, a NUL no longer cuts the message") {
   // A key with a NUL, invalid UTF-8 and valid UTF-8, duplicated.
   const std::string key = bytes({'k', 0, 0xFE, 'e', 0xC3, 0xA9});
-  auto writer = attendre::gguf::Writer({.checks = false});
-  writer.add(key, MetadataValue::u8(1)).add(key, MetadataValue::u8(2));
-  attendre::test::check_malformed(writer.bytes(), "x.gguf: metadata key 1 (\"k\\x00\\xFEe\xC3\xA9\"): duplicate of metadata key 0");
+  auto writer = attendre::gguf::Writer::create({.checks = false}).value_or_throw();
+  writer.add(key, MetadataValue::u8(1)).or_throw();
+  writer.add(key, MetadataValue::u8(2)).or_throw();
+  attendre::test::check_malformed(writer.bytes().value_or_throw(), "x.gguf: metadata key 1 (\"k\\x00\\xFEe\xC3\xA9\"): duplicate of metadata key 0");
   // A tensor name likewise.
-  writer = attendre::gguf::Writer({.checks = false});
-  writer.add_tensor({bytes({'t', 0, 0xFF}), {8}, attendre::gguf::TensorType::f32, std::vector<std::byte>(32), 32});
-  attendre::test::check_malformed(writer.bytes(), "x.gguf: tensor 0 (\"t\\x00\\xFF\"): data offset 32, expected 0");
+  writer = attendre::gguf::Writer::create({.checks = false}).value_or_throw();
+  writer.add_tensor({bytes({'t', 0, 0xFF}), {8}, attendre::gguf::TensorType::f32, std::vector<std::byte>(32), 32}).or_throw();
+  attendre::test::check_malformed(writer.bytes().value_or_throw(), "x.gguf: tensor 0 (\"t\\x00\\xFF\"): data offset 32, expected 0");
 
   // The architecture, with a NUL: the whole message, not cut at the NUL.
   const std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
-  attendre::gguf::Writer model;
-  model.add("general.architecture", MetadataValue::string(bytes({'l', 'l', 'a', 0, 'm', 'a', 0xFF})))
-      .add("tokenizer.ggml.model", MetadataValue::string("llama"))
-      .add("tokenizer.ggml.tokens", MetadataValue::strings(tokens));
+  attendre::gguf::Writer model = attendre::gguf::Writer::create().value_or_throw();
+  model.add("general.architecture", MetadataValue::string(bytes({'l', 'l', 'a', 0, 'm', 'a', 0xFF}))).or_throw();
+  model.add("tokenizer.ggml.model", MetadataValue::string("llama")).or_throw();
+  model.add("tokenizer.ggml.tokens", MetadataValue::strings(tokens)).or_throw();
   const std::string expected = "x.gguf: metadata key \"general.architecture\": architecture 'lla\\x00ma\\xFF' is not "
                                "supported (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3, t5, t5encoder)";
-  const auto parsed = model.bytes();
-  attendre::test::check_error([&] { attendre::gguf::describe_model(attendre::test::parse(parsed), attendre::WeightType::f32); },
+  const auto parsed = model.bytes().value_or_throw();
+  attendre::test::check_error([&] { attendre::gguf::describe_model(attendre::test::parse(parsed), attendre::WeightType::f32).value_or_throw(); },
                               ErrorCode::unsupported, expected);
   attendre::test::GgufTempDir dir;
-  model.write(dir.path / "x.gguf");
+  model.write(dir.path / "x.gguf").or_throw();
   attendre::test::check_error([&] { attendre::Model::open(dir.path / "x.gguf").value_or_throw(); }, ErrorCode::unsupported,
                               "architecture 'lla\\x00ma\\xFF' is not supported (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3, t5, t5encoder)");
 
   // The tokenizer's model name: valid UTF-8 kept as in every other message.
-  attendre::gguf::Writer vocabulary;
-  vocabulary.add("tokenizer.ggml.model", MetadataValue::string(bytes({'b', 0xC3, 0xA9, 'r', 't', 0, 0xFF})))
-      .add("tokenizer.ggml.tokens", MetadataValue::strings(tokens));
-  const auto vocabulary_bytes = vocabulary.bytes();
+  attendre::gguf::Writer vocabulary = attendre::gguf::Writer::create().value_or_throw();
+  vocabulary.add("tokenizer.ggml.model", MetadataValue::string(bytes({'b', 0xC3, 0xA9, 'r', 't', 0, 0xFF}))).or_throw();
+  vocabulary.add("tokenizer.ggml.tokens", MetadataValue::strings(tokens)).or_throw();
+  const auto vocabulary_bytes = vocabulary.bytes().value_or_throw();
   attendre::test::check_error(
-      [&] { attendre::tokenizer::Pipeline::from_gguf(attendre::test::parse(vocabulary_bytes)); }, ErrorCode::unsupported,
+      [&] { attendre::tokenizer::Pipeline::from_gguf(attendre::test::parse(vocabulary_bytes)).value_or_throw(); }, ErrorCode::unsupported,
       "x.gguf: tokenizer.ggml.model 'b\xC3\xA9rt\\x00\\xFF' is not supported (llama, gpt2, t5)");
   // And a RoPE scaling type.
-  attendre::gguf::Writer scaled;
-  scaled.add("general.architecture", MetadataValue::string("llama"))
-      .add("llama.context_length", MetadataValue::u32(64))
-      .add("llama.embedding_length", MetadataValue::u32(64))
-      .add("llama.block_count", MetadataValue::u32(1))
-      .add("llama.feed_forward_length", MetadataValue::u32(96))
-      .add("llama.attention.head_count", MetadataValue::u32(4))
-      .add("llama.attention.layer_norm_rms_epsilon", MetadataValue::f32(1e-5f))
-      .add("llama.rope.scaling.type", MetadataValue::string(bytes({'y', 'a', 'r', 'n', '\n', 0x80})))
-      .add("tokenizer.ggml.tokens", MetadataValue::strings(tokens));
-  const auto scaled_bytes = scaled.bytes();
+  attendre::gguf::Writer scaled = attendre::gguf::Writer::create().value_or_throw();
+  scaled.add("general.architecture", MetadataValue::string("llama")).or_throw();
+  scaled.add("llama.context_length", MetadataValue::u32(64)).or_throw();
+  scaled.add("llama.embedding_length", MetadataValue::u32(64)).or_throw();
+  scaled.add("llama.block_count", MetadataValue::u32(1)).or_throw();
+  scaled.add("llama.feed_forward_length", MetadataValue::u32(96)).or_throw();
+  scaled.add("llama.attention.head_count", MetadataValue::u32(4)).or_throw();
+  scaled.add("llama.attention.layer_norm_rms_epsilon", MetadataValue::f32(1e-5f)).or_throw();
+  scaled.add("llama.rope.scaling.type", MetadataValue::string(bytes({'y', 'a', 'r', 'n', '\n', 0x80}))).or_throw();
+  scaled.add("tokenizer.ggml.tokens", MetadataValue::strings(tokens)).or_throw();
+  const auto scaled_bytes = scaled.bytes().value_or_throw();
   attendre::test::check_error(
-      [&] { attendre::gguf::describe_model(attendre::test::parse(scaled_bytes), attendre::WeightType::f32); },
+      [&] { attendre::gguf::describe_model(attendre::test::parse(scaled_bytes), attendre::WeightType::f32).value_or_throw(); },
       ErrorCode::unsupported, "\"llama.rope.scaling.type\": RoPE scaling 'yarn\\x0A\\x80' is not supported");
 }

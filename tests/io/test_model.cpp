@@ -24,7 +24,7 @@ TEST_CASE("model: tiny llama and qwen2 fixtures of every weight type read back e
     const std::string& architecture = shape.architecture;
     const test::Fixture fixture = test::make_fixture(shape, 11);
     const std::filesystem::path path = dir.path / "model.gguf";
-    fixture.writer.write(path);
+    fixture.writer.write(path).or_throw();
     Model model = Model::open(path).value_or_throw();
     const bool qwen2 = architecture == "qwen2";
 
@@ -64,7 +64,7 @@ TEST_CASE("model: tiny llama and qwen2 fixtures of every weight type read back e
 
     // Every tensor comes back in its own encoding, byte for byte, as a
     // span into the file's mapping (tensors lie at the file's offsets).
-    const gguf::File file = gguf::File::open(path);
+    const gguf::File file = gguf::File::open(path).value_or_throw();
     uint64_t parameters = 0;
     const std::byte* first = nullptr;
     uint64_t first_offset = 0;
@@ -359,7 +359,7 @@ TEST_CASE("model: qwen3's q/k norms and phi3's fused tensors read as llama.cpp l
   CHECK(gate->bytes.size() == F * row);
   CHECK(up->bytes.size() == F * row);
   uint64_t parameters = 0;
-  const gguf::File file = gguf::File::open(good);
+  const gguf::File file = gguf::File::open(good).value_or_throw();
   for (const gguf::TensorInfo& t : file.tensors()) parameters += t.elements();
   CHECK(model.info().parameters == parameters);  // each fused tensor counted once
 

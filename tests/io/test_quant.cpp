@@ -14,6 +14,7 @@
 namespace gguf = attendre::gguf;
 using attendre::ErrorCode;
 using attendre::test::check_error;
+using attendre::test::check_failure;
 using gguf::TensorType;
 
 namespace {
@@ -120,9 +121,9 @@ TEST_CASE("quant round trips stay within each type's bound") {
         CAPTURE(std::string(distribution.name));
         CAPTURE(rows);
         const auto in = generate(size_t(rows) * blocks_per_row * block, ++seed, distribution.next);
-        const auto blocks = gguf::quantize(type, in);
+        const auto blocks = gguf::quantize(type, in).value_or_throw();
         CHECK(blocks.size() == in.size() / block * gguf::block_size(type)->bytes);
-        const auto out = gguf::dequantize(type, blocks);
+        const auto out = gguf::dequantize(type, blocks).value_or_throw();
         const Comparison result = compare(type, in, out);
         CHECK(result.worst <= 1.0);
         CHECK(result.rms_ratio <= 1.0);
@@ -133,9 +134,9 @@ TEST_CASE("quant round trips stay within each type's bound") {
 
 TEST_CASE("quant round trips of the float types") {
   const auto in = attendre::test::random_floats(1001, 7, 10.0f);  // any length: one value per "block"
-  const auto f32 = gguf::dequantize(TensorType::f32, gguf::quantize(TensorType::f32, in));
-  const auto f16 = gguf::dequantize(TensorType::f16, gguf::quantize(TensorType::f16, in));
-  const auto bf16 = gguf::dequantize(TensorType::bf16, gguf::quantize(TensorType::bf16, in));
+  const auto f32 = gguf::dequantize(TensorType::f32, gguf::quantize(TensorType::f32, in).value_or_throw()).value_or_throw();
+  const auto f16 = gguf::dequantize(TensorType::f16, gguf::quantize(TensorType::f16, in).value_or_throw()).value_or_throw();
+  const auto bf16 = gguf::dequantize(TensorType::bf16, gguf::quantize(TensorType::bf16, in).value_or_throw()).value_or_throw();
   for (size_t i = 0; i < in.size(); ++i) {
     CHECK(f32[i] == in[i]);
     CHECK(std::fabs(f16[i] - in[i]) <= std::fabs(in[i]) * 0x1p-11 + 0x1p-25);
@@ -148,14 +149,14 @@ TEST_CASE("quant special blocks: zeros, constants, one spike") {
     CAPTURE(gguf::to_string(type));
     const uint32_t block = gguf::block_size(type)->elements;
     const std::vector<float> zeros(2 * block, 0.0f);
-    for (const double v : gguf::dequantize(type, gguf::quantize(type, zeros))) CHECK(v == 0.0);
+    for (const double v : gguf::dequantize(type, gguf::quantize(type, zeros).value_or_throw()).value_or_throw()) CHECK(v == 0.0);
     for (const float constant : {1.0f, -2.5f, 1e-4f}) {
       const std::vector<float> flat(block, constant);
-      CHECK(compare(type, flat, gguf::dequantize(type, gguf::quantize(type, flat))).worst <= 1.0);
+      CHECK(compare(type, flat, gguf::dequantize(type, gguf::quantize(type, flat).value_or_throw()).value_or_throw()).worst <= 1.0);
     }
     std::vector<float> spike(block, 0.0f);
     spike[block / 2 + 3] = 7.0f;
-    const auto out = gguf::dequantize(type, gguf::quantize(type, spike));
+    const auto out = gguf::dequantize(type, gguf::quantize(type, spike).value_or_throw()).value_or_throw();
     CHECK(compare(type, spike, out).worst <= 1.0);
     CHECK(out[block / 2 + 3] == doctest::Approx(7.0).epsilon(0.02));
   }
@@ -175,22 +176,22 @@ TEST_CASE("quant comparison rejects a wrong layout") {
   for (const Case c : {Case{TensorType::q4_0, 2, 16}, Case{TensorType::q5_1, 8, 16}, Case{TensorType::q4_k, 16, 128},
                        Case{TensorType::q6_k, 0, 128}}) {
     CAPTURE(gguf::to_string(c.type));
-    auto blocks = gguf::quantize(c.type, in);
-    CHECK(compare(c.type, in, gguf::dequantize(c.type, blocks)).worst <= 1.0);
+    auto blocks = gguf::quantize(c.type, in).value_or_throw();
+    CHECK(compare(c.type, in, gguf::dequantize(c.type, blocks).value_or_throw()).worst <= 1.0);
     swap_nibbles(blocks, gguf::block_size(c.type)->bytes, c.first, c.count);
-    const Comparison wrong = compare(c.type, in, gguf::dequantize(c.type, blocks));
+    const Comparison wrong = compare(c.type, in, gguf::dequantize(c.type, blocks).value_or_throw());
     CHECK(wrong.worst > 2.0);
     CHECK(wrong.rms_ratio > 2.0);
   }
   // Q5_0 with its fifth bits in reverse order.
-  auto blocks = gguf::quantize(TensorType::q5_0, in);
+  auto blocks = gguf::quantize(TensorType::q5_0, in).value_or_throw();
   for (size_t b = 0; b < blocks.size(); b += 22) {
     uint32_t high, reversed = 0;
     std::memcpy(&high, &blocks[b + 2], 4);
     for (int i = 0; i < 32; ++i) reversed |= ((high >> i) & 1u) << (31 - i);
     std::memcpy(&blocks[b + 2], &reversed, 4);
   }
-  CHECK(compare(TensorType::q5_0, in, gguf::dequantize(TensorType::q5_0, blocks)).worst > 2.0);
+  CHECK(compare(TensorType::q5_0, in, gguf::dequantize(TensorType::q5_0, blocks).value_or_throw()).worst > 2.0);
 }
 
 TEST_CASE("quant hand-built blocks decode to known values") {
@@ -203,7 +204,7 @@ TEST_CASE("quant hand-built blocks decode to known values") {
   SUBCASE("Q4_0: low nibbles are elements 0-15, high nibbles 16-31, zero point 8") {
     auto block = bytes({0x00, 0x38});  // d = 0.5
     for (int j = 0; j < 16; ++j) block.push_back(std::byte(static_cast<uint8_t>(j | ((15 - j) << 4))));
-    const auto out = gguf::dequantize(TensorType::q4_0, block);
+    const auto out = gguf::dequantize(TensorType::q4_0, block).value_or_throw();
     for (int j = 0; j < 16; ++j) {
       CHECK(out[j] == 0.5 * (j - 8));
       CHECK(out[j + 16] == 0.5 * (7 - j));
@@ -212,7 +213,7 @@ TEST_CASE("quant hand-built blocks decode to known values") {
   SUBCASE("Q5_0: bit i of qh is element i's fifth bit, zero point 16") {
     auto block = bytes({0x00, 0x3C, 0x01, 0x00, 0x01, 0x80});  // d = 1; qh = 0x80010001: elements 0, 16, 31
     for (int j = 0; j < 16; ++j) block.push_back(std::byte{0x00});
-    const auto out = gguf::dequantize(TensorType::q5_0, block);
+    const auto out = gguf::dequantize(TensorType::q5_0, block).value_or_throw();
     CHECK(out[0] == 0.0);    // 16 - 16
     CHECK(out[1] == -16.0);  // 0 - 16
     CHECK(out[16] == 0.0);
@@ -225,7 +226,7 @@ TEST_CASE("quant hand-built blocks decode to known values") {
     // m = 0x1 | 2 << 4 = 33 (byte 8 = 0x12).
     auto block = bytes({0x00, 0x3C, 0x00, 0x38, 0x41, 2, 3, 4, 0x83, 6, 7, 8, 0x12, 0x00, 0x00, 0x00});
     for (int i = 0; i < 128; ++i) block.push_back(std::byte(static_cast<uint8_t>(0x5A)));  // low 0xA, high 0x5
-    const auto out = gguf::dequantize(TensorType::q4_k, block);
+    const auto out = gguf::dequantize(TensorType::q4_k, block).value_or_throw();
     CHECK(out[0] == 1.0 * 1 * 0xA - 0.5 * 3);      // sub-block 0, low nibble
     CHECK(out[32] == 1.0 * 2 * 0x5 - 0.5 * 6);     // sub-block 1 (sc 2, m 6), high nibble
     CHECK(out[128] == 1.0 * 18 * 0xA - 0.5 * 33);  // sub-block 4, low nibble
@@ -240,7 +241,7 @@ TEST_CASE("quant hand-built blocks decode to known values") {
     block[198] = std::byte{1};     // scale of values 96-111
     block[208] = std::byte{0x00};
     block[209] = std::byte{0x38};  // d = 0.5
-    const auto out = gguf::dequantize(TensorType::q6_k, block);
+    const auto out = gguf::dequantize(TensorType::q6_k, block).value_or_throw();
     CHECK(out[0] == 0.5 * -2 * (1 - 32));
     CHECK(out[64] == 0.5 * 3 * ((2 | 2 << 4) - 32));
     CHECK(out[96] == 0.5 * 1 * ((0 | 3 << 4) - 32));
@@ -262,23 +263,23 @@ TEST_CASE("bf16 conversion rounds to nearest even and keeps NaN") {
 
 TEST_CASE("quant refusals") {
   const std::vector<float> values(300, 1.0f);
-  check_error([&] { gguf::quantize(TensorType::q4_k, values); }, ErrorCode::invalid_argument,
+  check_failure(gguf::quantize(TensorType::q4_k, values), ErrorCode::invalid_argument,
               "quantize Q4_K: 300 values are not a whole number of 256-value blocks");
-  check_error([&] { gguf::quantize(TensorType::q8_0, std::span(values).first(33)); }, ErrorCode::invalid_argument,
+  check_failure(gguf::quantize(TensorType::q8_0, std::span(values).first(33)), ErrorCode::invalid_argument,
               "quantize Q8_0: 33 values are not a whole number of 32-value blocks");
-  check_error([&] { gguf::quantize(TensorType::q2_k, std::span(values).first(256)); }, ErrorCode::unsupported,
+  check_failure(gguf::quantize(TensorType::q2_k, std::span(values).first(256)), ErrorCode::unsupported,
               "quantize: no reference codec for Q2_K");
-  check_error([] { gguf::dequantize(TensorType::iq4_xs, std::vector<std::byte>(136)); }, ErrorCode::unsupported,
+  check_failure(gguf::dequantize(TensorType::iq4_xs, std::vector<std::byte>(136)), ErrorCode::unsupported,
               "dequantize: no reference codec for IQ4_XS");
-  check_error([] { gguf::dequantize(static_cast<TensorType>(31), {}); }, ErrorCode::unsupported, "type 31");
-  check_error([] { gguf::dequantize(TensorType::q4_0, std::vector<std::byte>(37)); }, ErrorCode::malformed_input,
+  check_failure(gguf::dequantize(static_cast<TensorType>(31), {}), ErrorCode::unsupported, "type 31");
+  check_failure(gguf::dequantize(TensorType::q4_0, std::vector<std::byte>(37)), ErrorCode::malformed_input,
               "dequantize Q4_0: 37 bytes are not a whole number of 18-byte blocks");
   std::vector<double> out(31);
-  check_error([&] { gguf::dequantize(TensorType::q4_0, std::vector<std::byte>(18), out); }, ErrorCode::invalid_argument,
+  check_failure(gguf::dequantize(TensorType::q4_0, std::vector<std::byte>(18), out), ErrorCode::invalid_argument,
               "dequantize Q4_0: 1 blocks hold 32 values, the output has room for 31");
   std::vector<float> with_nan(32, 0.0f);
   with_nan[3] = std::nanf("");
-  check_error([&] { gguf::quantize(TensorType::q4_0, with_nan); }, ErrorCode::invalid_argument,
+  check_failure(gguf::quantize(TensorType::q4_0, with_nan), ErrorCode::invalid_argument,
               "quantize Q4_0: value 3 is not finite");
   CHECK(gguf::has_reference_codec(TensorType::q6_k));
   CHECK_FALSE(gguf::has_reference_codec(TensorType::q3_k));

@@ -14,6 +14,7 @@
 using attendre::ErrorCode;
 using attendre::gguf::MetadataValue;
 using attendre::test::check_error;
+using attendre::test::check_failure;
 
 namespace {
 
@@ -21,15 +22,15 @@ namespace {
 std::vector<std::byte> vocabulary_with(std::initializer_list<std::pair<const char*, MetadataValue>> extra,
                                        const char* model = "llama") {
   const std::vector<std::string> tokens = {"<unk>", "<s>", "</s>", "a", "b"};
-  attendre::gguf::Writer writer;
-  writer.add("tokenizer.ggml.model", MetadataValue::string(model))
-      .add("tokenizer.ggml.tokens", MetadataValue::strings(tokens));
-  for (const auto& [key, value] : extra) writer.add(key, value);
-  return writer.bytes();
+  attendre::gguf::Writer writer = attendre::gguf::Writer::create().value_or_throw();
+  writer.add("tokenizer.ggml.model", MetadataValue::string(model)).or_throw();
+  writer.add("tokenizer.ggml.tokens", MetadataValue::strings(tokens)).or_throw();
+  for (const auto& [key, value] : extra) writer.add(key, value).or_throw();
+  return writer.bytes().value_or_throw();
 }
 
 attendre::tokenizer::Pipeline tokenizer_of(const std::vector<std::byte>& bytes) {
-  return attendre::tokenizer::Pipeline::from_gguf(attendre::test::parse(bytes));
+  return attendre::tokenizer::Pipeline::from_gguf(attendre::test::parse(bytes)).value_or_throw();
 }
 
 // check_error, and the message never calls a key that is there absent.
@@ -99,12 +100,12 @@ TEST_CASE("special token ids: a present BOS or EOS key that is unusable is named
   CHECK_FALSE(tokenizer_of(vocabulary_with({{bos, MetadataValue::u32(0xFFFFFFFFu)},
                                             {"tokenizer.ggml.add_bos_token", MetadataValue::boolean(false)}}))
                   .bos());
-  attendre::gguf::Writer no_bos;
-  no_bos.add("tokenizer.ggml.model", MetadataValue::string("gpt2"))
-      .add("tokenizer.ggml.tokens", MetadataValue::strings(std::vector<std::string>{"a", "b"}))
-      .add("tokenizer.ggml.merges", MetadataValue::strings(std::vector<std::string>{}))
-      .add("tokenizer.ggml.add_bos_token", MetadataValue::boolean(true));
-  check_error([&] { tokenizer_of(no_bos.bytes()); }, ErrorCode::malformed_input,
+  attendre::gguf::Writer no_bos = attendre::gguf::Writer::create().value_or_throw();
+  no_bos.add("tokenizer.ggml.model", MetadataValue::string("gpt2")).or_throw();
+  no_bos.add("tokenizer.ggml.tokens", MetadataValue::strings(std::vector<std::string>{"a", "b"})).or_throw();
+  no_bos.add("tokenizer.ggml.merges", MetadataValue::strings(std::vector<std::string>{})).or_throw();
+  no_bos.add("tokenizer.ggml.add_bos_token", MetadataValue::boolean(true)).or_throw();
+  check_error([&] { tokenizer_of(no_bos.bytes().value_or_throw()); }, ErrorCode::malformed_input,
               "tokenizer.ggml.add_bos_token is true but tokenizer.ggml.bos_token_id is absent");
 }
 

@@ -69,7 +69,7 @@ TEST_CASE("t5 model: fixtures of every weight type read back exactly under the s
     INFO(shape.name());
     const test::Fixture fixture = test::make_fixture(shape, 13);
     const std::filesystem::path path = dir.path / "t5.gguf";
-    fixture.writer.write(path);
+    fixture.writer.write(path).or_throw();
     Model model = Model::open(path).value_or_throw();
     const ModelInfo& info = model.info();
     CHECK(info.architecture == "t5");
@@ -136,7 +136,7 @@ TEST_CASE("t5 model: fixtures of every weight type read back exactly under the s
       REQUIRE(view);
       if (name == "dec.output_norm.weight" && shape.t5_original) {
         // The tied head's d_model^-0.5, folded into the final norm's gain.
-        const std::vector<double> file = gguf::dequantize(t.type, t.bytes);
+        const std::vector<double> file = gguf::dequantize(t.type, t.bytes).value_or_throw();
         REQUIRE(view->type == ElementType::f32);
         const auto* held = reinterpret_cast<const float*>(view->bytes.data());
         for (size_t i = 0; i < file.size(); ++i)
@@ -160,7 +160,7 @@ TEST_CASE("t5 model: with unbounded memories the encoder-decoder equals T5 writt
     INFO(shape.name());
     const test::Fixture fixture = test::make_fixture(shape, 17);
     const std::filesystem::path path = dir.path / "t5.gguf";
-    fixture.writer.write(path);
+    fixture.writer.write(path).or_throw();
     Model model = Model::open(path).value_or_throw();
     const std::span<const uint32_t> input = test::kFixturePrompt;
     const test::T5Direct direct(fixture);
@@ -182,7 +182,7 @@ TEST_CASE("t5 model: with unbounded memories the encoder-decoder equals T5 writt
 TEST_CASE("t5 model: generation encodes the input and decodes greedily from the start token") {
   test::GgufTempDir dir;
   const test::Fixture fixture = test::make_fixture(test::FixtureShape::for_type("t5", TensorType::f32), 19);
-  fixture.writer.write(dir.path / "t5.gguf");
+  fixture.writer.write(dir.path / "t5.gguf").or_throw();
   Model model = Model::open(dir.path / "t5.gguf").value_or_throw();
   const std::vector<uint32_t> input = model.tokenizer().encode("the cat sat on the mat").value_or_throw();
   EncoderDecoderPlan plan = unbounded(static_cast<uint32_t>(input.size()), 4);
@@ -217,7 +217,7 @@ TEST_CASE("t5encoder: the encoder alone is a bidirectional stack equal to T5's e
     const test::FixtureShape shape = test::FixtureShape::for_type("t5encoder", type);
     INFO(shape.name());
     const test::Fixture fixture = test::make_fixture(shape, 23);
-    fixture.writer.write(dir.path / "t5encoder.gguf");
+    fixture.writer.write(dir.path / "t5encoder.gguf").or_throw();
     Model model = Model::open(dir.path / "t5encoder.gguf").value_or_throw();
     CHECK(model.info().kind == ModelKind::encoder);
     CHECK(model.default_memory().all.q_capacity == shape.context);  // every query waits for the whole trained context

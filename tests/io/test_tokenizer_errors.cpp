@@ -10,12 +10,13 @@
 namespace gguf = attendre::gguf;
 using attendre::ErrorCode;
 using attendre::test::check_error;
+using attendre::test::check_failure;
 using gguf::MetadataValue;
 using namespace attendre::tokenizer;
 using namespace attendre::test::tokenizer;
 
 TEST_CASE("tokenizer errors: invalid UTF-8 is refused with the offset of its first bad byte") {
-  const Pipeline tokenizer(bpe_vocabulary({}));
+  const Pipeline tokenizer = Pipeline::build(bpe_vocabulary({})).value_or_throw();
   const std::pair<std::string, size_t> cases[] = {
       {"abc\xFF", 3},                  // a byte that never occurs in UTF-8
       {"\x80", 0},                     // a lone continuation byte
@@ -30,21 +31,21 @@ TEST_CASE("tokenizer errors: invalid UTF-8 is refused with the offset of its fir
   };
   for (const auto& [text, offset] : cases) {
     CAPTURE(text);
-    check_error([&] { (void)tokenizer.encode(text); }, ErrorCode::invalid_argument,
+    check_failure(tokenizer.encode(text), ErrorCode::invalid_argument,
                 "invalid UTF-8 at byte offset " + std::to_string(offset));
   }
-  CHECK(tokenizer.encode(std::string("a\0b", 3), kRaw).size() == 3);  // NUL is valid UTF-8
+  CHECK(tokenizer.encode(std::string("a\0b", 3), kRaw).value_or_throw().size() == 3);  // NUL is valid UTF-8
 }
 
 TEST_CASE("tokenizer errors: ids out of range, BOS or EOS the vocabulary lacks") {
-  const Pipeline tokenizer(bpe_vocabulary({}));
+  const Pipeline tokenizer = Pipeline::build(bpe_vocabulary({})).value_or_throw();
   const std::vector<int32_t> ids = {5, 256};
-  check_error([&] { (void)tokenizer.decode(ids); }, ErrorCode::invalid_argument,
+  check_failure(tokenizer.decode(ids), ErrorCode::invalid_argument,
               "id 256 at position 1 is outside the 256 tokens");
-  check_error([&] { (void)tokenizer.piece(-1); }, ErrorCode::invalid_argument, "id -1 is outside the 256 tokens");
-  check_error([&] { (void)tokenizer.type(1000); }, ErrorCode::invalid_argument, "id 1000 is outside");
-  check_error([&] { (void)tokenizer.encode("a", {.add_bos = true}); }, ErrorCode::invalid_argument, "BOS asked for");
-  check_error([&] { (void)tokenizer.encode("a", {.add_eos = true}); }, ErrorCode::invalid_argument, "EOS asked for");
+  check_failure(tokenizer.piece(-1), ErrorCode::invalid_argument, "id -1 is outside the 256 tokens");
+  check_failure(tokenizer.type(1000), ErrorCode::invalid_argument, "id 1000 is outside");
+  check_failure(tokenizer.encode("a", {.add_bos = true}), ErrorCode::invalid_argument, "BOS asked for");
+  check_failure(tokenizer.encode("a", {.add_eos = true}), ErrorCode::invalid_argument, "EOS asked for");
 }
 
 TEST_CASE("tokenizer errors: malformed vocabularies name the GGUF key") {
@@ -97,38 +98,38 @@ TEST_CASE("tokenizer errors: malformed vocabularies name the GGUF key") {
   };
   for (const Case& c : cases) {
     CAPTURE(c.what);
-    check_error([&] { Pipeline tokenizer(c.make()); }, c.code, c.needle);
+    check_failure(Pipeline::build(c.make()), c.code, c.needle);
   }
 }
 
 TEST_CASE("tokenizer errors: GGUF vocabularies, their keys and llama.cpp's defaults") {
   const std::vector<std::string> tokens = {"<unk>", "<s>", "</s>", "\xE2\x96\x81" "a", "a"};
   const auto writer = [&](const std::string& model) {
-    gguf::Writer result;
-    result.add("general.name", MetadataValue::string("test"))
-        .add("tokenizer.ggml.model", MetadataValue::string(model))
-        .add("tokenizer.ggml.tokens", MetadataValue::strings(tokens));
+    gguf::Writer result = gguf::Writer::create().value_or_throw();
+    result.add("general.name", MetadataValue::string("test")).or_throw();
+    result.add("tokenizer.ggml.model", MetadataValue::string(model)).or_throw();
+    result.add("tokenizer.ggml.tokens", MetadataValue::strings(tokens)).or_throw();
     return result;
   };
-  const auto tokenizer_of = [](const gguf::Writer& w) { return Pipeline::from_gguf(attendre::test::parse(w.bytes())); };
+  const auto tokenizer_of = [](const gguf::Writer& w) { return Pipeline::from_gguf(attendre::test::parse(w.bytes().value_or_throw())).value_or_throw(); };
 
   // A bare "llama" vocabulary: BOS 1 added, space prefix on, unknown 0.
   const Pipeline defaults = tokenizer_of(writer("llama"));
   CHECK(defaults.bos() == 1);
   CHECK(defaults.eos() == 2);
   CHECK(defaults.unknown() == 0);
-  CHECK(defaults.encode("a") == std::vector<int32_t>{1, 3});
+  CHECK(defaults.encode("a").value_or_throw() == std::vector<int32_t>{1, 3});
 
   // 0xFFFFFFFF means "none"; so does a negative signed id.
   gguf::Writer none = writer("llama");
-  none.add("tokenizer.ggml.bos_token_id", MetadataValue::u32(0xFFFFFFFFu))
-      .add("tokenizer.ggml.eos_token_id", MetadataValue::i32(-1))
-      .add("tokenizer.ggml.add_bos_token", MetadataValue::boolean(false));
+  none.add("tokenizer.ggml.bos_token_id", MetadataValue::u32(0xFFFFFFFFu)).or_throw();
+  none.add("tokenizer.ggml.eos_token_id", MetadataValue::i32(-1)).or_throw();
+  none.add("tokenizer.ggml.add_bos_token", MetadataValue::boolean(false)).or_throw();
   CHECK_FALSE(tokenizer_of(none).bos());
   CHECK_FALSE(tokenizer_of(none).eos());
 
   gguf::Writer far = writer("llama");
-  far.add("tokenizer.ggml.bos_token_id", MetadataValue::u32(99999));
+  far.add("tokenizer.ggml.bos_token_id", MetadataValue::u32(99999)).or_throw();
   check_error([&] { tokenizer_of(far); }, ErrorCode::malformed_input,
               "x.gguf: tokenizer.ggml.bos_token_id = 99999 is outside the 5 tokens");
 
@@ -137,21 +138,21 @@ TEST_CASE("tokenizer errors: GGUF vocabularies, their keys and llama.cpp's defau
   check_error([&] { tokenizer_of(writer("gpt2")); }, ErrorCode::malformed_input, "tokenizer.ggml.merges");
 
   gguf::Writer scores = writer("llama");
-  scores.add("tokenizer.ggml.scores", MetadataValue::strings(tokens));
+  scores.add("tokenizer.ggml.scores", MetadataValue::strings(tokens)).or_throw();
   check_error([&] { tokenizer_of(scores); }, ErrorCode::malformed_input, "tokenizer.ggml.scores");
 
   gguf::Writer short_types = writer("llama");
-  short_types.add("tokenizer.ggml.token_type", MetadataValue::i32s(std::vector<int32_t>{2, 3, 3}));
+  short_types.add("tokenizer.ggml.token_type", MetadataValue::i32s(std::vector<int32_t>{2, 3, 3})).or_throw();
   check_error([&] { tokenizer_of(short_types); }, ErrorCode::malformed_input,
               "x.gguf: tokenizer.ggml.token_type has 3 entries for 5 tokens");
 
   gguf::Writer charsmap = writer("t5");
-  charsmap.add("tokenizer.ggml.precompiled_charsmap", MetadataValue::strings(tokens));
+  charsmap.add("tokenizer.ggml.precompiled_charsmap", MetadataValue::strings(tokens)).or_throw();
   check_error([&] { tokenizer_of(charsmap); }, ErrorCode::malformed_input,
               "tokenizer.ggml.precompiled_charsmap is not an array of bytes");
 
   gguf::Writer pre = writer("gpt2");
-  pre.add("tokenizer.ggml.pre", MetadataValue::string("mystery"))
-      .add("tokenizer.ggml.merges", MetadataValue::strings(std::vector<std::string>{}));
+  pre.add("tokenizer.ggml.pre", MetadataValue::string("mystery")).or_throw();
+  pre.add("tokenizer.ggml.merges", MetadataValue::strings(std::vector<std::string>{})).or_throw();
   check_error([&] { tokenizer_of(pre); }, ErrorCode::unsupported, "x.gguf: tokenizer.ggml.pre 'mystery' is not supported");
 }

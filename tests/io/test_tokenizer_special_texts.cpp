@@ -25,7 +25,7 @@ namespace {
 
 const EncodeOptions kParsed{.add_bos = false, .add_eos = false, .parse_special = true};
 
-Pipeline load_vocabulary(const std::filesystem::path& path) { return Pipeline::from_gguf(gguf::File::open(path)); }
+Pipeline load_vocabulary(const std::filesystem::path& path) { return Pipeline::from_gguf(gguf::File::open(path).value_or_throw()).value_or_throw(); }
 
 bool contains(const std::vector<int32_t>& ids, int32_t id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); }
 
@@ -71,7 +71,7 @@ struct Expectation {
     if (strip_run_start)
       while (start < run.size() && is_ascii_space(run[start])) ++start;
     if (start < run.size())
-      for (const int32_t id : tokenizer.encode(std::string_view(run).substr(start), kRaw)) ids.push_back(id);
+      for (const int32_t id : tokenizer.encode(std::string_view(run).substr(start), kRaw).value_or_throw()) ids.push_back(id);
     run.clear();
     strip_run_start = false;
   }
@@ -82,10 +82,10 @@ struct Expectation {
 // the texts of those the shared vocabularies hold: Phi-3's </s> is
 // user-defined in its GGUF, Qwen2's normal, the others are control already).
 std::vector<TokenType> llama_cpp_types(const gguf::File& file) {
-  const std::vector<std::string> tokens = file.get_strings("tokenizer.ggml.tokens");
+  const std::vector<std::string> tokens = file.get_strings("tokenizer.ggml.tokens").value_or_throw();
   std::vector<TokenType> types(tokens.size(), TokenType::normal);
   if (file.find("tokenizer.ggml.token_type")) {
-    const std::vector<int32_t> stored = file.get_i32s("tokenizer.ggml.token_type");
+    const std::vector<int32_t> stored = file.get_i32s("tokenizer.ggml.token_type").value_or_throw();
     std::transform(stored.begin(), stored.end(), types.begin(), [](int32_t type) { return static_cast<TokenType>(type); });
   }
   for (size_t id = 0; id < tokens.size(); ++id)
@@ -123,7 +123,7 @@ TEST_CASE("tokenizer special texts: Phi-3's </s> ends generation, so unparsed it
   const std::string text = "<s> </s> <unk> [CLS] <|endoftext|> <|im_start|>";
   // </s> (id 2) is user-defined in the GGUF; llama.cpp makes it control, as
   // it does every token that ends generation.
-  CHECK(phi3.type(2) == TokenType::control);
+  CHECK(phi3.type(2).value_or_throw() == TokenType::control);
   // Unparsed, <s> <unk> <|endoftext|> are control and </s> now too, and
   // [CLS] <|im_start|> are no tokens: the text is one SentencePiece fragment,
   // "▁<s>▁</s>▁<unk>▁[CLS]▁<|endoftext|>▁<|im_start|>", whose pieces are
@@ -135,19 +135,19 @@ TEST_CASE("tokenizer special texts: Phi-3's </s> ends generation, so unparsed it
   CHECK(ids_of(phi3, {"\xE2\x96\x81<", "s", ">", "\xE2\x96\x81</", "s", ">", "\xE2\x96\x81<", "unk", ">", "\xE2\x96\x81[",
                       "CL", "S", "]", "\xE2\x96\x81<", "|", "end", "of", "text", "|", ">", "\xE2\x96\x81<", "|", "im",
                       "_", "start", "|", ">"}) == unparsed);
-  CHECK(phi3.encode(text, kRaw) == unparsed);
-  CHECK(phi3.decode(unparsed) == text);
+  CHECK(phi3.encode(text, kRaw).value_or_throw() == unparsed);
+  CHECK(phi3.decode(unparsed).value_or_throw() == text);
   // Parsed: <s> 1, then the fragment " " with its space prefix (▁▁, 259);
   // </s> 2 eats the space after it (Phi-3's rstrip); <unk> 0 and
   // <|endoftext|> 32000 do not, so " [CLS] " and " <|im_start|>" are
   // fragments, each with its space prefix (▁ is 29871).
   std::vector<int32_t> parsed{1, 259, 2, 0};
-  for (const int32_t id : phi3.encode(" [CLS] ", kRaw)) parsed.push_back(id);
+  for (const int32_t id : phi3.encode(" [CLS] ", kRaw).value_or_throw()) parsed.push_back(id);
   parsed.push_back(32000);
-  for (const int32_t id : phi3.encode(" <|im_start|>", kRaw)) parsed.push_back(id);
+  for (const int32_t id : phi3.encode(" <|im_start|>", kRaw).value_or_throw()) parsed.push_back(id);
   CHECK(parsed == std::vector<int32_t>{1, 259, 2, 0, 29871, 518, 6154, 29903, 29962, 29871, 32000, 29871, 529, 29989, 326,
                                        29918, 2962, 29989, 29958});
-  CHECK(phi3.encode(text, kParsed) == parsed);
+  CHECK(phi3.encode(text, kParsed).value_or_throw() == parsed);
 }
 
 TEST_CASE("tokenizer special texts: every shared vocabulary, its special tokens' texts glued to words, unparsed and parsed") {
@@ -157,13 +157,13 @@ TEST_CASE("tokenizer special texts: every shared vocabulary, its special tokens'
   for (const auto& entry : std::filesystem::directory_iterator(*models / "vocab")) {
     if (entry.path().extension() != ".gguf") continue;
     CAPTURE(entry.path().filename().string());
-    const gguf::File file = gguf::File::open(entry.path());
-    const Pipeline tokenizer = Pipeline::from_gguf(file);
+    const gguf::File file = gguf::File::open(entry.path()).value_or_throw();
+    const Pipeline tokenizer = Pipeline::from_gguf(file).value_or_throw();
     const std::vector<TokenType> types = llama_cpp_types(file);
     REQUIRE(types.size() == static_cast<size_t>(tokenizer.size()));
     std::vector<int32_t> typed_otherwise;  // tokens the loader types otherwise than llama.cpp
     for (int32_t id = 0; id < tokenizer.size(); ++id)
-      if (tokenizer.type(id) != types[static_cast<size_t>(id)]) typed_otherwise.push_back(id);
+      if (tokenizer.type(id).value_or_throw() != types[static_cast<size_t>(id)]) typed_otherwise.push_back(id);
     CHECK(typed_otherwise == std::vector<int32_t>{});
     const std::vector<int32_t> specials = separable_specials(tokenizer, types);
     REQUIRE(!specials.empty());
@@ -178,7 +178,7 @@ TEST_CASE("tokenizer special texts: every shared vocabulary, its special tokens'
         expected.add_text(" ");
       }
       expected.end_run();
-      CHECK(tokenizer.encode(expected.text, parse_special ? kParsed : kRaw) == expected.ids);
+      CHECK(tokenizer.encode(expected.text, parse_special ? kParsed : kRaw).value_or_throw() == expected.ids);
     }
     MESSAGE(entry.path().filename().string() << ": " << specials.size() << " special tokens, each apart from the others");
     ++vocabularies;
@@ -191,25 +191,25 @@ TEST_CASE("tokenizer special texts: llama.cpp's types by token text override the
   // A "llama" vocabulary named `name`, with a type array when `types` has any.
   const auto tokenizer_of = [](const std::string& name, const std::vector<std::string>& tokens,
                                const std::vector<int32_t>& types) {
-    gguf::Writer writer;
-    writer.add("general.name", MetadataValue::string(name))
-        .add("tokenizer.ggml.model", MetadataValue::string("llama"))
-        .add("tokenizer.ggml.tokens", MetadataValue::strings(tokens));
-    if (!types.empty()) writer.add("tokenizer.ggml.token_type", MetadataValue::i32s(types));
-    return Pipeline::from_gguf(attendre::test::parse(writer.bytes()));
+    gguf::Writer writer = gguf::Writer::create().value_or_throw();
+    writer.add("general.name", MetadataValue::string(name)).or_throw();
+    writer.add("tokenizer.ggml.model", MetadataValue::string("llama")).or_throw();
+    writer.add("tokenizer.ggml.tokens", MetadataValue::strings(tokens)).or_throw();
+    if (!types.empty()) writer.add("tokenizer.ggml.token_type", MetadataValue::i32s(types)).or_throw();
+    return Pipeline::from_gguf(attendre::test::parse(writer.bytes().value_or_throw())).value_or_throw();
   };
   // Ending generation makes a token control, from normal or user-defined;
   // gpt-oss's channel markers become user-defined.
   const Pipeline plain = tokenizer_of("test", {"<unk>", "<s>", "</s>", "<|im_end|>", "<|end|>", "<|channel|>", "a"},
                                        {control, control, user_defined, normal, normal, control, normal});
-  CHECK(plain.type(2) == TokenType::control);
-  CHECK(plain.type(3) == TokenType::control);
-  CHECK(plain.type(4) == TokenType::control);
-  CHECK(plain.type(5) == TokenType::user_defined);
-  CHECK(plain.type(6) == TokenType::normal);
-  std::vector<int32_t> parsed_plain = plain.encode("a", kRaw);
+  CHECK(plain.type(2).value_or_throw() == TokenType::control);
+  CHECK(plain.type(3).value_or_throw() == TokenType::control);
+  CHECK(plain.type(4).value_or_throw() == TokenType::control);
+  CHECK(plain.type(5).value_or_throw() == TokenType::user_defined);
+  CHECK(plain.type(6).value_or_throw() == TokenType::normal);
+  std::vector<int32_t> parsed_plain = plain.encode("a", kRaw).value_or_throw();
   parsed_plain.push_back(2);
-  CHECK(plain.encode("a</s>", kParsed) == parsed_plain);
+  CHECK(plain.encode("a</s>", kParsed).value_or_throw() == parsed_plain);
   // Where <|return|> and <|call|> exist (the harmony format), <|end|> is
   // user-defined; where <|tool_response> exists (Gemma 4), </s> is normal.
   const Pipeline harmony =
@@ -218,11 +218,11 @@ TEST_CASE("tokenizer special texts: llama.cpp's types by token text override the
   const std::vector<TokenType> harmony_types{TokenType::control, TokenType::control, TokenType::normal,
                                              TokenType::user_defined, TokenType::control, TokenType::control,
                                              TokenType::control};
-  for (int32_t id = 0; id < harmony.size(); ++id) CHECK(harmony.type(id) == harmony_types[static_cast<size_t>(id)]);
+  for (int32_t id = 0; id < harmony.size(); ++id) CHECK(harmony.type(id).value_or_throw() == harmony_types[static_cast<size_t>(id)]);
   // Without a type array every token is normal but those the text names.
   const Pipeline bare = tokenizer_of("test", {"<unk>", "<s>", "</s>", "a"}, {});
-  CHECK(bare.type(1) == TokenType::normal);
-  CHECK(bare.type(2) == TokenType::control);
+  CHECK(bare.type(1).value_or_throw() == TokenType::normal);
+  CHECK(bare.type(2).value_or_throw() == TokenType::control);
   // A type array of the wrong length is refused in one line, also where
   // types are set by text and by model name (Phi-3's strip attributes).
   attendre::test::check_error([&] { tokenizer_of("Phi3", {"<unk>", "<s>", "a", "</s>"}, {control, control}); },
@@ -235,9 +235,9 @@ TEST_CASE("tokenizer special texts: llama.cpp's types by token text override the
   if (!models) return;
   const Pipeline qwen2 = load_vocabulary(*models / "vocab" / "ggml-vocab-qwen2.gguf");
   const int32_t end_of_sequence = id_of(qwen2, "</s>");
-  CHECK(qwen2.type(end_of_sequence) == TokenType::control);
-  std::vector<int32_t> parsed = qwen2.encode("Hi", kRaw);
+  CHECK(qwen2.type(end_of_sequence).value_or_throw() == TokenType::control);
+  std::vector<int32_t> parsed = qwen2.encode("Hi", kRaw).value_or_throw();
   parsed.push_back(end_of_sequence);
-  CHECK(qwen2.encode("Hi</s>", kParsed) == parsed);
-  CHECK(qwen2.encode("Hi</s>", kRaw).size() == parsed.size() + 2);
+  CHECK(qwen2.encode("Hi</s>", kParsed).value_or_throw() == parsed);
+  CHECK(qwen2.encode("Hi</s>", kRaw).value_or_throw().size() == parsed.size() + 2);
 }

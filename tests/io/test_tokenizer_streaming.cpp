@@ -54,7 +54,7 @@ std::vector<int32_t> encode_pieces(const tokenizer::Pipeline& t, const std::vect
     tokenizer::EncodeOptions options;
     options.continuation = i > 0;
     options.more_follows = i + 1 < pieces.size();
-    const std::vector<int32_t> piece = t.encode(pieces[i], options);
+    const std::vector<int32_t> piece = t.encode(pieces[i], options).value_or_throw();
     ids.insert(ids.end(), piece.begin(), piece.end());
   }
   return ids;
@@ -89,8 +89,8 @@ TEST_CASE("tokenizer: a document encoded piece by piece at continuation points g
   size_t compared = 0;
   for (const auto& path : files) {
     INFO(path.filename().string());
-    tokenizer::Pipeline t = tokenizer::Pipeline::from_gguf(gguf::File::open(path));
-    const std::vector<int32_t> whole = t.encode(document, tokenizer::EncodeOptions{});
+    tokenizer::Pipeline t = tokenizer::Pipeline::from_gguf(gguf::File::open(path).value_or_throw()).value_or_throw();
+    const std::vector<int32_t> whole = t.encode(document, tokenizer::EncodeOptions{}).value_or_throw();
     for (const size_t step : {7u, 60u, 1000u}) {
       const std::vector<std::string> pieces = cut(document, step);
       INFO(step << " -> " << pieces.size() << " pieces");
@@ -109,7 +109,7 @@ TEST_CASE("tokenizer: a document encoded piece by piece at continuation points g
     if (v.add_bos || (v.add_space_prefix && v.model != tokenizer::Model::byte_level_bpe)) {
       std::vector<int32_t> restarted;
       for (const std::string& piece : cut(document, 60)) {
-        const std::vector<int32_t> ids = t.encode(piece, tokenizer::EncodeOptions{});
+        const std::vector<int32_t> ids = t.encode(piece, tokenizer::EncodeOptions{}).value_or_throw();
         restarted.insert(restarted.end(), ids.begin(), ids.end());
       }
       CHECK(restarted != whole);

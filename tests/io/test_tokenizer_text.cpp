@@ -13,6 +13,7 @@
 
 using attendre::ErrorCode;
 using attendre::test::check_error;
+using attendre::test::check_failure;
 using namespace attendre::tokenizer;
 namespace unicode = attendre::tokenizer::unicode;
 
@@ -41,8 +42,8 @@ bool reference_valid(const std::string& bytes) {
 
 std::vector<std::string> split(std::string_view pattern, std::string_view text) {
   std::vector<Regex> regexes;
-  regexes.emplace_back(pattern);
-  const std::vector<std::string_view> pieces = split_in_sequence(text, regexes);
+  regexes.push_back(Regex::compile(pattern).value_or_throw());
+  const std::vector<std::string_view> pieces = split_in_sequence(text, regexes).value_or_throw();
   return {pieces.begin(), pieces.end()};
 }
 
@@ -130,9 +131,9 @@ TEST_CASE("tokenizer text: PCRE2 splits with Unicode classes, case-insensitive g
   CHECK(split("(?=b)", "abab") == std::vector<std::string>{"a", "ba", "b"});
   CHECK(split("x*", "ab") == std::vector<std::string>{"a", "b"});
   CHECK(split(gpt2, "").empty());
-  CHECK(Regex(gpt2).pattern() == gpt2);
-  MESSAGE("PCRE2 JIT " << std::string(Regex(gpt2).jit() ? "in use" : "unavailable: the interpreter runs the regexes"));
-  check_error([] { Regex bad("(unclosed"); }, ErrorCode::invalid_argument, "does not compile at offset 9");
+  CHECK(Regex::compile(gpt2).value().pattern() == gpt2);
+  MESSAGE("PCRE2 JIT " << std::string(Regex::compile(gpt2).value().jit() ? "in use" : "unavailable: the interpreter runs the regexes"));
+  check_failure(Regex::compile("(unclosed"), ErrorCode::invalid_argument, "does not compile at offset 9");
 }
 
 TEST_CASE("tokenizer text: the charsmap trie walk on a hand-built map (\"a\" -> \"b\", \"ab\" -> \"X\")") {
@@ -156,9 +157,9 @@ TEST_CASE("tokenizer text: the charsmap trie walk on a hand-built map (\"a\" -> 
   for (const uint32_t packed : nodes)
     for (int i = 0; i < 4; ++i) blob += static_cast<char>((packed >> (8 * i)) & 0xFF);
   blob += std::string("b\0X\0", 4);
-  const PrecompiledCharsmap charsmap(blob);
+  const PrecompiledCharsmap charsmap = PrecompiledCharsmap::parse(blob).value_or_throw();
   const auto match = [&](std::string_view text) -> std::pair<std::string, size_t> {
-    const auto found = charsmap.longest_prefix(text);
+    const auto found = charsmap.longest_prefix(text).value_or_throw();
     if (!found) return {"none", 0};
     return {std::string(found->replacement), found->consumed};
   };
@@ -171,15 +172,15 @@ TEST_CASE("tokenizer text: the charsmap trie walk on a hand-built map (\"a\" -> 
   // The same map normalises a unigram vocabulary's input.
   Vocabulary vocabulary = attendre::test::tokenizer::unigram_vocabulary({{"b", -1}, {"X", -1}, {"c", -1}});
   vocabulary.precompiled_charsmap = blob;
-  const Pipeline tokenizer(std::move(vocabulary));
-  CHECK(tokenizer.encode("abc") == tokenizer.encode("Xc"));
-  CHECK(tokenizer.encode("ac") == tokenizer.encode("bc"));
+  const Pipeline tokenizer = Pipeline::build(std::move(vocabulary)).value_or_throw();
+  CHECK(tokenizer.encode("abc").value_or_throw() == tokenizer.encode("Xc").value_or_throw());
+  CHECK(tokenizer.encode("ac").value_or_throw() == tokenizer.encode("bc").value_or_throw());
 
   // A replacement offset past the strings is found when used.
   std::string broken = blob;
   broken.resize(blob.size() - 3);  // cut "X\0" and the NUL of "b"
-  const PrecompiledCharsmap corrupt(broken);
-  check_error([&] { (void)corrupt.longest_prefix("ab"); }, ErrorCode::malformed_input,
+  const PrecompiledCharsmap corrupt = PrecompiledCharsmap::parse(broken).value_or_throw();
+  check_failure(corrupt.longest_prefix("ab"), ErrorCode::malformed_input,
               "tokenizer.ggml.precompiled_charsmap: replacement offset 2 is outside its 1 bytes");
-  check_error([&] { (void)corrupt.longest_prefix("a"); }, ErrorCode::malformed_input, "has no NUL");
+  check_failure(corrupt.longest_prefix("a"), ErrorCode::malformed_input, "has no NUL");
 }

@@ -39,11 +39,11 @@ namespace {
 
 // The GGUF reader's failures as values: a key's count, or why there is none.
 [[maybe_unused]] attendre::Result<uint64_t> tokens_in(const std::filesystem::path& path) {
-  attendre::Result<attendre::gguf::File> file = attendre::gguf::File::try_open(path);
+  attendre::Result<attendre::gguf::File> file = attendre::gguf::File::open(path);
   if (!file.ok()) return std::move(file).status();
-  attendre::Result<attendre::gguf::Value> tokens = file->try_get("tokenizer.ggml.tokens");
+  attendre::Result<attendre::gguf::Value> tokens = file->get("tokenizer.ggml.tokens");
   if (!tokens.ok()) return std::move(tokens).status();
-  return tokens->try_size();
+  return tokens->size();
 }
 
 // A model's token count for a text, or why there is none.
