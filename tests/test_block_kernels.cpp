@@ -190,8 +190,26 @@ struct RopeCase {
   std::optional<int32_t> fixed = {}; // every row at this position
 };
 
-// The kernel against ops::rope with `expected_frequencies` (the library's
-// own, or an independent evaluation of a published formula).
+// The effective frequency of each pair in `angles` (radians per position,
+// the float chain at p = 2^20, exact in scale) within float rounding of
+// `expected` (a published formula in float64); none of `wrong`'s pairs being
+// that close would be missed.
+void check_recipe(const positions::RopeAngles& angles, std::span<const double> expected, std::span<const double> wrong) {
+  const auto within = [&](std::span<const double> target) {
+    size_t close = 0;
+    for (uint32_t i = 0; i < target.size(); ++i) {
+      const double f = positions::rope_angle(angles, 1 << 20, i) / double{1 << 20};
+      close += std::abs(f - target[i]) <= 2e-5 * target[i];  // i roundings of the chain, ~6e-8 each
+    }
+    return close;
+  };
+  CHECK(within(expected) == expected.size());
+  if (!wrong.empty()) CHECK(within(wrong) < wrong.size());
+}
+
+// The kernel against ops::rope with the library's angles, which
+// `expected_frequencies` (an independent evaluation of a published formula)
+// checks first, and must tell apart from `wrong_frequencies`.
 void check_rope(Context& context, const kernels::KernelPlan& plan, RopeLayout layout, const RopeCase& c,
                 std::mt19937_64& rng, std::span<const double> expected_frequencies = {},
                 std::span<const double> wrong_frequencies = {}) {
@@ -208,7 +226,8 @@ void check_rope(Context& context, const kernels::KernelPlan& plan, RopeLayout la
   for (uint32_t r = 0; r < c.rows; ++r)
     positions[r] = c.fixed ? *c.fixed : r < std::size(special) ? special[r] : (r % 2 ? any(rng) : small(rng));
 
-  const std::vector<double> frequencies = positions::rope_frequencies(c.theta, c.rope_dims, c.scaling, c.factors).value_or_throw();
+  const positions::RopeAngles angles = positions::rope_angles(c.theta, c.rope_dims, c.scaling, c.factors).value_or_throw();
+  if (!expected_frequencies.empty()) check_recipe(angles, expected_frequencies, wrong_frequencies);
   kernels::Rope::Args args;
   args.rows = c.rows;
   args.heads = c.heads;
@@ -225,7 +244,7 @@ void check_rope(Context& context, const kernels::KernelPlan& plan, RopeLayout la
   std::vector<uint32_t> p_words(extent(args.positions, c.rows, 1), kSentinel);
   for (uint32_t r = 0; r < c.rows; ++r) p_words[args.positions.word(r)] = static_cast<uint32_t>(c.fixed ? 999 : positions[r]);
   std::vector<uint32_t> t_words(args.table_offset, kSentinel);
-  for (float f : kernels::rope_turns_table(frequencies)) t_words.push_back(test::float_bits(f));
+  for (float f : kernels::rope_angle_table(angles)) t_words.push_back(test::float_bits(f));
 
   const vk::Buffer x_buffer = test::upload_words(context, x_words, "test rope X");
   const vk::Buffer p_buffer = test::upload_words(context, p_words, "test positions");
@@ -237,25 +256,17 @@ void check_rope(Context& context, const kernels::KernelPlan& plan, RopeLayout la
   const std::vector<uint32_t> after = test::download_words(context, x_buffer, 0, x_words.size());
 
   const std::vector<int64_t> positions64(positions.begin(), positions.end());
-  const std::vector<double> expected =
-      ops::rope(ops::widen(x), positions64, c.heads, c.head_dim, c.rope_dims,
-                expected_frequencies.empty() ? std::span<const double>(frequencies) : expected_frequencies, layout);
-  // The double-float angle: ~1e-6 rad up to |p| = 2^24, then growing as
-  // |p| * ~1e-14 (lavapipe measures <= 1.3e-6 and <= 2.1e-5 at 2^31). A plain
-  // fp32 angle is off by ~0.06 rad at p = 1e6 and by whole turns past 2^24.
+  const std::vector<double> expected = ops::rope(ops::widen(x), positions64, c.heads, c.head_dim, c.rope_dims, angles, layout);
+  // The kernel forms the same float angle; only reducing it to a turn
+  // (~1e-7 rad, growing as |p| * ~5e-15) and sin/cos part from float64. An
+  // angle formed otherwise (a direct pow, or exactly) is off by ~1e-6 of
+  // itself: 1 rad at p = 1e6, whole turns past 2^24.
   const std::vector<float> actual = get_rows(after, out, c.rows, width);
   const auto tolerance = [&](size_t i) {
     const double p = std::abs(static_cast<double>(positions[i / width]));
     return (5e-6 + 2e-14 * p) * (1.0 + std::abs(expected[i]));
   };
   check_close(actual, expected, tolerance);
-  if (!wrong_frequencies.empty()) {  // the comparison tells a wrong formula apart
-    const std::vector<double> wrong =
-        ops::rope(ops::widen(x), positions64, c.heads, c.head_dim, c.rope_dims, wrong_frequencies, layout);
-    size_t rejected = 0;
-    for (size_t i = 0; i < wrong.size(); ++i) rejected += std::abs(actual[i] - wrong[i]) > tolerance(i);
-    CHECK(rejected > 0);
-  }
   // Dims past rope_dims are untouched (or copied), bit for bit.
   uint32_t moved = 0;
   for (size_t i = 0; i < actual.size(); ++i)
@@ -284,6 +295,28 @@ TEST_CASE("block kernels: rope matches the float64 reference at positions up to 
       check_rope(context, folded(plan), layout, {40, 3, 96, 96, 10000.0}, rng);
     }
   });
+}
+
+TEST_CASE("block kernels: rope angles are llama.cpp's float chain, not the direct power") {
+  // ggml_rope_cache_init: theta = p, then theta *= powf(base, -2 / dims) per pair, in float.
+  const positions::RopeAngles angles = positions::rope_angles(10000.0, 32, {}).value_or_throw();
+  CHECK(test::float_bits(angles.theta_scale) == test::float_bits(std::pow(10000.0f, -2.0f / 32.0f)));
+  uint32_t apart = 0;
+  double largest = 0.0;
+  for (int64_t p : {int64_t{80}, int64_t{4095}, int64_t{-123457}, int64_t{1} << 31}) {
+    float chain = static_cast<float>(p);
+    for (uint32_t i = 0; i < 16; ++i, chain *= angles.theta_scale) {
+      CHECK(test::float_bits(positions::rope_angle(angles, p, i)) == test::float_bits(chain));
+      if (p != 80) continue;
+      const double direct = 80.0 * std::pow(10000.0, -2.0 * i / 32);
+      apart += chain != static_cast<float>(direct);
+      largest = std::max(largest, std::abs(chain - direct));
+    }
+  }
+  // At p = 80 the chain already parts from the direct angle (by ~1e-6 rad):
+  // what the GPU test above tells apart at large positions.
+  CHECK(apart > 0);
+  CHECK(largest > 1e-6);
 }
 
 // Meta's Llama 3.1 apply_scaling, written out from the published code, in

@@ -109,8 +109,9 @@ TEST_CASE("block reference: ops agree with hand-computed values") {
   // Position 1, theta 100, rope_dims 4: pair 0 turns by 1 rad, pair 1 by 0.1 rad.
   const double v[] = {1.0, 0.0, 1.0, 0.0};
   const int64_t one[] = {1};
-  const double frequencies[] = {1.0, 0.1};  // theta 100
   CHECK(positions::rope_frequencies(100.0, 4, {}).value_or_throw() == std::vector<double>{1.0, 0.1});
+  const positions::RopeAngles frequencies = positions::rope_angles(100.0, 4, {}).value_or_throw();  // theta 100
+  CHECK(frequencies.theta_scale == 0.1f);
   const std::vector<double> normal = ops::rope(v, one, 1, 4, 4, frequencies, RopeLayout::normal);
   CHECK(normal[0] == doctest::Approx(std::cos(1.0)));
   CHECK(normal[1] == doctest::Approx(std::sin(1.0)));

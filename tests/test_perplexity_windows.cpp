@@ -7,6 +7,9 @@
 #include "model_checks.hpp"
 #include "support.hpp"
 
+#include "run/token_scores.hpp"
+
+#include <attendre/generate.hpp>
 #include <attendre/gpu_stack.hpp>
 #include <attendre/model.hpp>
 #include <attendre/perplexity.hpp>
@@ -60,6 +63,38 @@ std::vector<double> window_nlls(GpuStacks& stacks, size_t setting, std::span<con
                       }).value_or_throw();
   return nlls;
 }
+
+// Forwards to a stack, counting the output rows it was asked logits for
+// (finish() runs the inner stack's own finish in one call).
+class CountingStack final : public TransformerStack {
+ public:
+  CountingStack(std::unique_ptr<TransformerStack> inner, uint64_t& logit_rows)
+      : inner_(std::move(inner)), logit_rows_(logit_rows) {}
+  const StackConfig& config() const override { return inner_->config(); }
+  Result<StackOutput> step(const StackChunk& chunk, const StackRequest& request) override {
+    return counted(inner_->step(chunk, request), request);
+  }
+  Result<StackOutput> decode(const StackChunk& one, const StackRequest& request) override {
+    return counted(inner_->decode(one, request), request);
+  }
+  bool has_pending() const override { return inner_->has_pending(); }
+  Result<MemorySnapshot> snapshot(size_t block) override { return inner_->snapshot(block); }
+
+ protected:
+  Result<StackOutput> drain_step(const StackRequest& request) override { return counted(inner_->finish(request), request); }
+  Result<StackOutput> flush_block(size_t, const StackRequest& request) override {
+    return counted(inner_->finish(request, true), request);
+  }
+  void mark_finished() override {}
+
+ private:
+  Result<StackOutput> counted(Result<StackOutput> out, const StackRequest& request) {
+    if (out.ok() && request.logits) logit_rows_ += out->positions.size();
+    return out;
+  }
+  std::unique_ptr<TransformerStack> inner_;
+  uint64_t& logit_rows_;
+};
 
 double percentile(const std::vector<double>& sorted, double fraction) {
   const double at = fraction * static_cast<double>(sorted.size() - 1);
@@ -195,6 +230,51 @@ TEST_CASE("windowed perplexity: each window reads from an empty memory, whatever
     REQUIRE(b.size() == a.size());
     CHECK(a[0] != doctest::Approx(b[0]).epsilon(1e-3));
     for (size_t k = 1; k < a.size(); ++k) CHECK(a[k] == doctest::Approx(b[k]).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("windowed perplexity: the steps before a window's scored half skip the LM head, the values those of every row's logits") {
+  const auto models = test::shared_models();
+  if (!models) return;
+  Model model = Model::open(*models / "stories260K.gguf").value_or_throw();
+  const std::vector<uint32_t> tokens = model.tokenizer().encode(std::string(kStory) + " " + kStory).value_or_throw();
+  for (const uint32_t ctx : {32u, 35u}) {  // the scored half starting on a step's first row, or inside a step
+    CAPTURE(ctx);
+    PerplexityWindows w;
+    w.ctx = ctx;
+    w.bos = model.tokenizer().bos();
+    const StackConfig config = model.stack_config(test::unbounded(ctx, 4)).value_or_throw();
+    uint64_t logit_rows = 0;
+    const StackMaker counting = [&](size_t) -> Result<std::unique_ptr<TransformerStack>> {
+      return std::unique_ptr<TransformerStack>(std::make_unique<CountingStack>(
+          gpu::Stack::create(test::gpu(), config, model.weights()).value_or_throw(), logit_rows));
+    };
+    const WindowedPerplexityResult r = windowed_perplexity(1, counting, tokens, w).value_or_throw()[0];
+    const uint64_t windows = tokens.size() / ctx;
+    // Logits only from the step holding position ctx / 2 on (chunks of 4).
+    CHECK(logit_rows == windows * (ctx - w.first_scored() / 4 * 4));
+
+    // Every row's logits, each window through a fresh stack, scored here.
+    double nll = 0.0;
+    std::vector<uint32_t> window(ctx);
+    for (uint64_t k = 0; k < windows; ++k) {
+      std::copy_n(tokens.begin() + static_cast<ptrdiff_t>(k * ctx), ctx, window.begin());
+      window[0] = *w.bos;
+      std::unique_ptr<gpu::Stack> stack = gpu::Stack::create(test::gpu(), config, model.weights()).value_or_throw();
+      uint32_t rows = 0;
+      read_tokens(*stack, window, LogitsWanted::all, false, [&](StackOutput&& out) {
+        REQUIRE(out.logits.size() == out.positions.size() * config.vocab);
+        for (size_t i = 0; i < out.positions.size(); ++i, ++rows) {
+          const int64_t p = out.positions[i];
+          if (p < w.first_scored() || p + 1 >= ctx) continue;
+          const auto row = std::span<const float>(out.logits).subspan(i * config.vocab, config.vocab);
+          nll += scores::log_sum_exp(row) - row[window[p + 1]];
+        }
+      }).or_throw();
+      CHECK(rows == ctx);
+    }
+    CHECK(r.perplexity.predicted == windows * w.scored_per_window());
+    CHECK(r.perplexity.mean_nll == nll / static_cast<double>(r.perplexity.predicted));  // bit for bit
   }
 }
 

@@ -58,10 +58,14 @@ enum class LogitsWanted { all, last };
 // Feeds `tokens` at positions 0, 1, ... in chunks of the stack's S, then
 // finish() (draining, or flushing with `flush`); hands every output to
 // `on_output` as it leaves the stack, positions in order, with logits as
-// `wanted` says (no hidden states). Fails with invalid_argument on an empty
-// sequence or a stack without a vocabulary.
+// `wanted` says (no hidden states). With `all`, a step whose positions all
+// precede `logits_from` asks for none (its LM head skipped: nothing it
+// emits can be at or past logits_from, since a position leaves the stack
+// in the step it enters or later), so outputs before logits_from may come
+// without logits. Fails with invalid_argument on an empty sequence or a
+// stack without a vocabulary.
 Status read_tokens(TransformerStack& stack, std::span<const uint32_t> tokens, LogitsWanted wanted, bool flush,
-                   const std::function<void(StackOutput&&)>& on_output);
+                   const std::function<void(StackOutput&&)>& on_output, size_t logits_from = 0);
 
 struct GenerateOptions {
   uint32_t max_tokens = 128;         // budget of generated tokens

@@ -48,6 +48,28 @@ Result<std::vector<double>> rope_frequencies(double theta, uint32_t rope_dims, c
   return f;
 }
 
+Result<RopeAngles> rope_angles(double theta, uint32_t rope_dims, const RopeScaling& scaling,
+                               std::span<const double> factors) {
+  ATTENDRE_TRY_ASSIGN(const std::vector<double> f, rope_frequencies(theta, rope_dims, scaling, factors));
+  RopeAngles a;  // each step as ggml's float arithmetic takes it
+  a.theta_scale = std::pow(static_cast<float>(theta), -2.0f / static_cast<float>(rope_dims));
+  if (scaling.kind == RopeScaling::Kind::linear) a.freq_scale = 1.0f / static_cast<float>(scaling.factor);
+  for (uint32_t i = 0; i < f.size(); ++i) {
+    double divisor = 1.0;
+    if (scaling.freq_factors) divisor = factors[i];
+    // llama3 from keys: the divisor the converter would have written (unscaled / scaled frequency).
+    if (scaling.kind == RopeScaling::Kind::llama3) divisor = std::pow(theta, -2.0 * i / rope_dims) / f[i];
+    a.divisors.push_back(static_cast<float>(divisor));
+  }
+  return a;
+}
+
+float rope_angle(const RopeAngles& angles, int64_t position, uint32_t pair) {
+  float theta = static_cast<float>(position);
+  for (uint32_t i = 0; i < pair; ++i) theta *= angles.theta_scale;
+  return angles.freq_scale * (theta / angles.divisors[pair]);
+}
+
 Status check(const RopeScaling& s, const std::string& at) {
   if (s.kind != RopeScaling::Kind::none)
     ATTENDRE_REQUIRE(positive(s.factor), at + "rope scaling factor must be positive, got " + shortest_text(s.factor));

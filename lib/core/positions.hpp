@@ -21,6 +21,25 @@ namespace attendre::positions {
 Result<std::vector<double>> rope_frequencies(double theta, uint32_t rope_dims, const RopeScaling& scaling,
                                              std::span<const double> factors = {});
 
+// The float recipe llama.cpp's RoPE (ggml's CPU backend, ggml_rope_cache_init
+// and rope_yarn without YaRN) turns pairs by, so that logits match it to
+// float rounding: the angle of pair i at position p is
+//   freq_scale * ((p * theta_scale * ... * theta_scale) / divisor_i)
+// with i multiplications by theta_scale, each rounded to float, left to right.
+struct RopeAngles {
+  float theta_scale = 1.0f;     // powf(float(theta), -2.0f / rope_dims)
+  float freq_scale = 1.0f;      // linear scaling: 1.0f / float(factor); else 1
+  std::vector<float> divisors;  // per pair: rope_freqs.weight, llama3's 1 / s_i, or 1
+};
+
+// The recipe for `rope_frequencies`' pairs: the same scalings, llama3's from
+// keys as per-pair divisors rounded to float (what convert_hf_to_gguf.py
+// writes to rope_freqs.weight). Fails as rope_frequencies does.
+Result<RopeAngles> rope_angles(double theta, uint32_t rope_dims, const RopeScaling& scaling,
+                               std::span<const double> factors = {});
+// Radians pair `pair` turns by at `position`, in float as above.
+float rope_angle(const RopeAngles& angles, int64_t position, uint32_t pair);
+
 // invalid_argument naming the first bad field, prefixed by `at`, or ok.
 Status check(const RopeScaling& scaling, const std::string& at);
 Status check(const T5Buckets& t5, uint32_t heads_q, bool need_table, const std::string& at);

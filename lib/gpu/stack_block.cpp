@@ -87,7 +87,7 @@ Result<BlockMemory> DeviceBlock::plan_memory(const StackConfig& config, size_t i
                         spec.down})
     ATTENDRE_TRY(matrix(t));
   const std::string block = "block " + std::to_string(index) + " ";
-  add(m.weights, block + "rope frequencies", BlockWeights::rope_table_bytes(b), true);
+  add(m.weights, block + "rope angles", BlockWeights::rope_table_bytes(b), true);
   const MemoryStorage storage = b.attention.kv.storage;
   // A layout past 2^32 words is refused as check refuses a buffer past
   // the device's range: named, with what makes it smaller.
@@ -112,7 +112,7 @@ Result<BlockMemory> DeviceBlock::plan_memory(const StackConfig& config, size_t i
 }
 
 uint64_t BlockWeights::rope_table_bytes(const BlockConfig& config) {
-  return config.rope ? WeightLoader::constants_bytes(rope_dims(config) / 2 * kernels::kRopeTableWordsPerPair) : 0;
+  return config.rope ? WeightLoader::constants_bytes(kernels::kRopeTableHeaderWords + rope_dims(config) / 2) : 0;
 }
 
 Result<BlockWeights> BlockWeights::load(WeightLoader& loader, const BlockSpec& t, const BlockConfig& config,
@@ -147,11 +147,11 @@ Result<BlockWeights> BlockWeights::load(WeightLoader& loader, const BlockSpec& t
     ATTENDRE_TRY_ASSIGN(w.down, loader.matrix(*t.down));
   }
   if (config.rope) {
-    ATTENDRE_TRY_ASSIGN(const std::vector<double> f,
-                        positions::rope_frequencies(config.rope_theta, rope_dims(config), config.rope_scaling,
-                                                    config.rope_scaling.freq_factors ? rope_factors
-                                                                                     : std::span<const double>{}));
-    ATTENDRE_TRY_ASSIGN(w.rope_table, loader.constants(kernels::rope_turns_table(f), "rope frequencies"));
+    ATTENDRE_TRY_ASSIGN(const positions::RopeAngles angles,
+                        positions::rope_angles(config.rope_theta, rope_dims(config), config.rope_scaling,
+                                               config.rope_scaling.freq_factors ? rope_factors
+                                                                                : std::span<const double>{}));
+    ATTENDRE_TRY_ASSIGN(w.rope_table, loader.constants(kernels::rope_angle_table(angles), "rope angles"));
   }
   if (t.t5_table) {
     ATTENDRE_TRY_ASSIGN(const std::vector<double> table, loader.values(t.t5_table->name, {t.t5_table->rows, t.t5_table->cols}));

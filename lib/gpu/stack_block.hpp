@@ -64,7 +64,7 @@ struct BlockWeights {
   DeviceNorm attn_post_norm, ffn_post_norm;  // BlockConfig::post_norms
   DeviceNorm q_norm, k_norm;    // per-head q/k norm gains (BlockConfig::qk_norm)
   DeviceMatrix wq, wk, wv, wo, gate, up, down;
-  vk::Buffer rope_table;        // kernels::rope_turns_table of the block's frequencies (RoPE blocks)
+  vk::Buffer rope_table;        // kernels::rope_angle_table of the block's RoPE (RoPE blocks)
   std::vector<float> t5_table;  // [num_buckets][heads_q], for the K/V memory to upload (T5 bias)
   // `rope_factors`: rope_freqs.weight, for blocks whose scaling reads it.
   static Result<BlockWeights> load(WeightLoader& loader, const BlockSpec& spec, const BlockConfig& config,

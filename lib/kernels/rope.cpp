@@ -1,22 +1,16 @@
 #include "kernels/rope.hpp"
 #include "core/try.hpp"
 
-#include <cmath>
-#include <numbers>
 
 namespace attendre::kernels {
 
 // The GLSL block declares the same words flat (ATT_ROWS expands to four uints).
 static_assert(offsetof(RopeParams, x) == 36 && sizeof(RopeParams) == 84);
 
-std::vector<float> rope_turns_table(std::span<const double> frequencies) {
-  std::vector<float> table;
-  for (double f : frequencies) {
-    const double turns = f / (2.0 * std::numbers::pi);
-    const float hi = static_cast<float>(turns);
-    table.push_back(hi);
-    table.push_back(static_cast<float>(turns - static_cast<double>(hi)));
-  }
+std::vector<float> rope_angle_table(const positions::RopeAngles& angles) {
+  std::vector<float> table{angles.theta_scale, angles.freq_scale};
+  static_assert(kRopeTableHeaderWords == 2);
+  table.insert(table.end(), angles.divisors.begin(), angles.divisors.end());
   return table;
 }
 

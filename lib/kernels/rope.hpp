@@ -1,11 +1,12 @@
 // Rotary position embedding on rows laid out [heads][head_dim] (rope.comp):
-// pair i < rope_dims / 2 of each head turns by position * f_i, f_i from a
-// frequency table bound with the kernel (rope_turns_table of
-// core/positions' frequencies). The angle is reduced in double-float
-// arithmetic: within ~1e-6 rad of exact up to |position| = 2^24 and ~2e-5 rad
-// at 2^31, plus the device's sin/cos error on [-pi, pi] (see rope.comp).
+// pair i < rope_dims / 2 of each head turns by positions::rope_angle, the
+// float angle llama.cpp forms, from an angle table bound with the kernel
+// (rope_angle_table). That float angle is reduced to a turn in double-float
+// arithmetic (within ~1e-7 rad up to |angle| = 2^24, ~1e-5 at 2^31), plus the
+// device's sin/cos error on [-pi, pi] (see rope.comp).
 #pragma once
 
+#include "core/positions.hpp"
 #include "kernels/kernel_plan.hpp"
 #include "interface/rope.h"
 #include "kernels/kernel.hpp"
@@ -21,9 +22,9 @@
 
 namespace attendre::kernels {
 
-// The frequency table rope.comp reads: per pair, f_i / (2 pi) turns per
-// position as a double-float (kRopeTableWordsPerPair floats: hi, lo).
-std::vector<float> rope_turns_table(std::span<const double> frequencies);
+// The angle table rope.comp reads: theta_scale, freq_scale, then the
+// divisors (kRopeTableHeaderWords + rope_dims / 2 floats).
+std::vector<float> rope_angle_table(const positions::RopeAngles& angles);
 
 class Rope {
  public:
@@ -34,7 +35,7 @@ class Rope {
     std::optional<RowRef> y;    // output rows in the same binding (none: x, in place)
     RowRef positions;           // int32 position of row r at word positions.word(r)
     std::optional<int32_t> fixed_position;  // every row turns by this instead
-    uint32_t table_offset = 0;  // words of the rows' frequency table in its binding
+    uint32_t table_offset = 0;  // words of the rows' angle table in its binding
   };
 
   Rope() = default;

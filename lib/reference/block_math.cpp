@@ -42,7 +42,7 @@ BlockMath::BlockMath(uint32_t hidden, const BlockConfig& config, const BlockTens
       bup_(widen(t.bup)),
       bdown_(widen(t.bdown)) {
   if (config.rope)
-    rope_frequencies_ = positions::rope_frequencies(
+    rope_angles_ = positions::rope_angles(
         config.rope_theta, config.rope_dims ? config.rope_dims : config.attention.shape.head_dim, config.rope_scaling,
         t.rope_freqs ? std::span<const double>(t.rope_freqs->data) : std::span<const double>{})
                             .value_or_throw();
@@ -77,20 +77,24 @@ BlockMath::Projected BlockMath::project(std::span<const double> x, std::span<con
   // LM-Infinite rotates at retrieval, by each pair's capped distance.
   if (config_.rope && !config_.lm_infinite.enabled) {
     const uint32_t dims = config_.rope_dims ? config_.rope_dims : s.head_dim;
-    p.q = ops::rope(p.q, positions, s.heads_q, s.head_dim, dims, rope_frequencies_, config_.rope_layout);
-    p.k = ops::rope(p.k, positions, s.heads_kv, s.head_dim, dims, rope_frequencies_, config_.rope_layout);
+    p.q = ops::rope(p.q, positions, s.heads_q, s.head_dim, dims, rope_angles_, config_.rope_layout);
+    p.k = ops::rope(p.k, positions, s.heads_kv, s.head_dim, dims, rope_angles_, config_.rope_layout);
   }
   return p;
 }
 
-double BlockMath::rotated_dot(const double* q, const double* k, int64_t distance) const {
+double BlockMath::rotated_dot(const double* q, int64_t p_q, const double* k, int64_t p_k, int64_t distance) const {
   const uint32_t D = config_.attention.shape.head_dim;
   const uint32_t dims = config_.rope_dims ? config_.rope_dims : D;
-  const int64_t at[] = {distance};
-  const std::vector<double> turned =
-      ops::rope(std::span<const double>(q, D), at, 1, D, dims, rope_frequencies_, config_.rope_layout);
+  const auto turn = [&](const double* x, int64_t p) {
+    const int64_t at[] = {p};
+    return ops::rope(std::span<const double>(x, D), at, 1, D, dims, rope_angles_, config_.rope_layout);
+  };
+  const bool local = distance == p_q - p_k;
+  const std::vector<double> query = turn(q, local ? p_q : distance);
+  const std::vector<double> key = local ? turn(k, p_k) : std::vector<double>(k, k + D);
   double dot = 0.0;
-  for (uint32_t d = 0; d < D; ++d) dot += turned[d] * k[d];
+  for (uint32_t d = 0; d < D; ++d) dot += query[d] * key[d];
   return dot;
 }
 

@@ -4,6 +4,7 @@
 // the dense full-sequence forward share it.
 #pragma once
 
+#include "core/positions.hpp"
 #include "reference/model_tensors.hpp"
 
 #include <attendre/stack.hpp>
@@ -35,10 +36,13 @@ class BlockMath {
   // itself without an FFN.
   std::vector<double> finish(std::span<const double> attention, std::span<const double> residual) const;
 
-  // LM-Infinite's dot product of an un-rotated query head with an un-rotated
-  // key head `distance` = d_eff positions apart: (R(distance) q) . k, which
-  // is what R(p_q) q . R(p_j) k gives when p_q - p_j = distance.
-  double rotated_dot(const double* q, const double* k, int64_t distance) const;
+  // LM-Infinite's dot product of an un-rotated query head at p_q with an
+  // un-rotated key head at p_k scored `distance` = d_eff positions apart:
+  // R(p_q) q . R(p_k) k where the distance is their own (ordinary RoPE),
+  // else (R(distance) q) . k, the device's operands (docs/spec-notes.md).
+  // With float angles (positions::rope_angle) the two forms differ, so the
+  // uncapped pairs take ordinary RoPE's.
+  double rotated_dot(const double* q, int64_t p_q, const double* k, int64_t p_k, int64_t distance) const;
 
   uint32_t hidden() const { return hidden_; }
   const BlockConfig& config() const { return config_; }
@@ -52,7 +56,7 @@ class BlockMath {
   uint32_t hidden_;
   BlockConfig config_;
   MemoryStorage activations_;
-  std::vector<double> rope_frequencies_;  // per rotary pair (RoPE blocks)
+  positions::RopeAngles rope_angles_;  // RoPE blocks
   std::vector<double> attn_g_, attn_b_, ffn_g_, ffn_b_;
   std::vector<double> attn_post_g_, ffn_post_g_;  // post_norms only
   std::vector<double> q_norm_g_, k_norm_g_;  // per-head gains (BlockConfig::qk_norm)

@@ -94,7 +94,7 @@ StackOutput dense_forward(const StackConfig& config, WeightSource& weights, cons
       double dot = 0.0;
       if (b.lm_infinite.enabled) {
         const bool sink = n_sink > 0 && p_k < static_cast<int64_t>(n_sink);
-        dot = math.rotated_dot(q, k, positions::lm_infinite_distance(p_q - p_k, b.lm_infinite.n_local, sink));
+        dot = math.rotated_dot(q, p_q, k, p_k, positions::lm_infinite_distance(p_q - p_k, b.lm_infinite.n_local, sink));
       } else {
         for (uint32_t d = 0; d < D; ++d) dot += q[d] * k[d];
       }

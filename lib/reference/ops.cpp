@@ -66,18 +66,18 @@ std::vector<double> layer_norm(std::span<const double> x, uint32_t dim, std::spa
 }
 
 std::vector<double> rope(std::span<const double> x, std::span<const int64_t> positions, uint32_t heads,
-                         uint32_t head_dim, uint32_t rope_dims, std::span<const double> frequencies,
+                         uint32_t head_dim, uint32_t rope_dims, const positions::RopeAngles& angles,
                          RopeLayout layout) {
   const size_t row = size_t{heads} * head_dim;
   require(rope_dims % 2 == 0 && rope_dims <= head_dim, "rope: rope_dims must be even and <= head_dim");
-  require(frequencies.size() == rope_dims / 2, "rope: one frequency per pair");
+  require(angles.divisors.size() == rope_dims / 2, "rope: one divisor per pair");
   require(x.size() == positions.size() * row, "rope: size mismatch");
   std::vector<double> y(x.begin(), x.end());
   const uint32_t half = rope_dims / 2;
   for (size_t r = 0; r < positions.size(); ++r)
     for (size_t h = 0; h < heads; ++h)
       for (uint32_t i = 0; i < half; ++i) {
-        const double angle = static_cast<double>(positions[r]) * frequencies[i];
+        const double angle = positions::rope_angle(angles, positions[r], i);
         const size_t d0 = r * row + h * head_dim + (layout == RopeLayout::neox ? i : 2 * i);
         const size_t d1 = d0 + (layout == RopeLayout::neox ? half : 1);
         const double c = std::cos(angle), s = std::sin(angle);

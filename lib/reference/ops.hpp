@@ -3,6 +3,8 @@
 // the contract the GPU kernels are tested against.
 #pragma once
 
+#include "core/positions.hpp"
+
 #include <attendre/transformer.hpp>
 
 #include <cstdint>
@@ -28,10 +30,11 @@ std::vector<double> layer_norm(std::span<const double> x, uint32_t dim, std::spa
                                std::span<const double> b, double eps);
 
 // Rotary embedding of rows [heads][head_dim], one position per row: pair i <
-// rope_dims / 2 of each head turns by position * frequencies[i] (radians
-// per position; positions::rope_frequencies).
+// rope_dims / 2 of each head turns by positions::rope_angle(angles, position,
+// i): the float angle llama.cpp forms, whose cosine and sine (and the
+// rotation) are then evaluated in float64 (docs/spec-notes.md says why).
 std::vector<double> rope(std::span<const double> x, std::span<const int64_t> positions, uint32_t heads,
-                         uint32_t head_dim, uint32_t rope_dims, std::span<const double> frequencies,
+                         uint32_t head_dim, uint32_t rope_dims, const positions::RopeAngles& angles,
                          RopeLayout layout);
 
 // One activation value: silu, gelu_tanh (tanh approximation) or relu.

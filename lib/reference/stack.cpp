@@ -145,7 +145,7 @@ Rows Stack::Impl::run_block(size_t l, Rows in, Mode mode) {
   if (const LmInfinite& lm = b.math_config().lm_infinite; lm.enabled)
     dot = [&](uint32_t h, const double* q, int64_t p_q, const KeyValueMemory::Entry& e) {
       const int64_t d = positions::lm_infinite_distance(p_q - e.position, lm.n_local, b.kv.pinned(e.position));
-      return b.math.rotated_dot(q, &e.key[uint64_t{h / s.group()} * s.head_dim], d);
+      return b.math.rotated_dot(q, p_q, &e.key[uint64_t{h / s.group()} * s.head_dim], e.position, d);
     };
   const Retrieval retrieved = b.kv.retrieve(batch, retrieval, b.attention.scale(), dot);
   require_finite(retrieved.outputs, false, "the attention outputs of block " + std::to_string(l));

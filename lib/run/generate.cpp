@@ -60,7 +60,7 @@ double GenerateResult::generate_tokens_per_s() const {
 }
 
 Status read_tokens(TransformerStack& stack, std::span<const uint32_t> tokens, LogitsWanted wanted, bool flush,
-                   const std::function<void(StackOutput&&)>& on_output) {
+                   const std::function<void(StackOutput&&)>& on_output, size_t logits_from) {
   const StackConfig& c = stack.config();
   ATTENDRE_REQUIRE(!tokens.empty(), "nothing to read: the token sequence is empty");
   ATTENDRE_REQUIRE(c.vocab > 0, "reading tokens needs a stack with a vocabulary");
@@ -81,7 +81,8 @@ Status read_tokens(TransformerStack& stack, std::span<const uint32_t> tokens, Lo
     // The last position leaves the stack in the last input step (N = 0) or
     // while finishing, never before.
     const bool last_step = first + rows == tokens.size();
-    ATTENDRE_TRY_ASSIGN(StackOutput out, stack.step(chunk, wanted == LogitsWanted::all || last_step ? logits : quiet));
+    const bool wanted_here = wanted == LogitsWanted::all ? first + rows > logits_from : last_step;
+    ATTENDRE_TRY_ASSIGN(StackOutput out, stack.step(chunk, wanted_here ? logits : quiet));
     on_output(std::move(out));
   }
   ATTENDRE_TRY_ASSIGN(StackOutput rest, stack.finish(logits, flush));

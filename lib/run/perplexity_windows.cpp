@@ -42,7 +42,8 @@ Status check_stack(const TransformerStack& stack, uint32_t vocab, size_t setting
 }
 
 // Reads `window` through `stack` and hands each scored position's row
-// (positions first .. ctx - 2) to `on_row` with its index among them.
+// (positions first .. ctx - 2) to `on_row` with its index among them; the
+// steps before the first scored position skip the LM head.
 Status score_window(TransformerStack& stack, std::span<const uint32_t> window, const PerplexityWindows& w,
                     const std::function<void(uint32_t index, std::span<const float> row)>& on_row) {
   const uint32_t vocab = stack.config().vocab;
@@ -54,7 +55,7 @@ for (size_t i = 0; i < out.positions.size(); ++i) {
   on_row(static_cast<uint32_t>(p - w.first_scored()), std::span<const float>(out.logits).subspan(i * vocab, vocab));
   ++seen;
 }
-}));
+}, w.first_scored()));
   ATTENDRE_REQUIRE(seen == w.scored_per_window(), "the stack emitted " + std::to_string(seen) + " of the window's " +
                                                        std::to_string(w.scored_per_window()) + " scored positions");
   return {};

@@ -7,9 +7,9 @@
 ATT_NAMESPACE_BEGIN
 // Rows one rope workgroup rotates per frequency it reads.
 ATT_CONST(kRopeRowsPerGroup, 16u)
-// Words per rotary pair in the frequency table: turns per position as a
-// double-float hi + lo (kernels::rope_turns_table).
-ATT_CONST(kRopeTableWordsPerPair, 2u)
+// The angle table (kernels::rope_angle_table of a positions::RopeAngles):
+// theta_scale and freq_scale, then one divisor per rotary pair.
+ATT_CONST(kRopeTableHeaderWords, 2u)
 
 ATT_PARAMS_BEGIN(RopeParams)
   ATT_U32(rows)
