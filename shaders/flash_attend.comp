@@ -99,8 +99,8 @@ void main() {
   const uint group = pc.heads_q / pc.heads_kv, g = gl_WorkGroupID.z, split = gl_WorkGroupID.y;
   const uint rows = pc.queries * group;
   const uint row = gl_WorkGroupID.x * W + tid;  // (query, head in group)
-  // Rows past the batch still join the tiled loads and barriers; they read
-  // the last row's query and write nothing.
+  // Rows past the batch read the last row's query and write nothing; in
+  // the tiled build they still join the loads and barriers.
   const bool in_batch = row < rows;
   const uint query = min(row, rows - 1u) / group, h = g * group + min(row, rows - 1u) % group;
   const uint ring_row = (pc.ring_first + query) % pc.ring_capacity;
@@ -118,7 +118,15 @@ void main() {
   }
   float m = NEG_INF, l = 0.0;
 
-  const uint first = split * pc.chunk, last = min(pc.held, first + pc.chunk);
+  const uint first = split * pc.chunk;
+#ifdef DIRECT
+  // No barriers: rows past the batch walk no slots. A decoding step's one
+  // query fills 2-8 rows of a workgroup of 64, and on a SIMD CPU driver the
+  // empty lanes' batches would otherwise walk every slot too.
+  const uint last = in_batch ? min(pc.held, first + pc.chunk) : first;
+#else
+  const uint last = min(pc.held, first + pc.chunk);
+#endif
   for (uint base = first; base < last; base += BLOCK) {
     const uint count = min(BLOCK, last - base);  // uniform over the workgroup
 #ifndef DIRECT

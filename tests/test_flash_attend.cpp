@@ -261,6 +261,11 @@ TEST_CASE("flash attention: matches the float64 softmax across block and workgro
     c.seed = ++seed;
     check_case(context, plan, c);
   }
+  FlashCase decoding;  // one query (a decoding step): 4 of a workgroup's 64 rows walk the slots
+  decoding.queries = 1;
+  decoding.held = 3 * B + 5;
+  decoding.seed = ++seed;
+  check_case(context, plan, decoding);
   FlashCase tags;  // tag mask and ALiBi, no causal mask
   tags.held = 2 * B + 3;
   tags.causal = false;

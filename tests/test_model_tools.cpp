@@ -163,6 +163,14 @@ TEST_CASE("attendre-generate: llama.cpp's continuation, the JSON and logits file
   CHECK(json["generate_tokens_per_s"].get<double>() > 0.0);
   CHECK(json["peak_gpu_bytes"].get<uint64_t>() > 0);
   CHECK(json["memory"]["blocks"][0]["M"] == 64);  // the full context: 5 + 32 positions, but M >= S = 64
+  // The last decode step's profile: one submission of every block's kernels.
+  const nlohmann::json& step = json["decode_step"];
+  CHECK(step["submits"] == 1);
+  CHECK(step["dispatches"].get<uint32_t>() >= 5 * json["memory"]["blocks"].size());
+  CHECK(step["barriers"].get<uint32_t>() > 0);
+  CHECK(step["copies"].get<uint32_t>() > 0);
+  CHECK(step["host_ms"].get<double>() > 0.0);
+  CHECK(step["wait_ms"].get<double>() > 0.0);
   Model model = Model::open(path).value_or_throw();
   const std::vector<uint32_t> prompt = {1, 403, 407, 261, 378};
   const std::vector<float> dense = test::dense_logits(model, model.stack_config(test::unbounded(5, 4)).value_or_throw(), prompt);
@@ -182,7 +190,8 @@ TEST_CASE("attendre-generate: llama.cpp's continuation, the JSON and logits file
         std::string::npos);
   CHECK(r.err.find("attendre-generate: matmul (block types): ") != std::string::npos);
   CHECK(r.err.find("attendre-generate: workgroups: 128 invocations") != std::string::npos);
-  CHECK(run(stories + " --max-tokens 32 --device cpu --chunk 3").out == expected + "\n");
+  CHECK(run(stories + " --max-tokens 32 --device cpu --chunk 3 --json " + quote(dir / "cpu.json")).out == expected + "\n");
+  CHECK(!read_json(dir / "cpu.json").contains("decode_step"));  // the reference has no device steps
   // fp16 activations (the normed and FFN rows the products read) continue
   // llama.cpp's text token for token, on the GPU and on the reference.
   REQUIRE(run(stories + " --max-tokens 32 --fp16-activations --json " + quote(dir / "h.json")).out == expected + "\n");

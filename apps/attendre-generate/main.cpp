@@ -13,6 +13,7 @@
 #include "npy/npy.hpp"
 #include <attendre/error.hpp>
 #include <attendre/generate.hpp>
+#include <attendre/gpu_stack.hpp>
 #include <attendre/model.hpp>
 
 #include <cstdio>
@@ -47,12 +48,14 @@ generates token by token, each new key inserted under its block's policy; prints
                         --layer overrides them)
   --prompt STR          the prompt text (UTF-8)
   --prompt-file PATH    the prompt, read from a file
-  --max-tokens N        the most tokens to generate (default 128).value_or_throw(); EOS ends sooner
+  --max-tokens N        the most tokens to generate (default 128); EOS ends sooner
   --temperature T       0 (default): greedy; else sample from softmax(logits / T)
   --top-p P             sample among the most likely tokens holding probability P (default 1)
   --seed S              the sampler's seed (default 0): the same tokens on every platform
   --logits OUT.npy      writes float32 [prompt tokens, vocab]: the logits at every prompt position
-  --json OUT.json       writes prompt_ids, generated_ids, text, throughputs and peak_gpu_bytes
+  --json OUT.json       writes prompt_ids, generated_ids, text, throughputs and peak_gpu_bytes; on the
+                        gpu, decode_step: the last decode step's submits, dispatches, barriers,
+                        copies, host_ms (planning, recording, submitting) and wait_ms (for the device)
   --device cpu|gpu      gpu (default): Vulkan; cpu: the float64 reference (slow, any GGUF encoding)
   --verbose             the kernel variant of each family and the driver quirks on stderr
   --help, -h            this text
@@ -133,7 +136,7 @@ int run(std::span<const std::string> args) {
   generate_tool::Continuation continuation(model.tokenizer(), encoder_decoder ? std::vector<uint32_t>{} : prompt);
   const auto stream = [&](uint32_t token) { std::cout << continuation.add(token) << std::flush; };
   GenerateResult result;
-  nlohmann::json memory;
+  nlohmann::json memory, decode_step;
   uint32_t vocab = 0;
   if (encoder_decoder) {
     // The decoder's self-attention keeps its start token and every token it feeds back.
@@ -150,6 +153,14 @@ int run(std::span<const std::string> args) {
     vocab = config.vocab;
     const std::unique_ptr<TransformerStack> stack = device.make_stack(config, model.weights());
     result = generate(*stack, prompt, g, stream).value_or_throw();
+    // Each generated token but the last fed back through one decode step
+    // (the token that stopped generation too): the last of them is profiled.
+    const size_t decoded = result.stopped ? result.tokens.size() : std::max<size_t>(result.tokens.size(), 1) - 1;
+    if (const auto* gpu_stack = dynamic_cast<const gpu::Stack*>(stack.get()); gpu_stack && decoded > 0) {
+      const gpu::Stack::Recorded r = gpu_stack->last_recorded();
+      decode_step = {{"submits", r.submits}, {"dispatches", r.dispatches}, {"barriers", r.barriers},
+                     {"copies", r.copies},   {"host_ms", r.host_ms},       {"wait_ms", r.wait_ms}};
+    }
   }
   std::cout << std::endl;
   if (const int status = device.validation_status(kTool)) return status;
@@ -159,7 +170,7 @@ int run(std::span<const std::string> args) {
     npy::write<float>(logits_file, shape, result.prompt_logits);
   }
   if (!o.json.empty()) {
-    const nlohmann::json json = {
+    nlohmann::json json = {
         {"model", o.model},
         {"device", device.name()},
         {"prompt_ids", prompt},
@@ -174,6 +185,7 @@ int run(std::span<const std::string> args) {
         {"sampling", {{"temperature", o.sampling.temperature}, {"top_p", o.sampling.top_p}, {"seed", o.sampling.seed}}},
         {"memory", memory},
     };
+    if (!decode_step.is_null()) json["decode_step"] = decode_step;
     // Invalid UTF-8 (a generation cut inside a character) is written as U+FFFD, never refused.
     outputs.write_text(o.json, json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   }

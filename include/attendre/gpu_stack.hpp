@@ -121,9 +121,12 @@ class Stack final : public TransformerStack {
 
   // Device memory actually allocated, laid out as plan_stack_memory().
   StackMemory memory() const;
-  // Dispatches, barriers and transfers recorded by the last submission.
+  // Dispatches, barriers and transfers recorded by the last submission,
+  // the host's milliseconds planning, recording and submitting it, and
+  // those waiting for it to finish (0 for a submission not waited on yet).
   struct Recorded {
     uint32_t submits = 0, dispatches = 0, barriers = 0, copies = 0;
+    double host_ms = 0.0, wait_ms = 0.0;
   };
   Recorded last_recorded() const;
   // Timestamps around every dispatch of later submissions; last_profile()

@@ -7,6 +7,7 @@
 #include <attendre/gpu_stack.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -14,6 +15,12 @@
 namespace attendre::gpu {
 
 using kernels::RowRef;
+
+namespace {
+double milliseconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+}  // namespace
 
 Result<std::unique_ptr<StackEngine>> StackEngine::create(Context& ctx, const StackConfig& c, WeightSource& weights,
                                                          const vk::Buffer* encoder_rows) {
@@ -243,6 +250,7 @@ Status StackEngine::record_step(vk::CommandRecorder& rec, const Planned& step, s
 Result<Ticket> StackEngine::submit_step(const StackChunk* chunk, size_t first_block, BlockMode mode,
                                         const StackRequest& request, const SubmitOptions& options) {
   ATTENDRE_TRY_ASSIGN(SubmitSlot* const began, executor_->try_begin());
+  const auto host_start = std::chrono::steady_clock::now();  // after waiting for the slot's previous step
   SubmitSlot& slot = *began;
   vk::CommandRecorder& rec = slot.submission.recorder();
   ATTENDRE_TRY_ASSIGN(Planned step, plan(chunk, first_block, mode, static_cast<uint32_t*>(slot.upload.mapped())));
@@ -259,8 +267,8 @@ Result<Ticket> StackEngine::submit_step(const StackChunk* chunk, size_t first_bl
   Destination logits;
   if (request.logits) logits = {&slot.readback, readback_plan_.logits * 4};
   ATTENDRE_TRY(record_step(rec, step, first_block, hidden, logits));
-  recorded_ = {1, rec.counts().dispatches, rec.counts().barriers, rec.counts().copies};
   ATTENDRE_TRY_ASSIGN(Ticket ticket, executor_->try_submit(slot, options.waits));
+  recorded_ = {1, rec.counts().dispatches, rec.counts().barriers, rec.counts().copies, milliseconds_since(host_start)};
   reads_[slot.index] = {std::move(step.emitted), request};
   return ticket;
 }
@@ -274,7 +282,9 @@ Result<StackOutput> StackEngine::collect(const Ticket& ticket) {
   for (const QueryMeta& m : rows)
     if (m.valid) out.positions.push_back(m.position);
   if (out.positions.empty() || !(request.hidden || request.logits)) return out;
+  const auto wait_start = std::chrono::steady_clock::now();
   ATTENDRE_TRY(executor_->try_finish(slot));
+  if (slot.step + 1 == executor_->steps()) recorded_.wait_ms = milliseconds_since(wait_start);  // the last submission
   const uint32_t H = config_.hidden, V = config_.vocab;
   const auto* floats = static_cast<const float*>(slot.readback.mapped());
   for (uint32_t r = 0; r < rows.size(); ++r) {
