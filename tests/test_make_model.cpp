@@ -172,12 +172,20 @@ TEST_CASE("attendre-make-model: --vocab copies a real tokenizer, --untied-head w
   CHECK(file.find_tensor("output.weight") == nullptr);
   CHECK(file.find_tensor("blk.0.ffn_down.weight")->dims == std::vector<uint64_t>{1536, 576});
   CHECK(file.find_tensor("blk.0.attn_k.weight")->dims == std::vector<uint64_t>{576, 192});
+  // The longest context written still opens (the loader's default memory holds it).
+  const fs::path longest = dir.path / "long.gguf";
+  REQUIRE(make(kSmall.substr(0, kSmall.find(" --context")) + " --context 2147483648 --output " + quoted(longest)).code == 0);
+  CHECK(Model::open(longest).value_or_throw().info().context_length == 2147483648u);
 }
 
 TEST_CASE("attendre-make-model: bad arguments are one-line errors with no output file") {
   test::GgufTempDir dir;
   const fs::path out = dir.path / "m.gguf";
   const std::string to = " --output " + quoted(out);
+  const test::ToolStreams help = make("--help");
+  CHECK(help.code == 0);
+  CHECK(help.out.rfind("usage: attendre-make-model --output FILE.gguf", 0) == 0);
+  check_refused(kSmall + " --layers 3" + to, 2, "--layers", out);
   check_refused(kSmall, 2, "missing required option --output", out);
   check_refused("--hidden 64 --blocks 2 --heads 4" + to, 2, "missing --ffn", out);
   check_refused("--shape smollm-1b" + to, 2, "unknown shape 'smollm-1b' (known: smollm-135m)", out);
@@ -191,6 +199,9 @@ TEST_CASE("attendre-make-model: bad arguments are one-line errors with no output
   check_refused(kSmall + " --type q4_k" + to, 2, "rows of 64 values do not split into the 256-value blocks of Q4_K", out);
   check_refused("--shape smollm-135m --hidden 36864 --heads 576" + to, 2, "more than the 8589934592", out);
   check_refused(kSmall + " --seed -1" + to, 2, "--seed", out);
+  check_refused(kSmall + " --context 4294967296" + to, 2, "--context", out);
+  check_refused("--hidden 64 --blocks 1 --heads 4 --ffn 64 --context 2147483649" + to, 2,
+                "context 2147483649 is past the 2147483648 positions", out);
   check_refused(kSmall + " --vocab " + quoted(dir.path / "absent.gguf") + to, 1, "absent.gguf", out);
   // A GGUF without a vocabulary.
   gguf::Writer empty;

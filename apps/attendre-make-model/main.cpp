@@ -46,7 +46,7 @@ the file times a real model's shape without the real model.
   --heads N           query heads
   --heads-kv N        key/value heads, dividing --heads (default: --heads)
   --ffn N             SwiGLU inner width
-  --context N         llama.context_length (default 2048)
+  --context N         llama.context_length (default 2048, at most 2147483648)
   --untied-head       write output.weight (else the LM head is token_embd.weight)
   --type TYPE         encoding of the 2-D tensors: f32, f16 (default), bf16, q8_0, q4_0,
                       q4_1, q5_0, q5_1, q4_k, q5_k, q6_k (block types need rows that split

@@ -9,7 +9,6 @@
 #include <attendre/memory_plan.hpp>
 #include <attendre/tensor.hpp>
 
-#include <algorithm>
 #include <array>
 
 namespace attendre::gguf {
@@ -37,6 +36,9 @@ Status check_shape(const RandomLlamaShape& s) {
        {"context", s.context}}};
   for (const auto& [name, count] : counts)
     if (count == 0) return invalid_argument(std::string(name) + " must be at least 1");
+  if (s.context > kMaxRandomLlamaContext)
+    return invalid_argument("context " + std::to_string(s.context) + " is past the " +
+                            std::to_string(kMaxRandomLlamaContext) + " positions a stack counts");
   if (s.hidden % s.heads != 0)
     return invalid_argument("hidden " + std::to_string(s.hidden) + " does not split into " + std::to_string(s.heads) +
                             " heads");
@@ -51,7 +53,8 @@ Status check_shape(const RandomLlamaShape& s) {
 }
 
 // The stack the file describes, as lib/model reads a llama file back
-// (gguf_architecture.cpp), with full-context memories: what model_spec() needs.
+// (gguf_architecture.cpp): what model_spec() needs. Its memories are the
+// smallest valid ones, which name no tensor, so any context length works.
 Result<StackConfig> stack_of(const RandomLlamaShape& s, uint32_t vocab) {
   StackConfig c;
   c.hidden = s.hidden;
@@ -65,8 +68,8 @@ Result<StackConfig> stack_of(const RandomLlamaShape& s, uint32_t vocab) {
   b.rope_theta = s.rope_theta;
   c.blocks.assign(s.blocks, b);
   MemoryPlan plan;
-  plan.chunk = std::min<uint32_t>(64, s.context);
-  ATTENDRE_TRY_ASSIGN(plan.all, MemorySetting::full_context(s.context, plan.chunk));
+  plan.chunk = 1;
+  ATTENDRE_TRY_ASSIGN(plan.all, MemorySetting::full_context(1, plan.chunk));
   ATTENDRE_TRY(apply_memory(c, plan));
   ATTENDRE_TRY(c.check());
   return c;

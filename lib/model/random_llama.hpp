@@ -46,13 +46,17 @@ struct RandomLlamaOptions {
   std::string name = "attendre random llama";  // general.name
 };
 
+// The longest context written: the positions a stack counts (2^31), so
+// that the loader's default full-context memory fits its 32-bit counts.
+inline constexpr uint32_t kMaxRandomLlamaContext = uint32_t{1} << 31;
 // The most bytes of tensor data written: the writer holds the file in memory.
 inline constexpr uint64_t kMaxRandomLlamaBytes = uint64_t{8} << 30;
 
 // The file's writer with its metadata and every tensor added. Fails with a
 // one-line message: invalid_argument for a shape the loader would refuse
-// (a zero count, heads that do not split the hidden width or KV heads that
-// do not split the heads, an odd head width, rows that do not split into
+// (a zero count, a context past kMaxRandomLlamaContext, heads that do not
+// split the hidden width or KV heads that do not split the heads, an odd
+// head width, rows that do not split into
 // the encoding's blocks, more than kMaxRandomLlamaBytes), unsupported for an
 // encoding without a quantizer, malformed_input naming the vocabulary file
 // when it has no tokenizer.ggml.tokens.
