@@ -112,13 +112,14 @@ TEST_CASE("attendre-make-model: a small random llama loads, holds the seeded wei
     CHECK(config.blocks[0].attention.shape.heads_kv == 2);
 
     // The tensors are RandomWeights' values through the type's quantizer.
-    const gguf::File file = gguf::File::open(path);
+    const gguf::File file = gguf::File::open(path).value_or_throw();
     const std::vector<uint64_t> shape = {64, 64};
     const std::vector<float> expected = RandomWeights(7).values("blk.1.attn_q.weight", shape);
     const gguf::TensorInfo* q = file.find_tensor("blk.1.attn_q.weight");
     REQUIRE(q != nullptr);
     CHECK(gguf::to_string(q->type) == upper(type));
-    CHECK(std::vector<std::byte>(file.data(*q).begin(), file.data(*q).end()) == gguf::quantize(q->type, expected));
+    const std::span<const std::byte> data = file.data(*q).value_or_throw();
+    CHECK(std::vector<std::byte>(data.begin(), data.end()) == gguf::quantize(q->type, expected).value_or_throw());
     CHECK(file.find_tensor("blk.0.attn_norm.weight")->type == gguf::TensorType::f32);
 
     const std::vector<uint32_t> prompt = model.tokenizer().encode("Once upon a time, the cat sat on the mat").value_or_throw();
@@ -146,10 +147,10 @@ TEST_CASE("attendre-make-model: --vocab copies a real tokenizer, --untied-head w
     const Tokenizer original = Tokenizer::open(vocab).value_or_throw();
     const std::string text = "Hello world, it's 2024!  \xc3\xa9t\xc3\xa9 <|endoftext|>";
     CHECK(model.tokenizer().encode(text).value_or_throw() == original.encode(text).value_or_throw());
-    const gguf::File file = gguf::File::open(path), source = gguf::File::open(vocab);
-    CHECK(file.get_string("tokenizer.ggml.pre") == source.get_string("tokenizer.ggml.pre"));
-    CHECK(file.get_strings("tokenizer.ggml.merges") == source.get_strings("tokenizer.ggml.merges"));
-    CHECK(file.get_u64("llama.vocab_size") == 50257);
+    const gguf::File file = gguf::File::open(path).value_or_throw(), source = gguf::File::open(vocab).value_or_throw();
+    CHECK(file.get_string("tokenizer.ggml.pre").value_or_throw() == source.get_string("tokenizer.ggml.pre").value_or_throw());
+    CHECK(file.get_strings("tokenizer.ggml.merges").value_or_throw() == source.get_strings("tokenizer.ggml.merges").value_or_throw());
+    CHECK(file.get_u64("llama.vocab_size").value_or_throw() == 50257);
     REQUIRE(file.find_tensor("output.weight") != nullptr);
     CHECK(file.find_tensor("output.weight")->dims == std::vector<uint64_t>{32, 50257});
     CHECK_FALSE(model.stack_config(bounded_plan()).value_or_throw().tied_embeddings);
@@ -160,15 +161,15 @@ TEST_CASE("attendre-make-model: --vocab copies a real tokenizer, --untied-head w
   // alone come from the shape, the ones given override it).
   const fs::path path = dir.path / "smol.gguf";
   REQUIRE(make("--shape smollm-135m --blocks 1 --type q4_0 --output " + quoted(path)).code == 0);
-  const gguf::File file = gguf::File::open(path);
-  CHECK(file.get_u64("llama.embedding_length") == 576);
-  CHECK(file.get_u64("llama.block_count") == 1);
-  CHECK(file.get_u64("llama.attention.head_count") == 9);
-  CHECK(file.get_u64("llama.attention.head_count_kv") == 3);
-  CHECK(file.get_u64("llama.feed_forward_length") == 1536);
-  CHECK(file.get_u64("llama.context_length") == 2048);
-  CHECK(file.get_u64("llama.rope.dimension_count") == 64);
-  CHECK(file.get_u64("general.file_type") == 2);
+  const gguf::File file = gguf::File::open(path).value_or_throw();
+  CHECK(file.get_u64("llama.embedding_length").value_or_throw() == 576);
+  CHECK(file.get_u64("llama.block_count").value_or_throw() == 1);
+  CHECK(file.get_u64("llama.attention.head_count").value_or_throw() == 9);
+  CHECK(file.get_u64("llama.attention.head_count_kv").value_or_throw() == 3);
+  CHECK(file.get_u64("llama.feed_forward_length").value_or_throw() == 1536);
+  CHECK(file.get_u64("llama.context_length").value_or_throw() == 2048);
+  CHECK(file.get_u64("llama.rope.dimension_count").value_or_throw() == 64);
+  CHECK(file.get_u64("general.file_type").value_or_throw() == 2);
   CHECK(file.find_tensor("output.weight") == nullptr);
   CHECK(file.find_tensor("blk.0.ffn_down.weight")->dims == std::vector<uint64_t>{1536, 576});
   CHECK(file.find_tensor("blk.0.attn_k.weight")->dims == std::vector<uint64_t>{576, 192});
@@ -204,9 +205,9 @@ TEST_CASE("attendre-make-model: bad arguments are one-line errors with no output
                 "context 2147483649 is past the 2147483648 positions", out);
   check_refused(kSmall + " --vocab " + quoted(dir.path / "absent.gguf") + to, 1, "absent.gguf", out);
   // A GGUF without a vocabulary.
-  gguf::Writer empty;
-  empty.add("general.architecture", gguf::MetadataValue::string("llama"));
-  empty.write(dir.path / "novocab.gguf");
+  gguf::Writer empty = gguf::Writer::create().value_or_throw();
+  empty.add("general.architecture", gguf::MetadataValue::string("llama")).or_throw();
+  empty.write(dir.path / "novocab.gguf").or_throw();
   check_refused(kSmall + " --vocab " + quoted(dir.path / "novocab.gguf") + to, 1, "no tokenizer.ggml.tokens", out);
   check_refused(kSmall + " --output " + quoted(dir.path / "no" / "such" / "m.gguf"), 1, "--output", dir.path / "no" / "such" / "m.gguf");
 }

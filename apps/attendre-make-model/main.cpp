@@ -129,7 +129,7 @@ int run(std::span<const std::string> args) {
   options.name = o.name;
   std::optional<gguf::File> vocabulary;
   if (seen.count("--vocab")) {
-    vocabulary.emplace(gguf::File::open(o.vocab));
+    vocabulary.emplace(gguf::File::open(o.vocab).value_or_throw());
     options.vocabulary = &*vocabulary;
   }
 
@@ -138,7 +138,7 @@ int run(std::span<const std::string> args) {
   const std::filesystem::path staging = outputs.stage("--output", o.output);
   Result<gguf::Writer> writer = gguf::random_llama(options);
   if (!writer.ok() && writer.status().code() == ErrorCode::invalid_argument) cli::usage(writer.status().message());
-  const std::vector<std::byte> bytes = std::move(writer).value_or_throw().bytes();
+  const std::vector<std::byte> bytes = std::move(writer).value_or_throw().bytes().value_or_throw();
   {
     std::ofstream out(staging, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
@@ -148,12 +148,12 @@ int run(std::span<const std::string> args) {
   outputs.commit();
 
   // Read back: the line reports what the file says, not what was meant.
-  const gguf::File file = gguf::File::open(o.output);
+  const gguf::File file = gguf::File::open(o.output).value_or_throw();
   uint64_t parameters = 0;
   for (const gguf::TensorInfo& t : file.tensors()) parameters += t.elements();
   const gguf::RandomLlamaShape& s = options.shape;
   std::cout << o.output << ": llama, " << s.blocks << " blocks, hidden " << s.hidden << ", heads " << s.heads << "/"
-            << s.heads_kv << ", FFN " << s.ffn << ", vocab " << file.get_strings("tokenizer.ggml.tokens").size() << ", "
+            << s.heads_kv << ", FFN " << s.ffn << ", vocab " << file.get_strings("tokenizer.ggml.tokens").value_or_throw().size() << ", "
             << gguf::to_string(options.weights) << (s.tied_head ? ", tied head, " : ", untied head, ") << parameters
             << " parameters, " << apps::human_bytes(file.size()) << std::endl;
   return 0;

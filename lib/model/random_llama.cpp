@@ -83,14 +83,14 @@ Result<uint32_t> add_builtin_vocabulary(Writer& w) {
   tokens.push_back("<|endoftext|>");
   types.push_back(3);
   const uint32_t end = static_cast<uint32_t>(tokens.size() - 1);
-  ATTENDRE_TRY(w.try_add("tokenizer.ggml.model", MetadataValue::string("gpt2")));
-  ATTENDRE_TRY(w.try_add("tokenizer.ggml.pre", MetadataValue::string("gpt-2")));
-  ATTENDRE_TRY(w.try_add("tokenizer.ggml.tokens", MetadataValue::strings(tokens)));
-  ATTENDRE_TRY(w.try_add("tokenizer.ggml.token_type", MetadataValue::i32s(types)));
-  ATTENDRE_TRY(w.try_add("tokenizer.ggml.merges", MetadataValue::strings({})));
-  ATTENDRE_TRY(w.try_add("tokenizer.ggml.bos_token_id", MetadataValue::u32(end)));
-  ATTENDRE_TRY(w.try_add("tokenizer.ggml.eos_token_id", MetadataValue::u32(end)));
-  ATTENDRE_TRY(w.try_add("tokenizer.ggml.add_bos_token", MetadataValue::boolean(false)));
+  ATTENDRE_TRY(w.add("tokenizer.ggml.model", MetadataValue::string("gpt2")));
+  ATTENDRE_TRY(w.add("tokenizer.ggml.pre", MetadataValue::string("gpt-2")));
+  ATTENDRE_TRY(w.add("tokenizer.ggml.tokens", MetadataValue::strings(tokens)));
+  ATTENDRE_TRY(w.add("tokenizer.ggml.token_type", MetadataValue::i32s(types)));
+  ATTENDRE_TRY(w.add("tokenizer.ggml.merges", MetadataValue::strings({})));
+  ATTENDRE_TRY(w.add("tokenizer.ggml.bos_token_id", MetadataValue::u32(end)));
+  ATTENDRE_TRY(w.add("tokenizer.ggml.eos_token_id", MetadataValue::u32(end)));
+  ATTENDRE_TRY(w.add("tokenizer.ggml.add_bos_token", MetadataValue::boolean(false)));
   return end + 1;
 }
 
@@ -98,15 +98,15 @@ Result<uint32_t> add_builtin_vocabulary(Writer& w) {
 Result<uint32_t> copy_vocabulary(const File& file, Writer& w) {
   const std::optional<Value> tokens = file.find("tokenizer.ggml.tokens");
   if (!tokens) return malformed_input(file.path().string() + ": no tokenizer.ggml.tokens: not a vocabulary");
-  ATTENDRE_TRY_ASSIGN(const uint64_t count, tokens->try_size());
+  ATTENDRE_TRY_ASSIGN(const uint64_t count, tokens->size());
   if (count == 0 || count > UINT32_MAX)
     return malformed_input(file.path().string() + ": tokenizer.ggml.tokens holds " + std::to_string(count) +
                            " tokens, expected [1, 2^32)");
   for (const std::string& key : file.keys()) {
     if (!key.starts_with("tokenizer.")) continue;
-    ATTENDRE_TRY_ASSIGN(const Value value, file.try_get(key));
+    ATTENDRE_TRY_ASSIGN(const Value value, file.get(key));
     ATTENDRE_TRY_ASSIGN(MetadataValue copy, copy_value(value, key));
-    ATTENDRE_TRY(w.try_add(key, std::move(copy)));
+    ATTENDRE_TRY(w.add(key, std::move(copy)));
   }
   return static_cast<uint32_t>(count);
 }
@@ -169,13 +169,13 @@ std::optional<RandomLlamaShape> named_llama_shape(std::string_view name) {
 }
 
 Result<MetadataValue> copy_value(const Value& value, std::string_view key) {
-  ATTENDRE_TRY_ASSIGN(const ValueType type, value.try_type());
+  ATTENDRE_TRY_ASSIGN(const ValueType type, value.type());
   switch (type) {
     case ValueType::u8:
     case ValueType::u16:
     case ValueType::u32:
     case ValueType::u64: {
-      ATTENDRE_TRY_ASSIGN(const uint64_t u, value.try_as_u64(key));
+      ATTENDRE_TRY_ASSIGN(const uint64_t u, value.as_u64(key));
       if (type == ValueType::u8) return MetadataValue::u8(static_cast<uint8_t>(u));
       if (type == ValueType::u16) return MetadataValue::u16(static_cast<uint16_t>(u));
       if (type == ValueType::u32) return MetadataValue::u32(static_cast<uint32_t>(u));
@@ -185,7 +185,7 @@ Result<MetadataValue> copy_value(const Value& value, std::string_view key) {
     case ValueType::i16:
     case ValueType::i32:
     case ValueType::i64: {
-      ATTENDRE_TRY_ASSIGN(const int64_t i, value.try_as_i64(key));
+      ATTENDRE_TRY_ASSIGN(const int64_t i, value.as_i64(key));
       if (type == ValueType::i8) return MetadataValue::i8(static_cast<int8_t>(i));
       if (type == ValueType::i16) return MetadataValue::i16(static_cast<int16_t>(i));
       if (type == ValueType::i32) return MetadataValue::i32(static_cast<int32_t>(i));
@@ -193,29 +193,29 @@ Result<MetadataValue> copy_value(const Value& value, std::string_view key) {
     }
     case ValueType::f32:
     case ValueType::f64: {
-      ATTENDRE_TRY_ASSIGN(const double f, value.try_as_f64(key));
+      ATTENDRE_TRY_ASSIGN(const double f, value.as_f64(key));
       return type == ValueType::f32 ? MetadataValue::f32(static_cast<float>(f)) : MetadataValue::f64(f);
     }
     case ValueType::boolean: {
-      ATTENDRE_TRY_ASSIGN(const bool b, value.try_as_bool(key));
+      ATTENDRE_TRY_ASSIGN(const bool b, value.as_bool(key));
       return MetadataValue::boolean(b);
     }
     case ValueType::string: {
-      ATTENDRE_TRY_ASSIGN(const std::string_view s, value.try_as_string(key));
+      ATTENDRE_TRY_ASSIGN(const std::string_view s, value.as_string(key));
       return MetadataValue::string(s);
     }
     case ValueType::array: break;
   }
-  ATTENDRE_TRY_ASSIGN(const ValueType element_type, value.try_element_type());
-  ATTENDRE_TRY_ASSIGN(const uint64_t size, value.try_size());
+  ATTENDRE_TRY_ASSIGN(const ValueType element_type, value.element_type());
+  ATTENDRE_TRY_ASSIGN(const uint64_t size, value.size());
   std::vector<MetadataValue> elements;
   elements.reserve(size);  // no larger than the file: the reader checked the count against it
   for (uint64_t i = 0; i < size; ++i) {
-    ATTENDRE_TRY_ASSIGN(const Value element, value.try_at(i));
+    ATTENDRE_TRY_ASSIGN(const Value element, value.at(i));
     ATTENDRE_TRY_ASSIGN(MetadataValue copy, copy_value(element, key));
     elements.push_back(std::move(copy));
   }
-  return MetadataValue::try_array(element_type, elements);
+  return MetadataValue::array(element_type, elements);
 }
 
 Result<Writer> random_llama(const RandomLlamaOptions& options) {
@@ -226,26 +226,26 @@ Result<Writer> random_llama(const RandomLlamaOptions& options) {
 
   ATTENDRE_TRY_ASSIGN(Writer w, Writer::create());
   const std::string a = "llama.";
-  ATTENDRE_TRY(w.try_add("general.architecture", MetadataValue::string("llama")));
-  ATTENDRE_TRY(w.try_add("general.name", MetadataValue::string(options.name)));
+  ATTENDRE_TRY(w.add("general.architecture", MetadataValue::string("llama")));
+  ATTENDRE_TRY(w.add("general.name", MetadataValue::string(options.name)));
   if (const std::optional<uint32_t> type = file_type(options.weights))
-    ATTENDRE_TRY(w.try_add("general.file_type", MetadataValue::u32(*type)));
-  ATTENDRE_TRY(w.try_add(a + "context_length", MetadataValue::u32(s.context)));
-  ATTENDRE_TRY(w.try_add(a + "embedding_length", MetadataValue::u32(s.hidden)));
-  ATTENDRE_TRY(w.try_add(a + "block_count", MetadataValue::u32(s.blocks)));
-  ATTENDRE_TRY(w.try_add(a + "feed_forward_length", MetadataValue::u32(s.ffn)));
-  ATTENDRE_TRY(w.try_add(a + "attention.head_count", MetadataValue::u32(s.heads)));
-  ATTENDRE_TRY(w.try_add(a + "attention.head_count_kv", MetadataValue::u32(s.heads_kv)));
-  ATTENDRE_TRY(w.try_add(a + "rope.dimension_count", MetadataValue::u32(s.hidden / s.heads)));
-  ATTENDRE_TRY(w.try_add(a + "rope.freq_base", MetadataValue::f32(static_cast<float>(s.rope_theta))));
-  ATTENDRE_TRY(w.try_add(a + "attention.layer_norm_rms_epsilon", MetadataValue::f32(s.norm_eps)));
+    ATTENDRE_TRY(w.add("general.file_type", MetadataValue::u32(*type)));
+  ATTENDRE_TRY(w.add(a + "context_length", MetadataValue::u32(s.context)));
+  ATTENDRE_TRY(w.add(a + "embedding_length", MetadataValue::u32(s.hidden)));
+  ATTENDRE_TRY(w.add(a + "block_count", MetadataValue::u32(s.blocks)));
+  ATTENDRE_TRY(w.add(a + "feed_forward_length", MetadataValue::u32(s.ffn)));
+  ATTENDRE_TRY(w.add(a + "attention.head_count", MetadataValue::u32(s.heads)));
+  ATTENDRE_TRY(w.add(a + "attention.head_count_kv", MetadataValue::u32(s.heads_kv)));
+  ATTENDRE_TRY(w.add(a + "rope.dimension_count", MetadataValue::u32(s.hidden / s.heads)));
+  ATTENDRE_TRY(w.add(a + "rope.freq_base", MetadataValue::f32(static_cast<float>(s.rope_theta))));
+  ATTENDRE_TRY(w.add(a + "attention.layer_norm_rms_epsilon", MetadataValue::f32(s.norm_eps)));
   uint32_t vocab = 0;
   if (options.vocabulary) {
     ATTENDRE_TRY_ASSIGN(vocab, copy_vocabulary(*options.vocabulary, w));
   } else {
     ATTENDRE_TRY_ASSIGN(vocab, add_builtin_vocabulary(w));
   }
-  ATTENDRE_TRY(w.try_add(a + "vocab_size", MetadataValue::u32(vocab)));
+  ATTENDRE_TRY(w.add(a + "vocab_size", MetadataValue::u32(vocab)));
 
   ATTENDRE_TRY_ASSIGN(const StackConfig config, stack_of(s, vocab));
   ATTENDRE_TRY_ASSIGN(const ModelSpec spec, model_spec(config));
@@ -253,8 +253,8 @@ Result<Writer> random_llama(const RandomLlamaOptions& options) {
   const RandomWeights random(options.seed);
   for (const PlannedTensor& t : tensors) {
     const std::vector<float> values = random.values(t.name, t.shape);
-    ATTENDRE_TRY_ASSIGN(std::vector<std::byte> bytes, try_quantize(t.type, values));
-    ATTENDRE_TRY(w.try_add_tensor({t.name, {t.shape.rbegin(), t.shape.rend()}, t.type, std::move(bytes), std::nullopt}));
+    ATTENDRE_TRY_ASSIGN(std::vector<std::byte> bytes, quantize(t.type, values));
+    ATTENDRE_TRY(w.add_tensor({t.name, {t.shape.rbegin(), t.shape.rend()}, t.type, std::move(bytes), std::nullopt}));
   }
   return w;
 }
