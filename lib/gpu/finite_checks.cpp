@@ -33,7 +33,7 @@ Result<std::unique_ptr<FiniteChecks>> FiniteChecks::create(Context& context, uin
   return checks;
 }
 
-Result<uint32_t> FiniteChecks::try_add(std::string stage, vk::BufferBinding values) {
+Result<uint32_t> FiniteChecks::add(std::string stage, vk::BufferBinding values) {
   const auto site = static_cast<uint32_t>(stages_.size());
   ATTENDRE_REQUIRE(site < max_sites_, "FiniteChecks: more sites than planned");
   std::vector<kernels::CheckFinite> made;  // the site's kernel per slot, kept only when every one was made

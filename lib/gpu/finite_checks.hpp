@@ -29,7 +29,7 @@ class FiniteChecks {
   static Result<std::unique_ptr<FiniteChecks>> create(Context& context, uint32_t max_sites, uint32_t slots = 1);
 
   // A new site checking floats of `values`; `stage` names it in errors.
-  Result<uint32_t> try_add(std::string stage, vk::BufferBinding values);
+  Result<uint32_t> add(std::string stage, vk::BufferBinding values);
   // The slot whose flags the checks recorded from now on set: the owner
   // selects it before recording a step (recording is single-threaded);
   // `slot` is below the slots it was made with.

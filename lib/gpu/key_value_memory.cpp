@@ -124,18 +124,18 @@ Result<EvictedEntries> KeyValueMemory::insert(const ChunkView& rows) {
   Impl& m = *impl_;
   // Earlier calls' failures and a bad chunk change nothing: both come
   // before the insert is committed.
-  ATTENDRE_TRY(m.executor->try_ready());
+  ATTENDRE_TRY(m.executor->ready());
   ATTENDRE_TRY_ASSIGN(const InsertionRows in, m.plan_insert(rows));
-  ATTENDRE_TRY_ASSIGN(SubmitSlot* const began, m.executor->try_begin());
+  ATTENDRE_TRY_ASSIGN(SubmitSlot* const began, m.executor->begin());
   SubmitSlot& slot = *began;
   vk::CommandRecorder& rec = slot.submission.recorder();
   pack_kv_rows(rows, m.kv->chunk_layout(), static_cast<uint32_t*>(slot.upload.mapped()));
   ATTENDRE_TRY(m.record_insert(rec, slot.upload, in, {}, std::nullopt, std::nullopt));
   const uint64_t evicted_at = m.query_words + align_words(m.kv->snapshot_words());
   if (m.config.kv.copy_out_evicted) ATTENDRE_TRY(m.kv->record_evicted(rec, slot.readback, evicted_at * 4));
-  ATTENDRE_TRY(m.executor->try_submit(slot, {}, StepKind::uncounted).status());
+  ATTENDRE_TRY(m.executor->submit(slot, {}, StepKind::uncounted).status());
   if (!m.config.kv.copy_out_evicted) return EvictedEntries{};
-  ATTENDRE_TRY(m.executor->try_finish_all());
+  ATTENDRE_TRY(m.executor->finish_all());
   return m.kv->decode_evicted(static_cast<const uint32_t*>(slot.readback.mapped()) + evicted_at);
 }
 
@@ -173,27 +173,27 @@ Status KeyValueMemory::Impl::record_retrieve(vk::CommandRecorder& rec, const vk:
 Result<std::vector<float>> KeyValueMemory::retrieve(const ChunkView& queries) {
   Impl& m = *impl_;
   const uint32_t q_row = m.config.shape.q_row();
-  ATTENDRE_TRY(m.executor->try_ready());  // before the retrieval is committed, as try_insert
+  ATTENDRE_TRY(m.executor->ready());  // before the retrieval is committed, as insert
   ATTENDRE_TRY_ASSIGN(const Impl::Retrieval r, m.plan_retrieve(queries));
-  ATTENDRE_TRY_ASSIGN(SubmitSlot* const began, m.executor->try_begin());
+  ATTENDRE_TRY_ASSIGN(SubmitSlot* const began, m.executor->begin());
   SubmitSlot& slot = *began;
   vk::CommandRecorder& rec = slot.submission.recorder();
   m.pack_retrieve(queries, r, static_cast<uint32_t*>(slot.upload.mapped()));
   ATTENDRE_TRY(m.record_retrieve(rec, slot.upload, r, std::nullopt));
   const bool any = r.range.last_valid != kernels::kInvalid;
   if (any) rec.copy(m.kv->attention_buffer(), 0, slot.readback, 0, uint64_t{r.range.count} * q_row * 4);
-  ATTENDRE_TRY(m.executor->try_submit(slot).status());
+  ATTENDRE_TRY(m.executor->submit(slot).status());
   std::vector<float> out;
   if (!any) return out;
   // Every call before it too, in submission order: the first non-finite
   // one is named.
-  ATTENDRE_TRY(m.executor->try_finish_all());
+  ATTENDRE_TRY(m.executor->finish_all());
   append_valid_rows(static_cast<const float*>(slot.readback.mapped()), r.evicted, q_row, out);
   return out;
 }
 
 Result<MemorySnapshot> KeyValueMemory::snapshot() {
-  ATTENDRE_TRY(impl_->executor->try_finish_all());
+  ATTENDRE_TRY(impl_->executor->finish_all());
   SubmitSlot& slot = impl_->executor->slot(0);
   return impl_->kv->read_snapshot(slot.submission, slot.readback, impl_->query_words);
 }

@@ -104,11 +104,11 @@ Result<std::unique_ptr<KvRecorder>> KvRecorder::create(Context& context, const L
                                        stored));
   }
   if (config.retrieval.bias == BiasKind::t5) ATTENDRE_TRY(m->upload_t5_tables(context));
-  ATTENDRE_TRY_ASSIGN(m->outputs_site_, checks.try_add("the attention outputs" + stage,
+  ATTENDRE_TRY_ASSIGN(m->outputs_site_, checks.add("the attention outputs" + stage,
                                                        vk::BufferBinding::words(sc.attention(), 0, plan.outputs_words)));
   if (config.kv.policy.attention_scored()) {
     ATTENDRE_TRY_ASSIGN(m->scores_site_,
-                        checks.try_add("the policy scores" + stage,
+                        checks.add("the policy scores" + stage,
                                        vk::BufferBinding::words(m->kv_, m->kv_layout_.scores, config.kv.capacity)));
   }
   return m;

@@ -119,14 +119,14 @@ uint64_t Layer::device_bytes() const {
          impl_->executor->staging_bytes();
 }
 uint32_t Layer::queries_per_batch() const { return impl_->kv->queries_per_batch(); }
-Status Layer::wait() { return impl_->executor->try_finish_all(); }
-Status Layer::set_profiling(bool enabled) { return impl_->executor->try_set_profiling(enabled); }
-Result<std::vector<KernelTime>> Layer::last_profile() { return impl_->executor->try_last_profile(); }
+Status Layer::wait() { return impl_->executor->finish_all(); }
+Status Layer::set_profiling(bool enabled) { return impl_->executor->set_profiling(enabled); }
+Result<std::vector<KernelTime>> Layer::last_profile() { return impl_->executor->last_profile(); }
 
 bool Layer::has_pending_queries() const { return impl_->ring->has_pending(); }
 
 Status Layer::Impl::check(const SubmitOptions& options) const {
-  ATTENDRE_TRY(executor->try_check_waits(options.waits));
+  ATTENDRE_TRY(executor->check_waits(options.waits));
   if (options.outputs) return check_range(*options.outputs, uint64_t{config.chunk} * config.shape.q_row() * 4, "outputs");
   return {};
 }
@@ -147,7 +147,7 @@ Result<Ticket> Layer::submit(const ChunkView& chunk, const StepRequest& request,
   const std::vector<QueryMeta> rows = query_metas(chunk, m.config.chunk);
   const InsertionRows in = insertion_rows(rows, m.config.chunk);
   ATTENDRE_TRY(m.kv->plan_insert(in.valid, in.positions));  // fails before anything changed
-  ATTENDRE_TRY(m.executor->try_ready());  // an earlier step's failure, too
+  ATTENDRE_TRY(m.executor->ready());  // an earlier step's failure, too
   const uint64_t first = m.ring->next_sequence();
   std::vector<QueryMeta> evicted = m.ring->insert(rows);
   ATTENDRE_TRY_ASSIGN(Ticket ticket, m.submit(std::move(evicted), &chunk, &rows, first, request, options));
@@ -166,13 +166,13 @@ Result<StepResult> Layer::drain_step(const StepRequest& request) { return step(C
 
 Result<StepResult> Layer::flush(const StepRequest& request) {
   ATTENDRE_REQUIRE(!request.evicted, "a flush step inserts nothing, so it evicts nothing");
-  ATTENDRE_TRY(impl_->executor->try_ready());  // before the ring gives its queries up
+  ATTENDRE_TRY(impl_->executor->ready());  // before the ring gives its queries up
   ATTENDRE_TRY_ASSIGN(const Ticket ticket, impl_->submit(impl_->ring->take_all(), nullptr, nullptr, 0, request, {}));
   return result(ticket);
 }
 
 Result<MemorySnapshot> Layer::snapshot() {
-  ATTENDRE_TRY(impl_->executor->try_finish_all());
+  ATTENDRE_TRY(impl_->executor->finish_all());
   SubmitSlot& slot = impl_->executor->slot(0);
   return impl_->kv->read_snapshot(slot.submission, slot.readback, impl_->outputs_words);
 }
@@ -204,7 +204,7 @@ Result<Ticket> Layer::Impl::submit(std::vector<QueryMeta> evicted, const ChunkVi
                                    const std::vector<QueryMeta>* inserted, uint64_t first, const StepRequest& request,
                                    const SubmitOptions& options) {
   const QueryRange range = ring->range_of(evicted);
-  ATTENDRE_TRY_ASSIGN(SubmitSlot* const began, executor->try_begin());
+  ATTENDRE_TRY_ASSIGN(SubmitSlot* const began, executor->begin());
   SubmitSlot& slot = *began;
   vk::CommandRecorder& rec = slot.submission.recorder();
   if (chunk) {
@@ -220,7 +220,7 @@ Result<Ticket> Layer::Impl::submit(std::vector<QueryMeta> evicted, const ChunkVi
   const uint64_t evicted_at = outputs_words + align_words(kv->snapshot_words());
   if (request.evicted) ATTENDRE_TRY(kv->record_evicted(rec, slot.readback, evicted_at * 4));
   if (options.outputs) record_outputs(rec, evicted, *options.outputs);
-  ATTENDRE_TRY_ASSIGN(Ticket ticket, executor->try_submit(slot, options.waits));
+  ATTENDRE_TRY_ASSIGN(Ticket ticket, executor->submit(slot, options.waits));
   reads[slot.index] = {std::move(evicted), request, read_outputs};
   return ticket;
 }
@@ -233,14 +233,14 @@ void Layer::Impl::record_outputs(vk::CommandRecorder& rec, const std::vector<Que
 }
 
 Result<StepResult> Layer::Impl::result(const Ticket& ticket) {
-  ATTENDRE_TRY_ASSIGN(SubmitSlot* const collected, executor->try_collect(ticket));
+  ATTENDRE_TRY_ASSIGN(SubmitSlot* const collected, executor->collect(ticket));
   SubmitSlot& slot = *collected;
   const StepRead& read = reads[slot.index];
   StepResult result;
   for (const QueryMeta& meta : read.evicted)
     if (meta.valid) result.emitted_positions.push_back(meta.position);
   if (!read.read_outputs && !read.request.snapshot && !read.request.evicted) return result;
-  ATTENDRE_TRY(executor->try_finish(slot));
+  ATTENDRE_TRY(executor->finish(slot));
   const auto* words = static_cast<const uint32_t*>(slot.readback.mapped());
   if (read.read_outputs) append_valid_rows(reinterpret_cast<const float*>(words), read.evicted, config.shape.q_row(), result.outputs);
   if (read.request.snapshot) result.snapshot = kv->decode_snapshot(words + outputs_words);

@@ -22,9 +22,9 @@ Stack::~Stack() = default;
 const StackConfig& Stack::config() const { return engine_->config_; }
 StackMemory Stack::memory() const { return engine_->memory(); }
 Stack::Recorded Stack::last_recorded() const { return engine_->recorded_; }
-Status Stack::set_profiling(bool enabled) { return engine_->executor_->try_set_profiling(enabled); }
-Result<std::vector<KernelTime>> Stack::last_profile() { return engine_->executor_->try_last_profile(); }
-Status Stack::wait() { return engine_->executor_->try_finish_all(); }
+Status Stack::set_profiling(bool enabled) { return engine_->executor_->set_profiling(enabled); }
+Result<std::vector<KernelTime>> Stack::last_profile() { return engine_->executor_->last_profile(); }
+Status Stack::wait() { return engine_->executor_->finish_all(); }
 void Stack::mark_finished() { engine_->finished_ = true; }
 
 bool Stack::has_pending() const {
@@ -34,7 +34,7 @@ bool Stack::has_pending() const {
 }
 
 Result<StackOutput> Stack::step(const StackChunk& chunk, const StackRequest& request) {
-  ATTENDRE_TRY(engine_->executor_->try_finish_all());  // blocking steps report an earlier step's non-finite values first
+  ATTENDRE_TRY(engine_->executor_->finish_all());  // blocking steps report an earlier step's non-finite values first
   ATTENDRE_TRY_ASSIGN(const Ticket ticket, submit(chunk, request, {}));
   return result(ticket);
 }
@@ -44,7 +44,7 @@ Result<Ticket> Stack::submit(const StackChunk& chunk, const StackRequest& reques
   const StackConfig& c = e.config_;
   ATTENDRE_REQUIRE(!e.finished_, "step() after finish(): use decode()");
   ATTENDRE_REQUIRE(!request.logits || c.vocab > 0, "logits requested from a stack without a vocabulary");
-  ATTENDRE_TRY(e.executor_->try_check_waits(options.waits));
+  ATTENDRE_TRY(e.executor_->check_waits(options.waits));
   if (options.outputs) ATTENDRE_TRY(check_range(*options.outputs, uint64_t{c.chunk} * c.hidden * 4, "outputs"));
   ATTENDRE_TRY(e.validator_.check(chunk, c, c.chunk));
   ATTENDRE_TRY(check_gpu_positions(chunk));
@@ -77,7 +77,7 @@ Result<StackOutput> Stack::decode(const StackChunk& one, const StackRequest& req
 Result<MemorySnapshot> Stack::snapshot(size_t block) {
   StackEngine& e = *engine_;
   ATTENDRE_REQUIRE(block < e.blocks_.size(), "no block " + std::to_string(block));
-  ATTENDRE_TRY(e.executor_->try_finish_all());
+  ATTENDRE_TRY(e.executor_->finish_all());
   // Slot 0's readback serves the snapshot: a result still to collect there would be overwritten.
   SubmitSlot& slot = e.executor_->slot(0);
   ATTENDRE_REQUIRE(!(slot.uncollected && (e.reads_[0].request.hidden || e.reads_[0].request.logits)),

@@ -195,7 +195,7 @@ Result<std::unique_ptr<DeviceBlock>> DeviceBlock::create(Context& context, const
   ATTENDRE_TRY_ASSIGN(d.kv_, KvRecorder::create(context, d.attention_, max_queries(config, index), d.insert_rows_,
                                               d.ring_->buffer(), d.ring_->layout(), *shared.checks, stage,
                                               shared.scratch.get(), d.config_.lm_infinite));
-  ATTENDRE_TRY_ASSIGN(d.output_site_, shared.checks->try_add("the output rows" + stage, {d.out_}));
+  ATTENDRE_TRY_ASSIGN(d.output_site_, shared.checks->add("the output rows" + stage, {d.out_}));
   ATTENDRE_REQUIRE(!d.config_.cross_attention || shared.encoder, "a cross-attention block needs an encoder output memory");
 
   // Each kernel binds exactly the sections it touches, so that work on

@@ -124,7 +124,7 @@ Status StackEngine::make_head() {
   const vk::Buffer& last = shared_.x[c.blocks.size() % 2];  // the last block's output rows
   ATTENDRE_TRY_ASSIGN(final_norm_, kernels::Norm::create(ctx, *descriptors_, plan, c.final_norm, {&last},
                                                          {&output_norm_.buffer}, {&final_rows_}));
-  ATTENDRE_TRY_ASSIGN(final_rows_site_, shared_.checks->try_add("the final rows", {&final_rows_}));
+  ATTENDRE_TRY_ASSIGN(final_rows_site_, shared_.checks->add("the final rows", {&final_rows_}));
   if (c.vocab == 0) return {};
   for (const MatrixPart& part : embedding_table_.parts()) {
     ATTENDRE_TRY_ASSIGN(kernels::Embedding embed,
@@ -143,7 +143,7 @@ Status StackEngine::make_head() {
   ATTENDRE_TRY_ASSIGN(head_, Projection::create(ctx, *descriptors_, plan, c.tied_embeddings ? embedding_table_ : output_,
                                                 half ? vk::BufferBinding{&shared_.h} : vk::BufferBinding{&final_rows_},
                                                 {&logits_}, {}, c.activations));
-  ATTENDRE_TRY_ASSIGN(logits_site_, shared_.checks->try_add("the logits", {&logits_}));
+  ATTENDRE_TRY_ASSIGN(logits_site_, shared_.checks->add("the logits", {&logits_}));
   if (c.logit_soft_cap > 0.0) {
     ATTENDRE_TRY_ASSIGN(soft_cap_, kernels::SoftCap::create(ctx, *descriptors_, plan, {&logits_}));
   }
@@ -249,7 +249,7 @@ Status StackEngine::record_step(vk::CommandRecorder& rec, const Planned& step, s
 
 Result<Ticket> StackEngine::submit_step(const StackChunk* chunk, size_t first_block, BlockMode mode,
                                         const StackRequest& request, const SubmitOptions& options) {
-  ATTENDRE_TRY_ASSIGN(SubmitSlot* const began, executor_->try_begin());
+  ATTENDRE_TRY_ASSIGN(SubmitSlot* const began, executor_->begin());
   const auto host_start = std::chrono::steady_clock::now();  // after waiting for the slot's previous step
   SubmitSlot& slot = *began;
   vk::CommandRecorder& rec = slot.submission.recorder();
@@ -267,14 +267,14 @@ Result<Ticket> StackEngine::submit_step(const StackChunk* chunk, size_t first_bl
   Destination logits;
   if (request.logits) logits = {&slot.readback, readback_plan_.logits * 4};
   ATTENDRE_TRY(record_step(rec, step, first_block, hidden, logits));
-  ATTENDRE_TRY_ASSIGN(Ticket ticket, executor_->try_submit(slot, options.waits));
+  ATTENDRE_TRY_ASSIGN(Ticket ticket, executor_->submit(slot, options.waits));
   recorded_ = {1, rec.counts().dispatches, rec.counts().barriers, rec.counts().copies, milliseconds_since(host_start)};
   reads_[slot.index] = {std::move(step.emitted), request};
   return ticket;
 }
 
 Result<StackOutput> StackEngine::collect(const Ticket& ticket) {
-  ATTENDRE_TRY_ASSIGN(SubmitSlot* const collected, executor_->try_collect(ticket));
+  ATTENDRE_TRY_ASSIGN(SubmitSlot* const collected, executor_->collect(ticket));
   SubmitSlot& slot = *collected;
   const StackRequest& request = reads_[slot.index].request;
   const std::vector<QueryMeta>& rows = reads_[slot.index].emitted;
@@ -283,7 +283,7 @@ Result<StackOutput> StackEngine::collect(const Ticket& ticket) {
     if (m.valid) out.positions.push_back(m.position);
   if (out.positions.empty() || !(request.hidden || request.logits)) return out;
   const auto wait_start = std::chrono::steady_clock::now();
-  ATTENDRE_TRY(executor_->try_finish(slot));
+  ATTENDRE_TRY(executor_->finish(slot));
   if (slot.step + 1 == executor_->steps()) recorded_.wait_ms = milliseconds_since(wait_start);  // the last submission
   const uint32_t H = config_.hidden, V = config_.vocab;
   const auto* floats = static_cast<const float*>(slot.readback.mapped());
@@ -302,13 +302,13 @@ Result<StackOutput> StackEngine::collect(const Ticket& ticket) {
 Result<StackOutput> StackEngine::run(const StackChunk* chunk, size_t first_block, BlockMode mode,
                                      const StackRequest& request) {
   ATTENDRE_REQUIRE(!request.logits || config_.vocab > 0, "logits requested from a stack without a vocabulary");
-  ATTENDRE_TRY(executor_->try_finish_all());  // blocking steps report an earlier step's non-finite values first
+  ATTENDRE_TRY(executor_->finish_all());  // blocking steps report an earlier step's non-finite values first
   ATTENDRE_TRY_ASSIGN(const Ticket ticket, submit_step(chunk, first_block, mode, request, {}));
   return collect(ticket);
 }
 
 Status StackEngine::load_encoder_memory(RowRef rows, const std::vector<int64_t>& positions) {
-  ATTENDRE_TRY(executor_->try_finish_all());
+  ATTENDRE_TRY(executor_->finish_all());
   SubmitSlot& slot = executor_->slot(0);
   vk::Submission& submission = slot.submission;
   ATTENDRE_TRY_ASSIGN(vk::CommandRecorder* const began, submission.begin());

@@ -29,18 +29,18 @@ std::string StepExecutor::next_name(StepKind kind) {
   return std::string(names_.uncounted) + " before " + names_.counted + " " + std::to_string(counted_);
 }
 
-Status StepExecutor::try_finish(SubmitSlot& slot) {
+Status StepExecutor::finish(SubmitSlot& slot) {
   ATTENDRE_TRY(slot.submission.wait());
   if (!slot.unverified) return {};
   slot.unverified = false;
   return checks_.verify(slot.name, slot.index);
 }
 
-Status StepExecutor::try_finish_recorded() {
+Status StepExecutor::finish_recorded() {
   return recorded_.wait(slots_[0]->submission, checks_, recorded_checks(), recorded_name_);
 }
 
-Status StepExecutor::try_finish_through(uint64_t last) {
+Status StepExecutor::finish_through(uint64_t last) {
   // In submission order, so that a non-finite value is reported for the
   // first step that had one; the recorded steps share one set of flags,
   // reported in the place of the first of them.
@@ -49,28 +49,28 @@ Status StepExecutor::try_finish_through(uint64_t last) {
   std::sort(order.begin(), order.end(), [](const SubmitSlot* a, const SubmitSlot* b) { return a->step < b->step; });
   for (SubmitSlot* slot : order) {
     if (!slot->unverified || slot->step > last) continue;
-    if (recorded_.unverified() && recorded_.first_step() < slot->step) ATTENDRE_TRY(try_finish_recorded());
-    ATTENDRE_TRY(try_finish(*slot));
+    if (recorded_.unverified() && recorded_.first_step() < slot->step) ATTENDRE_TRY(finish_recorded());
+    ATTENDRE_TRY(finish(*slot));
   }
-  if (recorded_.unverified() && recorded_.first_step() <= last) return try_finish_recorded();
+  if (recorded_.unverified() && recorded_.first_step() <= last) return finish_recorded();
   return {};
 }
 
-Status StepExecutor::try_finish_all() {
-  ATTENDRE_TRY(try_finish_through(std::numeric_limits<uint64_t>::max()));
+Status StepExecutor::finish_all() {
+  ATTENDRE_TRY(finish_through(std::numeric_limits<uint64_t>::max()));
   for (const auto& slot : slots_) ATTENDRE_TRY(slot->submission.wait());
   return {};
 }
 
-Status StepExecutor::try_ready() {
-  if (profiler_) return try_finish_all();  // profiles are per step: one in flight
+Status StepExecutor::ready() {
+  if (profiler_) return finish_all();  // profiles are per step: one in flight
   SubmitSlot& slot = *slots_[steps_ % slots_.size()];
-  if (slot.unverified) ATTENDRE_TRY(try_finish_through(slot.step));
+  if (slot.unverified) ATTENDRE_TRY(finish_through(slot.step));
   return slot.submission.wait();  // its previous step is done: its upload and readback are free
 }
 
-Result<SubmitSlot*> StepExecutor::try_begin() {
-  ATTENDRE_TRY(try_ready());
+Result<SubmitSlot*> StepExecutor::begin() {
+  ATTENDRE_TRY(ready());
   SubmitSlot& slot = *slots_[steps_ % slots_.size()];
   checks_.use_slot(slot.index);
   ATTENDRE_TRY_ASSIGN(vk::CommandRecorder* const rec, slot.submission.begin());
@@ -78,7 +78,7 @@ Result<SubmitSlot*> StepExecutor::try_begin() {
   return &slot;
 }
 
-Result<Ticket> StepExecutor::try_submit(SubmitSlot& slot, std::span<const SemaphoreWait> waits, StepKind kind) {
+Result<Ticket> StepExecutor::submit(SubmitSlot& slot, std::span<const SemaphoreWait> waits, StepKind kind) {
   ATTENDRE_TRY(slot.submission.submit(waits));
   slot.name = next_name(kind);
   slot.step = steps_++;
@@ -87,7 +87,7 @@ Result<Ticket> StepExecutor::try_submit(SubmitSlot& slot, std::span<const Semaph
   return TicketAccess::make(slot.submission, slot.step);
 }
 
-Result<SubmitSlot*> StepExecutor::try_collect(const Ticket& ticket) {
+Result<SubmitSlot*> StepExecutor::collect(const Ticket& ticket) {
   SubmitSlot& slot = *slots_[ticket.step() % slots_.size()];
   ATTENDRE_TRY(TicketAccess::check_collectable(ticket, slot.submission, slot.step, slot.uncollected));
   slot.uncollected = false;
@@ -105,8 +105,8 @@ void StepExecutor::end_recorded(vk::CommandRecorder& rec, const Consumer& consum
   recorded_name_ = std::string(names_.recorded) + " before " + names_.counted + " " + std::to_string(counted_);
 }
 
-Status StepExecutor::try_set_profiling(bool enabled) {
-  ATTENDRE_TRY(try_finish_all());  // no step in flight writes the old profiler's timestamps
+Status StepExecutor::set_profiling(bool enabled) {
+  ATTENDRE_TRY(finish_all());  // no step in flight writes the old profiler's timestamps
   profiler_.reset();
   if (!enabled) return {};
   ATTENDRE_TRY_ASSIGN(vk::Profiler profiler, vk::Profiler::create(context_, kProfileTimestamps));
@@ -114,8 +114,8 @@ Status StepExecutor::try_set_profiling(bool enabled) {
   return {};
 }
 
-Result<std::vector<KernelTime>> StepExecutor::try_last_profile() {
-  ATTENDRE_TRY(try_finish_all());
+Result<std::vector<KernelTime>> StepExecutor::last_profile() {
+  ATTENDRE_TRY(finish_all());
   std::vector<KernelTime> out;
   if (!profiler_) return out;
   ATTENDRE_TRY_ASSIGN(const std::vector<vk::Profiler::Sample> samples, profiler_->read());

@@ -72,29 +72,29 @@ class StepExecutor {
                                                       const char* readback_label, uint32_t slots = kSlots,
                                                       StepNames names = {});
 
-  // Waits for what the next try_begin waits for: every step when
+  // Waits for what the next begin waits for: every step when
   // profiling, else the next slot's previous step, with the non-finite
   // values of it and of the steps before it reported in submission order.
   // An owner calls it before committing a step's host state, so that an
   // earlier step's failure leaves that state unchanged.
-  Status try_ready();
-  // Begins the next step in the next slot, after try_ready, with the slot's
+  Status ready();
+  // Begins the next step in the next slot, after ready, with the slot's
   // finite checks selected and the profiler attached. The owner records
-  // into slot.submission.recorder(), then calls try_submit.
-  Result<SubmitSlot*> try_begin();
-  // Submits the slot try_begin gave (waiting for `waits` first): the step's ticket.
-  Result<Ticket> try_submit(SubmitSlot& slot, std::span<const SemaphoreWait> waits = {},
+  // into slot.submission.recorder(), then calls submit.
+  Result<SubmitSlot*> begin();
+  // Submits the slot begin gave (waiting for `waits` first): the step's ticket.
+  Result<Ticket> submit(SubmitSlot& slot, std::span<const SemaphoreWait> waits = {},
                             StepKind kind = StepKind::counted);
   // The slot whose step the ticket names, its result now collected; fails
   // (invalid_argument) for a ticket of another object or one collected or
   // overwritten already.
-  Result<SubmitSlot*> try_collect(const Ticket& ticket);
+  Result<SubmitSlot*> collect(const Ticket& ticket);
   // Waits for the slot's step and reports its non-finite values (only its
   // own: a result is the answer of its step).
-  Status try_finish(SubmitSlot& slot);
+  Status finish(SubmitSlot& slot);
   // Waits for every step, submitted or recorded, and reports their
   // non-finite values in submission order.
-  Status try_finish_all();
+  Status finish_all();
 
   // A recorder for a step into the application's `cb`: the recorded
   // steps' finite checks selected, the acquire barrier recorded.
@@ -104,19 +104,19 @@ class StepExecutor {
   void end_recorded(vk::CommandRecorder& rec, const Consumer& consumer, StepKind kind = StepKind::counted);
 
   // Fails (invalid_argument, unsupported) for waits no submission can make.
-  Status try_check_waits(std::span<const SemaphoreWait> waits) const {
+  Status check_waits(std::span<const SemaphoreWait> waits) const {
     return slots_[0]->submission.check_waits(waits);
   }
-  Status try_set_profiling(bool enabled);
+  Status set_profiling(bool enabled);
   // The last profiled step's kernel times (none while profiling is off).
-  Result<std::vector<KernelTime>> try_last_profile();
+  Result<std::vector<KernelTime>> last_profile();
 
   // Steps submitted or recorded so far (the next one's number).
   uint64_t steps() const { return steps_; }
   // The slot of the step submitted or recorded last.
   const SubmitSlot& previous_slot() const { return *slots_[(steps_ + slots_.size() - 1) % slots_.size()]; }
   // Slot `index`: slot 0's submission and readback also serve the owner's
-  // blocking reads (snapshots) and one-off loads, after try_finish_all.
+  // blocking reads (snapshots) and one-off loads, after finish_all.
   SubmitSlot& slot(uint32_t index) { return *slots_[index]; }
   const SubmitSlot& slot(uint32_t index) const { return *slots_[index]; }
   // The slots' upload and readback bytes.
@@ -128,9 +128,9 @@ class StepExecutor {
   // Waits for the steps up to step `last` (by steps()' numbering) whose
   // checks are still to be read, and reports their non-finite values in
   // submission order: the first step that had one is named.
-  Status try_finish_through(uint64_t last);
+  Status finish_through(uint64_t last);
   // Waits for the recorded steps and reports their non-finite values.
-  Status try_finish_recorded();
+  Status finish_recorded();
   // The name of the next submitted step of `kind` (counted: it takes the next number).
   std::string next_name(StepKind kind);
   // The finite checks' slot of the recorded steps (after the submit slots').
