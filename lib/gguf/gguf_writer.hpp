@@ -79,6 +79,10 @@ class MetadataValue {
   std::vector<std::byte> payload_;
 };
 
+// `value` (read from a file) as a value to write, arrays at any depth;
+// `key` names it in a failure.
+Result<MetadataValue> copy_value(const Value& value, std::string_view key);
+
 struct TensorToWrite {
   std::string name;
   std::vector<uint64_t> dims;  // ggml order: dims[0] is the contiguous one

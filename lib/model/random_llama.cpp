@@ -168,56 +168,6 @@ std::optional<RandomLlamaShape> named_llama_shape(std::string_view name) {
   return std::nullopt;
 }
 
-Result<MetadataValue> copy_value(const Value& value, std::string_view key) {
-  ATTENDRE_TRY_ASSIGN(const ValueType type, value.type());
-  switch (type) {
-    case ValueType::u8:
-    case ValueType::u16:
-    case ValueType::u32:
-    case ValueType::u64: {
-      ATTENDRE_TRY_ASSIGN(const uint64_t u, value.as_u64(key));
-      if (type == ValueType::u8) return MetadataValue::u8(static_cast<uint8_t>(u));
-      if (type == ValueType::u16) return MetadataValue::u16(static_cast<uint16_t>(u));
-      if (type == ValueType::u32) return MetadataValue::u32(static_cast<uint32_t>(u));
-      return MetadataValue::u64(u);
-    }
-    case ValueType::i8:
-    case ValueType::i16:
-    case ValueType::i32:
-    case ValueType::i64: {
-      ATTENDRE_TRY_ASSIGN(const int64_t i, value.as_i64(key));
-      if (type == ValueType::i8) return MetadataValue::i8(static_cast<int8_t>(i));
-      if (type == ValueType::i16) return MetadataValue::i16(static_cast<int16_t>(i));
-      if (type == ValueType::i32) return MetadataValue::i32(static_cast<int32_t>(i));
-      return MetadataValue::i64(i);
-    }
-    case ValueType::f32:
-    case ValueType::f64: {
-      ATTENDRE_TRY_ASSIGN(const double f, value.as_f64(key));
-      return type == ValueType::f32 ? MetadataValue::f32(static_cast<float>(f)) : MetadataValue::f64(f);
-    }
-    case ValueType::boolean: {
-      ATTENDRE_TRY_ASSIGN(const bool b, value.as_bool(key));
-      return MetadataValue::boolean(b);
-    }
-    case ValueType::string: {
-      ATTENDRE_TRY_ASSIGN(const std::string_view s, value.as_string(key));
-      return MetadataValue::string(s);
-    }
-    case ValueType::array: break;
-  }
-  ATTENDRE_TRY_ASSIGN(const ValueType element_type, value.element_type());
-  ATTENDRE_TRY_ASSIGN(const uint64_t size, value.size());
-  std::vector<MetadataValue> elements;
-  elements.reserve(size);  // no larger than the file: the reader checked the count against it
-  for (uint64_t i = 0; i < size; ++i) {
-    ATTENDRE_TRY_ASSIGN(const Value element, value.at(i));
-    ATTENDRE_TRY_ASSIGN(MetadataValue copy, copy_value(element, key));
-    elements.push_back(std::move(copy));
-  }
-  return MetadataValue::array(element_type, elements);
-}
-
 Result<Writer> random_llama(const RandomLlamaOptions& options) {
   const RandomLlamaShape& s = options.shape;
   ATTENDRE_TRY(check_shape(s));

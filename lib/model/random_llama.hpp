@@ -62,7 +62,4 @@ inline constexpr uint64_t kMaxRandomLlamaBytes = uint64_t{8} << 30;
 // when it has no tokenizer.ggml.tokens.
 Result<Writer> random_llama(const RandomLlamaOptions& options);
 
-// `value` (taken from a file) as a value to write, arrays at any depth.
-Result<MetadataValue> copy_value(const Value& value, std::string_view key);
-
 }  // namespace attendre::gguf
