@@ -25,7 +25,7 @@
 // 6.5e-3 (reference, GPU).
 #if defined(ATTENDRE_GENERATE_BINARY)
 
-#include "io/gguf_test_support.hpp"
+#include "no_device/gguf_test_support.hpp"
 #include "support.hpp"
 
 #include "npy/npy.hpp"

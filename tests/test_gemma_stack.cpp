@@ -4,7 +4,7 @@
 // soft-capping, and sliding windows as fifo memories of W + S - 1 with the
 // distance mask (docs/spec-notes.md, "Sliding windows"), at S = 1 and S > 1;
 // then a gemma2 fixture file described and run as llama.cpp's graph.
-#include "io/gguf_test_support.hpp"
+#include "no_device/gguf_test_support.hpp"
 #include "model_checks.hpp"
 #include "model_fixtures.hpp"
 #include "stack_support.hpp"

@@ -5,7 +5,7 @@
 // and no output file.
 #if defined(ATTENDRE_MAKE_MODEL_BINARY)
 
-#include "io/gguf_test_support.hpp"
+#include "no_device/gguf_test_support.hpp"
 #include "model_checks.hpp"
 #include "stack_support.hpp"
 #include "support.hpp"

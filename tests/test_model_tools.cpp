@@ -5,7 +5,7 @@
 // non-zero exit and no output file.
 #if defined(ATTENDRE_TOKENIZE_BINARY) && defined(ATTENDRE_GENERATE_BINARY) && defined(ATTENDRE_PERPLEXITY_BINARY)
 
-#include "io/gguf_test_support.hpp"
+#include "no_device/gguf_test_support.hpp"
 #include "model_checks.hpp"
 #include "model_fixtures.hpp"
 #include "support.hpp"

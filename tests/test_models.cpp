@@ -11,7 +11,7 @@
 // 172 does not split into blocks). The reference decodes the same bytes with
 // the float64 codec (lib/gguf/quant*.cpp), so quantization itself never shows
 // in a comparison: only the kernels' decoding and fp32 arithmetic do.
-#include "io/gguf_test_support.hpp"
+#include "no_device/gguf_test_support.hpp"
 #include "model_checks.hpp"
 #include "model_fixtures.hpp"
 #include "stack_support.hpp"

@@ -3,7 +3,7 @@
 // odd windows too), its KL divergence statistics against the same
 // statistics computed here from each window's logits, and each window read
 // from an empty memory.
-#include "io/gguf_test_support.hpp"
+#include "no_device/gguf_test_support.hpp"
 #include "model_checks.hpp"
 #include "support.hpp"
 

@@ -5,7 +5,7 @@
 // reference is the library's reference stack fed those ids (same retained
 // positions and scores, same greedy answer); the GPU keeps what the
 // reference keeps under fifo; and runs are deterministic.
-#include "io/gguf_test_support.hpp"
+#include "no_device/gguf_test_support.hpp"
 #include "model_checks.hpp"
 #include "model_fixtures.hpp"
 #include "reader_support.hpp"

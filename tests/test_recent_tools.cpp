@@ -3,7 +3,7 @@
 // BLOCKS:recent=W, --policy / --compare h2o, streamingllm and tova (the
 // memory JSON shows what reached the stack), their refusals, and the
 // reader's --recent and h2o.
-#include "io/gguf_test_support.hpp"
+#include "no_device/gguf_test_support.hpp"
 #include "reader_support.hpp"
 #include "support.hpp"
 

@@ -5,7 +5,7 @@
 // gets the output on the tool's stdout and stays a link.
 #if defined(ATTENDRE_READER_BINARY) && defined(ATTENDRE_GENERATE_BINARY) && defined(ATTENDRE_PERPLEXITY_BINARY)
 
-#include "io/gguf_test_support.hpp"
+#include "no_device/gguf_test_support.hpp"
 #include "support.hpp"
 
 #include <doctest/doctest.h>

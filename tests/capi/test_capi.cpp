@@ -6,7 +6,7 @@
 // same greedy tokens, and the same read-and-answer. Its error paths and the
 // device-only checks (random stack, layer, K/V memory) fail the program
 // itself.
-#include "io/gguf_test_support.hpp"
+#include "no_device/gguf_test_support.hpp"
 #include "model_checks.hpp"
 #include "model_fixtures.hpp"
 #include "support.hpp"
