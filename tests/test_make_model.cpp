@@ -37,23 +37,11 @@ const std::string kSmall = "--hidden 64 --blocks 2 --heads 4 --heads-kv 2 --ffn 
 
 test::ToolStreams make(const std::string& args) { return test::run_tool_streams(ATTENDRE_MAKE_MODEL_BINARY, args); }
 
-// Bounded memories with waiting queries and top-K, so that the comparison
-// runs the whole attendre step, not only dense attention.
-MemoryPlan bounded_plan() {
-  MemoryPlan plan;
-  plan.chunk = 4;
-  plan.all.q_capacity = 3;
-  plan.all.kv.capacity = 12;
-  plan.all.kv.policy = Policy::fifo();
-  plan.all.top_k = 6;
-  plan.all.causal = false;
-  return plan;
-}
 
 // The GPU's logits of `prompt`, then of three decode steps, against the
 // float64 reference's, relative to the row's scale (as test_models.cpp).
 void check_gpu_equals_reference(Model& model, std::span<const uint32_t> prompt) {
-  const StackConfig config = model.stack_config(bounded_plan()).value_or_throw();
+  const StackConfig config = model.stack_config(test::bounded_plan()).value_or_throw();
   const auto device = gpu::Stack::create(test::gpu(), config, model.weights()).value_or_throw();
   reference::Stack cpu(config, model.weights());
   const auto check = [](const std::vector<float>& actual, const std::vector<float>& expected) {
@@ -106,7 +94,7 @@ TEST_CASE("attendre-make-model: a small random llama loads, holds the seeded wei
     CHECK(model.info().architecture == "llama");
     CHECK(model.info().blocks == 2);
     CHECK(model.info().context_length == 64);
-    const StackConfig config = model.stack_config(bounded_plan()).value_or_throw();
+    const StackConfig config = model.stack_config(test::bounded_plan()).value_or_throw();
     CHECK(config.tied_embeddings);
     CHECK(config.vocab == 257);
     CHECK(config.blocks[0].attention.shape.heads_kv == 2);
@@ -153,7 +141,7 @@ TEST_CASE("attendre-make-model: --vocab copies a real tokenizer, --untied-head w
     CHECK(file.get_u64("llama.vocab_size").value_or_throw() == 50257);
     REQUIRE(file.find_tensor("output.weight") != nullptr);
     CHECK(file.find_tensor("output.weight")->dims == std::vector<uint64_t>{32, 50257});
-    CHECK_FALSE(model.stack_config(bounded_plan()).value_or_throw().tied_embeddings);
+    CHECK_FALSE(model.stack_config(test::bounded_plan()).value_or_throw().tied_embeddings);
     const std::vector<uint32_t> prompt = model.tokenizer().encode("Once upon a time, the cat").value_or_throw();
     check_gpu_equals_reference(model, prompt);
   }

@@ -27,18 +27,6 @@ using test::FixtureShape;
 
 namespace {
 
-// Bounded memories whose eviction does not hang on scores (fifo), with
-// top-K selection and queries that wait and see later positions.
-MemoryPlan bounded_plan() {
-  MemoryPlan plan;
-  plan.chunk = 4;
-  plan.all.q_capacity = 3;
-  plan.all.kv.capacity = 12;
-  plan.all.kv.policy = Policy::fifo();
-  plan.all.top_k = 6;
-  plan.all.causal = false;
-  return plan;
-}
 
 // Logits within fp32 accumulation of the float64 ones, relative to the
 // row's scale: every product of the stack rounds once per term in fp32
@@ -84,7 +72,7 @@ TEST_CASE("models: the GPU stack equals the float64 reference stack on fixtures 
   for (const test::FixtureShape& shape : shapes) {
     INFO(shape.name());
     Model model = Model::open(test::write_fixture(dir.path, shape, 31)).value_or_throw();
-    const StackConfig config = model.stack_config(bounded_plan()).value_or_throw();
+    const StackConfig config = model.stack_config(test::bounded_plan()).value_or_throw();
     const auto device = gpu::Stack::create(test::gpu(), config, model.weights()).value_or_throw();
     reference::Stack cpu(config, model.weights());
     check_logits(test::stack_logits(*device, test::kFixturePrompt), test::stack_logits(cpu, test::kFixturePrompt), 2e-4);
@@ -107,10 +95,10 @@ TEST_CASE("models: LongRoPE on the GPU reads the table the memory picks, as the 
   Model model = Model::open(test::write_fixture(dir.path, shape, 31)).value_or_throw();
   // bounded_plan's 12 entries are within the original context (short
   // table); 64 are past it (long table).
-  MemoryPlan past = bounded_plan();
+  MemoryPlan past = test::bounded_plan();
   past.all.kv.capacity = 2 * static_cast<uint32_t>(test::kLlama3OriginalContext);
   std::vector<std::vector<float>> logits;
-  const MemoryPlan plans[] = {bounded_plan(), past};
+  const MemoryPlan plans[] = {test::bounded_plan(), past};
   for (size_t p = 0; p < 2; ++p) {
     const StackConfig config = model.stack_config(plans[p]).value_or_throw();
     INFO("plan " << p);
@@ -203,7 +191,7 @@ TEST_CASE("models: T5 fixtures on the GPU equal the float64 reference (bounded e
     const std::span<const uint32_t> input = test::kFixturePrompt;
     // A bounded encoder: queries wait for 3 positions, 12 entries, top 6.
     EncoderDecoderPlan plan = test::unbounded_encoder_decoder(static_cast<uint32_t>(input.size()), 4, 6);
-    plan.encoder = bounded_plan();
+    plan.encoder = test::bounded_plan();
     const EncoderDecoderConfig config = model.encoder_decoder_config(plan).value_or_throw();
     auto device_owner = gpu::EncoderDecoder::create(test::gpu(), config, model.weights()).value_or_throw();
     gpu::EncoderDecoder& device = *device_owner;
@@ -219,7 +207,7 @@ TEST_CASE("models: T5 fixtures on the GPU equal the float64 reference (bounded e
     CHECK(generate(device_again, input, start, greedy).value_or_throw().tokens == generate(cpu_again, input, start, greedy).value_or_throw().tokens);
   }
   Model encoder = Model::open(test::write_fixture(dir.path, FixtureShape::for_type("t5encoder", TensorType::f32), 47)).value_or_throw();
-  MemoryPlan plan = bounded_plan();
+  MemoryPlan plan = test::bounded_plan();
   const StackConfig config = encoder.stack_config(plan).value_or_throw();
   auto device_owner = gpu::Stack::create(test::gpu(), config, encoder.weights()).value_or_throw();
   gpu::Stack& device = *device_owner;
