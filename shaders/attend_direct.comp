@@ -10,7 +10,7 @@
 // lane, so there one invocation owns a (query, head) row and QUADS quads of
 // its dims (a register tile: D = 64 is one invocation per row at QUADS 16),
 // and walks its list three times: the maximum logit, the sum of
-// exponentials, then the weights and the weighted sum of values, each entry's slot and logit read once per walk and each
+// exponentials (in attend.comp's order, below), then the weights and the weighted sum of values, each entry's slot and logit read once per walk and each
 // value quad once (four values per load when head_dim is a multiple of 4,
 // scalar otherwise); the weights and products are attend.comp's. Lists of
 // one row differ per head (GQA shares keys, not lists), so rows share no
@@ -18,9 +18,17 @@
 //
 // Values as the memory stores them (stored.glsl); math in fp32.
 //
+// The sum of exponentials is added in attend.comp's order (exp_sum below),
+// so that weights and outputs equal its bits: eviction policies fed by the
+// weights then decide as attend.comp's do (an online or plain sequential
+// sum rounds differently, which moved the reader's lra_sum decisions off the
+// float64 reference).
+//
 // Bindings: as attend.comp (0 logits, 1 top-K lists, 2 K/V memory,
 //           3 attention buffer (outputs, weights))
-// Spec constants: 0 workgroup size W, 1 QUADS dim quads per invocation
+// Spec constants: 0 workgroup size W, 1 QUADS dim quads per invocation,
+//                 2 SUM_LANES: attend.comp's workgroup size (a power of
+//                 two <= 64), whose summation order exp_sum follows
 // Dispatch: ceil(queries * heads_q * ceil(head_dim / (4 QUADS)) / W);
 //           invocation i: row i / blocks, dims from 4 QUADS (i % blocks)
 #extension GL_GOOGLE_include_directive : require
@@ -31,6 +39,7 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint QUADS = 16;
+layout(constant_id = 2) const uint SUM_LANES = 64;
 
 layout(std430, binding = 0) readonly buffer Logits { float logits[]; };
 layout(std430, binding = 1) readonly buffer Lists { uint lists[]; };
@@ -44,6 +53,32 @@ float logit_of(uint row, uint slot) {
   return slot == kInvalid ? NEG_INF : logits[row * pc.logit_stride + slot];
 }
 
+// attend.comp's sum of exp(l - top) over the row's list, bit for bit: its
+// lane t (of SUM_LANES) adds entries t, t + SUM_LANES, ... in turn, then a
+// tree adds lane t + stride into lane t for stride = SUM_LANES / 2, ..., 1.
+// That tree pairs lanes whose indices differ in the top bit first, so it is
+// the contiguous pairwise tree over the lanes taken in bit-reversed order:
+// visiting them so, a stack of partial sums merges each completed pair
+// (the trailing one bits of the visit count). The visits are unrolled so
+// that every stack index is a constant (registers, not a private array).
+float exp_sum(uint query, uint head, uint row, float top) {
+  const uint sum_bits = uint(findMSB(SUM_LANES));  // log2(SUM_LANES)
+  float stack[7];  // log2(64) + 1 partial sums at most
+  [[unroll]] for (uint i = 0u; i < 7u; ++i) stack[i] = 0.0;
+  uint depth = 0u;
+  [[unroll]] for (uint j = 0u; j < SUM_LANES; ++j) {
+    const uint t = sum_bits == 0u ? 0u : bitfieldReverse(j) >> (32u - sum_bits);
+    float v = 0.0;
+    for (uint r = t; r < pc.list_count; r += SUM_LANES) {
+      const float l = logit_of(row, retrieved_slot(query, head, r));
+      if (l != NEG_INF) v += exp(l - top);
+    }
+    [[unroll]] for (uint m = j; (m & 1u) != 0u; m >>= 1u) v = stack[--depth] + v;
+    stack[depth++] = v;
+  }
+  return stack[0];
+}
+
 void main() {
   const uint span = 4u * QUADS;  // dims per invocation
   const uint blocks = (pc.head_dim + span - 1u) / span;
@@ -55,17 +90,10 @@ void main() {
   const uint g = head / (pc.heads_q / pc.heads_kv);
   const bool vec = (pc.head_dim & 3u) == 0u;  // every value row then starts on a vec4
 
-  // The maximum, then the sum of exponentials (attend.comp's arithmetic:
-  // an online sum, rescaled as the maximum grows, rounds differently and
-  // moved the reader's block-0 lra_sum decisions off the float64 reference).
+  // The maximum, then the sum of exponentials in attend.comp's order.
   float top = NEG_INF;
   for (uint r = 0u; r < pc.list_count; ++r) top = max(top, logit_of(row, retrieved_slot(query, head, r)));
-  float total = 0.0;
-  if (top != NEG_INF)
-    for (uint r = 0u; r < pc.list_count; ++r) {
-      const float l = logit_of(row, retrieved_slot(query, head, r));
-      if (l != NEG_INF) total += exp(l - top);
-    }
+  const float total = top != NEG_INF ? exp_sum(query, head, row, top) : 0.0;
 
   vec4 acc[QUADS];
   [[unroll]] for (uint k = 0u; k < QUADS; ++k) acc[k] = vec4(0.0);

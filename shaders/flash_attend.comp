@@ -32,6 +32,7 @@
 //            1 K/V memory (keys, values, positions, tags, T5 tables) read
 //            2 outputs and log-sum-exp (splits == 1)      write
 //            3 partials (splits > 1)                      write
+//            4 (DIRECT KV_TEXEL) binding 1's range as R32G32B32A32_SFLOAT texels read
 // Spec constants: 0 workgroup size W, 1 HEAD_DIM, 2 BLOCK slots per step
 //                 (tiled: 2 * BLOCK * ceil(HEAD_DIM / 4) vec4 in shared memory)
 // Dispatch: (ceil(queries * group / W), splits, heads_kv)
@@ -39,6 +40,7 @@
 #include "stored.glsl"
 #include "common.glsl"
 #include "interface/flash.h"
+#extension GL_EXT_control_flow_attributes : enable  // [[unroll]]: q, acc and logit stay in registers
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint HEAD_DIM = 64;
@@ -72,6 +74,18 @@ vec4 row_quad_scalar_kv(uint section, uint at, uint d4) {
   return x;
 }
 
+#ifdef KV_TEXEL
+// DIRECT with KV_TEXEL: binding 1's range again as R32G32B32A32_SFLOAT
+// texels, which lavapipe fetches for all lanes at once (a storage-buffer
+// load is a loop over the lanes there): the key and value quads of
+// HEAD_DIM % 4 == 0 rows (sections and strides then on vec4s).
+layout(binding = 4) uniform samplerBuffer kv_texels;
+#define KV_QUAD(section, at, d4) \
+  (ALIGNED ? texelFetch(kv_texels, int(((section) + (at)) >> 2u) + int(d4)) : ROW_QUAD(kv, section, at, d4))
+#else
+#define KV_QUAD(section, at, d4) ROW_QUAD(kv, section, at, d4)
+#endif
+
 #ifndef DIRECT
 shared vec4 k_tile[BLOCK * QUADS];
 shared vec4 v_tile[BLOCK * QUADS];
@@ -81,14 +95,14 @@ shared vec4 v_tile[BLOCK * QUADS];
 // keeps below `last`): from the tiles, or straight from the memory.
 vec4 key_quad(uint base, uint j, uint g, uint d4) {
 #ifdef DIRECT
-  return ROW_QUAD(kv, pc.kv_key_offset, (base + j) * pc.kv_key_stride + g * HEAD_DIM, d4);
+  return KV_QUAD(pc.kv_key_offset, (base + j) * pc.kv_key_stride + g * HEAD_DIM, d4);
 #else
   return k_tile[j * QUADS + d4];
 #endif
 }
 vec4 value_quad(uint base, uint j, uint g, uint d4) {
 #ifdef DIRECT
-  return ROW_QUAD(kv, pc.kv_value_offset, (base + j) * pc.kv_value_stride + g * HEAD_DIM, d4);
+  return KV_QUAD(pc.kv_value_offset, (base + j) * pc.kv_value_stride + g * HEAD_DIM, d4);
 #else
   return v_tile[j * QUADS + d4];
 #endif
@@ -111,7 +125,7 @@ void main() {
   vec4 q[QUADS];
   vec4 acc[QUADS];
   const uint q_at = ring_row * pc.ring_q_stride + h * HEAD_DIM;
-  for (uint d4 = 0u; d4 < QUADS; ++d4) {
+  [[unroll]] for (uint d4 = 0u; d4 < QUADS; ++d4) {
     // Scaled before the dot product, as score.comp does (see score_direct.comp).
     q[d4] = pc.scale * ROW_QUAD(ring, 0u, q_at, d4);
     acc[d4] = vec4(0.0);
@@ -139,7 +153,7 @@ void main() {
 #endif
     float logit[BLOCK];
     float top = NEG_INF;
-    for (uint j = 0u; j < BLOCK; ++j) {
+    [[unroll]] for (uint j = 0u; j < BLOCK; ++j) {
       logit[j] = NEG_INF;
       if (j >= count) continue;
       const uint slot = base + j;
@@ -149,7 +163,7 @@ void main() {
       masked = masked || (pc.tag_mask != 0u && kv[pc.kv_tag_offset + slot] != query_tag);
       if (masked) continue;
       vec4 dot4 = vec4(0.0);
-      for (uint d4 = 0u; d4 < QUADS; ++d4) dot4 = fma(q[d4], key_quad(base, j, g, d4), dot4);
+      [[unroll]] for (uint d4 = 0u; d4 < QUADS; ++d4) dot4 = fma(q[d4], key_quad(base, j, g, d4), dot4);
       logit[j] = capped_logit((dot4.x + dot4.y) + (dot4.z + dot4.w)) + position_bias(h, p_query, p_key);
       top = max(top, logit[j]);
     }
@@ -158,12 +172,12 @@ void main() {
       // exp(-inf) is avoided rather than trusted to give 0 on every driver.
       const float rescale = m == NEG_INF ? 0.0 : exp(m - m_new);
       l *= rescale;
-      for (uint d4 = 0u; d4 < QUADS; ++d4) acc[d4] *= rescale;
-      for (uint j = 0u; j < BLOCK; ++j) {
+      [[unroll]] for (uint d4 = 0u; d4 < QUADS; ++d4) acc[d4] *= rescale;
+      [[unroll]] for (uint j = 0u; j < BLOCK; ++j) {
         if (j >= count) continue;
         const float p = logit[j] == NEG_INF ? 0.0 : exp(logit[j] - m_new);
         l += p;
-        for (uint d4 = 0u; d4 < QUADS; ++d4) acc[d4] = fma(vec4(p), value_quad(base, j, g, d4), acc[d4]);
+        [[unroll]] for (uint d4 = 0u; d4 < QUADS; ++d4) acc[d4] = fma(vec4(p), value_quad(base, j, g, d4), acc[d4]);
       }
       m = m_new;
     }
@@ -177,14 +191,16 @@ void main() {
   if (pc.splits == 1u) {
     const float inv = l > 0.0 ? 1.0 / l : 0.0;  // l = 0: no unmasked entry, the output is 0
     const uint at = pc.out_offset + out_row * HEAD_DIM;
-    for (uint d4 = 0u; d4 < QUADS; ++d4)
-      for (uint i = 0u; i < 4u && 4u * d4 + i < HEAD_DIM; ++i) outputs[at + 4u * d4 + i] = acc[d4][i] * inv;
+    [[unroll]] for (uint d4 = 0u; d4 < QUADS; ++d4)
+      [[unroll]] for (uint i = 0u; i < 4u; ++i)
+        if (4u * d4 + i < HEAD_DIM) outputs[at + 4u * d4 + i] = acc[d4][i] * inv;
     outputs[pc.lse_offset + out_row] = l > 0.0 ? m + log(l) : NEG_INF;
   } else {
     const uint at = pc.partial_offset +
                     ((split * pc.queries + query) * pc.heads_q + h) * ATT_FLASH_PARTIAL_WORDS(HEAD_DIM);
-    for (uint d4 = 0u; d4 < QUADS; ++d4)
-      for (uint i = 0u; i < 4u && 4u * d4 + i < HEAD_DIM; ++i) partials[at + 4u * d4 + i] = acc[d4][i];
+    [[unroll]] for (uint d4 = 0u; d4 < QUADS; ++d4)
+      [[unroll]] for (uint i = 0u; i < 4u; ++i)
+        if (4u * d4 + i < HEAD_DIM) partials[at + 4u * d4 + i] = acc[d4][i];
     partials[at + HEAD_DIM] = m;
     partials[at + HEAD_DIM + 1u] = l;
   }

@@ -17,7 +17,8 @@
 //   a_load(row, e):  element e of the row starting at word `row`;
 //   a_load4(row, e): elements e..e+3;
 //   a_load4_aligned(row, e): the same in one vector load, for e % 4 == 0 and
-//     rows starting on a multiple of A_VEC_WORDS words.
+//     rows starting on a multiple of A_VEC_WORDS words (fp32 rows with
+//     -DINPUT_TEXEL: one texel fetch from binding 5).
 #ifndef ATTENDRE_INPUT_ROWS_GLSL
 #define ATTENDRE_INPUT_ROWS_GLSL
 
@@ -42,10 +43,17 @@ vec4 a_load4_aligned(uint row, uint e) {
 }
 #else
 layout(std430, binding = 0) readonly buffer ARows { float a_rows[]; };
-layout(std430, binding = 0) readonly buffer ARows4 { vec4 a_rows4[]; };  // aliases ARows
 const uint A_VEC_WORDS = 4u;
 float a_load(uint row, uint e) { return a_rows[row + e]; }
+#ifdef INPUT_TEXEL
+// The quads from binding 5: binding 0's range as R32G32B32A32_SFLOAT texels,
+// which a CPU device fetches with vector gathers (weights.glsl's texels).
+layout(binding = 5) uniform samplerBuffer a_texels;
+vec4 a_load4_aligned(uint row, uint e) { return texelFetch(a_texels, int((row + e) >> 2u)); }
+#else
+layout(std430, binding = 0) readonly buffer ARows4 { vec4 a_rows4[]; };  // aliases ARows
 vec4 a_load4_aligned(uint row, uint e) { return a_rows4[(row + e) >> 2u]; }
+#endif
 #endif
 
 vec4 a_load4(uint row, uint e) {

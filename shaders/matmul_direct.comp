@@ -21,7 +21,13 @@
 // not shared. Block types (-DWEIGHTS_Q4_0 ...) decode their weights one
 // decode unit at a time (scales once per block).
 //
-// Bindings:  as matmul.comp (0 A (input_rows.glsl), 1 W + bias, 2 C, 3 R)
+// Bindings:  as matmul.comp (0 A (input_rows.glsl), 1 W + bias, 2 C, 3 R);
+//            the *_texel builds also 4: binding 1's range as a uniform texel
+//            buffer, which the weight quads (WEIGHTS_TEXEL4, WEIGHTS_TEXEL2)
+//            or the blocks' words (WEIGHTS_TEXEL_WORDS, weights.glsl) come
+//            from, and 5: binding 0's as one of fp32 quads (INPUT_TEXEL,
+//            input_rows.glsl); lavapipe gathers texels as vectors, where a
+//            storage-buffer load is a loop over the lanes
 // Spec constants: 0 workgroup size W, 1 ROWS rows per invocation, 2 SHARE
 //                 (a power of two <= the subgroup size and
 //                 kMatmulDirectMaxShare; W a multiple of the subgroup size;
@@ -138,7 +144,19 @@ void main() {
 
 #else
 
-#ifdef WEIGHTS_F16
+#if defined(WEIGHTS_TEXEL4)
+// f32 or f16 weights as a uniform texel buffer (R32G32B32A32_SFLOAT or
+// R16G16B16A16_SFLOAT: the fetch converts) over binding 1's range.
+layout(binding = 4) uniform samplerBuffer w_texels;
+vec4 weight4(uint i) { return texelFetch(w_texels, int(i)); }
+#elif defined(WEIGHTS_TEXEL2)
+// bf16 weights as R32G32_UINT texels (four values each).
+layout(binding = 4) uniform usamplerBuffer w_texels;
+vec4 weight4(uint i) {
+  const uvec2 w = texelFetch(w_texels, int(i)).xy;
+  return uintBitsToFloat(uvec4(w.x << 16u, w.x & 0xFFFF0000u, w.y << 16u, w.y & 0xFFFF0000u));
+}
+#elif defined(WEIGHTS_F16)
 layout(std430, binding = 1) readonly buffer Weights16x4 { f16vec4 w16x4[]; };  // aliases the weights
 vec4 weight4(uint i) { return vec4(w16x4[i]); }  // i in units of 4 elements
 #elif defined(WEIGHTS_F16_WORDS)

@@ -9,10 +9,21 @@
 //
 // Offsets into it count elements for the float types and bytes (even) for
 // the block types (interface/matmul.h).
+//
+// WEIGHTS_TEXEL_WORDS (block types) reads the blocks' words from binding 4
+// instead, the same range as a uniform texel buffer of R32_UINT: a CPU
+// device (lavapipe) fetches texels with vector gathers, where each
+// storage-buffer load is a loop over the lanes (DeviceCaps::texel_buffers).
 #ifndef ATTENDRE_WEIGHTS_GLSL
 #define ATTENDRE_WEIGHTS_GLSL
 
 layout(std430, binding = 1) readonly buffer WeightWords { uint w_words[]; };
+#ifdef WEIGHTS_TEXEL_WORDS
+layout(binding = 4) uniform usamplerBuffer w_word_texels;  // binding 1's range as R32_UINT texels
+#define WEIGHT_WORD(i) texelFetch(w_word_texels, int(i)).x
+#else
+#define WEIGHT_WORD(i) w_words[i]
+#endif
 
 #if defined(WEIGHTS_Q4_0)
 #include "quant/q4_0.glsl"

@@ -33,7 +33,8 @@ struct Case {
 // `report` mismatches fail the test by name.
 uint32_t mismatches(Context& context, const kernels::KernelPlan& plan, ElementType type, const Case& c,
                     std::span<const float> a, const Encoded& w, std::span<const double> reference,
-                    std::span<const float> bias, std::span<const float> residual, uint32_t report) {
+                    std::span<const float> bias, std::span<const float> residual, uint32_t report,
+                    bool* texel = nullptr) {
   const uint32_t in = c.blocks * element_block(type).values;
   kernels::Matmul::Args args;
   args.rows = c.rows;
@@ -61,6 +62,7 @@ uint32_t mismatches(Context& context, const kernels::KernelPlan& plan, ElementTy
   vk::DescriptorArena arena(context);
   const kernels::Matmul matmul =
       kernels::Matmul::create(context, arena, plan, type, {&a_buffer}, {&w_buffer}, {&c_buffer}).value_or_throw();
+  if (texel) *texel = matmul.texel();
   test::run_once(context, [&](vk::CommandRecorder& rec) { matmul.record(rec, args).or_throw(); });
   const std::vector<uint32_t> after = test::download_words(context, c_buffer, 0, c_words.size());
   check_untouched(c_words, after, args.c, c.rows, c.out);
@@ -114,10 +116,19 @@ TEST_CASE("block kernels: quantized matmul, matvec and direct products match the
 // rows and outputs per invocation, A shared by subgroup shuffles or loaded
 // by each lane (SHARE 1), over rows off the tile's rows, outputs off
 // W x OUTS, and `in` off the shared chunk (4 x SHARE values: the kernel's
-// tail loop); float weights both vec4-aligned (vector loads) and not.
+// tail loop); float weights both vec4-aligned (vector loads) and not; the
+// weights read through a uniform texel buffer (the *_texel builds, where
+// the device has them) and through storage-buffer loads (texel switched off).
 TEST_CASE("block kernels: the direct kernel's register tiles match the float64 product in every encoding") {
   std::mt19937_64 rng(9003);
-  Context& context = test::gpu();
+  ContextOptions options;
+  options.disabled_features = FeatureSet{}.add(Feature::texel_buffers);
+  auto storage_owner = Context::create(options).value_or_throw();
+  for (Context* context_ptr : {&test::gpu(), storage_owner.get()}) {
+  Context& context = *context_ptr;
+  const bool texel_expected = context.caps().texel_buffers;
+  CHECK(texel_expected == (context_ptr == &test::gpu()));  // lavapipe has them; switched off, none
+  INFO((texel_expected ? "texel-buffer weights" : "storage-buffer weights"));
   const kernels::KernelPlan device = with_style(kernels::plan_kernels(context.caps()), true);
   REQUIRE(device.direct_share > 1);  // a CPU device (lavapipe): subgroup shuffles of a fixed size
   struct Tile {
@@ -150,11 +161,49 @@ TEST_CASE("block kernels: the direct kernel's register tiles match the float64 p
           const std::vector<float> a = normal_values(size_t{c.rows} * in, rng), w = normal_values(size_t{c.out} * in, rng);
           const std::vector<float> bias = normal_values(c.out, rng), residual = normal_values(size_t{c.rows} * c.out, rng);
           const Encoded e = encode(type, w, start);
-          CHECK(mismatches(context, plan, type, c, a, e, e.values, bias, residual, 3) == 0);
+          bool texel = !texel_expected;
+          CHECK(mismatches(context, plan, type, c, a, e, e.values, bias, residual, 3, &texel) == 0);
+          CHECK(texel == texel_expected);
         }
     }
   }
   test::check_no_validation_messages(context);
+  }
+}
+
+// Texel views only where the device can make them, of the weights and of
+// A: never of a borrowed buffer (its usage is the application's), at an
+// offset off the device's texel alignment, or with texel buffers switched off.
+TEST_CASE("block kernels: direct products take texel-buffer weights and A only where both views can be made") {
+  Context& context = test::gpu();
+  const DeviceCaps& caps = context.caps();
+  REQUIRE(caps.texel_buffers);
+  const vk::Buffer owned = test::upload_words(context, std::vector<uint32_t>(1024, 0), "test W");
+  const vk::Buffer borrowed = vk::Buffer::borrow(owned.handle(), owned.size(), "borrowed W");
+  using kernels::texel_weights;
+  const vk::BufferBinding a{&owned, 256, 1000};
+  const std::optional<kernels::TexelWeights> f16 = texel_weights(caps, ElementType::f16, MemoryStorage::f32, {&owned}, a);
+  REQUIRE(f16);
+  CHECK(f16->shader == kernels::ShaderId::matmul_direct_f16_texel);
+  CHECK(f16->weights.texel_format == VK_FORMAT_R16G16B16A16_SFLOAT);
+  CHECK(f16->weights.range == owned.size() / 8 * 8);
+  CHECK(f16->a.texel_format == VK_FORMAT_R32G32B32A32_SFLOAT);
+  CHECK(f16->a.offset == 256);
+  CHECK(f16->a.range == 992);  // whole quads of the range
+  CHECK(texel_weights(caps, ElementType::q4_k, MemoryStorage::f32, {&owned}, a)->weights.texel_format == VK_FORMAT_R32_UINT);
+  CHECK_FALSE(texel_weights(caps, ElementType::f32, MemoryStorage::f32, {&borrowed}, a));
+  CHECK_FALSE(texel_weights(caps, ElementType::f32, MemoryStorage::f32, {&owned}, {&borrowed}));
+  CHECK_FALSE(texel_weights(caps, ElementType::f32, MemoryStorage::f16, {&owned}, a));  // fp16 A rows: not built
+  if (caps.texel_alignment > 1) {
+    CHECK_FALSE(texel_weights(caps, ElementType::f32, MemoryStorage::f32, {&owned, caps.texel_alignment / 2}, a));
+    CHECK_FALSE(texel_weights(caps, ElementType::f32, MemoryStorage::f32, {&owned}, {&owned, caps.texel_alignment / 2}));
+  }
+  DeviceCaps off = caps;
+  off.texel_buffers = false;
+  CHECK_FALSE(texel_weights(off, ElementType::f32, MemoryStorage::f32, {&owned}, a));
+  const Result<vk::BufferBinding> refused = vk::BufferBinding{&borrowed}.texel_view(caps, VK_FORMAT_R32_UINT);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find("borrowed") != std::string::npos);
 }
 
 TEST_CASE("block kernels: the quantized comparison rejects weights decoded with their nibbles swapped") {

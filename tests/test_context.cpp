@@ -78,7 +78,7 @@ TEST_CASE("context: environment switches reject values they do not understand") 
   {
     ScopedEnv env("ATTENDRE_DISABLE", "shuffle,fp16");
     CHECK(context_error() == "unknown device feature 'fp16' (valid: 16bit, float16, 8bit, arithmetic, ballot, "
-                             "shuffle, size_control, large_workgroups, timeline)");
+                             "shuffle, size_control, large_workgroups, timeline, texel)");
   }
   ScopedEnv off("ATTENDRE_VALIDATION", "0");
   ScopedEnv limits("ATTENDRE_PORTABLE_LIMITS", "0");
@@ -102,7 +102,8 @@ TEST_CASE("context: feature switches mask the caps before planning, options firs
   const DeviceCaps& c = off.caps();
   CHECK(c.disabled == all);
   const bool any = c.storage_16bit || c.float16 || c.storage_8bit || c.subgroup_arithmetic || c.subgroup_ballot ||
-                   c.subgroup_shuffle || c.subgroup_size_control || c.large_workgroups || c.timeline_semaphore;
+                   c.subgroup_shuffle || c.subgroup_size_control || c.large_workgroups || c.timeline_semaphore ||
+                   c.texel_buffers;
   CHECK_FALSE(any);
   CHECK(c.max_invocations <= 128);
   CHECK(c.max_shared_bytes <= 16384);

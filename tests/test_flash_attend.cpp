@@ -220,6 +220,9 @@ uint32_t check_case(Context& context, const kernels::KernelPlan& plan, const Fla
                                           context, arena, plan, {{&ring}, {&kv}, {&out}, {&partials}}, c.head_dim,
                                           kernels::stored_path(context.caps(), c.storage))
                                           .value_or_throw());
+  // The direct build over fp32 memories fetches keys and values as texels
+  // wherever the device has texel buffers (suite_features_off: not).
+  CHECK(flash.texel() == (plan.direct && c.storage == MemoryStorage::f32 && context.caps().texel_buffers));
   test::run_once(context, [&](vk::CommandRecorder& rec) { flash.record(rec, p).or_throw(); });
   const std::vector<uint32_t> got = test::download_words(context, out, 0, out_words);
 

@@ -171,6 +171,22 @@ TEST_CASE("attendre-generate: llama.cpp's continuation, the JSON and logits file
   CHECK(step["copies"].get<uint32_t>() > 0);
   CHECK(step["host_ms"].get<double>() > 0.0);
   CHECK(step["wait_ms"].get<double>() > 0.0);
+  CHECK_FALSE(step.contains("kernels"));
+  // --dispatches: the same text; the last decode step's kernels, every dispatch counted once.
+  r = run(stories + " --max-tokens 4 --full-context --dispatches --json " + quote(dir / "profiled.json"));
+  REQUIRE(r.code == 0);
+  CHECK(r.out == expected.substr(0, r.out.size() - 1) + "\n");
+  const nlohmann::json profiled = read_json(dir / "profiled.json")["decode_step"];
+  uint32_t counted = 0;
+  double previous = 1e300;
+  for (const nlohmann::json& k : profiled["kernels"]) {
+    counted += k["dispatches"].get<uint32_t>();
+    CHECK(k["ms"].get<double>() <= previous);  // longest first
+    previous = k["ms"].get<double>();
+    CHECK(r.err.find("attendre-generate: decode step: " + k["name"].get<std::string>()) != std::string::npos);
+  }
+  CHECK(counted == profiled["dispatches"].get<uint32_t>());
+  CHECK(profiled["kernels"].size() > 3);
   Model model = Model::open(path).value_or_throw();
   const std::vector<uint32_t> prompt = {1, 403, 407, 261, 378};
   const std::vector<float> dense = test::dense_logits(model, model.stack_config(test::unbounded(5, 4)).value_or_throw(), prompt);

@@ -196,7 +196,7 @@ void upload_into(Context& context, vk::Buffer& buffer, std::span<const uint32_t>
 // Scores and attends one case on `kernels` (built over `b`), then compares;
 // returns the number of mismatches (the first few are printed).
 uint32_t check_case(Context& context, const kernels::RetrieveKernels& kernels, Buffers& b, const Case& c,
-                    MemoryStorage storage, std::mt19937_64& rng) {
+                    MemoryStorage storage, std::mt19937_64& rng, std::vector<std::vector<uint32_t>>* attended) {
   const Inputs in = make_inputs(c, storage, rng);
   const kernels::ScoreParams& s = in.score;
   const kernels::RetrieveParams& a = in.attend;
@@ -239,6 +239,7 @@ uint32_t check_case(Context& context, const kernels::RetrieveKernels& kernels, B
   upload_into(context, b.attention, std::vector<uint32_t>(attention_words, kNaN));
   test::run_once(context, [&](vk::CommandRecorder& rec) { kernels.attend(rec, a); });
   const std::vector<uint32_t> att = test::download_words(context, b.attention, 0, attention_words);
+  if (attended) attended->push_back(att);
   for (uint32_t i = 0; i < c.queries; ++i)
     for (uint32_t h = 0; h < c.heads_q; ++h) {
       const uint32_t row = i * c.heads_q + h, g = h / (c.heads_q / c.heads_kv);
@@ -276,7 +277,8 @@ uint32_t check_case(Context& context, const kernels::RetrieveKernels& kernels, B
 
 // Buffers for the largest case, and the kernels over them.
 uint32_t check_cases(Context& context, const kernels::KernelPlan& plan, std::span<const Case> cases,
-                     MemoryStorage storage, kernels::StoredPath path, std::mt19937_64& rng) {
+                     MemoryStorage storage, kernels::StoredPath path, std::mt19937_64& rng,
+                     std::vector<std::vector<uint32_t>>* attended = nullptr) {
   uint64_t ring = 0, kv = 0, logits = 0, lists = 0, attention = 0, held = 0;
   for (const Case& c : cases) {
     std::mt19937_64 probe(0);
@@ -301,7 +303,7 @@ uint32_t check_cases(Context& context, const kernels::KernelPlan& plan, std::spa
   for (const Case& c : cases) {
     INFO("heads " << c.heads_q << "/" << c.heads_kv << " D=" << c.head_dim << " held=" << c.held << " queries="
                   << c.queries << (c.tag_mask ? " tags" : "") << (c.alibi ? " alibi" : "") << " lists " << c.lists);
-    bad += check_case(context, kernels, b, c, storage, rng);
+    bad += check_case(context, kernels, b, c, storage, rng, attended);
   }
   return bad;
 }
@@ -358,3 +360,31 @@ TEST_CASE("block kernels: the direct score and attend register tiles match the f
   test::check_no_validation_messages(context);
 }
 
+
+// attend_direct.comp adds its sum of exponentials in attend.comp's order,
+// so the two kernels' weights and outputs (every word of the attention
+// buffer) are equal bit for bit: policies fed by the weights decide alike
+// on either. Lists of 1 to 300 entries: fewer than attend.comp's lanes,
+// and several rounds of them; the device's attend workgroup and tiny_gpu()'s.
+TEST_CASE("block kernels: the direct attend equals the tiled attend bit for bit") {
+  const Case cases[] = {{8, 2, 64, 77, 5, false, false, 0}, {8, 1, 40, 65, 2, true, false, 1},
+                        {4, 4, 13, 300, 3, false, true, 2}, {8, 2, 64, 260, 9, true, true, 0},
+                        {2, 2, 96, 1, 4, false, false, 2},  {2, 1, 64, 3, 2, false, false, 1}};
+  for (Context* context : {&test::gpu(), &test::tiny_gpu()}) {
+    kernels::KernelPlan plan = kernels::plan_kernels(context->caps());
+    plan.direct = true;
+    INFO("attend workgroup " << plan.attend_workgroup);
+    std::vector<std::vector<uint32_t>> words[2];
+    for (bool direct : {false, true}) {
+      plan.direct_attend = direct;
+      std::mt19937_64 rng(4242);  // the same inputs for both
+      CHECK(check_cases(*context, plan, cases, MemoryStorage::f32, kernels::StoredPath::f32, rng, &words[direct]) == 0);
+    }
+    REQUIRE(words[0].size() == words[1].size());
+    size_t differing = 0;
+    for (size_t c = 0; c < words[0].size(); ++c)
+      for (size_t w = 0; w < words[0][c].size(); ++w) differing += words[0][c][w] != words[1][c][w];
+    CHECK(differing == 0);
+    test::check_no_validation_messages(*context);
+  }
+}

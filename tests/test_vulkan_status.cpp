@@ -104,7 +104,7 @@ TEST_CASE("vulkan status: bad switches fail as values, named as the throwing for
                      ErrorCode::invalid_argument);
   CHECK(parsed.status().message() ==
         "unknown device feature 'fp16' (valid: 16bit, float16, 8bit, arithmetic, ballot, shuffle, size_control, "
-        "large_workgroups, timeline)");
+        "large_workgroups, timeline, texel)");
   CHECK(parse_features("shuffle,16bit").value() ==
     FeatureSet{}.add(Feature::subgroup_shuffle).add(Feature::storage_16bit));
   {
@@ -168,7 +168,7 @@ TEST_CASE("vulkan status: buffers past maxMemoryAllocationSize fail as values, t
 
 TEST_CASE("vulkan status: a pipeline the device refuses fails as a value and is not cached") {
   Context& context = test::gpu();
-  vk::PipelineKey key{shaders::ShaderId::add, 3, context.caps().max_push_constants + 4, {128}, false};
+  vk::PipelineKey key{shaders::ShaderId::add, 3, 0, context.caps().max_push_constants + 4, {128}, false};
   const size_t cached = vk::state_of(context).pipelines.size();
   const Result<const vk::ComputePipeline*> pipeline = vk::state_of(context).pipelines.get(key);
   check_failure(pipeline.status(), ErrorCode::unsupported);

@@ -14,6 +14,9 @@
 #include <attendre/error.hpp>
 #include <attendre/generate.hpp>
 #include <attendre/gpu_stack.hpp>
+
+#include <algorithm>
+#include <map>
 #include <attendre/model.hpp>
 
 #include <cstdio>
@@ -31,6 +34,7 @@ struct Options {
   cli::MemoryOptions memory;
   cli::Device device = cli::Device::gpu;
   bool verbose = false;
+  bool dispatches = false;
   bool help = false;
 };
 
@@ -58,6 +62,9 @@ generates token by token, each new key inserted under its block's policy; prints
                         copies, host_ms (planning, recording, submitting) and wait_ms (for the device)
   --device cpu|gpu      gpu (default): Vulkan; cpu: the float64 reference (slow, any GGUF encoding)
   --verbose             the kernel variant of each family and the driver quirks on stderr
+  --dispatches          on the gpu: GPU timestamps around every dispatch (slows the run); the last
+                        decode step's milliseconds per kernel on stderr and in the JSON's
+                        decode_step.kernels (name, ms, dispatches), longest first
   --help, -h            this text
 )") + cli::MemoryOptions::help() +
          R"(
@@ -86,6 +93,7 @@ Options parse(std::span<const std::string> args) {
       {"--json", cli::path_option(o.json)},
       {"--device", cli::device_option(o.device)},
       {"--verbose", cli::switch_option(o.verbose, true)},
+      {"--dispatches", cli::switch_option(o.dispatches, true)},
       {"--help", cli::switch_option(o.help, true)},
   };
   o.memory.add_to(table);
@@ -99,6 +107,26 @@ Options parse(std::span<const std::string> args) {
     cli::usage("--top-p and --seed apply to sampling: give --temperature > 0");
   o.memory.check(seen, false, false);
   return o;
+}
+
+// A step's dispatches summed per kernel, longest total first, also on stderr.
+nlohmann::json kernel_totals(const std::vector<KernelTime>& profile) {
+  std::map<std::string, std::pair<double, uint32_t>> totals;  // kernel -> (ns, dispatches)
+  for (const KernelTime& k : profile) {
+    totals[k.kernel].first += k.ns;
+    ++totals[k.kernel].second;
+  }
+  std::vector<std::pair<std::string, std::pair<double, uint32_t>>> sorted(totals.begin(), totals.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  double all = 0.0;
+  for (const auto& [name, t] : sorted) all += t.first;
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const auto& [name, t] : sorted) {
+    kernels.push_back({{"name", name}, {"ms", t.first / 1e6}, {"dispatches", t.second}});
+    std::fprintf(stderr, "%s: decode step: %-36s %9.3f ms %5.1f %% (%u dispatches)\n", kTool, name.c_str(), t.first / 1e6,
+                 all > 0.0 ? 100.0 * t.first / all : 0.0, t.second);
+  }
+  return kernels;
 }
 
 int run(std::span<const std::string> args) {
@@ -152,6 +180,8 @@ int run(std::span<const std::string> args) {
     memory = cli::memory_json(config, g.flush);
     vocab = config.vocab;
     const std::unique_ptr<TransformerStack> stack = device.make_stack(config, model.weights());
+    auto* profiled = o.dispatches ? dynamic_cast<gpu::Stack*>(stack.get()) : nullptr;
+    if (profiled) profiled->set_profiling(true).or_throw();
     result = generate(*stack, prompt, g, stream).value_or_throw();
     // Each generated token but the last fed back through one decode step
     // (the token that stopped generation too): the last of them is profiled.
@@ -160,6 +190,7 @@ int run(std::span<const std::string> args) {
       const gpu::Stack::Recorded r = gpu_stack->last_recorded();
       decode_step = {{"submits", r.submits}, {"dispatches", r.dispatches}, {"barriers", r.barriers},
                      {"copies", r.copies},   {"host_ms", r.host_ms},       {"wait_ms", r.wait_ms}};
+      if (profiled) decode_step["kernels"] = kernel_totals(profiled->last_profile().value_or_throw());
     }
   }
   std::cout << std::endl;

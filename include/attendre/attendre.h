@@ -186,7 +186,8 @@ typedef enum attendre_kernels {
 #define ATTENDRE_FEATURE_SUBGROUP_SIZE_CONTROL (1u << 6)  /* "size_control" */
 #define ATTENDRE_FEATURE_LARGE_WORKGROUPS (1u << 7)       /* "large_workgroups" */
 #define ATTENDRE_FEATURE_TIMELINE (1u << 8)               /* "timeline": tickets chain on timeline semaphores */
-#define ATTENDRE_FEATURES_ALL 0x1ffu
+#define ATTENDRE_FEATURE_TEXEL_BUFFERS (1u << 9)          /* "texel": direct matmuls read weights as texel buffers */
+#define ATTENDRE_FEATURES_ALL 0x3ffu
 /* disabled_features: read ATTENDRE_DISABLE ("shuffle,16bit") from the environment. */
 #define ATTENDRE_FEATURES_DEFAULT 0xffffffffu
 

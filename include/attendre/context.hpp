@@ -28,8 +28,9 @@ enum class Feature : uint32_t {
   subgroup_size_control,  // "size_control": VK_EXT_subgroup_size_control: full subgroups for the shuffle select
   large_workgroups,       // "large_workgroups": past 128 invocations and 16 KiB of shared memory
   timeline_semaphore,     // "timeline": tickets carry a timeline semaphore to chain on (else fences, host waits only)
+  texel_buffers,          // "texel": direct matmuls read weights through uniform texel buffers (else storage-buffer loads)
 };
-inline constexpr uint32_t kFeatureCount = 9;
+inline constexpr uint32_t kFeatureCount = 10;
 
 // A set of Features (a bitmask).
 struct FeatureSet {
@@ -143,6 +144,15 @@ struct DeviceCaps {
   bool subgroup_size_control = false;      // VK_EXT_subgroup_size_control (or Vulkan 1.3)
   bool large_workgroups = false;           // more than 128 invocations or 16 KiB of shared memory
   bool timeline_semaphore = false;         // VK_KHR_timeline_semaphore's timelineSemaphore, enabled
+  // Uniform texel buffers of the weight formats (R32G32B32A32_SFLOAT,
+  // R16G16B16A16_SFLOAT, R32G32_UINT, R32_UINT: all mandatory in Vulkan
+  // 1.1, checked anyway), up to max_texel_elements elements per view at
+  // offsets aligned to texel_alignment bytes. The direct matmuls read their
+  // weights so (kernels::texel_weights): lavapipe fetches texels with
+  // vector gathers, where every storage-buffer load is a loop over lanes.
+  bool texel_buffers = false;
+  uint32_t max_texel_elements = 65536;     // maxTexelBufferElements
+  uint64_t texel_alignment = 256;          // minTexelBufferOffsetAlignment
   FeatureSet disabled;                     // switched off (ContextOptions::disabled_features), masked above
   DriverQuirks quirks;
   bool timestamps = false;

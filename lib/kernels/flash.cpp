@@ -43,6 +43,11 @@ Result<FlashSplits> flash_splits(const KernelPlan& plan, uint32_t head_dim, uint
   return s;
 }
 
+// The direct build keeps q and the accumulator of a row in registers
+// (every loop over them unrolled): past 64 quads of each, register
+// pressure would spill them to private arrays.
+constexpr uint32_t kFlashDirectMaxHeadDim = 256;
+
 Result<FlashAttention> FlashAttention::create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
                                               const FlashBuffers& b, uint32_t head_dim, StoredPath stored) {
   ATTENDRE_REQUIRE(head_dim > 0, "flash attention needs head_dim >= 1");
@@ -51,18 +56,28 @@ Result<FlashAttention> FlashAttention::create(Context& context, vk::DescriptorAr
   f.plan_ = plan;
   f.head_dim_ = head_dim;
   // The direct build reads fp32 memories only (see flash_attend.comp):
-  // fp16 ones take the tiled build on every device. Past head_dim 16 too:
-  // lavapipe's LLVM spent over a minute compiling the direct build at
-  // head_dim 64 (its per-invocation q and acc arrays, indexed in loops, next
-  // to the buffer loads), where the tiled build compiles in seconds.
-  const ShaderId shader = plan.direct && stored == StoredPath::f32 && head_dim <= 16
-                              ? ShaderId::flash_attend_direct
-                              : stored_variant(stored, ShaderId::flash_attend, ShaderId::flash_attend_f16,
-                                               ShaderId::flash_attend_f16_words);
-  ATTENDRE_TRY_ASSIGN(f.attend_,
-                      Kernel::make<FlashParams>(context, arena, shader,
-                                                {plan.flash_workgroup, head_dim, plan.flash_block_for(head_dim)},
-                                                {b.ring, b.kv, b.outputs, b.partials}));
+  // fp16 ones take the tiled build on every device. Its loops over q, acc
+  // and a block's logits are unrolled: indexed in loops, those arrays kept
+  // lavapipe's LLVM compiling for over a minute at head_dim 64.
+  const bool direct = plan.direct && stored == StoredPath::f32 && head_dim <= kFlashDirectMaxHeadDim;
+  const std::vector<uint32_t> spec = {plan.flash_workgroup, head_dim, plan.flash_block_for(head_dim)};
+  // The direct build fetches keys and values as texels where the memory's
+  // range can be viewed (DeviceCaps::texel_buffers).
+  if (direct && context.caps().texel_buffers) {
+    Result<vk::BufferBinding> view = b.kv.texel_view(context.caps(), VK_FORMAT_R32G32B32A32_SFLOAT);
+    if (view.ok()) {
+      f.texel_ = true;
+      ATTENDRE_TRY_ASSIGN(f.attend_, Kernel::make<FlashParams>(context, arena, ShaderId::flash_attend_direct_texel, spec,
+                                                               {b.ring, b.kv, b.outputs, b.partials, view.value()}));
+    }
+  }
+  if (!f.texel_) {
+    const ShaderId shader = direct ? ShaderId::flash_attend_direct
+                                   : stored_variant(stored, ShaderId::flash_attend, ShaderId::flash_attend_f16,
+                                                    ShaderId::flash_attend_f16_words);
+    ATTENDRE_TRY_ASSIGN(f.attend_, Kernel::make<FlashParams>(context, arena, shader, spec,
+                                                             {b.ring, b.kv, b.outputs, b.partials}));
+  }
   ATTENDRE_TRY_ASSIGN(f.combine_, Kernel::make<FlashParams>(context, arena, ShaderId::flash_combine,
                                                             {plan.workgroup, head_dim}, {b.partials, b.outputs}));
   return f;

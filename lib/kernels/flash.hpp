@@ -49,10 +49,14 @@ class FlashAttention {
   // fills params.chunk and params.splits (flash_splits) itself. Fails when
   // the grid passes the device's workgroup counts.
   Status record(vk::CommandRecorder& recorder, FlashParams params) const;
+  // Whether the direct build fetches keys and values through a texel view
+  // of the memory (flash_attend_direct_texel).
+  bool texel() const { return texel_; }
 
  private:
   KernelPlan plan_;
   uint32_t head_dim_ = 0;
+  bool texel_ = false;
   Kernel attend_, combine_;
 };
 

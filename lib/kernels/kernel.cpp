@@ -13,8 +13,11 @@ namespace attendre::kernels {
 Result<Kernel> Kernel::build(Context& context, vk::DescriptorArena& arena, ShaderId shader, uint32_t push_bytes,
                              std::vector<uint32_t> specialization, std::initializer_list<vk::BufferBinding> bindings,
                              bool full_subgroups) {
-  vk::PipelineKey key{shader, static_cast<uint32_t>(bindings.size()), push_bytes, std::move(specialization),
-                      full_subgroups};
+  uint32_t texel_bindings = 0;
+  uint32_t at = 0;
+  for (const vk::BufferBinding& b : bindings) texel_bindings |= (b.texel_format != VK_FORMAT_UNDEFINED ? 1u : 0u) << at++;
+  vk::PipelineKey key{shader, static_cast<uint32_t>(bindings.size()), texel_bindings, push_bytes,
+                      std::move(specialization), full_subgroups};
   Kernel kernel;
   ATTENDRE_TRY_ASSIGN(kernel.pipeline_, vk::state_of(context).pipelines.get(key));
   ATTENDRE_TRY_ASSIGN(kernel.set_, arena.bind(*kernel.pipeline_, {bindings.begin(), bindings.size()}));

@@ -80,10 +80,10 @@ struct KernelPlan {
   // attend_direct.comp: dim quads per invocation (one row's D = 64 at 16),
   // in workgroups of direct_attend_workgroup.
   uint32_t direct_attend_quads = 16;
-  // Off by default: its softmax sums round differently from attend.comp's
-  // tree and moved the reader's block-0 lra_sum decisions off the float64
-  // reference (ctest attendre-reader: retention agrees*); on in the tile test.
-  bool direct_attend = false;
+  // Its softmax sum follows attend.comp's order (spec constant: that
+  // kernel's attend_workgroup, a power of two <= 64), so weights and
+  // outputs equal attend.comp's bit for bit and policies decide alike.
+  bool direct_attend = true;
   uint32_t direct_attend_workgroup = 32;
   // Tiled select: the bitonic stages whose partners share a subgroup run
   // in registers through subgroupShuffleXor (the *_shuffle builds), which

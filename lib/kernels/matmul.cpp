@@ -4,6 +4,7 @@
 #include "core/try.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace attendre::kernels {
 
@@ -18,7 +19,41 @@ constexpr uint32_t kMatvecElements = 8;
 
 constexpr uint32_t kDirectFewRows = 2;
 
+// The direct product that reads `type` weights through a uniform texel
+// buffer (matmul_direct_*_texel), and the view's format.
+struct TexelProduct {
+  ElementType type;
+  ShaderId shader;
+  VkFormat format;
+};
+constexpr TexelProduct kTexelProducts[] = {
+    {ElementType::f32, ShaderId::matmul_direct_f32_texel, VK_FORMAT_R32G32B32A32_SFLOAT},
+    {ElementType::f16, ShaderId::matmul_direct_f16_texel, VK_FORMAT_R16G16B16A16_SFLOAT},
+    {ElementType::bf16, ShaderId::matmul_direct_bf16_texel, VK_FORMAT_R32G32_UINT},
+    {ElementType::q4_0, ShaderId::matmul_direct_q4_0_texel, VK_FORMAT_R32_UINT},
+    {ElementType::q4_1, ShaderId::matmul_direct_q4_1_texel, VK_FORMAT_R32_UINT},
+    {ElementType::q5_0, ShaderId::matmul_direct_q5_0_texel, VK_FORMAT_R32_UINT},
+    {ElementType::q5_1, ShaderId::matmul_direct_q5_1_texel, VK_FORMAT_R32_UINT},
+    {ElementType::q8_0, ShaderId::matmul_direct_q8_0_texel, VK_FORMAT_R32_UINT},
+    {ElementType::q4_k, ShaderId::matmul_direct_q4_k_texel, VK_FORMAT_R32_UINT},
+    {ElementType::q5_k, ShaderId::matmul_direct_q5_k_texel, VK_FORMAT_R32_UINT},
+    {ElementType::q6_k, ShaderId::matmul_direct_q6_k_texel, VK_FORMAT_R32_UINT},
+};
+
 }  // namespace
+
+std::optional<TexelWeights> texel_weights(const DeviceCaps& caps, ElementType weights, MemoryStorage input,
+                                          const vk::BufferBinding& w, const vk::BufferBinding& a) {
+  if (!caps.texel_buffers || input != MemoryStorage::f32) return std::nullopt;
+  for (const TexelProduct& t : kTexelProducts) {
+    if (t.type != weights) continue;
+    Result<vk::BufferBinding> w_view = w.texel_view(caps, t.format);
+    Result<vk::BufferBinding> a_view = a.texel_view(caps, VK_FORMAT_R32G32B32A32_SFLOAT);
+    if (!w_view.ok() || !a_view.ok()) return std::nullopt;
+    return TexelWeights{t.shader, w_view.value(), a_view.value()};
+  }
+  return std::nullopt;
+}
 
 // Loads per FMA set the speed on a CPU device (matmul_direct.comp): a tile
 // of R rows by O outputs reads each weight once for R rows and each A
@@ -51,16 +86,22 @@ Result<Matmul> Matmul::create(Context& context, vk::DescriptorArena& arena, cons
   if (!r.buffer) r = a;
   m.plan_.direct = direct_matmul(plan, weights);
   if (m.plan_.direct) {
-    ATTENDRE_TRY_ASSIGN(const ShaderId direct, weight_variant(context, WeightKernel::direct, weights, what, input));
     const DirectTile many = direct_tile(plan, weights, false), few = direct_tile(plan, weights, true);
-    ATTENDRE_TRY_ASSIGN(
-        m.direct_, Kernel::make<MatmulParams>(
-                       context, arena, direct,
-                       with_fold({many.workgroup, many.rows, plan.direct_share, many.outputs}, plan), {a, w, c, r}));
-    ATTENDRE_TRY_ASSIGN(m.direct_few_,
-                        Kernel::make<MatmulParams>(
-                            context, arena, direct,
-                            with_fold({few.workgroup, few.rows, plan.direct_share, few.outputs}, plan), {a, w, c, r}));
+    const std::vector<uint32_t> many_spec = with_fold({many.workgroup, many.rows, plan.direct_share, many.outputs}, plan);
+    const std::vector<uint32_t> few_spec = with_fold({few.workgroup, few.rows, plan.direct_share, few.outputs}, plan);
+    // Texel-buffer weights and A where the device has them and can view
+    // both ranges; the storage-buffer loads otherwise.
+    if (const std::optional<TexelWeights> texel = texel_weights(context.caps(), weights, input, w, a)) {
+      m.texel_ = true;
+      ATTENDRE_TRY_ASSIGN(m.direct_, Kernel::make<MatmulParams>(context, arena, texel->shader, many_spec,
+                                                                {a, w, c, r, texel->weights, texel->a}));
+      ATTENDRE_TRY_ASSIGN(m.direct_few_, Kernel::make<MatmulParams>(context, arena, texel->shader, few_spec,
+                                                                    {a, w, c, r, texel->weights, texel->a}));
+      return m;
+    }
+    ATTENDRE_TRY_ASSIGN(const ShaderId direct, weight_variant(context, WeightKernel::direct, weights, what, input));
+    ATTENDRE_TRY_ASSIGN(m.direct_, Kernel::make<MatmulParams>(context, arena, direct, many_spec, {a, w, c, r}));
+    ATTENDRE_TRY_ASSIGN(m.direct_few_, Kernel::make<MatmulParams>(context, arena, direct, few_spec, {a, w, c, r}));
     return m;
   }
   ATTENDRE_TRY_ASSIGN(const ShaderId gemm, weight_variant(context, WeightKernel::gemm, weights, what, input));

@@ -13,6 +13,8 @@
 
 #include <attendre/transformer.hpp>
 
+#include <optional>
+
 namespace attendre::kernels {
 
 // Whether products over `weights` take matmul_direct.comp: under the direct
@@ -27,6 +29,19 @@ struct DirectTile {
   uint32_t rows, outputs, workgroup;
 };
 DirectTile direct_tile(const KernelPlan& plan, ElementType weights, bool few);
+
+// Where direct products read their weights and A rows through uniform
+// texel buffers (matmul_direct_*_texel): the device has texel buffers
+// (DeviceCaps::texel_buffers, not switched off), A rows are fp32, and both
+// `w` and `a` can be viewed (buffers of the library's, offsets and sizes
+// within the device's texel limits); the shader and the two views then,
+// std::nullopt otherwise (the storage-buffer kernels run).
+struct TexelWeights {
+  ShaderId shader;
+  vk::BufferBinding weights, a;
+};
+std::optional<TexelWeights> texel_weights(const DeviceCaps& caps, ElementType weights, MemoryStorage input,
+                                          const vk::BufferBinding& w, const vk::BufferBinding& a);
 
 class Matmul {
  public:
@@ -62,6 +77,8 @@ class Matmul {
   Result<MatmulParams> params(const Args& args) const;
   Grid grid(const Args& args) const;
   bool uses_matvec(uint32_t rows) const { return rows <= kMatvecMaxRows; }
+  // Whether the direct kernels read the weights through a texel view (texel_weights).
+  bool texel() const { return texel_; }
 
  private:
   const Kernel& direct_for(uint32_t rows) const;
@@ -71,6 +88,7 @@ class Matmul {
   KernelPlan plan_;
   ElementType type_ = ElementType::f32;
   bool residual_in_c_ = false;
+  bool texel_ = false;
   Kernel gemm_, matvec_;
   Kernel direct_, direct_few_;  // direct_few_: the single-row variant (rows <= 2)
 };

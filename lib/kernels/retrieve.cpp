@@ -44,7 +44,9 @@ Result<RetrieveKernels> RetrieveKernels::create(Context& context, vk::Descriptor
     const ShaderId attend =
         stored_variant(stored, ShaderId::attend_direct, ShaderId::attend_direct_f16, ShaderId::attend_direct_f16_words);
     ATTENDRE_TRY_ASSIGN(k.attend_, Kernel::make<RetrieveParams>(
-                                       context, arena, attend, {plan.direct_attend_workgroup, plan.direct_attend_quads},
+                                       context, arena, attend,
+                                       // attend.comp's workgroup: the order of its sum (attend_direct.comp)
+                                       {plan.direct_attend_workgroup, plan.direct_attend_quads, plan.attend_workgroup},
                                        {b.logits, b.lists, b.kv, b.attention}));
   } else {
     const ShaderId attend = stored_variant(stored, ShaderId::attend, ShaderId::attend_f16, ShaderId::attend_f16_words);

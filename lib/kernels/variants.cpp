@@ -80,7 +80,7 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
     v.push_back(score);
     if (plan.direct_attend) v.push_back({"attend (direct)",
                  "one (query, head) row of " + std::to_string(4 * plan.direct_attend_quads) + " dims per invocation",
-                 "no barriers, values read four at a time"});
+                 "no barriers, values read four at a time, the softmax sum in attend's order (same bits)"});
   }
   // The direct products need subgroup shuffles (A shared across lanes).
   auto matmul_family = [&](const char* family, ElementType type) {
@@ -90,6 +90,9 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
       k.variant = "direct, " + std::to_string(tile.rows) + " x " + std::to_string(tile.outputs) +
                   " register tiles, " + std::to_string(plan.direct_share) + " lanes share A";
       k.reason = style_reason + "; subgroup shuffle, subgroup size " + std::to_string(caps.subgroup_size);
+      // kernels::texel_weights decides per product (fp32 A, views within the limits).
+      k.variant += caps.texel_buffers ? "; weights and fp32 A as uniform texel buffers" : "; storage-buffer loads";
+      k.reason += caps.texel_buffers ? "; uniform texel buffers" : "; " + absent(caps, Feature::texel_buffers, "uniform texel buffers");
     } else if (plan.direct) {
       k.reason = caps.subgroup_shuffle ? "subgroup size not fixed (GPU)"
                                        : absent(caps, Feature::subgroup_shuffle, "subgroup shuffle");

@@ -31,6 +31,7 @@ namespace attendre::vk {
   X(vkGetPhysicalDeviceFeatures2)                \
   X(vkGetPhysicalDeviceQueueFamilyProperties)    \
   X(vkGetPhysicalDeviceMemoryProperties)         \
+  X(vkGetPhysicalDeviceFormatProperties)         \
   X(vkEnumerateDeviceExtensionProperties)        \
   X(vkCreateDevice)                              \
   X(vkGetDeviceProcAddr)                         \
@@ -40,6 +41,8 @@ namespace attendre::vk {
   X(vkQueueSubmit)                               \
   X(vkCreateBuffer)                              \
   X(vkDestroyBuffer)                             \
+  X(vkCreateBufferView)                          \
+  X(vkDestroyBufferView)                         \
   X(vkGetBufferMemoryRequirements)               \
   X(vkAllocateMemory)                            \
   X(vkFreeMemory)                                \

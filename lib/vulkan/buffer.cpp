@@ -11,6 +11,11 @@
 #include <utility>
 
 namespace attendre::vk {
+namespace {
+constexpr VkBufferUsageFlags kBufferUsage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
+                                            VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+}  // namespace
+
 // Picks the first memory type with all of `required`, preferring one with
 // all of `preferred` as well.
 Result<uint32_t> find_memory_type(const VkPhysicalDeviceMemoryProperties& props, uint32_t allowed,
@@ -44,7 +49,9 @@ Result<Buffer> Buffer::create(Context& context, VkDeviceSize bytes, MemoryIntent
                                                        std::to_string(context.caps().max_allocation)};
   VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   info.size = bytes;
-  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  // Texel usage too, so that any buffer may be viewed as a uniform texel
+  // buffer (weights, DeviceCaps::texel_buffers).
+  info.usage = kBufferUsage;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   ATTENDRE_TRY(checked(vkCreateBuffer(buffer.device_, &info, context.allocator(), &buffer.buffer_), "vkCreateBuffer"));
 
@@ -93,7 +100,9 @@ Result<Buffer> Buffer::create(MemoryArena& arena, VkDeviceSize bytes, const char
   buffer.label_ = label;
   VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   info.size = buffer.size_;
-  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  // Texel usage too, so that any buffer may be viewed as a uniform texel
+  // buffer (weights, DeviceCaps::texel_buffers).
+  info.usage = kBufferUsage;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   ATTENDRE_TRY(
       checked(vkCreateBuffer(buffer.device_, &info, buffer.context_->allocator(), &buffer.buffer_), "vkCreateBuffer"));

@@ -34,8 +34,9 @@ inline uint64_t rounded_bytes(uint64_t bytes) {
 Result<uint32_t> find_memory_type(const VkPhysicalDeviceMemoryProperties& props, uint32_t allowed,
                                   VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred, const char* label);
 
-// Move-only; destroys its buffer and the memory it owns. Every buffer is
-// usable as storage and as copy source and destination.
+// Move-only; destroys its buffer and the memory it owns. Every buffer it
+// creates is usable as storage, as a uniform texel buffer and as copy
+// source and destination.
 class Buffer {
  public:
   Buffer() = default;
@@ -70,6 +71,8 @@ class Buffer {
   Status flush_host_writes() const;
   // What the buffer holds, as given at creation (names it in messages and barrier labels).
   const std::string& label() const { return label_; }
+  // Whether texel views of it may be made (not a borrowed buffer, whose usage is the application's).
+  bool texel_usage() const { return buffer_ != VK_NULL_HANDLE && !borrowed_; }
   explicit operator bool() const { return buffer_ != VK_NULL_HANDLE; }
 
  private:

@@ -35,7 +35,7 @@ constexpr uint32_t kDefaultGroupsPerDispatch = 1024;
 
 constexpr const char* kFeatureNames[kFeatureCount] = {"16bit",   "float16", "8bit",         "arithmetic",
                                                       "ballot",  "shuffle", "size_control", "large_workgroups",
-                                                      "timeline"};
+                                                      "timeline", "texel"};
 
 // The switches in ATTENDRE_DISABLE; read only when the options leave them unset.
 Result<FeatureSet> disabled_features(const std::optional<FeatureSet>& requested) {
@@ -64,6 +64,7 @@ void disable_features(DeviceCaps& c, FeatureSet off) {
   if (off.has(Feature::subgroup_shuffle)) c.subgroup_shuffle = false;
   if (off.has(Feature::subgroup_size_control)) c.subgroup_size_control = false;
   if (off.has(Feature::timeline_semaphore)) c.timeline_semaphore = false;
+  if (off.has(Feature::texel_buffers)) c.texel_buffers = false;
   if (!c.subgroup_size_control) c.max_subgroup_size = 0;
   if (off.has(Feature::large_workgroups)) {  // the Vulkan minimums
     c.max_invocations = std::min(c.max_invocations, 128u);
@@ -202,6 +203,15 @@ Result<DeviceCaps> vk::query_caps(VkPhysicalDevice physical, uint32_t queue_fami
   c.float16 = float16.shaderFloat16 == VK_TRUE;
   c.storage_8bit = storage8.storageBuffer8BitAccess == VK_TRUE;
   c.timeline_semaphore = timeline.timelineSemaphore == VK_TRUE;
+  c.texel_buffers = true;
+  for (VkFormat format : {VK_FORMAT_R32G32B32A32_SFLOAT, VK_FORMAT_R16G16B16A16_SFLOAT, VK_FORMAT_R32G32_UINT,
+                          VK_FORMAT_R32_UINT}) {
+    VkFormatProperties properties{};
+    vkGetPhysicalDeviceFormatProperties(physical, format, &properties);
+    c.texel_buffers = c.texel_buffers && (properties.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
+  }
+  c.max_texel_elements = l.maxTexelBufferElements;
+  c.texel_alignment = std::max<uint64_t>(1, l.minTexelBufferOffsetAlignment);
   c.timestamp_valid_bits = families[queue_family].timestampValidBits;
   c.timestamps = c.timestamp_valid_bits > 0 && l.timestampPeriod > 0.0f;
   c.timestamp_period_ns = static_cast<double>(l.timestampPeriod);

@@ -6,6 +6,8 @@
 
 #include <attendre/error.hpp>
 
+#include <bit>
+
 namespace attendre::vk {
 namespace {
 
@@ -24,10 +26,14 @@ ComputePipeline::ComputePipeline(Context& context, const PipelineKey& key)
 // destructor destroys what exists if a later step fails.
 Result<std::unique_ptr<ComputePipeline>> ComputePipeline::create(Context& context, const PipelineKey& key) {
   const DeviceCaps& caps = context.caps();
-  if (key.bindings > kMaxBindings || key.bindings > caps.max_storage_buffers)
+  const uint32_t storage_bindings = key.bindings - static_cast<uint32_t>(std::popcount(key.texel_bindings));
+  if (storage_bindings > kMaxBindings || storage_bindings > caps.max_storage_buffers)
     return Status{ErrorCode::unsupported, std::string(shaders::name(key.shader)) + " binds " +
-                                              std::to_string(key.bindings) +
+                                              std::to_string(storage_bindings) +
                                               " storage buffers, more than the device allows"};
+  if (key.texel_bindings != 0 && !caps.texel_buffers)
+    return Status{ErrorCode::unsupported, std::string(shaders::name(key.shader)) +
+                                              " binds uniform texel buffers, which the device lacks or has switched off"};
   if (key.push_bytes > caps.max_push_constants)
     return Status{ErrorCode::unsupported,
                   std::string(shaders::name(key.shader)) + " needs " + std::to_string(key.push_bytes) +
@@ -45,6 +51,11 @@ Result<std::unique_ptr<ComputePipeline>> ComputePipeline::create(Context& contex
     return Status{ErrorCode::invalid_argument,
                   std::string(shaders::name(key.shader)) + " declares " + std::to_string(p->access_.size()) +
                       " storage bindings, the kernel binds " + std::to_string(key.bindings)};
+  for (uint32_t i = 0; i < key.bindings; ++i)
+    if (p->access_[i].texel != (((key.texel_bindings >> i) & 1u) != 0))
+      return Status{ErrorCode::invalid_argument, std::string(shaders::name(key.shader)) + " declares binding " +
+                                                     std::to_string(i) + (p->access_[i].texel ? " a texel buffer" : " a storage buffer") +
+                                                     ", the kernel binds the other"};
   VkDevice device = p->device_;
   const VkAllocationCallbacks* allocator = p->allocator_;
   VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
@@ -54,7 +65,10 @@ Result<std::unique_ptr<ComputePipeline>> ComputePipeline::create(Context& contex
 
   std::vector<VkDescriptorSetLayoutBinding> bindings(key.bindings);
   for (uint32_t i = 0; i < key.bindings; ++i)
-    bindings[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    bindings[i] = {i,
+                   ((key.texel_bindings >> i) & 1u) ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
+                                                    : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                   1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
   VkDescriptorSetLayoutCreateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
   set_info.bindingCount = key.bindings;
   set_info.pBindings = bindings.data();
@@ -109,6 +123,32 @@ bool BufferBinding::overlaps(const BufferBinding& other) const {
   return offset < other_end && other.offset < end;
 }
 
+uint32_t texel_bytes(VkFormat format) {
+  switch (format) {
+    case VK_FORMAT_R32G32B32A32_SFLOAT:
+    case VK_FORMAT_R32G32B32A32_UINT: return 16;
+    case VK_FORMAT_R16G16B16A16_SFLOAT:
+    case VK_FORMAT_R32G32_UINT: return 8;
+    default: return 4;  // R32_UINT, R32_SFLOAT
+  }
+}
+
+Result<BufferBinding> BufferBinding::texel_view(const DeviceCaps& caps, VkFormat format) const {
+  const std::string what = "a texel view of '" + (buffer ? buffer->label() : std::string("no buffer")) + "'";
+  if (!caps.texel_buffers) return Status{ErrorCode::unsupported, what + ": uniform texel buffers are absent or switched off"};
+  if (!buffer || !buffer->texel_usage())
+    return Status{ErrorCode::unsupported, what + ": the buffer was not created for texel views (borrowed)"};
+  if (offset % caps.texel_alignment != 0)
+    return Status{ErrorCode::unsupported, what + ": offset " + std::to_string(offset) + " is not a multiple of the device's " +
+                                              std::to_string(caps.texel_alignment) + "-byte texel alignment"};
+  const VkDeviceSize bytes = range == VK_WHOLE_SIZE ? buffer->size() - offset : range;
+  const VkDeviceSize elements = bytes / texel_bytes(format);
+  if (elements == 0 || elements > caps.max_texel_elements)
+    return Status{ErrorCode::unsupported, what + ": " + std::to_string(elements) + " elements, past the device's " +
+                                              std::to_string(caps.max_texel_elements) + " per texel buffer"};
+  return BufferBinding{buffer, offset, elements * texel_bytes(format), format};
+}
+
 Result<const ComputePipeline*> PipelineCache::get(const PipelineKey& key) {
   auto it = pipelines_.find(key);
   if (it == pipelines_.end()) {
@@ -119,6 +159,7 @@ Result<const ComputePipeline*> PipelineCache::get(const PipelineKey& key) {
 }
 
 DescriptorArena::~DescriptorArena() {
+  for (VkBufferView view : views_) vkDestroyBufferView(device_, view, allocator_);
   for (VkDescriptorPool pool : pools_) vkDestroyDescriptorPool(device_, pool, allocator_);
 }
 
@@ -134,11 +175,12 @@ Result<VkDescriptorSet> DescriptorArena::allocate(VkDescriptorSetLayout layout) 
     if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL)
       return checked(r, "vkAllocateDescriptorSets");
   }
-  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * kMaxBindings};
+  const VkDescriptorPoolSize sizes[] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * kMaxBindings},
+                                        {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, kSetsPerPool}};
   VkDescriptorPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
   pool_info.maxSets = kSetsPerPool;
-  pool_info.poolSizeCount = 1;
-  pool_info.pPoolSizes = &size;
+  pool_info.poolSizeCount = 2;
+  pool_info.pPoolSizes = sizes;
   VkDescriptorPool pool = VK_NULL_HANDLE;
   ATTENDRE_TRY(checked(vkCreateDescriptorPool(device_, &pool_info, allocator_, &pool), "vkCreateDescriptorPool"));
   pools_.push_back(pool);
@@ -153,15 +195,33 @@ Result<VkDescriptorSet> DescriptorArena::bind(const ComputePipeline& pipeline,
                    std::string(shaders::name(pipeline.key().shader)) + ": wrong number of buffer bindings");
   ATTENDRE_TRY_ASSIGN(const VkDescriptorSet set, allocate(pipeline.set_layout()));
   std::vector<VkDescriptorBufferInfo> infos(bindings.size());
+  std::vector<VkBufferView> views(bindings.size(), VK_NULL_HANDLE);
   std::vector<VkWriteDescriptorSet> writes(bindings.size());
   for (uint32_t i = 0; i < bindings.size(); ++i) {
-    infos[i] = {bindings[i].buffer->handle(), bindings[i].offset, bindings[i].range};
+    const bool texel = ((pipeline.key().texel_bindings >> i) & 1u) != 0;
+    ATTENDRE_REQUIRE(texel == (bindings[i].texel_format != VK_FORMAT_UNDEFINED),
+                     std::string(shaders::name(pipeline.key().shader)) + ": binding " + std::to_string(i) +
+                         (texel ? " needs a texel view" : " is a storage buffer, not a texel view"));
     writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     writes[i].dstSet = set;
     writes[i].dstBinding = i;
     writes[i].descriptorCount = 1;
-    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    writes[i].pBufferInfo = &infos[i];
+    if (texel) {
+      VkBufferViewCreateInfo view_info{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+      view_info.buffer = bindings[i].buffer->handle();
+      view_info.format = bindings[i].texel_format;
+      view_info.offset = bindings[i].offset;
+      view_info.range = bindings[i].range;
+      views_.reserve(views_.size() + 1);  // so that a created view is always owned
+      ATTENDRE_TRY(checked(vkCreateBufferView(device_, &view_info, allocator_, &views[i]), "vkCreateBufferView"));
+      views_.push_back(views[i]);
+      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+      writes[i].pTexelBufferView = &views[i];
+    } else {
+      infos[i] = {bindings[i].buffer->handle(), bindings[i].offset, bindings[i].range};
+      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[i].pBufferInfo = &infos[i];
+    }
   }
   vkUpdateDescriptorSets(device_, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
   return set;

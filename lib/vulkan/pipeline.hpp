@@ -18,14 +18,16 @@ namespace attendre::vk {
 
 class Buffer;
 
-// Identity of a pipeline: which shader variant, how many storage-buffer
-// bindings (0..n-1), how many push-constant bytes, and the values of
+// Identity of a pipeline: which shader variant, how many bindings (0..n-1;
+// storage buffers, except the uniform texel buffers of the bits of
+// texel_bindings), how many push-constant bytes, and the values of
 // specialization constants 0..k-1 (all 32-bit), and whether every subgroup
 // must be full (VK_EXT_subgroup_size_control; the workgroup size must then
 // be a multiple of DeviceCaps::max_subgroup_size).
 struct PipelineKey {
   shaders::ShaderId shader{};
   uint32_t bindings = 0;
+  uint32_t texel_bindings = 0;  // bit i: binding i is a uniform texel buffer
   uint32_t push_bytes = 0;
   std::vector<uint32_t> specialization;
   bool full_subgroups = false;
@@ -82,11 +84,16 @@ class PipelineCache {
   std::map<PipelineKey, std::unique_ptr<ComputePipeline>> pipelines_;
 };
 
-// A buffer range bound to one storage-buffer binding.
+// A buffer range bound to one storage-buffer binding, or with a
+// texel_format to a uniform-texel-buffer binding (a view of that format,
+// which the DescriptorArena creates and owns; the offset then meets
+// DeviceCaps::texel_alignment and the range holds at most
+// DeviceCaps::max_texel_elements elements: texel_view() checks both).
 struct BufferBinding {
   const Buffer* buffer = nullptr;
   VkDeviceSize offset = 0;
   VkDeviceSize range = VK_WHOLE_SIZE;
+  VkFormat texel_format = VK_FORMAT_UNDEFINED;
 
   // `count` words from word `first` (a section of a layout: its start meets
   // every device's minStorageBufferOffsetAlignment, at most 256 bytes).
@@ -95,6 +102,11 @@ struct BufferBinding {
   }
   // Whether the two bindings share a byte (same buffer, intersecting ranges).
   bool overlaps(const BufferBinding& other) const;
+  // The same range as a uniform texel buffer of `format`, or an error
+  // (unsupported) naming what the device refuses: texel buffers absent or
+  // switched off, a buffer without texel usage (borrowed), an offset off
+  // texel_alignment, more elements than max_texel_elements.
+  Result<BufferBinding> texel_view(const DeviceCaps& caps, VkFormat format) const;
   bool operator==(const BufferBinding&) const = default;
 };
 
@@ -116,6 +128,10 @@ class DescriptorArena {
   VkDevice device_;
   const VkAllocationCallbacks* allocator_;  // the context's, for destruction
   std::vector<VkDescriptorPool> pools_;
+  std::vector<VkBufferView> views_;  // of the texel bindings, destroyed with the arena
 };
+
+// Bytes per element of the texel formats attendre binds.
+uint32_t texel_bytes(VkFormat format);
 
 }  // namespace attendre::vk

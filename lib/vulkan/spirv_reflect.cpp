@@ -11,11 +11,12 @@ namespace {
 
 // SPIR-V opcodes, decorations and storage classes used below (SPIR-V 1.3 spec, 3.x).
 constexpr uint32_t kMagic = 0x07230203;
-constexpr uint32_t kOpTypeStruct = 30, kOpTypePointer = 32, kOpVariable = 59, kOpDecorate = 71,
+constexpr uint32_t kOpTypeImage = 25, kOpTypeSampledImage = 27, kOpTypeStruct = 30, kOpTypePointer = 32, kOpVariable = 59, kOpDecorate = 71,
                    kOpMemberDecorate = 72;
 constexpr uint32_t kDecorationBufferBlock = 3, kDecorationNonWritable = 24, kDecorationNonReadable = 25,
                    kDecorationBinding = 33, kDecorationDescriptorSet = 34;
-constexpr uint32_t kStorageUniform = 2, kStorageStorageBuffer = 12;
+constexpr uint32_t kStorageUniformConstant = 0, kStorageUniform = 2, kStorageStorageBuffer = 12;
+constexpr uint32_t kDimBuffer = 5;
 
 struct Decorations {
   bool non_writable = false, non_readable = false, buffer_block = false;
@@ -34,6 +35,8 @@ Result<std::vector<BindingAccess>> reflect_storage_bindings(std::span<const uint
     uint32_t id, type, storage;
   };
   std::vector<Variable> variables;
+  std::set<uint32_t> buffer_images;   // OpTypeImage ids of Dim Buffer, Sampled 1 (samplerBuffer's image)
+  std::set<uint32_t> texel_types;     // OpTypeSampledImage ids of those (uniform texel buffers)
 
   for (size_t at = 5; at < spirv.size();) {
     const uint32_t count = spirv[at] >> 16, opcode = spirv[at] & 0xFFFFu;
@@ -50,6 +53,8 @@ Result<std::vector<BindingAccess>> reflect_storage_bindings(std::span<const uint
     if (opcode == kOpMemberDecorate && count >= 4) apply(members[w[1]][w[2]], w[3], w + 4, count >= 5);
     if (opcode == kOpTypeStruct && count >= 2) member_counts[w[1]] = count - 2;
     if (opcode == kOpTypePointer && count >= 4) pointers[w[1]] = {w[2], w[3]};
+    if (opcode == kOpTypeImage && count >= 8 && w[3] == kDimBuffer && w[7] == 1) buffer_images.insert(w[1]);
+    if (opcode == kOpTypeSampledImage && count >= 3 && buffer_images.count(w[2])) texel_types.insert(w[1]);
     if (opcode == kOpVariable && count >= 4) variables.push_back({w[2], w[1], w[3]});
     at += count;
   }
@@ -59,6 +64,13 @@ Result<std::vector<BindingAccess>> reflect_storage_bindings(std::span<const uint
     const auto pointer = pointers.find(v.type);
     if (pointer == pointers.end()) continue;
     const uint32_t block = pointer->second.second;
+    const Decorations& texel_d = decorations[v.id];
+    if (v.storage == kStorageUniformConstant && texel_types.count(block) && texel_d.binding >= 0 && texel_d.set == 0) {
+      const auto b = static_cast<size_t>(texel_d.binding);
+      if (out.size() <= b) out.resize(b + 1);
+      out[b].used = out[b].reads = out[b].texel = true;
+      continue;
+    }
     const bool storage = v.storage == kStorageStorageBuffer ||
                          (v.storage == kStorageUniform && decorations[block].buffer_block);
     const Decorations& d = decorations[v.id];

@@ -3,7 +3,8 @@
 // 34- and 210-byte blocks leave every other block half a word off), so a
 // field is read as the words that hold it, then shifted into place.
 //
-// Requires the weight binding declared as `uint w_words[]` (weights.glsl).
+// Reads word i of the weights as WEIGHT_WORD(i) (weights.glsl: `uint w_words[]`,
+// or the texel buffer of WEIGHTS_TEXEL_WORDS).
 #ifndef ATTENDRE_QUANT_WORDS_GLSL
 #define ATTENDRE_QUANT_WORDS_GLSL
 
@@ -25,16 +26,16 @@ uint take32(uint lo, uint hi, uint t) {
 #define SPAN_SHIFT(byte) (((byte) & 2u) * 8u)
 #define LOAD_SPAN(raw, byte, len)                                                        \
   [[unroll]] for (uint k_ = 0u; k_ < SPAN_WORDS(len); ++k_)                                         \
-    raw[k_] = w_words[min(((byte) >> 2u) + k_, ((byte) + (len) - 1u) >> 2u)];
+    raw[k_] = WEIGHT_WORD(min(((byte) >> 2u) + k_, ((byte) + (len) - 1u) >> 2u));
 #define SPAN_WORD(raw, f, sh) take32(raw[(f) >> 2u], raw[((f) >> 2u) + 1u], (sh) + 8u * ((f) & 3u))
 
 // One field straight from the weights, for the per-element decoders.
-uint weight_byte(uint byte) { return (w_words[byte >> 2u] >> (8u * (byte & 3u))) & 0xFFu; }
-float weight_half(uint byte) { return unpackHalf2x16(w_words[byte >> 2u] >> (8u * (byte & 2u))).x; }
+uint weight_byte(uint byte) { return (WEIGHT_WORD(byte >> 2u) >> (8u * (byte & 3u))) & 0xFFu; }
+float weight_half(uint byte) { return unpackHalf2x16(WEIGHT_WORD(byte >> 2u) >> (8u * (byte & 2u))).x; }
 // The 32 bits at an even byte (two loads when they straddle a word).
 uint weight_word32(uint byte) {
   const uint i = byte >> 2u, sh = SPAN_SHIFT(byte);
-  return take32(w_words[i], w_words[i + (sh >> 4u)], sh);
+  return take32(WEIGHT_WORD(i), WEIGHT_WORD(i + (sh >> 4u)), sh);
 }
 
 // Byte m (0..3) of a word as a signed value (int8 quants and Q6_K scales).
