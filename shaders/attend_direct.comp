@@ -25,7 +25,8 @@
 // float64 reference).
 //
 // Bindings: as attend.comp (0 logits, 1 top-K lists, 2 K/V memory,
-//           3 attention buffer (outputs, weights))
+//           3 attention buffer (outputs, weights)); KV_TEXEL builds
+//           also 4: binding 2's range as R32G32B32A32_SFLOAT texels
 // Spec constants: 0 workgroup size W, 1 QUADS dim quads per invocation,
 //                 2 SUM_LANES: attend.comp's workgroup size (a power of
 //                 two <= 64), whose summation order exp_sum follows
@@ -45,6 +46,7 @@ layout(std430, binding = 0) readonly buffer Logits { float logits[]; };
 layout(std430, binding = 1) readonly buffer Lists { uint lists[]; };
 layout(std430, binding = 2) readonly buffer KvMemory { uint kv[]; };
 STORED_VIEWS(2, kv)
+KV_TEXELS(4)  // KV_TEXEL: the values as texels (stored.glsl)
 layout(std430, binding = 3) writeonly buffer Attention { uint attention[]; };
 
 #include "retrieved.glsl"
@@ -109,7 +111,7 @@ void main() {
       if (d >= pc.head_dim) break;
       vec4 v = vec4(0.0);
       if (vec) {
-        v = STORED_LOAD4(kv, pc.kv_value_offset, v_base + 4u * k);
+        v = KV_LOAD4(pc.kv_value_offset, v_base + 4u * k);
       } else {
         [[unroll]] for (uint i = 0u; i < 4u; ++i)
           if (d + i < pc.head_dim) v[i] = STORED_LOAD(kv, pc.kv_value_offset, v_base + 4u * k + i);

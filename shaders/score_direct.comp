@@ -30,7 +30,8 @@
 //
 // Queries and keys as the memories store them (stored.glsl); math in fp32.
 //
-// Bindings:  as score.comp (0 Q ring, 1 K/V memory, 2 logits)
+// Bindings:  as score.comp (0 Q ring, 1 K/V memory, 2 logits); KV_TEXEL
+//            builds also 3: binding 1's range as R32G32B32A32_SFLOAT texels
 // Spec constants: 0 workgroup size W, 1 ROWS rows per invocation,
 //                 2 LM_INFINITE (0 or 1), 3 SHARE (1 without
 //                 -DSUBGROUP_SHUFFLE; else a power of two <= the subgroup
@@ -57,6 +58,7 @@ layout(std430, binding = 0) readonly buffer QRing { uint ring[]; };
 layout(std430, binding = 1) readonly buffer KvMemory { uint kv[]; };
 STORED_VIEWS(0, ring)  // vec4 (or fp16) aliases of QRing
 STORED_VIEWS(1, kv)
+KV_TEXELS(3)  // KV_TEXEL: the keys as texels (stored.glsl)
 layout(std430, binding = 2) writeonly buffer Logits { float logits[]; };
 
 #include "score_positions.glsl"
@@ -117,7 +119,7 @@ void main_lm_infinite(uint group, uint g, uint rows, uint row0) {
     if ((pc.head_dim & 3u) == 0u) {
       vec4 acc = vec4(0.0);
       for (uint d = 0u; d < pc.head_dim; d += 4u)
-        acc = fma(pc.scale * STORED_LOAD4(ring, 0u, q_at + d), STORED_LOAD4(kv, pc.kv_key_offset, k_at + d), acc);
+        acc = fma(pc.scale * STORED_LOAD4(ring, 0u, q_at + d), KV_LOAD4(pc.kv_key_offset, k_at + d), acc);
       dot = sum4(acc);
     } else {
       for (uint d = 0u; d < pc.head_dim; ++d)
@@ -164,7 +166,7 @@ void main() {
         own[r] = pc.scale * STORED_LOAD4(ring, 0u, q_at[r] + 4u * (c * SHARE + share_lane));
       [[unroll]] for (uint q = 0u; q < SHARE; ++q) {
         vec4 k[SLOTS];
-        [[unroll]] for (uint j = 0u; j < SLOTS; ++j) k[j] = STORED_LOAD4(kv, pc.kv_key_offset, k_at[j] + 4u * (c * SHARE + q));
+        [[unroll]] for (uint j = 0u; j < SLOTS; ++j) k[j] = KV_LOAD4(pc.kv_key_offset, k_at[j] + 4u * (c * SHARE + q));
         [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
           const vec4 a = shared_quad(own[r], q);
           [[unroll]] for (uint j = 0u; j < SLOTS; ++j) ACC(r, j) = fma(a, k[j], ACC(r, j));
@@ -174,7 +176,7 @@ void main() {
     // The quads past the last whole chunk, each lane loading its own.
     for (uint i = chunks * SHARE; i < quads; ++i) {
       vec4 k[SLOTS];
-      [[unroll]] for (uint j = 0u; j < SLOTS; ++j) k[j] = STORED_LOAD4(kv, pc.kv_key_offset, k_at[j] + 4u * i);
+      [[unroll]] for (uint j = 0u; j < SLOTS; ++j) k[j] = KV_LOAD4(pc.kv_key_offset, k_at[j] + 4u * i);
       [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
         const vec4 a = pc.scale * STORED_LOAD4(ring, 0u, q_at[r] + 4u * i);
         [[unroll]] for (uint j = 0u; j < SLOTS; ++j) ACC(r, j) = fma(a, k[j], ACC(r, j));

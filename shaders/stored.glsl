@@ -12,6 +12,11 @@
 //     the shader's own `readonly buffer { uint name[]; }` at that binding;
 //   STORED_LOAD(name, section, e): element e as a float;
 //   STORED_LOAD4(name, section, e): elements e..e+3 (e % 4 == 0).
+// KV_TEXEL (fp32 memories only): KV_TEXELS(binding) declares that binding as
+// the K/V memory's range viewed as R32G32B32A32_SFLOAT texels, and
+// KV_LOAD4(section, e) fetches elements e..e+3 from it (lavapipe gathers
+// texels for all lanes at once, where a storage-buffer load is a loop over
+// them); without KV_TEXEL, KV_LOAD4 is STORED_LOAD4(kv, ...).
 #ifndef ATTENDRE_STORED_GLSL
 #define ATTENDRE_STORED_GLSL
 
@@ -33,6 +38,14 @@ vec4 stored_unpack4(uvec2 w) { return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w
 #define STORED_VIEWS(b, name) layout(std430, binding = b) readonly buffer name##Vec4 { vec4 name##_f4[]; };
 #define STORED_LOAD(name, section, e) uintBitsToFloat(name[(section) + (e)])
 #define STORED_LOAD4(name, section, e) name##_f4[((section) + (e)) >> 2u]
+#endif
+
+#ifdef KV_TEXEL
+#define KV_TEXELS(b) layout(binding = b) uniform samplerBuffer kv_texels;
+#define KV_LOAD4(section, e) texelFetch(kv_texels, int(((section) + (e)) >> 2u))
+#else
+#define KV_TEXELS(b)
+#define KV_LOAD4(section, e) STORED_LOAD4(kv, section, e)
 #endif
 
 #ifdef STORED_HALF

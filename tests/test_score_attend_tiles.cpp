@@ -299,6 +299,9 @@ uint32_t check_cases(Context& context, const kernels::KernelPlan& plan, std::spa
                                        {{&b.ring}, {&b.kv}, {&b.logits}, {&b.lists}, {&b.attention}, {&b.usage}},
                                        static_cast<uint32_t>(held), kKeep, false, path)
           .value_or_throw();
+  // fp32 memories: keys and values fetched as texels wherever the device
+  // has texel buffers (suite_features_off: not).
+  CHECK(kernels.texel() == (plan.direct && path == kernels::StoredPath::f32 && context.caps().texel_buffers));
   uint32_t bad = 0;
   for (const Case& c : cases) {
     INFO("heads " << c.heads_q << "/" << c.heads_kv << " D=" << c.head_dim << " held=" << c.held << " queries="

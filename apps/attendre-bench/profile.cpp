@@ -11,11 +11,17 @@ bool is_matmul(const std::string& shader) { return shader.rfind("matmul", 0) == 
 bool is_norm(const std::string& shader) { return shader.rfind("norm_", 0) == 0; }
 
 // A shader build's family: subgroup builds (score_stats_subgroups,
-// insert_plan_ballot, select_merge_shuffle, ...) count as their fallback's
-// kernel.
-std::string family(const std::string& shader) {
-  for (const char* suffix : {"_subgroups", "_ballot", "_shuffle"})
-    if (shader.ends_with(suffix)) return shader.substr(0, shader.size() - std::char_traits<char>::length(suffix));
+// insert_plan_ballot, select_merge_shuffle, ...) and texel-buffer builds
+// (score_direct_shuffle_texel, ...) count as their fallback's kernel.
+std::string family(std::string shader) {
+  for (bool stripped = true; stripped;) {
+    stripped = false;
+    for (const char* suffix : {"_texel", "_subgroups", "_ballot", "_shuffle"})
+      if (shader.ends_with(suffix)) {
+        shader.resize(shader.size() - std::char_traits<char>::length(suffix));
+        stripped = true;
+      }
+  }
   return shader;
 }
 
@@ -28,7 +34,7 @@ std::string family(const std::string& shader) {
 // matmul_f16_words_a16_words and matmul_f16_a16_math as matmul_f16,
 // matmul_q8_0_int8_a16 as matmul_q8_0.
 std::string fp16_family(std::string shader) {
-  for (const char* suffix : {"_math", "_a16_words", "_a16", "_words", "_int8"})
+  for (const char* suffix : {"_texel", "_math", "_a16_words", "_a16", "_words", "_int8"})
     if (shader.ends_with(suffix)) shader.resize(shader.size() - std::char_traits<char>::length(suffix));
   return shader;
 }

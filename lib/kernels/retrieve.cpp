@@ -1,6 +1,9 @@
 #include "kernels/retrieve.hpp"
+
 #include "core/try.hpp"
 #include "vulkan/buffer.hpp"
+
+#include <optional>
 
 #include <attendre/config.hpp>
 
@@ -26,11 +29,24 @@ Result<RetrieveKernels> RetrieveKernels::create(Context& context, vk::Descriptor
                              ShaderId::score_direct_f16_words_shuffle)
             : stored_variant(stored, ShaderId::score_direct, ShaderId::score_direct_f16, ShaderId::score_direct_f16_words);
   const ShaderId score_tiled = stored_variant(stored, ShaderId::score, ShaderId::score_f16, ShaderId::score_f16_words);
+  // The direct kernels over fp32 memories fetch keys and values as texels
+  // where the device has texel buffers and the memory's range can be viewed.
+  std::optional<vk::BufferBinding> kv_texels;
+  if (plan.direct && stored == StoredPath::f32 && context.caps().texel_buffers) {
+    Result<vk::BufferBinding> view = b.kv.texel_view(context.caps(), VK_FORMAT_R32G32B32A32_SFLOAT);
+    if (view.ok()) kv_texels = view.value();
+  }
+  k.texel_ = kv_texels.has_value();
   if (plan.direct) {
-    ATTENDRE_TRY_ASSIGN(k.score_, Kernel::make<ScoreParams>(context, arena, score_direct,
-                                                            {plan.direct_score_workgroup, plan.direct_score_rows, lm,
-                                                             share ? plan.direct_share : 1u, k.direct_score_slots()},
-                                                            {b.ring, b.kv, b.logits}));
+    const std::vector<uint32_t> spec = {plan.direct_score_workgroup, plan.direct_score_rows, lm,
+                                        share ? plan.direct_share : 1u, k.direct_score_slots()};
+    if (kv_texels) {
+      ATTENDRE_TRY_ASSIGN(k.score_, Kernel::make<ScoreParams>(
+                                        context, arena, share ? ShaderId::score_direct_shuffle_texel : ShaderId::score_direct_texel,
+                                        spec, {b.ring, b.kv, b.logits, *kv_texels}));
+    } else {
+      ATTENDRE_TRY_ASSIGN(k.score_, Kernel::make<ScoreParams>(context, arena, score_direct, spec, {b.ring, b.kv, b.logits}));
+    }
   } else {
     ATTENDRE_TRY_ASSIGN(k.score_,
                         Kernel::make<ScoreParams>(context, arena, score_tiled,
@@ -43,11 +59,15 @@ Result<RetrieveKernels> RetrieveKernels::create(Context& context, vk::Descriptor
   if (plan.direct && plan.direct_attend) {
     const ShaderId attend =
         stored_variant(stored, ShaderId::attend_direct, ShaderId::attend_direct_f16, ShaderId::attend_direct_f16_words);
-    ATTENDRE_TRY_ASSIGN(k.attend_, Kernel::make<RetrieveParams>(
-                                       context, arena, attend,
-                                       // attend.comp's workgroup: the order of its sum (attend_direct.comp)
-                                       {plan.direct_attend_workgroup, plan.direct_attend_quads, plan.attend_workgroup},
-                                       {b.logits, b.lists, b.kv, b.attention}));
+    // attend.comp's workgroup: the order of its sum (attend_direct.comp)
+    const std::vector<uint32_t> spec = {plan.direct_attend_workgroup, plan.direct_attend_quads, plan.attend_workgroup};
+    if (kv_texels) {
+      ATTENDRE_TRY_ASSIGN(k.attend_, Kernel::make<RetrieveParams>(context, arena, ShaderId::attend_direct_texel, spec,
+                                                                  {b.logits, b.lists, b.kv, b.attention, *kv_texels}));
+    } else {
+      ATTENDRE_TRY_ASSIGN(k.attend_, Kernel::make<RetrieveParams>(context, arena, attend, spec,
+                                                                  {b.logits, b.lists, b.kv, b.attention}));
+    }
   } else {
     const ShaderId attend = stored_variant(stored, ShaderId::attend, ShaderId::attend_f16, ShaderId::attend_f16_words);
     ATTENDRE_TRY_ASSIGN(k.attend_, Kernel::make<RetrieveParams>(context, arena, attend, {plan.attend_workgroup},

@@ -41,12 +41,17 @@ class RetrieveKernels {
 
   const Select& select() const { return select_; }
 
+  // Whether the direct score and attend fetch keys and values through a
+  // texel view of the memory (score_direct*_texel, attend_direct_texel).
+  bool texel() const { return texel_; }
+
  private:
   // Slots per invocation of the direct score tile (LM-Infinite: one).
   uint32_t direct_score_slots() const { return lm_infinite_ ? 1u : plan_.direct_score_slots; }
 
   KernelPlan plan_;
   bool lm_infinite_ = false;
+  bool texel_ = false;
   Kernel score_, sum_heads_, attend_, usage_, policy_update_;
   vk::BufferBinding usage_rows_;  // binding 2 of usage_: the rows its fills zero
   Select select_;

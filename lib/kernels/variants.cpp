@@ -78,6 +78,11 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
                                            : absent(caps, Feature::subgroup_shuffle, "subgroup shuffle");
     }
     v.push_back(score);
+    // RetrieveKernels and FlashAttention take the texel builds for fp32 memories where the views can be made.
+    v.push_back({"K/V reads (direct)",
+                 caps.texel_buffers ? "fp32 memories' keys and values as uniform texel buffers (score, attend, flash)"
+                                    : "storage-buffer loads",
+                 caps.texel_buffers ? "uniform texel buffers" : absent(caps, Feature::texel_buffers, "uniform texel buffers")});
     if (plan.direct_attend) v.push_back({"attend (direct)",
                  "one (query, head) row of " + std::to_string(4 * plan.direct_attend_quads) + " dims per invocation",
                  "no barriers, values read four at a time, the softmax sum in attend's order (same bits)"});
