@@ -74,17 +74,12 @@ vec4 row_quad_scalar_kv(uint section, uint at, uint d4) {
   return x;
 }
 
-#ifdef KV_TEXEL
-// DIRECT with KV_TEXEL: binding 1's range again as R32G32B32A32_SFLOAT
-// texels, which lavapipe fetches for all lanes at once (a storage-buffer
-// load is a loop over the lanes there): the key and value quads of
-// HEAD_DIM % 4 == 0 rows (sections and strides then on vec4s).
-layout(binding = 4) uniform samplerBuffer kv_texels;
+// DIRECT with KV_TEXEL: the key and value quads of HEAD_DIM % 4 == 0 rows
+// fetched from binding 4, binding 1's range as texels (stored.glsl's
+// KV_LOAD4; a storage-buffer load otherwise).
+KV_TEXELS(4)
 #define KV_QUAD(section, at, d4) \
-  (ALIGNED ? texelFetch(kv_texels, int(((section) + (at)) >> 2u) + int(d4)) : ROW_QUAD(kv, section, at, d4))
-#else
-#define KV_QUAD(section, at, d4) ROW_QUAD(kv, section, at, d4)
-#endif
+  (ALIGNED ? KV_LOAD4(section, (at) + 4u * (d4)) : row_quad_scalar_kv(section, at, d4))
 
 #ifndef DIRECT
 shared vec4 k_tile[BLOCK * QUADS];

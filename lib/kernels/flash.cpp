@@ -63,7 +63,7 @@ Result<FlashAttention> FlashAttention::create(Context& context, vk::DescriptorAr
   const std::vector<uint32_t> spec = {plan.flash_workgroup, head_dim, plan.flash_block_for(head_dim)};
   // The direct build fetches keys and values as texels where the memory's
   // range can be viewed (DeviceCaps::texel_buffers).
-  if (direct && context.caps().texel_buffers) {
+  if (direct) {
     Result<vk::BufferBinding> view = b.kv.texel_view(context.caps(), VK_FORMAT_R32G32B32A32_SFLOAT);
     if (view.ok()) {
       f.texel_ = true;

@@ -44,7 +44,7 @@ constexpr TexelProduct kTexelProducts[] = {
 
 std::optional<TexelWeights> texel_weights(const DeviceCaps& caps, ElementType weights, MemoryStorage input,
                                           const vk::BufferBinding& w, const vk::BufferBinding& a) {
-  if (!caps.texel_buffers || input != MemoryStorage::f32) return std::nullopt;
+  if (input != MemoryStorage::f32) return std::nullopt;  // texel_view refuses the rest
   for (const TexelProduct& t : kTexelProducts) {
     if (t.type != weights) continue;
     Result<vk::BufferBinding> w_view = w.texel_view(caps, t.format);

@@ -32,7 +32,7 @@ Result<RetrieveKernels> RetrieveKernels::create(Context& context, vk::Descriptor
   // The direct kernels over fp32 memories fetch keys and values as texels
   // where the device has texel buffers and the memory's range can be viewed.
   std::optional<vk::BufferBinding> kv_texels;
-  if (plan.direct && stored == StoredPath::f32 && context.caps().texel_buffers) {
+  if (plan.direct && stored == StoredPath::f32) {
     Result<vk::BufferBinding> view = b.kv.texel_view(context.caps(), VK_FORMAT_R32G32B32A32_SFLOAT);
     if (view.ok()) kv_texels = view.value();
   }

@@ -13,6 +13,7 @@ namespace {
 
 constexpr uint32_t kSetsPerPool = 64;
 constexpr uint32_t kMaxBindings = 4;  // the portable minimum of storage buffers per stage
+constexpr uint32_t kMaxTexelBindings = 2;  // a direct product's weights and A (pools sized for that many per set)
 
 }  // namespace
 
@@ -176,7 +177,7 @@ Result<VkDescriptorSet> DescriptorArena::allocate(VkDescriptorSetLayout layout) 
       return checked(r, "vkAllocateDescriptorSets");
   }
   const VkDescriptorPoolSize sizes[] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * kMaxBindings},
-                                        {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, kSetsPerPool}};
+                                        {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, kSetsPerPool * kMaxTexelBindings}};
   VkDescriptorPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
   pool_info.maxSets = kSetsPerPool;
   pool_info.poolSizeCount = 2;
