@@ -392,7 +392,12 @@ void check_insertion(Context& context, vk::DescriptorArena& arena, const InsertC
     if (E > 0) {
       insert.evict_copy(rec, p);
     }
-    insert.scatter(rec, p);
+    // The rows up to the last valid one, as KvRecorder dispatches them
+    // (the rest hold no valid row).
+    uint32_t span = 0;
+    for (uint32_t r = 0; r < S; ++r)
+      if (in.row_valid[r]) span = r + 1;
+    insert.scatter(rec, p, span);
   });
 
   // Host model: victims, plan, copy-out sorted by position, scatter.

@@ -189,6 +189,7 @@ KvRecorder::Fresh KvRecorder::count_fresh(std::span<const uint8_t> valid, std::s
   for (size_t r = 0; r < valid.size(); ++r) {
     if (!valid[r]) continue;
     ++f.rows;
+    f.span = static_cast<uint32_t>(r + 1);
     if (is_pinned(positions[r], kv.n_sink)) ++f.pinned;
     f.newest = f.rows == 1 ? positions[r] : std::max(f.newest, positions[r]);
   }
@@ -263,7 +264,7 @@ Status KvRecorder::record_insert(vk::CommandRecorder& rec, std::span<const uint8
   }
   insert_.plan(rec, p);
   if (evicted_ && evictions > 0) insert_.evict_copy(rec, p);
-  insert_.scatter(rec, p);
+  insert_.scatter(rec, p, fresh.span);
   held_ = held_ + fresh.rows - evictions;
   pinned_ += fresh.pinned;
   note_inserted(valid, positions, fresh);

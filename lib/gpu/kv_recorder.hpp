@@ -110,6 +110,7 @@ class KvRecorder {
   // window (unpinned), and the held unpinned entries the window covers.
   struct Fresh {
     uint32_t rows = 0, pinned = 0, recent = 0, held_recent = 0;
+    uint32_t span = 0;  // chunk rows up to the last valid one (insert_scatter's rows)
     int64_t newest = 0;  // the newest valid position (rows > 0)
   };
   Fresh count_fresh(std::span<const uint8_t> valid, std::span<const int64_t> positions) const;

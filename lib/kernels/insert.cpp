@@ -100,8 +100,9 @@ void InsertKernels::evict_copy(vk::CommandRecorder& recorder, const InsertParams
   copy_.dispatch(recorder, p, ceil_div(constants_.kv_row, plan_.workgroup), p.victims);
 }
 
-void InsertKernels::scatter(vk::CommandRecorder& recorder, const InsertParams& p) const {
-  scatter_.dispatch(recorder, p, ceil_div(constants_.key_stride, plan_.workgroup), constants_.rows);
+void InsertKernels::scatter(vk::CommandRecorder& recorder, const InsertParams& p, uint32_t rows) const {
+  rows = std::min(rows, constants_.rows);
+  if (rows > 0) scatter_.dispatch(recorder, p, ceil_div(constants_.key_stride, plan_.workgroup), rows);
 }
 
 }  // namespace attendre::kernels

@@ -44,7 +44,9 @@ class InsertKernels {
   }
   void plan(vk::CommandRecorder& recorder, const InsertParams& params) const { plan_kernel_.dispatch(recorder, params, 1); }
   void evict_copy(vk::CommandRecorder& recorder, const InsertParams& params) const;
-  void scatter(vk::CommandRecorder& recorder, const InsertParams& params) const;
+  // Rows past `rows` (at most the chunk's) hold no valid row: a decode
+  // step's one row skips the chunk's other workgroups.
+  void scatter(vk::CommandRecorder& recorder, const InsertParams& params, uint32_t rows) const;
 
   const Select& select() const { return select_; }
 

@@ -75,7 +75,10 @@ KernelPlan plan_kernels(const DeviceCaps& caps) {
     plan.direct_share = std::min(kMatmulDirectMaxShare, floor_pow2(caps.subgroup_size));
   plan.direct_matmul_workgroup = std::min<uint32_t>(plan.workgroup, 32);
   plan.direct_score_workgroup = std::min<uint32_t>(plan.workgroup, 64);
-  plan.insert_workgroup = plan.workgroup;
+  // CPU devices run a workgroup's barriers as switches between its SIMD
+  // chunks: insert_plan's scans over at most kMaxChunk rows and victims
+  // take a few chunks there.
+  plan.insert_workgroup = plan.direct ? std::min<uint32_t>(plan.workgroup, 32) : plan.workgroup;
   // Any subgroup size and layout: the reductions read gl_SubgroupID and
   // gl_NumSubgroups, never assume a size (shaders/reduce.glsl, scan.glsl).
   // Counts also sum by ballots where arithmetic is absent (many phone GPUs
