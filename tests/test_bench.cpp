@@ -191,11 +191,18 @@ TEST_CASE("attendre-bench --quick --json: the JSON follows SCHEMA.md") {
       CHECK(n.get<uint64_t>() >= 1);
     }
     for (const char* key : {"median_ms", "bytes", "flops", "gbps", "gflops", "samples"}) c.positive(k, key, where);
-    // Two timings on a shared machine (the kernel's, the limit's) can drift
-    // apart by a factor; only a byte or flop count off by an order of
-    // magnitude gets past 10.
+    // The efficiency is the kernel's rate against the run's limits, as the
+    // README defines it. The two timings (the kernel's, the limits') are
+    // taken at different moments: with another test loading the cores the
+    // copy limit once measured 0.35 GB/s (30x under the idle figure), so
+    // only a byte or flop count off by two orders of magnitude gets past 100.
     const double efficiency = c.positive(k, "efficiency", where);
-    CHECK(efficiency <= 10.0);
+    const double seconds = c.number(k, "median_ms", where) / 1e3;
+    const double expected = std::max(c.number(k, "bytes", where) / (c.number(doc, "copy_gbps", "$") * 1e9),
+                                     c.number(k, "flops", where) / (c.number(doc, "fma_gflops", "$") * 1e9)) /
+                            seconds;
+    CHECK(efficiency == doctest::Approx(expected).epsilon(0.02).scale(0));
+    CHECK(efficiency <= 100.0);
     const std::string bound = c.text(k, "bound", where);
     CHECK((bound == "memory" || bound == "compute"));
     if (kBlockKernels.count(name)) CHECK_FALSE(c.text(k, "role", where).empty());
