@@ -18,8 +18,10 @@
 // Float types read A and W rows four values at a time when every row starts
 // on a vec4 (scalar otherwise); -DHALF_MATH (fp16 A and W): products in
 // fp16, four at a time, their sums accumulated in fp32 (half_math.glsl), A
-// not shared. Block types (-DWEIGHTS_Q4_0 ...) decode their weights one
-// decode unit at a time (scales once per block).
+// not shared. Block types (-DWEIGHTS_Q4_0 ...) load a decode unit's packed
+// words once (scales once per block) and decode them one quad at a time,
+// each quad applied to all ROWS rows before the next: holding a whole
+// decoded unit (32-128 values per output) spilled lavapipe's registers.
 //
 // Bindings:  as matmul.comp (0 A (input_rows.glsl), 1 W + bias, 2 C, 3 R);
 //            the *_texel builds also 4: binding 1's range as a uniform texel
@@ -78,20 +80,17 @@ void store(uint r, uint o, float sum) {
 // A values (every invocation stays in the shuffles) and are not written.
 #define ACC(r, j) acc[(r) * OUTS + (j)]
 
-// A values e..e+3 (e % 4 == 0) of the row at word `row`: one vector load
-// when every A row starts aligned (`vec`), four scalar loads otherwise
-// (rows of a ring).
-vec4 a_quad(uint row, uint e, bool vec) { return vec ? a_load4_aligned(row, e) : a_load4(row, e); }
-
 // Quad q (< SHARE) of the A values the SHARE lanes of this invocation's
 // share group loaded one quad each (`own`, the quad of share_lane): the
 // lane's own quad without sharing.
 vec4 shared_quad(vec4 own, uint q) { return SHARE > 1u ? subgroupShuffle(own, q) : own; }
 
+// acc += a . w, one fma per element (the four in order).
+float fma4(vec4 a, vec4 w, float acc) { return fma(a.w, w.w, fma(a.z, w.z, fma(a.y, w.y, fma(a.x, w.x, acc)))); }
+
 #ifdef WEIGHTS_BLOCKS
 
 const uint QUADS = QUANT_UNIT / 4u;  // A quads per decode unit and row
-const uint OWN = QUADS / SHARE;      // of which each invocation loads
 
 void main() {
   const uint W = gl_WorkGroupSize.x;
@@ -110,29 +109,47 @@ void main() {
     [[unroll]] for (uint r = 0u; r < ROWS; ++r) a_row[r] = ROW_WORD(a, min(row0 + r, pc.rows - 1u));
     float acc[ROWS * OUTS];
     [[unroll]] for (uint t = 0u; t < ROWS * OUTS; ++t) acc[t] = 0.0;
-    for (uint k = 0u; k < pc.in_dim / QUANT_VALUES; ++k) {
-      QuantBlock b[OUTS];
-      [[unroll]] for (uint j = 0u; j < OUTS; ++j) b[j] = quant_block(w_row[j] + k * QUANT_BYTES);
-      for (uint unit = 0u; unit < QUANT_VALUES / QUANT_UNIT; ++unit) {
-        // Each weight is decoded once and applied to all ROWS rows.
-        float v[OUTS][QUANT_UNIT];
-        [[unroll]] for (uint j = 0u; j < OUTS; ++j) quant_unit(b[j], w_row[j] + k * QUANT_BYTES, unit, v[j]);
-        const uint quad0 = (k * QUANT_VALUES + unit * QUANT_UNIT) / 4u;
-        [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
-          // This invocation's quads of the unit: share_lane, share_lane + SHARE, ...
-          vec4 own[OWN];
-          [[unroll]] for (uint m = 0u; m < OWN; ++m) own[m] = a_quad(a_row[r], 4u * (quad0 + m * SHARE + share_lane), vec);
-          [[unroll]] for (uint q = 0u; q < QUADS; ++q) {
-            const vec4 quad = shared_quad(own[q / SHARE], q % SHARE);
-            [[unroll]] for (uint j = 0u; j < OUTS; ++j) {
-              float s = ACC(r, j);
-              s = fma(quad.x, v[j][4u * q], s);
-              s = fma(quad.y, v[j][4u * q + 1u], s);
-              s = fma(quad.z, v[j][4u * q + 2u], s);
-              s = fma(quad.w, v[j][4u * q + 3u], s);
-              ACC(r, j) = s;
+    if (vec) {
+      // A rows on vec4 boundaries. No branch in this loop: lavapipe runs
+      // both sides of one, and a select between the vector load and four
+      // scalar loads of A here cost the block types 1.6-1.9x
+      // (attendre-bench --filter matmul). In chunks of SHARE quads: each
+      // lane loads one quad of a chunk for every row; a weight quad is
+      // decoded once and applied to all ROWS rows before the next (only
+      // four decoded values per output live).
+      for (uint k = 0u; k < pc.in_dim / QUANT_VALUES; ++k) {
+        QuantBlock b[OUTS];
+        [[unroll]] for (uint j = 0u; j < OUTS; ++j) b[j] = quant_block(w_row[j] + k * QUANT_BYTES);
+        for (uint unit = 0u; unit < QUANT_VALUES / QUANT_UNIT; ++unit) {
+          QuantUnit u[OUTS];
+          [[unroll]] for (uint j = 0u; j < OUTS; ++j) u[j] = quant_unit_load(b[j], w_row[j] + k * QUANT_BYTES, unit);
+          const uint quad0 = (k * QUANT_VALUES + unit * QUANT_UNIT) / 4u;
+          [[unroll]] for (uint c = 0u; c < QUADS / SHARE; ++c) {
+            vec4 own[ROWS];
+            [[unroll]] for (uint r = 0u; r < ROWS; ++r) own[r] = a_load4_aligned(a_row[r], 4u * (quad0 + c * SHARE + share_lane));
+            [[unroll]] for (uint q = 0u; q < SHARE; ++q) {
+              vec4 w[OUTS];
+              [[unroll]] for (uint j = 0u; j < OUTS; ++j) w[j] = quant_quad(b[j], u[j], c * SHARE + q);
+              [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
+                const vec4 a = shared_quad(own[r], q);
+                [[unroll]] for (uint j = 0u; j < OUTS; ++j) ACC(r, j) = fma4(a, w[j], ACC(r, j));
+              }
             }
           }
+        }
+      }
+    } else {
+      // A rows off vec4 boundaries: only where the caller laid them out so
+      // (the stack's A rows of block weights, `in` a multiple of 32, never
+      // are). Value by value: lavapipe also runs this branch for aligned
+      // rows, masked, once, which costs one value here and a whole block
+      // with the unit loop (a sixth of a Q4_K product at in = 1536).
+      for (uint i = 0u; i < pc.in_dim; ++i) {
+        float w[OUTS];
+        [[unroll]] for (uint j = 0u; j < OUTS; ++j) w[j] = quant_value(w_row[j] + i / QUANT_VALUES * QUANT_BYTES, i % QUANT_VALUES);
+        [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
+          const float a = a_load(a_row[r], i);
+          [[unroll]] for (uint j = 0u; j < OUTS; ++j) ACC(r, j) = fma(a, w[j], ACC(r, j));
         }
       }
     }
@@ -175,9 +192,6 @@ vec4 weight4(uint i) {
 layout(std430, binding = 1) readonly buffer Weights32x4 { vec4 w32x4[]; };
 vec4 weight4(uint i) { return w32x4[i]; }
 #endif
-
-// acc += a . w, one fma per element (the four in order).
-float fma4(vec4 a, vec4 w, float acc) { return fma(a.w, w.w, fma(a.z, w.z, fma(a.y, w.y, fma(a.x, w.x, acc)))); }
 
 void main() {
   const uint W = gl_WorkGroupSize.x;

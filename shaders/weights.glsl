@@ -66,6 +66,23 @@ float weight_float(uint word) { return uintBitsToFloat(w_words[word]); }
 #ifdef WEIGHTS_BLOCKS
 // Bytes of a row of `cols` values (a whole number of blocks).
 uint block_row_bytes(uint cols) { return cols / QUANT_VALUES * QUANT_BYTES; }
+
+// Every decoder (quant/) reads a block as: quant_block(byte), what its units
+// share (scales); quant_unit_load(block, byte, unit), the unit's packed
+// words in registers; quant_quad(block, unit, q), values 4q .. 4q + 3 of the
+// unit. Decoding a quad at a time keeps only four values per output live
+// (matmul_direct.comp applies them to all its rows before the next quad).
+// Here: unit `unit` of the block at `byte` as QUANT_UNIT values.
+void quant_unit(QuantBlock b, uint byte, uint unit, out float v[QUANT_UNIT]) {
+  const QuantUnit u = quant_unit_load(b, byte, unit);
+  [[unroll]] for (uint q = 0u; q < QUANT_UNIT / 4u; ++q) {
+    const vec4 w = quant_quad(b, u, q);
+    v[4u * q] = w.x;
+    v[4u * q + 1u] = w.y;
+    v[4u * q + 2u] = w.z;
+    v[4u * q + 3u] = w.w;
+  }
+}
 #endif
 
 // Element i of row `row` of a matrix of `cols` columns at `offset`.

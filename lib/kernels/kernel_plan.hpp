@@ -68,7 +68,7 @@ struct KernelPlan {
   // decoding (rows <= 2) takes.
   uint32_t direct_matmul_workgroup = 32;
   uint32_t direct_float_rows = 8, direct_float_outputs = 2;
-  uint32_t direct_block_rows = 8, direct_block_outputs = 2;
+  uint32_t direct_block_rows = 16, direct_block_outputs = 2;
   uint32_t direct_few_float_outputs = 2, direct_few_block_outputs = 2;
   uint32_t direct_segment = 2048;  // candidates one select_direct workgroup selects from
   // score_direct.comp's register tiles: (query, head-in-group) rows x slots

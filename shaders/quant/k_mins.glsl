@@ -58,28 +58,43 @@ vec2 k_scale_min(uint scales[3], uint j) {
   return j < 4u ? vec2(sc_low, m_low) : vec2(sc_high, m_high);
 }
 
-// Unit c: values 64c .. 64c + 63 (sub-blocks 2c and 2c + 1).
-void quant_unit(QuantBlock b, uint byte, uint c, out float v[QUANT_UNIT]) {
-  uint qs[SPAN_WORDS(32u)];
-  LOAD_SPAN(qs, byte + K_QS + 32u * c, 32u);
+// Unit c: values 64c .. 64c + 63 (sub-blocks 2c and 2c + 1), x = d * q + o.
+struct QuantUnit {
+  float d0, o0, d1, o1;
+  uint qs[8];  // byte l: value l in its low half, 32 + l in its high
+#ifdef K_QH
+  uint high[8];  // the fifth bits: bit 8m (low half) and 8m + 1 (high) of word j for byte 4j + m
+#endif
+};
+
+QuantUnit quant_unit_load(QuantBlock b, uint byte, uint c) {
+  uint raw[SPAN_WORDS(32u)];
+  LOAD_SPAN(raw, byte + K_QS + 32u * c, 32u);
   const uint sh = SPAN_SHIFT(byte);
   const vec2 sm0 = k_scale_min(b.scales, 2u * c), sm1 = k_scale_min(b.scales, 2u * c + 1u);
-  const float d0 = b.d * sm0.x, o0 = -b.dmin * sm0.y, d1 = b.d * sm1.x, o1 = -b.dmin * sm1.y;
+  QuantUnit u;
+  u.d0 = b.d * sm0.x;
+  u.o0 = -b.dmin * sm0.y;
+  u.d1 = b.d * sm1.x;
+  u.o1 = -b.dmin * sm1.y;
   [[unroll]] for (uint j = 0u; j < 8u; ++j) {
-    const uint w = SPAN_WORD(qs, 4u * j, sh);
+    u.qs[j] = SPAN_WORD(raw, 4u * j, sh);
 #ifdef K_QH
-    const uint high = b.qh[j] >> (2u * c);
+    u.high[j] = b.qh[j] >> (2u * c);
 #endif
-    [[unroll]] for (uint m = 0u; m < 4u; ++m) {
-      uint lo = (w >> (8u * m)) & 15u, hi = (w >> (8u * m + 4u)) & 15u;
-#ifdef K_QH
-      lo |= ((high >> (8u * m)) & 1u) << 4u;
-      hi |= ((high >> (8u * m + 1u)) & 1u) << 4u;
-#endif
-      v[4u * j + m] = fma(float(lo), d0, o0);
-      v[32u + 4u * j + m] = fma(float(hi), d1, o1);
-    }
   }
+  return u;
+}
+
+// Values 4q .. 4q + 3 of the unit: the low nibbles of word q (q < 8), the
+// high ones of word q - 8.
+vec4 quant_quad(QuantBlock b, QuantUnit u, uint q) {
+  const uint half_ = q >> 3u, j = q & 7u;
+  uvec4 level = (uvec4(u.qs[j]) >> (uvec4(0u, 8u, 16u, 24u) + 4u * half_)) & 15u;
+#ifdef K_QH
+  level |= ((uvec4(u.high[j]) >> (uvec4(0u, 8u, 16u, 24u) + half_)) & 1u) << 4u;
+#endif
+  return half_ == 0u ? fma(vec4(level), vec4(u.d0), vec4(u.o0)) : fma(vec4(level), vec4(u.d1), vec4(u.o1));
 }
 
 float quant_value(uint byte, uint i) {

@@ -16,42 +16,48 @@
 const uint QUANT_VALUES = kLegacyBlockValues;
 const uint QUANT_UNIT = kLegacyUnitValues;  // one unit per block
 
-// A whole block, loaded in one span: x = scale * level + offset.
+// The block's one unit holds everything; quant_block reads nothing.
 struct QuantBlock {
+  uint unused;
+};
+
+QuantBlock quant_block(uint byte) { return QuantBlock(0u); }
+
+// A whole block, loaded in one span: x = scale * level + offset.
+struct QuantUnit {
   float scale, offset;
   uint qh;     // fifth bits (0 for the 4-bit types)
   uint qs[4];  // the nibbles
 };
 
-QuantBlock quant_block(uint byte) {
+QuantUnit quant_unit_load(QuantBlock b, uint byte, uint unit) {
   uint raw[SPAN_WORDS(QUANT_BYTES)];
   LOAD_SPAN(raw, byte, QUANT_BYTES);
   const uint sh = SPAN_SHIFT(byte);
-  QuantBlock b;
+  QuantUnit u;
   const vec2 dm = unpackHalf2x16(SPAN_WORD(raw, 0u, sh));
-  b.scale = dm.x;
+  u.scale = dm.x;
 #ifdef LEGACY_MIN
-  b.offset = dm.y;
+  u.offset = dm.y;
 #else
-  b.offset = -LEGACY_ZERO * dm.x;
+  u.offset = -LEGACY_ZERO * dm.x;
 #endif
 #ifdef LEGACY_QH
-  b.qh = SPAN_WORD(raw, LEGACY_QH, sh);
+  u.qh = SPAN_WORD(raw, LEGACY_QH, sh);
 #else
-  b.qh = 0u;
+  u.qh = 0u;
 #endif
-  [[unroll]] for (uint j = 0u; j < 4u; ++j) b.qs[j] = SPAN_WORD(raw, LEGACY_QS + 4u * j, sh);
-  return b;
+  [[unroll]] for (uint j = 0u; j < 4u; ++j) u.qs[j] = SPAN_WORD(raw, LEGACY_QS + 4u * j, sh);
+  return u;
 }
 
-// The block's 32 values (its only unit).
-void quant_unit(QuantBlock b, uint byte, uint unit, out float v[QUANT_UNIT]) {
-  [[unroll]] for (uint j = 0u; j < 4u; ++j)
-    [[unroll]] for (uint m = 0u; m < 4u; ++m) {
-      const uint i = 4u * j + m, bits = b.qs[j] >> (8u * m);
-      v[i] = fma(float((bits & 0xFu) | (((b.qh >> i) & 1u) << 4u)), b.scale, b.offset);
-      v[i + 16u] = fma(float(((bits >> 4u) & 0xFu) | (((b.qh >> (i + 16u)) & 1u) << 4u)), b.scale, b.offset);
-    }
+// Values 4q .. 4q + 3: the low nibbles of word q (q < 4), the high ones of
+// word q - 4 (values 16 .. 31).
+vec4 quant_quad(QuantBlock b, QuantUnit u, uint q) {
+  const uint i = 4u * q, bits = u.qs[q & 3u] >> (4u * (q >> 2u));
+  const uvec4 level = ((uvec4(bits) >> uvec4(0u, 8u, 16u, 24u)) & 0xFu) |
+                      (((uvec4(u.qh) >> (uvec4(0u, 1u, 2u, 3u) + i)) & 1u) << 4u);
+  return fma(vec4(level), vec4(u.scale), vec4(u.offset));
 }
 
 // Value i of the block at `byte`, read alone.

@@ -31,34 +31,33 @@ QuantBlock quant_block(uint byte) {
 }
 
 // Unit h: values 128h .. 128h + 127.
-void quant_unit(QuantBlock b, uint byte, uint h, out float v[QUANT_UNIT]) {
+struct QuantUnit {
+  uint low[16];  // ql[64h ..]: words 0-7 bytes l (values 32k + l, k = 0 low, 2 high), 8-15 bytes 32 + l (k = 1, 3)
+  uint high[8];  // qh[32h ..]: bits 2k, 2k + 1 of byte l
+  uint s03, s47;  // the half's scales of sub-blocks 0-3 and 4-7 (int8 each)
+};
+
+QuantUnit quant_unit_load(QuantBlock b, uint byte, uint h) {
   uint low[SPAN_WORDS(64u)], high[SPAN_WORDS(32u)];
   LOAD_SPAN(low, byte + 64u * h, 64u);
   LOAD_SPAN(high, byte + kQ6High + 32u * h, 32u);
   const uint sh = SPAN_SHIFT(byte);
-  // Sub-block s of the half (16 values each) is scale byte s of these words;
-  // x = scale * q - 32 scale.
-  const uint s03 = h == 0u ? b.scales[0] : b.scales[2], s47 = h == 0u ? b.scales[1] : b.scales[3];
-  float scale[8], offset[8];
-  [[unroll]] for (uint s = 0u; s < 4u; ++s) {
-    scale[s] = b.d * signed_byte(s03, s);
-    scale[s + 4u] = b.d * signed_byte(s47, s);
-  }
-  [[unroll]] for (uint s = 0u; s < 8u; ++s) offset[s] = -32.0 * scale[s];
-  [[unroll]] for (uint j = 0u; j < 8u; ++j) {
-    const uint l0 = SPAN_WORD(low, 4u * j, sh), l1 = SPAN_WORD(low, 32u + 4u * j, sh);
-    const uint hb = SPAN_WORD(high, 4u * j, sh);
-    // Whole words first: byte m of q[k] is the 6-bit level of value 32k + 4j + m.
-    const uint q[4] = uint[4]((l0 & 0x0F0F0F0Fu) | ((hb << 4u) & 0x30303030u),
-                              (l1 & 0x0F0F0F0Fu) | ((hb << 2u) & 0x30303030u),
-                              ((l0 >> 4u) & 0x0F0F0F0Fu) | (hb & 0x30303030u),
-                              ((l1 >> 4u) & 0x0F0F0F0Fu) | ((hb >> 2u) & 0x30303030u));
-    [[unroll]] for (uint k = 0u; k < 4u; ++k)
-      [[unroll]] for (uint m = 0u; m < 4u; ++m) {
-        const uint s = 2u * k + (j >> 2u);  // value 32k + 4j + m is in sub-block 2k + (4j + m) / 16
-        v[32u * k + 4u * j + m] = fma(float((q[k] >> (8u * m)) & 63u), scale[s], offset[s]);
-      }
-  }
+  QuantUnit u;
+  [[unroll]] for (uint j = 0u; j < 16u; ++j) u.low[j] = SPAN_WORD(low, 4u * j, sh);
+  [[unroll]] for (uint j = 0u; j < 8u; ++j) u.high[j] = SPAN_WORD(high, 4u * j, sh);
+  u.s03 = h == 0u ? b.scales[0] : b.scales[2];
+  u.s47 = h == 0u ? b.scales[1] : b.scales[3];
+  return u;
+}
+
+// Values 4q .. 4q + 3 of the unit: 32k + 4j + m with k = q / 8, j = q % 8,
+// in sub-block 2k + j / 4; x = scale * q - 32 scale.
+vec4 quant_quad(QuantBlock b, QuantUnit u, uint q) {
+  const uint k = q >> 3u, j = q & 7u, s = 2u * k + (j >> 2u);
+  const uint l = u.low[j + 8u * (k & 1u)] >> (4u * (k >> 1u)), hb = u.high[j] >> (2u * k);
+  const uint word = (l & 0x0F0F0F0Fu) | ((hb << 4u) & 0x30303030u);  // byte m: the 6-bit level of value m
+  const float scale = b.d * signed_byte(s < 4u ? u.s03 : u.s47, s & 3u), offset = -32.0 * scale;
+  return fma(vec4((uvec4(word) >> uvec4(0u, 8u, 16u, 24u)) & 63u), vec4(scale), vec4(offset));
 }
 
 float quant_value(uint byte, uint i) {
