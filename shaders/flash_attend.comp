@@ -34,7 +34,8 @@
 //            3 partials (splits > 1)                      write
 //            4 (DIRECT KV_TEXEL) binding 1's range as R32G32B32A32_SFLOAT texels read
 // Spec constants: 0 workgroup size W, 1 HEAD_DIM, 2 BLOCK slots per step
-//                 (tiled: 2 * BLOCK * ceil(HEAD_DIM / 4) vec4 in shared memory)
+//                 (tiled: 2 * BLOCK * ceil(HEAD_DIM / 4) vec4 in shared memory),
+//                 3 SCORE_FEATURES (interface/positions.h; default: all)
 // Dispatch: (ceil(queries * group / W), splits, heads_kv)
 #extension GL_GOOGLE_include_directive : require
 #include "stored.glsl"
@@ -45,6 +46,7 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint HEAD_DIM = 64;
 layout(constant_id = 2) const uint BLOCK = 16;
+layout(constant_id = 3) const uint SCORE_FEATURES = kScoreAllFeatures;  // interface/positions.h
 const uint QUADS = (HEAD_DIM + 3u) / 4u;
 const bool ALIGNED = (HEAD_DIM & 3u) == 0u;  // rows start on vec4s: vector loads
 
@@ -155,11 +157,11 @@ void main() {
       const int p_key = int(kv[pc.kv_pos_offset + slot]);
       bool masked = !query_valid;
       masked = masked || (pc.causal != 0u && p_key > p_query) || outside_window(p_query, p_key);
-      masked = masked || (pc.tag_mask != 0u && kv[pc.kv_tag_offset + slot] != query_tag);
+      masked = masked || (tag_masking() && kv[pc.kv_tag_offset + slot] != query_tag);
       if (masked) continue;
       vec4 dot4 = vec4(0.0);
       [[unroll]] for (uint d4 = 0u; d4 < QUADS; ++d4) dot4 = fma(q[d4], key_quad(base, j, g, d4), dot4);
-      logit[j] = capped_logit((dot4.x + dot4.y) + (dot4.z + dot4.w)) + position_bias(h, p_query, p_key);
+      logit[j] = pair_logit((dot4.x + dot4.y) + (dot4.z + dot4.w), h, p_query, p_key);
       top = max(top, logit[j]);
     }
     const float m_new = max(m, top);

@@ -19,7 +19,8 @@
 //            1 K/V memory (keys, positions, tags, T5 tables) read
 //            2 logits [queries * heads_q][logit_stride]     write
 // Spec constants: 0 workgroup size W, 1 TILE_R rows, 2 TILE_M slots, 3 TILE_D,
-//                 4 LM_INFINITE (0 or 1)
+//                 4 LM_INFINITE (0 or 1), 5 SCORE_FEATURES (interface/positions.h;
+//                 default: all)
 //                 (TILE_R * TILE_M / W <= kMaxScoreOutputsPerThread, W % TILE_M == 0)
 // Dispatch: (ceil(held / TILE_M), ceil(queries * group / TILE_R), heads_kv)
 #extension GL_GOOGLE_include_directive : require
@@ -32,6 +33,7 @@ layout(constant_id = 1) const uint TILE_R = 16;
 layout(constant_id = 2) const uint TILE_M = 64;
 layout(constant_id = 3) const uint TILE_D = 16;
 layout(constant_id = 4) const uint LM_INFINITE = 0;
+layout(constant_id = 5) const uint SCORE_FEATURES = kScoreAllFeatures;  // interface/positions.h
 // Spec-constant expressions: loops over them unroll and keep acc in registers.
 const uint ROW_STEP = gl_WorkGroupSize.x / TILE_M;
 const uint OUTPUTS = TILE_R / ROW_STEP;
@@ -142,8 +144,8 @@ void main() {
     const int p_query = int(ring[pc.ring_pos_offset + ring_row]);
     bool masked = ring[pc.ring_valid_offset + ring_row] == 0u;
     masked = masked || (pc.causal != 0u && p_key > p_query) || outside_window(p_query, p_key);
-    masked = masked || (pc.tag_mask != 0u && key_tag != ring[pc.ring_tag_offset + ring_row]);
-    const float logit = capped_logit(acc[a]) + position_bias(h, p_query, p_key);
+    masked = masked || (tag_masking() && key_tag != ring[pc.ring_tag_offset + ring_row]);
+    const float logit = pair_logit(acc[a], h, p_query, p_key);
     logits[(query * pc.heads_q + h) * pc.logit_stride + slot] = masked ? NEG_INF : logit;
   }
 }

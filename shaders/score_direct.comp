@@ -31,12 +31,15 @@
 // Queries and keys as the memories store them (stored.glsl); math in fp32.
 //
 // Bindings:  as score.comp (0 Q ring, 1 K/V memory, 2 logits); KV_TEXEL
-//            builds also 3: binding 1's range as R32G32B32A32_SFLOAT texels
+//            builds also 3: binding 1's range as R32G32B32A32_SFLOAT texels,
+//            and with RING_TEXEL 4: binding 0's likewise (the query quads;
+//            positions, valid flags and tags stay storage-buffer reads)
 // Spec constants: 0 workgroup size W, 1 ROWS rows per invocation,
 //                 2 LM_INFINITE (0 or 1), 3 SHARE (1 without
 //                 -DSUBGROUP_SHUFFLE; else a power of two <= the subgroup
 //                 size, W a multiple of the subgroup size), 4 SLOTS slots
-//                 per invocation (1 under LM_INFINITE)
+//                 per invocation (1 under LM_INFINITE), 5 SCORE_FEATURES
+//                 (interface/positions.h: what the pipeline's logits may need)
 // Dispatch: (ceil(held / (W * SLOTS)), ceil(queries * group / ROWS), heads_kv)
 //           (W: KernelPlan::direct_score_workgroup)
 #extension GL_GOOGLE_include_directive : require
@@ -53,12 +56,14 @@ layout(constant_id = 1) const uint ROWS = 16;
 layout(constant_id = 2) const uint LM_INFINITE = 0;
 layout(constant_id = 3) const uint SHARE = 1;
 layout(constant_id = 4) const uint SLOTS = 1;
+layout(constant_id = 5) const uint SCORE_FEATURES = kScoreAllFeatures;  // interface/positions.h
 
 layout(std430, binding = 0) readonly buffer QRing { uint ring[]; };
 layout(std430, binding = 1) readonly buffer KvMemory { uint kv[]; };
 STORED_VIEWS(0, ring)  // vec4 (or fp16) aliases of QRing
 STORED_VIEWS(1, kv)
-KV_TEXELS(3)  // KV_TEXEL: the keys as texels (stored.glsl)
+KV_TEXELS(3)    // KV_TEXEL: the keys as texels (stored.glsl)
+RING_TEXELS(4)  // RING_TEXEL: the query quads as texels
 layout(std430, binding = 2) writeonly buffer Logits { float logits[]; };
 
 #include "score_positions.glsl"
@@ -98,8 +103,8 @@ Row row_at(uint row, uint g, uint group) {
 // (StreamValidator), where scaling the dot afterwards could overflow first).
 float finish(Row r, int p_key, uint key_tag, float dot) {
   bool masked = !r.valid || (pc.causal != 0u && p_key > r.p_query) || outside_window(r.p_query, p_key);
-  masked = masked || (pc.tag_mask != 0u && key_tag != r.tag);
-  return masked ? NEG_INF : capped_logit(dot) + position_bias(r.h, r.p_query, p_key);
+  masked = masked || (tag_masking() && key_tag != r.tag);
+  return masked ? NEG_INF : pair_logit(dot, r.h, r.p_query, p_key);
 }
 
 float sum4(vec4 acc) { return (acc.x + acc.y) + (acc.z + acc.w); }
@@ -163,7 +168,7 @@ void main() {
     for (uint c = 0u; c < chunks; ++c) {
       vec4 own[ROWS];
       [[unroll]] for (uint r = 0u; r < ROWS; ++r)
-        own[r] = pc.scale * STORED_LOAD4(ring, 0u, q_at[r] + 4u * (c * SHARE + share_lane));
+        own[r] = pc.scale * RING_LOAD4(q_at[r] + 4u * (c * SHARE + share_lane));
       [[unroll]] for (uint q = 0u; q < SHARE; ++q) {
         vec4 k[SLOTS];
         [[unroll]] for (uint j = 0u; j < SLOTS; ++j) k[j] = KV_LOAD4(pc.kv_key_offset, k_at[j] + 4u * (c * SHARE + q));
@@ -178,7 +183,7 @@ void main() {
       vec4 k[SLOTS];
       [[unroll]] for (uint j = 0u; j < SLOTS; ++j) k[j] = KV_LOAD4(pc.kv_key_offset, k_at[j] + 4u * i);
       [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
-        const vec4 a = pc.scale * STORED_LOAD4(ring, 0u, q_at[r] + 4u * i);
+        const vec4 a = pc.scale * RING_LOAD4(q_at[r] + 4u * i);
         [[unroll]] for (uint j = 0u; j < SLOTS; ++j) ACC(r, j) = fma(a, k[j], ACC(r, j));
       }
     }

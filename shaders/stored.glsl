@@ -40,6 +40,17 @@ vec4 stored_unpack4(uvec2 w) { return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w
 #define STORED_LOAD4(name, section, e) name##_f4[((section) + (e)) >> 2u]
 #endif
 
+// RING_TEXEL (fp32 rings only): RING_TEXELS(binding) declares the Q ring's
+// range as R32G32B32A32_SFLOAT texels and RING_LOAD4(e) fetches its
+// elements e..e+3; without it, RING_LOAD4 is STORED_LOAD4(ring, 0u, e).
+#ifdef RING_TEXEL
+#define RING_TEXELS(b) layout(binding = b) uniform samplerBuffer ring_texels;
+#define RING_LOAD4(e) texelFetch(ring_texels, int((e) >> 2u))
+#else
+#define RING_TEXELS(b)
+#define RING_LOAD4(e) STORED_LOAD4(ring, 0u, e)
+#endif
+
 #ifdef KV_TEXEL
 #define KV_TEXELS(b) layout(binding = b) uniform samplerBuffer kv_texels;
 #define KV_LOAD4(section, e) texelFetch(kv_texels, int(((section) + (e)) >> 2u))

@@ -16,6 +16,7 @@
 #include "interface/constants.h"
 #include "kernels/kernel_plan.hpp"
 #include "kernels/retrieve.hpp"
+#include "kernels/score_features.hpp"
 
 #include <attendre/config.hpp>
 
@@ -211,7 +212,7 @@ uint32_t check_case(Context& context, const kernels::RetrieveKernels& kernels, B
   upload_into(context, b.kv, in.kv_words);
   const std::vector<uint32_t> nan(uint64_t{rows} * s.logit_stride, kNaN);
   upload_into(context, b.logits, nan);
-  test::run_once(context, [&](vk::CommandRecorder& rec) { kernels.score(rec, s); });
+  test::run_once(context, [&](vk::CommandRecorder& rec) { kernels.score(rec, s).or_throw(); });
   const std::vector<uint32_t> logits = test::download_words(context, b.logits, 0, nan.size());
   for (uint32_t i = 0; i < c.queries; ++i)
     for (uint32_t h = 0; h < c.heads_q; ++h)
@@ -390,4 +391,79 @@ TEST_CASE("block kernels: the direct attend equals the tiled attend bit for bit"
     CHECK(differing == 0);
     test::check_no_validation_messages(*context);
   }
+}
+
+// Score pipelines specialized for a memory's scoring features
+// (kernels::score_features: what a pipeline leaves out folds away, the
+// SCORE_FEATURES specialization constant) give the logits of the pipeline
+// built for every feature bit for bit, direct and tiled; a call that needs
+// a feature its pipeline lacks is refused by name, and nothing is recorded.
+TEST_CASE("block kernels: score pipelines built for their scoring features equal the all-features build") {
+  Context& context = test::gpu();
+  struct Variant {
+    Case c;
+    float soft_cap;
+    uint32_t window;
+  };
+  const Variant variants[] = {{{8, 2, 64, 77, 5, false, false, 0}, 0.0f, 0},
+                              {{8, 2, 64, 77, 5, true, false, 0}, 0.0f, 0},
+                              {{8, 1, 40, 65, 2, false, true, 0}, 0.0f, 0},
+                              {{8, 2, 64, 260, 9, false, false, 0}, 3.0f, 0},
+                              {{4, 4, 13, 300, 3, true, true, 0}, 2.5f, 200}};
+  for (bool direct : {true, false}) {
+    kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
+    plan.direct = direct;
+    for (const Variant& v : variants) {
+      std::mt19937_64 rng(777);
+      Inputs in = make_inputs(v.c, MemoryStorage::f32, rng);
+      in.score.soft_cap = v.soft_cap;
+      in.score.window = v.window;
+      const kernels::ScoreParams& s = in.score;
+      const uint32_t needed = kernels::needed_score_features(s.bias, s.soft_cap, s.window, s.tag_mask);
+      INFO(std::string(direct ? "direct" : "tiled") << ", features " << needed << ", D=" << v.c.head_dim << " held=" << v.c.held);
+      Buffers b{test::device_words(context, in.ring_words.size(), 0, "features ring"),
+                test::device_words(context, in.kv_words.size(), 0, "features kv"),
+                test::device_words(context, in.logits.size(), 0, "features logits"),
+                test::device_words(context, 64, 0, "features lists"), test::device_words(context, 64, 0, "features outputs"),
+                test::device_words(context, 64, 0, "features usage")};
+      upload_into(context, b.ring, in.ring_words);
+      upload_into(context, b.kv, in.kv_words);
+      vk::DescriptorArena arena(context);
+      auto build = [&](uint32_t features) {
+        return kernels::RetrieveKernels::create(context, arena, plan,
+                                                {{&b.ring}, {&b.kv}, {&b.logits}, {&b.lists}, {&b.attention}, {&b.usage}},
+                                                v.c.held, kKeep, false, kernels::StoredPath::f32, features)
+            .value_or_throw();
+      };
+      std::vector<uint32_t> logits[2];
+      for (int exact = 0; exact < 2; ++exact) {
+        const kernels::RetrieveKernels k = build(exact ? needed : kernels::kScoreAllFeatures);
+        const std::vector<uint32_t> nan(in.logits.size(), kNaN);
+        upload_into(context, b.logits, nan);
+        test::run_once(context, [&](vk::CommandRecorder& rec) { k.score(rec, s).or_throw(); });
+        logits[exact] = test::download_words(context, b.logits, 0, nan.size());
+      }
+      size_t differing = 0, finite = 0;
+      for (size_t i = 0; i < logits[0].size(); ++i) {
+        differing += logits[0][i] != logits[1][i];
+        finite += std::isfinite(test::bits_float(logits[0][i]));
+      }
+      CHECK(differing == 0);
+      CHECK(finite >= logits[0].size() / 20);  // the comparison covers unmasked logits (causal, tags, window mask most)
+      if (needed != 0) {
+        const kernels::RetrieveKernels bare = build(0);
+        bool recorded = false;
+        test::run_once(context, [&](vk::CommandRecorder& rec) {
+          const Status st = bare.score(rec, s);
+          recorded = st.ok();
+          if (!st.ok()) {
+            CHECK(st.code() == ErrorCode::invalid_argument);
+            CHECK(st.message().find("its pipeline was built without") != std::string::npos);
+          }
+        });
+        CHECK_FALSE(recorded);
+      }
+    }
+  }
+  test::check_no_validation_messages(context);
 }

@@ -3,6 +3,7 @@
 #include "interface/constants.h"
 #include "core/try.hpp"
 #include "core/positions.hpp"
+#include "kernels/score_features.hpp"
 
 #include <attendre/error.hpp>
 
@@ -96,12 +97,13 @@ Result<std::unique_ptr<KvRecorder>> KvRecorder::create(Context& context, const L
   ATTENDRE_TRY_ASSIGN(m->retrieve_, kernels::RetrieveKernels::create(
                                         context, *m->arena_, m->kernels_,
                                         {{&ring}, {&m->kv_}, {&sc.logits()}, {&sc.lists()}, {&sc.attention()}, {&sc.usage()}},
-                                        config.kv.capacity, std::max(1u, plan.top_keep), lm_infinite.enabled, stored));
+                                        config.kv.capacity, std::max(1u, plan.top_keep), lm_infinite.enabled, stored,
+                                        kernels::score_features(config.retrieval)));
   if (plan.flash) {
     ATTENDRE_TRY_ASSIGN(m->flash_, kernels::FlashAttention::create(
                                        context, *m->arena_, m->kernels_,
                                        {{&ring}, {&m->kv_}, {&sc.attention()}, {&sc.logits()}}, config.shape.head_dim,
-                                       stored));
+                                       stored, kernels::score_features(config.retrieval)));
   }
   if (config.retrieval.bias == BiasKind::t5) ATTENDRE_TRY(m->upload_t5_tables(context));
   ATTENDRE_TRY_ASSIGN(m->outputs_site_, checks.add("the attention outputs" + stage,
@@ -332,7 +334,7 @@ Status KvRecorder::retrieve_batch(vk::CommandRecorder& rec, const QueryRange& ra
   sp.logit_stride = M;
   sp.head_dim = shape.head_dim;
   sp.n_local = lm_infinite_.n_local;
-  retrieve_.score(rec, sp);
+  ATTENDRE_TRY(retrieve_.score(rec, sp));
 
   kernels::RetrieveParams rp{};
   rp.queries = count;

@@ -1,4 +1,5 @@
 #include "kernels/flash.hpp"
+#include "kernels/score_features.hpp"
 
 #include "core/try.hpp"
 #include "interface/constants.h"
@@ -49,18 +50,20 @@ Result<FlashSplits> flash_splits(const KernelPlan& plan, uint32_t head_dim, uint
 constexpr uint32_t kFlashDirectMaxHeadDim = 256;
 
 Result<FlashAttention> FlashAttention::create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
-                                              const FlashBuffers& b, uint32_t head_dim, StoredPath stored) {
+                                              const FlashBuffers& b, uint32_t head_dim, StoredPath stored,
+                                              uint32_t score_features) {
   ATTENDRE_REQUIRE(head_dim > 0, "flash attention needs head_dim >= 1");
   ATTENDRE_TRY(flash_max_chunk(plan, head_dim).status());
   FlashAttention f;
   f.plan_ = plan;
   f.head_dim_ = head_dim;
+  f.score_features_ = score_features;
   // The direct build reads fp32 memories only (see flash_attend.comp):
   // fp16 ones take the tiled build on every device. Its loops over q, acc
   // and a block's logits are unrolled: indexed in loops, those arrays kept
   // lavapipe's LLVM compiling for over a minute at head_dim 64.
   const bool direct = plan.direct && stored == StoredPath::f32 && head_dim <= kFlashDirectMaxHeadDim;
-  const std::vector<uint32_t> spec = {plan.flash_workgroup, head_dim, plan.flash_block_for(head_dim)};
+  const std::vector<uint32_t> spec = {plan.flash_workgroup, head_dim, plan.flash_block_for(head_dim), score_features};
   // The direct build fetches keys and values as texels where the memory's
   // range can be viewed (DeviceCaps::texel_buffers).
   if (direct) {
@@ -85,6 +88,7 @@ Result<FlashAttention> FlashAttention::create(Context& context, vk::DescriptorAr
 
 Status FlashAttention::record(vk::CommandRecorder& recorder, FlashParams p) const {
   if (p.queries == 0) return {};
+  ATTENDRE_TRY(check_score_features(score_features_, p, "flash attention"));
   ATTENDRE_TRY_ASSIGN(const FlashSplits s, flash_splits(plan_, head_dim_, p.held));
   p.chunk = s.chunk;
   p.splits = s.splits;

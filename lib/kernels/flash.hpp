@@ -40,14 +40,17 @@ class FlashAttention {
  public:
   FlashAttention() = default;
   // `head_dim` is compiled in (specialization constant 1); `stored` is how
-  // the queries, keys and values are read.
+  // the queries, keys and values are read; `score_features` what the
+  // logits may need (kernels/score_features.hpp).
   static Result<FlashAttention> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
                                        const FlashBuffers& buffers, uint32_t head_dim,
-                                       StoredPath stored = StoredPath::f32);
+                                       StoredPath stored = StoredPath::f32,
+                                       uint32_t score_features = kScoreAllFeatures);
 
   // Records the attention of params.queries queries over params.held slots;
   // fills params.chunk and params.splits (flash_splits) itself. Fails when
-  // the grid passes the device's workgroup counts.
+  // the grid passes the device's workgroup counts, or when `params` needs a
+  // scoring feature the pipeline was built without.
   Status record(vk::CommandRecorder& recorder, FlashParams params) const;
   // Whether the direct build fetches keys and values through a texel view
   // of the memory (flash_attend_direct_texel).
@@ -57,6 +60,7 @@ class FlashAttention {
   KernelPlan plan_;
   uint32_t head_dim_ = 0;
   bool texel_ = false;
+  uint32_t score_features_ = kScoreAllFeatures;
   Kernel attend_, combine_;
 };
 

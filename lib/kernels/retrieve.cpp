@@ -1,6 +1,7 @@
 #include "kernels/retrieve.hpp"
 
 #include "core/try.hpp"
+#include "kernels/score_features.hpp"
 #include "vulkan/buffer.hpp"
 
 #include <optional>
@@ -16,10 +17,11 @@ static_assert(kBiasT5 == static_cast<uint32_t>(BiasKind::t5));
 
 Result<RetrieveKernels> RetrieveKernels::create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
                                                 const RetrieveBuffers& b, uint32_t capacity, uint32_t keep,
-                                                bool lm_infinite, StoredPath stored) {
+                                                bool lm_infinite, StoredPath stored, uint32_t score_features) {
   RetrieveKernels k;
   k.plan_ = plan;
   k.lm_infinite_ = lm_infinite;
+  k.score_features_ = score_features;
   const uint32_t lm = lm_infinite ? 1u : 0u;
   // The direct tile shares its query quads through shuffles where the plan
   // allows (the *_shuffle builds); each lane loads them all otherwise.
@@ -37,13 +39,21 @@ Result<RetrieveKernels> RetrieveKernels::create(Context& context, vk::Descriptor
     if (view.ok()) kv_texels = view.value();
   }
   k.texel_ = kv_texels.has_value();
+  // The direct score's texel builds fetch the query quads as texels too
+  // (RING_TEXEL); where the ring's range cannot be viewed, score reads
+  // storage buffers (attend still fetches texels).
+  std::optional<vk::BufferBinding> ring_texels;
+  if (kv_texels) {
+    Result<vk::BufferBinding> view = b.ring.texel_view(context.caps(), VK_FORMAT_R32G32B32A32_SFLOAT);
+    if (view.ok()) ring_texels = view.value();
+  }
   if (plan.direct) {
     const std::vector<uint32_t> spec = {plan.direct_score_workgroup, plan.direct_score_rows, lm,
-                                        share ? plan.direct_share : 1u, k.direct_score_slots()};
-    if (kv_texels) {
+                                        share ? plan.direct_share : 1u, k.direct_score_slots(), score_features};
+    if (kv_texels && ring_texels) {
       ATTENDRE_TRY_ASSIGN(k.score_, Kernel::make<ScoreParams>(
                                         context, arena, share ? ShaderId::score_direct_shuffle_texel : ShaderId::score_direct_texel,
-                                        spec, {b.ring, b.kv, b.logits, *kv_texels}));
+                                        spec, {b.ring, b.kv, b.logits, *kv_texels, *ring_texels}));
     } else {
       ATTENDRE_TRY_ASSIGN(k.score_, Kernel::make<ScoreParams>(context, arena, score_direct, spec, {b.ring, b.kv, b.logits}));
     }
@@ -51,7 +61,8 @@ Result<RetrieveKernels> RetrieveKernels::create(Context& context, vk::Descriptor
     ATTENDRE_TRY_ASSIGN(k.score_,
                         Kernel::make<ScoreParams>(context, arena, score_tiled,
                                                   {plan.score_workgroup, plan.score_tile_rows, plan.score_tile_slots,
-                                                   lm_infinite ? plan.score_lm_tile_dims : plan.score_tile_dims, lm},
+                                                   lm_infinite ? plan.score_lm_tile_dims : plan.score_tile_dims, lm,
+                                                   score_features},
                                                   {b.ring, b.kv, b.logits}));
   }
   ATTENDRE_TRY_ASSIGN(k.sum_heads_,
@@ -83,12 +94,14 @@ Result<RetrieveKernels> RetrieveKernels::create(Context& context, vk::Descriptor
   return k;
 }
 
-void RetrieveKernels::score(vk::CommandRecorder& recorder, const ScoreParams& p) const {
+Status RetrieveKernels::score(vk::CommandRecorder& recorder, const ScoreParams& p) const {
+  ATTENDRE_TRY(check_score_features(score_features_, p, "score"));
   const uint32_t group = p.heads_q / p.heads_kv;
   const uint32_t slots_per_group = plan_.direct ? plan_.direct_score_workgroup * direct_score_slots() : plan_.score_tile_slots;
   const uint32_t rows_per_group = plan_.direct ? plan_.direct_score_rows : plan_.score_tile_rows;
   score_.dispatch(recorder, p, ceil_div(p.held, slots_per_group), ceil_div(uint64_t{p.queries} * group, rows_per_group),
                   p.heads_kv);
+  return {};
 }
 
 void RetrieveKernels::sum_heads(vk::CommandRecorder& recorder, const RetrieveParams& p) const {

@@ -23,12 +23,16 @@ class RetrieveKernels {
   RetrieveKernels() = default;
   // `capacity` (M) and `keep` (the top-K list length) size the select tile;
   // `lm_infinite` scores with the LM-Infinite query and key variants;
-  // `stored` is how score and attend read the queries, keys and values.
+  // `stored` is how score and attend read the queries, keys and values;
+  // `score_features` what the logits may need (kernels/score_features.hpp).
   static Result<RetrieveKernels> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
                                         const RetrieveBuffers& buffers, uint32_t capacity, uint32_t keep,
-                                        bool lm_infinite = false, StoredPath stored = StoredPath::f32);
+                                        bool lm_infinite = false, StoredPath stored = StoredPath::f32,
+                                        uint32_t score_features = kScoreAllFeatures);
 
-  void score(vk::CommandRecorder& recorder, const ScoreParams& params) const;
+  // Fails (invalid_argument) when `params` needs a feature the score
+  // pipeline was built without.
+  Status score(vk::CommandRecorder& recorder, const ScoreParams& params) const;
   void sum_heads(vk::CommandRecorder& recorder, const RetrieveParams& params) const;
   Status top_k(vk::CommandRecorder& recorder, const SelectTileParams& params, uint32_t rows) const {
     return select_.record(recorder, params, rows);
@@ -52,6 +56,7 @@ class RetrieveKernels {
   KernelPlan plan_;
   bool lm_infinite_ = false;
   bool texel_ = false;
+  uint32_t score_features_ = kScoreAllFeatures;
   Kernel score_, sum_heads_, attend_, usage_, policy_update_;
   vk::BufferBinding usage_rows_;  // binding 2 of usage_: the rows its fills zero
   Select select_;

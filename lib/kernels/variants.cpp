@@ -80,7 +80,7 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
     v.push_back(score);
     // RetrieveKernels and FlashAttention take the texel builds for fp32 memories where the views can be made.
     v.push_back({"K/V reads (direct)",
-                 caps.texel_buffers ? "fp32 memories' keys and values as uniform texel buffers (score, attend, flash)"
+                 caps.texel_buffers ? "fp32 memories' keys and values, and score's query quads, as uniform texel buffers (score, attend, flash)"
                                     : "storage-buffer loads",
                  caps.texel_buffers ? "uniform texel buffers" : absent(caps, Feature::texel_buffers, "uniform texel buffers")});
     if (plan.direct_attend) v.push_back({"attend (direct)",
