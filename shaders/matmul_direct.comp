@@ -139,11 +139,11 @@ void main() {
         }
       }
     } else {
-      // A rows off vec4 boundaries: only where the caller laid them out so
-      // (the stack's A rows of block weights, `in` a multiple of 32, never
-      // are). Value by value: lavapipe also runs this branch for aligned
+      // A rows off vec4 boundaries: an offset or stride off four words (block
+      // weights' `in` is a multiple of 32, so only a caller's layout, such as
+      // a ring, puts them there). Value by value: lavapipe also runs this branch for aligned
       // rows, masked, once, which costs one value here and a whole block
-      // with the unit loop (a sixth of a Q4_K product at in = 1536).
+      // with the unit loop (one of a row's six blocks at Q4_K's in = 1536).
       for (uint i = 0u; i < pc.in_dim; ++i) {
         float w[OUTS];
         [[unroll]] for (uint j = 0u; j < OUTS; ++j) w[j] = quant_value(w_row[j] + i / QUANT_VALUES * QUANT_BYTES, i % QUANT_VALUES);

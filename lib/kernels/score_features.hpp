@@ -1,6 +1,7 @@
 // Which scoring features (ALiBi, T5, soft cap, sliding window, tag mask) a
 // logit kernel's pipeline is built for: the SCORE_FEATURES specialization
-// constant of score_direct.comp and flash_attend.comp (interface/positions.h).
+// constant of score.comp, score_direct.comp and flash_attend.comp
+// (interface/positions.h).
 // A CPU device runs both sides of every branch, so each feature left out
 // saves every logit its work; a memory builds its kernels for its own
 // RetrievalConfig, and a call needing more than a pipeline has is refused.

@@ -24,8 +24,8 @@ ATT_CONST(kLmPast, 1u)    // query variant 1 with key variant 1 (un-rotated)
 ATT_CONST(kLmFuture, 2u)  // query variant 2 with key variant 1
 
 // The scoring features a logit kernel's pipeline is built for (the
-// specialization constant SCORE_FEATURES of score_direct.comp and
-// flash_attend.comp; kernels::score_features). A CPU device runs both sides
+// specialization constant SCORE_FEATURES of score.comp, score_direct.comp
+// and flash_attend.comp; kernels::score_features). A CPU device runs both sides
 // of every branch, so a feature a pipeline leaves out costs its logits
 // nothing (ALiBi's exp2, T5's table loads, the soft cap's tanh, the tag
 // loads); a call that needs one its pipeline lacks is refused on the host.
