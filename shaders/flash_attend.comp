@@ -20,6 +20,15 @@
 //     it fails ("Do not know how to split the result of this operator",
 //     the queue never finishes); those take the tiled build (kernels/flash.cpp).
 //
+// LANES (with DIRECT, where subgroup shuffles are present): each row is
+// LANE_SPLITS consecutive lanes of one subgroup, each walking every
+// LANE_SPLITS-th slot of the split; the lanes then merge their
+// (m, l, acc) by a butterfly of subgroupShuffleXor, and the row's lane 0
+// writes it. Lane i of a row walks slots i, i + LANE_SPLITS, ...: the
+// lanes' loads of one step are neighbouring slots. A decoding step's query fills 1-8 rows per K/V head: one row
+// per invocation left 6-7 of a SIMD CPU's 8 lanes idle while the busy ones
+// walked every slot; its lanes now walk 1/LANE_SPLITS of them each.
+//
 // Loops: the slot loop of one invocation covers `chunk` slots; the host
 // picks chunk so that an invocation's loop iterations stay within the
 // driver's limit (DeviceCaps::max_loop_iterations) and splits the slots
@@ -35,18 +44,25 @@
 //            4 (DIRECT KV_TEXEL) binding 1's range as R32G32B32A32_SFLOAT texels read
 // Spec constants: 0 workgroup size W, 1 HEAD_DIM, 2 BLOCK slots per step
 //                 (tiled: 2 * BLOCK * ceil(HEAD_DIM / 4) vec4 in shared memory),
-//                 3 SCORE_FEATURES (interface/positions.h; default: all)
-// Dispatch: (ceil(queries * group / W), splits, heads_kv)
+//                 3 SCORE_FEATURES (interface/positions.h; default: all),
+//                 4 LANE_SPLITS (LANES: lanes per row, a power of two
+//                   dividing the subgroup size; W a multiple of that size)
+// Dispatch: (ceil(queries * group / (W / LANE_SPLITS)), splits, heads_kv)
 #extension GL_GOOGLE_include_directive : require
 #include "stored.glsl"
 #include "common.glsl"
 #include "interface/flash.h"
 #extension GL_EXT_control_flow_attributes : enable  // [[unroll]]: q, acc and logit stay in registers
+#ifdef LANES
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint HEAD_DIM = 64;
 layout(constant_id = 2) const uint BLOCK = 16;
 layout(constant_id = 3) const uint SCORE_FEATURES = kScoreAllFeatures;  // interface/positions.h
+layout(constant_id = 4) const uint LANE_SPLITS = 1;
 const uint QUADS = (HEAD_DIM + 3u) / 4u;
 const bool ALIGNED = (HEAD_DIM & 3u) == 0u;  // rows start on vec4s: vector loads
 
@@ -88,18 +104,18 @@ shared vec4 k_tile[BLOCK * QUADS];
 shared vec4 v_tile[BLOCK * QUADS];
 #endif
 
-// Key and value quad d4 of block entry j (slot base + j, which the caller
-// keeps below `last`): from the tiles, or straight from the memory.
-vec4 key_quad(uint base, uint j, uint g, uint d4) {
+// Key and value quad d4 of block entry j (held slot `slot`): from the
+// tiles, or straight from the memory.
+vec4 key_quad(uint slot, uint j, uint g, uint d4) {
 #ifdef DIRECT
-  return KV_QUAD(pc.kv_key_offset, (base + j) * pc.kv_key_stride + g * HEAD_DIM, d4);
+  return KV_QUAD(pc.kv_key_offset, slot * pc.kv_key_stride + g * HEAD_DIM, d4);
 #else
   return k_tile[j * QUADS + d4];
 #endif
 }
-vec4 value_quad(uint base, uint j, uint g, uint d4) {
+vec4 value_quad(uint slot, uint j, uint g, uint d4) {
 #ifdef DIRECT
-  return KV_QUAD(pc.kv_value_offset, (base + j) * pc.kv_value_stride + g * HEAD_DIM, d4);
+  return KV_QUAD(pc.kv_value_offset, slot * pc.kv_value_stride + g * HEAD_DIM, d4);
 #else
   return v_tile[j * QUADS + d4];
 #endif
@@ -109,7 +125,14 @@ void main() {
   const uint tid = gl_LocalInvocationID.x, W = gl_WorkGroupSize.x;
   const uint group = pc.heads_q / pc.heads_kv, g = gl_WorkGroupID.z, split = gl_WorkGroupID.y;
   const uint rows = pc.queries * group;
-  const uint row = gl_WorkGroupID.x * W + tid;  // (query, head in group)
+#ifdef LANES
+  // Rows by subgroup, so that a row's lanes share one (full) subgroup.
+  const uint lane = gl_SubgroupInvocationID % LANE_SPLITS;
+  const uint local_row = gl_SubgroupID * (gl_SubgroupSize / LANE_SPLITS) + gl_SubgroupInvocationID / LANE_SPLITS;
+#else
+  const uint lane = 0u, local_row = tid;
+#endif
+  const uint row = gl_WorkGroupID.x * (W / LANE_SPLITS) + local_row;  // (query, head in group)
   // Rows past the batch read the last row's query and write nothing; in
   // the tiled build they still join the loads and barriers.
   const bool in_batch = row < rows;
@@ -129,20 +152,25 @@ void main() {
   }
   float m = NEG_INF, l = 0.0;
 
-  const uint first = split * pc.chunk;
+  // The lane's entry i is the split's slot lane + LANE_SPLITS * i: a row's
+  // lanes read neighbouring slots (without LANES, every slot in order).
+  const uint split_first = split * pc.chunk;
+  const uint split_slots = min(pc.held, split_first + pc.chunk) - split_first;
+  const uint lane_slots = split_slots > lane ? (split_slots - lane + LANE_SPLITS - 1u) / LANE_SPLITS : 0u;
+  const uint lane_first = split_first + lane;
 #ifdef DIRECT
   // No barriers: rows past the batch walk no slots. A decoding step's one
   // query fills 2-8 rows of a workgroup of 64, and on a SIMD CPU driver the
   // empty lanes' batches would otherwise walk every slot too.
-  const uint last = in_batch ? min(pc.held, first + pc.chunk) : first;
+  const uint walked = in_batch ? lane_slots : 0u;
 #else
-  const uint last = min(pc.held, first + pc.chunk);
+  const uint walked = lane_slots;
 #endif
-  for (uint base = first; base < last; base += BLOCK) {
-    const uint count = min(BLOCK, last - base);  // uniform over the workgroup
+  for (uint base = 0u; base < walked; base += BLOCK) {
+    const uint count = min(BLOCK, walked - base);  // tiled: uniform over the workgroup
 #ifndef DIRECT
     for (uint i = tid; i < count * QUADS; i += W) {
-      const uint j = i / QUADS, d4 = i % QUADS, slot = base + j;
+      const uint j = i / QUADS, d4 = i % QUADS, slot = lane_first + base + j;
       k_tile[i] = ROW_QUAD(kv, pc.kv_key_offset, slot * pc.kv_key_stride + g * HEAD_DIM, d4);
       v_tile[i] = ROW_QUAD(kv, pc.kv_value_offset, slot * pc.kv_value_stride + g * HEAD_DIM, d4);
     }
@@ -153,14 +181,14 @@ void main() {
     [[unroll]] for (uint j = 0u; j < BLOCK; ++j) {
       logit[j] = NEG_INF;
       if (j >= count) continue;
-      const uint slot = base + j;
+      const uint slot = lane_first + LANE_SPLITS * (base + j);
       const int p_key = int(kv[pc.kv_pos_offset + slot]);
       bool masked = !query_valid;
       masked = masked || (pc.causal != 0u && p_key > p_query) || outside_window(p_query, p_key);
       masked = masked || (tag_masking() && kv[pc.kv_tag_offset + slot] != query_tag);
       if (masked) continue;
       vec4 dot4 = vec4(0.0);
-      [[unroll]] for (uint d4 = 0u; d4 < QUADS; ++d4) dot4 = fma(q[d4], key_quad(base, j, g, d4), dot4);
+      [[unroll]] for (uint d4 = 0u; d4 < QUADS; ++d4) dot4 = fma(q[d4], key_quad(slot, j, g, d4), dot4);
       logit[j] = pair_logit((dot4.x + dot4.y) + (dot4.z + dot4.w), h, p_query, p_key);
       top = max(top, logit[j]);
     }
@@ -173,8 +201,9 @@ void main() {
       [[unroll]] for (uint j = 0u; j < BLOCK; ++j) {
         if (j >= count) continue;
         const float p = logit[j] == NEG_INF ? 0.0 : exp(logit[j] - m_new);
+        const uint slot = lane_first + LANE_SPLITS * (base + j);
         l += p;
-        [[unroll]] for (uint d4 = 0u; d4 < QUADS; ++d4) acc[d4] = fma(vec4(p), value_quad(base, j, g, d4), acc[d4]);
+        [[unroll]] for (uint d4 = 0u; d4 < QUADS; ++d4) acc[d4] = fma(vec4(p), value_quad(slot, j, g, d4), acc[d4]);
       }
       m = m_new;
     }
@@ -182,7 +211,22 @@ void main() {
     barrier();  // everyone read the block before the next overwrites it
 #endif
   }
-  if (!in_batch) return;
+#ifdef LANES
+  // The row's lanes merge as flash_combine.comp merges splits: rescaled to
+  // the larger max (a lane with no unmasked entry holds m = -inf, l = 0,
+  // acc = 0 and weighs 0). Every lane takes part, rows past the batch too.
+  [[unroll]] for (uint step = LANE_SPLITS / 2u; step >= 1u; step /= 2u) {
+    const float m_other = subgroupShuffleXor(m, step), l_other = subgroupShuffleXor(l, step);
+    const float m_new = max(m, m_other);
+    const float mine = m == NEG_INF ? 0.0 : exp(m - m_new);
+    const float theirs = m_other == NEG_INF ? 0.0 : exp(m_other - m_new);
+    l = l * mine + l_other * theirs;
+    [[unroll]] for (uint d4 = 0u; d4 < QUADS; ++d4)
+      acc[d4] = acc[d4] * mine + subgroupShuffleXor(acc[d4], step) * theirs;
+    m = m_new;
+  }
+#endif
+  if (!in_batch || lane != 0u) return;
 
   const uint out_row = (pc.out_first_query + query) * pc.heads_q + h;
   if (pc.splits == 1u) {

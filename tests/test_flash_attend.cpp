@@ -195,8 +195,13 @@ Expected reference_attention(const FlashCase& c, const FlashInputs& in) {
   return e;
 }
 
-// Runs the case on `plan` and compares; returns how many splits ran.
-uint32_t check_case(Context& context, const kernels::KernelPlan& plan, const FlashCase& c) {
+// How a case ran: the splits of its slots and the lanes of each row.
+struct FlashRun {
+  uint32_t splits = 0, lanes = 0;
+};
+
+// Runs the case on `plan` and compares; returns how it ran.
+FlashRun check_run(Context& context, const kernels::KernelPlan& plan, const FlashCase& c) {
   const std::string label = "heads " + std::to_string(c.heads_q) + "/" + std::to_string(c.heads_kv) +
                             " D=" + std::to_string(c.head_dim) + " held=" + std::to_string(c.held) +
                             " queries=" + std::to_string(c.queries) +
@@ -206,6 +211,8 @@ uint32_t check_case(Context& context, const kernels::KernelPlan& plan, const Fla
   INFO(label);
   const FlashInputs in = make_inputs(c);
   const Expected want = reference_attention(c, in);
+  // Partials sized as the stack sizes them, for one lane per row (lane
+  // rows split the slots less often).
   const kernels::FlashSplits splits = kernels::flash_splits(plan, c.head_dim, c.held).value_or_throw();
   const kernels::FlashParams& p = in.params;
   const uint64_t out_words = p.lse_offset + uint64_t{c.queries + 2} * c.heads_q;
@@ -223,6 +230,10 @@ uint32_t check_case(Context& context, const kernels::KernelPlan& plan, const Fla
   // The direct build over fp32 memories fetches keys and values as texels
   // wherever the device has texel buffers (suite_features_off: not).
   CHECK(flash.texel() == (plan.direct && c.storage == MemoryStorage::f32 && context.caps().texel_buffers));
+  FlashRun run;
+  run.lanes = flash.lanes_for(c.queries, c.heads_q, c.heads_kv);
+  run.splits = kernels::flash_splits(plan, c.head_dim, c.held, run.lanes).value_or_throw().splits;
+  CHECK(run.splits <= splits.splits);
   test::run_once(context, [&](vk::CommandRecorder& rec) { flash.record(rec, p).or_throw(); });
   const std::vector<uint32_t> got = test::download_words(context, out, 0, out_words);
 
@@ -244,7 +255,11 @@ uint32_t check_case(Context& context, const kernels::KernelPlan& plan, const Fla
   // The rows before and after the batch stay untouched.
   for (uint64_t i = 0; i < p.out_offset + uint64_t{p.out_first_query} * c.heads_q * c.head_dim; ++i)
     CHECK_MESSAGE(std::isnan(test::bits_float(got[i])), "word " << i << " outside the batch was written");
-  return splits.splits;
+  return run;
+}
+
+uint32_t check_case(Context& context, const kernels::KernelPlan& plan, const FlashCase& c) {
+  return check_run(context, plan, c).splits;
 }
 
 kernels::KernelPlan plan_of(Context& context) { return kernels::plan_kernels(context.caps()); }
@@ -345,7 +360,76 @@ TEST_CASE("flash attention: 70000 entries, past lavapipe's 65535 loop iterations
   c.held = 70000;
   c.queries = 3;
   c.seed = 80;
-  const uint32_t splits = check_case(context, plan, c);
+  // One lane per row (6 rows per K/V head would take lane rows, which walk
+  // 1/flash_lanes of the slots each).
+  kernels::KernelPlan one_lane = plan;
+  one_lane.flash_lanes = 0;
+  const uint32_t splits = check_case(context, one_lane, c);
   if (context.caps().max_loop_iterations > 0) CHECK(splits > 1);
+  check_case(context, plan, c);
+  test::check_no_validation_messages(context);
+}
+
+TEST_CASE("flash attention: decoding's rows over subgroup lanes (KernelPlan::flash_lanes) and one lane per row") {
+  Context& context = test::gpu();
+  const kernels::KernelPlan plan = plan_of(context);
+  kernels::KernelPlan one_lane = plan;
+  one_lane.flash_lanes = 0;
+  const uint32_t L = plan.flash_lanes;
+  if (L <= 1) MESSAGE("this device has no lane rows (a GPU, or no subgroup shuffles): one lane per row only");
+  const uint32_t B = plan.flash_block_for(8);
+  uint64_t seed = 100;
+  std::vector<FlashCase> cases;
+  // MHA: one row per K/V head; slots fewer than the lanes, and across the
+  // lanes' blocks (lane i walks slots i, i + L, ...).
+  for (uint32_t held : {1u, std::max(L, 2u) - 1, std::max(L, 1u) * B + 1, 3 * std::max(L, 1u) * B + 5}) {
+    FlashCase c;
+    c.heads_q = c.heads_kv = 4;
+    c.held = held;
+    c.queries = 1;
+    cases.push_back(c);
+  }
+  FlashCase smollm;  // SmolLM-135M's heads 9/3 at head_dim 64
+  smollm.heads_q = 9;
+  smollm.heads_kv = 3;
+  smollm.head_dim = 64;
+  smollm.held = 300;
+  smollm.queries = 1;
+  cases.push_back(smollm);
+  FlashCase wide_group;  // 8 heads per K/V head, head_dim 6 (the scalar reads): the workgroup's 64 lanes
+  wide_group.heads_q = 8;
+  wide_group.heads_kv = 1;
+  wide_group.head_dim = 6;
+  wide_group.held = 2 * std::max(L, 1u) * B + 3;
+  wide_group.queries = 1;
+  cases.push_back(wide_group);
+  FlashCase two = wide_group;  // two queries of 4 heads per group, tags and ALiBi, no causal mask
+  two.heads_q = 8;
+  two.heads_kv = 2;
+  two.head_dim = 8;
+  two.queries = 2;
+  two.causal = false;
+  two.tag_mask = two.alibi = true;
+  cases.push_back(two);
+  for (FlashCase c : cases) {
+    c.seed = ++seed;
+    const FlashRun lanes = check_run(context, plan, c);
+    CHECK(lanes.lanes == std::max(L, 1u));  // every case here is a few rows per K/V head
+    CHECK(check_run(context, one_lane, c).lanes == 1);
+  }
+  FlashCase batch;  // 17 queries x 4 heads per group: one row per invocation
+  batch.held = 40;
+  batch.seed = ++seed;
+  CHECK(check_run(context, plan, batch).lanes == 1);
+  // Split by a loop limit as well: each split's lanes merge, then flash_combine.
+  kernels::KernelPlan limited = plan;
+  limited.max_loop_iterations = 1500;
+  FlashCase split = smollm;
+  split.head_dim = 8;
+  split.held = 5000;
+  split.seed = ++seed;
+  const FlashRun run = check_run(context, limited, split);
+  CHECK(run.lanes == std::max(L, 1u));
+  CHECK(run.splits > 1);
   test::check_no_validation_messages(context);
 }

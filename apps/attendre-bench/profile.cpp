@@ -12,11 +12,11 @@ bool is_norm(const std::string& shader) { return shader.rfind("norm_", 0) == 0; 
 
 // A shader build's family: subgroup builds (score_stats_subgroups,
 // insert_plan_ballot, select_merge_shuffle, ...) and texel-buffer builds
-// (score_direct_shuffle_texel, ...) count as their fallback's kernel.
+// (score_direct_shuffle_texel, flash_attend_direct_lanes_texel, ...) count as their fallback's kernel.
 std::string family(std::string shader) {
   for (bool stripped = true; stripped;) {
     stripped = false;
-    for (const char* suffix : {"_texel", "_subgroups", "_ballot", "_shuffle"})
+    for (const char* suffix : {"_texel", "_subgroups", "_ballot", "_shuffle", "_lanes"})
       if (shader.ends_with(suffix)) {
         shader.resize(shader.size() - std::char_traits<char>::length(suffix));
         stripped = true;

@@ -34,7 +34,9 @@ struct FlashSplits {
 // keep any of them), or kInvalid without a loop limit. Fails (unsupported)
 // when not even one block of slots fits the limit.
 Result<uint32_t> flash_max_chunk(const KernelPlan& plan, uint32_t head_dim);
-Result<FlashSplits> flash_splits(const KernelPlan& plan, uint32_t head_dim, uint32_t held);
+// `lanes`: lanes per row (KernelPlan::flash_lanes), each walking a share of
+// a split's slots, so a split may cover that many times more.
+Result<FlashSplits> flash_splits(const KernelPlan& plan, uint32_t head_dim, uint32_t held, uint32_t lanes = 1);
 
 class FlashAttention {
  public:
@@ -55,13 +57,18 @@ class FlashAttention {
   // Whether the direct build fetches keys and values through a texel view
   // of the memory (flash_attend_direct_texel).
   bool texel() const { return texel_; }
+  // Lanes per row that a batch of `queries` queries over `heads_q` /
+  // `heads_kv` heads runs with: KernelPlan::flash_lanes where its rows per
+  // K/V head leave a workgroup's lanes idle (decoding), else 1.
+  uint32_t lanes_for(uint32_t queries, uint32_t heads_q, uint32_t heads_kv) const;
 
  private:
   KernelPlan plan_;
   uint32_t head_dim_ = 0;
   bool texel_ = false;
+  uint32_t lanes_count_ = 1;
   uint32_t score_features_ = kScoreAllFeatures;
-  Kernel attend_, combine_;
+  Kernel attend_, lanes_, combine_;  // lanes_: the direct build's lane rows, where plan_.flash_lanes > 1
 };
 
 }  // namespace attendre::kernels

@@ -73,6 +73,9 @@ KernelPlan plan_kernels(const DeviceCaps& caps) {
   // fixed SIMD widths (GPUs may pick another size per pipeline).
   if (caps.subgroup_shuffle && caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU && caps.subgroup_size > 0)
     plan.direct_share = std::min(kMatmulDirectMaxShare, floor_pow2(caps.subgroup_size));
+  // flash_attend's lane rows need whole subgroups in its workgroup.
+  if (plan.direct && plan.direct_share > 1 && plan.flash_workgroup % caps.subgroup_size == 0)
+    plan.flash_lanes = plan.direct_share;
   plan.direct_matmul_workgroup = std::min<uint32_t>(plan.workgroup, 32);
   plan.direct_score_workgroup = std::min<uint32_t>(plan.workgroup, 64);
   // CPU devices run a workgroup's barriers as switches between its SIMD

@@ -30,6 +30,11 @@ struct KernelPlan {
   uint32_t flash_workgroup = 64;
   uint32_t flash_block = 16;
   uint32_t flash_shared_bytes = 16384 - 512;
+  // The direct flash build's lanes per row (flash_attend_direct_lanes*):
+  // a row's share of slots split over this many lanes of one subgroup and
+  // merged by shuffles, for batches of few rows (decoding); 0: one lane per
+  // row (no subgroup shuffles, or a GPU).
+  uint32_t flash_lanes = 0;
   // The driver's loop limit per invocation (DeviceCaps::max_loop_iterations;
   // 0: none): flash_attend splits its slots so that no invocation passes it.
   uint32_t max_loop_iterations = 0;

@@ -86,6 +86,16 @@ std::vector<KernelVariant> kernel_variants(const Context& context) {
     if (plan.direct_attend) v.push_back({"attend (direct)",
                  "one (query, head) row of " + std::to_string(4 * plan.direct_attend_quads) + " dims per invocation",
                  "no barriers, values read four at a time, the softmax sum in attend's order (same bits)"});
+    // FlashAttention::lanes_for: batches whose rows per K/V head fit a workgroup of lane rows.
+    if (plan.flash_lanes > 1)
+      v.push_back({"flash (direct)",
+                   "decoding: each row over " + std::to_string(plan.flash_lanes) +
+                       " lanes, merged by subgroupShuffleXor; longer batches one row per invocation",
+                   "subgroup shuffle, subgroup size " + std::to_string(caps.subgroup_size)});
+    else
+      v.push_back({"flash (direct)", "one row per invocation",
+                   caps.subgroup_shuffle ? "subgroup size not fixed (GPU)"
+                                         : absent(caps, Feature::subgroup_shuffle, "subgroup shuffle")});
   }
   // The direct products need subgroup shuffles (A shared across lanes).
   auto matmul_family = [&](const char* family, ElementType type) {
