@@ -44,12 +44,35 @@ Result<uint32_t> FiniteChecks::add(std::string stage, vk::BufferBinding values) 
     made.push_back(std::move(kernel));
   }
   stages_.push_back(std::move(stage));
+  values_.push_back(values);
   for (kernels::CheckFinite& kernel : made) kernels_.push_back(std::move(kernel));
   return site;
 }
 
+Result<uint32_t> FiniteChecks::add_pair(uint32_t site_a, uint32_t site_b) {
+  ATTENDRE_REQUIRE(site_a < stages_.size() && site_b < stages_.size() && site_a != site_b,
+                   "FiniteChecks: a pair of two sites added before");
+  const auto pair = static_cast<uint32_t>(pairs_.size() / slots_);
+  std::vector<kernels::CheckFinite> made;
+  for (const vk::Buffer& flags : flags_) {
+    ATTENDRE_TRY_ASSIGN(kernels::CheckFinite kernel,
+                        kernels::CheckFinite::create_pair(
+                            context_, *arena_, plan_, values_[site_a],
+                            vk::BufferBinding::words(flags, uint64_t{site_a} * kSectionWords, 1), values_[site_b],
+                            vk::BufferBinding::words(flags, uint64_t{site_b} * kSectionWords, 1)));
+    made.push_back(std::move(kernel));
+  }
+  for (kernels::CheckFinite& kernel : made) pairs_.push_back(std::move(kernel));
+  return pair;
+}
+
 void FiniteChecks::record(vk::CommandRecorder& recorder, uint32_t site, uint32_t first, uint32_t count) const {
   kernels_[uint64_t{site} * slots_ + slot_].record(recorder, first, count);
+}
+
+void FiniteChecks::record_pair(vk::CommandRecorder& recorder, uint32_t pair, uint32_t first_a, uint32_t count_a,
+                               uint32_t first_b, uint32_t count_b) const {
+  pairs_[uint64_t{pair} * slots_ + slot_].record(recorder, first_a, count_a, first_b, count_b);
 }
 
 Status FiniteChecks::verify(const std::string& step, uint32_t slot) const {

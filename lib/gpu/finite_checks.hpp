@@ -36,6 +36,12 @@ class FiniteChecks {
   void use_slot(uint32_t slot) { slot_ = slot; }
   // Records the check of `count` floats from word `first` of the site's values.
   void record(vk::CommandRecorder& recorder, uint32_t site, uint32_t first, uint32_t count) const;
+  // Two sites checked by one dispatch (each still flags its own word, so
+  // verify() names the same stage): a pair index for record_pair. Sites a
+  // and b were added before.
+  Result<uint32_t> add_pair(uint32_t site_a, uint32_t site_b);
+  void record_pair(vk::CommandRecorder& recorder, uint32_t pair, uint32_t first_a, uint32_t count_a, uint32_t first_b,
+                   uint32_t count_b) const;
   // After the submission holding `slot`'s checks completed (its flags
   // invalidated): fails with numerical_error "<step>: non-finite values in
   // <stage>" for the first flagged site, after clearing the slot's flags
@@ -52,7 +58,9 @@ class FiniteChecks {
   std::vector<vk::Buffer> flags_;  // per slot: one section per site, host-visible
   std::unique_ptr<vk::DescriptorArena> arena_;
   std::vector<std::string> stages_;
+  std::vector<vk::BufferBinding> values_;       // [site]
   std::vector<kernels::CheckFinite> kernels_;  // [site][slot]
+  std::vector<kernels::CheckFinite> pairs_;    // [pair][slot]
 };
 
 }  // namespace attendre::gpu

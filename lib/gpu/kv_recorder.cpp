@@ -284,7 +284,7 @@ Status KvRecorder::record_retrieve(vk::CommandRecorder& rec, const QueryRange& r
                                 static_cast<int32_t>(i_max), static_cast<int32_t>(i_prev), causal));
   seen_queries_ = true;
   max_query_position_ = i_max;
-  checks_.record(rec, outputs_site_, 0, range.count * config_.shape.q_row());
+  if (!defer_outputs_check_) checks_.record(rec, outputs_site_, 0, range.count * config_.shape.q_row());
   if (config_.kv.policy.attention_scored()) checks_.record(rec, scores_site_, 0, held_);
   return {};
 }

@@ -73,6 +73,12 @@ class KvRecorder {
   // attention_buffer() at outputs_offset(), row i for query i of the range.
   // `force_causal` masks future keys whatever the config (decoding).
   Status record_retrieve(vk::CommandRecorder& recorder, const QueryRange& range, bool force_causal = false);
+  // The finite-check site of the attention outputs (range.count * q_row
+  // floats from word 0 of its binding after record_retrieve). After
+  // defer_outputs_check(), record_retrieve leaves that check to the caller,
+  // who pairs it with a later one (a stack block's output rows).
+  uint32_t outputs_site() const { return outputs_site_; }
+  void defer_outputs_check() { defer_outputs_check_ = true; }
   // Records copies of positions and scores of the held slots into
   // `readback` at `offset` (2 * held words).
   void record_snapshot(vk::CommandRecorder& recorder, const vk::Buffer& readback, VkDeviceSize offset) const;
@@ -145,6 +151,7 @@ class KvRecorder {
   kernels::FlashAttention flash_;  // RetrievalPlan::flash only
   FiniteChecks& checks_;
   uint32_t outputs_site_ = 0, scores_site_ = 0;
+  bool defer_outputs_check_ = false;
 
   uint32_t held_ = 0;
   uint32_t pinned_ = 0;

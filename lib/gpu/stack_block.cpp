@@ -196,6 +196,9 @@ Result<std::unique_ptr<DeviceBlock>> DeviceBlock::create(Context& context, const
                                               d.ring_->buffer(), d.ring_->layout(), *shared.checks, stage,
                                               shared.scratch.get(), d.config_.lm_infinite));
   ATTENDRE_TRY_ASSIGN(d.output_site_, shared.checks->add("the output rows" + stage, {d.out_}));
+  // The attention outputs are checked with the output rows, in one dispatch.
+  d.kv_->defer_outputs_check();
+  ATTENDRE_TRY_ASSIGN(d.check_pair_, shared.checks->add_pair(d.kv_->outputs_site(), d.output_site_));
   ATTENDRE_REQUIRE(!d.config_.cross_attention || shared.encoder, "a cross-attention block needs an encoder output memory");
 
   // Each kernel binds exactly the sections it touches, so that work on
@@ -457,7 +460,7 @@ Status DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint
                          config_.post_norms ? std::nullopt : std::optional(residual_rows)));
   if (config_.post_norms) ATTENDRE_TRY(record_post_norm(rec, range.count, attn_post_norm_kernel_, attn_residual_, residual_rows));
   if (config_.ffn == 0) {
-    shared_.checks->record(rec, output_site_, 0, range.count * H);
+    record_checks(rec, range.count);
     return {};
   }
   ATTENDRE_TRY(ffn_norm_kernel_.record(rec, {range.count, H, config_.norm_eps, 0, w_.ffn_norm.bias_offset,
@@ -478,8 +481,12 @@ Status DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint
   ATTENDRE_TRY(down_proj_.record(rec, range.count, half ? half_rows : section, RowRef::contiguous(H),
                                  config_.post_norms ? std::nullopt : std::optional(RowRef::contiguous(H))));
   if (config_.post_norms) ATTENDRE_TRY(record_post_norm(rec, range.count, ffn_post_norm_kernel_, ffn_residual_, RowRef::contiguous(H)));
-  shared_.checks->record(rec, output_site_, 0, range.count * H);
+  record_checks(rec, range.count);
   return {};
+}
+
+void DeviceBlock::record_checks(vk::CommandRecorder& rec, uint32_t rows) const {
+  shared_.checks->record_pair(rec, check_pair_, 0, rows * attention_.shape.q_row(), 0, rows * stack_.hidden);
 }
 
 }  // namespace attendre::gpu

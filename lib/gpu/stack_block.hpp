@@ -131,6 +131,9 @@ class DeviceBlock {
   Status record_qk(vk::CommandRecorder& rec, uint32_t n, uint32_t first_row, bool own_keys) const;
   // Post norms: the sublayer output rows (rows 0.. of the norm's and the
   // add's output binding) normed in place, then `residual_rows` added.
+  // The finite checks of the attention outputs and the output rows of
+  // `rows` rows, in one dispatch once both are written.
+  void record_checks(vk::CommandRecorder& rec, uint32_t rows) const;
   Status record_post_norm(vk::CommandRecorder& rec, uint32_t rows, const kernels::Norm& norm,
                           const kernels::Add& residual, kernels::RowRef residual_rows) const;
 
@@ -159,6 +162,7 @@ class DeviceBlock {
   uint32_t rope_dims_ = 0;
   kernels::Activation activation_;
   uint32_t output_site_ = 0;  // the finite check of this block's output rows
+  uint32_t check_pair_ = 0;   // ... paired with the attention outputs' (FiniteChecks::add_pair)
 };
 
 }  // namespace attendre::gpu

@@ -16,11 +16,19 @@ class CheckFinite {
   static Result<CheckFinite> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
                                     vk::BufferBinding values, vk::BufferBinding flag);
 
-  // Records the check of `count` floats from word `first` of the values binding.
-  void record(vk::CommandRecorder& recorder, uint32_t first, uint32_t count) const;
+  // Two ranges in one dispatch (check_finite_pair): values_b's floats flag flag_b.
+  static Result<CheckFinite> create_pair(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
+                                         vk::BufferBinding values, vk::BufferBinding flag,
+                                         vk::BufferBinding values_b, vk::BufferBinding flag_b);
+
+  // Records the check of `count` floats from word `first` of the values
+  // binding (and, for a pair, `count_b` from word `first_b` of values_b).
+  void record(vk::CommandRecorder& recorder, uint32_t first, uint32_t count, uint32_t first_b = 0,
+              uint32_t count_b = 0) const;
 
  private:
   KernelPlan plan_;
+  bool pair_ = false;
   Kernel kernel_;
 };
 
