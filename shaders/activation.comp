@@ -1,11 +1,7 @@
 #version 450
 // Elementwise activation of rows: out = act(x) (plain) or
-// out = act(gate) * up (gated, as in SwiGLU / GeGLU feed-forward layers).
-//   silu(x) = x / (1 + exp(-x))
-//   gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-//               = x / (1 + exp(-2 sqrt(2/pi) (x + 0.044715 x^3)))  (no cancellation)
-//   relu(x) = max(x, 0)
-// Overflowing exp() gives inf, and x / inf the right limit, 0.
+// out = act(gate) * up (gated, as in SwiGLU / GeGLU feed-forward layers);
+// the functions are activation.glsl's (silu, gelu_tanh, relu).
 // Each invocation reads and writes only element (row, i), so with -DIN_PLACE
 // the out rows are rows of binding 0 (e.g. the gate rows themselves) and
 // there is no binding 1. With -DOUTPUT_F16 (fp16 activations, not in place)
@@ -23,6 +19,7 @@
 #extension GL_GOOGLE_include_directive : require
 #include "interface/activation.h"
 #include "rows.glsl"
+#include "activation.glsl"
 #ifdef OUTPUT_F16
 #include "half_bits.glsl"
 #endif
@@ -44,11 +41,7 @@ layout(std430, binding = 1) writeonly buffer Output { float out_rows[]; };
 #endif
 #endif
 
-float act(float x) {
-  if (pc.kind == kActSilu) return x / (1.0 + exp(-x));
-  if (pc.kind == kActGeluTanh) return x / (1.0 + exp(-1.5957691216 * (x + 0.044715 * x * x * x)));
-  return max(x, 0.0);
-}
+float act(float x) { return activation_of(pc.kind, x); }
 
 #ifdef OUTPUT_F16
 // fp16 activations take GELU as llama.cpp's CPU backend does, from ggml's

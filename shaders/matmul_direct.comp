@@ -33,7 +33,13 @@
 // Spec constants: 0 workgroup size W, 1 ROWS rows per invocation, 2 SHARE
 //                 (a power of two <= the subgroup size and
 //                 kMatmulDirectMaxShare; W a multiple of the subgroup size;
-//                 1: no shuffles), 3 OUTS outputs per invocation
+//                 1: no shuffles), 3 OUTS outputs per invocation,
+//                 4 GATED: 0, or 1 + an activation kind (interface/activation.h):
+//                 W holds 2 * out rows, the gate rows then the up rows, and
+//                 C[r][o] = act(A[r] . W[o]) * (A[r] . W[out + o]) (SwiGLU,
+//                 GeGLU: the FFN's gate, up and activation in one dispatch);
+//                 OUTS = 2, output 0 the gate and 1 the up row of one o; no
+//                 bias, no residual
 // Push constants: MatmulParams (interface/matmul.h); lanes is unused
 // Dispatch: ceil(out / (W * OUTS)) * ceil(rows / ROWS) logical groups, folded
 //           (kernels::fold_groups); output groups vary fastest.
@@ -53,6 +59,7 @@
 #include "rows.glsl"
 #include "weights.glsl"
 #include "input_rows.glsl"
+#include "activation.glsl"
 #ifdef HALF_MATH
 #include "half_math.glsl"
 #endif
@@ -61,6 +68,16 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ROWS = 8;
 layout(constant_id = 2) const uint SHARE = 1;
 layout(constant_id = 3) const uint OUTS = 1;
+layout(constant_id = 4) const uint GATED = 0;
+
+// The tile's outputs: invocation x of a logical group owns output
+// o0 + j * W (j < OUTS) of `out`, reading weight row min(that, out - 1);
+// gated, it owns output o0 alone and reads the gate row o0 (j = 0) and the
+// up row out + o0 (j = 1).
+uint tile_span() { return GATED != 0u ? gl_WorkGroupSize.x : gl_WorkGroupSize.x * OUTS; }
+uint tile_weight_row(uint o0, uint j) {
+  return GATED != 0u ? min(o0, pc.out_dim - 1u) + j * pc.out_dim : min(o0 + j * gl_WorkGroupSize.x, pc.out_dim - 1u);
+}
 
 layout(std430, binding = 2) buffer CRows { float c_rows[]; };
 layout(std430, binding = 3) readonly buffer RRows { float r_rows[]; };
@@ -73,12 +90,27 @@ void store(uint r, uint o, float sum) {
   c_rows[ROW_WORD(c, r) + o] = sum;
 }
 
+// Writes gated output o of row r from its gate and up sums.
+void store_gated(uint r, uint o, float gate, float up) {
+  if (o < pc.out_dim) c_rows[ROW_WORD(c, r) + o] = activation_of(GATED - 1u, gate) * up;
+}
+
 // The register tile: invocation x of a workgroup of W owns outputs
 // o0 + j * W (j < OUTS, o0 its group's first output + x) of rows
 // row0 .. row0 + ROWS - 1, and accumulates acc[r * OUTS + j] for them.
 // Outputs past out_dim and rows past `rows` read the last one's weights and
 // A values (every invocation stays in the shuffles) and are not written.
 #define ACC(r, j) acc[(r) * OUTS + (j)]
+
+// Stores tile row r (row row0 + r, below `rows`): outputs o0 + j * W, or
+// gated output o0 from its two sums.
+#define STORE_TILE_ROW(row0, o0, r)                                                              \
+  if (GATED != 0u) {                                                                             \
+    store_gated((row0) + (r), o0, ACC(r, 0u), ACC(r, min(1u, OUTS - 1u)));                       \
+  } else {                                                                                       \
+    [[unroll]] for (uint j = 0u; j < OUTS; ++j)                                                  \
+      if ((o0) + j * gl_WorkGroupSize.x < pc.out_dim) store((row0) + (r), (o0) + j * gl_WorkGroupSize.x, ACC(r, j)); \
+  }
 
 // Quad q (< SHARE) of the A values the SHARE lanes of this invocation's
 // share group loaded one quad each (`own`, the quad of share_lane): the
@@ -94,7 +126,7 @@ const uint QUADS = QUANT_UNIT / 4u;  // A quads per decode unit and row
 
 void main() {
   const uint W = gl_WorkGroupSize.x;
-  const uint span = W * OUTS;  // outputs per logical group
+  const uint span = tile_span();  // outputs per logical group
   const uint out_groups = (pc.out_dim + span - 1u) / span;
   const uint groups = out_groups * ((pc.rows + ROWS - 1u) / ROWS);
   const uint row_bytes = block_row_bytes(pc.in_dim);
@@ -104,7 +136,7 @@ void main() {
     const uint o0 = (g % out_groups) * span + gl_LocalInvocationID.x;
     const uint row0 = (g / out_groups) * ROWS;
     uint w_row[OUTS];
-    [[unroll]] for (uint j = 0u; j < OUTS; ++j) w_row[j] = pc.w_offset + min(o0 + j * W, pc.out_dim - 1u) * row_bytes;
+    [[unroll]] for (uint j = 0u; j < OUTS; ++j) w_row[j] = pc.w_offset + tile_weight_row(o0, j) * row_bytes;
     uint a_row[ROWS];
     [[unroll]] for (uint r = 0u; r < ROWS; ++r) a_row[r] = ROW_WORD(a, min(row0 + r, pc.rows - 1u));
     float acc[ROWS * OUTS];
@@ -154,8 +186,7 @@ void main() {
       }
     }
     [[unroll]] for (uint r = 0u; r < ROWS; ++r)
-      [[unroll]] for (uint j = 0u; j < OUTS; ++j)
-        if (o0 + j * W < pc.out_dim && row0 + r < pc.rows) store(row0 + r, o0 + j * W, ACC(r, j));
+      if (row0 + r < pc.rows) { STORE_TILE_ROW(row0, o0, r) }
   }
 }
 
@@ -195,7 +226,7 @@ vec4 weight4(uint i) { return w32x4[i]; }
 
 void main() {
   const uint W = gl_WorkGroupSize.x;
-  const uint span = W * OUTS;  // outputs per logical group
+  const uint span = tile_span();  // outputs per logical group
   const uint out_groups = (pc.out_dim + span - 1u) / span;
   const uint groups = out_groups * ((pc.rows + ROWS - 1u) / ROWS);
   // Every A row and W row starts on a vec4 when all offsets and strides do.
@@ -210,7 +241,7 @@ void main() {
     const uint o0 = (g % out_groups) * span + gl_LocalInvocationID.x;
     const uint row0 = (g / out_groups) * ROWS;
     uint w_row[OUTS];
-    [[unroll]] for (uint j = 0u; j < OUTS; ++j) w_row[j] = pc.w_offset + min(o0 + j * W, pc.out_dim - 1u) * pc.in_dim;
+    [[unroll]] for (uint j = 0u; j < OUTS; ++j) w_row[j] = pc.w_offset + tile_weight_row(o0, j) * pc.in_dim;
     uint a_row[ROWS];
     [[unroll]] for (uint r = 0u; r < ROWS; ++r) a_row[r] = ROW_WORD(a, min(row0 + r, pc.rows - 1u));
     float acc[ROWS * OUTS];
@@ -267,8 +298,7 @@ void main() {
 #endif
     }
     [[unroll]] for (uint r = 0u; r < ROWS; ++r)
-      [[unroll]] for (uint j = 0u; j < OUTS; ++j)
-        if (o0 + j * W < pc.out_dim && row0 + r < pc.rows) store(row0 + r, o0 + j * W, ACC(r, j));
+      if (row0 + r < pc.rows) { STORE_TILE_ROW(row0, o0, r) }
   }
 }
 

@@ -330,3 +330,115 @@ TEST_CASE("block kernels: Q8_0 as int8 loads (8-bit storage) and as 32-bit words
 }
 
 }  // namespace
+
+// A gated direct product (matmul_direct.comp's GATED: the FFN's gate, up
+// and activation in one dispatch) over W = [gate rows; up rows]: against
+// act(gate) * up of the float64 products, and bit for bit against the
+// plain product of the same 2 * out rows followed by the activation kernel
+// (same sums, same activation.glsl), in every encoding and tile, with rows
+// off vec4 boundaries (rings) and outputs off the workgroup.
+TEST_CASE("block kernels: gated direct products equal the product of [gate; up] then the activation, bit for bit") {
+  Context& context = test::gpu();
+  std::mt19937_64 rng(9107);
+  const kernels::KernelPlan device = with_style(kernels::plan_kernels(context.caps()), true);
+  REQUIRE(device.direct_share > 1);
+  struct Tile {
+    uint32_t rows, share;
+  };
+  const Tile tiles[] = {{1, 1}, {3, device.direct_share}, {8, device.direct_share}, {16, device.direct_share}};
+  const ElementType types[] = {ElementType::f32, ElementType::f16, ElementType::bf16, ElementType::q8_0,
+                               ElementType::q4_0, ElementType::q4_k, ElementType::q6_k};
+  const ActivationKind kinds[] = {ActivationKind::silu, ActivationKind::gelu_tanh, ActivationKind::relu};
+  uint32_t compared = 0;
+  for (ElementType type : types) {
+    const bool floats = element_block(type).values == 1;
+    const Case cases[] = {{1, floats ? 100u : 2u, 37}, {2, floats ? 96u : 1u, 70}, {19, floats ? 45u : 3u, 33},
+                          {9, floats ? 100u : 2u, 65, false, false, true}};
+    for (const Tile& tile : tiles)
+      for (const Case& c : cases) {
+        const ActivationKind kind = kinds[compared % 3];
+        kernels::KernelPlan plan = device;
+        plan.direct_share = tile.share;
+        plan.direct_float_rows = plan.direct_block_rows = tile.rows;
+        const uint32_t in = c.blocks * element_block(type).values, F = c.out;
+        INFO(to_string(type) << ": tile rows " << tile.rows << ", share " << tile.share << ", rows " << c.rows
+                             << ", in " << in << ", out " << F << ", ring " << c.ring << ", activation "
+                             << static_cast<int>(kind));
+        const std::vector<float> a = normal_values(size_t{c.rows} * in, rng), w = normal_values(size_t{2} * F * in, rng);
+        // Float weights from element 3 (scalar loads) or byte 16 (vec4s), alternately.
+        const Encoded e = encode(type, w, floats ? (compared % 2 ? 16u : 3 * element_block(type).bytes) : kStartByte);
+        const RowRef a_rows = c.ring ? wrapping(c.rows, in, 1, 3) : RowRef::contiguous(in);
+        std::vector<uint32_t> a_words(extent(a_rows, c.rows, in), kSentinel);
+        put_rows(a_words, a_rows, c.rows, in, a);
+        const RowRef gated_rows = RowRef::contiguous(F, 4), both_rows = RowRef::contiguous(2 * F);
+        const std::vector<uint32_t> gated_before(extent(gated_rows, c.rows, F), kSentinel);
+        const vk::Buffer a_buffer = test::upload_words(context, a_words, "test A");
+        const vk::Buffer w_buffer = test::upload_words(context, e.words, "test W");
+        const vk::Buffer gated_buffer = test::upload_words(context, gated_before, "gated C");
+        const vk::Buffer both_buffer = test::device_words(context, extent(both_rows, c.rows, 2 * F), kSentinel, "gate|up");
+        const vk::Buffer activated = test::device_words(context, uint64_t{c.rows} * F, kSentinel, "activated");
+        vk::DescriptorArena arena(context);
+        const kernels::Matmul gated = kernels::Matmul::create(context, arena, plan, type, {&a_buffer}, {&w_buffer},
+                                                              {&gated_buffer}, {}, MemoryStorage::f32, kind)
+                                          .value_or_throw();
+        const kernels::Matmul plain =
+            kernels::Matmul::create(context, arena, plan, type, {&a_buffer}, {&w_buffer}, {&both_buffer}).value_or_throw();
+        const kernels::Activation act = kernels::Activation::create(context, arena, plan, kind, true, {&both_buffer},
+                                                                    {&activated})
+                                            .value_or_throw();
+        kernels::Matmul::Args args;
+        args.rows = c.rows;
+        args.in = in;
+        args.out = F;
+        args.w_offset = e.offset;
+        args.a = a_rows;
+        args.c = gated_rows;
+        kernels::Matmul::Args both = args;
+        both.out = 2 * F;
+        both.c = both_rows;
+        test::run_once(context, [&](vk::CommandRecorder& rec) {
+          gated.record(rec, args).or_throw();
+          plain.record(rec, both).or_throw();
+          act.record(rec, {c.rows, F, RowRef::contiguous(2 * F), RowRef::contiguous(2 * F, F), RowRef::contiguous(F)})
+              .or_throw();
+        });
+        const std::vector<uint32_t> after = test::download_words(context, gated_buffer, 0, gated_before.size());
+        check_untouched(gated_before, after, gated_rows, c.rows, F);
+        const std::vector<uint32_t> separate = test::download_words(context, activated, 0, uint64_t{c.rows} * F);
+        const std::vector<float> got = get_rows(after, gated_rows, c.rows, F);
+        uint32_t differ = 0;
+        for (size_t i = 0; i < got.size(); ++i) differ += test::float_bits(got[i]) != separate[i];
+        CHECK_MESSAGE(differ == 0, differ << " outputs differ from the product then the activation");
+        // And the float64 truth: act(g) * u, with g's and u's own fp32 errors carried through.
+        const std::vector<double> sums = ops::matmul(ops::widen(a), e.values, c.rows, in, 2 * F, {}, {});
+        std::vector<double> expected(size_t{c.rows} * F), tolerance(expected.size());
+        for (uint32_t r = 0; r < c.rows; ++r)
+          for (uint32_t o = 0; o < F; ++o) {
+            const double g = sums[size_t{r} * 2 * F + o], u = sums[size_t{r} * 2 * F + F + o];
+            double a_sq = 0, g_sq = 0, u_sq = 0;
+            for (uint32_t i = 0; i < in; ++i) {
+              a_sq += double(a[size_t{r} * in + i]) * a[size_t{r} * in + i];
+              g_sq += e.values[size_t{o} * in + i] * e.values[size_t{o} * in + i];
+              u_sq += e.values[size_t{F + o} * in + i] * e.values[size_t{F + o} * in + i];
+            }
+            const double scale = 1e-5 * (std::sqrt(double(in)) + 4.0) * std::sqrt(a_sq / in);
+            const double err_g = scale * std::sqrt(g_sq / in) + 1e-6 * std::abs(g);
+            const double err_u = scale * std::sqrt(u_sq / in) + 1e-6 * std::abs(u);
+            expected[size_t{r} * F + o] = ops::activate(kind, g) * u;
+            tolerance[size_t{r} * F + o] = 1.2 * err_g * (std::abs(u) + err_u) + err_u * std::abs(ops::activate(kind, g)) +
+                                           1e-6 * std::abs(expected[size_t{r} * F + o]) + 1e-12;
+          }
+        CHECK(count_outside(got, expected, [&](size_t i) { return tolerance[i]; }, 3) == 0);
+        ++compared;
+      }
+  }
+  CHECK(compared == std::size(types) * std::size(tiles) * 4);
+  // Gated products are direct only, from fp32 A rows, with no bias or residual.
+  vk::DescriptorArena arena(context);
+  const vk::Buffer any = test::device_words(context, 64, 0u, "any");
+  CHECK(kernels::Matmul::create(context, arena, with_style(device, false), ElementType::f32, {&any}, {&any}, {&any}, {},
+                                MemoryStorage::f32, ActivationKind::silu)
+            .status()
+            .code() == ErrorCode::invalid_argument);
+  test::check_no_validation_messages(context);
+}

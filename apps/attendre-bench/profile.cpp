@@ -64,6 +64,8 @@ std::string layer_kernel(const std::string& build, const std::string& policy_nam
 bool is_activation(const std::string& shader) { return shader.rfind("activation", 0) == 0; }
 
 std::string matmul_role(const std::vector<attendre::KernelTime>& p, size_t first, size_t last, size_t i) {
+  if (p[i].kernel.ends_with("_gated")) return "gate_up";  // gate, up and the activation in one product
+  if (i > first && p[i - 1].kernel.ends_with("_gated")) return "down";
   const std::string before = first > 0 ? p[first - 1].kernel : "";
   const std::string after = last + 1 < p.size() ? p[last + 1].kernel : "";
   const size_t run = last - first + 1, at = i - first;
@@ -90,7 +92,8 @@ std::vector<Dispatch> classify(const std::vector<attendre::KernelTime>& p, const
     d.longest_piece_ms = p[i].longest_piece_ns * 1e-6;
     // Products over fp16 activations and the writers of them (norm_*_f16,
     // activation_f16) count as the same kernels.
-    const std::string base = fp16_family(shader);
+    // Gated products (matmul_direct_*_gated) are matmuls of role gate_up.
+    const std::string base = fp16_family(shader.ends_with("_gated") ? shader.substr(0, shader.size() - 6) : shader);
     d.precision = base.ends_with("_f16") ? "f16" : "f32";
     d.name = layer_kernel(shader, policy_name, last_select);
     if (d.name.empty()) {
@@ -105,9 +108,13 @@ std::vector<Dispatch> classify(const std::vector<attendre::KernelTime>& p, const
       while (last + 1 < p.size() && is_matmul(p[last + 1].kernel)) ++last;
       d.role = matmul_role(p, first, last, i);
     } else if (is_norm(shader)) {
+      // The FFN norm's products end at the activation, or hold a gated one.
       size_t next = i + 1;
-      while (next < p.size() && is_matmul(p[next].kernel)) ++next;
-      d.role = next == i + 1 || next == p.size() ? "final" : next < p.size() && is_activation(p[next].kernel) ? "ffn" : "attn";
+      bool gated = false;
+      for (; next < p.size() && is_matmul(p[next].kernel); ++next) gated = gated || p[next].kernel.ends_with("_gated");
+      d.role = next == i + 1 || next == p.size()                       ? "final"
+               : gated || (next < p.size() && is_activation(p[next].kernel)) ? "ffn"
+                                                                            : "attn";
     } else if (shader == "rope") {
       // A block rotates its queries (three times under LM-Infinite), then
       // its keys: the last rope before the next norm is the keys'.

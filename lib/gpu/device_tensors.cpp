@@ -108,17 +108,7 @@ Result<DeviceMatrix> WeightLoader::matrix(const MatrixSpec& spec) {
   m.cols_ = static_cast<uint32_t>(spec.cols);
   m.has_bias_ = spec.bias.has_value();
   std::vector<std::byte> converted;  // fp32 stored as fp16: one tensor at a time
-  if (m.type_ != view.type) {
-    const uint64_t count = spec.rows * spec.cols;
-    converted.resize(count * 2);
-    for (uint64_t i = 0; i < count; ++i) {
-      float x;
-      std::memcpy(&x, view.bytes.data() + i * 4, 4);
-      const uint16_t h = half::float_to_half(x);
-      std::memcpy(converted.data() + i * 2, &h, 2);
-    }
-    view.bytes = converted;
-  }
+  view.bytes = stored_bytes(view, m.type_, converted);
   ATTENDRE_TRY_ASSIGN(const uint64_t per_row, row_bytes(m.type_, spec.cols, spec.name));
   ATTENDRE_TRY_ASSIGN(const uint64_t per, rows_per_part(context_.caps(), spec.rows, per_row, m.has_bias_));
   for (uint64_t first = 0; first < spec.rows; first += per) {
@@ -146,6 +136,57 @@ Result<DeviceMatrix> WeightLoader::matrix(const MatrixSpec& spec) {
       ATTENDRE_TRY(write(part.buffer, uint64_t{part.bias_offset} * 4, std::as_bytes(std::span<const float>(slice))));
     }
   }
+  guard.succeeded();
+  return m;
+}
+
+std::span<const std::byte> WeightLoader::stored_bytes(const TensorView& view, ElementType type,
+                                                     std::vector<std::byte>& converted) {
+  if (type == view.type) return view.bytes;
+  const uint64_t count = view.bytes.size() / 4;
+  converted.resize(count * 2);
+  for (uint64_t i = 0; i < count; ++i) {
+    float x;
+    std::memcpy(&x, view.bytes.data() + i * 4, 4);
+    const uint16_t h = half::float_to_half(x);
+    std::memcpy(converted.data() + i * 2, &h, 2);
+  }
+  return converted;
+}
+
+Result<ElementType> WeightLoader::stored_type_of(const MatrixSpec& spec) {
+  const uint64_t shape[] = {spec.rows, spec.cols};
+  ATTENDRE_TRY_ASSIGN(const std::optional<ElementType> type, source_.type_of(spec.name, shape));
+  if (!type) return invalid_argument("the weights have no tensor '" + spec.name + "'");
+  return DeviceMatrix::stored_type(*type, storage_);
+}
+
+Result<DeviceMatrix> WeightLoader::matrix_pair(const MatrixSpec& a, const MatrixSpec& b) {
+  ATTENDRE_REQUIRE(a.rows == b.rows && a.cols == b.cols && !a.bias && !b.bias,
+                   "matrices '" + a.name + "' and '" + b.name + "' are not a pair of one shape without biases");
+  DeviceMatrix m;
+  FinishOnFailure guard(*this);
+  m.rows_ = static_cast<uint32_t>(2 * a.rows);
+  m.cols_ = static_cast<uint32_t>(a.cols);
+  uint64_t per_row = 0;
+  MatrixPart part;
+  part.rows = m.rows_;
+  for (const MatrixSpec* spec : {&a, &b}) {
+    ATTENDRE_TRY_ASSIGN(TensorView view, fetch(spec->name, {spec->rows, spec->cols}));
+    const ElementType type = DeviceMatrix::stored_type(view.type, storage_);
+    if (spec == &a) {
+      m.type_ = type;
+      ATTENDRE_TRY_ASSIGN(per_row, row_bytes(type, spec->cols, spec->name));
+      ATTENDRE_TRY_ASSIGN(const uint64_t per, rows_per_part(context_.caps(), m.rows_, per_row, false));
+      ATTENDRE_REQUIRE(per >= m.rows_, "matrices '" + a.name + "' and '" + b.name + "' do not fit one buffer");
+      ATTENDRE_TRY_ASSIGN(part.buffer, vk::Buffer::create(arena_, part_bytes(part.rows, per_row, false, &part.bias_offset),
+                                                          a.name.c_str()));
+    }
+    ATTENDRE_REQUIRE(type == m.type_, "matrices '" + a.name + "' and '" + b.name + "' are stored in different encodings");
+    std::vector<std::byte> converted;
+    ATTENDRE_TRY(write(part.buffer, spec == &a ? 0 : a.rows * per_row, stored_bytes(view, type, converted)));
+  }
+  m.parts_.push_back(std::move(part));
   guard.succeeded();
   return m;
 }
@@ -247,12 +288,15 @@ Status WeightLoader::finish() {
 
 Result<Projection> Projection::create(Context& context, vk::DescriptorArena& arena, const kernels::KernelPlan& plan,
                                       const DeviceMatrix& matrix, vk::BufferBinding a, vk::BufferBinding c,
-                                      vk::BufferBinding r, MemoryStorage input) {
+                                      vk::BufferBinding r, MemoryStorage input, std::optional<ActivationKind> gated) {
   Projection p;
   p.matrix_ = &matrix;
+  p.gated_ = gated.has_value();
+  ATTENDRE_REQUIRE(!gated || (matrix.parts().size() == 1 && !matrix.has_bias()),
+                   "a gated projection needs its [gate; up] matrix in one part, without bias");
   for (const MatrixPart& part : matrix.parts()) {
     ATTENDRE_TRY_ASSIGN(kernels::Matmul m, kernels::Matmul::create(context, arena, plan, matrix.type(), a,
-                                                                   vk::BufferBinding{&part.buffer}, c, r, input));
+                                                                   vk::BufferBinding{&part.buffer}, c, r, input, gated));
     p.parts_.push_back(std::move(m));
   }
   return p;
@@ -265,7 +309,7 @@ Status Projection::record(vk::CommandRecorder& rec, uint32_t rows, kernels::RowR
     kernels::Matmul::Args args;
     args.rows = rows;
     args.in = matrix_->cols();
-    args.out = part.rows;
+    args.out = gated_ ? part.rows / 2 : part.rows;  // gated: the gate rows' outputs
     args.a = a;
     args.c = c;
     args.c.offset += part.first_row;  // this part's columns of each output row

@@ -86,6 +86,13 @@ class WeightLoader {
   // own failures come through as they are. A failing call first waits for
   // every copy in flight (FinishOnFailure), so the buffers made before may go.
   Result<DeviceMatrix> matrix(const MatrixSpec& spec);
+  // Two matrices of one shape and stored encoding, without biases, as one
+  // of twice the rows in one part: a's rows, then b's (a gated FFN's
+  // [gate; up] for gated products). Fails (invalid_argument) when they
+  // differ or do not fit one storage range.
+  Result<DeviceMatrix> matrix_pair(const MatrixSpec& a, const MatrixSpec& b);
+  // The encoding a tensor of the source is stored in (stored_type).
+  Result<ElementType> stored_type_of(const MatrixSpec& spec);
   Result<DeviceNorm> norm(const VectorSpec& gain, const std::optional<VectorSpec>& shift);
   // A small tensor decoded to float64 on the host (tables the host turns
   // into kernel inputs: T5 biases, RoPE factors).
@@ -116,6 +123,9 @@ class WeightLoader {
 
  private:
   Result<TensorView> fetch(const std::string& name, std::vector<uint64_t> shape);
+  // The view's bytes in `type` (fp32 converted to fp16 into `converted`).
+  static std::span<const std::byte> stored_bytes(const TensorView& view, ElementType type,
+                                                 std::vector<std::byte>& converted);
   // Copies `data` to `dst` at `offset`: in place on unified memory, else
   // through the staging ring.
   Status write(const vk::Buffer& dst, uint64_t offset, std::span<const std::byte> data);
@@ -139,7 +149,10 @@ class Projection {
   Projection() = default;
   static Result<Projection> create(Context& context, vk::DescriptorArena& arena, const kernels::KernelPlan& plan,
                                    const DeviceMatrix& matrix, vk::BufferBinding a, vk::BufferBinding c,
-                                   vk::BufferBinding r = {}, MemoryStorage input = MemoryStorage::f32);
+                                   vk::BufferBinding r = {}, MemoryStorage input = MemoryStorage::f32,
+                                   std::optional<ActivationKind> gated = std::nullopt);
+  // `gated`: the matrix is a matrix_pair [gate; up] of one part, and
+  // C[r][o] = act(A[r] . gate[o]) * (A[r] . up[o]) (kernels::Matmul's gated product).
   // C[r][o] = A[r] . W[o] (+ bias) (+ R[r][o]) for `rows` rows; c and r
   // address whole output rows (the parts write their own columns); A rows
   // are stored as `input` said (fp16: `a` counts words of packed pairs).
@@ -148,6 +161,7 @@ class Projection {
 
  private:
   const DeviceMatrix* matrix_ = nullptr;
+  bool gated_ = false;
   std::vector<kernels::Matmul> parts_;
 };
 

@@ -47,6 +47,20 @@ uint32_t DeviceBlock::max_queries(const StackConfig& config, size_t index) {
   return config.flush_capable ? std::max(rows, config.blocks[index].attention.q_capacity) : rows;
 }
 
+Result<bool> DeviceBlock::fuses_gate_up(const DeviceCaps& caps, MemoryStorage activations, const BlockConfig& b,
+                                        const BlockSpec& spec,
+                                        const std::function<Result<ElementType>(const MatrixSpec&)>& types) {
+  if (b.ffn == 0 || !b.gated || !spec.gate || !spec.up || spec.gate->bias || spec.up->bias) return false;
+  if (activations != MemoryStorage::f32 || spec.gate->rows != spec.up->rows || spec.gate->cols != spec.up->cols)
+    return false;
+  ATTENDRE_TRY_ASSIGN(const ElementType gate, types(*spec.gate));
+  ATTENDRE_TRY_ASSIGN(const ElementType up, types(*spec.up));
+  if (gate != up || !kernels::direct_matmul(kernels::plan_kernels(caps), gate)) return false;
+  ATTENDRE_TRY_ASSIGN(const std::vector<uint64_t> parts,
+                      DeviceMatrix::placed_parts(caps, gate, 2 * spec.gate->rows, spec.gate->cols, false));
+  return parts.size() == 1;
+}
+
 uint64_t DeviceBlock::upload_words(const StackConfig& config, size_t index) {
   return align_words(3ull * config.max_rows_in(index)) + align_words(3ull * config.max_insert(index));  // ring, chunk
 }
@@ -75,6 +89,7 @@ Result<BlockMemory> DeviceBlock::plan_memory(const StackConfig& config, size_t i
   auto norm = [&](const std::optional<VectorSpec>& gain, const std::optional<VectorSpec>& shift) {
     if (gain) add(m.weights, gain->name, DeviceNorm::placed_bytes(gain->size, shift.has_value()), true);
   };
+  ATTENDRE_TRY_ASSIGN(const bool fused, fuses_gate_up(caps, config.activations, b, spec, types));
   // The loader's order (BlockWeights::load), which decides the arena's blocks.
   norm(spec.attn_norm, spec.attn_norm_bias);
   norm(spec.ffn_norm, spec.ffn_norm_bias);
@@ -83,9 +98,18 @@ Result<BlockMemory> DeviceBlock::plan_memory(const StackConfig& config, size_t i
   norm(spec.q_norm, std::nullopt);
   norm(spec.k_norm, std::nullopt);
   for (const auto& t : {std::optional<MatrixSpec>(spec.wq), std::optional<MatrixSpec>(spec.wk),
-                        std::optional<MatrixSpec>(spec.wv), std::optional<MatrixSpec>(spec.wo), spec.gate, spec.up,
-                        spec.down})
+                        std::optional<MatrixSpec>(spec.wv), std::optional<MatrixSpec>(spec.wo)})
     ATTENDRE_TRY(matrix(t));
+  if (fused) {  // one [gate; up] matrix in one part (WeightLoader::matrix_pair)
+    ATTENDRE_TRY_ASSIGN(const ElementType type, types(*spec.gate));
+    ATTENDRE_TRY_ASSIGN(const std::vector<uint64_t> parts,
+                        DeviceMatrix::placed_parts(caps, type, 2 * spec.gate->rows, spec.gate->cols, false));
+    add(m.weights, spec.gate->name + " + " + spec.up->name, parts[0], true);
+  } else {
+    ATTENDRE_TRY(matrix(spec.gate));
+    ATTENDRE_TRY(matrix(spec.up));
+  }
+  ATTENDRE_TRY(matrix(spec.down));
   const std::string block = "block " + std::to_string(index) + " ";
   add(m.weights, block + "rope angles", BlockWeights::rope_table_bytes(b), true);
   const MemoryStorage storage = b.attention.kv.storage;
@@ -116,7 +140,7 @@ uint64_t BlockWeights::rope_table_bytes(const BlockConfig& config) {
 }
 
 Result<BlockWeights> BlockWeights::load(WeightLoader& loader, const BlockSpec& t, const BlockConfig& config,
-                                        std::span<const double> rope_factors) {
+                                        std::span<const double> rope_factors, bool fuse_gate_up) {
   BlockWeights w;
   WeightLoader::FinishOnFailure guard(loader);  // w's buffers may receive copies still in flight
   ATTENDRE_TRY_ASSIGN(w.attn_norm, loader.norm(t.attn_norm, t.attn_norm_bias));
@@ -137,11 +161,15 @@ Result<BlockWeights> BlockWeights::load(WeightLoader& loader, const BlockSpec& t
   ATTENDRE_TRY_ASSIGN(w.wk, loader.matrix(t.wk));
   ATTENDRE_TRY_ASSIGN(w.wv, loader.matrix(t.wv));
   ATTENDRE_TRY_ASSIGN(w.wo, loader.matrix(t.wo));
-  if (t.gate) {
-    ATTENDRE_TRY_ASSIGN(w.gate, loader.matrix(*t.gate));
-  }
-  if (t.up) {
-    ATTENDRE_TRY_ASSIGN(w.up, loader.matrix(*t.up));
+  if (fuse_gate_up) {
+    ATTENDRE_TRY_ASSIGN(w.gate_up, loader.matrix_pair(*t.gate, *t.up));
+  } else {
+    if (t.gate) {
+      ATTENDRE_TRY_ASSIGN(w.gate, loader.matrix(*t.gate));
+    }
+    if (t.up) {
+      ATTENDRE_TRY_ASSIGN(w.up, loader.matrix(*t.up));
+    }
   }
   if (t.down) {
     ATTENDRE_TRY_ASSIGN(w.down, loader.matrix(*t.down));
@@ -165,7 +193,7 @@ uint64_t BlockWeights::device_bytes() const {
   uint64_t total = vk::MemoryArena::placed_bytes(attn_norm.buffer.size());
   for (const DeviceNorm* n : {&ffn_norm, &attn_post_norm, &ffn_post_norm, &q_norm, &k_norm})
     if (n->buffer) total += vk::MemoryArena::placed_bytes(n->buffer.size());
-  for (const DeviceMatrix* m : {&wq, &wk, &wv, &wo, &gate, &up, &down}) total += m->device_bytes();
+  for (const DeviceMatrix* m : {&wq, &wk, &wv, &wo, &gate, &up, &gate_up, &down}) total += m->device_bytes();
   if (rope_table) total += vk::MemoryArena::placed_bytes(rope_table.size());
   return total;
 }
@@ -250,11 +278,18 @@ Result<std::unique_ptr<DeviceBlock>> DeviceBlock::create(Context& context, const
   if (c.ffn > 0) {
     ATTENDRE_TRY_ASSIGN(d.ffn_norm_kernel_, kernels::Norm::create(context, a, plan, c.norm, {&shared.y},
                                                                   {&weights.ffn_norm.buffer}, {&shared.h}, acts));
-    if (c.gated) {
-      ATTENDRE_TRY_ASSIGN(d.gate_proj_, Projection::create(context, a, plan, weights.gate, {&shared.h}, gate, {}, acts));
+    const bool fused = weights.gate_up.rows() > 0;
+    if (fused) {
+      // The activated rows land in the gate rows, where the down projection reads them (fp32).
+      ATTENDRE_TRY_ASSIGN(d.gate_up_proj_, Projection::create(context, a, plan, weights.gate_up, {&shared.h}, gate, {},
+                                                              acts, c.activation));
+    } else {
+      if (c.gated) {
+        ATTENDRE_TRY_ASSIGN(d.gate_proj_, Projection::create(context, a, plan, weights.gate, {&shared.h}, gate, {}, acts));
+      }
+      ATTENDRE_TRY_ASSIGN(d.up_proj_,
+                          Projection::create(context, a, plan, weights.up, {&shared.h}, c.gated ? up : gate, {}, acts));
     }
-    ATTENDRE_TRY_ASSIGN(d.up_proj_,
-                        Projection::create(context, a, plan, weights.up, {&shared.h}, c.gated ? up : gate, {}, acts));
     // fp32: in place, the activated rows replace the gate rows. fp16: they
     // go to h, which the gate and up projections have read.
     const Section activated = acts == MemoryStorage::f16 ? Section{&shared.h} : gate;
@@ -265,10 +300,12 @@ Result<std::unique_ptr<DeviceBlock>> DeviceBlock::create(Context& context, const
                                                                          {&weights.ffn_post_norm.buffer}, {d.out_}));
       ATTENDRE_TRY_ASSIGN(d.ffn_residual_, kernels::Add::create(context, a, plan, {d.out_}, {&shared.y}, {d.out_}));
     }
-    ATTENDRE_TRY_ASSIGN(d.activation_, kernels::Activation::create(context, a, plan, c.activation, c.gated, {&shared.gu},
-                                                                   acts == MemoryStorage::f16 ? Section{&shared.h}
-                                                                                              : Section{&shared.gu},
-                                                                   acts));
+    if (!fused) {
+      ATTENDRE_TRY_ASSIGN(d.activation_, kernels::Activation::create(context, a, plan, c.activation, c.gated, {&shared.gu},
+                                                                     acts == MemoryStorage::f16 ? Section{&shared.h}
+                                                                                                : Section{&shared.gu},
+                                                                     acts));
+    }
   }
   if (c.qk_norm) {
     ATTENDRE_TRY_ASSIGN(d.q_norm_kernel_, kernels::Norm::create(context, a, plan, NormKind::rms, queries,
@@ -474,10 +511,14 @@ Status DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint
   const RowRef section = RowRef::contiguous(F);
   const bool half = stack_.activations == MemoryStorage::f16;
   const RowRef half_rows = RowRef::contiguous(activation_row_words(F, MemoryStorage::f16));
-  if (config_.gated) ATTENDRE_TRY(gate_proj_.record(rec, range.count, normed_, section));
-  ATTENDRE_TRY(up_proj_.record(rec, range.count, normed_, section));
-  ATTENDRE_TRY(activation_.record(rec, {range.count, F, RowRef::contiguous(F, fl.gate), RowRef::contiguous(F, fl.up),
-                                        half ? half_rows : RowRef::contiguous(F, fl.gate)}));
+  if (w_.gate_up.rows() > 0) {
+    ATTENDRE_TRY(gate_up_proj_.record(rec, range.count, normed_, section));  // gate, up and activation at once
+  } else {
+    if (config_.gated) ATTENDRE_TRY(gate_proj_.record(rec, range.count, normed_, section));
+    ATTENDRE_TRY(up_proj_.record(rec, range.count, normed_, section));
+    ATTENDRE_TRY(activation_.record(rec, {range.count, F, RowRef::contiguous(F, fl.gate), RowRef::contiguous(F, fl.up),
+                                          half ? half_rows : RowRef::contiguous(F, fl.gate)}));
+  }
   ATTENDRE_TRY(down_proj_.record(rec, range.count, half ? half_rows : section, RowRef::contiguous(H),
                                  config_.post_norms ? std::nullopt : std::optional(RowRef::contiguous(H))));
   if (config_.post_norms) ATTENDRE_TRY(record_post_norm(rec, range.count, ffn_post_norm_kernel_, ffn_residual_, RowRef::contiguous(H)));

@@ -38,8 +38,13 @@ class Kernel {
   template <class Params>
   void dispatch(vk::CommandRecorder& recorder, const Params& params, uint32_t x, uint32_t y = 1,
                 uint32_t z = 1) const {
-    recorder.dispatch(*pipeline_, set_, uses_, &params, sizeof(Params), x, y, z);
+    recorder.dispatch(*pipeline_, set_, uses_, &params, sizeof(Params), x, y, z,
+                      label_.empty() ? nullptr : label_.c_str());
   }
+  // What profiles call this kernel's dispatches where its shader's name
+  // does not tell (a specialization that does other work: gated products).
+  void set_label(std::string label) { label_ = std::move(label); }
+  const std::string& label() const { return label_; }
 
   explicit operator bool() const { return pipeline_ != nullptr; }
 
@@ -51,6 +56,7 @@ class Kernel {
   const vk::ComputePipeline* pipeline_ = nullptr;
   VkDescriptorSet set_ = VK_NULL_HANDLE;
   std::vector<vk::BufferUse> uses_;  // each binding's range and access, for derived barriers
+  std::string label_;                // empty: the shader's name
 };
 
 // The kernels that read weights, each compiled once per weight encoding

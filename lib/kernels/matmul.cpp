@@ -75,10 +75,15 @@ bool direct_matmul(const KernelPlan& plan, ElementType) { return plan.direct && 
 
 Result<Matmul> Matmul::create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ElementType weights,
                               vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c, vk::BufferBinding r,
-                              MemoryStorage input) {
+                              MemoryStorage input, std::optional<ActivationKind> gated) {
   Matmul m;
   m.plan_ = plan;
   m.type_ = weights;
+  m.gated_ = gated.has_value();
+  if (gated) {
+    ATTENDRE_REQUIRE(direct_matmul(plan, weights) && input == MemoryStorage::f32,
+                     "a gated product needs the direct kernels and fp32 A rows");
+  }
   const std::string what = "matmul over '" + (w.buffer ? w.buffer->label() : std::string("weights")) + "'";
   // Without a separate R, the residual (if any) is read from C itself, and
   // binding 3 takes A: it must hold a buffer, and one the dispatch only reads.
@@ -86,9 +91,13 @@ Result<Matmul> Matmul::create(Context& context, vk::DescriptorArena& arena, cons
   if (!r.buffer) r = a;
   m.plan_.direct = direct_matmul(plan, weights);
   if (m.plan_.direct) {
-    const DirectTile many = direct_tile(plan, weights, false), few = direct_tile(plan, weights, true);
-    const std::vector<uint32_t> many_spec = with_fold({many.workgroup, many.rows, plan.direct_share, many.outputs}, plan);
-    const std::vector<uint32_t> few_spec = with_fold({few.workgroup, few.rows, plan.direct_share, few.outputs}, plan);
+    const DirectTile many = m.tile(false), few = m.tile(true);
+    // Gated: GATED = 1 + the activation kind, each invocation's two outputs a gate and an up row.
+    const uint32_t gated_spec = gated ? 1u + static_cast<uint32_t>(*gated) : 0u;
+    const std::vector<uint32_t> many_spec =
+        with_fold({many.workgroup, many.rows, plan.direct_share, many.outputs, gated_spec}, plan);
+    const std::vector<uint32_t> few_spec =
+        with_fold({few.workgroup, few.rows, plan.direct_share, few.outputs, gated_spec}, plan);
     // Texel-buffer weights and A where the device has them and can view
     // both ranges; the storage-buffer loads otherwise.
     if (const std::optional<TexelWeights> texel = texel_weights(context.caps(), weights, input, w, a)) {
@@ -97,11 +106,13 @@ Result<Matmul> Matmul::create(Context& context, vk::DescriptorArena& arena, cons
                                                                 {a, w, c, r, texel->weights, texel->a}));
       ATTENDRE_TRY_ASSIGN(m.direct_few_, Kernel::make<MatmulParams>(context, arena, texel->shader, few_spec,
                                                                     {a, w, c, r, texel->weights, texel->a}));
+      m.label_gated(texel->shader);
       return m;
     }
     ATTENDRE_TRY_ASSIGN(const ShaderId direct, weight_variant(context, WeightKernel::direct, weights, what, input));
     ATTENDRE_TRY_ASSIGN(m.direct_, Kernel::make<MatmulParams>(context, arena, direct, many_spec, {a, w, c, r}));
     ATTENDRE_TRY_ASSIGN(m.direct_few_, Kernel::make<MatmulParams>(context, arena, direct, few_spec, {a, w, c, r}));
+    m.label_gated(direct);
     return m;
   }
   ATTENDRE_TRY_ASSIGN(const ShaderId gemm, weight_variant(context, WeightKernel::gemm, weights, what, input));
@@ -125,6 +136,7 @@ Result<MatmulParams> Matmul::params(const Args& args) const {
     ATTENDRE_REQUIRE(args.r == args.c,
                      "matmul: a residual added in place needs R rows to be the C rows (bind a separate R otherwise)");
   ATTENDRE_TRY(check_weight_layout(type_, args.in, args.w_offset, "matmul W"));
+  if (gated_) ATTENDRE_REQUIRE(!args.bias && !args.residual, "a gated product adds no bias and no residual");
   MatmulParams p{};
   p.rows = args.rows;
   p.in_dim = args.in;
@@ -148,14 +160,30 @@ uint32_t Matmul::matvec_lanes(uint32_t in) const {
   return std::min(plan_.matvec_workgroup, next_pow2(std::max(1u, share)));
 }
 
+// Profiles tell gated products (gate, up and activation in one) from
+// plain ones by a "_gated" suffix on the shader's name.
+void Matmul::label_gated(ShaderId shader) {
+  if (!gated_) return;
+  const std::string label = std::string(shaders::name(shader)) + "_gated";
+  direct_.set_label(label);
+  direct_few_.set_label(label);
+}
+
+DirectTile Matmul::tile(bool few) const {
+  DirectTile t = direct_tile(plan_, type_, few);
+  if (gated_) t.outputs = 2;  // a gate and an up row of one output
+  return t;
+}
+
 const Kernel& Matmul::direct_for(uint32_t rows) const {
   return rows <= kDirectFewRows ? direct_few_ : direct_;
 }
 
 Grid Matmul::grid(const Args& args) const {
   if (plan_.direct) {
-    const DirectTile s = direct_tile(plan_, type_, args.rows <= kDirectFewRows);
-    return fold_groups(uint64_t{ceil_div(args.out, s.workgroup * s.outputs)} * ceil_div(args.rows, s.rows), plan_);
+    const DirectTile s = tile(args.rows <= kDirectFewRows);
+    const uint32_t outputs = gated_ ? s.workgroup : s.workgroup * s.outputs;  // per logical group
+    return fold_groups(uint64_t{ceil_div(args.out, outputs)} * ceil_div(args.rows, s.rows), plan_);
   }
   if (uses_matvec(args.rows)) {
     const uint32_t per_group = plan_.matvec_workgroup / matvec_lanes(args.in);

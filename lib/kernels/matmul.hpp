@@ -62,9 +62,14 @@ class Matmul {
   // fp32, or fp16 pairs packed in words (fp16 activations; the row
   // references then count words of ceil(in / 2)).
   // Only the kernels of the plan's style are built.
+  // `gated`: a gated product (matmul_direct.comp's GATED; direct products
+  // only, fp32 A): W holds 2 * out rows, the gate rows then the up rows,
+  // and C[r][o] = act(A[r] . W[o]) * (A[r] . W[out + o]) in one dispatch,
+  // with no bias and no residual.
   static Result<Matmul> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
                                ElementType weights, vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c,
-                               vk::BufferBinding r = {}, MemoryStorage input = MemoryStorage::f32);
+                               vk::BufferBinding r = {}, MemoryStorage input = MemoryStorage::f32,
+                               std::optional<ActivationKind> gated = std::nullopt);
 
   // Records the product: on direct-style devices matmul_direct.comp, else
   // the matrix-vector kernel for rows <= kMatvecMaxRows and the tiled GEMM
@@ -82,6 +87,9 @@ class Matmul {
 
  private:
   const Kernel& direct_for(uint32_t rows) const;
+  // The direct kernels' register tile (direct_tile; two outputs when gated).
+  DirectTile tile(bool few) const;
+  void label_gated(ShaderId shader);
   // Invocations sharing one output in the matvec kernel.
   uint32_t matvec_lanes(uint32_t in) const;
 
@@ -89,6 +97,7 @@ class Matmul {
   ElementType type_ = ElementType::f32;
   bool residual_in_c_ = false;
   bool texel_ = false;
+  bool gated_ = false;
   Kernel gemm_, matvec_;
   Kernel direct_, direct_few_;  // direct_few_: the single-row variant (rows <= 2)
 };

@@ -23,9 +23,9 @@ void CommandRecorder::attach(Profiler* profiler) {
 
 void CommandRecorder::dispatch(const ComputePipeline& pipeline, VkDescriptorSet set, std::span<const BufferUse> uses,
                                const void* push, uint32_t push_bytes, uint32_t groups_x, uint32_t groups_y,
-                               uint32_t groups_z) {
+                               uint32_t groups_z, const char* label) {
   if (groups_x == 0 || groups_y == 0 || groups_z == 0) return;  // nothing to do is not an error
-  const char* name = shaders::name(pipeline.key().shader).data();
+  const char* name = label ? label : shaders::name(pipeline.key().shader).data();
   scratch_.clear();
   for (const BufferUse& u : uses)
     if (u.reads || u.writes) scratch_.push_back({u.buffer, u.offset, u.offset + u.size, u.reads, u.writes, name});

@@ -88,9 +88,11 @@ class CommandRecorder {
   // A grid of more workgroups than the pipeline's max_groups_per_dispatch()
   // is recorded as several dispatches (vkCmdDispatchBase, for_each_piece)
   // with no barrier between them: one logical dispatch, one set of accesses.
+  // `label` names the dispatch in profiles and barrier reasons (the
+  // shader's name when null); it must outlive the recording.
   void dispatch(const ComputePipeline& pipeline, VkDescriptorSet set, std::span<const BufferUse> uses,
                 const void* push, uint32_t push_bytes, uint32_t groups_x, uint32_t groups_y = 1,
-                uint32_t groups_z = 1);
+                uint32_t groups_z = 1, const char* label = nullptr);
 
   void copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& dst, VkDeviceSize dst_offset, VkDeviceSize bytes);
   void fill(const Buffer& dst, VkDeviceSize offset, VkDeviceSize bytes, uint32_t value);

@@ -3,12 +3,9 @@
 #define ATTENDRE_INTERFACE_ACTIVATION_H
 #include "interface/params.h"
 #include "interface/rows.h"
+#include "interface/activation_kinds.h"
 
 ATT_NAMESPACE_BEGIN
-// Activation ids (match attendre::ActivationKind).
-ATT_CONST(kActSilu, 0u)
-ATT_CONST(kActGeluTanh, 1u)
-ATT_CONST(kActRelu, 2u)
 
 ATT_PARAMS_BEGIN(ActivationParams)
   ATT_U32(rows)
