@@ -34,14 +34,14 @@
 //                 (a power of two <= the subgroup size and
 //                 kMatmulDirectMaxShare; W a multiple of the subgroup size;
 //                 1: no shuffles), 3 OUTS outputs per invocation,
-//                 4 GATED: 0, or 1 + an activation kind (interface/activation.h):
+//                 4 GATED: 0, or 1 + an activation kind (interface/activation_kinds.h):
 //                 W holds 2 * out rows, the gate rows then the up rows, and
 //                 C[r][o] = act(A[r] . W[o]) * (A[r] . W[out + o]) (SwiGLU,
 //                 GeGLU: the FFN's gate, up and activation in one dispatch);
 //                 OUTS = 2, output 0 the gate and 1 the up row of one o; no
 //                 bias, no residual
 // Push constants: MatmulParams (interface/matmul.h); lanes is unused
-// Dispatch: ceil(out / (W * OUTS)) * ceil(rows / ROWS) logical groups, folded
+// Dispatch: ceil(out / (W * OUTS)) (gated: ceil(out / W)) * ceil(rows / ROWS) logical groups, folded
 //           (kernels::fold_groups); output groups vary fastest.
 #extension GL_GOOGLE_include_directive : require
 #if defined(WEIGHTS_F16) || defined(INPUT_F16)  // 16-bit loads of W or A
@@ -125,7 +125,6 @@ float fma4(vec4 a, vec4 w, float acc) { return fma(a.w, w.w, fma(a.z, w.z, fma(a
 const uint QUADS = QUANT_UNIT / 4u;  // A quads per decode unit and row
 
 void main() {
-  const uint W = gl_WorkGroupSize.x;
   const uint span = tile_span();  // outputs per logical group
   const uint out_groups = (pc.out_dim + span - 1u) / span;
   const uint groups = out_groups * ((pc.rows + ROWS - 1u) / ROWS);
@@ -225,7 +224,6 @@ vec4 weight4(uint i) { return w32x4[i]; }
 #endif
 
 void main() {
-  const uint W = gl_WorkGroupSize.x;
   const uint span = tile_span();  // outputs per logical group
   const uint out_groups = (pc.out_dim + span - 1u) / span;
   const uint groups = out_groups * ((pc.rows + ROWS - 1u) / ROWS);
