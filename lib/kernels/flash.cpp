@@ -69,31 +69,32 @@ Result<FlashAttention> FlashAttention::create(Context& context, vk::DescriptorAr
   const bool direct = plan.direct && stored == StoredPath::f32 && head_dim <= kFlashDirectMaxHeadDim;
   const std::vector<uint32_t> spec = {plan.flash_workgroup, head_dim, plan.flash_block_for(head_dim), score_features};
   // The direct build fetches keys and values as texels where the memory's
-  // range can be viewed (DeviceCaps::texel_buffers).
+  // range can be viewed (DeviceCaps::texel_buffers). With lane rows
+  // (FlashAttention::lanes_for) its lane variant is made beside it, over
+  // the same bindings.
   const bool lanes = direct && plan.flash_lanes > 1;
   std::vector<uint32_t> lanes_spec = spec;
   lanes_spec.push_back(plan.flash_lanes);
+  auto make = [&](ShaderId one_row, ShaderId lane_rows, std::initializer_list<vk::BufferBinding> bindings) -> Status {
+    ATTENDRE_TRY_ASSIGN(f.attend_, Kernel::make<FlashParams>(context, arena, one_row, spec, bindings));
+    if (lanes) {
+      ATTENDRE_TRY_ASSIGN(f.lanes_, Kernel::make<FlashParams>(context, arena, lane_rows, lanes_spec, bindings));
+    }
+    return {};
+  };
   if (direct) {
     Result<vk::BufferBinding> view = b.kv.texel_view(context.caps(), VK_FORMAT_R32G32B32A32_SFLOAT);
     if (view.ok()) {
       f.texel_ = true;
-      ATTENDRE_TRY_ASSIGN(f.attend_, Kernel::make<FlashParams>(context, arena, ShaderId::flash_attend_direct_texel, spec,
-                                                               {b.ring, b.kv, b.outputs, b.partials, view.value()}));
-      if (lanes) {
-        ATTENDRE_TRY_ASSIGN(f.lanes_, Kernel::make<FlashParams>(context, arena, ShaderId::flash_attend_direct_lanes_texel,
-                                                                lanes_spec, {b.ring, b.kv, b.outputs, b.partials, view.value()}));
-      }
+      ATTENDRE_TRY(make(ShaderId::flash_attend_direct_texel, ShaderId::flash_attend_direct_lanes_texel,
+                        {b.ring, b.kv, b.outputs, b.partials, view.value()}));
     }
   }
   if (!f.texel_) {
     const ShaderId shader = direct ? ShaderId::flash_attend_direct
                                    : stored_variant(stored, ShaderId::flash_attend, ShaderId::flash_attend_f16,
                                                     ShaderId::flash_attend_f16_words);
-    ATTENDRE_TRY_ASSIGN(f.attend_, Kernel::make<FlashParams>(context, arena, shader, spec, {b.ring, b.kv, b.outputs, b.partials}));
-    if (lanes) {
-      ATTENDRE_TRY_ASSIGN(f.lanes_, Kernel::make<FlashParams>(context, arena, ShaderId::flash_attend_direct_lanes,
-                                                              lanes_spec, {b.ring, b.kv, b.outputs, b.partials}));
-    }
+    ATTENDRE_TRY(make(shader, ShaderId::flash_attend_direct_lanes, {b.ring, b.kv, b.outputs, b.partials}));
   }
   f.lanes_count_ = lanes ? plan.flash_lanes : 1u;
   ATTENDRE_TRY_ASSIGN(f.combine_, Kernel::make<FlashParams>(context, arena, ShaderId::flash_combine,
