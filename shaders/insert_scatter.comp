@@ -1,11 +1,17 @@
 #version 450
 // Scatter of the surviving new rows into their planned slots: key (every
-// variant of it), value, position, tag and initial score. fp16 memories
+// variant of it), value, position, tag and initial score. The slots are
+// insert_plan's placement; an insertion without victims (E = 0: the memory
+// has room) is not planned, and its valid rows take the never-used slots
+// held, held + 1, ... in chunk order, as insert_plan would place them, each
+// workgroup counting the valid rows before its own (at most S flags).
+// fp16 memories
 // (STORED_F16_WORDS, stored.glsl): each invocation converts two fp32 chunk
 // elements into one word of the slot's row, rounded as the reference rounds.
 //
-// Bindings: 0 K/V memory write, 1 chunk read
+// Bindings: 0 K/V memory write, 1 chunk read (placement, or valid flags when E = 0)
 // Spec constants: 0 workgroup size W, 1.. InsertConstants (interface/insert.h)
+// Push constants: InsertParams (held, victims)
 // Dispatch: (ceil(key_stride / W), rows)
 #extension GL_GOOGLE_include_directive : require
 #include "stored.glsl"
@@ -28,7 +34,13 @@ float chunk_element(uint row, uint count, uint e) {
 
 void main() {
   const uint r = gl_WorkGroupID.y;
-  const uint slot = chunk[sc_chunk_place_offset + r];
+  uint slot = kInvalid;
+  if (pc.victims > 0u) {
+    slot = chunk[sc_chunk_place_offset + r];
+  } else if (chunk[sc_chunk_valid_offset + r] != 0u) {
+    slot = pc.held;
+    for (uint j = 0u; j < r; ++j) slot += chunk[sc_chunk_valid_offset + j] != 0u ? 1u : 0u;
+  }
   if (slot == kInvalid) return;
   const uint i = gl_GlobalInvocationID.x;
 #ifdef STORED_HALF

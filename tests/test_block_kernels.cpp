@@ -297,6 +297,109 @@ TEST_CASE("block kernels: rope matches the float64 reference at positions up to 
   });
 }
 
+// rope_pair (a block's queries and keys in one dispatch) against two plain
+// rope dispatches, which the test above holds to the float64 reference: the
+// same words, bit for bit, in both buffers, sentinels included.
+void check_rope_pair(Context& context, const kernels::KernelPlan& plan, RopeLayout layout, uint32_t rows,
+                     uint32_t heads_a, uint32_t heads_b, uint32_t head_dim, uint32_t rope_dims, bool a_out_of_place,
+                     std::mt19937_64& rng) {
+  INFO("layout " << static_cast<int>(layout) << ", rows " << rows << ", heads " << heads_a << " and " << heads_b
+                 << ", head_dim " << head_dim << ", rope_dims " << rope_dims << ", out of place " << a_out_of_place);
+  const positions::RopeAngles angles = positions::rope_angles(10000.0, rope_dims, {}).value_or_throw();
+  const uint32_t width_a = heads_a * head_dim, width_b = heads_b * head_dim;
+  kernels::Rope::Args a, b;
+  a.rows = b.rows = rows;
+  a.heads = heads_a;
+  b.heads = heads_b;
+  a.head_dim = b.head_dim = head_dim;
+  a.rope_dims = b.rope_dims = rope_dims;
+  a.table_offset = b.table_offset = 3;
+  a.x = wrapping(rows, 2 * width_a, 3, 1);
+  if (a_out_of_place) a.y = RowRef{a.x.offset + width_a, a.x.stride, a.x.first, a.x.capacity};
+  // The second rows and their positions share a buffer: positions first, then the rows.
+  a.positions = RowRef::ring(3, rows + 1, rows, 4);
+  b.positions = RowRef::contiguous(1, 1);
+  b.x = RowRef::contiguous(width_b + 1, 2 + rows);
+  std::uniform_int_distribution<int32_t> any(-2000000000, 2000000000);
+  std::vector<uint32_t> xa(extent(a.x, rows, 2 * width_a), kSentinel), xb(extent(b.x, rows, width_b), kSentinel);
+  put_rows(xa, a.x, rows, width_a, normal_values(size_t{rows} * width_a, rng));
+  put_rows(xb, b.x, rows, width_b, normal_values(size_t{rows} * width_b, rng));
+  std::vector<uint32_t> pa(extent(a.positions, rows, 1), kSentinel);
+  for (uint32_t r = 0; r < rows; ++r) {
+    pa[a.positions.word(r)] = static_cast<uint32_t>(any(rng));
+    xb[b.positions.word(r)] = static_cast<uint32_t>(any(rng));  // not a's: each set turns by its own
+  }
+  std::vector<uint32_t> table(a.table_offset, kSentinel);
+  for (float f : kernels::rope_angle_table(angles)) table.push_back(test::float_bits(f));
+
+  std::vector<uint32_t> got[2], want[2];
+  for (const bool pair : {true, false}) {
+    const vk::Buffer xa_buffer = test::upload_words(context, xa, "test rope q");
+    const vk::Buffer xb_buffer = test::upload_words(context, xb, "test rope k");
+    const vk::Buffer pa_buffer = test::upload_words(context, pa, "test q positions");
+    const vk::Buffer t_buffer = test::upload_words(context, table, "test rope table");
+    const vk::Buffer pb_buffer = test::upload_words(context, xb, "test k positions");  // the same words, apart
+    vk::DescriptorArena arena(context);
+    if (pair) {
+      const kernels::Rope rope =
+          kernels::Rope::create_pair(context, arena, plan, layout, {&xa_buffer}, {&pa_buffer}, {&t_buffer}, {&xb_buffer})
+              .value_or_throw();
+      test::run_once(context, [&](vk::CommandRecorder& rec) { rope.record_pair(rec, a, b).or_throw(); });
+    } else {
+      const kernels::Rope q =
+          kernels::Rope::create(context, arena, plan, layout, {&xa_buffer}, {&pa_buffer}, {&t_buffer}).value_or_throw();
+      const kernels::Rope k =
+          kernels::Rope::create(context, arena, plan, layout, {&xb_buffer}, {&pb_buffer}, {&t_buffer}).value_or_throw();
+      test::run_once(context, [&](vk::CommandRecorder& rec) {
+        q.record(rec, a).or_throw();
+        k.record(rec, b).or_throw();
+      });
+    }
+    std::vector<uint32_t>* out = pair ? got : want;
+    out[0] = test::download_words(context, xa_buffer, 0, xa.size());
+    out[1] = test::download_words(context, xb_buffer, 0, xb.size());
+  }
+  CHECK(got[0] != xa);  // both sets turned
+  CHECK(got[1] != xb);
+  for (int set = 0; set < 2; ++set) {
+    REQUIRE(got[set].size() == want[set].size());
+    size_t differing = 0;
+    for (size_t i = 0; i < got[set].size(); ++i) differing += got[set][i] != want[set][i];
+    CHECK_MESSAGE(differing == 0, (set == 0 ? "q" : "k") << " words differing: " << differing);
+  }
+}
+
+TEST_CASE("block kernels: rope_pair turns queries and keys in one dispatch as two rope dispatches do, bit for bit") {
+  std::mt19937_64 rng(7004);
+  for_each_context([&](Context& context) {
+    const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
+    for (RopeLayout layout : {RopeLayout::normal, RopeLayout::neox}) {
+      check_rope_pair(context, plan, layout, 1, 9, 3, 64, 64, false, rng);  // a decode step, GQA
+      check_rope_pair(context, plan, layout, 37, 5, 2, 128, 32, true, rng);  // rows past kRopeRowsPerGroup, partial
+      check_rope_pair(context, plan, layout, 3, 1, 1, 2, 2, false, rng);
+      check_rope_pair(context, folded(plan), layout, 19, 8, 4, 96, 96, false, rng);
+    }
+    // A pair kernel records only pairs; the second set turns in place by its own positions.
+    vk::DescriptorArena arena(context);
+    const vk::Buffer x = test::upload_words(context, std::vector<uint32_t>(64, 0), "test rope rows");
+    const vk::Buffer p = test::upload_words(context, std::vector<uint32_t>(64, 0), "test rope positions");
+    const vk::Buffer t = test::upload_words(context, std::vector<uint32_t>(64, 0), "test rope table");
+    const vk::Buffer k = test::upload_words(context, std::vector<uint32_t>(64, 0), "test rope keys");
+    const kernels::Rope pair =
+        kernels::Rope::create_pair(context, arena, plan, RopeLayout::normal, {&x}, {&p}, {&t}, {&k}).value_or_throw();
+    kernels::Rope::Args a{1, 1, 4, 4, RowRef::contiguous(4), {}, RowRef::contiguous(1), {}, 0};
+    kernels::Rope::Args b = a;
+    b.y = RowRef::contiguous(4, 8);
+    test::run_once(context, [&](vk::CommandRecorder& rec) {
+      CHECK_FALSE(pair.record(rec, a).ok());
+      const Status refused = pair.record_pair(rec, a, b);
+      REQUIRE_FALSE(refused.ok());
+      CHECK(refused.message().find("in place") != std::string::npos);
+    });
+    test::check_no_validation_messages(context);
+  });
+}
+
 TEST_CASE("block kernels: rope angles are llama.cpp's float chain, not the direct power") {
   // ggml_rope_cache_init: theta = p, then theta *= powf(base, -2 / dims) per pair, in float.
   const positions::RopeAngles angles = positions::rope_angles(10000.0, 32, {}).value_or_throw();

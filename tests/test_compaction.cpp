@@ -385,11 +385,10 @@ void check_insertion(Context& context, vk::DescriptorArena& arena, const InsertC
   s.chunk_valid_offset = ch_valid;
   s.chunk_init_offset = ch_init;
   test::run_once(context, [&](vk::CommandRecorder& rec) {
+    // As KvRecorder: without victims the scatter places the rows itself.
     if (E > 0) {
       insert.select_victims(rec, s).or_throw();
-    }
-    insert.plan(rec, p);
-    if (E > 0) {
+      insert.plan(rec, p);
       insert.evict_copy(rec, p);
     }
     // The rows up to the last valid one, as KvRecorder dispatches them
@@ -440,7 +439,9 @@ void check_insertion(Context& context, vk::DescriptorArena& arena, const InsertC
 
   const std::vector<uint32_t> chunk_got = test::download_words(context, chunk_buffer, 0, ch_words);
   const std::vector<uint32_t> place_got(chunk_got.begin() + ch_place, chunk_got.begin() + ch_place + S);
-  std::string mismatch = first_mismatch(placement, place_got);
+  // Unplanned (E = 0), the placement words keep what was uploaded.
+  const std::vector<uint32_t> place_sent(chunk.begin() + ch_place, chunk.begin() + ch_place + S);
+  std::string mismatch = first_mismatch(E > 0 ? placement : place_sent, place_got);
   CHECK_MESSAGE(mismatch.empty(), "placement: " << mismatch);
   mismatch = first_mismatch(out, test::download_words(context, evicted, 0, out_words), "evicted word");
   CHECK_MESSAGE(mismatch.empty(), mismatch);
@@ -455,6 +456,7 @@ void check_insertions(Context& context) {
   const uint32_t S = std::min(plan.max_keep(), 32u);  // evictions <= S fit one select list
   const InsertCase cases[] = {
       {16, 0, 5, 0, true, kernels::kPolicyFifo},          // empty memory, no eviction
+      {100, 20, S, 0, false, kernels::kPolicyLru},        // room for the chunk: not planned, scatter places
       {40, 30, S, 2, false, kernels::kPolicyLru},         // evictions among held and new rows
       {40, 40, S, 4, true, kernels::kPolicyLfu},          // full, protect_new: held victims only
       {100, 100, S, 0, false, kernels::kPolicyLraLast},   // float scores, new rows at the init word
@@ -479,6 +481,7 @@ void check_insertions_across_workgroups(Context& context) {
   // About 0.8 of the rows are valid; evictions are held + valid - M.
   const InsertCase cases[] = {
       {6 * W, 6 * W, 2 * W + 3, 0, false, kernels::kPolicyFifo},         // ~1.6 W victims, held and new
+      {8 * W, W, 3 * W, 0, false, kernels::kPolicyLfu},                  // room: no victims, scatter places
       {5 * W, 5 * W - 20, 3 * W + 7, 2, false, kernels::kPolicyLru},     // ~2.2 W
       {4 * W + 9, 4 * W + 9, 4 * W - 1, 4, true, kernels::kPolicyLfu},   // ~3.2 W held victims only
       {3 * W, 3 * W, W + 1, 0, false, kernels::kPolicyLraLast},          // fewer victims than W

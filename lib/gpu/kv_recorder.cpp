@@ -264,7 +264,8 @@ Status KvRecorder::record_insert(vk::CommandRecorder& rec, std::span<const uint8
     s.chunk_init_offset = chunk_layout_.init;
     ATTENDRE_TRY(insert_.select_victims(rec, s));
   }
-  insert_.plan(rec, p);
+  // Without victims the scatter places the rows itself (insert_scatter.comp).
+  if (evictions > 0) insert_.plan(rec, p);
   if (evicted_ && evictions > 0) insert_.evict_copy(rec, p);
   insert_.scatter(rec, p, fresh.span);
   held_ = held_ + fresh.rows - evictions;

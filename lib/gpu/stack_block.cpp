@@ -320,6 +320,19 @@ Result<std::unique_ptr<DeviceBlock>> DeviceBlock::create(Context& context, const
     ATTENDRE_TRY_ASSIGN(d.rope_k_, kernels::Rope::create(context, a, plan, c.rope_layout, keys,
                                                          Section::words(chunk, cl.positions, cl.rows),
                                                          {&weights.rope_table}));
+    // Queries and the block's own keys turn in one dispatch (LM-Infinite's
+    // extra rotations of q stay separate).
+    // The keys and their positions share one binding (keys_and_positions_).
+    if (!c.cross_attention && !c.lm_infinite.enabled) {
+      const uint32_t first = std::min(cl.keys, cl.positions);
+      const uint64_t end = std::max(uint64_t{cl.keys} + uint64_t{cl.rows} * cl.key_stride, uint64_t{cl.positions} + cl.rows);
+      d.keys_at_ = cl.keys - first;
+      d.positions_at_ = cl.positions - first;
+      ATTENDRE_TRY_ASSIGN(d.rope_qk_, kernels::Rope::create_pair(context, a, plan, c.rope_layout, queries,
+                                                                 Section::words(ring, rl.positions, rl.capacity),
+                                                                 {&weights.rope_table}, Section::words(chunk, first, end - first)));
+      d.rope_pairs_ = true;
+    }
   }
   return block;
 }
@@ -430,8 +443,17 @@ Status DeviceBlock::record_qk(vk::CommandRecorder& rec, uint32_t n, uint32_t fir
   }
   if (!config_.rope) return {};
   if (!lm) {
-    ATTENDRE_TRY(rope_q_.record(rec, {n, s.heads_q, s.head_dim, rope_dims_, ring_rows(0), {}, ring_positions, {}, 0}));
-    if (own_keys) ATTENDRE_TRY(rope_k_.record(rec, {n, s.heads_kv, s.head_dim, rope_dims_, key_rows(0), {}, chunk_positions, {}, 0}));
+    const kernels::Rope::Args q{n, s.heads_q, s.head_dim, rope_dims_, ring_rows(0), {}, ring_positions, {}, 0};
+    const kernels::Rope::Args k{n, s.heads_kv, s.head_dim, rope_dims_, key_rows(0), {}, chunk_positions, {}, 0};
+    if (own_keys && rope_pairs_) {
+      // Rows relative to the one binding of keys and positions.
+      kernels::Rope::Args paired = k;
+      paired.x.offset += keys_at_;
+      paired.positions.offset += positions_at_;
+      return rope_qk_.record_pair(rec, q, paired);
+    }
+    ATTENDRE_TRY(rope_q_.record(rec, q));
+    if (own_keys) ATTENDRE_TRY(rope_k_.record(rec, k));
     return {};
   }
   const auto cap = static_cast<int32_t>(config_.lm_infinite.n_local);

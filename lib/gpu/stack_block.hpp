@@ -170,6 +170,9 @@ class DeviceBlock {
   // fp16 activations: the attention rows rounded into h for o_ to read.
   kernels::StoreHalfRows attention_half_;
   kernels::Rope rope_q_, rope_k_;
+  kernels::Rope rope_qk_;  // both in one dispatch, where rope_pairs_ (not LM-Infinite, own keys)
+  bool rope_pairs_ = false;
+  uint32_t keys_at_ = 0, positions_at_ = 0;  // words into rope_qk_'s binding of the chunk's keys and positions
   uint32_t rope_dims_ = 0;
   kernels::Activation activation_;
   uint32_t output_site_ = 0;  // the finite check of this block's output rows

@@ -42,6 +42,8 @@ class InsertKernels {
   Status select_victims(vk::CommandRecorder& recorder, const SelectTileParams& params) const {
     return select_.record(recorder, params, 1);
   }
+  // The placement of every row; needed before scatter only with victims
+  // (params.victims > 0): without, scatter places the valid rows itself.
   void plan(vk::CommandRecorder& recorder, const InsertParams& params) const { plan_kernel_.dispatch(recorder, params, 1); }
   void evict_copy(vk::CommandRecorder& recorder, const InsertParams& params) const;
   // Rows past `rows` (at most the chunk's) hold no valid row: a decode

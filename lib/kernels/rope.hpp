@@ -43,12 +43,27 @@ class Rope {
   static Result<Rope> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, RopeLayout layout,
                              vk::BufferBinding x, vk::BufferBinding positions, vk::BufferBinding table);
 
+  // rope_pair: also turns second rows, in place, in the same dispatch (a
+  // block's keys with its queries). Bindings as create's, then one holding
+  // both the second rows and their positions (a chunk's keys and positions:
+  // four storage buffers in all, every device's minimum).
+  static Result<Rope> create_pair(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
+                                  RopeLayout layout, vk::BufferBinding x, vk::BufferBinding positions,
+                                  vk::BufferBinding table, vk::BufferBinding rows_b);
+
   // Records the rotation; no barrier (the caller orders it).
   Status record(vk::CommandRecorder& recorder, const Args& args) const;
+  // A pair kernel's one dispatch: `a` as record's, `b` in place (no y) with
+  // a's rows, head_dim, rope_dims and table, its own heads and positions
+  // (no fixed position; b.x and b.positions both in rows_b).
+  Status record_pair(vk::CommandRecorder& recorder, const Args& a, const Args& b) const;
 
  private:
+  Result<RopeParams> params(const Args& args) const;
+
   KernelPlan plan_;
   RopeLayout layout_ = RopeLayout::normal;
+  bool pair_ = false;
   Kernel kernel_;
 };
 

@@ -26,6 +26,10 @@ ATT_PARAMS_BEGIN(RopeParams)
   ATT_ROWS(x)           // input rows of heads * head_dim floats, binding 0
   ATT_ROWS(y)           // output rows, binding 0 (y = x: in place; else disjoint)
   ATT_ROWS(pos)         // one int32 position per row (word 0 of the row), binding 1
+  // rope_pair only: the second rows, turned in place, and their positions (both binding 3)
+  ATT_U32(heads_b)
+  ATT_ROWS(x_b)
+  ATT_ROWS(pos_b)
 ATT_PARAMS_END(RopeParams)
 ATT_NAMESPACE_END
 
