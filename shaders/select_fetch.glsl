@@ -7,6 +7,9 @@
 //                  slot or kNewRow | chunk row; pinned entries, the
 //                  recent window and protected new rows are not
 //                  candidates (all kInvalid)
+// insert_direct.comp, which selects, places and writes in one kernel,
+// defines SELECT_WRITES_KV (the K/V memory writable) and SELECT_NO_LISTS
+// (its list stays in shared memory).
 #ifndef ATTENDRE_SELECT_FETCH_GLSL
 #define ATTENDRE_SELECT_FETCH_GLSL
 
@@ -16,10 +19,16 @@
 layout(std430, binding = 0) readonly buffer Logits { float logits[]; };
 layout(std430, binding = 1) readonly buffer KvMemory { uint kv[]; };
 #else
+#ifdef SELECT_WRITES_KV
+layout(std430, binding = 0) buffer KvMemory { uint kv[]; };
+#else
 layout(std430, binding = 0) readonly buffer KvMemory { uint kv[]; };
+#endif
 layout(std430, binding = 1) readonly buffer Chunk { uint chunk[]; };
 #endif
+#ifndef SELECT_NO_LISTS
 layout(std430, binding = 2) writeonly buffer Lists { uint lists[]; };
+#endif
 
 #ifdef SOURCE_LOGITS
 // A logit's key and tie apart, at word indices the caller computes: kernels

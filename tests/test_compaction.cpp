@@ -3,7 +3,8 @@
 // surviving rows take, in chunk order (std::stable_partition), first the
 // never-used tail [held, M), then the slots of the evicted held entries in
 // victim-list order; every other row gets kInvalid. Then the whole insertion
-// (victim select -> plan -> evict_copy -> insert_scatter) against a host model.
+// (victim select -> plan -> evict_copy -> insert_scatter, or insert_direct's
+// one dispatch on CPU devices) against a host model.
 #include "kernel_harness.hpp"
 #include "support.hpp"
 
@@ -264,7 +265,14 @@ struct InsertCase {
   uint32_t policy;
 };
 
-void check_insertion(Context& context, vk::DescriptorArena& arena, const InsertCase& c, std::mt19937_64& rng) {
+// The insertion's kernels: select, plan, evict_copy and scatter, or
+// insert_direct (select, plan and scatter in one dispatch, no copy-out).
+enum class InsertPath { kernels, direct };
+
+// Returns whether the insertion ran (a draw may be infeasible, and the
+// direct path takes only insertions with victims that fit one segment).
+bool check_insertion(Context& context, vk::DescriptorArena& arena, const InsertCase& c, std::mt19937_64& rng,
+                     InsertPath path = InsertPath::kernels) {
   const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   const uint32_t M = c.capacity, H = c.held, S = c.rows, D = 5;  // D: words per key or value row
   const bool int_scores = c.policy <= kernels::kPolicyLfu;
@@ -327,7 +335,7 @@ void check_insertion(Context& context, vk::DescriptorArena& arena, const InsertC
   const std::vector<test::ListEntry> ranked = test::expected_victims(in, std::max(1u, kernels::next_pow2(E)));
   uint32_t eligible = 0;
   for (const test::ListEntry& e : ranked) eligible += e.payload != kInvalid ? 1u : 0u;
-  if (E > eligible) return;  // the layer reports this as infeasible before any kernel runs
+  if (E > eligible) return false;  // the layer reports this as infeasible before any kernel runs
   REQUIRE(kernels::next_pow2(std::max(E, 1u)) <= plan.max_keep());
 
   const uint32_t out_keys = 2, out_values = out_keys + S * D + 1, out_pos = out_values + S * D + 3,
@@ -384,6 +392,12 @@ void check_insertion(Context& context, vk::DescriptorArena& arena, const InsertC
   s.chunk_pos_offset = ch_pos;
   s.chunk_valid_offset = ch_valid;
   s.chunk_init_offset = ch_init;
+  s.victims = E;
+  const bool direct = path == InsertPath::direct;
+  if (direct && (E == 0 || !insert.direct_insert(count, keep))) return false;
+  if (direct) {
+    test::run_once(context, [&](vk::CommandRecorder& rec) { insert.insert_direct(rec, s); });
+  } else {
   test::run_once(context, [&](vk::CommandRecorder& rec) {
     // As KvRecorder: without victims the scatter places the rows itself.
     if (E > 0) {
@@ -398,6 +412,7 @@ void check_insertion(Context& context, vk::DescriptorArena& arena, const InsertC
       if (in.row_valid[r]) span = r + 1;
     insert.scatter(rec, p, span);
   });
+  }
 
   // Host model: victims, plan, copy-out sorted by position, scatter.
   PlanInputs pin;
@@ -408,12 +423,12 @@ void check_insertion(Context& context, vk::DescriptorArena& arena, const InsertC
   for (uint32_t i = 0; i < E; ++i) pin.victims.push_back(ranked[i].payload);
   const std::vector<uint32_t> placement = expected_plan(pin);
 
-  std::vector<uint32_t> out(out_words, 0x0BADF00Du);
+  std::vector<uint32_t> out(out_words, 0x0BADF00Du);  // insert_direct copies nothing out
   std::vector<uint32_t> by_position(pin.victims);
   auto position_of = [&](uint32_t v) { return v & kNewRow ? in.row_positions[v & ~kNewRow] : in.held_positions[v]; };
   std::sort(by_position.begin(), by_position.end(),
             [&](uint32_t a, uint32_t b) { return position_of(a) < position_of(b); });
-  for (uint32_t e = 0; e < E; ++e) {
+  for (uint32_t e = 0; e < (direct ? 0 : E); ++e) {
     const uint32_t v = by_position[e];
     const bool is_new = (v & kNewRow) != 0;
     const uint32_t r = v & ~kNewRow;
@@ -439,17 +454,20 @@ void check_insertion(Context& context, vk::DescriptorArena& arena, const InsertC
 
   const std::vector<uint32_t> chunk_got = test::download_words(context, chunk_buffer, 0, ch_words);
   const std::vector<uint32_t> place_got(chunk_got.begin() + ch_place, chunk_got.begin() + ch_place + S);
-  // Unplanned (E = 0), the placement words keep what was uploaded.
+  // Unplanned (E = 0), and planned in insert_direct's shared memory, the
+  // placement words keep what was uploaded.
   const std::vector<uint32_t> place_sent(chunk.begin() + ch_place, chunk.begin() + ch_place + S);
-  std::string mismatch = first_mismatch(E > 0 ? placement : place_sent, place_got);
+  std::string mismatch = first_mismatch(E > 0 && !direct ? placement : place_sent, place_got);
   CHECK_MESSAGE(mismatch.empty(), "placement: " << mismatch);
   mismatch = first_mismatch(out, test::download_words(context, evicted, 0, out_words), "evicted word");
   CHECK_MESSAGE(mismatch.empty(), mismatch);
   mismatch = first_mismatch(kv_after, test::download_words(context, kv_buffer, 0, kv_words), "K/V word");
   CHECK_MESSAGE(mismatch.empty(), mismatch);
+  return true;
 }
 
-void check_insertions(Context& context) {
+// Returns how many insertions ran.
+uint32_t check_insertions(Context& context, InsertPath path = InsertPath::kernels) {
   const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   vk::DescriptorArena arena(context);
   std::mt19937_64 rng(31337);
@@ -463,15 +481,17 @@ void check_insertions(Context& context) {
       {300, 290, S, 3, false, kernels::kPolicyLfa},       // victims across several select tiles
       {70, 70, S, 60, false, kernels::kPolicyLru},        // most held entries pinned
   };
+  uint32_t ran = 0;
   for (const InsertCase& c : cases)
-    for (int repeat = 0; repeat < 3; ++repeat) check_insertion(context, arena, c, rng);
+    for (int repeat = 0; repeat < 3; ++repeat) ran += check_insertion(context, arena, c, rng, path) ? 1 : 0;
   test::check_no_validation_messages(context);
+  return ran;
 }
 
 // Chunks of more rows than insert_plan's workgroup W (each invocation sums
 // several rows, so its counts span several bits) and evictions on either
 // side of W, under every policy; W * 4 victims must fit one select list.
-void check_insertions_across_workgroups(Context& context) {
+uint32_t check_insertions_across_workgroups(Context& context, InsertPath path = InsertPath::kernels) {
   const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
   const uint32_t W = plan.insert_workgroup;
   REQUIRE(plan.max_keep() >= 4 * W);
@@ -489,9 +509,11 @@ void check_insertions_across_workgroups(Context& context) {
       {5 * W, 5 * W, 2 * W, 3, false, kernels::kPolicyLraSum},           // ~1.6 W
       {7 * W, 7 * W, 3 * W + 1, 1, false, kernels::kPolicyLfa},          // ~2.4 W
   };
+  uint32_t ran = 0;
   for (const InsertCase& c : cases)
-    for (int repeat = 0; repeat < 2; ++repeat) check_insertion(context, arena, c, rng);
+    for (int repeat = 0; repeat < 2; ++repeat) ran += check_insertion(context, arena, c, rng, path) ? 1 : 0;
   test::check_no_validation_messages(context);
+  return ran;
 }
 
 }  // namespace
@@ -535,4 +557,27 @@ TEST_CASE("compaction by subgroup ballots: arithmetic switched off, insertions a
     CHECK(plan.insert_scans == kernels::ScanBuild::shared_memory);
   }
   check_insertions_across_workgroups(context);
+}
+
+TEST_CASE("compaction in one dispatch (insert_direct): selection, plan and scatter match the host model") {
+  uint32_t ran = 0;
+  for (Context* context : {&test::gpu(), &test::tiny_gpu()}) {
+    if (!kernels::plan_kernels(context->caps()).direct) continue;  // insert_direct is built for the direct kernels
+    const uint32_t n = check_insertions(*context, InsertPath::direct);
+    CHECK(n > 0);
+    ran += n;
+  }
+  // The shared-memory trees (subgroup arithmetic switched off), chunks
+  // wider than the workgroup.
+  ContextOptions options;
+  const char* env_off = std::getenv("ATTENDRE_DISABLE");
+  options.disabled_features = parse_features(env_off ? env_off : "").value_or_throw().add(Feature::subgroup_arithmetic);
+  options.limits = LimitOverrides{64u, 8192u, std::nullopt};
+  auto context_owner = Context::create(options).value_or_throw();
+  if (kernels::plan_kernels(context_owner->caps()).direct) {
+    const uint32_t n = check_insertions_across_workgroups(*context_owner, InsertPath::direct);
+    CHECK(n > 0);
+    ran += n;
+  }
+  if (ran == 0) MESSAGE("no direct-kernel device here: insert_direct not exercised");
 }

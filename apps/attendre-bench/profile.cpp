@@ -45,7 +45,9 @@ std::string layer_kernel(const std::string& build, const std::string& policy_nam
   // Tiled (GPUs) and direct (CPU devices) variants count as the same kernel.
   if (shader == "score" || shader == "score_direct" || shader == "sum_heads") return "score";
   if (shader == "select_tile_logits" || shader == "select_direct_logits") return last_select = "topk";
-  if (shader == "select_tile_evict" || shader == "select_direct_evict") return last_select = "evict_select";
+  // insert_direct: the victims' selection with the compaction (one dispatch), counted as the selection, its larger part.
+  if (shader == "select_tile_evict" || shader == "select_direct_evict" || shader == "insert_direct")
+    return last_select = "evict_select";
   if (shader == "select_merge" || shader == "select_merge_direct") return last_select.empty() ? "topk" : last_select;
   if (shader == "attend" || shader == "attend_direct") return "attend";
   if (shader == "flash_attend" || shader == "flash_attend_direct" || shader == "flash_combine") return "flash_attend";

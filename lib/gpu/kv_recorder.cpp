@@ -262,12 +262,18 @@ Status KvRecorder::record_insert(vk::CommandRecorder& rec, std::span<const uint8
     s.chunk_pos_offset = chunk_layout_.positions;
     s.chunk_valid_offset = chunk_layout_.valid;
     s.chunk_init_offset = chunk_layout_.init;
-    ATTENDRE_TRY(insert_.select_victims(rec, s));
+    s.victims = evictions;
+    if (!evicted_ && insert_.direct_insert(s.count, s.keep)) {
+      insert_.insert_direct(rec, s);  // select, plan and scatter in one dispatch
+    } else {
+      ATTENDRE_TRY(insert_.select_victims(rec, s));
+      insert_.plan(rec, p);
+      if (evicted_) insert_.evict_copy(rec, p);
+      insert_.scatter(rec, p, fresh.span);
+    }
+  } else {
+    insert_.scatter(rec, p, fresh.span);  // without victims the scatter places the rows itself
   }
-  // Without victims the scatter places the rows itself (insert_scatter.comp).
-  if (evictions > 0) insert_.plan(rec, p);
-  if (evicted_ && evictions > 0) insert_.evict_copy(rec, p);
-  insert_.scatter(rec, p, fresh.span);
   held_ = held_ + fresh.rows - evictions;
   pinned_ += fresh.pinned;
   note_inserted(valid, positions, fresh);

@@ -20,9 +20,9 @@ std::vector<uint32_t> specialization(uint32_t workgroup, const InsertConstants& 
   return words;
 }
 
-// score_stats.comp's STATS_SPAN follows the memory's constants.
+// score_stats.comp's STATS_SPAN and insert_direct.comp's CAP follow the memory's constants.
 constexpr uint32_t kStatsSpanId = 1 + sizeof(InsertConstants) / 4;
-static_assert(kStatsSpanId == 28, "score_stats.comp declares STATS_SPAN as constant 28");
+static_assert(kStatsSpanId == 28, "score_stats.comp declares STATS_SPAN, insert_direct.comp CAP as constant 28");
 
 ShaderId insert_plan_shader(ScanBuild scans) {
   switch (scans) {
@@ -86,7 +86,31 @@ Result<InsertKernels> InsertKernels::create(Context& context, vk::DescriptorAren
   }
   ATTENDRE_TRY_ASSIGN(k.select_, Select::create(context, arena, plan, Select::Source::evict, b.kv, b.chunk, b.lists,
                                                 constants.capacity + constants.rows, constants.rows));
+  if (plan.direct) {
+    // insert_direct's shared memory: the select's collected entries (CAP
+    // triples), its reductions, the plan's scans and lists.
+    const uint32_t W = k.select_.direct_workgroup(), rows = ceil_div(constants.rows, 32u) * 32u;
+    const uint64_t fixed = 4ull * (1 + 3ull * W + 3ull * rows + rows / 32);
+    const uint64_t shared = context.caps().max_shared_bytes;
+    const uint64_t fits = shared > fixed ? (shared - fixed) / (4 * kSelectWordsPerCandidate) : 0;
+    k.direct_capacity_ = static_cast<uint32_t>(std::min<uint64_t>(k.select_.direct_capacity(), fits));
+    if (k.direct_capacity_ > 0) {
+      std::vector<uint32_t> direct_spec = specialization(W, constants);
+      direct_spec.push_back(k.direct_capacity_);
+      const ShaderId direct = stored == StoredPath::f32
+                                  ? (subgroups ? ShaderId::insert_direct_subgroups : ShaderId::insert_direct)
+                                  : (subgroups ? ShaderId::insert_direct_f16_subgroups : ShaderId::insert_direct_f16);
+      ATTENDRE_TRY_ASSIGN(k.direct_, Kernel::make<SelectTileParams>(context, arena, direct, direct_spec, {b.kv, b.chunk}));
+    }
+  }
   return k;
+}
+
+void InsertKernels::insert_direct(vk::CommandRecorder& recorder, SelectTileParams params) const {
+  params.tiles = 1;
+  params.segment = select_.tile();
+  params.row_offset = 0;
+  direct_.dispatch(recorder, params, 1);
 }
 
 void InsertKernels::score_stats(vk::CommandRecorder& recorder, const InsertParams& p) const {

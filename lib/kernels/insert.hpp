@@ -1,6 +1,8 @@
 // The insertion kernels of one K/V memory: score_stats (initial score),
 // select (eviction victims), insert_plan (compaction), evict_copy (optional
-// copy-out) and insert_scatter.
+// copy-out) and insert_scatter; on CPU devices (the direct kernels) also
+// insert_direct, the select, plan and scatter of one insertion in one
+// dispatch where the candidates fit one selection segment.
 #pragma once
 
 #include "kernels/kernel_plan.hpp"
@@ -50,13 +52,23 @@ class InsertKernels {
   // step's one row skips the chunk's other workgroups.
   void scatter(vk::CommandRecorder& recorder, const InsertParams& params, uint32_t rows) const;
 
+  // Whether insert_direct can take an insertion of `count` candidates (held
+  // entries and competing chunk rows) keeping `keep` (next_pow2(E)).
+  bool direct_insert(uint32_t count, uint32_t keep) const {
+    return direct_capacity_ >= keep && count <= select_.tile() && keep <= select_.keep_max();
+  }
+  // Select, plan and scatter in one dispatch (direct_insert holds):
+  // params as select_victims takes them, with victims = E.
+  void insert_direct(vk::CommandRecorder& recorder, SelectTileParams params) const;
+
   const Select& select() const { return select_; }
 
  private:
   KernelPlan plan_;
   InsertConstants constants_;
   uint32_t stats_span_ = 0;
-  Kernel stats_, stats_combine_, plan_kernel_, scatter_, copy_;
+  Kernel stats_, stats_combine_, plan_kernel_, scatter_, copy_, direct_;
+  uint32_t direct_capacity_ = 0;  // insert_direct's CAP; 0: no insert_direct
   Select select_;
 };
 

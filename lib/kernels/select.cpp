@@ -38,8 +38,8 @@ Result<Select> Select::create(Context& context, vk::DescriptorArena& arena, cons
     s.merge_workgroup_ = plan.workgroup;
     // Collected entries: a tile's worth of shared memory, fewer where ranking
     // them would take too many loop iterations (lavapipe stops loops).
-    const uint32_t cap = std::min(plan.select_tile, s.workgroup_ * kDirectSelectRankPerInvocation);
-    const std::vector<uint32_t> spec = {s.workgroup_, cap};
+    s.capacity_ = std::min(plan.select_tile, s.workgroup_ * kDirectSelectRankPerInvocation);
+    const std::vector<uint32_t> spec = {s.workgroup_, s.capacity_};
     const bool subgroups = plan.subgroup_reductions;
     const ShaderId shader = logits ? (subgroups ? ShaderId::select_direct_logits_subgroups : ShaderId::select_direct_logits)
                                    : (subgroups ? ShaderId::select_direct_evict_subgroups : ShaderId::select_direct_evict);

@@ -31,6 +31,10 @@ class Select {
                                uint32_t max_count = 0, uint32_t max_keep = 1);
 
   uint32_t tile() const { return tile_; }
+  // The direct pass's workgroup and collected-entry capacity (select_direct.comp's W and CAP).
+  uint32_t direct_workgroup() const { return workgroup_; }
+  uint32_t direct_capacity() const { return capacity_; }
+  uint32_t keep_max() const { return keep_max_; }
   // Whether the tiled passes sort within subgroups (KernelPlan::select_shuffles).
   bool shuffles() const { return shuffles_; }
 
@@ -51,6 +55,7 @@ class Select {
   bool direct_ = false;
   bool shuffles_ = false;
   uint32_t workgroup_ = 1;        // select_direct's
+  uint32_t capacity_ = 0;         // select_direct's CAP
   uint32_t merge_workgroup_ = 1;  // select_merge_direct's
   uint32_t tile_ = 0;
   uint32_t keep_max_ = 0;  // the largest list one record() may keep

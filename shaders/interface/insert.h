@@ -1,4 +1,5 @@
-// The insertion kernels: score_stats, insert_plan, insert_scatter, evict_copy.
+// The insertion kernels: score_stats, insert_plan, insert_scatter, evict_copy
+// and insert_direct (the constants).
 // What changes per step is pushed (InsertParams); what is fixed for one
 // memory (its capacity, policy and layouts) is specialized (InsertConstants),
 // so each memory's pipelines are built once with its constants folded in.
@@ -7,10 +8,13 @@
 #include "interface/params.h"
 
 ATT_NAMESPACE_BEGIN
+// insert_direct.comp pushes SelectTileParams instead (INSERT_CONSTANTS_ONLY).
+#if !defined(INSERT_CONSTANTS_ONLY)
 ATT_PARAMS_BEGIN(InsertParams)
   ATT_U32(held)     // occupied slots before this insertion
   ATT_U32(victims)  // E
 ATT_PARAMS_END(InsertParams)
+#endif
 
 // Specialization constants 1.. of every insertion kernel (sc_<name> in GLSL).
 #define ATT_INSERT_CONSTANTS(U, F)                                                          \

@@ -38,6 +38,7 @@ ATT_PARAMS_BEGIN(SelectTileParams)
   ATT_U32(chunk_pos_offset)    // in the chunk buffer
   ATT_U32(chunk_valid_offset)
   ATT_U32(chunk_init_offset)   // the initial score word written by score_stats
+  ATT_U32(victims)        // insert_direct.comp: E, the entries evicted (keep = next_pow2(E))
 ATT_PARAMS_END(SelectTileParams)
 ATT_NAMESPACE_END
 
