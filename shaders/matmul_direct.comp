@@ -23,12 +23,25 @@
 // each quad applied to all ROWS rows before the next: holding a whole
 // decoded unit (32-128 values per output) spilled lavapipe's registers.
 //
-// Bindings:  as matmul.comp (0 A (input_rows.glsl), 1 W + bias, 2 C, 3 R);
+// RMS_IN (spec constant 5) RMS-normalizes the fp32 A rows on the way in,
+// so that a block's norm costs no dispatch of its own (q, k, v, gate/up and
+// the LM head read the rows the norm would have written):
+//   C[r][o] = (sum_i A[r][i] * g[i] * W[o][i]) * inv(r) (+ bias[o]),
+//   inv(r) = 1 / sqrt(mean_i A[r][i]^2 + eps),
+// g the fp32 gains in binding 3 from norm_offset, inv as norm.comp's
+// (inverse_deviation.glsl: NaN when the statistic leaves fp32). Every
+// invocation sees every A value of its rows (a direct product does not
+// split `in`), so each sums the squares itself, from the same values in
+// the same order: the whole tile scales by one factor per row. No
+// residual from binding 3 then; not with HALF_MATH (fp16 A).
+// Bindings:  as matmul.comp (0 A (input_rows.glsl), 1 W + bias, 2 C, 3 R,
+//            or with RMS_IN the gains);
 //            the *_texel builds also 4: binding 1's range as a uniform texel
 //            buffer, which the weight quads (WEIGHTS_TEXEL4, WEIGHTS_TEXEL2)
 //            or the blocks' words (WEIGHTS_TEXEL_WORDS, weights.glsl) come
 //            from, and 5: binding 0's as one of fp32 quads (INPUT_TEXEL,
-//            input_rows.glsl); lavapipe gathers texels as vectors, where a
+//            input_rows.glsl), and 6: binding 3's as fp32 quads (the gains
+//            under RMS_IN); lavapipe gathers texels as vectors, where a
 //            storage-buffer load is a loop over the lanes
 // Spec constants: 0 workgroup size W, 1 ROWS rows per invocation, 2 SHARE
 //                 (a power of two <= the subgroup size and
@@ -39,7 +52,7 @@
 //                 C[r][o] = act(A[r] . W[o]) * (A[r] . W[out + o]) (SwiGLU,
 //                 GeGLU: the FFN's gate, up and activation in one dispatch);
 //                 OUTS = 2, output 0 the gate and 1 the up row of one o; no
-//                 bias, no residual
+//                 bias, no residual; 5 RMS_IN: 0, or 1 (above)
 // Push constants: MatmulParams (interface/matmul.h); lanes is unused
 // Dispatch: ceil(out / (W * OUTS)) (gated: ceil(out / W)) * ceil(rows / ROWS) logical groups, folded
 //           (kernels::fold_groups); output groups vary fastest.
@@ -60,6 +73,7 @@
 #include "weights.glsl"
 #include "input_rows.glsl"
 #include "activation.glsl"
+#include "inverse_deviation.glsl"
 #ifdef HALF_MATH
 #include "half_math.glsl"
 #endif
@@ -69,6 +83,7 @@ layout(constant_id = 1) const uint ROWS = 8;
 layout(constant_id = 2) const uint SHARE = 1;
 layout(constant_id = 3) const uint OUTS = 1;
 layout(constant_id = 4) const uint GATED = 0;
+layout(constant_id = 5) const uint RMS_IN = 0;
 
 // The tile's outputs: invocation x of a logical group owns output
 // o0 + j * W (j < OUTS) of `out`, reading weight row min(that, out - 1);
@@ -81,6 +96,33 @@ uint tile_weight_row(uint o0, uint j) {
 
 layout(std430, binding = 2) buffer CRows { float c_rows[]; };
 layout(std430, binding = 3) readonly buffer RRows { float r_rows[]; };
+layout(std430, binding = 3) readonly buffer Gains4 { vec4 gain4[]; };  // RMS_IN: aliases RRows
+
+#ifdef INPUT_TEXEL
+// The gains as fp32 quads from binding 6 (binding 3's range viewed so):
+// a storage-buffer load is a loop over the lanes on lavapipe, and one per
+// A quad made the RMS-normalizing products 1.6-1.8x slower than the plain
+// ones there (SmolLM-135M shape, F16). Plain products bind any fp32 view.
+layout(binding = 6) uniform samplerBuffer gain_texels;
+vec4 gain_quad(uint quad) { return RMS_IN == 0u ? vec4(1.0) : texelFetch(gain_texels, int(pc.norm_offset / 4u + quad)); }
+#else
+vec4 gain_quad(uint quad) { return RMS_IN == 0u ? vec4(1.0) : gain4[pc.norm_offset / 4u + quad]; }
+#endif
+
+// RMS_IN: A value quad `a` of a row (as loaded) on its way into the
+// products: its squares join the row's sum, the gain quad `g` scales it.
+// The chunked loops load one gain quad per lane and chunk and shuffle it
+// as they do the A quads (shared_quad).
+vec4 rms_in_quad(inout float squares, vec4 a, vec4 g) {
+  if (RMS_IN == 0u) return a;
+  squares = fma(a.w, a.w, fma(a.z, a.z, fma(a.y, a.y, fma(a.x, a.x, squares))));
+  return a * g;
+}
+float rms_in_value(inout float squares, float a, uint i) {
+  if (RMS_IN == 0u) return a;
+  squares = fma(a, a, squares);
+  return a * r_rows[pc.norm_offset + i];
+}
 
 // Writes output o of row r: the product plus bias and residual.
 void store(uint r, uint o, float sum) {
@@ -140,6 +182,8 @@ void main() {
     [[unroll]] for (uint r = 0u; r < ROWS; ++r) a_row[r] = ROW_WORD(a, min(row0 + r, pc.rows - 1u));
     float acc[ROWS * OUTS];
     [[unroll]] for (uint t = 0u; t < ROWS * OUTS; ++t) acc[t] = 0.0;
+    float squares[ROWS];  // RMS_IN: each row's sum of squares
+    [[unroll]] for (uint r = 0u; r < ROWS; ++r) squares[r] = 0.0;
     if (vec) {
       // A rows on vec4 boundaries. No branch in this loop: lavapipe runs
       // both sides of one, and a select between the vector load and four
@@ -158,11 +202,13 @@ void main() {
           [[unroll]] for (uint c = 0u; c < QUADS / SHARE; ++c) {
             vec4 own[ROWS];
             [[unroll]] for (uint r = 0u; r < ROWS; ++r) own[r] = a_load4_aligned(a_row[r], 4u * (quad0 + c * SHARE + share_lane));
+            const vec4 own_gain = gain_quad(quad0 + c * SHARE + share_lane);
             [[unroll]] for (uint q = 0u; q < SHARE; ++q) {
               vec4 w[OUTS];
               [[unroll]] for (uint j = 0u; j < OUTS; ++j) w[j] = quant_quad(b[j], u[j], c * SHARE + q);
+              const vec4 g = RMS_IN == 0u ? own_gain : shared_quad(own_gain, q);
               [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
-                const vec4 a = shared_quad(own[r], q);
+                const vec4 a = rms_in_quad(squares[r], shared_quad(own[r], q), g);
                 [[unroll]] for (uint j = 0u; j < OUTS; ++j) ACC(r, j) = fma4(a, w[j], ACC(r, j));
               }
             }
@@ -179,9 +225,15 @@ void main() {
         float w[OUTS];
         [[unroll]] for (uint j = 0u; j < OUTS; ++j) w[j] = quant_value(w_row[j] + i / QUANT_VALUES * QUANT_BYTES, i % QUANT_VALUES);
         [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
-          const float a = a_load(a_row[r], i);
+          const float a = rms_in_value(squares[r], a_load(a_row[r], i), i);
           [[unroll]] for (uint j = 0u; j < OUTS; ++j) ACC(r, j) = fma(a, w[j], ACC(r, j));
         }
+      }
+    }
+    if (RMS_IN != 0u) {
+      [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
+        const float inv = inverse_deviation(squares[r] / float(pc.in_dim) + pc.norm_eps);
+        [[unroll]] for (uint j = 0u; j < OUTS; ++j) ACC(r, j) *= inv;
       }
     }
     [[unroll]] for (uint r = 0u; r < ROWS; ++r)
@@ -244,17 +296,21 @@ void main() {
     [[unroll]] for (uint r = 0u; r < ROWS; ++r) a_row[r] = ROW_WORD(a, min(row0 + r, pc.rows - 1u));
     float acc[ROWS * OUTS];
     [[unroll]] for (uint t = 0u; t < ROWS * OUTS; ++t) acc[t] = 0.0;
+    float squares[ROWS];  // RMS_IN: each row's sum of squares
+    [[unroll]] for (uint r = 0u; r < ROWS; ++r) squares[r] = 0.0;
     if (vec) {
       // Each weight quad is loaded once and applied to all ROWS rows, each
       // A quad (loaded by one lane of SHARE) to all OUTS outputs.
       for (uint c = 0u; c < chunks; ++c) {
         vec4 own[ROWS];
         [[unroll]] for (uint r = 0u; r < ROWS; ++r) own[r] = a_load4_aligned(a_row[r], 4u * (c * SHARE + share_lane));
+        const vec4 own_gain = gain_quad(c * SHARE + share_lane);
         [[unroll]] for (uint q = 0u; q < SHARE; ++q) {
           vec4 w[OUTS];
           [[unroll]] for (uint j = 0u; j < OUTS; ++j) w[j] = weight4(w_row[j] / 4u + c * SHARE + q);
+          const vec4 g = RMS_IN == 0u ? own_gain : shared_quad(own_gain, q);
           [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
-            const vec4 a = shared_quad(own[r], q);
+            const vec4 a = rms_in_quad(squares[r], shared_quad(own[r], q), g);
             [[unroll]] for (uint j = 0u; j < OUTS; ++j) ACC(r, j) = fma4(a, w[j], ACC(r, j));
           }
         }
@@ -271,8 +327,9 @@ void main() {
 #else
         vec4 w[OUTS];
         [[unroll]] for (uint j = 0u; j < OUTS; ++j) w[j] = weight4(w_row[j] / 4u + i);
+        const vec4 g = gain_quad(i);
         [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
-          const vec4 a = a_load4_aligned(a_row[r], 4u * i);
+          const vec4 a = rms_in_quad(squares[r], a_load4_aligned(a_row[r], 4u * i), g);
           [[unroll]] for (uint j = 0u; j < OUTS; ++j) ACC(r, j) = fma4(a, w[j], ACC(r, j));
         }
 #endif
@@ -289,11 +346,17 @@ void main() {
         float w[OUTS];
         [[unroll]] for (uint j = 0u; j < OUTS; ++j) w[j] = weight(w_row[j] + i);
         [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
-          const float a = a_load(a_row[r], i);
+          const float a = rms_in_value(squares[r], a_load(a_row[r], i), i);
           [[unroll]] for (uint j = 0u; j < OUTS; ++j) ACC(r, j) = fma(a, w[j], ACC(r, j));
         }
       }
 #endif
+    }
+    if (RMS_IN != 0u) {
+      [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
+        const float inv = inverse_deviation(squares[r] / float(pc.in_dim) + pc.norm_eps);
+        [[unroll]] for (uint j = 0u; j < OUTS; ++j) ACC(r, j) *= inv;
+      }
     }
     [[unroll]] for (uint r = 0u; r < ROWS; ++r)
       if (row0 + r < pc.rows) { STORE_TILE_ROW(row0, o0, r) }

@@ -24,6 +24,7 @@
 #extension GL_GOOGLE_include_directive : require
 #include "interface/norm.h"
 #include "rows.glsl"
+#include "inverse_deviation.glsl"
 #ifdef OUTPUT_F16
 #include "half_bits.glsl"
 #endif
@@ -60,16 +61,6 @@ float workgroup_sum(float v) {
   const float total = partial[0];
   barrier();  // everyone has read the total before `partial` is reused
   return total;
-}
-
-// 1/sqrt(mean_square), or NaN when the statistic left fp32: squares of
-// values past ~1.8e19 sum to infinity, and 1/sqrt(inf) = 0 would turn the
-// row into zeros (LayerNorm: its bias) that pass every finite check as an
-// answer. NaN rows reach the checks downstream instead (the attention
-// outputs and output rows of the block, a stack's final rows and logits),
-// which report the step and the block (gpu/finite_checks.hpp).
-float inverse_deviation(float mean_square) {
-  return isinf(mean_square) || isnan(mean_square) ? uintBitsToFloat(0x7FC00000u) : inversesqrt(mean_square);
 }
 
 void main() {

@@ -167,3 +167,100 @@ TEST_CASE("block kernels: fp16 weights on a device without 16-bit storage read u
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------
+// Products that RMS-normalize their A rows on the way in (kernels::RmsInput)
+
+TEST_CASE("block kernels: RMS-normalizing products equal the norm then the product (direct kernels)") {
+  std::mt19937_64 rng(7011);
+  struct Shape {
+    uint32_t rows, in, out;
+    bool ring, bias;
+  };
+  // Tiles of many and of few rows, `in` off vec4 (the scalar path), tails past the shared chunks.
+  const Shape shapes[] = {{1, 64, 65, false, true}, {2, 300, 7, true, false}, {3, 127, 513, true, true},
+                          {9, 3, 64, false, false}, {65, 64, 65, true, true}, {1, 576, 130, false, false}};
+  for_each_context([&](Context& context) {
+    const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
+    for (WeightType type : weight_types(context)) {
+      if (!kernels::folds_rms(plan, element_type(type), MemoryStorage::f32)) {
+        // The tiled kernels split `in`: the product refuses to normalize.
+        std::vector<uint32_t> one(8, 0);
+        const vk::Buffer b = test::upload_words(context, one, "test rows");
+        vk::DescriptorArena arena(context);
+        CHECK_FALSE(kernels::Matmul::create(context, arena, plan, element_type(type), {&b}, {&b}, {&b}, {},
+                                            MemoryStorage::f32, std::nullopt, kernels::RmsInput{{&b}, 0, 1e-5f})
+                        .ok());
+        continue;
+      }
+      for (const Shape& s : shapes) {
+        INFO("rows " << s.rows << ", in " << s.in << ", out " << s.out << ", fp16 " << (type == WeightType::f16));
+        std::vector<float> a = normal_values(size_t{s.rows} * s.in, rng);
+        for (float& v : a) v *= 3.0f;  // rows whose RMS is far from 1
+        if (s.rows > 2) a[s.in] = 3e19f;  // row 1's mean square leaves fp32: NaN outputs, as norm.comp writes
+        const std::vector<float> w = normal_values(size_t{s.out} * s.in, rng);
+        const std::vector<float> gains = normal_values(s.in, rng), bias = normal_values(s.out, rng);
+        const float eps = 1e-5f;
+        std::vector<uint32_t> w_words;
+        kernels::Matmul::Args args;
+        args.rows = s.rows;
+        args.in = s.in;
+        args.out = s.out;
+        const Weights weights = put_weights(w_words, type, 0, w);
+        args.bias = s.bias;
+        args.bias_offset = weights.end_word + 1;
+        w_words.resize(args.bias_offset + s.out + 2, kSentinel);
+        for (uint32_t o = 0; o < s.out; ++o) w_words[args.bias_offset + o] = test::float_bits(bias[o]);
+        args.a = s.ring ? wrapping(s.rows, s.in, 4, 8) : RowRef::contiguous(s.in);
+        args.c = s.ring ? wrapping(s.rows, s.out, 1, 3) : RowRef::contiguous(s.out);
+        std::vector<uint32_t> a_words(extent(args.a, s.rows, s.in), kSentinel);
+        put_rows(a_words, args.a, s.rows, s.in, a);
+        std::vector<uint32_t> c_words(extent(args.c, s.rows, s.out), kSentinel);
+        // The gains from word 8 of their buffer (a multiple of 4, as RmsInput needs).
+        std::vector<uint32_t> g_words(8 + s.in, kSentinel);
+        for (uint32_t i = 0; i < s.in; ++i) g_words[8 + i] = test::float_bits(gains[i]);
+        const vk::Buffer a_buffer = test::upload_words(context, a_words, "test A");
+        const vk::Buffer w_buffer = test::upload_words(context, w_words, "test W");
+        const vk::Buffer c_buffer = test::upload_words(context, c_words, "test C");
+        const vk::Buffer g_buffer = test::upload_words(context, g_words, "test gains");
+        vk::DescriptorArena arena(context);
+        const kernels::Matmul matmul =
+            kernels::Matmul::create(context, arena, plan, element_type(type), {&a_buffer}, {&w_buffer}, {&c_buffer}, {},
+                                    MemoryStorage::f32, std::nullopt, kernels::RmsInput{{&g_buffer}, 8, eps})
+                .value_or_throw();
+        test::run_once(context, [&](vk::CommandRecorder& rec) { matmul.record(rec, args).or_throw(); });
+        const std::vector<uint32_t> after = test::download_words(context, c_buffer, 0, c_words.size());
+
+        // The float64 norm, then the float64 product.
+        std::vector<double> normed(a.size());
+        std::vector<bool> nan_row(s.rows, false);
+        for (uint32_t r = 0; r < s.rows; ++r) {
+          double squares = 0;
+          for (uint32_t i = 0; i < s.in; ++i) squares += double(a[size_t{r} * s.in + i]) * a[size_t{r} * s.in + i];
+          nan_row[r] = squares > 3.4e38;  // the fp32 sum of squares overflows
+          const double inv = 1.0 / std::sqrt(squares / s.in + eps);
+          for (uint32_t i = 0; i < s.in; ++i) normed[size_t{r} * s.in + i] = a[size_t{r} * s.in + i] * inv * gains[i];
+        }
+        const std::vector<double> expected = ops::matmul(normed, weights.values, s.rows, s.in, s.out,
+                                                         s.bias ? ops::widen(bias) : std::vector<double>{}, {});
+        const std::vector<float> got = get_rows(after, args.c, s.rows, s.out);
+        std::vector<float> finite_got;
+        std::vector<double> finite_expected;
+        for (uint32_t r = 0; r < s.rows; ++r)
+          for (uint32_t o = 0; o < s.out; ++o) {
+            const float g = got[size_t{r} * s.out + o];
+            if (nan_row[r]) {
+              CHECK(std::isnan(g));
+            } else {
+              finite_got.push_back(g);
+              finite_expected.push_back(expected[size_t{r} * s.out + o]);
+            }
+          }
+        // Normed values are ~unit-normal times the gains: the plain product's bound.
+        const double tolerance = 1e-5 * (std::sqrt(static_cast<double>(s.in)) + 4.0);
+        check_close(finite_got, finite_expected, [&](size_t) { return tolerance; });
+        check_untouched(c_words, after, args.c, s.rows, s.out);
+      }
+    }
+  });
+}

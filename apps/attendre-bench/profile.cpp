@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 #include <cstdio>
+#include <cstring>
 
 namespace bench {
 namespace {
@@ -65,14 +66,16 @@ std::string layer_kernel(const std::string& build, const std::string& policy_nam
 // activation or its in-place variant (the block runs the latter).
 bool is_activation(const std::string& shader) { return shader.rfind("activation", 0) == 0; }
 
+// Products that normalize their rows themselves (*_rms: the direct kernels
+// fold an RMS norm in) start a run as a norm would before them.
 std::string matmul_role(const std::vector<attendre::KernelTime>& p, size_t first, size_t last, size_t i) {
-  if (p[i].kernel.ends_with("_gated")) return "gate_up";  // gate, up and the activation in one product
-  if (i > first && p[i - 1].kernel.ends_with("_gated")) return "down";
+  if (p[i].kernel.ends_with("_gated") || p[i].kernel.ends_with("_gated_rms")) return "gate_up";  // gate, up and the activation in one
+  if (i > first && (p[i - 1].kernel.ends_with("_gated") || p[i - 1].kernel.ends_with("_gated_rms"))) return "down";
   const std::string before = first > 0 ? p[first - 1].kernel : "";
   const std::string after = last + 1 < p.size() ? p[last + 1].kernel : "";
   const size_t run = last - first + 1, at = i - first;
   if (is_activation(before)) return "down";
-  if (is_norm(before)) {
+  if (is_norm(before) || p[first].kernel.ends_with("_rms")) {
     if (is_activation(after)) return run >= 2 ? (at == 0 ? "gate" : "up") : "up";
     if (after.empty()) return "lm_head";
     static const char* qkv[] = {"q", "k", "v"};
@@ -95,7 +98,10 @@ std::vector<Dispatch> classify(const std::vector<attendre::KernelTime>& p, const
     // Products over fp16 activations and the writers of them (norm_*_f16,
     // activation_f16) count as the same kernels.
     // Gated products (matmul_direct_*_gated) are matmuls of role gate_up.
-    const std::string base = fp16_family(shader.ends_with("_gated") ? shader.substr(0, shader.size() - 6) : shader);
+    std::string unsuffixed = shader;
+    for (const char* suffix : {"_rms", "_gated"})
+      if (unsuffixed.ends_with(suffix)) unsuffixed.resize(unsuffixed.size() - std::strlen(suffix));
+    const std::string base = fp16_family(unsuffixed);
     d.precision = base.ends_with("_f16") ? "f16" : "f32";
     d.name = layer_kernel(shader, policy_name, last_select);
     if (d.name.empty()) {

@@ -288,7 +288,8 @@ Status WeightLoader::finish() {
 
 Result<Projection> Projection::create(Context& context, vk::DescriptorArena& arena, const kernels::KernelPlan& plan,
                                       const DeviceMatrix& matrix, vk::BufferBinding a, vk::BufferBinding c,
-                                      vk::BufferBinding r, MemoryStorage input, std::optional<ActivationKind> gated) {
+                                      vk::BufferBinding r, MemoryStorage input, std::optional<ActivationKind> gated,
+                                      std::optional<kernels::RmsInput> rms) {
   Projection p;
   p.matrix_ = &matrix;
   p.gated_ = gated.has_value();
@@ -296,7 +297,7 @@ Result<Projection> Projection::create(Context& context, vk::DescriptorArena& are
                    "a gated projection needs its [gate; up] matrix in one part, without bias");
   for (const MatrixPart& part : matrix.parts()) {
     ATTENDRE_TRY_ASSIGN(kernels::Matmul m, kernels::Matmul::create(context, arena, plan, matrix.type(), a,
-                                                                   vk::BufferBinding{&part.buffer}, c, r, input, gated));
+                                                                   vk::BufferBinding{&part.buffer}, c, r, input, gated, rms));
     p.parts_.push_back(std::move(m));
   }
   return p;

@@ -150,9 +150,11 @@ class Projection {
   static Result<Projection> create(Context& context, vk::DescriptorArena& arena, const kernels::KernelPlan& plan,
                                    const DeviceMatrix& matrix, vk::BufferBinding a, vk::BufferBinding c,
                                    vk::BufferBinding r = {}, MemoryStorage input = MemoryStorage::f32,
-                                   std::optional<ActivationKind> gated = std::nullopt);
+                                   std::optional<ActivationKind> gated = std::nullopt,
+                                   std::optional<kernels::RmsInput> rms = std::nullopt);
   // `gated`: the matrix is a matrix_pair [gate; up] of one part, and
   // C[r][o] = act(A[r] . gate[o]) * (A[r] . up[o]) (kernels::Matmul's gated product).
+  // `rms`: every part RMS-normalizes the A rows on the way in (kernels::RmsInput).
   // C[r][o] = A[r] . W[o] (+ bias) (+ R[r][o]) for `rows` rows; c and r
   // address whole output rows (the parts write their own columns); A rows
   // are stored as `input` said (fp16: `a` counts words of packed pairs).

@@ -247,14 +247,32 @@ Result<std::unique_ptr<DeviceBlock>> DeviceBlock::create(Context& context, const
   const Section gate = Section::words(shared.gu, fl.gate, uint64_t{fl.rows} * fl.ffn);
   const Section up = Section::words(shared.gu, fl.up, uint64_t{fl.rows} * fl.ffn);
   const MemoryStorage acts = config.activations;
-  ATTENDRE_TRY_ASSIGN(d.attn_norm_kernel_, kernels::Norm::create(context, a, plan, c.norm, {d.in_},
-                                                                 {&weights.attn_norm.buffer}, {&shared.h}, acts));
-  ATTENDRE_TRY_ASSIGN(d.q_, Projection::create(context, a, plan, weights.wq, {&shared.h}, queries, {}, acts));
+  // A sublayer's norm folds into its products where all of them can take it.
+  auto folds_rms = [&](std::initializer_list<const DeviceMatrix*> readers) {
+    if (c.norm != NormKind::rms) return false;
+    return std::all_of(readers.begin(), readers.end(),
+                       [&](const DeviceMatrix* m) { return kernels::folds_rms(plan, m->type(), acts); });
+  };
+  auto rms_input = [&](const DeviceNorm& norm) { return kernels::RmsInput{{&norm.buffer}, 0, c.norm_eps}; };
+  d.rms_in_attention_ = c.cross_attention ? folds_rms({&weights.wq}) : folds_rms({&weights.wq, &weights.wk, &weights.wv});
+  std::optional<kernels::RmsInput> attention_rms;
+  if (d.rms_in_attention_) {
+    attention_rms = rms_input(weights.attn_norm);
+  } else {
+    ATTENDRE_TRY_ASSIGN(d.attn_norm_kernel_, kernels::Norm::create(context, a, plan, c.norm, {d.in_},
+                                                                   {&weights.attn_norm.buffer}, {&shared.h}, acts));
+  }
+  const vk::Buffer* attention_source = d.rms_in_attention_ ? d.in_ : &shared.h;
+  ATTENDRE_TRY_ASSIGN(d.q_, Projection::create(context, a, plan, weights.wq, {attention_source}, queries, {}, acts,
+                                               std::nullopt, attention_rms));
   // Cross-attention keys and values come from the encoder output memory (fp32 rows).
-  const vk::Buffer* kv_source = c.cross_attention ? shared.encoder : &shared.h;
+  const vk::Buffer* kv_source = c.cross_attention ? shared.encoder : attention_source;
   const MemoryStorage kv_input = c.cross_attention ? MemoryStorage::f32 : acts;
-  ATTENDRE_TRY_ASSIGN(d.k_, Projection::create(context, a, plan, weights.wk, {kv_source}, keys, {}, kv_input));
-  ATTENDRE_TRY_ASSIGN(d.v_, Projection::create(context, a, plan, weights.wv, {kv_source}, values, {}, kv_input));
+  const std::optional<kernels::RmsInput> kv_rms = c.cross_attention ? std::nullopt : attention_rms;
+  ATTENDRE_TRY_ASSIGN(d.k_, Projection::create(context, a, plan, weights.wk, {kv_source}, keys, {}, kv_input,
+                                               std::nullopt, kv_rms));
+  ATTENDRE_TRY_ASSIGN(d.v_, Projection::create(context, a, plan, weights.wv, {kv_source}, values, {}, kv_input,
+                                               std::nullopt, kv_rms));
   // Without an FFN, the attention sublayer's output is the block's output.
   const vk::Buffer* attention_out = c.ffn > 0 ? &shared.y : d.out_;
   const Section residuals = Section::words(ring, rl.residuals, uint64_t{rl.capacity} * rl.residual_width);
@@ -276,19 +294,29 @@ Result<std::unique_ptr<DeviceBlock>> DeviceBlock::create(Context& context, const
     ATTENDRE_TRY_ASSIGN(d.attn_residual_, kernels::Add::create(context, a, plan, {attention_out}, residuals, {attention_out}));
   }
   if (c.ffn > 0) {
-    ATTENDRE_TRY_ASSIGN(d.ffn_norm_kernel_, kernels::Norm::create(context, a, plan, c.norm, {&shared.y},
-                                                                  {&weights.ffn_norm.buffer}, {&shared.h}, acts));
     const bool fused = weights.gate_up.rows() > 0;
+    d.rms_in_ffn_ = fused      ? folds_rms({&weights.gate_up})
+                    : c.gated ? folds_rms({&weights.gate, &weights.up})
+                              : folds_rms({&weights.up});
+    std::optional<kernels::RmsInput> ffn_rms;
+    if (d.rms_in_ffn_) {
+      ffn_rms = rms_input(weights.ffn_norm);
+    } else {
+      ATTENDRE_TRY_ASSIGN(d.ffn_norm_kernel_, kernels::Norm::create(context, a, plan, c.norm, {&shared.y},
+                                                                    {&weights.ffn_norm.buffer}, {&shared.h}, acts));
+    }
+    const Section ffn_source = d.rms_in_ffn_ ? Section{&shared.y} : Section{&shared.h};
     if (fused) {
       // The activated rows land in the gate rows, where the down projection reads them (fp32).
-      ATTENDRE_TRY_ASSIGN(d.gate_up_proj_, Projection::create(context, a, plan, weights.gate_up, {&shared.h}, gate, {},
-                                                              acts, c.activation));
+      ATTENDRE_TRY_ASSIGN(d.gate_up_proj_, Projection::create(context, a, plan, weights.gate_up, ffn_source, gate, {},
+                                                              acts, c.activation, ffn_rms));
     } else {
       if (c.gated) {
-        ATTENDRE_TRY_ASSIGN(d.gate_proj_, Projection::create(context, a, plan, weights.gate, {&shared.h}, gate, {}, acts));
+        ATTENDRE_TRY_ASSIGN(d.gate_proj_, Projection::create(context, a, plan, weights.gate, ffn_source, gate, {}, acts,
+                                                             std::nullopt, ffn_rms));
       }
-      ATTENDRE_TRY_ASSIGN(d.up_proj_,
-                          Projection::create(context, a, plan, weights.up, {&shared.h}, c.gated ? up : gate, {}, acts));
+      ATTENDRE_TRY_ASSIGN(d.up_proj_, Projection::create(context, a, plan, weights.up, ffn_source, c.gated ? up : gate,
+                                                         {}, acts, std::nullopt, ffn_rms));
     }
     // fp32: in place, the activated rows replace the gate rows. fp16: they
     // go to h, which the gate and up projections have read.
@@ -427,10 +455,11 @@ Status DeviceBlock::record_qk(vk::CommandRecorder& rec, uint32_t n, uint32_t fir
   // variant; the local and future variants are rotated out of it before the
   // query's turns by +n_local in place. Keys keep the un-rotated copy.
   const bool lm = config_.lm_infinite.enabled;
-  ATTENDRE_TRY(q_.record(rec, n, normed_, ring_rows(lm ? kernels::kLmPast : kernels::kLmLocal)));
+  const RowRef input = attention_input();
+  ATTENDRE_TRY(q_.record(rec, n, input, ring_rows(lm ? kernels::kLmPast : kernels::kLmLocal)));
   if (own_keys) {
-    ATTENDRE_TRY(k_.record(rec, n, normed_, key_rows(lm ? 1 : 0)));
-    ATTENDRE_TRY(v_.record(rec, n, normed_, RowRef::contiguous(s.kv_row())));
+    ATTENDRE_TRY(k_.record(rec, n, input, key_rows(lm ? 1 : 0)));
+    ATTENDRE_TRY(v_.record(rec, n, input, RowRef::contiguous(s.kv_row())));
   }
   if (config_.qk_norm) {
     // Each head of the rows just projected, in place, before any rotation.
@@ -465,6 +494,11 @@ Status DeviceBlock::record_qk(vk::CommandRecorder& rec, uint32_t n, uint32_t fir
   return {};
 }
 
+RowRef DeviceBlock::attention_input() const {
+  return rms_in_attention_ ? RowRef::contiguous(stack_.hidden) : normed_;
+}
+RowRef DeviceBlock::ffn_input() const { return rms_in_ffn_ ? RowRef::contiguous(stack_.hidden) : normed_; }
+
 Status DeviceBlock::record_post_norm(vk::CommandRecorder& rec, uint32_t rows, const kernels::Norm& norm,
                                      const kernels::Add& residual, RowRef residual_rows) const {
   const uint32_t H = stack_.hidden;
@@ -479,8 +513,10 @@ Status DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint
   const uint32_t first_row = ring_->ring_row(step.first);
 
   if (n > 0) {
-    ATTENDRE_TRY(attn_norm_kernel_.record(rec, {n, H, config_.norm_eps, 0, w_.attn_norm.bias_offset,
-                                                RowRef::contiguous(H), normed_}));
+    if (!rms_in_attention_) {
+      ATTENDRE_TRY(attn_norm_kernel_.record(rec, {n, H, config_.norm_eps, 0, w_.attn_norm.bias_offset,
+                                                  RowRef::contiguous(H), normed_}));
+    }
     const bool own_keys = !config_.cross_attention;  // cross-attention keys were loaded from the encoder
     ring_->record_rows(rec, *in_, 0, ring.residuals, H, step.first, n);  // the residual waits with its query
     ring_->record_meta(rec, shared_.upload, upload_at, step.first, n);
@@ -522,8 +558,10 @@ Status DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint
     record_checks(rec, range.count);
     return {};
   }
-  ATTENDRE_TRY(ffn_norm_kernel_.record(rec, {range.count, H, config_.norm_eps, 0, w_.ffn_norm.bias_offset,
-                                             RowRef::contiguous(H), normed_}));
+  if (!rms_in_ffn_) {
+    ATTENDRE_TRY(ffn_norm_kernel_.record(rec, {range.count, H, config_.norm_eps, 0, w_.ffn_norm.bias_offset,
+                                               RowRef::contiguous(H), normed_}));
+  }
   const uint32_t F = config_.ffn;
   const FfnLayout& fl = shared_.ffn;
   // The projections bind their own section; the activation binds both and
@@ -534,10 +572,10 @@ Status DeviceBlock::record(vk::CommandRecorder& rec, const BlockStep& step, uint
   const bool half = stack_.activations == MemoryStorage::f16;
   const RowRef half_rows = RowRef::contiguous(activation_row_words(F, MemoryStorage::f16));
   if (w_.gate_up.rows() > 0) {
-    ATTENDRE_TRY(gate_up_proj_.record(rec, range.count, normed_, section));  // gate, up and activation at once
+    ATTENDRE_TRY(gate_up_proj_.record(rec, range.count, ffn_input(), section));  // gate, up and activation at once
   } else {
-    if (config_.gated) ATTENDRE_TRY(gate_proj_.record(rec, range.count, normed_, section));
-    ATTENDRE_TRY(up_proj_.record(rec, range.count, normed_, section));
+    if (config_.gated) ATTENDRE_TRY(gate_proj_.record(rec, range.count, ffn_input(), section));
+    ATTENDRE_TRY(up_proj_.record(rec, range.count, ffn_input(), section));
     ATTENDRE_TRY(activation_.record(rec, {range.count, F, RowRef::contiguous(F, fl.gate), RowRef::contiguous(F, fl.up),
                                           half ? half_rows : RowRef::contiguous(F, fl.gate)}));
   }

@@ -139,6 +139,10 @@ class DeviceBlock {
   // on, and (own_keys) their keys into the chunk, rotated as the K/V memory
   // scores them: by position, or in LM-Infinite's variants.
   Status record_qk(vk::CommandRecorder& rec, uint32_t n, uint32_t first_row, bool own_keys) const;
+  // The rows the q, k and v (or gate and up) projections read: the normed
+  // rows in SharedBuffers::h, or the sublayer's input rows they normalize.
+  kernels::RowRef attention_input() const;
+  kernels::RowRef ffn_input() const;
   // Post norms: the sublayer output rows (rows 0.. of the norm's and the
   // add's output binding) normed in place, then `residual_rows` added.
   // The finite checks of the attention outputs and the output rows of
@@ -161,6 +165,12 @@ class DeviceBlock {
   std::unique_ptr<KvRecorder> kv_;
   std::unique_ptr<vk::DescriptorArena> arena_;
   kernels::Norm attn_norm_kernel_, ffn_norm_kernel_;
+  // Where every product reading a sublayer's normed rows can normalize
+  // them itself (kernels::RmsInput: RMSNorm, fp32 activations, the direct
+  // kernels), the norm has no dispatch: the products read the block's
+  // input rows (attention) or y (FFN) with the norm's gains. Its kernel
+  // is then not made.
+  bool rms_in_attention_ = false, rms_in_ffn_ = false;
   // post_norms: each sublayer's output is normed in place, then its residual added.
   kernels::Norm attn_post_norm_kernel_, ffn_post_norm_kernel_;
   kernels::Add attn_residual_, ffn_residual_;

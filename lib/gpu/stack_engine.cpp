@@ -147,6 +147,12 @@ Status StackEngine::make_head() {
   ATTENDRE_TRY_ASSIGN(head_, Projection::create(ctx, *descriptors_, plan, c.tied_embeddings ? embedding_table_ : output_,
                                                 half ? vk::BufferBinding{&shared_.h} : vk::BufferBinding{&final_rows_},
                                                 {&logits_}, {}, c.activations));
+  const DeviceMatrix& head_matrix = c.tied_embeddings ? embedding_table_ : output_;
+  if (c.final_norm == NormKind::rms && kernels::folds_rms(plan, head_matrix.type(), c.activations)) {
+    ATTENDRE_TRY_ASSIGN(head_rms_, Projection::create(ctx, *descriptors_, plan, head_matrix, {&last}, {&logits_}, {},
+                                                      c.activations, std::nullopt,
+                                                      kernels::RmsInput{{&output_norm_.buffer}, 0, c.final_norm_eps}));
+  }
   ATTENDRE_TRY_ASSIGN(logits_site_, shared_.checks->add("the logits", {&logits_}));
   if (c.logit_soft_cap > 0.0) {
     ATTENDRE_TRY_ASSIGN(soft_cap_, kernels::SoftCap::create(ctx, *descriptors_, plan, {&logits_}));
@@ -222,7 +228,9 @@ Status StackEngine::record_step(vk::CommandRecorder& rec, const Planned& step, s
   const uint32_t count = static_cast<uint32_t>(rows.size());
   const bool emits = std::any_of(rows.begin(), rows.end(), [](const QueryMeta& m) { return m.valid; });
   const bool read = emits && (!hidden.empty() || logits.buffer);
-  if (emits && (read || on_output)) {
+  // Logits alone: the head normalizes the last block's rows itself.
+  const bool head_normalizes = head_rms_ && hidden.empty() && !on_output;
+  if (emits && (read || on_output) && !head_normalizes) {
     ATTENDRE_TRY(final_norm_.record(rec, {count, H, config_.final_norm_eps, 0, output_norm_.bias_offset,
                                           RowRef::contiguous(H), RowRef::contiguous(H)}));
     // Rows leaving as hidden states (or into an encoder output memory) are
@@ -241,7 +249,11 @@ Status StackEngine::record_step(vk::CommandRecorder& rec, const Planned& step, s
       final_half_.record(rec, {count, H, 2 * words, 0, count});
       head_rows = RowRef::contiguous(words);
     }
-    ATTENDRE_TRY(head_.record(rec, count, head_rows, RowRef::contiguous(config_.vocab)));
+    if (head_normalizes) {
+      ATTENDRE_TRY(head_rms_->record(rec, count, RowRef::contiguous(H), RowRef::contiguous(config_.vocab)));
+    } else {
+      ATTENDRE_TRY(head_.record(rec, count, head_rows, RowRef::contiguous(config_.vocab)));
+    }
     if (config_.logit_soft_cap > 0.0)
       ATTENDRE_TRY(soft_cap_.record(
           rec, {count, config_.vocab, static_cast<float>(config_.logit_soft_cap), RowRef::contiguous(config_.vocab)}));

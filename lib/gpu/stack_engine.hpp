@@ -177,6 +177,10 @@ class StackEngine {
   kernels::SoftCap soft_cap_;              // of the logits (StackConfig::logit_soft_cap > 0)
   kernels::Norm final_norm_;
   Projection head_;
+  // Where the head can RMS-normalize its rows itself (kernels::RmsInput),
+  // a step that reads only logits runs no final norm: head_rms_ reads the
+  // last block's output rows with the final norm's gains.
+  std::optional<Projection> head_rms_;
   kernels::StoreHalfRows final_half_;  // fp16 activations: the final rows rounded into h for head_
   std::unique_ptr<StepExecutor> executor_;
   std::array<StepRead, StepExecutor::kSlots> reads_;  // per submit slot

@@ -9,7 +9,7 @@
 namespace attendre::kernels {
 
 // The GLSL block declares the same words flat (ATT_ROWS expands to four uints).
-static_assert(offsetof(MatmulParams, a) == 32 && sizeof(MatmulParams) == 80);
+static_assert(offsetof(MatmulParams, a) == 32 && sizeof(MatmulParams) == 88);
 
 namespace {
 
@@ -73,13 +73,24 @@ DirectTile direct_tile(const KernelPlan& plan, ElementType type, bool few) {
 
 bool direct_matmul(const KernelPlan& plan, ElementType) { return plan.direct && plan.direct_share > 0; }
 
+bool folds_rms(const KernelPlan& plan, ElementType weights, MemoryStorage input) {
+  return direct_matmul(plan, weights) && input == MemoryStorage::f32;
+}
+
 Result<Matmul> Matmul::create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ElementType weights,
                               vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c, vk::BufferBinding r,
-                              MemoryStorage input, std::optional<ActivationKind> gated) {
+                              MemoryStorage input, std::optional<ActivationKind> gated,
+                              std::optional<RmsInput> rms) {
   Matmul m;
   m.plan_ = plan;
   m.type_ = weights;
   m.gated_ = gated.has_value();
+  if (rms) {
+    ATTENDRE_REQUIRE(folds_rms(plan, weights, input), "an RMS-normalizing product needs the direct kernels and fp32 A rows");
+    ATTENDRE_REQUIRE(!r.buffer, "an RMS-normalizing product reads its gains where R would be: no separate R");
+    ATTENDRE_REQUIRE(rms->gains.buffer && rms->offset % 4 == 0, "an RMS-normalizing product needs gains from a multiple of 4 words");
+    m.rms_ = rms;
+  }
   if (gated) {
     ATTENDRE_REQUIRE(direct_matmul(plan, weights) && input == MemoryStorage::f32,
                      "a gated product needs the direct kernels and fp32 A rows");
@@ -88,31 +99,41 @@ Result<Matmul> Matmul::create(Context& context, vk::DescriptorArena& arena, cons
   // Without a separate R, the residual (if any) is read from C itself, and
   // binding 3 takes A: it must hold a buffer, and one the dispatch only reads.
   m.residual_in_c_ = !r.buffer;
+  if (rms) r = rms->gains;
   if (!r.buffer) r = a;
   m.plan_.direct = direct_matmul(plan, weights);
   if (m.plan_.direct) {
     const DirectTile many = m.tile(false), few = m.tile(true);
     // Gated: GATED = 1 + the activation kind, each invocation's two outputs a gate and an up row.
     const uint32_t gated_spec = gated ? 1u + static_cast<uint32_t>(*gated) : 0u;
+    const uint32_t rms_spec = rms ? 1u : 0u;
     const std::vector<uint32_t> many_spec =
-        with_fold({many.workgroup, many.rows, plan.direct_share, many.outputs, gated_spec}, plan);
+        with_fold({many.workgroup, many.rows, plan.direct_share, many.outputs, gated_spec, rms_spec}, plan);
     const std::vector<uint32_t> few_spec =
-        with_fold({few.workgroup, few.rows, plan.direct_share, few.outputs, gated_spec}, plan);
-    // Texel-buffer weights and A where the device has them and can view
-    // both ranges; the storage-buffer loads otherwise.
-    if (const std::optional<TexelWeights> texel = texel_weights(context.caps(), weights, input, w, a)) {
+        with_fold({few.workgroup, few.rows, plan.direct_share, few.outputs, gated_spec, rms_spec}, plan);
+    // Texel-buffer weights and A (and the gains) where the device has them
+    // and can view every range; the storage-buffer loads otherwise.
+    std::optional<TexelWeights> texel = texel_weights(context.caps(), weights, input, w, a);
+    std::optional<vk::BufferBinding> gain_texels;
+    if (texel) {
+      // Binding 6 is read under RMS_IN only: plain products bind A's view.
+      Result<vk::BufferBinding> view = rms ? r.texel_view(context.caps(), VK_FORMAT_R32G32B32A32_SFLOAT)
+                                           : Result<vk::BufferBinding>(texel->a);
+      if (view.ok()) gain_texels = view.value();
+    }
+    if (texel && gain_texels) {
       m.texel_ = true;
       ATTENDRE_TRY_ASSIGN(m.direct_, Kernel::make<MatmulParams>(context, arena, texel->shader, many_spec,
-                                                                {a, w, c, r, texel->weights, texel->a}));
+                                                                {a, w, c, r, texel->weights, texel->a, *gain_texels}));
       ATTENDRE_TRY_ASSIGN(m.direct_few_, Kernel::make<MatmulParams>(context, arena, texel->shader, few_spec,
-                                                                    {a, w, c, r, texel->weights, texel->a}));
-      m.label_gated(texel->shader);
+                                                                    {a, w, c, r, texel->weights, texel->a, *gain_texels}));
+      m.label_variant(texel->shader);
       return m;
     }
     ATTENDRE_TRY_ASSIGN(const ShaderId direct, weight_variant(context, WeightKernel::direct, weights, what, input));
     ATTENDRE_TRY_ASSIGN(m.direct_, Kernel::make<MatmulParams>(context, arena, direct, many_spec, {a, w, c, r}));
     ATTENDRE_TRY_ASSIGN(m.direct_few_, Kernel::make<MatmulParams>(context, arena, direct, few_spec, {a, w, c, r}));
-    m.label_gated(direct);
+    m.label_variant(direct);
     return m;
   }
   ATTENDRE_TRY_ASSIGN(const ShaderId gemm, weight_variant(context, WeightKernel::gemm, weights, what, input));
@@ -137,6 +158,7 @@ Result<MatmulParams> Matmul::params(const Args& args) const {
                      "matmul: a residual added in place needs R rows to be the C rows (bind a separate R otherwise)");
   ATTENDRE_TRY(check_weight_layout(type_, args.in, args.w_offset, "matmul W"));
   if (gated_) ATTENDRE_REQUIRE(!args.bias && !args.residual, "a gated product adds no bias and no residual");
+  if (rms_) ATTENDRE_REQUIRE(!args.residual || residual_in_c_, "an RMS-normalizing product adds no separate residual");
   MatmulParams p{};
   p.rows = args.rows;
   p.in_dim = args.in;
@@ -149,6 +171,10 @@ Result<MatmulParams> Matmul::params(const Args& args) const {
   p.c = args.c;
   p.r = args.r;
   p.lanes = matvec_lanes(args.in);
+  if (rms_) {
+    p.norm_offset = rms_->offset;
+    p.norm_eps = rms_->eps;
+  }
   return p;
 }
 
@@ -160,11 +186,12 @@ uint32_t Matmul::matvec_lanes(uint32_t in) const {
   return std::min(plan_.matvec_workgroup, next_pow2(std::max(1u, share)));
 }
 
-// Profiles tell gated products (gate, up and activation in one) from
-// plain ones by a "_gated" suffix on the shader's name.
-void Matmul::label_gated(ShaderId shader) {
-  if (!gated_) return;
-  const std::string label = std::string(shaders::name(shader)) + "_gated";
+// Profiles tell gated products (gate, up and activation in one) and
+// RMS-normalizing ones from plain ones by a "_gated" and a "_rms" suffix on
+// the shader's name.
+void Matmul::label_variant(ShaderId shader) {
+  if (!gated_ && !rms_) return;
+  const std::string label = std::string(shaders::name(shader)) + (gated_ ? "_gated" : "") + (rms_ ? "_rms" : "");
   direct_.set_label(label);
   direct_few_.set_label(label);
 }

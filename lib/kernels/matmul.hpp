@@ -22,6 +22,21 @@ namespace attendre::kernels {
 // the tiled GEMM and matvec otherwise.
 bool direct_matmul(const KernelPlan& plan, ElementType weights);
 
+// A product that RMS-normalizes its fp32 A rows on the way in
+// (matmul_direct.comp's RMS_IN): C[r][o] = ((A[r] / rms(A[r])) * g) . W[o]
+// (+ bias[o]), rms(a) = sqrt(mean(a^2) + eps), the norm kernel's result
+// without its dispatch. `gains` holds g (fp32) from word `offset`, a
+// multiple of 4; it takes binding 3, so the product adds no separate R.
+struct RmsInput {
+  vk::BufferBinding gains;
+  uint32_t offset = 0;
+  float eps = 0.0f;
+};
+// Whether products over `weights` reading `input` rows can take an
+// RmsInput: the direct kernels with fp32 A rows. Elsewhere (the tiled GEMM
+// and matvec split `in` across invocations) the norm runs as its own kernel.
+bool folds_rms(const KernelPlan& plan, ElementType weights, MemoryStorage input);
+
 // What one matmul_direct invocation computes: a register tile of `rows`
 // rows by `outputs` outputs, in workgroups of `workgroup`; `few`: the
 // single-row variant for products of at most 2 rows (decoding).
@@ -66,10 +81,13 @@ class Matmul {
   // only, fp32 A): W holds 2 * out rows, the gate rows then the up rows,
   // and C[r][o] = act(A[r] . W[o]) * (A[r] . W[out + o]) in one dispatch,
   // with no bias and no residual.
+  // `rms`: A rows are RMS-normalized in the product (RmsInput; fails
+  // unless folds_rms holds, or with a separate `r`).
   static Result<Matmul> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
                                ElementType weights, vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c,
                                vk::BufferBinding r = {}, MemoryStorage input = MemoryStorage::f32,
-                               std::optional<ActivationKind> gated = std::nullopt);
+                               std::optional<ActivationKind> gated = std::nullopt,
+                               std::optional<RmsInput> rms = std::nullopt);
 
   // Records the product: on direct-style devices matmul_direct.comp, else
   // the matrix-vector kernel for rows <= kMatvecMaxRows and the tiled GEMM
@@ -89,7 +107,7 @@ class Matmul {
   const Kernel& direct_for(uint32_t rows) const;
   // The direct kernels' register tile (direct_tile; two outputs when gated).
   DirectTile tile(bool few) const;
-  void label_gated(ShaderId shader);
+  void label_variant(ShaderId shader);
   // Invocations sharing one output in the matvec kernel.
   uint32_t matvec_lanes(uint32_t in) const;
 
@@ -98,6 +116,7 @@ class Matmul {
   bool residual_in_c_ = false;
   bool texel_ = false;
   bool gated_ = false;
+  std::optional<RmsInput> rms_;
   Kernel gemm_, matvec_;
   Kernel direct_, direct_few_;  // direct_few_: the single-row variant (rows <= 2)
 };

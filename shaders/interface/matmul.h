@@ -47,6 +47,8 @@ ATT_PARAMS_BEGIN(MatmulParams)
   ATT_ROWS(a)           // rows of in_dim floats, binding 0
   ATT_ROWS(c)           // rows of out_dim floats, binding 2
   ATT_ROWS(r)           // rows of out_dim floats, binding 3 (kResidualSeparate)
+  ATT_U32(norm_offset)  // matmul_direct.comp's RMS_IN: word of binding 3 where the gains start (a multiple of 4)
+  ATT_F32(norm_eps)     // and the epsilon of mean(A^2) + eps
 ATT_PARAMS_END(MatmulParams)
 ATT_NAMESPACE_END
 
