@@ -101,7 +101,7 @@ layout(std430, binding = 3) readonly buffer Gains4 { vec4 gain4[]; };  // RMS_IN
 #ifdef INPUT_TEXEL
 // The gains as fp32 quads from binding 6 (binding 3's range viewed so):
 // a storage-buffer load is a loop over the lanes on lavapipe, and one per
-// A quad made the RMS-normalizing products 1.6-1.8x slower than the plain
+// A quad made the RMS-normalizing products 1.5-1.8x slower than the plain
 // ones there (SmolLM-135M shape, F16). Plain products bind any fp32 view.
 layout(binding = 6) uniform samplerBuffer gain_texels;
 vec4 gain_quad(uint quad) { return RMS_IN == 0u ? vec4(1.0) : texelFetch(gain_texels, int(pc.norm_offset / 4u + quad)); }
