@@ -65,12 +65,14 @@ std::string layer_kernel(const std::string& build, const std::string& policy_nam
 // retrieval kernels o; after the final norm with nothing behind it the LM head.
 // activation or its in-place variant (the block runs the latter).
 bool is_activation(const std::string& shader) { return shader.rfind("activation", 0) == 0; }
+// A gated product (gate, up and the activation in one), RMS-normalizing or not.
+bool is_gated(const std::string& kernel) { return kernel.ends_with("_gated") || kernel.ends_with("_gated_rms"); }
 
 // Products that normalize their rows themselves (*_rms: the direct kernels
 // fold an RMS norm in) start a run as a norm would before them.
 std::string matmul_role(const std::vector<attendre::KernelTime>& p, size_t first, size_t last, size_t i) {
-  if (p[i].kernel.ends_with("_gated") || p[i].kernel.ends_with("_gated_rms")) return "gate_up";  // gate, up and the activation in one
-  if (i > first && (p[i - 1].kernel.ends_with("_gated") || p[i - 1].kernel.ends_with("_gated_rms"))) return "down";
+  if (is_gated(p[i].kernel)) return "gate_up";  // gate, up and the activation in one
+  if (i > first && is_gated(p[i - 1].kernel)) return "down";
   const std::string before = first > 0 ? p[first - 1].kernel : "";
   const std::string after = last + 1 < p.size() ? p[last + 1].kernel : "";
   const size_t run = last - first + 1, at = i - first;

@@ -248,13 +248,14 @@ Result<std::unique_ptr<DeviceBlock>> DeviceBlock::create(Context& context, const
   const Section up = Section::words(shared.gu, fl.up, uint64_t{fl.rows} * fl.ffn);
   const MemoryStorage acts = config.activations;
   // A sublayer's norm folds into its products where all of them can take it.
-  auto folds_rms = [&](std::initializer_list<const DeviceMatrix*> readers) {
+  auto readers_fold_rms = [&](std::initializer_list<const DeviceMatrix*> readers) {
     if (c.norm != NormKind::rms) return false;
     return std::all_of(readers.begin(), readers.end(),
                        [&](const DeviceMatrix* m) { return kernels::folds_rms(plan, m->type(), acts); });
   };
   auto rms_input = [&](const DeviceNorm& norm) { return kernels::RmsInput{{&norm.buffer}, 0, c.norm_eps}; };
-  d.rms_in_attention_ = c.cross_attention ? folds_rms({&weights.wq}) : folds_rms({&weights.wq, &weights.wk, &weights.wv});
+  d.rms_in_attention_ = c.cross_attention ? readers_fold_rms({&weights.wq})
+                                              : readers_fold_rms({&weights.wq, &weights.wk, &weights.wv});
   std::optional<kernels::RmsInput> attention_rms;
   if (d.rms_in_attention_) {
     attention_rms = rms_input(weights.attn_norm);
@@ -295,9 +296,9 @@ Result<std::unique_ptr<DeviceBlock>> DeviceBlock::create(Context& context, const
   }
   if (c.ffn > 0) {
     const bool fused = weights.gate_up.rows() > 0;
-    d.rms_in_ffn_ = fused      ? folds_rms({&weights.gate_up})
-                    : c.gated ? folds_rms({&weights.gate, &weights.up})
-                              : folds_rms({&weights.up});
+    d.rms_in_ffn_ = fused      ? readers_fold_rms({&weights.gate_up})
+                    : c.gated ? readers_fold_rms({&weights.gate, &weights.up})
+                              : readers_fold_rms({&weights.up});
     std::optional<kernels::RmsInput> ffn_rms;
     if (d.rms_in_ffn_) {
       ffn_rms = rms_input(weights.ffn_norm);

@@ -144,10 +144,10 @@ Status StackEngine::make_head() {
   if (half) {
     ATTENDRE_TRY_ASSIGN(final_half_, kernels::StoreHalfRows::create(ctx, *descriptors_, plan, {&final_rows_}, {&shared_.h}));
   }
-  ATTENDRE_TRY_ASSIGN(head_, Projection::create(ctx, *descriptors_, plan, c.tied_embeddings ? embedding_table_ : output_,
+  const DeviceMatrix& head_matrix = c.tied_embeddings ? embedding_table_ : output_;
+  ATTENDRE_TRY_ASSIGN(head_, Projection::create(ctx, *descriptors_, plan, head_matrix,
                                                 half ? vk::BufferBinding{&shared_.h} : vk::BufferBinding{&final_rows_},
                                                 {&logits_}, {}, c.activations));
-  const DeviceMatrix& head_matrix = c.tied_embeddings ? embedding_table_ : output_;
   if (c.final_norm == NormKind::rms && kernels::folds_rms(plan, head_matrix.type(), c.activations)) {
     ATTENDRE_TRY_ASSIGN(head_rms_, Projection::create(ctx, *descriptors_, plan, head_matrix, {&last}, {&logits_}, {},
                                                       c.activations, std::nullopt,

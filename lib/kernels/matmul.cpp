@@ -158,7 +158,6 @@ Result<MatmulParams> Matmul::params(const Args& args) const {
                      "matmul: a residual added in place needs R rows to be the C rows (bind a separate R otherwise)");
   ATTENDRE_TRY(check_weight_layout(type_, args.in, args.w_offset, "matmul W"));
   if (gated_) ATTENDRE_REQUIRE(!args.bias && !args.residual, "a gated product adds no bias and no residual");
-  if (rms_) ATTENDRE_REQUIRE(!args.residual || residual_in_c_, "an RMS-normalizing product adds no separate residual");
   MatmulParams p{};
   p.rows = args.rows;
   p.in_dim = args.in;
