@@ -34,6 +34,12 @@
 // split `in`), so each sums the squares itself, from the same values in
 // the same order: the whole tile scales by one factor per row. No
 // residual from binding 3 then; not with HALF_MATH (fp16 A).
+// SPLIT_OUTPUT builds (texel builds only) write outputs from split_first
+// on to binding 7 instead of C: [split_first, split_second) as the
+// contiguous rows c2, the rest as the rows c3 (kernels::SplitRows), so that
+// one product of stacked matrices ([wq; wk; wv]: the queries to the ring,
+// the keys and values to the chunk) stores where each matrix's own
+// product would have, in one dispatch instead of three.
 // Bindings:  as matmul.comp (0 A (input_rows.glsl), 1 W + bias, 2 C, 3 R,
 //            or with RMS_IN the gains);
 //            the *_texel builds also 4: binding 1's range as a uniform texel
@@ -42,7 +48,9 @@
 //            from, and 5: binding 0's as one of fp32 quads (INPUT_TEXEL,
 //            input_rows.glsl), and 6: binding 3's as fp32 quads (the gains
 //            under RMS_IN); lavapipe gathers texels as vectors, where a
-//            storage-buffer load is a loop over the lanes
+//            storage-buffer load is a loop over the lanes;
+//            SPLIT_OUTPUT also 7: the rows c2 and c3 (a fifth storage
+//            buffer: only where the device allows one)
 // Spec constants: 0 workgroup size W, 1 ROWS rows per invocation, 2 SHARE
 //                 (a power of two <= the subgroup size and
 //                 kMatmulDirectMaxShare; W a multiple of the subgroup size;
@@ -97,6 +105,9 @@ uint tile_weight_row(uint o0, uint j) {
 layout(std430, binding = 2) buffer CRows { float c_rows[]; };
 layout(std430, binding = 3) readonly buffer RRows { float r_rows[]; };
 layout(std430, binding = 3) readonly buffer Gains4 { vec4 gain4[]; };  // RMS_IN: aliases RRows
+#ifdef SPLIT_OUTPUT
+layout(std430, binding = 7) buffer C2Rows { float c2_rows[]; };
+#endif
 
 #ifdef INPUT_TEXEL
 // The gains as fp32 quads from binding 6 (binding 3's range viewed so):
@@ -125,8 +136,18 @@ float rms_in_value(inout float squares, float a, uint i) {
 }
 
 // Writes output o of row r: the product plus bias and residual.
+// SPLIT_OUTPUT: outputs from split_first on go to binding 7 (above), with
+// no residual.
 void store(uint r, uint o, float sum) {
   if (pc.has_bias != 0u) sum += weight_float(pc.bias_offset + o);
+#ifdef SPLIT_OUTPUT
+  if (o >= pc.split_first) {
+    const bool third = o >= pc.split_second;
+    c2_rows[third ? pc.c3_offset + r * pc.c3_stride + (o - pc.split_second)
+                  : pc.c2_offset + r * pc.c2_stride + (o - pc.split_first)] = sum;
+    return;
+  }
+#endif
   if (pc.has_residual == kResidualSeparate) sum += r_rows[ROW_WORD(r, r) + o];
   if (pc.has_residual == kResidualInC) sum += c_rows[ROW_WORD(c, r) + o];
   c_rows[ROW_WORD(c, r) + o] = sum;

@@ -264,3 +264,148 @@ TEST_CASE("block kernels: RMS-normalizing products equal the norm then the produ
     }
   });
 }
+
+// ---------------------------------------------------------------------------
+// Products whose outputs go to two bindings (kernels::SplitRows: a block's
+// [wq; wk; wv] in one dispatch)
+
+TEST_CASE("block kernels: split products write each stacked matrix's outputs where its own product would") {
+  std::mt19937_64 rng(7023);
+  struct Shape {
+    uint32_t rows, in, q, k, v;
+    bool ring, rms;
+  };
+  // Decoding (1-2 rows) and tiles of many rows; parts that straddle the
+  // workgroups' output spans; `in` off vec4 (the scalar path) for the float types.
+  const Shape shapes[] = {{1, 64, 65, 17, 17, false, true}, {2, 96, 8, 130, 130, true, false},
+                          {9, 32, 64, 64, 64, false, true},  {65, 64, 33, 7, 9, true, true},
+                          {3, 127, 20, 5, 5, true, true},    {1, 576, 576, 192, 192, true, true}};
+  const ElementType types[] = {ElementType::f32, ElementType::f16, ElementType::q8_0};
+  for_each_context([&](Context& context) {
+    const kernels::KernelPlan plan = kernels::plan_kernels(context.caps());
+    for (ElementType type : types) {
+      INFO("weights " << to_string(type));
+      if (!kernels::splits_outputs(context.caps(), plan, type, MemoryStorage::f32)) {
+        // No fifth storage buffer, no texel buffers or the tiled kernels: refused, named.
+        std::vector<uint32_t> one(8, 0);
+        const vk::Buffer b = test::upload_words(context, one, "test rows");
+        const vk::Buffer s = test::upload_words(context, one, "test split rows");
+        vk::DescriptorArena arena(context);
+        const Result<kernels::Matmul> refused = kernels::Matmul::create(
+            context, arena, plan, type, {&b}, {&b}, {&b}, {}, MemoryStorage::f32, std::nullopt, std::nullopt, {&s});
+        REQUIRE_FALSE(refused.ok());
+        CHECK(refused.status().code() == ErrorCode::unsupported);
+        continue;
+      }
+      for (const Shape& s : shapes) {
+        if (element_block(type).values > 1 && s.in % element_block(type).values != 0) continue;
+        INFO("rows " << s.rows << ", in " << s.in << ", parts " << s.q << "/" << s.k << "/" << s.v << ", rms " << s.rms);
+        const uint32_t out = s.q + s.k + s.v;
+        const std::vector<float> a = normal_values(size_t{s.rows} * s.in, rng, 0.0f, 2.0f);
+        const std::vector<float> w = normal_values(size_t{out} * s.in, rng);
+        const std::vector<float> gains = normal_values(s.in, rng);
+        const float eps = 1e-5f;
+        std::vector<uint32_t> w_words;
+        std::vector<double> w_values;
+        kernels::Matmul::Args args;
+        if (type == ElementType::q8_0) {
+          const Encoded e = encode(type, w);
+          w_words = e.words;
+          w_values = e.values;
+          args.w_offset = e.offset;
+        } else {
+          const Weights put = put_weights(w_words, type == ElementType::f16 ? WeightType::f16 : WeightType::f32, 2, w);
+          w_values = put.values;
+          args.w_offset = 2;
+        }
+        args.rows = s.rows;
+        args.in = s.in;
+        args.out = out;
+        args.a = s.ring ? wrapping(s.rows, s.in, 4, 8) : RowRef::contiguous(s.in);
+        args.c = s.ring ? wrapping(s.rows, s.q, 1, 3) : RowRef::contiguous(s.q);
+        // Keys and values as in a chunk: two sections of one binding, rows padded.
+        const RowRef c2 = RowRef::contiguous(s.k + 2, 5);
+        const RowRef c3 = RowRef::contiguous(s.v + 1, static_cast<uint32_t>(extent(c2, s.rows, s.k)) + 3);
+        args.split = kernels::SplitRows{s.q, s.q + s.k, c2, c3};
+        std::vector<uint32_t> a_words(extent(args.a, s.rows, s.in), kSentinel);
+        put_rows(a_words, args.a, s.rows, s.in, a);
+        std::vector<uint32_t> c_words(extent(args.c, s.rows, s.q), kSentinel);
+        std::vector<uint32_t> split_words(extent(c3, s.rows, s.v) + 2, kSentinel);
+        std::vector<uint32_t> g_words(8 + s.in, kSentinel);
+        for (uint32_t i = 0; i < s.in; ++i) g_words[8 + i] = test::float_bits(gains[i]);
+        const vk::Buffer a_buffer = test::upload_words(context, a_words, "test A");
+        const vk::Buffer w_buffer = test::upload_words(context, w_words, "test W");
+        const vk::Buffer c_buffer = test::upload_words(context, c_words, "test C");
+        const vk::Buffer split_buffer = test::upload_words(context, split_words, "test split rows");
+        const vk::Buffer g_buffer = test::upload_words(context, g_words, "test gains");
+        vk::DescriptorArena arena(context);
+        const std::optional<kernels::RmsInput> rms =
+            s.rms ? std::optional(kernels::RmsInput{{&g_buffer}, 8, eps}) : std::nullopt;
+        const kernels::Matmul matmul =
+            kernels::Matmul::create(context, arena, plan, type, {&a_buffer}, {&w_buffer}, {&c_buffer}, {},
+                                    MemoryStorage::f32, std::nullopt, rms, {&split_buffer})
+                .value_or_throw();
+        test::run_once(context, [&](vk::CommandRecorder& rec) { matmul.record(rec, args).or_throw(); });
+        const std::vector<uint32_t> c_after = test::download_words(context, c_buffer, 0, c_words.size());
+        const std::vector<uint32_t> split_after = test::download_words(context, split_buffer, 0, split_words.size());
+
+        std::vector<double> input(a.begin(), a.end());
+        if (s.rms) {
+          for (uint32_t r = 0; r < s.rows; ++r) {
+            double squares = 0;
+            for (uint32_t i = 0; i < s.in; ++i) squares += input[size_t{r} * s.in + i] * input[size_t{r} * s.in + i];
+            const double inv = 1.0 / std::sqrt(squares / s.in + eps);
+            for (uint32_t i = 0; i < s.in; ++i) input[size_t{r} * s.in + i] *= inv * gains[i];
+          }
+        }
+        const std::vector<double> expected = ops::matmul(input, w_values, s.rows, s.in, out, {}, {});
+        // Each part's columns of the expected rows, against where that part's rows are.
+        auto part = [&](uint32_t from, uint32_t cols) {
+          std::vector<double> p(size_t{s.rows} * cols);
+          for (uint32_t r = 0; r < s.rows; ++r)
+            for (uint32_t j = 0; j < cols; ++j) p[size_t{r} * cols + j] = expected[size_t{r} * out + from + j];
+          return p;
+        };
+        const double tolerance = 1e-5 * (std::sqrt(static_cast<double>(s.in)) + 4.0) * (s.rms ? 1.0 : 2.0);
+        auto near = [&](size_t) { return tolerance; };
+        check_close(get_rows(c_after, args.c, s.rows, s.q), part(0, s.q), near);
+        check_close(get_rows(split_after, c2, s.rows, s.k), part(s.q, s.k), near);
+        check_close(get_rows(split_after, c3, s.rows, s.v), part(s.q + s.k, s.v), near);
+        check_untouched(c_words, c_after, args.c, s.rows, s.q);
+        // Every split word outside the c2 and c3 rows keeps its sentinel.
+        std::vector<bool> written(split_words.size(), false);
+        for (const auto& [rows, cols] : {std::pair{c2, s.k}, std::pair{c3, s.v}})
+          for (uint32_t r = 0; r < s.rows; ++r)
+            for (uint32_t j = 0; j < cols; ++j) written[rows.word(r) + j] = true;
+        uint32_t changed = 0;
+        for (size_t i = 0; i < split_words.size(); ++i) changed += !written[i] && split_after[i] != kSentinel;
+        CHECK(changed == 0);
+      }
+      // Split rows must be given, contiguous, in order, and only to a split product.
+      std::vector<uint32_t> words(64, 0);
+      const vk::Buffer b = test::upload_words(context, words, "test rows");
+      const vk::Buffer c = test::upload_words(context, words, "test C");
+      const vk::Buffer other = test::upload_words(context, words, "test split rows");
+      vk::DescriptorArena arena(context);
+      const kernels::Matmul split = kernels::Matmul::create(context, arena, plan, type, {&b}, {&b}, {&c}, {},
+                                                            MemoryStorage::f32, std::nullopt, std::nullopt, {&other})
+                                        .value_or_throw();
+      kernels::Matmul::Args args;
+      args.rows = 2;
+      args.in = 32;
+      args.out = 6;
+      args.a = RowRef::contiguous(32);
+      args.c = RowRef::contiguous(2);
+      CHECK_FALSE(split.params(args).ok());
+      args.split = kernels::SplitRows{2, 4, RowRef::contiguous(2), RowRef::ring(2, 4, 1, 8)};
+      CHECK_FALSE(split.params(args).ok());
+      args.split = kernels::SplitRows{4, 2, RowRef::contiguous(2), RowRef::contiguous(2, 8)};
+      CHECK_FALSE(split.params(args).ok());
+      args.split = kernels::SplitRows{2, 4, RowRef::contiguous(2), RowRef::contiguous(2, 8)};
+      CHECK(split.params(args).ok());
+      const kernels::Matmul plain =
+          kernels::Matmul::create(context, arena, plan, type, {&b}, {&b}, {&c}).value_or_throw();
+      CHECK_FALSE(plain.params(args).ok());
+    }
+  });
+}

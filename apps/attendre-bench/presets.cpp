@@ -82,6 +82,7 @@ bool block_shape(const Spec& s, const Dispatch& d, uint32_t weight_bytes, Shape&
     if (d.role == "o") return mm(Q, H, true);
     if (d.role == "gate" || d.role == "up") return mm(H, s.ffn, false);
     if (d.role == "gate_up") return mm(H, 2 * s.ffn, false);  // both products (the activation's cost aside)
+    if (d.role == "qkv") return mm(H, Q + 2 * KV, false);  // a split product: q, k and v at once
     if (d.role == "down") return mm(s.ffn, H, true);
     return false;
   }

@@ -70,8 +70,12 @@ bool is_gated(const std::string& kernel) { return kernel.ends_with("_gated") || 
 
 // Products that normalize their rows themselves (*_rms: the direct kernels
 // fold an RMS norm in) start a run as a norm would before them.
+// A split product (*_split, its outputs to the queries and to the keys and values).
+bool is_split(const std::string& kernel) { return kernel.find("_split") != std::string::npos; }
+
 std::string matmul_role(const std::vector<attendre::KernelTime>& p, size_t first, size_t last, size_t i) {
   if (is_gated(p[i].kernel)) return "gate_up";  // gate, up and the activation in one
+  if (is_split(p[i].kernel)) return "qkv";      // q, k and v in one
   if (i > first && is_gated(p[i - 1].kernel)) return "down";
   const std::string before = first > 0 ? p[first - 1].kernel : "";
   const std::string after = last + 1 < p.size() ? p[last + 1].kernel : "";
@@ -99,9 +103,10 @@ std::vector<Dispatch> classify(const std::vector<attendre::KernelTime>& p, const
     d.longest_piece_ms = p[i].longest_piece_ns * 1e-6;
     // Products over fp16 activations and the writers of them (norm_*_f16,
     // activation_f16) count as the same kernels.
-    // Gated products (matmul_direct_*_gated) are matmuls of role gate_up.
+    // Gated products (matmul_direct_*_gated) are matmuls of role gate_up,
+    // split ones (matmul_direct_*_split) of role qkv.
     std::string unsuffixed = shader;
-    for (const char* suffix : {"_rms", "_gated"})
+    for (const char* suffix : {"_rms", "_gated", "_split"})
       if (unsuffixed.ends_with(suffix)) unsuffixed.resize(unsuffixed.size() - std::strlen(suffix));
     const std::string base = fp16_family(unsuffixed);
     d.precision = base.ends_with("_f16") ? "f16" : "f32";

@@ -170,13 +170,16 @@ struct LimitOverrides {
   bool discrete_memory = false;    // treat device-local memory as not host-visible (weights staged)
   // Workgroups per dispatch (DeviceCaps::max_groups_per_dispatch), at least 1.
   std::optional<uint32_t> max_groups_per_dispatch;
+  // Storage buffers per shader stage (DeviceCaps::max_storage_buffers).
+  std::optional<uint32_t> max_storage_buffers;
 
   // The Vulkan minimums every conformant device guarantees: 128
   // invocations, 16 KiB shared memory, 128 MiB storage ranges, host memory
   // that is not coherent (as on many phones) and no unified memory; and
   // dispatches of at most 32 workgroups, so that the suite's rerun under
-  // these limits cuts most grids into pieces.
-  static LimitOverrides portable() { return {128u, 16384u, uint64_t{1} << 27, true, true, 32u}; }
+  // these limits cuts most grids into pieces; 4 storage buffers per stage
+  // (no split products: kernels::splits_outputs).
+  static LimitOverrides portable() { return {128u, 16384u, uint64_t{1} << 27, true, true, 32u, 4u}; }
 };
 
 // How much the Khronos validation layer checks. Every level records its

@@ -161,30 +161,39 @@ Result<ElementType> WeightLoader::stored_type_of(const MatrixSpec& spec) {
   return DeviceMatrix::stored_type(*type, storage_);
 }
 
-Result<DeviceMatrix> WeightLoader::matrix_pair(const MatrixSpec& a, const MatrixSpec& b) {
-  ATTENDRE_REQUIRE(a.rows == b.rows && a.cols == b.cols && !a.bias && !b.bias,
-                   "matrices '" + a.name + "' and '" + b.name + "' are not a pair of one shape without biases");
+Result<DeviceMatrix> WeightLoader::matrix_stack(std::initializer_list<const MatrixSpec*> specs) {
+  std::string names;
+  for (const MatrixSpec* spec : specs) names += (names.empty() ? "'" : ", '") + spec->name + "'";
+  const MatrixSpec& first = **specs.begin();
   DeviceMatrix m;
   FinishOnFailure guard(*this);
-  m.rows_ = static_cast<uint32_t>(2 * a.rows);
-  m.cols_ = static_cast<uint32_t>(a.cols);
-  uint64_t per_row = 0;
+  uint64_t rows = 0;
+  for (const MatrixSpec* spec : specs) {
+    ATTENDRE_REQUIRE(spec->cols == first.cols && !spec->bias,
+                     "matrices " + names + " are not a stack of one row length without biases");
+    rows += spec->rows;
+  }
+  ATTENDRE_REQUIRE(rows <= 0xFFFFFFFFull, "matrices " + names + " stack to more than 2^32 rows");
+  m.rows_ = static_cast<uint32_t>(rows);
+  m.cols_ = static_cast<uint32_t>(first.cols);
+  uint64_t per_row = 0, at = 0;
   MatrixPart part;
   part.rows = m.rows_;
-  for (const MatrixSpec* spec : {&a, &b}) {
+  for (const MatrixSpec* spec : specs) {
     ATTENDRE_TRY_ASSIGN(TensorView view, fetch(spec->name, {spec->rows, spec->cols}));
     const ElementType type = DeviceMatrix::stored_type(view.type, storage_);
-    if (spec == &a) {
+    if (spec == &first) {
       m.type_ = type;
       ATTENDRE_TRY_ASSIGN(per_row, row_bytes(type, spec->cols, spec->name));
       ATTENDRE_TRY_ASSIGN(const uint64_t per, rows_per_part(context_.caps(), m.rows_, per_row, false));
-      ATTENDRE_REQUIRE(per >= m.rows_, "matrices '" + a.name + "' and '" + b.name + "' do not fit one buffer");
+      ATTENDRE_REQUIRE(per >= m.rows_, "matrices " + names + " do not fit one buffer");
       ATTENDRE_TRY_ASSIGN(part.buffer, vk::Buffer::create(arena_, part_bytes(part.rows, per_row, false, &part.bias_offset),
-                                                          a.name.c_str()));
+                                                          first.name.c_str()));
     }
-    ATTENDRE_REQUIRE(type == m.type_, "matrices '" + a.name + "' and '" + b.name + "' are stored in different encodings");
+    ATTENDRE_REQUIRE(type == m.type_, "matrices " + names + " are stored in different encodings");
     std::vector<std::byte> converted;
-    ATTENDRE_TRY(write(part.buffer, spec == &a ? 0 : a.rows * per_row, stored_bytes(view, type, converted)));
+    ATTENDRE_TRY(write(part.buffer, at * per_row, stored_bytes(view, type, converted)));
+    at += spec->rows;
   }
   m.parts_.push_back(std::move(part));
   guard.succeeded();
@@ -322,6 +331,71 @@ Status Projection::record(vk::CommandRecorder& rec, uint32_t rows, kernels::RowR
       args.r.offset += part.first_row;
     }
     ATTENDRE_TRY(parts_[i].record(rec, args));
+  }
+  return {};
+}
+
+namespace {
+
+// Where row `row` of a `type` matrix of `cols` columns starts, in the units
+// of MatmulParams::w_offset (elements of the float types, bytes of the block types).
+Result<uint32_t> row_offset(ElementType type, uint32_t cols, uint32_t row) {
+  const ElementBlock b = element_block(type);
+  const uint64_t at = b.values == 1 ? uint64_t{row} * cols : uint64_t{row} * (cols / b.values) * b.bytes;
+  ATTENDRE_REQUIRE(at <= 0xFFFFFFFFull, "a stacked matrix's rows start past 2^32 units");
+  return static_cast<uint32_t>(at);
+}
+
+}  // namespace
+
+Result<StackedProjection> StackedProjection::create(Context& context, vk::DescriptorArena& arena,
+                                                    const kernels::KernelPlan& plan, const DeviceMatrix& matrix,
+                                                    std::array<uint32_t, 3> rows, vk::BufferBinding a,
+                                                    vk::BufferBinding c, vk::BufferBinding split, MemoryStorage input,
+                                                    std::optional<kernels::RmsInput> rms) {
+  ATTENDRE_REQUIRE(matrix.parts().size() == 1 && !matrix.has_bias() && uint64_t{rows[0]} + rows[1] + rows[2] == matrix.rows(),
+                   "a stacked projection needs its matrices in one part, without bias, of as many rows as they sum to");
+  StackedProjection p;
+  p.matrix_ = &matrix;
+  p.rows_ = rows;
+  const vk::BufferBinding w{&matrix.parts()[0].buffer};
+  if (kernels::splits_outputs(context.caps(), plan, matrix.type(), input)) {
+    Result<kernels::Matmul> one =
+        kernels::Matmul::create(context, arena, plan, matrix.type(), a, w, c, {}, input, std::nullopt, rms, split);
+    if (one.ok()) {
+      p.split_ = std::move(one).value();
+      return p;
+    }
+    if (one.status().code() != ErrorCode::unsupported) return std::move(one).status();  // else one product per matrix below
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    ATTENDRE_TRY_ASSIGN(kernels::Matmul m, kernels::Matmul::create(context, arena, plan, matrix.type(), a, w,
+                                                                   i == 0 ? c : split, {}, input, std::nullopt, rms));
+    p.each_.push_back(std::move(m));
+  }
+  return p;
+}
+
+Status StackedProjection::record(vk::CommandRecorder& rec, uint32_t rows, kernels::RowRef a, kernels::RowRef c,
+                                 kernels::RowRef c2, kernels::RowRef c3) const {
+  kernels::Matmul::Args args;
+  args.rows = rows;
+  args.in = matrix_->cols();
+  args.a = a;
+  if (split_) {
+    args.out = matrix_->rows();
+    args.c = c;
+    args.split = kernels::SplitRows{rows_[0], rows_[0] + rows_[1], c2, c3};
+    return split_->record(rec, args);
+  }
+  const kernels::RowRef outputs[] = {c, c2, c3};
+  uint32_t first_row = 0;
+  for (size_t i = 0; i < each_.size(); ++i) {
+    args.out = rows_[i];
+    args.c = outputs[i];
+    ATTENDRE_TRY_ASSIGN(args.w_offset, row_offset(matrix_->type(), matrix_->cols(), first_row));
+    ATTENDRE_TRY(each_[i].record(rec, args));
+    first_row += rows_[i];
   }
   return {};
 }

@@ -19,6 +19,8 @@
 #include <attendre/tensor.hpp>
 #include <attendre/transformer.hpp>
 
+#include <array>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -86,11 +88,12 @@ class WeightLoader {
   // own failures come through as they are. A failing call first waits for
   // every copy in flight (FinishOnFailure), so the buffers made before may go.
   Result<DeviceMatrix> matrix(const MatrixSpec& spec);
-  // Two matrices of one shape and stored encoding, without biases, as one
-  // of twice the rows in one part: a's rows, then b's (a gated FFN's
-  // [gate; up] for gated products). Fails (invalid_argument) when they
-  // differ or do not fit one storage range.
-  Result<DeviceMatrix> matrix_pair(const MatrixSpec& a, const MatrixSpec& b);
+  // Matrices of one row length and stored encoding, without biases, as one
+  // matrix of all their rows in one part, in the order given (a gated
+  // FFN's [gate; up] for gated products, [wq; wk; wv] for a split
+  // product). Fails (invalid_argument) when they differ or do not fit one
+  // storage range.
+  Result<DeviceMatrix> matrix_stack(std::initializer_list<const MatrixSpec*> specs);
   // The encoding a tensor of the source is stored in (stored_type).
   Result<ElementType> stored_type_of(const MatrixSpec& spec);
   Result<DeviceNorm> norm(const VectorSpec& gain, const std::optional<VectorSpec>& shift);
@@ -152,7 +155,7 @@ class Projection {
                                    vk::BufferBinding r = {}, MemoryStorage input = MemoryStorage::f32,
                                    std::optional<ActivationKind> gated = std::nullopt,
                                    std::optional<kernels::RmsInput> rms = std::nullopt);
-  // `gated`: the matrix is a matrix_pair [gate; up] of one part, and
+  // `gated`: the matrix is a matrix_stack [gate; up] of one part, and
   // C[r][o] = act(A[r] . gate[o]) * (A[r] . up[o]) (kernels::Matmul's gated product).
   // `rms`: every part RMS-normalizes the A rows on the way in (kernels::RmsInput).
   // C[r][o] = A[r] . W[o] (+ bias) (+ R[r][o]) for `rows` rows; c and r
@@ -165,6 +168,33 @@ class Projection {
   const DeviceMatrix* matrix_ = nullptr;
   bool gated_ = false;
   std::vector<kernels::Matmul> parts_;
+};
+
+// A product with three stacked matrices (WeightLoader::matrix_stack of
+// `rows` rows each, one part, no bias: [wq; wk; wv]) whose outputs go to
+// three places: the first matrix's to rows c of binding `c`, the second's
+// and third's to rows c2 and c3 of binding `split`. One split product
+// (kernels::SplitRows) where the device runs them, else one product per
+// matrix over its rows of the same buffer; `rms` as Projection's.
+class StackedProjection {
+ public:
+  StackedProjection() = default;
+  static Result<StackedProjection> create(Context& context, vk::DescriptorArena& arena, const kernels::KernelPlan& plan,
+                                          const DeviceMatrix& matrix, std::array<uint32_t, 3> rows, vk::BufferBinding a,
+                                          vk::BufferBinding c, vk::BufferBinding split,
+                                          MemoryStorage input = MemoryStorage::f32,
+                                          std::optional<kernels::RmsInput> rms = std::nullopt);
+  // c2 and c3: contiguous rows of the split binding.
+  Status record(vk::CommandRecorder& rec, uint32_t rows, kernels::RowRef a, kernels::RowRef c, kernels::RowRef c2,
+                kernels::RowRef c3) const;
+  // Whether one split product runs (else one product per matrix).
+  bool split() const { return split_.has_value(); }
+
+ private:
+  const DeviceMatrix* matrix_ = nullptr;
+  std::array<uint32_t, 3> rows_{};
+  std::optional<kernels::Matmul> split_;
+  std::vector<kernels::Matmul> each_;
 };
 
 }  // namespace attendre::gpu

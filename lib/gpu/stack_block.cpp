@@ -47,18 +47,35 @@ uint32_t DeviceBlock::max_queries(const StackConfig& config, size_t index) {
   return config.flush_capable ? std::max(rows, config.blocks[index].attention.q_capacity) : rows;
 }
 
-Result<bool> DeviceBlock::fuses_gate_up(const DeviceCaps& caps, MemoryStorage activations, const BlockConfig& b,
-                                        const BlockSpec& spec,
-                                        const std::function<Result<ElementType>(const MatrixSpec&)>& types) {
-  if (b.ffn == 0 || !b.gated || !spec.gate || !spec.up || spec.gate->bias || spec.up->bias) return false;
-  if (activations != MemoryStorage::f32 || spec.gate->rows != spec.up->rows || spec.gate->cols != spec.up->cols)
-    return false;
-  ATTENDRE_TRY_ASSIGN(const ElementType gate, types(*spec.gate));
-  ATTENDRE_TRY_ASSIGN(const ElementType up, types(*spec.up));
-  if (gate != up || !kernels::direct_matmul(kernels::plan_kernels(caps), gate)) return false;
-  ATTENDRE_TRY_ASSIGN(const std::vector<uint64_t> parts,
-                      DeviceMatrix::placed_parts(caps, gate, 2 * spec.gate->rows, spec.gate->cols, false));
-  return parts.size() == 1;
+Result<BlockFusions> DeviceBlock::fusions(const DeviceCaps& caps, MemoryStorage activations, const BlockConfig& b,
+                                          const BlockSpec& spec,
+                                          const std::function<Result<ElementType>(const MatrixSpec&)>& types) {
+  BlockFusions f;
+  if (activations != MemoryStorage::f32) return f;
+  const kernels::KernelPlan plan = kernels::plan_kernels(caps);
+  // Whether the matrices stack: one encoding of direct products, one row
+  // length, no bias, and all their rows in one part.
+  auto stacks = [&](std::initializer_list<const MatrixSpec*> specs) -> Result<bool> {
+    const MatrixSpec& first = **specs.begin();
+    ATTENDRE_TRY_ASSIGN(const ElementType type, types(first));
+    uint64_t rows = 0;
+    for (const MatrixSpec* m : specs) {
+      if (m->bias || m->cols != first.cols) return false;
+      ATTENDRE_TRY_ASSIGN(const ElementType t, types(*m));
+      if (t != type) return false;
+      rows += m->rows;
+    }
+    if (!kernels::direct_matmul(plan, type)) return false;
+    ATTENDRE_TRY_ASSIGN(const std::vector<uint64_t> parts, DeviceMatrix::placed_parts(caps, type, rows, first.cols, false));
+    return parts.size() == 1;
+  };
+  if (b.ffn > 0 && b.gated && spec.gate && spec.up && spec.gate->rows == spec.up->rows) {
+    ATTENDRE_TRY_ASSIGN(f.gate_up, stacks({&*spec.gate, &*spec.up}));
+  }
+  if (!b.cross_attention && !b.lm_infinite.enabled) {
+    ATTENDRE_TRY_ASSIGN(f.qkv, stacks({&spec.wq, &spec.wk, &spec.wv}));
+  }
+  return f;
 }
 
 uint64_t DeviceBlock::upload_words(const StackConfig& config, size_t index) {
@@ -89,7 +106,18 @@ Result<BlockMemory> DeviceBlock::plan_memory(const StackConfig& config, size_t i
   auto norm = [&](const std::optional<VectorSpec>& gain, const std::optional<VectorSpec>& shift) {
     if (gain) add(m.weights, gain->name, DeviceNorm::placed_bytes(gain->size, shift.has_value()), true);
   };
-  ATTENDRE_TRY_ASSIGN(const bool fused, fuses_gate_up(caps, config.activations, b, spec, types));
+  ATTENDRE_TRY_ASSIGN(const BlockFusions fused, fusions(caps, config.activations, b, spec, types));
+  // A stack of matrices in one part (WeightLoader::matrix_stack).
+  auto stacked = [&](std::initializer_list<const MatrixSpec*> specs) -> Status {
+    ATTENDRE_TRY_ASSIGN(const ElementType type, types(**specs.begin()));
+    uint64_t rows = 0;
+    std::string names;
+    for (const MatrixSpec* t : specs) rows += t->rows, names += (names.empty() ? "" : " + ") + t->name;
+    ATTENDRE_TRY_ASSIGN(const std::vector<uint64_t> parts,
+                        DeviceMatrix::placed_parts(caps, type, rows, (*specs.begin())->cols, false));
+    add(m.weights, names, parts[0], true);
+    return {};
+  };
   // The loader's order (BlockWeights::load), which decides the arena's blocks.
   norm(spec.attn_norm, spec.attn_norm_bias);
   norm(spec.ffn_norm, spec.ffn_norm_bias);
@@ -97,14 +125,16 @@ Result<BlockMemory> DeviceBlock::plan_memory(const StackConfig& config, size_t i
   norm(spec.ffn_post_norm, std::nullopt);
   norm(spec.q_norm, std::nullopt);
   norm(spec.k_norm, std::nullopt);
-  for (const auto& t : {std::optional<MatrixSpec>(spec.wq), std::optional<MatrixSpec>(spec.wk),
-                        std::optional<MatrixSpec>(spec.wv), std::optional<MatrixSpec>(spec.wo)})
-    ATTENDRE_TRY(matrix(t));
-  if (fused) {  // one [gate; up] matrix in one part (WeightLoader::matrix_pair)
-    ATTENDRE_TRY_ASSIGN(const ElementType type, types(*spec.gate));
-    ATTENDRE_TRY_ASSIGN(const std::vector<uint64_t> parts,
-                        DeviceMatrix::placed_parts(caps, type, 2 * spec.gate->rows, spec.gate->cols, false));
-    add(m.weights, spec.gate->name + " + " + spec.up->name, parts[0], true);
+  if (fused.qkv) {
+    ATTENDRE_TRY(stacked({&spec.wq, &spec.wk, &spec.wv}));
+  } else {
+    for (const auto& t : {std::optional<MatrixSpec>(spec.wq), std::optional<MatrixSpec>(spec.wk),
+                          std::optional<MatrixSpec>(spec.wv)})
+      ATTENDRE_TRY(matrix(t));
+  }
+  ATTENDRE_TRY(matrix(spec.wo));
+  if (fused.gate_up) {
+    ATTENDRE_TRY(stacked({&*spec.gate, &*spec.up}));
   } else {
     ATTENDRE_TRY(matrix(spec.gate));
     ATTENDRE_TRY(matrix(spec.up));
@@ -140,7 +170,7 @@ uint64_t BlockWeights::rope_table_bytes(const BlockConfig& config) {
 }
 
 Result<BlockWeights> BlockWeights::load(WeightLoader& loader, const BlockSpec& t, const BlockConfig& config,
-                                        std::span<const double> rope_factors, bool fuse_gate_up) {
+                                        std::span<const double> rope_factors, BlockFusions fusions) {
   BlockWeights w;
   WeightLoader::FinishOnFailure guard(loader);  // w's buffers may receive copies still in flight
   ATTENDRE_TRY_ASSIGN(w.attn_norm, loader.norm(t.attn_norm, t.attn_norm_bias));
@@ -157,12 +187,16 @@ Result<BlockWeights> BlockWeights::load(WeightLoader& loader, const BlockSpec& t
     ATTENDRE_TRY_ASSIGN(w.q_norm, loader.norm(*t.q_norm, std::nullopt));
     ATTENDRE_TRY_ASSIGN(w.k_norm, loader.norm(*t.k_norm, std::nullopt));
   }
-  ATTENDRE_TRY_ASSIGN(w.wq, loader.matrix(t.wq));
-  ATTENDRE_TRY_ASSIGN(w.wk, loader.matrix(t.wk));
-  ATTENDRE_TRY_ASSIGN(w.wv, loader.matrix(t.wv));
+  if (fusions.qkv) {
+    ATTENDRE_TRY_ASSIGN(w.qkv, loader.matrix_stack({&t.wq, &t.wk, &t.wv}));
+  } else {
+    ATTENDRE_TRY_ASSIGN(w.wq, loader.matrix(t.wq));
+    ATTENDRE_TRY_ASSIGN(w.wk, loader.matrix(t.wk));
+    ATTENDRE_TRY_ASSIGN(w.wv, loader.matrix(t.wv));
+  }
   ATTENDRE_TRY_ASSIGN(w.wo, loader.matrix(t.wo));
-  if (fuse_gate_up) {
-    ATTENDRE_TRY_ASSIGN(w.gate_up, loader.matrix_pair(*t.gate, *t.up));
+  if (fusions.gate_up) {
+    ATTENDRE_TRY_ASSIGN(w.gate_up, loader.matrix_stack({&*t.gate, &*t.up}));
   } else {
     if (t.gate) {
       ATTENDRE_TRY_ASSIGN(w.gate, loader.matrix(*t.gate));
@@ -193,7 +227,7 @@ uint64_t BlockWeights::device_bytes() const {
   uint64_t total = vk::MemoryArena::placed_bytes(attn_norm.buffer.size());
   for (const DeviceNorm* n : {&ffn_norm, &attn_post_norm, &ffn_post_norm, &q_norm, &k_norm})
     if (n->buffer) total += vk::MemoryArena::placed_bytes(n->buffer.size());
-  for (const DeviceMatrix* m : {&wq, &wk, &wv, &wo, &gate, &up, &gate_up, &down}) total += m->device_bytes();
+  for (const DeviceMatrix* m : {&wq, &wk, &wv, &qkv, &wo, &gate, &up, &gate_up, &down}) total += m->device_bytes();
   if (rope_table) total += vk::MemoryArena::placed_bytes(rope_table.size());
   return total;
 }
@@ -254,8 +288,10 @@ Result<std::unique_ptr<DeviceBlock>> DeviceBlock::create(Context& context, const
                        [&](const DeviceMatrix* m) { return kernels::folds_rms(plan, m->type(), acts); });
   };
   auto rms_input = [&](const DeviceNorm& norm) { return kernels::RmsInput{{&norm.buffer}, 0, c.norm_eps}; };
-  d.rms_in_attention_ = c.cross_attention ? readers_fold_rms({&weights.wq})
-                                              : readers_fold_rms({&weights.wq, &weights.wk, &weights.wv});
+  const bool stacked_qkv = weights.qkv.rows() > 0;
+  d.rms_in_attention_ = stacked_qkv         ? readers_fold_rms({&weights.qkv})
+                        : c.cross_attention ? readers_fold_rms({&weights.wq})
+                                            : readers_fold_rms({&weights.wq, &weights.wk, &weights.wv});
   std::optional<kernels::RmsInput> attention_rms;
   if (d.rms_in_attention_) {
     attention_rms = rms_input(weights.attn_norm);
@@ -264,16 +300,25 @@ Result<std::unique_ptr<DeviceBlock>> DeviceBlock::create(Context& context, const
                                                                    {&weights.attn_norm.buffer}, {&shared.h}, acts));
   }
   const vk::Buffer* attention_source = d.rms_in_attention_ ? d.in_ : &shared.h;
-  ATTENDRE_TRY_ASSIGN(d.q_, Projection::create(context, a, plan, weights.wq, {attention_source}, queries, {}, acts,
-                                               std::nullopt, attention_rms));
-  // Cross-attention keys and values come from the encoder output memory (fp32 rows).
-  const vk::Buffer* kv_source = c.cross_attention ? shared.encoder : attention_source;
-  const MemoryStorage kv_input = c.cross_attention ? MemoryStorage::f32 : acts;
-  const std::optional<kernels::RmsInput> kv_rms = c.cross_attention ? std::nullopt : attention_rms;
-  ATTENDRE_TRY_ASSIGN(d.k_, Projection::create(context, a, plan, weights.wk, {kv_source}, keys, {}, kv_input,
-                                               std::nullopt, kv_rms));
-  ATTENDRE_TRY_ASSIGN(d.v_, Projection::create(context, a, plan, weights.wv, {kv_source}, values, {}, kv_input,
-                                               std::nullopt, kv_rms));
+  if (stacked_qkv) {
+    // The queries to the ring, the keys and values to the chunk (its keys
+    // then its values section, bound as one).
+    const Section keys_values = Section::words(chunk, cl.keys, uint64_t{cl.values} + uint64_t{cl.rows} * cl.kv_row - cl.keys);
+    const AttentionShape& s = d.attention_.shape;
+    ATTENDRE_TRY_ASSIGN(d.qkv_, StackedProjection::create(context, a, plan, weights.qkv, {s.q_row(), s.kv_row(), s.kv_row()},
+                                                          {attention_source}, queries, keys_values, acts, attention_rms));
+  } else {
+    ATTENDRE_TRY_ASSIGN(d.q_, Projection::create(context, a, plan, weights.wq, {attention_source}, queries, {}, acts,
+                                                 std::nullopt, attention_rms));
+    // Cross-attention keys and values come from the encoder output memory (fp32 rows).
+    const vk::Buffer* kv_source = c.cross_attention ? shared.encoder : attention_source;
+    const MemoryStorage kv_input = c.cross_attention ? MemoryStorage::f32 : acts;
+    const std::optional<kernels::RmsInput> kv_rms = c.cross_attention ? std::nullopt : attention_rms;
+    ATTENDRE_TRY_ASSIGN(d.k_, Projection::create(context, a, plan, weights.wk, {kv_source}, keys, {}, kv_input,
+                                                 std::nullopt, kv_rms));
+    ATTENDRE_TRY_ASSIGN(d.v_, Projection::create(context, a, plan, weights.wv, {kv_source}, values, {}, kv_input,
+                                                 std::nullopt, kv_rms));
+  }
   // Without an FFN, the attention sublayer's output is the block's output.
   const vk::Buffer* attention_out = c.ffn > 0 ? &shared.y : d.out_;
   const Section residuals = Section::words(ring, rl.residuals, uint64_t{rl.capacity} * rl.residual_width);
@@ -457,10 +502,16 @@ Status DeviceBlock::record_qk(vk::CommandRecorder& rec, uint32_t n, uint32_t fir
   // query's turns by +n_local in place. Keys keep the un-rotated copy.
   const bool lm = config_.lm_infinite.enabled;
   const RowRef input = attention_input();
-  ATTENDRE_TRY(q_.record(rec, n, input, ring_rows(lm ? kernels::kLmPast : kernels::kLmLocal)));
-  if (own_keys) {
-    ATTENDRE_TRY(k_.record(rec, n, input, key_rows(lm ? 1 : 0)));
-    ATTENDRE_TRY(v_.record(rec, n, input, RowRef::contiguous(s.kv_row())));
+  if (w_.qkv.rows() > 0) {
+    // Rows relative to the one binding of the chunk's keys and values (neither LM-Infinite nor cross-attention).
+    ATTENDRE_TRY(qkv_.record(rec, n, input, ring_rows(kernels::kLmLocal), key_rows(0),
+                             RowRef::contiguous(s.kv_row(), chunk.values - chunk.keys)));
+  } else {
+    ATTENDRE_TRY(q_.record(rec, n, input, ring_rows(lm ? kernels::kLmPast : kernels::kLmLocal)));
+    if (own_keys) {
+      ATTENDRE_TRY(k_.record(rec, n, input, key_rows(lm ? 1 : 0)));
+      ATTENDRE_TRY(v_.record(rec, n, input, RowRef::contiguous(s.kv_row())));
+    }
   }
   if (config_.qk_norm) {
     // Each head of the rows just projected, in place, before any rotation.

@@ -57,6 +57,12 @@ struct SharedBuffers {
   const vk::Buffer* encoder = nullptr;
 };
 
+// Which of a block's matrices are stacked into one (DeviceBlock::fusions).
+struct BlockFusions {
+  bool gate_up = false;  // [gate; up]: gate, up and the activation in one gated product
+  bool qkv = false;      // [wq; wk; wv]: the attention's three projections in one split product
+};
+
 // One block's weights, loaded before any kernel is built from them (so that
 // a failure while building leaves no copy in flight into freed buffers).
 struct BlockWeights {
@@ -64,14 +70,16 @@ struct BlockWeights {
   DeviceNorm attn_post_norm, ffn_post_norm;  // BlockConfig::post_norms
   DeviceNorm q_norm, k_norm;    // per-head q/k norm gains (BlockConfig::qk_norm)
   DeviceMatrix wq, wk, wv, wo, gate, up, down;
-  // Where DeviceBlock::fuses_gate_up: [gate; up] as one matrix (gate and
-  // up then stay empty), multiplied with the activation in one gated product.
-  DeviceMatrix gate_up;
+  // Where DeviceBlock::fusions says so: [gate; up] as one matrix (gate and
+  // up then stay empty), multiplied with the activation in one gated
+  // product; [wq; wk; wv] as one (wq, wk and wv then stay empty),
+  // multiplied in one split product (StackedProjection).
+  DeviceMatrix gate_up, qkv;
   vk::Buffer rope_table;        // kernels::rope_angle_table of the block's RoPE (RoPE blocks)
   std::vector<float> t5_table;  // [num_buckets][heads_q], for the K/V memory to upload (T5 bias)
   // `rope_factors`: rope_freqs.weight, for blocks whose scaling reads it.
   static Result<BlockWeights> load(WeightLoader& loader, const BlockSpec& spec, const BlockConfig& config,
-                           std::span<const double> rope_factors, bool fuse_gate_up = false);
+                           std::span<const double> rope_factors, BlockFusions fusions = {});
   static uint64_t rope_table_bytes(const BlockConfig& config);
   uint64_t device_bytes() const;
 };
@@ -100,13 +108,17 @@ class DeviceBlock {
                                          const std::function<Result<ElementType>(const MatrixSpec&)>& types,
                                          std::vector<PlannedBuffer>* buffers = nullptr);
   static uint64_t upload_words(const StackConfig& config, size_t index);
-  // Whether the block's gated FFN runs gate, up and the activation as one
-  // gated product over a [gate; up] matrix (kernels::Matmul's `gated`):
-  // direct products (CPU devices), fp32 activations, gate and up in one
-  // encoding without biases, fitting one storage range together.
-  static Result<bool> fuses_gate_up(const DeviceCaps& caps, MemoryStorage activations, const BlockConfig& config,
-                                    const BlockSpec& spec,
-                                    const std::function<Result<ElementType>(const MatrixSpec&)>& types);
+  // Which matrices the block stacks, all under direct products (CPU
+  // devices), fp32 activations, the stacked matrices in one encoding
+  // without biases, fitting one storage range together:
+  // gate_up: the gated FFN runs gate, up and the activation as one gated
+  //   product over [gate; up] (kernels::Matmul's `gated`);
+  // qkv: the block's own q, k and v come from one product over
+  //   [wq; wk; wv] (StackedProjection), neither cross-attention nor
+  //   LM-Infinite (whose keys keep two variants).
+  static Result<BlockFusions> fusions(const DeviceCaps& caps, MemoryStorage activations, const BlockConfig& config,
+                                      const BlockSpec& spec,
+                                      const std::function<Result<ElementType>(const MatrixSpec&)>& types);
   static uint32_t max_queries(const StackConfig& config, size_t index);
   // Finite-check sites one block registers (attention outputs, policy scores, output rows).
   static constexpr uint32_t kFiniteSites = 3;
@@ -177,6 +189,7 @@ class DeviceBlock {
   kernels::Norm q_norm_kernel_, k_norm_kernel_;  // in place on the projected q and k rows (qk_norm)
   Projection q_, k_, v_, o_, gate_proj_, up_proj_, down_proj_;
   Projection gate_up_proj_;  // the gated product, where the weights hold gate_up
+  StackedProjection qkv_;    // q, k and v at once, where the weights hold qkv
   // fp16 activations: the attention rows rounded into h for o_ to read.
   kernels::StoreHalfRows attention_half_;
   kernels::Rope rope_q_, rope_k_;

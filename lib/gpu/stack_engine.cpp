@@ -101,9 +101,9 @@ Status StackEngine::load_weights(WeightSource& weights, const ModelSpec& spec, c
     ATTENDRE_TRY_ASSIGN(rope_factors, loader.values(spec.rope_freqs->name, {spec.rope_freqs->size}));
   }
   for (size_t l = 0; l < spec.blocks.size(); ++l) {
-    ATTENDRE_TRY_ASSIGN(const bool fused,
-                        DeviceBlock::fuses_gate_up(context_.caps(), config_.activations, config_.blocks[l], spec.blocks[l],
-                                                   [&](const MatrixSpec& m) { return loader.stored_type_of(m); }));
+    ATTENDRE_TRY_ASSIGN(const BlockFusions fused,
+                        DeviceBlock::fusions(context_.caps(), config_.activations, config_.blocks[l], spec.blocks[l],
+                                             [&](const MatrixSpec& m) { return loader.stored_type_of(m); }));
     ATTENDRE_TRY_ASSIGN(BlockWeights w,
                         BlockWeights::load(loader, spec.blocks[l], config_.blocks[l], rope_factors, fused));
     block_weights_.push_back(std::move(w));

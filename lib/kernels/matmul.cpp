@@ -9,7 +9,7 @@
 namespace attendre::kernels {
 
 // The GLSL block declares the same words flat (ATT_ROWS expands to four uints).
-static_assert(offsetof(MatmulParams, a) == 32 && sizeof(MatmulParams) == 88);
+static_assert(offsetof(MatmulParams, a) == 32 && sizeof(MatmulParams) == 112);
 
 namespace {
 
@@ -20,25 +20,32 @@ constexpr uint32_t kMatvecElements = 8;
 constexpr uint32_t kDirectFewRows = 2;
 
 // The direct product that reads `type` weights through a uniform texel
-// buffer (matmul_direct_*_texel), and the view's format.
+// buffer (matmul_direct_*_texel), its split-output build (*_texel_split)
+// and the view's format.
 struct TexelProduct {
   ElementType type;
-  ShaderId shader;
+  ShaderId shader, split;
   VkFormat format;
 };
 constexpr TexelProduct kTexelProducts[] = {
-    {ElementType::f32, ShaderId::matmul_direct_f32_texel, VK_FORMAT_R32G32B32A32_SFLOAT},
-    {ElementType::f16, ShaderId::matmul_direct_f16_texel, VK_FORMAT_R16G16B16A16_SFLOAT},
-    {ElementType::bf16, ShaderId::matmul_direct_bf16_texel, VK_FORMAT_R32G32_UINT},
-    {ElementType::q4_0, ShaderId::matmul_direct_q4_0_texel, VK_FORMAT_R32_UINT},
-    {ElementType::q4_1, ShaderId::matmul_direct_q4_1_texel, VK_FORMAT_R32_UINT},
-    {ElementType::q5_0, ShaderId::matmul_direct_q5_0_texel, VK_FORMAT_R32_UINT},
-    {ElementType::q5_1, ShaderId::matmul_direct_q5_1_texel, VK_FORMAT_R32_UINT},
-    {ElementType::q8_0, ShaderId::matmul_direct_q8_0_texel, VK_FORMAT_R32_UINT},
-    {ElementType::q4_k, ShaderId::matmul_direct_q4_k_texel, VK_FORMAT_R32_UINT},
-    {ElementType::q5_k, ShaderId::matmul_direct_q5_k_texel, VK_FORMAT_R32_UINT},
-    {ElementType::q6_k, ShaderId::matmul_direct_q6_k_texel, VK_FORMAT_R32_UINT},
+    {ElementType::f32, ShaderId::matmul_direct_f32_texel, ShaderId::matmul_direct_f32_texel_split,
+     VK_FORMAT_R32G32B32A32_SFLOAT},
+    {ElementType::f16, ShaderId::matmul_direct_f16_texel, ShaderId::matmul_direct_f16_texel_split,
+     VK_FORMAT_R16G16B16A16_SFLOAT},
+    {ElementType::bf16, ShaderId::matmul_direct_bf16_texel, ShaderId::matmul_direct_bf16_texel_split,
+     VK_FORMAT_R32G32_UINT},
+    {ElementType::q4_0, ShaderId::matmul_direct_q4_0_texel, ShaderId::matmul_direct_q4_0_texel_split, VK_FORMAT_R32_UINT},
+    {ElementType::q4_1, ShaderId::matmul_direct_q4_1_texel, ShaderId::matmul_direct_q4_1_texel_split, VK_FORMAT_R32_UINT},
+    {ElementType::q5_0, ShaderId::matmul_direct_q5_0_texel, ShaderId::matmul_direct_q5_0_texel_split, VK_FORMAT_R32_UINT},
+    {ElementType::q5_1, ShaderId::matmul_direct_q5_1_texel, ShaderId::matmul_direct_q5_1_texel_split, VK_FORMAT_R32_UINT},
+    {ElementType::q8_0, ShaderId::matmul_direct_q8_0_texel, ShaderId::matmul_direct_q8_0_texel_split, VK_FORMAT_R32_UINT},
+    {ElementType::q4_k, ShaderId::matmul_direct_q4_k_texel, ShaderId::matmul_direct_q4_k_texel_split, VK_FORMAT_R32_UINT},
+    {ElementType::q5_k, ShaderId::matmul_direct_q5_k_texel, ShaderId::matmul_direct_q5_k_texel_split, VK_FORMAT_R32_UINT},
+    {ElementType::q6_k, ShaderId::matmul_direct_q6_k_texel, ShaderId::matmul_direct_q6_k_texel_split, VK_FORMAT_R32_UINT},
 };
+
+// Storage buffers a split product binds: A, W, C, R (or the gains) and the split outputs.
+constexpr uint32_t kSplitStorageBuffers = 5;
 
 }  // namespace
 
@@ -50,9 +57,16 @@ std::optional<TexelWeights> texel_weights(const DeviceCaps& caps, ElementType we
     Result<vk::BufferBinding> w_view = w.texel_view(caps, t.format);
     Result<vk::BufferBinding> a_view = a.texel_view(caps, VK_FORMAT_R32G32B32A32_SFLOAT);
     if (!w_view.ok() || !a_view.ok()) return std::nullopt;
-    return TexelWeights{t.shader, w_view.value(), a_view.value()};
+    return TexelWeights{t.shader, w_view.value(), a_view.value(), t.split};
   }
   return std::nullopt;
+}
+
+bool splits_outputs(const DeviceCaps& caps, const KernelPlan& plan, ElementType weights, MemoryStorage input) {
+  if (!direct_matmul(plan, weights) || input != MemoryStorage::f32) return false;
+  if (!caps.texel_buffers || caps.max_storage_buffers < kSplitStorageBuffers) return false;
+  return std::any_of(std::begin(kTexelProducts), std::end(kTexelProducts),
+                     [&](const TexelProduct& t) { return t.type == weights; });
 }
 
 // Loads per FMA set the speed on a CPU device (matmul_direct.comp): a tile
@@ -80,11 +94,18 @@ bool folds_rms(const KernelPlan& plan, ElementType weights, MemoryStorage input)
 Result<Matmul> Matmul::create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan, ElementType weights,
                               vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c, vk::BufferBinding r,
                               MemoryStorage input, std::optional<ActivationKind> gated,
-                              std::optional<RmsInput> rms) {
+                              std::optional<RmsInput> rms, vk::BufferBinding split) {
   Matmul m;
   m.plan_ = plan;
   m.type_ = weights;
   m.gated_ = gated.has_value();
+  m.split_ = split.buffer != nullptr;
+  if (m.split_) {
+    if (!splits_outputs(context.caps(), plan, weights, input))
+      return Status{ErrorCode::unsupported, "a split product needs the direct kernels over fp32 A rows, texel buffers and " +
+                                                std::to_string(kSplitStorageBuffers) + " storage buffers per stage"};
+    ATTENDRE_REQUIRE(!gated && !r.buffer, "a split product is not gated and adds no separate R");
+  }
   if (rms) {
     ATTENDRE_REQUIRE(folds_rms(plan, weights, input), "an RMS-normalizing product needs the direct kernels and fp32 A rows");
     ATTENDRE_REQUIRE(!r.buffer, "an RMS-normalizing product reads its gains where R would be: no separate R");
@@ -121,6 +142,18 @@ Result<Matmul> Matmul::create(Context& context, vk::DescriptorArena& arena, cons
                                            : Result<vk::BufferBinding>(texel->a);
       if (view.ok()) gain_texels = view.value();
     }
+    if (texel && gain_texels && m.split_) {
+      m.texel_ = true;
+      ATTENDRE_TRY_ASSIGN(m.direct_, Kernel::make<MatmulParams>(context, arena, texel->split, many_spec,
+                                                                {a, w, c, r, texel->weights, texel->a, *gain_texels, split}));
+      ATTENDRE_TRY_ASSIGN(m.direct_few_, Kernel::make<MatmulParams>(context, arena, texel->split, few_spec,
+                                                                    {a, w, c, r, texel->weights, texel->a, *gain_texels, split}));
+      m.label_variant(texel->split);
+      return m;
+    }
+    if (m.split_)
+      return Status{ErrorCode::unsupported, what + ": a split product reads its weights, A rows and gains as texels, "
+                                                   "and one of them cannot be viewed so"};
     if (texel && gain_texels) {
       m.texel_ = true;
       ATTENDRE_TRY_ASSIGN(m.direct_, Kernel::make<MatmulParams>(context, arena, texel->shader, many_spec,
@@ -150,8 +183,20 @@ Result<Matmul> Matmul::create(Context& context, vk::DescriptorArena& arena, cons
 }
 
 Result<MatmulParams> Matmul::params(const Args& args) const {
+  ATTENDRE_REQUIRE(args.split.has_value() == split_, split_ ? "a split product needs its split rows (Args::split)"
+                                                            : "matmul: split rows need a product created with a split binding");
+  const SplitRows split = args.split.value_or(SplitRows{args.out, args.out, {}, {}});
+  ATTENDRE_REQUIRE(split.first <= split.second && split.second <= args.out,
+                   "matmul: split outputs need first <= second <= out");
   ATTENDRE_TRY(check_rows(args.a, args.rows, args.in, false, "matmul A"));
-  ATTENDRE_TRY(check_rows(args.c, args.rows, args.out, true, "matmul C"));
+  ATTENDRE_TRY(check_rows(args.c, args.rows, split.first, true, "matmul C"));
+  if (args.split) {
+    for (const RowRef* rows : {&split.c2, &split.c3})
+      ATTENDRE_REQUIRE(rows->first == 0 && rows->capacity == kInvalid, "matmul: split output rows must be contiguous");
+    ATTENDRE_TRY(check_rows(split.c2, args.rows, split.second - split.first, true, "matmul split C2"));
+    ATTENDRE_TRY(check_rows(split.c3, args.rows, args.out - split.second, true, "matmul split C3"));
+    ATTENDRE_REQUIRE(!args.residual, "a split product adds no residual");
+  }
   if (args.residual) ATTENDRE_TRY(check_rows(args.r, args.rows, args.out, false, "matmul R"));
   if (args.residual && residual_in_c_)
     ATTENDRE_REQUIRE(args.r == args.c,
@@ -170,6 +215,12 @@ Result<MatmulParams> Matmul::params(const Args& args) const {
   p.c = args.c;
   p.r = args.r;
   p.lanes = matvec_lanes(args.in);
+  p.split_first = split.first;
+  p.split_second = split.second;
+  p.c2_offset = split.c2.offset;
+  p.c2_stride = split.c2.stride;
+  p.c3_offset = split.c3.offset;
+  p.c3_stride = split.c3.stride;
   if (rms_) {
     p.norm_offset = rms_->offset;
     p.norm_eps = rms_->eps;

@@ -37,6 +37,22 @@ struct RmsInput {
 // and matvec split `in` across invocations) the norm runs as its own kernel.
 bool folds_rms(const KernelPlan& plan, ElementType weights, MemoryStorage input);
 
+// Outputs split across two bindings (matmul_direct.comp's SPLIT_OUTPUT):
+// outputs [0, first) go to the C rows as usual, [first, second) to the
+// contiguous rows c2 of the split binding and [second, out) to its
+// contiguous rows c3 (c2 and c3 relative to that binding), so that one
+// product of stacked matrices ([wq; wk; wv]) writes each matrix's outputs
+// where its own product would have.
+struct SplitRows {
+  uint32_t first = 0, second = 0;
+  RowRef c2, c3;
+};
+// Whether products over `weights` reading `input` rows can split their
+// outputs: the direct kernels through texel buffers (fp32 A), on a device
+// that allows a fifth storage buffer per stage. Matmul::create may still
+// fail (unsupported) where a buffer cannot be viewed as texels.
+bool splits_outputs(const DeviceCaps& caps, const KernelPlan& plan, ElementType weights, MemoryStorage input);
+
 // What one matmul_direct invocation computes: a register tile of `rows`
 // rows by `outputs` outputs, in workgroups of `workgroup`; `few`: the
 // single-row variant for products of at most 2 rows (decoding).
@@ -54,6 +70,7 @@ DirectTile direct_tile(const KernelPlan& plan, ElementType weights, bool few);
 struct TexelWeights {
   ShaderId shader;
   vk::BufferBinding weights, a;
+  ShaderId split;  // the split-output build of `shader` (SplitRows)
 };
 std::optional<TexelWeights> texel_weights(const DeviceCaps& caps, ElementType weights, MemoryStorage input,
                                           const vk::BufferBinding& w, const vk::BufferBinding& a);
@@ -67,6 +84,7 @@ class Matmul {
                                 // (row o then starts at byte w_offset + o * row bytes)
     uint32_t bias_offset = 0;   // words (fp32) of the weight binding: bias[o] at bias_offset + o
     bool bias = false, residual = false;
+    std::optional<SplitRows> split;  // only for a product created with a split binding
   };
 
   Matmul() = default;
@@ -83,11 +101,14 @@ class Matmul {
   // with no bias and no residual.
   // `rms`: A rows are RMS-normalized in the product (RmsInput; fails
   // unless folds_rms holds, or with a separate `r`).
+  // `split`: the binding of split outputs (SplitRows; fails (unsupported)
+  // unless splits_outputs holds and every texel view can be made; no
+  // residual, not gated); every record() then gives Args::split.
   static Result<Matmul> create(Context& context, vk::DescriptorArena& arena, const KernelPlan& plan,
                                ElementType weights, vk::BufferBinding a, vk::BufferBinding w, vk::BufferBinding c,
                                vk::BufferBinding r = {}, MemoryStorage input = MemoryStorage::f32,
                                std::optional<ActivationKind> gated = std::nullopt,
-                               std::optional<RmsInput> rms = std::nullopt);
+                               std::optional<RmsInput> rms = std::nullopt, vk::BufferBinding split = {});
 
   // Records the product: on direct-style devices matmul_direct.comp, else
   // the matrix-vector kernel for rows <= kMatvecMaxRows and the tiled GEMM
@@ -116,6 +137,7 @@ class Matmul {
   bool residual_in_c_ = false;
   bool texel_ = false;
   bool gated_ = false;
+  bool split_ = false;
   std::optional<RmsInput> rms_;
   Kernel gemm_, matvec_;
   Kernel direct_, direct_few_;  // direct_few_: the single-row variant (rows <= 2)

@@ -243,6 +243,7 @@ void vk::apply_limits(DeviceCaps& caps, const LimitOverrides& limits) {
   if (limits.max_shared_bytes) caps.max_shared_bytes = std::min(caps.max_shared_bytes, *limits.max_shared_bytes);
   if (limits.max_storage_range) caps.max_storage_range = std::min(caps.max_storage_range, *limits.max_storage_range);
   if (limits.max_groups_per_dispatch) caps.max_groups_per_dispatch = *limits.max_groups_per_dispatch;
+  if (limits.max_storage_buffers) caps.max_storage_buffers = std::min(caps.max_storage_buffers, *limits.max_storage_buffers);
   caps.non_coherent_host = caps.non_coherent_host || limits.non_coherent_host;
   caps.unified_memory = caps.unified_memory && !limits.discrete_memory;
 }

@@ -12,7 +12,10 @@ namespace attendre::vk {
 namespace {
 
 constexpr uint32_t kSetsPerPool = 64;
-constexpr uint32_t kMaxBindings = 4;  // the portable minimum of storage buffers per stage
+// Storage buffers a kernel binds at most: the portable minimum per stage
+// (4), except split products (kernels::splits_outputs), which bind a fifth
+// only where the device allows one (checked below).
+constexpr uint32_t kMaxBindings = 5;
 constexpr uint32_t kMaxTexelBindings = 2;  // a direct product's weights and A (pools sized for that many per set)
 
 }  // namespace

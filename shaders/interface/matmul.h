@@ -49,6 +49,12 @@ ATT_PARAMS_BEGIN(MatmulParams)
   ATT_ROWS(r)           // rows of out_dim floats, binding 3 (kResidualSeparate)
   ATT_U32(norm_offset)  // matmul_direct.comp's RMS_IN: word of binding 3 where the gains start (a multiple of 4)
   ATT_F32(norm_eps)     // and the epsilon of mean(A^2) + eps
+  ATT_U32(split_first)   // matmul_direct.comp's SPLIT_OUTPUT: outputs from here go to binding 7
+  ATT_U32(split_second)  // as rows c2 up to here, as rows c3 from here
+  ATT_U32(c2_offset)     // words of binding 7: output split_first + j of row r at c2_offset + r * c2_stride + j
+  ATT_U32(c2_stride)
+  ATT_U32(c3_offset)     // and output split_second + j at c3_offset + r * c3_stride + j
+  ATT_U32(c3_stride)
 ATT_PARAMS_END(MatmulParams)
 ATT_NAMESPACE_END
 
